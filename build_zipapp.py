@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Pack rustiz.py (and web/, when it exists) into one runnable file: dist/rustiz.pyz.
+
+    python3 build_zipapp.py                    # standard library only
+    python3 build_zipapp.py --with-speedups    # also carries orjson and uvloop for this Python and platform
+
+The archive is byte-for-byte reproducible from the same sources: entries are sorted and carry a
+fixed timestamp and mode. It holds the source and, for the building Python, a hash-checked .pyc so
+that start-up skips compiling (other Python versions compile the source instead).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+SPEEDUP_PACKAGES = ("orjson", "uvloop")
+MAIN = "import rustiz\nraise SystemExit(rustiz.main())\n"
+
+
+def add_file(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = zipfile.ZipInfo(name, FIXED_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (0o100000 | mode) << 16
+    info.create_system = 3  # unix, so the mode above is honoured whatever the building OS
+    archive.writestr(info, data, compresslevel=9)
+
+
+def compiled_module(source_path: str) -> bytes:
+    """A .pyc validated by the source hash (PEP 552), so it is reproducible and never stale."""
+    with tempfile.TemporaryDirectory() as scratch:
+        target = os.path.join(scratch, "module.pyc")
+        # A fresh interpreter, so the marshalled bytes do not depend on this process's state.
+        subprocess.run([sys.executable, "-c",
+                        "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], "
+                        "dfile='rustiz.py', doraise=True, "
+                        "invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)",
+                        source_path, target], check=True)
+        with open(target, "rb") as handle:
+            return handle.read()
+
+
+def web_files() -> list:
+    web = os.path.join(ROOT, "web")
+    found = []
+    for folder, _, names in os.walk(web):
+        for name in names:
+            path = os.path.join(folder, name)
+            found.append((os.path.relpath(path, ROOT).replace(os.sep, "/"), path))
+    return sorted(found)
+
+
+def speedup_files(scratch: str) -> dict:
+    """Download the orjson and uvloop wheels for this interpreter and return their unpacked files."""
+    wheels = os.path.join(scratch, "wheels")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--no-deps",
+                    "--dest", wheels, *SPEEDUP_PACKAGES], check=True)
+    unpacked = os.path.join(scratch, "unpacked")
+    for wheel in sorted(os.listdir(wheels)):
+        with zipfile.ZipFile(os.path.join(wheels, wheel)) as archive:
+            archive.extractall(unpacked)
+    strip = shutil.which("strip")
+    files = {}
+    for folder, _, names in os.walk(unpacked):
+        for name in names:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, unpacked).replace(os.sep, "/")
+            if ".dist-info/" in relative and not relative.endswith(("METADATA", "LICENSE", "LICENSE.txt")):
+                continue
+            if name.endswith(".so") and strip:
+                # Debug symbols are most of an extension's size and nothing at run time needs them.
+                subprocess.run([strip, "--strip-unneeded", path], check=True)
+            with open(path, "rb") as handle:
+                files[relative] = handle.read()
+    return files
+
+
+def platform_tag() -> str:
+    spec = importlib.util.spec_from_file_location("rustiz_for_build", os.path.join(ROOT, "rustiz.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.platform_tag()
+
+
+def build(output: str, with_speedups: bool) -> int:
+    source_path = os.path.join(ROOT, "rustiz.py")
+    with open(source_path, "rb") as handle:
+        source = handle.read()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        add_file(archive, "__main__.py", MAIN.encode())
+        add_file(archive, "rustiz.py", source)
+        add_file(archive, "rustiz.pyc", compiled_module(source_path))
+        for name, path in web_files():
+            with open(path, "rb") as handle:
+                add_file(archive, name, handle.read())
+        if with_speedups:
+            with tempfile.TemporaryDirectory() as scratch:
+                files = speedup_files(scratch)
+            digest = hashlib.sha256()
+            for name in sorted(files):
+                digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+            manifest = {"tag": platform_tag(), "digest": digest.hexdigest(), "files": sorted(files)}
+            add_file(archive, "_speedups/manifest.json", json.dumps(manifest, indent=1).encode())
+            for name in sorted(files):
+                add_file(archive, f"_speedups/files/{name}", files[name])
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    temporary = output + ".tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(b"#!/usr/bin/env python3\n")
+        handle.write(buffer.getvalue())
+    os.chmod(temporary, 0o755)
+    os.replace(temporary, output)
+    print(f"{output}: {os.path.getsize(output)} bytes")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--with-speedups", action="store_true",
+                        help="also pack the orjson and uvloop wheels for this Python and platform")
+    parser.add_argument("--output", default=os.path.join(ROOT, "dist", "rustiz.pyz"),
+                        help="where to write the archive (default: dist/rustiz.pyz)")
+    arguments = parser.parse_args()
+    return build(arguments.output, arguments.with_speedups)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1541 @@
+#!/usr/bin/env python3
+"""rustiz: a self-hosted social-media scheduler that speaks the Postiz public API.
+
+One module, one process, one SQLite file. Run it with ``python3 rustiz.pyz serve``.
+
+Map of this file (each section starts with a banner comment):
+  1. Constants        version, defaults, small helpers (ids, time, JSON)
+  2. Config           config.env parsing, environment overrides -> one frozen Config
+  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query)
+  4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; response serialisation
+  5. Server           the asyncio Protocol, timeouts, graceful shutdown, --workers
+  6. Auth and limits  API keys, REQUEST_LIMIT per client, API_LIMIT per organization
+  7. API              routing table and the public API handlers (Postiz JSON shapes)
+  8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+  9. CLI              init, serve, key rotate, version
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import socket
+import sqlite3
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Optional, Union
+
+# =============================================================================
+# 1. Constants
+# =============================================================================
+
+VERSION = "0.1.0"
+DEFAULT_PORT = 5077
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_DATA_DIR = "rustiz-data"
+DEFAULT_API_LIMIT = 90  # POST /public/v1/posts per organization per hour (Postiz default)
+DEFAULT_REQUEST_LIMIT = 600  # requests per minute per client address
+DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+MAX_HEAD_BYTES = 16 * 1024
+API_LIMIT_WINDOW_SECONDS = 3600
+REQUEST_LIMIT_WINDOW_SECONDS = 60
+
+
+def log(message: str) -> None:
+    """Every log line goes to stderr, one line each, so a supervisor can collect them."""
+    sys.stderr.write(f"rustiz[{os.getpid()}]: {message}\n")
+    sys.stderr.flush()
+
+
+def utc_now_iso() -> str:
+    """Timestamps as Postiz serialises them: ISO 8601, milliseconds, Z."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+_cuid_counter = secrets.randbelow(36**4)
+
+
+def _base36(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, rest = divmod(number, 36)
+        digits.append(_BASE36[rest])
+    return "".join(reversed(digits))
+
+
+def new_cuid() -> str:
+    """A 25-character cuid-like id ('c' + time + counter + host fingerprint + random), as Postiz's ids."""
+    global _cuid_counter
+    _cuid_counter = (_cuid_counter + 1) % 36**4
+    fingerprint = _base36(os.getpid() * 31 + hash(socket.gethostname()) % 36**2, 4)
+    return ("c" + _base36(int(time.time() * 1000), 8) + _base36(_cuid_counter, 4)
+            + fingerprint + _base36(secrets.randbits(48), 8))
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def new_api_key() -> str:
+    """64 lowercase hex characters, the shape of a Postiz organization key."""
+    return secrets.token_hex(32)
+
+
+def hash_api_key(key: str) -> str:
+    """Keys are 256-bit random strings, so one SHA-256 is enough to store them safely."""
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _json_dumps_stdlib(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+json_dumps: Callable[[Any], bytes] = _json_dumps_stdlib  # replaced by orjson.dumps when available
+
+
+class UserError(Exception):
+    """A problem the operator can fix; printed as one line, exit status `exit_code`, never a traceback."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# =============================================================================
+# 2. Config
+# =============================================================================
+
+@dataclass(frozen=True)
+class Config:
+    config_path: str
+    database: str
+    uploads: str
+    api_key: str
+    host: str
+    port: int
+    frontend_url: str  # the public base URL for absolute links; "" until serve knows the bound address
+    request_limit: int
+    api_limit: int
+    workers: int
+    max_body_bytes: int
+    header_timeout: float
+    keepalive_timeout: float
+    shutdown_timeout: float
+    access_log: bool
+    trusted_proxies: tuple = ()
+
+
+def default_config_path(environ: dict) -> str:
+    return environ.get("RUSTIZ_CONFIG") or os.path.join(DEFAULT_DATA_DIR, "config.env")
+
+
+def read_config_file(path: str) -> dict:
+    """KEY=VALUE lines; blank lines and # comments ignored; values may be quoted."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise UserError(f"cannot read config file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"cannot read config file {path}: it is not UTF-8 text") from None
+    values = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        name, sep, value = line.partition("=")
+        name = name.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UserError(f"{path}, line {number}: expected NAME=value, got {raw.strip()!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[name] = value
+    return values
+
+
+def _int_setting(values: dict, name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = values.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        raise UserError(f"{name}={raw!r} is not a whole number") from None
+    if not minimum <= number <= maximum:
+        raise UserError(f"{name}={number} is out of range: use {minimum}..{maximum}")
+    return number
+
+
+def _seconds_setting(values: dict, name: str, default: float) -> float:
+    raw = values.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise UserError(f"{name}={raw!r} is not a number of seconds") from None
+    if not 0 < seconds <= 86400:
+        raise UserError(f"{name}={raw} is out of range: use a number of seconds above 0")
+    return seconds
+
+
+def _trusted_proxies(raw: str) -> tuple:
+    networks = []
+    for item in raw.replace(",", " ").split():
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise UserError(f"RUSTIZ_TRUSTED_PROXIES: {item!r} is not an IP address or network") from None
+    return tuple(networks)
+
+
+def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
+    """The config file named by RUSTIZ_CONFIG, then environment variables on top of it."""
+    path = default_config_path(environ)
+    values = read_config_file(path)
+    values.update({name: value for name, value in environ.items() if value != ""})
+    base = os.path.dirname(os.path.abspath(path))
+
+    def resolve(name: str, default: str) -> str:
+        return os.path.join(base, values.get(name) or default)
+
+    host = values.get("HOST", DEFAULT_HOST)
+    port = _int_setting(values, "PORT", DEFAULT_PORT, 0, 65535)
+    workers = workers_flag if workers_flag is not None else _int_setting(values, "RUSTIZ_WORKERS", 1, 1, 64)
+    if not 1 <= workers <= 64:
+        raise UserError(f"--workers {workers} is out of range: use 1..64")
+    access_log = values.get("RUSTIZ_ACCESS_LOG", "0").lower()
+    if access_log not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise UserError(f"RUSTIZ_ACCESS_LOG={access_log!r}: use 1 or 0")
+    return Config(
+        config_path=path,
+        database=resolve("RUSTIZ_DATABASE", "rustiz.db"),
+        uploads=resolve("RUSTIZ_UPLOADS", "uploads"),
+        api_key=values.get("RUSTIZ_API_KEY", ""),
+        host=host,
+        port=port,
+        frontend_url=values.get("FRONTEND_URL", "").rstrip("/"),
+        request_limit=_int_setting(values, "REQUEST_LIMIT", DEFAULT_REQUEST_LIMIT, 0, 10**9),
+        api_limit=_int_setting(values, "API_LIMIT", DEFAULT_API_LIMIT, 0, 10**9),
+        workers=workers,
+        max_body_bytes=_int_setting(values, "RUSTIZ_MAX_BODY", DEFAULT_MAX_BODY_BYTES, 1024, 2**40),
+        header_timeout=_seconds_setting(values, "RUSTIZ_HEADER_TIMEOUT", 10.0),
+        keepalive_timeout=_seconds_setting(values, "RUSTIZ_KEEPALIVE_TIMEOUT", 75.0),
+        shutdown_timeout=_seconds_setting(values, "RUSTIZ_SHUTDOWN_TIMEOUT", 10.0),
+        access_log=access_log in ("1", "true", "yes", "on"),
+        trusted_proxies=_trusted_proxies(values.get("RUSTIZ_TRUSTED_PROXIES", "")),
+    )
+
+
+def _write_private_file(path: str, text: str) -> None:
+    """Mode 0600 (config files hold the API key), replaced atomically so a crash never leaves half a file."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def write_config_file(path: str, values: dict) -> None:
+    lines = ["# rustiz configuration. Environment variables of the same name override these values.",
+             *(f"{name}={value}" for name, value in values.items())]
+    _write_private_file(path, "\n".join(lines) + "\n")
+
+
+def update_config_value(path: str, name: str, value: str) -> None:
+    """Change one NAME=value line and keep every other line (and comment) as it was."""
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    replaced = False
+    for index, line in enumerate(lines):
+        if line.strip().removeprefix("export ").split("=", 1)[0].strip() == name:
+            lines[index] = f"{name}={value}"
+            replaced = True
+    if not replaced:
+        lines.append(f"{name}={value}")
+    _write_private_file(path, "\n".join(lines) + "\n")
+
+
+# =============================================================================
+# 3. Storage
+# =============================================================================
+
+# Forward migrations, applied in order; the schema version is the number applied.
+# Never edit a published step: add a new one.
+MIGRATIONS: tuple = (
+    """
+    CREATE TABLE organization (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        description TEXT,
+        api_key_hash TEXT UNIQUE,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE TABLE customer (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX customer_organization ON customer(organization_id);
+    CREATE TABLE integration (
+        id TEXT PRIMARY KEY,
+        internal_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        picture TEXT,
+        provider_identifier TEXT NOT NULL,
+        type TEXT NOT NULL DEFAULT 'social',
+        token TEXT NOT NULL DEFAULT '',
+        disabled INTEGER NOT NULL DEFAULT 0,
+        token_expiration TEXT,
+        refresh_token TEXT,
+        profile TEXT,
+        deleted_at TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        in_between_steps INTEGER NOT NULL DEFAULT 0,
+        refresh_needed INTEGER NOT NULL DEFAULT 0,
+        posting_times TEXT NOT NULL DEFAULT '[{"time":120},{"time":400},{"time":700}]',
+        custom_instance_details TEXT,
+        customer_id TEXT REFERENCES customer(id),
+        root_internal_id TEXT,
+        additional_settings TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX integration_organization ON integration(organization_id, deleted_at);
+    CREATE TABLE rate_limit (
+        key TEXT PRIMARY KEY,
+        window_start REAL NOT NULL,
+        hits INTEGER NOT NULL,
+        blocked_until REAL
+    );
+    """,
+)
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """The outcome of counting one request against a fixed window."""
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int  # until the window ends
+    retry_after: int  # seconds until a refused caller may try again (0 when allowed)
+
+
+class Store:
+    """The only code that speaks SQL. One connection per process; WAL lets workers share the file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                      cached_statements=256)
+            self.db.execute("PRAGMA busy_timeout = 5000")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise UserError(f"cannot open database {path}: {error}") from None
+        except OSError as error:
+            raise UserError(f"cannot open database {path}: {error.strerror}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _migrate(self) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = db.execute("SELECT version FROM schema_version").fetchone()
+            current = row[0] if row else 0
+            if current > len(MIGRATIONS):
+                raise UserError(
+                    f"database {self.path} has schema version {current}, but this rustiz {VERSION} knows "
+                    f"versions up to {len(MIGRATIONS)}: run a newer rustiz, or point RUSTIZ_DATABASE elsewhere")
+            for step in MIGRATIONS[current:]:
+                for statement in step.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            if row is None:
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
+            else:
+                db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        return self.db.execute("SELECT version FROM schema_version").fetchone()[0]
+
+    # --- organizations ------------------------------------------------------
+
+    def create_organization(self, name: str, api_key_hash: str) -> str:
+        organization_id = new_uuid()
+        now = utc_now_iso()
+        self.db.execute(
+            "INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+            (organization_id, name, api_key_hash, now, now))
+        return organization_id
+
+    def organizations(self) -> list:
+        rows = self.db.execute(
+            "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
+        return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
+
+    def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
+        row = self.db.execute(
+            "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
+            (api_key_hash,)).fetchone()
+        # The index finds the row; the constant-time compare keeps the final check free of timing leaks.
+        if row is not None and hmac.compare_digest(row[1], api_key_hash):
+            return row[0]
+        return None
+
+    def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
+        self.db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
+                        (api_key_hash, utc_now_iso(), organization_id))
+
+    # --- channels (integrations) ---------------------------------------------
+
+    _INTEGRATIONS_SQL = (
+        "SELECT i.id, i.name, i.provider_identifier, i.picture, i.disabled, i.profile, c.id, c.name "
+        "FROM integration i LEFT JOIN customer c ON c.id = i.customer_id "
+        "WHERE i.organization_id = ? AND i.deleted_at IS NULL")
+
+    def integrations(self, organization_id: str, customer_id: Optional[str] = None) -> list:
+        """Channels in Postiz's public shape; `customer` is omitted when the channel has none."""
+        if customer_id is None:
+            rows = self.db.execute(self._INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id", (organization_id,))
+        else:
+            rows = self.db.execute(self._INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id",
+                                   (organization_id, customer_id))
+        channels = []
+        for row in rows:
+            channel = {"id": row[0], "name": row[1], "identifier": row[2], "picture": row[3],
+                       "disabled": bool(row[4]), "profile": row[5]}
+            if row[6] is not None:
+                channel["customer"] = {"id": row[6], "name": row[7]}
+            channels.append(channel)
+        return channels
+
+    # --- rate limits ----------------------------------------------------------
+
+    def count_request(self, key: str, limit: int, window_seconds: int, block_seconds: Optional[int] = None,
+                      now: Optional[float] = None) -> RateDecision:
+        """Fixed-window counter shared by every worker and kept across restarts.
+
+        The first hit opens a window; a hit over the limit blocks the key for `block_seconds` from that
+        moment (Postiz's throttler) or, when None, until the window ends; afterwards counting restarts at 1.
+        """
+        now = time.time() if now is None else now
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?",
+                             (key,)).fetchone()
+            if row is not None and row[2] is not None and now < row[2]:
+                db.execute("COMMIT")
+                return RateDecision(False, limit, 0, math.ceil(row[2] - now), math.ceil(row[2] - now))
+            if row is None or now >= row[0] + window_seconds or row[2] is not None:
+                window_start, hits = now, 1
+            else:
+                window_start, hits = row[0], row[1] + 1
+            blocked_until = None
+            if hits > limit:
+                blocked_until = now + block_seconds if block_seconds else window_start + window_seconds
+            db.execute("INSERT OR REPLACE INTO rate_limit (key, window_start, hits, blocked_until) "
+                       "VALUES (?, ?, ?, ?)", (key, window_start, hits, blocked_until))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        reset = max(0, math.ceil(window_start + window_seconds - now))
+        if blocked_until is not None:
+            return RateDecision(False, limit, 0, reset, max(1, math.ceil(blocked_until - now)))
+        return RateDecision(True, limit, max(0, limit - hits), reset, 0)
+
+    def forget_expired_rate_limits(self, now: float, longest_window: int) -> int:
+        cursor = self.db.execute(
+            "DELETE FROM rate_limit WHERE window_start < ? AND (blocked_until IS NULL OR blocked_until < ?)",
+            (now - longest_window, now))
+        return cursor.rowcount
+
+
+# =============================================================================
+# 4. HTTP protocol (sans-IO): bytes in, events out; no sockets, no asyncio
+# =============================================================================
+
+@dataclass
+class RequestHead:
+    """A request line and its headers. Header names are lower-cased; repeated headers are joined with ", "."""
+    method: str
+    target: str
+    version: str  # "1.1" or "1.0"
+    headers: dict
+    keep_alive: bool
+    expect_continue: bool
+    content_length: Optional[int]  # None for chunked bodies
+    chunked: bool
+
+
+@dataclass
+class Body:
+    data: bytes
+
+
+@dataclass
+class EndOfMessage:
+    pass
+
+
+@dataclass
+class ParseError:
+    """The stream can no longer be trusted: answer `status` and close the connection."""
+    status: int
+    reason: str
+
+
+Event = Union[RequestHead, Body, EndOfMessage, ParseError]
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_HTTP_VERSION = re.compile(r"HTTP/(\d)\.(\d)\Z")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?\Z")
+
+_HEAD, _FIXED_BODY, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _FAILED = range(7)
+_END_OF_MESSAGE = EndOfMessage()
+
+
+class RequestParser:
+    """Turns the bytes of one connection into request events, in order, whatever way they are split.
+
+    `feed(data)` returns the events completed by `data`: RequestHead, then Body chunks, then
+    EndOfMessage, for each request (pipelined requests follow one another). A ParseError is the last
+    event the parser ever returns.
+    """
+
+    def __init__(self, max_head_bytes: int = MAX_HEAD_BYTES, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+        self.max_head_bytes = max_head_bytes
+        self.max_body_bytes = max_body_bytes
+        self._buffer = b""
+        self._state = _HEAD
+        self._remaining = 0  # bytes left in the fixed body or the current chunk
+        self._body_seen = 0
+
+    @property
+    def idle(self) -> bool:
+        """True between messages with nothing buffered: the connection may be closed without loss."""
+        return self._state == _HEAD and not self._buffer
+
+    @property
+    def reading_head(self) -> bool:
+        return self._state == _HEAD
+
+    def feed(self, data: bytes) -> list:
+        if self._state == _FAILED:
+            return []
+        buffer = self._buffer + data if self._buffer else data
+        events: list = []
+        position = 0
+        size = len(buffer)
+        while position < size:
+            state = self._state
+            if state == _HEAD:
+                while buffer.startswith(b"\r\n", position):  # stray CRLF between requests (RFC 9112 2.2)
+                    position += 2
+                end = buffer.find(b"\r\n\r\n", position)
+                if end < 0:
+                    if size - position > self.max_head_bytes:
+                        return self._fail(events, 431, "request line and headers are larger than 16 KiB")
+                    break
+                if end - position > self.max_head_bytes:
+                    return self._fail(events, 431, "request line and headers are larger than 16 KiB")
+                head = self._parse_head(buffer[position:end])
+                position = end + 4
+                if isinstance(head, ParseError):
+                    return self._fail(events, head.status, head.reason)
+                events.append(head)
+                if head.chunked:
+                    self._state = _CHUNK_SIZE_LINE
+                    self._body_seen = 0
+                elif head.content_length:
+                    if head.content_length > self.max_body_bytes:
+                        return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
+                                                       f"the limit of {self.max_body_bytes} bytes")
+                    self._state = _FIXED_BODY
+                    self._remaining = head.content_length
+                else:
+                    events.append(_END_OF_MESSAGE)
+            elif state == _FIXED_BODY:
+                take = min(self._remaining, size - position)
+                events.append(Body(buffer[position:position + take]))
+                position += take
+                self._remaining -= take
+                if not self._remaining:
+                    events.append(_END_OF_MESSAGE)
+                    self._state = _HEAD
+            elif state == _CHUNK_SIZE_LINE:
+                end = buffer.find(b"\r\n", position)
+                if end < 0:
+                    if size - position > 1024:
+                        return self._fail(events, 400, "chunk size line is too long")
+                    break
+                match = _CHUNK_SIZE.match(buffer, position, end)
+                if match is None:
+                    return self._fail(events, 400, "malformed chunk size")
+                chunk_size = int(match.group(1), 16)
+                position = end + 2
+                self._body_seen += chunk_size
+                if self._body_seen > self.max_body_bytes:
+                    return self._fail(events, 413, f"request body is over the limit of {self.max_body_bytes} bytes")
+                self._remaining = chunk_size
+                self._state = _CHUNK_DATA if chunk_size else _TRAILERS
+            elif state == _CHUNK_DATA:
+                take = min(self._remaining, size - position)
+                events.append(Body(buffer[position:position + take]))
+                position += take
+                self._remaining -= take
+                if not self._remaining:
+                    self._state = _CHUNK_END
+            elif state == _CHUNK_END:
+                if size - position < 2:
+                    break
+                if buffer[position:position + 2] != b"\r\n":
+                    return self._fail(events, 400, "chunk data is not followed by CRLF")
+                position += 2
+                self._state = _CHUNK_SIZE_LINE
+            else:  # _TRAILERS: header lines until an empty line; their content is not used
+                end = buffer.find(b"\r\n", position)
+                if end < 0:
+                    if size - position > self.max_head_bytes:
+                        return self._fail(events, 431, "chunked trailers are larger than 16 KiB")
+                    break
+                line = buffer[position:end]
+                position = end + 2
+                if not line:
+                    events.append(_END_OF_MESSAGE)
+                    self._state = _HEAD
+                elif b":" not in line:
+                    return self._fail(events, 400, "malformed trailer line")
+        self._buffer = buffer[position:]
+        return events
+
+    def _fail(self, events: list, status: int, reason: str) -> list:
+        self._state = _FAILED
+        self._buffer = b""
+        events.append(ParseError(status, reason))
+        return events
+
+    def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
+        text = raw.decode("latin-1")
+        lines = text.split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            return ParseError(400, "malformed request line")
+        method, target, version_text = parts
+        if not _TOKEN.match(method):
+            return ParseError(400, "malformed request method")
+        if not target or _BAD_TARGET.search(target):
+            return ParseError(400, "malformed request target")
+        version = _HTTP_VERSION.match(version_text)
+        if version is None:
+            return ParseError(400, "malformed HTTP version")
+        if version.group(1) != "1":
+            return ParseError(505, f"HTTP version {version_text[5:]} is not supported: use HTTP/1.1")
+        http10 = version.group(2) == "0"
+        headers: dict = {}
+        content_lengths = []
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if not colon or not _TOKEN.match(name):
+                if line[:1] in (" ", "\t"):
+                    return ParseError(400, "folded header lines are not allowed")
+                return ParseError(400, f"malformed header line {line[:40]!r}")
+            value = value.strip(" \t")
+            if _BAD_VALUE.search(value):
+                return ParseError(400, f"header {name} contains control characters")
+            name = name.lower()
+            if name == "content-length":
+                content_lengths.extend(part.strip() for part in value.split(","))
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        transfer_encoding = headers.get("transfer-encoding")
+        chunked = False
+        content_length: Optional[int] = 0
+        if transfer_encoding is not None:
+            if content_lengths:
+                return ParseError(400, "both Content-Length and Transfer-Encoding sent")
+            if http10 or transfer_encoding.lower() != "chunked":
+                return ParseError(400, f"unsupported Transfer-Encoding {transfer_encoding!r}: only chunked")
+            chunked, content_length = True, None
+        elif content_lengths:
+            if not all(part.isdigit() and part.isascii() for part in content_lengths):
+                return ParseError(400, "malformed Content-Length")
+            if len(set(map(int, content_lengths))) != 1:
+                return ParseError(400, "conflicting Content-Length headers")
+            content_length = int(content_lengths[0])
+        connection = headers.get("connection", "").lower()
+        if http10:
+            keep_alive = "keep-alive" in connection
+        else:
+            keep_alive = "close" not in connection
+        expect_continue = not http10 and headers.get("expect", "").lower() == "100-continue"
+        return RequestHead(method, target, "1.0" if http10 else "1.1", headers, keep_alive,
+                           expect_continue, content_length, chunked)
+
+
+_REASONS = {
+    100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request",
+    401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+    408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
+    429: "Too Many Requests", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+    503: "Service Unavailable", 505: "HTTP Version Not Supported",
+}
+_STATUS_LINES: dict = {}
+CONTINUE_RESPONSE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def _status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        line = _STATUS_LINES[status] = f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n".encode()
+    return line
+
+
+class HttpDate:
+    """The Date header line, formatted once a second instead of once a response."""
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.line = b""
+        self.refresh()
+
+    def refresh(self) -> bytes:
+        now = int(time.time())
+        if now != self.second:
+            self.second = now
+            self.line = time.strftime("Date: %a, %d %b %Y %H:%M:%S GMT\r\n", time.gmtime(now)).encode()
+        return self.line
+
+
+HTTP_DATE = HttpDate()
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json; charset=utf-8"
+    headers: list = field(default_factory=list)  # extra (name, value) pairs
+
+
+def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
+    return Response(status, json_dumps(value), "application/json; charset=utf-8", headers or [])
+
+
+def serialize_response(response: Response, keep_alive: bool, http10: bool, head_only: bool) -> bytes:
+    """Status line, Date, Content-Type, Content-Length, extra headers, Connection, body."""
+    body = response.body
+    parts = [_status_line(response.status), HTTP_DATE.line]
+    if response.content_type:
+        parts.append(b"Content-Type: " + response.content_type.encode("latin-1") + b"\r\n")
+    parts.append(b"Content-Length: %d\r\n" % len(body))
+    for name, value in response.headers:
+        parts.append(f"{name}: {value}\r\n".encode("latin-1"))
+    if not keep_alive:
+        parts.append(b"Connection: close\r\n")
+    elif http10:
+        parts.append(b"Connection: keep-alive\r\n")
+    parts.append(b"\r\n")
+    if not head_only:
+        parts.append(body)
+    return b"".join(parts)
+
+
+# =============================================================================
+# 5. Server: the asyncio transport around the parser, timeouts, shutdown, workers
+# =============================================================================
+
+class Request:
+    """One complete request, as handlers see it."""
+    __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
+                 "keep_alive", "_query")
+
+    def __init__(self, head: RequestHead, body: bytes, peer: str):
+        self.method = head.method
+        self.target = head.target
+        self.path, _, self.query_string = head.target.partition("?")
+        self.headers = head.headers
+        self.body = body
+        self.peer = peer
+        self.http10 = head.version == "1.0"
+        self.keep_alive = head.keep_alive
+        self._query: Optional[dict] = None
+
+    @property
+    def query(self) -> dict:
+        """Query parameters; the last value wins when a name repeats."""
+        if self._query is None:
+            from urllib.parse import parse_qsl
+            self._query = dict(parse_qsl(self.query_string, keep_blank_values=True))
+        return self._query
+
+
+Handler = Callable[[Request], Union[Response, Awaitable[Response]]]
+
+
+class ServerState:
+    """What the connections of one worker share: the app, the config, the live connections."""
+
+    def __init__(self, config: Config, handle: Handler):
+        self.config = config
+        self.handle = handle
+        self.connections: set = set()
+        self.closing = False
+
+
+class HttpConnection(asyncio.Protocol):
+    """Feeds socket bytes to a RequestParser and answers the requests strictly in order."""
+
+    def __init__(self, state: ServerState):
+        self.state = state
+        self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes)
+        self.transport: Optional[asyncio.Transport] = None
+        self.peer = ""
+        self.pending: list = []  # complete Requests (or a final ParseError) waiting their turn
+        self.head: Optional[RequestHead] = None
+        self.body_parts: list = []
+        self.busy = False  # an asynchronous handler is running
+        self.closed = False
+        self.reading_paused = False
+        self.writing_paused = False
+        self.last_activity = self.message_started = time.monotonic()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = peer[0] if isinstance(peer, tuple) else "unix"
+        self.state.connections.add(self)
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.closed = True
+        self.state.connections.discard(self)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        self._answer_pending()
+
+    def data_received(self, data: bytes) -> None:
+        now = time.monotonic()
+        if self.parser.idle:
+            self.message_started = now
+        self.last_activity = now
+        for event in self.parser.feed(data):
+            kind = type(event)
+            if kind is RequestHead:
+                self.head = event
+                self.body_parts = []
+                if event.expect_continue and event.content_length != 0 and not self.pending and not self.busy:
+                    self.transport.write(CONTINUE_RESPONSE)
+            elif kind is Body:
+                self.body_parts.append(event.data)
+            elif kind is EndOfMessage:
+                body = b"".join(self.body_parts) if self.body_parts else b""
+                self.pending.append(Request(self.head, body, self.peer))
+                self.head, self.body_parts = None, []
+            else:
+                self.pending.append(event)
+        if self.pending:
+            self._answer_pending()
+        if len(self.pending) > 64 and not self.reading_paused:
+            # A client pipelining faster than we answer: stop reading until we catch up.
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def _answer_pending(self) -> None:
+        pending = self.pending
+        while pending and not self.busy and not self.writing_paused and not self.closed:
+            item = pending.pop(0)
+            if type(item) is ParseError:
+                self._answer_parse_error(item)
+                return
+            started = time.perf_counter()
+            try:
+                result = self.state.handle(item)
+            except Exception:
+                result = internal_error_response()
+            if type(result) is Response:
+                self._send(item, result, started)
+            else:
+                self.busy = True
+                asyncio.ensure_future(self._finish_async(item, result, started))
+        if self.reading_paused and len(pending) < 8 and not self.closed:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    async def _finish_async(self, request: Request, awaitable: Awaitable[Response], started: float) -> None:
+        try:
+            response = await awaitable
+        except Exception:
+            log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
+            response = internal_error_response()
+        self.busy = False
+        if not self.closed:
+            self._send(request, response, started)
+            self._answer_pending()
+
+    def _send(self, request: Request, response: Response, started: float) -> None:
+        keep_alive = request.keep_alive and not self.state.closing
+        HTTP_DATE.refresh()
+        self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
+        self.last_activity = time.monotonic()
+        if self.state.config.access_log:
+            log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
+                f"{response.status} {len(response.body)} {(time.perf_counter() - started) * 1000:.1f}ms")
+        if not keep_alive:
+            self.close()
+
+    def _answer_parse_error(self, error: ParseError) -> None:
+        """The byte stream is no longer trustworthy: answer once and close."""
+        HTTP_DATE.refresh()
+        response = json_response({"statusCode": error.status, "message": error.reason,
+                                  "error": _REASONS.get(error.status, "Error")}, error.status)
+        self.transport.write(serialize_response(response, False, False, False))
+        if self.state.config.access_log:
+            log(f"{self.peer} rejected with {error.status}: {error.reason}")
+        self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.pending.clear()
+            self.transport.close()  # flushes what was written, then closes
+
+    def check_timeouts(self, now: float) -> None:
+        """Called once a second: drop idle keep-alive connections and clients too slow to send a request."""
+        if self.closed or self.busy or self.pending:
+            return
+        config = self.state.config
+        if self.parser.idle:
+            if now - self.last_activity > config.keepalive_timeout or self.state.closing:
+                self.close()
+        elif (now - self.message_started > config.header_timeout if self.parser.reading_head
+              else now - self.last_activity > config.header_timeout):
+            self._answer_parse_error(ParseError(408, "the request was not received in time"))
+
+
+def internal_error_response() -> Response:
+    log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
+    return json_response({"statusCode": 500, "message": "Internal server error"}, 500)
+
+
+def bind_sockets(config: Config) -> list:
+    """One listening socket per worker. With several workers they share the port through SO_REUSEPORT."""
+    try:
+        infos = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise UserError(f"cannot listen on HOST={config.host!r}: {error.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sockets: list = []
+    try:
+        if config.workers > 1:
+            # SO_REUSEPORT would let us share a port with another running server without noticing:
+            # a plain bind first proves the port is free.
+            probe = socket.socket(family, kind, proto)
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+                address = probe.getsockname()
+            finally:
+                probe.close()
+        for _ in range(config.workers):
+            listener = socket.socket(family, kind, proto)
+            sockets.append(listener)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if config.workers > 1:
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            listener.bind(address)
+            address = listener.getsockname()  # PORT=0: every worker takes the port the first one got
+            listener.listen(1024)
+            listener.setblocking(False)
+    except OSError as error:
+        for listener in sockets:
+            listener.close()
+        reason = error.strerror or str(error)
+        if error.errno == 98:
+            reason = "the address is already in use (set PORT to another port, or stop the other server)"
+        elif error.errno == 13:
+            reason = "permission denied (ports below 1024 need privileges: set PORT)"
+        raise UserError(f"cannot listen on {config.host}:{config.port}: {reason}") from None
+    return sockets
+
+
+def bound_port(sockets: list) -> int:
+    return sockets[0].getsockname()[1]
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    uvloop = sys.modules.get("uvloop")
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
+
+
+def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready: Callable[[], None]) -> int:
+    """Serve on `listener` until SIGTERM or SIGINT, then drain. `primary` marks the one worker that runs
+    what must run once per server (housekeeping today, the scheduler later)."""
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    store = Store(config.database)
+    app = App(config, store)
+    state = ServerState(config, app.handle)
+    stop = loop.create_future()
+
+    def request_stop() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signal_number, request_stop)
+    server = loop.run_until_complete(
+        loop.create_server(lambda: HttpConnection(state), sock=listener, backlog=1024))
+
+    def sweep() -> None:
+        now = time.monotonic()
+        for connection in list(state.connections):
+            connection.check_timeouts(now)
+        loop.call_later(1.0, sweep)
+
+    loop.call_later(1.0, sweep)
+    if primary:
+        loop.call_soon(app.housekeeping, loop)
+    on_ready()
+    try:
+        loop.run_until_complete(stop)
+        loop.run_until_complete(drain(server, state, config.shutdown_timeout))
+    finally:
+        store.close()
+        loop.close()
+    return 0
+
+
+async def drain(server: asyncio.AbstractServer, state: ServerState, timeout: float) -> None:
+    """Stop accepting, let in-flight requests finish (bounded by `timeout`), then close everything."""
+    server.close()
+    state.closing = True
+    deadline = time.monotonic() + timeout
+    while True:
+        for connection in list(state.connections):
+            if connection.parser.idle and not connection.busy and not connection.pending:
+                connection.close()
+        if not state.connections or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.05)
+    for connection in list(state.connections):
+        connection.close()
+    await asyncio.sleep(0)
+
+
+def serve(config: Config, startup_note: str) -> int:
+    """Bind, start the workers, print the ready line, and wait for a signal."""
+    sockets = bind_sockets(config)
+    port = bound_port(sockets)
+    url_host = f"[{config.host}]" if ":" in config.host else config.host
+    url = f"http://{url_host}:{port}"
+    config = _replace(config, port=port, frontend_url=config.frontend_url or url)
+    plural = "worker" if config.workers == 1 else "workers"
+    ready_line = f"rustiz {VERSION} ready on {url} ({config.workers} {plural}; {startup_note})"
+    if config.workers == 1:
+        return run_worker(config, sockets[0], True, lambda: log(ready_line))
+    return supervise_workers(config, sockets, ready_line)
+
+
+def _replace(config: Config, **changes: Any) -> Config:
+    from dataclasses import replace
+    return replace(config, **changes)
+
+
+def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
+    """Fork one process per socket and keep them running; SIGTERM/SIGINT stop them all gracefully."""
+    ready_reader, ready_writer = os.pipe()
+    children: dict = {}  # pid -> worker index
+    stopping = False
+    recent_deaths: list = []
+
+    def start(index: int, on_ready: Optional[Callable[[], None]]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if on_ready is not None:  # (a restarted worker has nobody waiting for its ready byte)
+                    os.close(ready_reader)
+                for other, listener in enumerate(sockets):
+                    if other != index:
+                        listener.close()
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None))
+            except UserError as error:
+                log(f"error: {error}")
+            except BaseException:
+                log("worker crashed:\n" + traceback.format_exc().rstrip())
+            finally:
+                os._exit(code)
+        children[pid] = index
+
+    def on_signal(signal_number: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for index in range(len(sockets)):
+        start(index, lambda: os.write(ready_writer, b"."))
+    os.close(ready_writer)
+    ready = 0
+    while ready < len(sockets):
+        chunk = os.read(ready_reader, len(sockets) - ready)
+        if not chunk:
+            break
+        ready += len(chunk)
+    os.close(ready_reader)
+    if ready < len(sockets):
+        on_signal(signal.SIGTERM, None)
+        _reap_all(children)
+        raise UserError("a worker failed to start; see the messages above")
+    log(ready_line)
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        index = children.pop(pid, None)
+        if index is None or stopping:
+            continue
+        now = time.monotonic()
+        recent_deaths[:] = [moment for moment in recent_deaths if now - moment < 10] + [now]
+        if len(recent_deaths) > 5:
+            log("workers keep dying (more than 5 in 10 s); stopping the server")
+            on_signal(signal.SIGTERM, None)
+            _reap_all(children)
+            return 1
+        log(f"worker {index} (pid {pid}) exited with status {os.waitstatus_to_exitcode(status)}; restarting it")
+        start(index, None)
+    return 0
+
+
+def _reap_all(children: dict) -> None:
+    for pid in list(children):
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        children.pop(pid, None)
+
+
+# =============================================================================
+# 6. Auth and limits
+# =============================================================================
+
+API_PREFIXES = ("/public/v1", "/api/public/v1")
+KNOWN_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _unauthorized(message: str) -> Response:
+    return json_response({"msg": message}, 401)
+
+
+NO_API_KEY = "No API Key found"
+INVALID_API_KEY = "Invalid API key"
+INVALID_OAUTH_TOKEN = "Invalid OAuth token"
+
+
+class Guard:
+    """Who is calling (organization, client address) and whether they may go on (rate limits)."""
+
+    def __init__(self, config: Config, store: Store):
+        self.config = config
+        self.store = store
+
+    def organization(self, request: Request) -> Union[str, Response]:
+        """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too."""
+        key = request.headers.get("authorization", "")
+        if key[:7].lower() == "bearer ":
+            key = key[7:].strip()
+        if not key:
+            return _unauthorized(NO_API_KEY)
+        organization_id = self.store.organization_for_key_hash(hash_api_key(key))
+        if organization_id is not None:
+            return organization_id
+        # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
+        return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+
+    def client_address(self, request: Request) -> str:
+        """The peer, or, behind a trusted reverse proxy, the nearest untrusted X-Forwarded-For hop."""
+        forwarded = request.headers.get("x-forwarded-for")
+        if not forwarded or not self._trusted(request.peer):
+            return request.peer
+        for hop in reversed([part.strip() for part in forwarded.split(",")]):
+            if not self._trusted(hop):
+                return hop
+        return request.peer
+
+    def _trusted(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.config.trusted_proxies)
+
+    def request_limit(self, request: Request) -> Optional[Response]:
+        """REQUEST_LIMIT: requests per minute per client address, all routes but /health."""
+        decision = self.store.count_request("client:" + self.client_address(request), self.config.request_limit,
+                                            REQUEST_LIMIT_WINDOW_SECONDS)
+        if decision.allowed:
+            return None
+        return json_response({"statusCode": 429, "message": "ThrottlerException: Too Many Requests"}, 429,
+                             [("Retry-After", str(decision.retry_after))])
+
+    def api_limit(self, organization_id: str) -> Union[list, Response]:
+        """API_LIMIT: POST /public/v1/posts per organization per fixed hour, Postiz's headers and body."""
+        decision = self.store.count_request(f"posts:{organization_id}", self.config.api_limit,
+                                            API_LIMIT_WINDOW_SECONDS, API_LIMIT_WINDOW_SECONDS)
+        if not decision.allowed:
+            return json_response({"statusCode": 429, "message": "ThrottlerException: Too Many Requests"}, 429,
+                                 [("Retry-After", str(decision.retry_after))])
+        return [("X-RateLimit-Limit", str(decision.limit)), ("X-RateLimit-Remaining", str(decision.remaining)),
+                ("X-RateLimit-Reset", str(decision.reset_seconds))]
+
+
+# =============================================================================
+# 7. API: routing and the public API handlers
+# =============================================================================
+
+@dataclass(frozen=True)
+class Route:
+    handler: Callable[..., Union[Response, Awaitable[Response]]]
+    authenticated: bool
+
+
+class App:
+    """The routing table, and the order every request goes through: method, limits, route, auth, handler."""
+
+    def __init__(self, config: Config, store: Store):
+        self.config = config
+        self.store = store
+        self.guard = Guard(config, store)
+        self.routes: dict = {}  # path -> {method: Route}
+        self.add("GET", "/health", self.health, authenticated=False)
+        for prefix in API_PREFIXES:
+            self.add("GET", prefix + "/is-connected", self.is_connected)
+            self.add("GET", prefix + "/integrations", self.integrations)
+
+    def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
+        self.routes.setdefault(path, {})[method] = Route(handler, authenticated)
+
+    def handle(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        try:
+            return self._dispatch(request)
+        except Exception:
+            return internal_error_response()
+
+    def _dispatch(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        method = request.method
+        if method not in KNOWN_METHODS:
+            return self._method_not_allowed(request, KNOWN_METHODS)
+        if self.config.request_limit and request.path != "/health":
+            refused = self.guard.request_limit(request)
+            if refused is not None:
+                return refused
+        rate_headers: list = []
+        if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
+            # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
+            organization = self.guard.organization(request)
+            if type(organization) is Response:
+                return organization
+            limited = self.guard.api_limit(organization)
+            if type(limited) is Response:
+                return limited
+            rate_headers = limited
+        routes = self.routes.get(request.path)
+        if routes is None:
+            return json_response({"message": f"Cannot {method} {request.target}", "error": "Not Found",
+                                  "statusCode": 404}, 404, rate_headers)
+        route = routes.get("GET" if method == "HEAD" else method)
+        if route is None:
+            allowed = sorted(routes) + (["HEAD"] if "GET" in routes else [])
+            if method == "OPTIONS":
+                return Response(204, b"", "", [("Allow", ", ".join(allowed + ["OPTIONS"]))])
+            return self._method_not_allowed(request, allowed)
+        if route.authenticated:
+            organization = self.guard.organization(request)
+            if type(organization) is Response:
+                return organization
+            response = route.handler(request, organization)
+        else:
+            response = route.handler(request)
+        if rate_headers:
+            response.headers.extend(rate_headers)
+        return response
+
+    @staticmethod
+    def _method_not_allowed(request: Request, allowed: tuple | list) -> Response:
+        return json_response({"statusCode": 405, "error": "Method Not Allowed",
+                              "message": f"{request.method} is not allowed on {request.path}; "
+                                         f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
+
+    def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs in the primary worker only: forget rate-limit windows that have ended."""
+        try:
+            self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
+        except sqlite3.Error as error:
+            log(f"housekeeping failed, will retry: {error}")
+        loop.call_later(300, self.housekeeping, loop)
+
+    # --- handlers ---------------------------------------------------------------
+
+    @staticmethod
+    def health(request: Request) -> Response:
+        return Response(200, b"ok", "text/plain; charset=utf-8")
+
+    @staticmethod
+    def is_connected(request: Request, organization_id: str) -> Response:
+        return json_response({"connected": True})
+
+    def integrations(self, request: Request, organization_id: str) -> Response:
+        group = request.query.get("group") if request.query_string else None
+        return json_response(self.store.integrations(organization_id, group or None))
+
+
+# =============================================================================
+# 8. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# =============================================================================
+
+SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
+
+
+def platform_tag() -> str:
+    """What compiled extension modules must match: interpreter, version, machine and OS."""
+    return f"{sys.implementation.cache_tag}-{os.uname().machine}-{sys.platform}"
+
+
+def _unpack_bundled_speedups() -> str:
+    """Put the wheels packed into this .pyz on sys.path; returns a note when they cannot be used here."""
+    archive = getattr(globals().get("__loader__"), "archive", None)
+    if not archive:
+        return ""
+    import zipfile
+    with zipfile.ZipFile(archive) as bundle:
+        try:
+            manifest = json.loads(bundle.read(f"{SPEEDUPS_DIR}/manifest.json"))
+        except KeyError:
+            return ""
+        if manifest["tag"] != platform_tag():
+            return f"bundled speedups are for {manifest['tag']}, not {platform_tag()}: using the standard library"
+        cache_root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                  "rustiz", "speedups")
+        target = os.path.join(cache_root, manifest["digest"][:32])
+        if not os.path.isdir(target):
+            os.makedirs(cache_root, exist_ok=True)
+            staging = f"{target}.{os.getpid()}.tmp"
+            for name in manifest["files"]:
+                bundle.extract(f"{SPEEDUPS_DIR}/files/{name}", staging)
+            try:
+                os.rename(os.path.join(staging, SPEEDUPS_DIR, "files"), target)
+            except OSError:  # another process unpacked the same bundle first: use theirs
+                pass
+            import shutil
+            shutil.rmtree(staging, ignore_errors=True)
+    sys.path.insert(0, target)
+    return ""
+
+
+def enable_speedups(environ: dict) -> str:
+    """Switch to uvloop and orjson when they import; returns the startup line's description."""
+    global json_dumps
+    if environ.get("RUSTIZ_NO_SPEEDUPS"):
+        return "asyncio, json (RUSTIZ_NO_SPEEDUPS set)"
+    try:
+        note = _unpack_bundled_speedups()
+    except (OSError, ValueError, KeyError) as error:
+        note = f"bundled speedups could not be unpacked ({error}): using the standard library"
+    used = []
+    try:
+        import uvloop  # noqa: F401  (new_event_loop() picks it up from sys.modules)
+        used.append("uvloop")
+    except ImportError:
+        used.append("asyncio")
+    try:
+        import orjson
+        json_dumps = orjson.dumps
+        used.append("orjson")
+    except ImportError:
+        used.append("json")
+    return ", ".join(used) + (f"; {note}" if note else "")
+
+
+# =============================================================================
+# 9. CLI
+# =============================================================================
+
+def initialize(directory: str, force: bool) -> tuple:
+    """Create DIR/config.env (0600), the database and one organization; returns (config, key, db, uploads)."""
+    directory = os.path.abspath(directory)
+    config_path = os.path.join(directory, "config.env")
+    if os.path.exists(config_path) and not force:
+        raise UserError(f"{config_path} already exists; keeping it. Use --force to replace it "
+                        f"(that makes a new API key and the old one stops working)", exit_code=1)
+    database = os.path.join(directory, "rustiz.db")
+    uploads = os.path.join(directory, "uploads")
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        os.makedirs(uploads, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create {directory}: {error.strerror}") from None
+    key = new_api_key()
+    store = Store(database)
+    try:
+        organizations = store.organizations()
+        if organizations:  # --force over an existing database: re-key it rather than add a second org
+            store.set_api_key_hash(organizations[0]["id"], hash_api_key(key))
+        else:
+            store.create_organization("My organization", hash_api_key(key))
+    finally:
+        store.close()
+    write_config_file(config_path, {"RUSTIZ_API_KEY": key, "RUSTIZ_DATABASE": database,
+                                    "RUSTIZ_UPLOADS": uploads})
+    return config_path, key, database, uploads
+
+
+def command_init(arguments: argparse.Namespace) -> int:
+    config_path, key, database, uploads = initialize(arguments.dir, arguments.force)
+    print(f"config:   {config_path}\ndatabase: {database}\nuploads:  {uploads}\napi key:  {key}")
+    print("Start the server with: rustiz serve" + (
+        "" if os.path.abspath(arguments.dir) == os.path.abspath(DEFAULT_DATA_DIR)
+        else f"   (with RUSTIZ_CONFIG={config_path})"))
+    return 0
+
+
+def command_serve(arguments: argparse.Namespace) -> int:
+    environ = dict(os.environ)
+    config_path = default_config_path(environ)
+    if not os.path.exists(config_path):
+        created, key, _, _ = initialize(os.path.dirname(os.path.abspath(config_path)), force=False)
+        log(f"no config at {config_path}, so `rustiz init` ran first: created {created}; API key: {key}")
+    config = load_config(environ, arguments.workers)
+    note = enable_speedups(environ)
+    store = Store(config.database)  # migrations run once here, before any worker starts
+    try:
+        if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
+            log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")
+    finally:
+        store.close()
+    return serve(config, note)
+
+
+def command_key_rotate(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organizations = store.organizations()
+        current = hash_api_key(config.api_key) if config.api_key else None
+        matching = [org for org in organizations if org["api_key_hash"] == current]
+        if matching:
+            organization = matching[0]
+        elif len(organizations) == 1:
+            organization = organizations[0]
+        else:
+            raise UserError(f"the database has {len(organizations)} organizations and RUSTIZ_API_KEY in "
+                            f"{config.config_path} matches none of them: cannot tell which key to rotate")
+        key = new_api_key()
+        store.set_api_key_hash(organization["id"], hash_api_key(key))
+    finally:
+        store.close()
+    update_config_value(config.config_path, "RUSTIZ_API_KEY", key)
+    print(key)
+    log(f"new API key for organization {organization['name']} saved in {config.config_path}; "
+        "the old key no longer works, in running servers too")
+    return 0
+
+
+def command_version(arguments: argparse.Namespace) -> int:
+    print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
+    return 0
+
+
+def build_argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    init = commands.add_parser("init", help="create a config file, a database and an API key",
+                               description="Create DIR/config.env (mode 0600), the SQLite database and one "
+                                           "organization with a new API key, and print them.")
+    init.add_argument("--dir", default=DEFAULT_DATA_DIR, help="where to create them (default: ./rustiz-data)")
+    init.add_argument("--force", action="store_true", help="replace an existing config (makes a new API key)")
+    init.set_defaults(run=command_init)
+    serve_parser = commands.add_parser(
+        "serve", help="run the server",
+        description="Run the server with the config named by RUSTIZ_CONFIG (default ./rustiz-data/config.env; "
+                    "created by init if missing). Environment variables override the file: PORT, HOST, "
+                    "FRONTEND_URL, REQUEST_LIMIT, API_LIMIT, RUSTIZ_WORKERS, RUSTIZ_MAX_BODY, "
+                    "RUSTIZ_HEADER_TIMEOUT, RUSTIZ_KEEPALIVE_TIMEOUT, RUSTIZ_SHUTDOWN_TIMEOUT, RUSTIZ_ACCESS_LOG, "
+                    "RUSTIZ_TRUSTED_PROXIES, RUSTIZ_NO_SPEEDUPS.")
+    serve_parser.add_argument("--workers", type=int, metavar="N",
+                              help="processes sharing the port (default: RUSTIZ_WORKERS or 1)")
+    serve_parser.set_defaults(run=command_serve)
+    key = commands.add_parser("key", help="manage the API key", description="Manage the organization's API key.")
+    key_commands = key.add_subparsers(dest="key_command", metavar="ACTION", required=True)
+    rotate = key_commands.add_parser("rotate", help="make a new API key; the old one stops working at once",
+                                     description="Make a new API key, save it in the config file and print it. "
+                                                 "The old key stops working at once, in running servers too.")
+    rotate.set_defaults(run=command_key_rotate)
+    version = commands.add_parser("version", help="print the version", description="Print the version.")
+    version.set_defaults(run=command_version)
+    return parser
+
+
+def main(argv: Optional[list] = None) -> int:
+    arguments = build_argument_parser().parse_args(argv)
+    try:
+        return arguments.run(arguments)
+    except UserError as error:
+        print(f"rustiz: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
