@@ -1,0 +1,159 @@
+"""Shared fixtures: the real server, started from the built dist/rustiz.pyz, on a free port."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PYZ = ROOT / "dist" / "rustiz.pyz"
+sys.path.insert(0, str(ROOT))  # the sans-IO parser tests import rustiz directly
+
+
+@pytest.fixture(scope="session")
+def pyz() -> Path:
+    """The .pyz under test. run_tests.sh builds it; build it here too when pytest runs alone."""
+    if os.environ.get("RUSTIZ_TEST_SKIP_BUILD") != "1" or not PYZ.exists():
+        subprocess.run([sys.executable, str(ROOT / "build_zipapp.py")], check=True, capture_output=True)
+    return PYZ
+
+
+def run_cli(pyz: Path, *arguments: str, env: dict | None = None, cwd: str | Path | None = None,
+            timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run `python rustiz.pyz ARGS` to completion and return its output."""
+    return subprocess.run([sys.executable, str(pyz), *arguments], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
+def read_config(path: Path) -> dict:
+    values = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            values[name.strip()] = value.strip()
+    return values
+
+
+class RustizServer:
+    """A `rustiz serve` subprocess; `url`, `port` and `key` are set once it printed its ready line."""
+
+    def __init__(self, pyz: Path, data_dir: Path, env: dict | None = None, args: tuple = ()):
+        self.pyz = pyz
+        self.data_dir = data_dir
+        self.config_path = data_dir / "config.env"
+        self.extra_env = dict(env or {})
+        self.args = tuple(args)
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+        self.url = ""
+        self.stderr_lines: list[str] = []
+
+    @property
+    def key(self) -> str:
+        return read_config(self.config_path)["RUSTIZ_API_KEY"]
+
+    def env(self) -> dict:
+        env = {**os.environ, "RUSTIZ_CONFIG": str(self.config_path), "PORT": "0", "HOST": "127.0.0.1",
+               "REQUEST_LIMIT": "0", "XDG_CACHE_HOME": str(self.data_dir / "cache")}
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 20) -> "RustizServer":
+        if not self.config_path.exists() and not self.extra_env.get("RUSTIZ_TEST_NO_INIT"):
+            result = run_cli(self.pyz, "init", "--dir", str(self.data_dir))
+            assert result.returncode == 0, result.stderr
+        self.stderr_lines = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen([sys.executable, str(self.pyz), "serve", *self.args], env=self.env(),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.reader.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ready.wait(0.02):
+                return self
+            if self.process.poll() is not None:
+                self.reader.join(2)
+                raise AssertionError(f"rustiz exited with {self.process.returncode}: " + "\n".join(self.stderr_lines))
+        self.process.kill()
+        raise AssertionError(f"rustiz did not print its ready line in {timeout}s: " + "\n".join(self.stderr_lines))
+
+    def _read_stderr(self) -> None:
+        """Keep draining stderr (so logging never blocks the server) and notice the ready line."""
+        for line in self.process.stderr:
+            self.stderr_lines.append(line.rstrip("\n"))
+            match = re.search(r"ready on (http://[^\s]+:(\d+))", line)
+            if match and not self.ready.is_set():
+                self.url, self.port = match.group(1), int(match.group(2))
+                self.ready.set()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        """Send `sig`, wait, and return the exit code; everything it logged is in stderr_lines."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(sig)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.reader.join(5)
+        return self.process.returncode
+
+    def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None,
+                timeout: float = 10) -> tuple[int, dict, bytes]:
+        """One request on a new connection; returns (status, headers with lower-case names, body)."""
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 5.0, half_close: bool = False) -> bytes:
+    """Send raw bytes, then read until the server closes the connection (or `timeout`)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
+        connection.sendall(data)
+        if half_close:
+            connection.shutdown(socket.SHUT_WR)
+        received = b""
+        try:
+            while True:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        except socket.timeout:
+            pass
+        return received
+
+
+@pytest.fixture
+def start_server(pyz, tmp_path):
+    """Factory: start_server(env={...}, args=(...), data_dir=...) -> a running RustizServer; all stopped after."""
+    servers: list[RustizServer] = []
+
+    def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
+        server = RustizServer(pyz, data_dir or tmp_path / f"data{len(servers)}", env, args)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop(signal.SIGKILL if server.process and server.process.poll() is None else signal.SIGTERM)
+
+
+@pytest.fixture
+def server(start_server) -> RustizServer:
+    """A running server with its own fresh data directory, REQUEST_LIMIT=0."""
+    return start_server()
