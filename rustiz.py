@@ -23,6 +23,7 @@ import hmac
 import ipaddress
 import json
 import math
+import mmap
 import os
 import re
 import secrets
@@ -99,8 +100,11 @@ def hash_api_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # built once: dumps() rebuilds it
+
+
 def _json_dumps_stdlib(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _encode_json(value).encode("utf-8")
 
 
 json_dumps: Callable[[Any], bytes] = _json_dumps_stdlib  # replaced by orjson.dumps when available
@@ -358,6 +362,7 @@ class Store:
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+            self._credentials_generation = self._map_credentials_generation()
         except sqlite3.DatabaseError as error:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
@@ -365,6 +370,28 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._credentials_generation.close()
+
+    def _map_credentials_generation(self) -> mmap.mmap:
+        """An 8-byte counter beside the database, shared by every process through mmap.
+
+        Whoever changes an API key bumps it; servers compare it on each request (a memory read)
+        and forget their cached key lookups when it moved, so a rotated key stops working at once.
+        """
+        descriptor = os.open(self.path + "-credentials", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(descriptor).st_size < 8:
+                os.ftruncate(descriptor, 8)
+            return mmap.mmap(descriptor, 8)
+        finally:
+            os.close(descriptor)
+
+    def credentials_generation(self) -> bytes:
+        return self._credentials_generation[:8]
+
+    def _credentials_changed(self) -> None:
+        counter = int.from_bytes(self._credentials_generation[:8], "little")
+        self._credentials_generation[:8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     def _migrate(self) -> None:
         db = self.db
@@ -420,6 +447,7 @@ class Store:
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         self.db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
                         (api_key_hash, utc_now_iso(), organization_id))
+        self._credentials_changed()
 
     # --- channels (integrations) ---------------------------------------------
 
@@ -524,9 +552,9 @@ class ParseError:
 Event = Union[RequestHead, Body, EndOfMessage, ParseError]
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
-_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but TAB, CR and LF
 _HTTP_VERSION = re.compile(r"HTTP/(\d)\.(\d)\Z")
+_checked_header_names: dict = {}  # raw name -> lower-cased name, for names already proven to be tokens
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?\Z")
 
 _HEAD, _FIXED_BODY, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _FAILED = range(7)
@@ -655,33 +683,43 @@ class RequestParser:
 
     def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
         text = raw.decode("latin-1")
+        bad = _CONTROL_CHARACTERS.search(text)
+        if bad is not None:
+            return ParseError(400, f"request head contains the control character {bad.group()!r}")
         lines = text.split("\r\n")
+        if text.count("\r") != len(lines) - 1 or text.count("\n") != len(lines) - 1:
+            return ParseError(400, "request head contains a CR or LF that is not part of a CRLF line end")
         parts = lines[0].split(" ")
         if len(parts) != 3:
             return ParseError(400, "malformed request line")
         method, target, version_text = parts
-        if not _TOKEN.match(method):
+        if method not in KNOWN_METHODS and not _TOKEN.match(method):
             return ParseError(400, "malformed request method")
-        if not target or _BAD_TARGET.search(target):
+        if not target or "\t" in target:
             return ParseError(400, "malformed request target")
-        version = _HTTP_VERSION.match(version_text)
-        if version is None:
-            return ParseError(400, "malformed HTTP version")
-        if version.group(1) != "1":
-            return ParseError(505, f"HTTP version {version_text[5:]} is not supported: use HTTP/1.1")
-        http10 = version.group(2) == "0"
+        if version_text == "HTTP/1.1":
+            http10 = False
+        else:
+            version = _HTTP_VERSION.match(version_text)
+            if version is None:
+                return ParseError(400, "malformed HTTP version")
+            if version.group(1) != "1":
+                return ParseError(505, f"HTTP version {version_text[5:]} is not supported: use HTTP/1.1")
+            http10 = version.group(2) == "0"
         headers: dict = {}
         content_lengths = []
         for line in lines[1:]:
-            name, colon, value = line.partition(":")
-            if not colon or not _TOKEN.match(name):
-                if line[:1] in (" ", "\t"):
-                    return ParseError(400, "folded header lines are not allowed")
-                return ParseError(400, f"malformed header line {line[:40]!r}")
+            raw_name, colon, value = line.partition(":")
+            name = _checked_header_names.get(raw_name)
+            if name is None:
+                if not colon or not _TOKEN.match(raw_name):
+                    if line[:1] in (" ", "\t"):
+                        return ParseError(400, "folded header lines are not allowed")
+                    return ParseError(400, f"malformed header line {line[:40]!r}")
+                name = raw_name.lower()
+                if len(_checked_header_names) < 1024:
+                    _checked_header_names[raw_name] = name
             value = value.strip(" \t")
-            if _BAD_VALUE.search(value):
-                return ParseError(400, f"header {name} contains control characters")
-            name = name.lower()
             if name == "content-length":
                 content_lengths.extend(part.strip() for part in value.split(","))
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -700,11 +738,9 @@ class RequestParser:
             if len(set(map(int, content_lengths))) != 1:
                 return ParseError(400, "conflicting Content-Length headers")
             content_length = int(content_lengths[0])
-        connection = headers.get("connection", "").lower()
-        if http10:
-            keep_alive = "keep-alive" in connection
-        else:
-            keep_alive = "close" not in connection
+        connection = headers.get("connection")
+        options = {option.strip() for option in connection.lower().split(",")} if connection else ()
+        keep_alive = "keep-alive" in options if http10 else "close" not in options
         expect_continue = not http10 and headers.get("expect", "").lower() == "100-continue"
         return RequestHead(method, target, "1.0" if http10 else "1.1", headers, keep_alive,
                            expect_continue, content_length, chunked)
@@ -718,6 +754,7 @@ _REASONS = {
     503: "Service Unavailable", 505: "HTTP Version Not Supported",
 }
 _STATUS_LINES: dict = {}
+_CONTENT_TYPE_LINES: dict = {}
 CONTINUE_RESPONSE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -764,7 +801,10 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
     body = response.body
     parts = [_status_line(response.status), HTTP_DATE.line]
     if response.content_type:
-        parts.append(b"Content-Type: " + response.content_type.encode("latin-1") + b"\r\n")
+        line = _CONTENT_TYPE_LINES.get(response.content_type)
+        if line is None:
+            line = _CONTENT_TYPE_LINES[response.content_type] = f"Content-Type: {response.content_type}\r\n".encode()
+        parts.append(line)
     parts.append(b"Content-Length: %d\r\n" % len(body))
     for name, value in response.headers:
         parts.append(f"{name}: {value}\r\n".encode("latin-1"))
@@ -1188,6 +1228,8 @@ class Guard:
     def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
+        self._known_keys: dict = {}  # key hash -> organization id, valid while the generation holds
+        self._known_generation = b""
 
     def organization(self, request: Request) -> Union[str, Response]:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too."""
@@ -1196,8 +1238,19 @@ class Guard:
             key = key[7:].strip()
         if not key:
             return _unauthorized(NO_API_KEY)
-        organization_id = self.store.organization_for_key_hash(hash_api_key(key))
+        key_hash = hash_api_key(key)
+        generation = self.store.credentials_generation()
+        if generation != self._known_generation:
+            self._known_keys.clear()
+            self._known_generation = generation
+        organization_id = self._known_keys.get(key_hash)
         if organization_id is not None:
+            return organization_id
+        organization_id = self.store.organization_for_key_hash(key_hash)
+        if organization_id is not None:
+            if len(self._known_keys) >= 1024:
+                self._known_keys.clear()
+            self._known_keys[key_hash] = organization_id
             return organization_id
         # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
         return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
