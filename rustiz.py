@@ -1463,10 +1463,12 @@ def enable_speedups(environ: dict) -> str:
 # 9. CLI
 # =============================================================================
 
-def initialize(directory: str, force: bool) -> tuple:
-    """Create DIR/config.env (0600), the database and one organization; returns (config, key, db, uploads)."""
-    directory = os.path.abspath(directory)
-    config_path = os.path.join(directory, "config.env")
+def initialize(config_path: str, force: bool) -> tuple:
+    """Create the config file (0600), the database and one organization beside it.
+
+    Returns (config path, API key, database path, uploads path)."""
+    config_path = os.path.abspath(config_path)
+    directory = os.path.dirname(config_path)
     if os.path.exists(config_path) and not force:
         raise UserError(f"{config_path} already exists; keeping it. Use --force to replace it "
                         f"(that makes a new API key and the old one stops working)", exit_code=1)
@@ -1493,7 +1495,7 @@ def initialize(directory: str, force: bool) -> tuple:
 
 
 def command_init(arguments: argparse.Namespace) -> int:
-    config_path, key, database, uploads = initialize(arguments.dir, arguments.force)
+    config_path, key, database, uploads = initialize(os.path.join(arguments.dir, "config.env"), arguments.force)
     print(f"config:   {config_path}\ndatabase: {database}\nuploads:  {uploads}\napi key:  {key}")
     print("Start the server with: rustiz serve" + (
         "" if os.path.abspath(arguments.dir) == os.path.abspath(DEFAULT_DATA_DIR)
@@ -1505,7 +1507,7 @@ def command_serve(arguments: argparse.Namespace) -> int:
     environ = dict(os.environ)
     config_path = default_config_path(environ)
     if not os.path.exists(config_path):
-        created, key, _, _ = initialize(os.path.dirname(os.path.abspath(config_path)), force=False)
+        created, key, _, _ = initialize(config_path, force=False)
         log(f"no config at {config_path}, so `rustiz init` ran first: created {created}; API key: {key}")
     config = load_config(environ, arguments.workers)
     note = enable_speedups(environ)
