@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -86,10 +85,10 @@ def speedup_files(scratch: str) -> dict:
 
 
 def platform_tag() -> str:
-    spec = importlib.util.spec_from_file_location("rustiz_for_build", os.path.join(ROOT, "rustiz.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.platform_tag()
+    """The tag rustiz compares at start-up, from rustiz itself so the two never disagree."""
+    sys.path.insert(0, ROOT)
+    import rustiz
+    return rustiz.platform_tag()
 
 
 def build(output: str, with_speedups: bool) -> int:
@@ -97,6 +96,7 @@ def build(output: str, with_speedups: bool) -> int:
     with open(source_path, "rb") as handle:
         source = handle.read()
     buffer = io.BytesIO()
+    buffer.write(b"#!/usr/bin/env python3\n")  # before the archive, so its offsets account for it
     with zipfile.ZipFile(buffer, "w") as archive:
         add_file(archive, "__main__.py", MAIN.encode())
         add_file(archive, "rustiz.py", source)
@@ -117,7 +117,6 @@ def build(output: str, with_speedups: bool) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     temporary = output + ".tmp"
     with open(temporary, "wb") as handle:
-        handle.write(b"#!/usr/bin/env python3\n")
         handle.write(buffer.getvalue())
     os.chmod(temporary, 0o755)
     os.replace(temporary, output)
