@@ -600,7 +600,9 @@ class RequestParser:
                     position += 2
                 end = buffer.find(b"\r\n\r\n", position)
                 if end < 0:
-                    if size - position > self.max_head_bytes:
+                    # Up to 3 bytes of the final CRLFCRLF may already be here: allow for them, so the
+                    # verdict does not depend on how the bytes were split.
+                    if size - position > self.max_head_bytes + 3:
                         return self._fail(events, 431, "request line and headers are larger than 16 KiB")
                     break
                 if end - position > self.max_head_bytes:
@@ -609,14 +611,15 @@ class RequestParser:
                 position = end + 4
                 if isinstance(head, ParseError):
                     return self._fail(events, head.status, head.reason)
+                if head.content_length and head.content_length > self.max_body_bytes:
+                    # Refused before the head is reported, so no 100 Continue invites the body first.
+                    return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
+                                                   f"the limit of {self.max_body_bytes} bytes")
                 events.append(head)
                 if head.chunked:
                     self._state = _CHUNK_SIZE_LINE
                     self._body_seen = 0
                 elif head.content_length:
-                    if head.content_length > self.max_body_bytes:
-                        return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
-                                                       f"the limit of {self.max_body_bytes} bytes")
                     self._state = _FIXED_BODY
                     self._remaining = head.content_length
                 else:
@@ -631,9 +634,9 @@ class RequestParser:
                     self._state = _HEAD
             elif state == _CHUNK_SIZE_LINE:
                 end = buffer.find(b"\r\n", position)
+                if (end if end >= 0 else size - 1) - position > 1024:
+                    return self._fail(events, 400, "chunk size line is longer than 1024 bytes")
                 if end < 0:
-                    if size - position > 1024:
-                        return self._fail(events, 400, "chunk size line is too long")
                     break
                 match = _CHUNK_SIZE.match(buffer, position, end)
                 if match is None:
@@ -661,9 +664,9 @@ class RequestParser:
                 self._state = _CHUNK_SIZE_LINE
             else:  # _TRAILERS: header lines until an empty line; their content is not used
                 end = buffer.find(b"\r\n", position)
+                if (end if end >= 0 else size - 1) - position > self.max_head_bytes:
+                    return self._fail(events, 431, "a chunked trailer line is larger than 16 KiB")
                 if end < 0:
-                    if size - position > self.max_head_bytes:
-                        return self._fail(events, 431, "chunked trailers are larger than 16 KiB")
                     break
                 line = buffer[position:end]
                 position = end + 2
@@ -735,6 +738,8 @@ class RequestParser:
         elif content_lengths:
             if not all(part.isdigit() and part.isascii() for part in content_lengths):
                 return ParseError(400, "malformed Content-Length")
+            if any(len(part) > 18 for part in content_lengths):
+                return ParseError(413, "Content-Length is larger than any body this server accepts")
             if len(set(map(int, content_lengths))) != 1:
                 return ParseError(400, "conflicting Content-Length headers")
             content_length = int(content_lengths[0])
@@ -805,7 +810,8 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
         if line is None:
             line = _CONTENT_TYPE_LINES[response.content_type] = f"Content-Type: {response.content_type}\r\n".encode()
         parts.append(line)
-    parts.append(b"Content-Length: %d\r\n" % len(body))
+    if response.status != 204:  # RFC 9110 8.6: a 204 carries no Content-Length
+        parts.append(b"Content-Length: %d\r\n" % len(body))
     for name, value in response.headers:
         parts.append(f"{name}: {value}\r\n".encode("latin-1"))
     if not keep_alive:
@@ -872,6 +878,8 @@ class HttpConnection(asyncio.Protocol):
         self.head: Optional[RequestHead] = None
         self.body_parts: list = []
         self.busy = False  # an asynchronous handler is running
+        self.answered = 0  # responses sent; before the first, an idle client gets the header timeout
+        self.continue_due = False  # the current head asked for 100 Continue and has not had it yet
         self.closed = False
         self.reading_paused = False
         self.writing_paused = False
@@ -898,23 +906,26 @@ class HttpConnection(asyncio.Protocol):
         now = time.monotonic()
         if self.parser.idle:
             self.message_started = now
-        self.last_activity = now
-        for event in self.parser.feed(data):
+        events = self.parser.feed(data)
+        if events or not self.parser.idle:  # stray blank lines alone do not keep a connection alive
+            self.last_activity = now
+        for event in events:
             kind = type(event)
             if kind is RequestHead:
                 self.head = event
                 self.body_parts = []
-                if event.expect_continue and event.content_length != 0 and not self.pending and not self.busy:
-                    self.transport.write(CONTINUE_RESPONSE)
+                self.continue_due = event.expect_continue and event.content_length != 0
             elif kind is Body:
+                self.continue_due = False
                 self.body_parts.append(event.data)
             elif kind is EndOfMessage:
+                self.continue_due = False
                 body = b"".join(self.body_parts) if self.body_parts else b""
                 self.pending.append(Request(self.head, body, self.peer))
                 self.head, self.body_parts = None, []
             else:
                 self.pending.append(event)
-        if self.pending:
+        if self.pending or self.continue_due:
             self._answer_pending()
         if len(self.pending) > 64 and not self.reading_paused:
             # A client pipelining faster than we answer: stop reading until we catch up.
@@ -938,6 +949,10 @@ class HttpConnection(asyncio.Protocol):
             else:
                 self.busy = True
                 asyncio.ensure_future(self._finish_async(item, result, started))
+        if self.continue_due and not pending and not self.busy and not self.closed:
+            # Only once every earlier response is out, so the interim response stays in order.
+            self.continue_due = False
+            self.transport.write(CONTINUE_RESPONSE)
         if self.reading_paused and len(pending) < 8 and not self.closed:
             self.reading_paused = False
             self.transport.resume_reading()
@@ -957,6 +972,7 @@ class HttpConnection(asyncio.Protocol):
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
         self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
+        self.answered += 1
         self.last_activity = time.monotonic()
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
@@ -986,7 +1002,8 @@ class HttpConnection(asyncio.Protocol):
             return
         config = self.state.config
         if self.parser.idle:
-            if now - self.last_activity > config.keepalive_timeout or self.state.closing:
+            limit = config.keepalive_timeout if self.answered else config.header_timeout
+            if now - self.last_activity > limit or self.state.closing:
                 self.close()
         elif (now - self.message_started > config.header_timeout if self.parser.reading_head
               else now - self.last_activity > config.header_timeout):
@@ -1048,9 +1065,12 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
-def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready: Callable[[], None]) -> int:
-    """Serve on `listener` until SIGTERM or SIGINT, then drain. `primary` marks the one worker that runs
-    what must run once per server (housekeeping today, the scheduler later)."""
+def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready: Callable[[], None],
+               supervisor: Optional[int] = None) -> int:
+    """Serve on `listener` until SIGTERM or SIGINT (or the death of the `supervisor` process), then drain.
+
+    `primary` marks the one worker that runs what must run once per server (housekeeping today,
+    the scheduler later)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     store = Store(config.database)
@@ -1071,6 +1091,9 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
         now = time.monotonic()
         for connection in list(state.connections):
             connection.check_timeouts(now)
+        if supervisor is not None and os.getppid() != supervisor:
+            log("the supervising process is gone; stopping this worker")
+            request_stop()
         loop.call_later(1.0, sweep)
 
     loop.call_later(1.0, sweep)
@@ -1141,7 +1164,7 @@ def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
                         listener.close()
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None))
+                code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None), supervisor)
             except UserError as error:
                 log(f"error: {error}")
             except BaseException:
@@ -1150,9 +1173,13 @@ def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
                 os._exit(code)
         children[pid] = index
 
+    supervisor = os.getpid()
+
     def on_signal(signal_number: int, frame: Any) -> None:
         nonlocal stopping
         stopping = True
+        for listener in sockets:  # kept open until now only to restart workers; the kernel must refuse
+            listener.close()        # new connections instead of queueing them for nobody
         for pid in children:
             try:
                 os.kill(pid, signal.SIGTERM)

@@ -1,0 +1,104 @@
+"""build_zipapp.py: one executable, reproducible, small .pyz; and the optional bundled speedups."""
+from __future__ import annotations
+
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, RustizServer
+
+import rustiz
+
+
+def build(output: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "build_zipapp.py"), "--output", str(output), *options],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_built_pyz_starts_with_a_python3_shebang_and_is_executable(pyz):
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    mode = pyz.stat().st_mode
+    assert mode & stat.S_IXUSR and mode & stat.S_IXGRP and mode & stat.S_IXOTH
+
+
+def test_built_pyz_runs_directly_as_an_executable(pyz):
+    result = subprocess.run(["./dist/rustiz.pyz", "version"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"rustiz {rustiz.VERSION}"), result.stdout
+
+
+def test_two_builds_are_byte_for_byte_identical(tmp_path):
+    first, second = tmp_path / "one" / "rustiz.pyz", tmp_path / "two" / "rustiz.pyz"
+    for output in (first, second):
+        result = build(output)
+        assert result.returncode == 0, result.stderr
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_built_pyz_is_at_most_256_kib(pyz):
+    assert pyz.stat().st_size <= 256 * 1024
+
+
+def test_source_file_runs_on_its_own(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "rustiz.py"), "version"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"rustiz {rustiz.VERSION}"), result.stdout
+
+
+@pytest.fixture(scope="module")
+def speedups_pyz(tmp_path_factory) -> Path:
+    output = tmp_path_factory.mktemp("speedups") / "rustiz.pyz"
+    result = build(output, "--with-speedups")
+    if result.returncode != 0:
+        if "pip" in result.stderr and "download" in result.stderr:
+            pytest.skip("--with-speedups needs `pip download orjson uvloop` from PyPI, which failed here: "
+                        + result.stderr.strip().splitlines()[-1])
+        pytest.fail("build_zipapp.py --with-speedups failed:\n" + result.stderr)
+    return output
+
+
+def ready_line(server: RustizServer) -> str:
+    return next(line for line in server.stderr_lines if " ready on " in line)
+
+
+def test_pyz_with_speedups_serves_with_uvloop_and_orjson_unpacked_into_the_cache(speedups_pyz, tmp_path):
+    cache = tmp_path / "xdg-cache"
+    server = RustizServer(speedups_pyz, tmp_path / "data", {"XDG_CACHE_HOME": str(cache)})
+    try:
+        server.start()
+        line = ready_line(server)
+        assert re.search(r"\buvloop\b", line) and re.search(r"\borjson\b", line), line
+        assert "asyncio" not in line and "json (" not in line, line
+        status, _, body = server.request("GET", "/public/v1/is-connected", {"Authorization": server.key})
+        assert (status, body) == (200, b'{"connected":true}')
+
+        unpacked = list((cache / "rustiz" / "speedups").iterdir())
+        assert len(unpacked) == 1 and unpacked[0].is_dir(), unpacked
+        assert (unpacked[0] / "orjson").is_dir() and (unpacked[0] / "uvloop").is_dir()
+        # The running server loaded the compiled modules from there, not from some site-packages.
+        with open(f"/proc/{server.process.pid}/maps") as handle:
+            mapped = handle.read()
+        assert f"{unpacked[0]}/uvloop/" in mapped and f"{unpacked[0]}/orjson/" in mapped
+    finally:
+        assert server.stop() == 0
+    assert "Traceback" not in "\n".join(server.stderr_lines)
+
+
+def test_pyz_with_speedups_uses_asyncio_and_json_when_rustiz_no_speedups_is_set(speedups_pyz, tmp_path):
+    server = RustizServer(speedups_pyz, tmp_path / "data",
+                          {"XDG_CACHE_HOME": str(tmp_path / "xdg-cache"), "RUSTIZ_NO_SPEEDUPS": "1"})
+    try:
+        server.start()
+        line = ready_line(server)
+        assert re.search(r"\basyncio, json\b", line), line
+        assert "uvloop" not in line and "orjson" not in line, line
+        assert server.request("GET", "/health")[::2] == (200, b"ok")
+        status, _, body = server.request("GET", "/public/v1/is-connected", {"Authorization": "wrong"})
+        assert (status, body) == (401, b'{"msg":"Invalid API key"}')
+    finally:
+        assert server.stop() == 0
