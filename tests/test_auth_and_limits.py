@@ -203,6 +203,17 @@ def test_x_forwarded_for_from_a_trusted_proxy_gives_each_client_its_own_budget(s
     assert [call(None) for _ in range(3)] == [200, 200, 429]
 
 
+def pids_in_access_log(server, request_line: str) -> set:
+    """The worker pids whose access-log lines show `request_line` (waiting briefly for the log to arrive)."""
+    pattern = re.compile(r"rustiz\[(\d+)\]: 127\.0\.0\.1 \"" + re.escape(request_line))
+    deadline = time.monotonic() + 3
+    while True:
+        pids = {match.group(1) for line in server.stderr_lines if (match := pattern.search(line))}
+        if len(pids) == 2 or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.05)
+
+
 def test_api_limit_is_shared_by_all_workers(start_server):
     server = start_server(env={"API_LIMIT": "10", "RUSTIZ_ACCESS_LOG": "1"}, args=("--workers", "2"))
     try:
@@ -210,14 +221,7 @@ def test_api_limit_is_shared_by_all_workers(start_server):
             assert_counted(post_posts(server, server.key), 10, remaining)
         for _ in range(4):
             assert_throttled(post_posts(server, server.key))
-        pattern = re.compile(r"rustiz\[(\d+)\]: 127\.0\.0\.1 \"POST /public/v1/posts")
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            pids = {match.group(1) for line in server.stderr_lines if (match := pattern.search(line))}
-            if len(pids) == 2:
-                break
-            time.sleep(0.05)
-        assert len(pids) == 2, server.stderr_lines
+        assert len(pids_in_access_log(server, "POST /public/v1/posts")) == 2, server.stderr_lines
     finally:
         assert server.stop() == 0
 
@@ -228,13 +232,6 @@ def test_request_limit_is_shared_by_all_workers(start_server):
         statuses = [server.request("GET", "/public/v1/is-connected", auth(server.key))[0] for _ in range(26)]
         assert statuses == [200] * 20 + [429] * 6
         # Both workers answered some of them (each connection is new, SO_REUSEPORT spreads them).
-        pattern = re.compile(r"rustiz\[(\d+)\]: 127\.0\.0\.1 \"GET /public/v1/is-connected")
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            pids = {match.group(1) for line in server.stderr_lines if (match := pattern.search(line))}
-            if len(pids) == 2:
-                break
-            time.sleep(0.05)
-        assert len(pids) == 2, server.stderr_lines
+        assert len(pids_in_access_log(server, "GET /public/v1/is-connected")) == 2, server.stderr_lines
     finally:
         assert server.stop() == 0
