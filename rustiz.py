@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -100,7 +101,16 @@ def hash_api_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # built once: dumps() rebuilds it
+def _make_json_encoder() -> Callable[[Any], str]:
+    """Compact UTF-8 JSON. json.dumps() builds a new encoder per call; the C encoder made once is ~20x faster."""
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is None:  # an interpreter without the C accelerator
+        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    iterencode = make_encoder(None, None, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(iterencode(value, 0))
+
+
+_encode_json = _make_json_encoder()
 
 
 def _json_dumps_stdlib(value: Any) -> bytes:
@@ -348,10 +358,19 @@ class RateDecision:
 
 
 class Store:
-    """The only code that speaks SQL. One connection per process; WAL lets workers share the file."""
+    """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
+
+    Reads go through `_read`, writes through `_writing()`. In the server, reads made in one turn of
+    the event loop share one read transaction (see `share_reads_per_loop_turn`): a WAL read
+    transaction costs file-lock system calls, and paying them once per turn instead of once per
+    query doubles the throughput of a read-only route. Every write first ends that shared read, so
+    writes are committed before their response is sent.
+    """
 
     def __init__(self, path: str):
         self.path = path
+        self._schedule_end_of_turn: Optional[Callable[[Callable[[], None]], Any]] = None
+        self._read_open = False
         directory = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -369,8 +388,37 @@ class Store:
             raise UserError(f"cannot open database {path}: {error.strerror}") from None
 
     def close(self) -> None:
+        self._end_shared_read()
         self.db.close()
         self._credentials_generation.close()
+
+    def share_reads_per_loop_turn(self, call_soon: Callable[[Callable[[], None]], Any]) -> None:
+        """`call_soon(callback)` must run callback after the current turn of the event loop."""
+        self._schedule_end_of_turn = call_soon
+
+    def _read(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
+        if not self._read_open and self._schedule_end_of_turn is not None:
+            self.db.execute("BEGIN")
+            self._read_open = True
+            self._schedule_end_of_turn(self._end_shared_read)
+        return self.db.execute(sql, parameters)
+
+    def _end_shared_read(self) -> None:
+        if self._read_open:
+            self._read_open = False
+            self.db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """One write transaction, committed when the block ends (rolled back if it raises)."""
+        self._end_shared_read()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def _map_credentials_generation(self) -> mmap.mmap:
         """An 8-byte counter beside the database, shared by every process through mmap.
@@ -394,9 +442,7 @@ class Store:
         self._credentials_generation[:8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     def _migrate(self) -> None:
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._writing() as db:
             db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = db.execute("SELECT version FROM schema_version").fetchone()
             current = row[0] if row else 0
@@ -412,31 +458,27 @@ class Store:
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
             else:
                 db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def schema_version(self) -> int:
-        return self.db.execute("SELECT version FROM schema_version").fetchone()[0]
+        return self._read("SELECT version FROM schema_version").fetchone()[0]
 
     # --- organizations ------------------------------------------------------
 
     def create_organization(self, name: str, api_key_hash: str) -> str:
         organization_id = new_uuid()
         now = utc_now_iso()
-        self.db.execute(
-            "INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-            (organization_id, name, api_key_hash, now, now))
+        with self._writing() as db:
+            db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (organization_id, name, api_key_hash, now, now))
         return organization_id
 
     def organizations(self) -> list:
-        rows = self.db.execute(
+        rows = self._read(
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
-        row = self.db.execute(
+        row = self._read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
             (api_key_hash,)).fetchone()
         # The index finds the row; the constant-time compare keeps the final check free of timing leaks.
@@ -445,8 +487,9 @@ class Store:
         return None
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
-        self.db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
-                        (api_key_hash, utc_now_iso(), organization_id))
+        with self._writing() as db:
+            db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
+                       (api_key_hash, utc_now_iso(), organization_id))
         self._credentials_changed()
 
     # --- channels (integrations) ---------------------------------------------
@@ -459,9 +502,9 @@ class Store:
     def integrations(self, organization_id: str, customer_id: Optional[str] = None) -> list:
         """Channels in Postiz's public shape; `customer` is omitted when the channel has none."""
         if customer_id is None:
-            rows = self.db.execute(self._INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id", (organization_id,))
+            rows = self._read(self._INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id", (organization_id,))
         else:
-            rows = self.db.execute(self._INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id",
+            rows = self._read(self._INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id",
                                    (organization_id, customer_id))
         channels = []
         for row in rows:
@@ -482,13 +525,10 @@ class Store:
         moment (Postiz's throttler) or, when None, until the window ends; afterwards counting restarts at 1.
         """
         now = time.time() if now is None else now
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._writing() as db:
             row = db.execute("SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?",
                              (key,)).fetchone()
             if row is not None and row[2] is not None and now < row[2]:
-                db.execute("COMMIT")
                 return RateDecision(False, limit, 0, math.ceil(row[2] - now), math.ceil(row[2] - now))
             if row is None or now >= row[0] + window_seconds or row[2] is not None:
                 window_start, hits = now, 1
@@ -499,19 +539,16 @@ class Store:
                 blocked_until = now + block_seconds if block_seconds else window_start + window_seconds
             db.execute("INSERT OR REPLACE INTO rate_limit (key, window_start, hits, blocked_until) "
                        "VALUES (?, ?, ?, ?)", (key, window_start, hits, blocked_until))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         reset = max(0, math.ceil(window_start + window_seconds - now))
         if blocked_until is not None:
             return RateDecision(False, limit, 0, reset, max(1, math.ceil(blocked_until - now)))
         return RateDecision(True, limit, max(0, limit - hits), reset, 0)
 
     def forget_expired_rate_limits(self, now: float, longest_window: int) -> int:
-        cursor = self.db.execute(
-            "DELETE FROM rate_limit WHERE window_start < ? AND (blocked_until IS NULL OR blocked_until < ?)",
-            (now - longest_window, now))
+        with self._writing() as db:
+            cursor = db.execute(
+                "DELETE FROM rate_limit WHERE window_start < ? AND (blocked_until IS NULL OR blocked_until < ?)",
+                (now - longest_window, now))
         return cursor.rowcount
 
 
@@ -804,12 +841,15 @@ def json_response(value: Any, status: int = 200, headers: Optional[list] = None)
 def serialize_response(response: Response, keep_alive: bool, http10: bool, head_only: bool) -> bytes:
     """Status line, Date, Content-Type, Content-Length, extra headers, Connection, body."""
     body = response.body
-    parts = [_status_line(response.status), HTTP_DATE.line]
-    if response.content_type:
-        line = _CONTENT_TYPE_LINES.get(response.content_type)
-        if line is None:
-            line = _CONTENT_TYPE_LINES[response.content_type] = f"Content-Type: {response.content_type}\r\n".encode()
-        parts.append(line)
+    content_type = _CONTENT_TYPE_LINES.get(response.content_type)
+    if content_type is None:
+        content_type = _CONTENT_TYPE_LINES[response.content_type] = (
+            f"Content-Type: {response.content_type}\r\n".encode() if response.content_type else b"")
+    if keep_alive and not http10 and not head_only and not response.headers and response.status != 204:
+        # The common case in one join.
+        return b"".join((_status_line(response.status), HTTP_DATE.line, content_type,
+                         b"Content-Length: %d\r\n\r\n" % len(body), body))
+    parts = [_status_line(response.status), HTTP_DATE.line, content_type]
     if response.status != 204:  # RFC 9110 8.6: a 204 carries no Content-Length
         parts.append(b"Content-Length: %d\r\n" % len(body))
     for name, value in response.headers:
@@ -1074,6 +1114,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     store = Store(config.database)
+    store.share_reads_per_loop_turn(loop.call_soon)
     app = App(config, store)
     state = ServerState(config, app.handle)
     stop = loop.create_future()
