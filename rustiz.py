@@ -17,11 +17,9 @@ Map of this file (each section starts with a banner comment):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import hashlib
 import hmac
-import ipaddress
 import json
 import math
 import mmap
@@ -34,9 +32,21 @@ import sqlite3
 import sys
 import time
 import traceback
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Union
+
+# asyncio imports ssl only to offer TLS sockets, and loading OpenSSL costs a quarter of rustiz's
+# start-up time. rustiz serves plain HTTP (TLS belongs to the reverse proxy in front of it), so
+# asyncio is imported without ssl. Outbound HTTPS must therefore use http.client or urllib (run in
+# a thread), which import ssl themselves when first used; asyncio's own TLS stays off.
+if "ssl" not in sys.modules and "asyncio" not in sys.modules:
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # makes `import ssl` fail inside asyncio
+    try:
+        import asyncio
+    finally:
+        del sys.modules["ssl"]
+else:
+    import asyncio
 
 # =============================================================================
 # 1. Constants
@@ -88,7 +98,12 @@ def new_cuid() -> str:
 
 
 def new_uuid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID, without importing the uuid module at start-up."""
+    raw = bytearray(secrets.token_bytes(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def new_api_key() -> str:
@@ -210,6 +225,9 @@ def _seconds_setting(values: dict, name: str, default: float) -> float:
 
 
 def _trusted_proxies(raw: str) -> tuple:
+    if not raw.strip():
+        return ()
+    import ipaddress  # only when proxies are configured: it costs start-up time
     networks = []
     for item in raw.replace(",", " ").split():
         try:
@@ -1058,7 +1076,9 @@ def internal_error_response() -> Response:
 def bind_sockets(config: Config) -> list:
     """One listening socket per worker. With several workers they share the port through SO_REUSEPORT."""
     try:
-        infos = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        # An ASCII host as bytes spares the idna codec import that a str host costs.
+        host = config.host.encode() if config.host.isascii() else config.host
+        infos = socket.getaddrinfo(host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
         raise UserError(f"cannot listen on HOST={config.host!r}: {error.strerror}") from None
     family, kind, proto, _, address = infos[0]
@@ -1334,6 +1354,9 @@ class Guard:
         return request.peer
 
     def _trusted(self, address: str) -> bool:
+        if not self.config.trusted_proxies:
+            return False
+        import ipaddress
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
@@ -1473,30 +1496,32 @@ def platform_tag() -> str:
 
 
 def _unpack_bundled_speedups() -> str:
-    """Put the wheels packed into this .pyz on sys.path; returns a note when they cannot be used here."""
-    archive = getattr(globals().get("__loader__"), "archive", None)
+    """Put the wheels packed into this .pyz on sys.path; returns a note when they cannot be used here.
+
+    Read through the zip importer that loaded this module, so start-up never imports zipfile."""
+    loader = globals().get("__loader__")
+    archive = getattr(loader, "archive", None)
     if not archive:
         return ""
-    import zipfile
-    with zipfile.ZipFile(archive) as bundle:
+    try:
+        manifest = json.loads(loader.get_data(f"{archive}/{SPEEDUPS_DIR}/manifest.json"))
+    except OSError:  # a plain build: nothing bundled
+        return ""
+    if manifest["tag"] != platform_tag():
+        return f"bundled speedups are for {manifest['tag']}, not {platform_tag()}: using the standard library"
+    cache_root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                              "rustiz", "speedups")
+    target = os.path.join(cache_root, manifest["digest"][:32])
+    if not os.path.isdir(target):
+        staging = f"{target}.{os.getpid()}.tmp"
+        for name in manifest["files"]:
+            path = os.path.join(staging, *name.split("/"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(loader.get_data(f"{archive}/{SPEEDUPS_DIR}/files/{name}"))
         try:
-            manifest = json.loads(bundle.read(f"{SPEEDUPS_DIR}/manifest.json"))
-        except KeyError:
-            return ""
-        if manifest["tag"] != platform_tag():
-            return f"bundled speedups are for {manifest['tag']}, not {platform_tag()}: using the standard library"
-        cache_root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                                  "rustiz", "speedups")
-        target = os.path.join(cache_root, manifest["digest"][:32])
-        if not os.path.isdir(target):
-            os.makedirs(cache_root, exist_ok=True)
-            staging = f"{target}.{os.getpid()}.tmp"
-            for name in manifest["files"]:
-                bundle.extract(f"{SPEEDUPS_DIR}/files/{name}", staging)
-            try:
-                os.rename(os.path.join(staging, SPEEDUPS_DIR, "files"), target)
-            except OSError:  # another process unpacked the same bundle first: use theirs
-                pass
+            os.rename(staging, target)
+        except OSError:  # another process unpacked the same bundle first: use theirs
             import shutil
             shutil.rmtree(staging, ignore_errors=True)
     sys.path.insert(0, target)
@@ -1618,18 +1643,25 @@ def command_version(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    """A fixed width: argparse's default asks the terminal through shutil, which costs start-up time."""
+    return argparse.HelpFormatter(prog, width=100, max_help_position=32)
+
+
 def build_argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.")
+        prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.",
+        formatter_class=_help_formatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    init = commands.add_parser("init", help="create a config file, a database and an API key",
+    init = commands.add_parser("init", formatter_class=_help_formatter,
+                               help="create a config file, a database and an API key",
                                description="Create DIR/config.env (mode 0600), the SQLite database and one "
                                            "organization with a new API key, and print them.")
     init.add_argument("--dir", default=DEFAULT_DATA_DIR, help="where to create them (default: ./rustiz-data)")
     init.add_argument("--force", action="store_true", help="replace an existing config (makes a new API key)")
     init.set_defaults(run=command_init)
     serve_parser = commands.add_parser(
-        "serve", help="run the server",
+        "serve", formatter_class=_help_formatter, help="run the server",
         description="Run the server with the config named by RUSTIZ_CONFIG (default ./rustiz-data/config.env; "
                     "created by init if missing). Environment variables override the file: PORT, HOST, "
                     "FRONTEND_URL, REQUEST_LIMIT, API_LIMIT, RUSTIZ_WORKERS, RUSTIZ_MAX_BODY, "
@@ -1638,13 +1670,16 @@ def build_argument_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--workers", type=int, metavar="N",
                               help="processes sharing the port (default: RUSTIZ_WORKERS or 1)")
     serve_parser.set_defaults(run=command_serve)
-    key = commands.add_parser("key", help="manage the API key", description="Manage the organization's API key.")
+    key = commands.add_parser("key", formatter_class=_help_formatter, help="manage the API key",
+                              description="Manage the organization's API key.")
     key_commands = key.add_subparsers(dest="key_command", metavar="ACTION", required=True)
-    rotate = key_commands.add_parser("rotate", help="make a new API key; the old one stops working at once",
+    rotate = key_commands.add_parser("rotate", formatter_class=_help_formatter,
+                                     help="make a new API key; the old one stops working at once",
                                      description="Make a new API key, save it in the config file and print it. "
                                                  "The old key stops working at once, in running servers too.")
     rotate.set_defaults(run=command_key_rotate)
-    version = commands.add_parser("version", help="print the version", description="Print the version.")
+    version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
+                                  description="Print the version.")
     version.set_defaults(run=command_version)
     return parser
 
