@@ -1,0 +1,662 @@
+#!/usr/bin/env bash
+# bench.sh — rustiz side by side with uvicorn+starlette and an nginx ceiling,
+# in one run on this machine, printed as one markdown table plus target lines.
+#
+#   ./bench.sh                 full run (~4-5 min on 2 cores)
+#   BENCH_QUICK=1 ./bench.sh   short run (2 s loads, 3 cold starts, ab -n 10000)
+#
+# Other knobs (all optional):
+#   BENCH_PYTHON=/path/python  interpreter to run servers with (default: the real
+#                              path behind `python3`, never a pyenv shim)
+#   BENCH_PORT=18080           first port to try; free ones are picked from here
+#   BENCH_NO_BUILD=1           use the existing dist/rustiz.pyz and
+#                              dist/rustiz-speedups.pyz instead of rebuilding
+#   BENCH_NO_INSTALL=1         never apt-get/pip install; say what is missing
+#   BENCH_QUIET_WAIT=15        seconds to wait for other work to stop before each
+#                              measurement (it is noted when it does not)
+#   BENCH_STRICT=1             exit 1 when a target FAILs (default: exit 0 once
+#                              every measurement ran)
+#
+# What it does (the benchmark page's method):
+#   * builds dist/rustiz.pyz (stdlib only) and dist/rustiz-speedups.pyz
+#     (--with-speedups: carries orjson+uvloop) and reports their sizes;
+#   * `rustiz init` into .bench/data; every server below reads that same
+#     config.env / SQLite DB and uses its API key;
+#   * start-up: a tiny C poller (.bench/poller) forks the server and polls
+#     GET /health every 1 ms until it answers 200 `ok`; 7 cold starts each for
+#     rustiz (stdlib), rustiz (speedups) and uvicorn+starlette, all against the
+#     same initialised directory; median and range are printed;
+#   * RSS (sum over the server's process tree) 2 s after launch and right after
+#     the load;
+#   * load: GET /public/v1/integrations with `Authorization: Bearer <key>` on
+#     the empty DB (answer `[]`), keep-alive: `ab -k -c 32 -n 40000`, then
+#     `wrk -t1 -c32 -d5s --latency` and `wrk -t1 -c64 -d5s --latency`
+#     (after a 1 s wrk warm-up). wrk/ab share the 2 cores with the server,
+#     the same for every row;
+#   * rustiz runs with .bench/rzpy/bin/python, a bare venv (no packages) whose
+#     python is a symlink to the real interpreter, so that neither rustiz nor
+#     the peer (also in a venv) runs the base install's site-packages/*.pth;
+#   * peers: uvicorn+starlette (one worker, uvicorn[standard] so uvloop +
+#     httptools, access log off, async endpoint doing the SAME sha256 key
+#     check and the same two SQLite queries on one connection, JSONResponse),
+#     and nginx returning a static `[]` (worker_processes 1, access_log off:
+#     the ceiling on this machine, where the load generator saturates).
+# Everything binds 127.0.0.1, every step runs under `timeout`, and every
+# server started here is killed on exit. Raw outputs: .bench/results/.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$ROOT" || exit 2
+B=$ROOT/.bench
+RES=$B/results
+mkdir -p "$B" "$RES"
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    DUR=2 STARTS=3 AB_N=10000
+else
+    DUR=5 STARTS=7 AB_N=40000
+fi
+AB_C=32
+SERVER_TTL=300         # hard cap on any one server's lifetime (s)
+T_BEGIN=$(date +%s)
+
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 2; }
+NOTES=()
+note() { NOTES+=("$*"); log "note: $*"; }
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+
+# ---------------------------------------------------------------- cleanup
+SIDS=()
+kill_session() {   # kill a whole session/process group started by start_bg
+    local sid=$1 i
+    kill -0 "$sid" 2>/dev/null || { kill -KILL -- "-$sid" 2>/dev/null; return 0; }
+    kill -TERM -- "-$sid" 2>/dev/null
+    for i in $(seq 1 50); do
+        kill -0 "$sid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL -- "-$sid" 2>/dev/null
+    wait "$sid" 2>/dev/null
+    return 0
+}
+FG_PID=""
+fg_run() {   # run a load generator so that a signal to this script is handled at once
+    "$@" &
+    FG_PID=$!
+    wait "$FG_PID"
+    local rc=$?
+    FG_PID=""
+    return $rc
+}
+cleanup() {
+    local s
+    [ -n "$FG_PID" ] && kill -TERM "$FG_PID" 2>/dev/null
+    for s in "${SIDS[@]}"; do kill_session "$s"; done
+    SIDS=()
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+# ------------------------------------------------------------ interpreter
+PY=${BENCH_PYTHON:-}
+if [ -z "$PY" ]; then
+    PY=$(timeout 30 python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || true
+fi
+[ -n "$PY" ] && [ -x "$PY" ] || die "no python3 found (set BENCH_PYTHON=/path/to/python3)"
+PY=$(readlink -f "$PY")   # the real binary, never a shim
+
+# ------------------------------------------------------------ tools
+need_apt=()
+command -v wrk >/dev/null || need_apt+=(wrk)
+command -v ab >/dev/null || need_apt+=(apache2-utils)
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || need_apt+=(nginx)
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v curl >/dev/null || need_apt+=(curl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "${BENCH_NO_INSTALL:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        log "installing from Debian: ${need_apt[*]}"
+        timeout 300 apt-get update -qq >"$RES/apt.log" 2>&1 || die "apt-get update failed (see $RES/apt.log)"
+        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends \
+            "${need_apt[@]}" >>"$RES/apt.log" 2>&1 || die "apt-get install failed (see $RES/apt.log)"
+        NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+    else
+        die "missing tools; install them with: sudo apt-get install ${need_apt[*]}"
+    fi
+fi
+
+VENV=$B/venv
+VPY=$VENV/bin/python
+if ! timeout 60 "$VPY" -c 'import uvicorn, starlette, uvloop, httptools, orjson' 2>/dev/null; then
+    if [ "${BENCH_NO_INSTALL:-0}" = 1 ]; then
+        die "missing peer venv; create it with: $PY -m venv $VENV && $VPY -m pip install 'uvicorn[standard]' starlette uvloop orjson"
+    fi
+    log "creating $VENV (uvicorn[standard], starlette, uvloop, orjson)"
+    timeout 120 "$PY" -m venv "$VENV" || die "venv creation failed"
+    timeout 600 "$VPY" -m pip install -q --disable-pip-version-check \
+        'uvicorn[standard]' starlette uvloop orjson >"$RES/pip.log" 2>&1 \
+        || die "pip install failed (see $RES/pip.log)"
+fi
+
+# rustiz runs from a bare venv of the same interpreter (no packages at all):
+# the venv's python is a symlink to the real binary, and like the peer's venv
+# it does not run the base install's site-packages/*.pth files (on this kind
+# of machine one of them imports certifi at every start-up, ~30 ms that no
+# user's python3 would pay). BENCH_PYTHON_RAW=1 runs rustiz with $PY itself.
+RZPY=$PY
+if [ "${BENCH_PYTHON_RAW:-0}" != 1 ]; then
+    if [ ! -x "$B/rzpy/bin/python" ]; then
+        timeout 120 "$PY" -m venv --without-pip "$B/rzpy" || die "could not create $B/rzpy"
+    fi
+    RZPY=$B/rzpy/bin/python
+fi
+
+# ------------------------------------------------------------ poller (C)
+cat >"$B/poller.c.new" <<'EOF'
+/* poller PORT TIMEOUT_MS LOGFILE CMD...: fork+exec CMD in its own session,
+ * poll GET /health on 127.0.0.1:PORT every 1 ms until 200 "ok", print the
+ * elapsed milliseconds, then kill the session. Exit 0 only when ready. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int probe(int port) {
+    static const char req[] =
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    struct timeval tv = {2, 0};
+    struct sockaddr_in a;
+    char buf[4096];
+    size_t n = 0;
+    ssize_t r;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((unsigned short)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { close(fd); return 0; }
+    if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) { close(fd); return 0; }
+    while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
+        char *body;
+        n += (size_t)r;
+        buf[n] = 0;
+        body = strstr(buf, "\r\n\r\n");
+        if (body && n > 12 && strncmp(buf, "HTTP/1.", 7) == 0 &&
+            strncmp(buf + 9, "200", 3) == 0 && strstr(body + 4, "ok")) {
+            close(fd);
+            return 1;
+        }
+    }
+    close(fd);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    struct timespec one_ms = {0, 1000000};
+    double t0, t1 = 0, tmo, d;
+    int port, ok = 0, status, fd;
+    pid_t pid;
+    if (argc < 5) {
+        fprintf(stderr, "usage: poller PORT TIMEOUT_MS LOGFILE CMD...\n");
+        return 2;
+    }
+    port = atoi(argv[1]);
+    tmo = atof(argv[2]);
+    signal(SIGPIPE, SIG_IGN);
+    t0 = now_ms();
+    pid = fork();
+    if (pid < 0) { perror("fork"); return 2; }
+    if (pid == 0) {
+        setsid();
+        fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
+        fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) { dup2(fd, 0); close(fd); }
+        execvp(argv[4], argv + 4);
+        _exit(127);
+    }
+    for (;;) {
+        if (probe(port)) { t1 = now_ms(); ok = 1; break; }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            fprintf(stderr, "poller: server exited before it was ready\n");
+            kill(-pid, SIGKILL);
+            return 1;
+        }
+        if (now_ms() - t0 > tmo) { fprintf(stderr, "poller: timed out\n"); break; }
+        nanosleep(&one_ms, NULL);
+    }
+    kill(-pid, SIGTERM);
+    d = now_ms();
+    while (waitpid(pid, &status, WNOHANG) == 0 && now_ms() - d < 5000)
+        nanosleep(&one_ms, NULL);
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    if (ok) printf("%.2f\n", t1 - t0);
+    return ok ? 0 : 1;
+}
+EOF
+if ! cmp -s "$B/poller.c.new" "$B/poller.c" || [ ! -x "$B/poller" ]; then
+    mv "$B/poller.c.new" "$B/poller.c"
+    timeout 60 cc -O2 -Wall -o "$B/poller" "$B/poller.c" || die "could not compile $B/poller.c"
+else
+    rm -f "$B/poller.c.new"
+fi
+POLLER=$B/poller
+
+# ------------------------------------------------------------ peer app
+cat >"$B/peer_app.py" <<'EOF'
+"""uvicorn+starlette peer: same key check and same SQLite queries as rustiz."""
+import hashlib
+import os
+import sqlite3
+
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+
+def _config(path):
+    cfg = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                cfg[k.strip()] = v.strip().strip("'\"")
+    return cfg
+
+
+_cfg = _config(os.environ["RUSTIZ_CONFIG"])
+db = sqlite3.connect(_cfg["RUSTIZ_DATABASE"], check_same_thread=False)
+
+ORG_SQL = "SELECT id FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL"
+INT_SQL = (
+    "SELECT id, name, provider_identifier, picture, disabled, profile, customer_id "
+    "FROM integration WHERE organization_id = ? AND deleted_at IS NULL"
+)
+
+
+async def health(request):
+    return PlainTextResponse("ok")
+
+
+async def integrations(request):
+    key = request.headers.get("authorization", "")
+    if key.startswith("Bearer "):
+        key = key[7:]
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    org = db.execute(ORG_SQL, (digest,)).fetchone()
+    if org is None:
+        return JSONResponse({"msg": "Invalid API key"}, status_code=401)
+    rows = db.execute(INT_SQL, (org[0],)).fetchall()
+    return JSONResponse([
+        {"id": r[0], "name": r[1], "identifier": r[2], "picture": r[3],
+         "disabled": bool(r[4]), "profile": r[5], "customer": r[6]}
+        for r in rows
+    ])
+
+
+app = Starlette(routes=[
+    Route("/health", health),
+    Route("/public/v1/integrations", integrations),
+])
+EOF
+
+"$VPY" -m py_compile "$B/peer_app.py" 2>/dev/null   # cached bytecode, as pip gave the packages
+
+# ------------------------------------------------------------ ports
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+NEXT_PORT=${BENCH_PORT:-18080}
+free_port() {   # sets FREE_PORT
+    local p=$NEXT_PORT
+    while port_busy "$p"; do p=$((p + 1)); done
+    NEXT_PORT=$((p + 1))
+    FREE_PORT=$p
+}
+
+# ------------------------------------------------------------ build + init
+PYZ=$ROOT/dist/rustiz.pyz
+PYZ_FAST=$ROOT/dist/rustiz-speedups.pyz
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+    [ -f "$ROOT/build_zipapp.py" ] || die "no build_zipapp.py in $ROOT"
+    log "building $PYZ"
+    timeout 300 "$PY" build_zipapp.py >"$RES/build.log" 2>&1 || die "build failed (see $RES/build.log)"
+    log "building $PYZ_FAST (--with-speedups)"
+    rm -f "$PYZ_FAST"
+    timeout 600 "$PY" build_zipapp.py --with-speedups --output "$PYZ_FAST" >"$RES/build-speedups.log" 2>&1 \
+        || note "the --with-speedups build failed: $(tail -n 1 "$RES/build-speedups.log") (full log: .bench/results/build-speedups.log); its rows are not measured"
+fi
+[ -f "$PYZ" ] || die "missing $PYZ"
+SIZE_PLAIN=$(stat -c %s "$PYZ")
+FAST_OK=0 SIZE_FAST=""
+if [ -f "$PYZ_FAST" ]; then FAST_OK=1; SIZE_FAST=$(stat -c %s "$PYZ_FAST"); fi
+
+DATA=$B/data
+rm -rf "$DATA"
+timeout 60 "$RZPY" "$PYZ" init --dir "$DATA" >"$RES/init.log" 2>&1 || die "rustiz init failed (see $RES/init.log)"
+CFG=$DATA/config.env
+[ -f "$CFG" ] || die "rustiz init made no $CFG"
+KEY=$(sed -n 's/^RUSTIZ_API_KEY=//p' "$CFG" | head -1 | tr -d "\"' \r")
+[ -n "$KEY" ] || die "no RUSTIZ_API_KEY in $CFG"
+AUTH="Authorization: Bearer $KEY"
+PATH_EP=/public/v1/integrations
+
+# ------------------------------------------------------------ helpers
+declare -A LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_MED SU_RANGE SIZE
+start_bg() {   # start_bg LOGFILE CMD... -> SRV_SID (own session; capped by timeout)
+    local logf=$1; shift
+    setsid timeout -k 5 "$SERVER_TTL" "$@" >"$logf" 2>&1 </dev/null &
+    SRV_SID=$!
+    SIDS+=("$SRV_SID")
+}
+stop_bg() {
+    local sid=$1 s keep=()
+    kill_session "$sid"
+    for s in "${SIDS[@]}"; do [ "$s" = "$sid" ] || keep+=("$s"); done
+    SIDS=("${keep[@]}")
+}
+rss_kib() {   # "RSS NPROC PSS" (KiB) summed over the session's processes, minus the timeout wrapper
+    local pid comm rss n=0 sum=0 pss=0 p
+    while read -r pid rss comm; do
+        [ "$comm" = timeout ] && continue
+        n=$((n + 1)); sum=$((sum + rss))
+        p=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
+        pss=$((pss + ${p:-0}))
+    done < <(ps -o pid=,rss=,comm= -s "$1" 2>/dev/null)
+    echo "$sum $n $pss"
+}
+wait_health() {   # wait_health PORT SID SECONDS
+    local port=$1 sid=$2 deadline=$(($(date +%s) + $3))
+    while [ "$(date +%s)" -le "$deadline" ]; do
+        if [ "$(curl -s -m 1 "http://127.0.0.1:$port/health" 2>/dev/null)" = ok ]; then return 0; fi
+        kill -0 "$sid" 2>/dev/null || return 1
+        sleep 0.02
+    done
+    return 1
+}
+to_ms() {   # wrk latency "850.00us" / "1.23ms" / "1.02s" -> ms
+    awk -v v="$1" 'BEGIN {
+        if (v ~ /us$/) { sub(/us$/, "", v); printf "%.2f", v / 1000 }
+        else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.2f", v }
+        else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.2f", v * 60000 }
+        else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.2f", v * 1000 }
+        else printf "?" }'
+}
+mib() {   # "RSS NPROC PSS" -> "24.6 MiB", or "61.3 MiB (3 proc., PSS 40.2)" for a process tree
+    awk -v v="$1" 'BEGIN { split(v, a, " ");
+        if (a[1] == "" || a[1] == 0) { print "—"; exit }
+        printf "%.1f MiB", a[1] / 1024
+        if (a[2] > 1) { printf " (%d proc.", a[2]; if (a[3] > 0) printf ", PSS %.1f", a[3] / 1024; printf ")" } }'
+}
+
+run_wrk() {   # run_wrk ID PORT CONNS -> sets W_RPS W_P99 W_ERR
+    local id=$1 port=$2 c=$3 out=$RES/$1.wrk-c$3.txt
+    fg_run timeout $((DUR + 20)) wrk -t1 -c"$c" -d"${DUR}s" --latency -H "$AUTH" \
+        "http://127.0.0.1:$port$PATH_EP" >"$out" 2>&1
+    local rc=$?
+    W_RPS=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
+    W_P99=$(awk '$1 == "99%" { print $2 }' "$out")
+    [ -n "$W_P99" ] && W_P99=$(to_ms "$W_P99")
+    W_ERR=$(awk '/Non-2xx or 3xx responses:/ { e += $NF }
+                 /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 }
+                 END { print e + 0 }' "$out")
+    [ $rc -ne 0 ] && note "$id: wrk -c$c exited $rc (see $out)"
+    [ "${W_ERR:-0}" != 0 ] && note "$id: wrk -c$c: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | paste -sd';' -)"
+}
+run_ab() {   # run_ab ID PORT -> A_RPS A_P99 A_ERR
+    local id=$1 port=$2 out=$RES/$1.ab.txt
+    fg_run timeout 120 ab -q -k -c "$AB_C" -n "$AB_N" -H "$AUTH" \
+        "http://127.0.0.1:$port$PATH_EP" >"$out" 2>&1
+    local rc=$?
+    A_RPS=$(awk '/^Requests per second:/ { printf "%.0f", $4 }' "$out")
+    A_P99=$(awk '$1 == "99%" { print $2 }' "$out")
+    A_ERR=$(awk '/^Failed requests:/ { e += $3 } /^Non-2xx responses:/ { e += $3 } END { print e + 0 }' "$out")
+    local ka
+    ka=$(awk '/^Keep-Alive requests:/ { print $3 }' "$out")
+    [ $rc -ne 0 ] && note "$id: ab exited $rc$([ $rc = 124 ] && echo ' (timed out)') (see $out)"
+    [ -n "$ka" ] && [ "$ka" -lt $((AB_N * 9 / 10)) ] && note "$id: ab -k reused a connection for only $ka of $AB_N requests (the server closes HTTP/1.0 keep-alive connections), so its ab row measures a new connection per request"
+    [ "${A_ERR:-0}" != 0 ] && note "$id: ab: $(grep -E '^(Failed requests|Non-2xx responses)' "$out" | tr -s ' ' | paste -sd';' -)"
+}
+sanity() {   # sanity ID PORT CHECK401(0/1)
+    local id=$1 port=$2 body code
+    body=$(curl -s -m 5 -H "$AUTH" "http://127.0.0.1:$port$PATH_EP")
+    [ "$(printf '%s' "$body" | tr -d ' \r\n')" = "[]" ] || note "$id: GET $PATH_EP answered '$body', expected []"
+    if [ "$3" = 1 ]; then
+        code=$(curl -s -m 5 -o "$RES/$id.401.txt" -w '%{http_code}' -H "Authorization: Bearer nope" "http://127.0.0.1:$port$PATH_EP")
+        [ "$code" = 401 ] || note "$id: a wrong key got HTTP $code, expected 401"
+        grep -q 'Invalid API key' "$RES/$id.401.txt" 2>/dev/null || note "$id: 401 body was '$(head -c 200 "$RES/$id.401.txt")'"
+    fi
+}
+
+cpu_idle_pct() {   # share of both cores idle over 0.5 s, from /proc/stat
+    local a b
+    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    sleep 0.5
+    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.0f", (t > 0 ? 100 * (y[1] - x[1]) / t : 100) }'
+}
+check_quiet() {   # wait up to BENCH_QUIET_WAIT s for an idle machine; note it when it stays busy
+    local idle deadline=$(($(date +%s) + ${BENCH_QUIET_WAIT:-15}))
+    while :; do
+        idle=$(cpu_idle_pct)
+        [ "$idle" -ge 85 ] && return 0
+        [ "$(date +%s)" -ge "$deadline" ] && break
+    done
+    note "$1: other work kept the CPU busy before it ran (${idle}% idle over 0.5 s): its numbers may be low"
+    return 0
+}
+
+run_row() {   # run_row ID LABEL CHECK401 CMD...  (PORT is taken from $FREE_PORT)
+    local id=$1 label=$2 chk=$3; shift 3
+    local port=$FREE_PORT t0 sid
+    LABEL[$id]=$label
+    check_quiet "$id"
+    log "load: $label on :$port"
+    t0=$(date +%s.%N)
+    start_bg "$RES/$id.server.log" "$@"
+    sid=$SRV_SID
+    if ! wait_health "$port" "$sid" 30; then
+        note "$id: not ready within 30 s: $(tail -n 3 "$RES/$id.server.log" | tr '\n' ' ')"
+        stop_bg "$sid"; return
+    fi
+    # RSS 2 s after launch
+    sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { d = 2 - (now - t0); print (d > 0 ? d : 0) }')"
+    RSS0[$id]=$(rss_kib "$sid")
+    sanity "$id" "$port" "$chk"
+    fg_run timeout 30 wrk -t1 -c32 -d1s -H "$AUTH" "http://127.0.0.1:$port$PATH_EP" >"$RES/$id.warmup.txt" 2>&1
+    local errs=0
+    run_ab "$id" "$port";        ABRPS[$id]=$A_RPS; ABP99[$id]=$A_P99; errs=$((errs + A_ERR))
+    run_wrk "$id" "$port" 32;    RPS32[$id]=$W_RPS; P99_32[$id]=$W_P99; errs=$((errs + W_ERR))
+    run_wrk "$id" "$port" 64;    RPS64[$id]=$W_RPS; P99_64[$id]=$W_P99; errs=$((errs + W_ERR))
+    RSS1[$id]=$(rss_kib "$sid")
+    ERRS[$id]=$errs
+    [ "$(curl -s -m 3 "http://127.0.0.1:$port/health")" = ok ] || note "$id: /health no longer answers after the load"
+    stop_bg "$sid"
+    grep -qiE 'traceback|exception|error' "$RES/$id.server.log" 2>/dev/null \
+        && note "$id: server log mentions errors: $(grep -iE 'traceback|exception|error' "$RES/$id.server.log" | sort | uniq -c | sort -rn | head -3 | tr -s ' ' | paste -sd'|' -)"
+}
+
+startup_series() {   # startup_series ID VAR=VAL... -- CMD...
+    local id=$1; shift
+    local envs=() i ms vals=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    local port=$FREE_PORT   # the caller ran free_port (CMD may need the port)
+    log "start-up: ${LABEL[$id]:-$id} x$STARTS on :$port"
+    check_quiet "$id start-up"
+    for i in $(seq 1 "$STARTS"); do
+        ms=$(env "${envs[@]}" PORT="$port" timeout 60 "$POLLER" "$port" 30000 "$RES/$id.startup-$i.log" "$@" 2>>"$RES/$id.startup.err")
+        if [ -n "$ms" ]; then vals+=("$ms"); else note "$id: cold start $i failed ($(tail -n 1 "$RES/$id.startup.err"); log $RES/$id.startup-$i.log)"; fi
+        sleep 0.3
+    done
+    [ ${#vals[@]} -gt 0 ] || return
+    printf '%s\n' "${vals[@]}" >"$RES/$id.startup.txt"
+    SU_MED[$id]=$(sort -n "$RES/$id.startup.txt" | awk '{ a[NR] = $1 } END { if (NR % 2) m = a[(NR + 1) / 2]; else m = (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.0f", m }')
+    SU_RANGE[$id]=$(sort -n "$RES/$id.startup.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f–%.0f", lo, hi }')
+}
+
+# XDG_CACHE_HOME: where rustiz-speedups.pyz unpacks its wheels; emptied per run,
+# so the first cold start of that .pyz includes the unpacking (shows in its range).
+rm -rf "$B/cache"
+RZ_ENV=(RUSTIZ_CONFIG="$CFG" HOST=127.0.0.1 REQUEST_LIMIT=0 API_LIMIT=0 XDG_CACHE_HOME="$B/cache")
+
+# ------------------------------------------------------------ nginx config
+mkdir -p "$B/nginx/tmp"
+write_nginx_conf() {
+    cat >"$B/nginx/nginx.conf" <<EOF
+# generated by bench.sh: static [] ceiling. worker_processes 1 (one core for
+# the server, like the single-process Python rows; wrk has the other core).
+worker_processes 1;
+pid $B/nginx/nginx.pid;
+error_log $B/nginx/error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $B/nginx/tmp/body;
+    proxy_temp_path $B/nginx/tmp/proxy;
+    fastcgi_temp_path $B/nginx/tmp/fastcgi;
+    uwsgi_temp_path $B/nginx/tmp/uwsgi;
+    scgi_temp_path $B/nginx/tmp/scgi;
+    keepalive_requests 10000000;
+    keepalive_timeout 75s;
+    server {
+        listen 127.0.0.1:$1;
+        default_type application/json;
+        location = /health { default_type text/plain; return 200 'ok'; }
+        location / { return 200 '[]'; }
+    }
+}
+EOF
+}
+
+# ------------------------------------------------------------ run
+log "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
+log "loads: ${DUR}s wrk, ab -n $AB_N, $STARTS cold starts"
+
+LABEL[rz_std]="rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
+LABEL[rz_fast]="rustiz, uvloop+orjson"
+LABEL[uvicorn]="uvicorn+starlette (uvloop+httptools)"
+
+# start-up first (quiet machine), same initialised dir for every server
+free_port
+startup_series rz_std "${RZ_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$PYZ" serve
+if [ $FAST_OK = 1 ]; then
+    free_port
+    startup_series rz_fast "${RZ_ENV[@]}" -- "$RZPY" "$PYZ_FAST" serve
+fi
+free_port
+startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$B" \
+    --host 127.0.0.1 --port "$FREE_PORT" --loop uvloop --http httptools --no-access-log --log-level warning
+
+free_port; write_nginx_conf "$FREE_PORT"
+run_row nginx "nginx, static [] (1 worker: ceiling)" 0 \
+    "$NGINX" -p "$B/nginx" -c "$B/nginx/nginx.conf" -e "$B/nginx/error.log"
+
+free_port
+run_row uvicorn "${LABEL[uvicorn]}" 1 env RUSTIZ_CONFIG="$CFG" \
+    "$VPY" -m uvicorn peer_app:app --app-dir "$B" --host 127.0.0.1 --port "$FREE_PORT" \
+    --loop uvloop --http httptools --no-access-log --log-level warning
+
+free_port
+run_row rz_std "${LABEL[rz_std]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 "$RZPY" "$PYZ" serve
+
+if [ $FAST_OK = 1 ]; then
+    free_port
+    run_row rz_fast "${LABEL[rz_fast]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
+fi
+
+free_port
+run_row rz_std_w2 "rustiz, stdlib, --workers 2" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
+    "$RZPY" "$PYZ" serve --workers 2
+
+LABEL[rz_fast_w2]="rustiz, uvloop+orjson, --workers 2"
+if [ $FAST_OK = 1 ]; then
+    free_port
+    run_row rz_fast_w2 "${LABEL[rz_fast_w2]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" \
+        "$RZPY" "$PYZ_FAST" serve --workers 2
+fi
+
+for id in rz_std rz_std_w2; do SIZE[$id]=$SIZE_PLAIN; done
+for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
+
+# ------------------------------------------------------------ table
+v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
+ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
+ELAPSED=$(( $(date +%s) - T_BEGIN ))
+echo
+echo "### rustiz benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Python $("$PY" -c 'import sys; print(sys.version.split()[0])')$([ "${BENCH_QUICK:-0}" = 1 ] && echo ', QUICK')"
+echo
+echo "GET $PATH_EP (Bearer key, empty DB, keep-alive). wrk -t1 -d${DUR}s --latency; ab -k -c $AB_C -n $AB_N. RSS summed over the server's processes (PSS too when there are several). rustiz runs on $RZPY -> $(readlink -f "$RZPY")."
+echo
+echo "| Server | .pyz bytes | Start-up median (range) | RSS 2 s | RSS after load | wrk c32 req/s | c32 p99 | wrk c64 req/s | c64 p99 | ab -k c32 req/s | ab p99 | errors |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for id in nginx uvicorn rz_std rz_fast rz_std_w2 rz_fast_w2; do
+    su="—"
+    [ -n "${SU_MED[$id]:-}" ] && su="${SU_MED[$id]} ms (${SU_RANGE[$id]})"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+        "${LABEL[$id]:-$id}" "$(v "${SIZE[$id]:-}")" "$su" \
+        "$(mib "${RSS0[$id]:-}")" "$(mib "${RSS1[$id]:-}")" \
+        "$(v "${RPS32[$id]:-}")" "$(ms "${P99_32[$id]:-}")" \
+        "$(v "${RPS64[$id]:-}")" "$(ms "${P99_64[$id]:-}")" \
+        "$(v "${ABRPS[$id]:-}")" "$(ms "${ABP99[$id]:-}")" "$(v "${ERRS[$id]:-}")"
+done
+echo
+[ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
+echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
+echo
+
+# ------------------------------------------------------------ targets
+FAILS=0
+target() {   # target DESCRIPTION VALUE OP LIMIT UNIT_TEXT
+    local desc=$1 val=$2 op=$3 lim=$4 txt=$5 res
+    if [ -z "$val" ]; then
+        res=FAIL; txt="not measured"
+    else
+        res=$(awk -v a="$val" -v b="$lim" -v op="$op" 'BEGIN { ok = (op == ">=") ? (a >= b) : (a <= b); print ok ? "PASS" : "FAIL" }')
+    fi
+    [ "$res" = FAIL ] && FAILS=$((FAILS + 1))
+    echo "- $res  $desc: $txt"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
+
+r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[uvicorn]:-}")
+target "rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32" "$r" ">=" 3.5 "${r}× (${RPS32[rz_fast]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
+r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[nginx]:-}")
+target "rustiz (uvloop+orjson) ≥ 0.5× nginx ceiling, wrk c32" "$r" ">=" 0.5 "${r}× (${RPS32[rz_fast]:-?} vs ${RPS32[nginx]:-?} req/s)"
+r=$(ratio "${RPS32[rz_std]:-}" "${RPS32[uvicorn]:-}")
+target "rustiz (stdlib only) ≥ 3× uvicorn+starlette, wrk c32" "$r" ">=" 3 "${r}× (${RPS32[rz_std]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
+r=$(ratio "${SU_MED[rz_std]:-}" "${SU_MED[uvicorn]:-}")
+target "start-up median (stdlib rustiz) ≤ 0.4× uvicorn+starlette's" "$r" "<=" 0.4 "${r}× (${SU_MED[rz_std]:-?} vs ${SU_MED[uvicorn]:-?} ms)"
+r=$(awk -v v="${RSS0[rz_std]:-}" 'BEGIN { split(v, a, " "); if (a[1] != "") printf "%.1f", a[1] / 1024 }')
+target "idle RSS (stdlib rustiz, 2 s after start) ≤ 24 MiB" "$r" "<=" 24 "${r} MiB"
+target "rustiz.pyz ≤ 256 KiB" "$SIZE_PLAIN" "<=" 262144 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
+
+if [ ${#NOTES[@]} -gt 0 ]; then
+    echo
+    echo "Notes:"
+    for n in "${NOTES[@]}"; do echo "- $n"; done
+fi
+echo
+echo "Peers: $("$VPY" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("uvicorn", "starlette", "uvloop", "httptools")))'); $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $(wrk --version 2>&1 | head -1 | awk '{print $1, $2}'). Raw output: .bench/results/. Took ${ELAPSED} s."
+
+if [ "${BENCH_STRICT:-0}" = 1 ] && [ "$FAILS" -gt 0 ]; then exit 1; fi
+exit 0
