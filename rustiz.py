@@ -25,15 +25,14 @@ import math
 import mmap
 import os
 import re
-import secrets
 import signal
 import socket
 import sqlite3
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, NamedTuple, Optional, Union
 
 # asyncio imports ssl only to offer TLS sockets, and loading OpenSSL costs a quarter of rustiz's
 # start-up time. rustiz serves plain HTTP (TLS belongs to the reverse proxy in front of it), so
@@ -77,7 +76,7 @@ def utc_now_iso() -> str:
 
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-_cuid_counter = secrets.randbelow(36**4)
+_cuid_counter = int.from_bytes(os.urandom(4), "big") % 36**4
 
 
 def _base36(number: int, width: int) -> str:
@@ -94,12 +93,12 @@ def new_cuid() -> str:
     _cuid_counter = (_cuid_counter + 1) % 36**4
     fingerprint = _base36(os.getpid() * 31 + hash(socket.gethostname()) % 36**2, 4)
     return ("c" + _base36(int(time.time() * 1000), 8) + _base36(_cuid_counter, 4)
-            + fingerprint + _base36(secrets.randbits(48), 8))
+            + fingerprint + _base36(int.from_bytes(os.urandom(6), "big"), 8))
 
 
 def new_uuid() -> str:
     """A random (version 4) UUID, without importing the uuid module at start-up."""
-    raw = bytearray(secrets.token_bytes(16))
+    raw = bytearray(os.urandom(16))
     raw[6] = raw[6] & 0x0F | 0x40
     raw[8] = raw[8] & 0x3F | 0x80
     text = raw.hex()
@@ -108,7 +107,7 @@ def new_uuid() -> str:
 
 def new_api_key() -> str:
     """64 lowercase hex characters, the shape of a Postiz organization key."""
-    return secrets.token_hex(32)
+    return os.urandom(32).hex()  # os.urandom is what `secrets` uses, without its start-up cost
 
 
 def hash_api_key(key: str) -> str:
@@ -365,8 +364,7 @@ MIGRATIONS: tuple = (
 )
 
 
-@dataclass(frozen=True)
-class RateDecision:
+class RateDecision(NamedTuple):
     """The outcome of counting one request against a fixed window."""
     allowed: bool
     limit: int
@@ -574,8 +572,10 @@ class Store:
 # 4. HTTP protocol (sans-IO): bytes in, events out; no sockets, no asyncio
 # =============================================================================
 
-@dataclass
-class RequestHead:
+# Value types below are NamedTuples rather than dataclasses: building a dataclass costs about a
+# millisecond of start-up each.
+
+class RequestHead(NamedTuple):
     """A request line and its headers. Header names are lower-cased; repeated headers are joined with ", "."""
     method: str
     target: str
@@ -587,18 +587,15 @@ class RequestHead:
     chunked: bool
 
 
-@dataclass
-class Body:
+class Body(NamedTuple):
     data: bytes
 
 
-@dataclass
-class EndOfMessage:
+class EndOfMessage(NamedTuple):
     pass
 
 
-@dataclass
-class ParseError:
+class ParseError(NamedTuple):
     """The stream can no longer be trusted: answer `status` and close the connection."""
     status: int
     reason: str
@@ -844,12 +841,15 @@ class HttpDate:
 HTTP_DATE = HttpDate()
 
 
-@dataclass
 class Response:
-    status: int = 200
-    body: bytes = b""
-    content_type: str = "application/json; charset=utf-8"
-    headers: list = field(default_factory=list)  # extra (name, value) pairs
+    __slots__ = ("status", "body", "content_type", "headers")
+
+    def __init__(self, status: int = 200, body: bytes = b"", content_type: str = "application/json; charset=utf-8",
+                 headers: Optional[list] = None):
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+        self.headers = headers if headers is not None else []  # extra (name, value) pairs
 
 
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
@@ -1387,8 +1387,7 @@ class Guard:
 # 7. API: routing and the public API handlers
 # =============================================================================
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     handler: Callable[..., Union[Response, Awaitable[Response]]]
     authenticated: bool
 
