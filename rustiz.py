@@ -889,7 +889,7 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
 class Request:
     """One complete request, as handlers see it."""
     __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
-                 "keep_alive", "_query")
+                 "keep_alive", "params", "_query")
 
     def __init__(self, head: RequestHead, body: bytes, peer: str):
         self.method = head.method
@@ -900,6 +900,7 @@ class Request:
         self.peer = peer
         self.http10 = head.version == "1.0"
         self.keep_alive = head.keep_alive
+        self.params: dict = {}  # path parameters (":id" in a route), filled in by the router
         self._query: Optional[dict] = None
 
     @property
@@ -909,6 +910,45 @@ class Request:
             from urllib.parse import parse_qsl
             self._query = dict(parse_qsl(self.query_string, keep_blank_values=True))
         return self._query
+
+    def json(self) -> Any:
+        """The body parsed as JSON (an empty body is {}); anything else is the client's mistake: 400."""
+        if not self.body.strip():
+            return {}
+        try:
+            return json.loads(self.body)
+        except UnicodeDecodeError:
+            raise bad_request("The request body is not UTF-8 text; send JSON") from None
+        except ValueError as error:
+            reason = getattr(error, "msg", str(error))
+            where = f" at line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else ""
+            raise bad_request(f"The request body is not valid JSON: {reason}{where}") from None
+
+
+class ApiError(Exception):
+    """Raised by a handler to answer with `status` and the JSON `body` (and extra `headers`)."""
+
+    def __init__(self, status: int, body: Any, headers: Optional[list] = None):
+        super().__init__(status, body)
+        self.status = status
+        self.body = body
+        self.headers = headers or []
+
+    def response(self) -> Response:
+        return json_response(self.body, self.status, list(self.headers))
+
+
+def nest_error(status: int, message: Any) -> ApiError:
+    """Nest's built-in exception body, which Postiz clients parse: {statusCode, message, error}."""
+    return ApiError(status, {"statusCode": status, "message": message, "error": _REASONS.get(status, "Error")})
+
+
+def bad_request(message: Any) -> ApiError:
+    return nest_error(400, message)
+
+
+def not_found(message: str) -> ApiError:
+    return nest_error(404, message)
 
 
 Handler = Callable[[Request], Union[Response, Awaitable[Response]]]
@@ -1018,8 +1058,9 @@ class HttpConnection(asyncio.Protocol):
     async def _finish_async(self, request: Request, awaitable: Awaitable[Response], started: float) -> None:
         try:
             response = await awaitable
+        except ApiError as error:
+            response = error.response()
         except Exception:
-            log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
             response = internal_error_response()
         self.busy = False
         if not self.closed:
@@ -1399,18 +1440,45 @@ class App:
         self.config = config
         self.store = store
         self.guard = Guard(config, store)
-        self.routes: dict = {}  # path -> {method: Route}
+        self.routes: dict = {}  # path -> {method: Route}, for paths without parameters
+        self.patterns: dict = {}  # path template -> (compiled pattern, {method: Route})
         self.add("GET", "/health", self.health, authenticated=False)
-        for prefix in API_PREFIXES:
-            self.add("GET", prefix + "/is-connected", self.is_connected)
-            self.add("GET", prefix + "/integrations", self.integrations)
+        self.add_api("GET", "/is-connected", self.is_connected)
+        self.add_api("GET", "/integrations", self.integrations)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
-        self.routes.setdefault(path, {})[method] = Route(handler, authenticated)
+        """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
+        if ":" not in path:
+            self.routes.setdefault(path, {})[method] = Route(handler, authenticated)
+            return
+        if path not in self.patterns:
+            regex = "".join(f"/(?P<{segment[1:]}>[^/]+)" if segment.startswith(":") else "/" + re.escape(segment)
+                            for segment in path.strip("/").split("/"))
+            self.patterns[path] = (re.compile(regex), {})
+        self.patterns[path][1][method] = Route(handler, authenticated)
+
+    def add_api(self, method: str, subpath: str, handler: Callable) -> None:
+        """A public API route, under both /public/v1 (Postiz cloud) and /api/public/v1 (self-hosted Postiz)."""
+        for prefix in API_PREFIXES:
+            self.add(method, prefix + subpath, handler)
+
+    def _find_routes(self, request: Request) -> Optional[dict]:
+        routes = self.routes.get(request.path)
+        if routes is not None:
+            return routes
+        for pattern, methods in self.patterns.values():
+            match = pattern.fullmatch(request.path)
+            if match is not None:
+                from urllib.parse import unquote
+                request.params = {name: unquote(value) for name, value in match.groupdict().items()}
+                return methods
+        return None
 
     def handle(self, request: Request) -> Union[Response, Awaitable[Response]]:
         try:
             return self._dispatch(request)
+        except ApiError as error:
+            return error.response()
         except Exception:
             return internal_error_response()
 
@@ -1432,7 +1500,7 @@ class App:
             if type(limited) is Response:
                 return limited
             rate_headers = limited
-        routes = self.routes.get(request.path)
+        routes = self._find_routes(request)
         if routes is None:
             return json_response({"message": f"Cannot {method} {request.target}", "error": "Not Found",
                                   "statusCode": 404}, 404, rate_headers)
