@@ -1,0 +1,72 @@
+"""The request pipeline in-process: routing, path parameters and failures inside handlers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rustiz
+
+
+@pytest.fixture
+def app(tmp_path):
+    config_path, _, _, _ = rustiz.initialize(str(tmp_path / "config.env"), force=False)
+    config = rustiz.load_config({"RUSTIZ_CONFIG": config_path, "REQUEST_LIMIT": "0"})
+    store = rustiz.Store(config.database)
+    yield rustiz.App(config, store)
+    store.close()
+
+
+def request(method: str, target: str) -> rustiz.Request:
+    events = rustiz.RequestParser().feed(f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return rustiz.Request(events[0], b"", "127.0.0.1")
+
+
+def test_an_exception_in_a_handler_is_a_500_json_with_the_traceback_in_the_log(app, capsys):
+    def broken(_request):
+        raise RuntimeError("the disk caught fire")
+
+    app.add("GET", "/broken", broken, authenticated=False)
+
+    response = app.handle(request("GET", "/broken"))
+
+    assert response.status == 500
+    assert json.loads(response.body) == {"statusCode": 500, "message": "Internal server error"}
+    log = capsys.readouterr().err
+    assert "Traceback" in log and "the disk caught fire" in log
+    assert app.handle(request("GET", "/health")).status == 200  # and the app goes on
+
+
+def test_path_parameters_are_decoded_and_given_to_the_handler(app):
+    seen = {}
+
+    def handler(req):
+        seen.update(req.params)
+        return rustiz.Response(200, b"ok")
+
+    app.add("GET", "/things/:thing/parts/:part", handler, authenticated=False)
+
+    assert app.handle(request("GET", "/things/a%20b/parts/7?x=1")).status == 200
+    assert seen == {"thing": "a b", "part": "7"}
+    assert app.handle(request("GET", "/things/a/parts")).status == 404
+    assert app.handle(request("GET", "/things/a/parts/7/more")).status == 404
+
+
+def test_an_api_error_raised_by_a_handler_becomes_its_json_response(app):
+    def handler(_request):
+        raise rustiz.not_found("Post not found")
+
+    app.add("GET", "/missing", handler, authenticated=False)
+
+    response = app.handle(request("GET", "/missing"))
+
+    assert response.status == 404
+    assert json.loads(response.body) == {"statusCode": 404, "message": "Post not found", "error": "Not Found"}
+
+
+def test_a_body_that_is_not_json_is_a_400_naming_the_problem():
+    events = rustiz.RequestParser().feed(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n{oops")
+    with pytest.raises(rustiz.ApiError) as raised:
+        rustiz.Request(events[0], b"{oops", "127.0.0.1").json()
+    assert raised.value.status == 400
+    assert "not valid JSON" in raised.value.body["message"]
