@@ -647,7 +647,7 @@ class RequestParser:
     def reading_head(self) -> bool:
         return self._state == _HEAD
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes) -> "list[Event]":
         if self._state == _FAILED:
             return []
         buffer = self._buffer + data if self._buffer else data
