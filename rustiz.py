@@ -75,6 +75,35 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
+# ISO 8601 as class-validator's IsDateString accepts it: a date, optionally a time, optionally an offset.
+_ISO_8601 = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+                       r"(Z|[+-]\d{2}(?::?\d{2})?)?", re.IGNORECASE)
+
+
+def parse_iso_instant(text: Any) -> Optional["datetime.datetime"]:
+    """An aware UTC datetime for an ISO 8601 string, or None. A string without offset is UTC, as in Postiz."""
+    import datetime
+    match = _ISO_8601.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    try:
+        moment = datetime.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0),
+                                   int(second or 0), int((fraction or "0")[:6].ljust(6, "0")))
+    except ValueError:  # February 30th and friends
+        return None
+    if offset and offset.upper() != "Z":
+        sign = -1 if offset[0] == "-" else 1
+        digits = offset[1:].replace(":", "")
+        moment -= sign * datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    return moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def iso_ms(moment: "datetime.datetime") -> str:
+    """A UTC datetime as Postiz serialises instants (and rustiz stores them, so text order is time order)."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _cuid_counter = int.from_bytes(os.urandom(4), "big") % 36**4
 
@@ -361,6 +390,68 @@ MIGRATIONS: tuple = (
         blocked_until REAL
     );
     """,
+    """
+    ALTER TABLE organization ADD COLUMN timezone TEXT NOT NULL DEFAULT 'UTC';
+    CREATE TABLE post (
+        id TEXT PRIMARY KEY,
+        state TEXT NOT NULL DEFAULT 'QUEUE',
+        publish_date TEXT NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        integration_id TEXT NOT NULL REFERENCES integration(id),
+        content TEXT NOT NULL DEFAULT '',
+        delay INTEGER NOT NULL DEFAULT 0,
+        post_group TEXT NOT NULL,
+        parent_post_id TEXT REFERENCES post(id),
+        release_id TEXT,
+        release_url TEXT,
+        settings TEXT,
+        image TEXT,
+        creation_method TEXT NOT NULL DEFAULT 'API',
+        interval_in_days INTEGER,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX post_organization_date ON post(organization_id, publish_date);
+    CREATE INDEX post_organization_group ON post(organization_id, post_group);
+    CREATE INDEX post_integration ON post(integration_id, publish_date);
+    CREATE INDEX post_due ON post(state, publish_date) WHERE deleted_at IS NULL;
+    CREATE TABLE tag (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        color TEXT NOT NULL DEFAULT '#000000',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX tag_organization ON tag(organization_id, name);
+    CREATE TABLE tag_post (
+        post_id TEXT NOT NULL REFERENCES post(id),
+        tag_id TEXT NOT NULL REFERENCES tag(id),
+        PRIMARY KEY (post_id, tag_id)
+    );
+    CREATE TABLE notification (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        content TEXT NOT NULL,
+        link TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX notification_organization ON notification(organization_id, created_at);
+    CREATE TABLE idempotency_key (
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        response BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (organization_id, key)
+    );
+    """,
 )
 
 
@@ -371,6 +462,14 @@ class RateDecision(NamedTuple):
     remaining: int
     reset_seconds: int  # until the window ends
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
+
+
+class IdempotentResponse(NamedTuple):
+    """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
+    key: str
+    request_hash: str
+    status: int
+    body: bytes
 
 
 class Store:
@@ -530,6 +629,258 @@ class Store:
                 channel["customer"] = {"id": row[6], "name": row[7]}
             channels.append(channel)
         return channels
+
+    # Secrets (token, refreshToken) never leave the store: the Prisma row Postiz returns carries them,
+    # rustiz's channel rows do not.
+    _CHANNEL_COLUMNS = (
+        "id, internal_id, organization_id, name, picture, provider_identifier, type, disabled, token_expiration, "
+        "profile, deleted_at, created_at, updated_at, in_between_steps, refresh_needed, posting_times, "
+        "custom_instance_details, customer_id, root_internal_id, additional_settings")
+
+    @staticmethod
+    def _channel_row(row: tuple) -> dict:
+        """A channel in the shape of Postiz's Integration DB row (§7.1), JSON columns kept as strings."""
+        return {"id": row[0], "internalId": row[1], "organizationId": row[2], "name": row[3], "picture": row[4],
+                "providerIdentifier": row[5], "type": row[6], "disabled": bool(row[7]), "tokenExpiration": row[8],
+                "profile": row[9], "deletedAt": row[10], "createdAt": row[11], "updatedAt": row[12],
+                "inBetweenSteps": bool(row[13]), "refreshNeeded": bool(row[14]), "postingTimes": row[15],
+                "customInstanceDetails": row[16], "customerId": row[17], "rootInternalId": row[18],
+                "additionalSettings": row[19]}
+
+    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
+        """One channel of the organization (another organization's id is as unknown as a made-up one)."""
+        row = self._read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ?"
+                         + ("" if include_deleted else " AND deleted_at IS NULL"),
+                         (channel_id, organization_id)).fetchone()
+        return None if row is None else self._channel_row(row)
+
+    def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
+        """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            deleted = db.execute("UPDATE integration SET deleted_at = ?, updated_at = ? "
+                                 "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
+                                 (now, now, channel_id, organization_id)).rowcount
+            if not deleted:
+                return None
+            db.execute("UPDATE post SET deleted_at = ?, updated_at = ? "
+                       "WHERE integration_id = ? AND organization_id = ? AND deleted_at IS NULL",
+                       (now, now, channel_id, organization_id))
+            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        return self._channel_row(row)
+
+    def organization_timezone(self, organization_id: str) -> str:
+        row = self._read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
+        return row[0] if row else "UTC"
+
+    # --- posts -------------------------------------------------------------------
+
+    _POST_COLUMNS = (
+        "p.id, p.state, p.publish_date, p.organization_id, p.integration_id, p.content, p.delay, p.post_group, "
+        "p.parent_post_id, p.release_id, p.release_url, p.settings, p.image, p.creation_method, "
+        "p.interval_in_days, p.error, p.created_at, p.updated_at, p.deleted_at")
+
+    @staticmethod
+    def _post_row(row: tuple) -> dict:
+        """A post in the shape of Postiz's Post DB row (§7.2); `state` may also be PUBLISHING here."""
+        return {"id": row[0], "state": row[1], "publishDate": row[2], "organizationId": row[3],
+                "integrationId": row[4], "content": row[5], "delay": row[6], "group": row[7],
+                "parentPostId": row[8], "releaseId": row[9], "releaseURL": row[10], "settings": row[11],
+                "image": row[12], "creationMethod": row[13], "intervalInDays": row[14], "error": row[15],
+                "createdAt": row[16], "updatedAt": row[17], "deletedAt": row[18]}
+
+    def post(self, organization_id: str, post_id: str) -> Optional[dict]:
+        """A live post of the organization (not deleted, on a channel that is not deleted)."""
+        row = self._read(f"SELECT {self._POST_COLUMNS} FROM post p JOIN integration i ON i.id = p.integration_id "
+                         "WHERE p.id = ? AND p.organization_id = ? AND p.deleted_at IS NULL "
+                         "AND i.deleted_at IS NULL", (post_id, organization_id)).fetchone()
+        return None if row is None else self._post_row(row)
+
+    def posts_by_id(self, organization_id: str, post_ids: list) -> dict:
+        """id -> post, for the live posts among `post_ids` (others are simply absent)."""
+        found: dict = {}
+        for start in range(0, len(post_ids), 500):
+            chunk = post_ids[start:start + 500]
+            rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+                              f"AND p.deleted_at IS NULL AND p.id IN ({','.join('?' * len(chunk))})",
+                              (organization_id, *chunk))
+            found.update((row[0], self._post_row(row)) for row in rows)
+        return found
+
+    def thread(self, organization_id: str, group: str) -> list:
+        """The live posts of one group in thread order: the root first, then each reply after its parent."""
+        rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+                          "AND p.post_group = ? AND p.deleted_at IS NULL", (organization_id, group))
+        by_parent: dict = {}
+        for row in rows:
+            by_parent.setdefault(row[8], []).append(self._post_row(row))
+        ordered: list = []
+        pending = sorted(by_parent.get(None, []), key=lambda post: post["createdAt"])
+        while pending:
+            post = pending.pop(0)
+            ordered.append(post)
+            pending[:0] = sorted(by_parent.get(post["id"], []), key=lambda child: child["createdAt"])
+        return ordered
+
+    def post_tags(self, post_ids: list) -> dict:
+        """post id -> [{"tag": Postiz Tags row}], for the tags linked to those posts."""
+        tags: dict = {}
+        for start in range(0, len(post_ids), 500):
+            chunk = post_ids[start:start + 500]
+            rows = self._read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
+                              "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
+                              f"WHERE tp.post_id IN ({','.join('?' * len(chunk))}) ORDER BY t.name", chunk)
+            for row in rows:
+                tags.setdefault(row[0], []).append({"tag": {
+                    "id": row[1], "name": row[2], "color": row[3], "orgId": row[4], "deletedAt": row[5],
+                    "createdAt": row[6], "updatedAt": row[7]}})
+        return tags
+
+    def root_posts_for_listing(self, organization_id: str, start: str, end: str,
+                               customer_id: Optional[str]) -> list:
+        """Root posts of live channels dated in [start, end], plus every recurring one (the caller expands them).
+
+        Each row is a post with `integration` {id, providerIdentifier, name, picture} added."""
+        sql = (f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture FROM post p "
+               "JOIN integration i ON i.id = p.integration_id "
+               "WHERE p.organization_id = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
+               "AND i.deleted_at IS NULL AND (p.publish_date BETWEEN ? AND ? OR p.interval_in_days IS NOT NULL)")
+        parameters: tuple = (organization_id, start, end)
+        if customer_id is not None:
+            sql += " AND i.customer_id = ?"
+            parameters += (customer_id,)
+        posts = []
+        for row in self._read(sql + " ORDER BY p.publish_date, p.id", parameters):
+            post = self._post_row(row)
+            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
+            posts.append(post)
+        return posts
+
+    def queued_publish_dates(self, channel_id: str, since: str) -> set:
+        """Publish dates (as stored) of the channel's queued root posts from `since` on."""
+        rows = self._read("SELECT publish_date FROM post WHERE integration_id = ? AND state = 'QUEUE' "
+                          "AND parent_post_id IS NULL AND deleted_at IS NULL AND publish_date >= ?",
+                          (channel_id, since))
+        return {row[0] for row in rows}
+
+    def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
+                   idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
+        """Write new and updated posts in one transaction.
+
+        `threads`: per channel, its rows root first, each a dict of post fields (snake_case keys of the
+        post table) with `existing` telling whether to update the row with that id instead of inserting.
+        Live posts of `replaced_groups` that are not rewritten here are soft-deleted. Tags are matched to
+        the organization's tags by name (unknown labels are ignored, as Postiz does) and linked to roots.
+        With `idempotency`, a response already stored under that key (in the last 24 h) is returned and
+        nothing is written; otherwise `idempotency` is stored with the posts, and None is returned.
+        """
+        now = utc_now_iso()
+        with self._writing() as db:
+            if idempotency is not None:
+                earlier = self._stored_response(db.execute, organization_id, idempotency.key)
+                if earlier is not None:
+                    return earlier
+            kept = [row["id"] for thread in threads for row in thread if row["existing"]]
+            for group in replaced_groups:
+                db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                           f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
+                           (now, now, organization_id, group, *kept))
+            tag_ids = self._tag_ids(db, organization_id, tag_labels)
+            for thread in threads:
+                for row in thread:
+                    self._write_post(db, organization_id, row, now)
+                db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
+                db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
+                               [(thread[0]["id"], tag_id) for tag_id in tag_ids])
+            if idempotency is not None:
+                self._store_response(db, organization_id, idempotency)
+        return None
+
+    _POST_FIELDS = ("state", "publish_date", "integration_id", "content", "delay", "post_group", "parent_post_id",
+                    "settings", "image", "creation_method", "interval_in_days")
+
+    def _write_post(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:
+        values = tuple(row[field] for field in self._POST_FIELDS)
+        if row["existing"]:
+            # Back in the queue (or a draft) means the last failure no longer describes the post.
+            db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._POST_FIELDS)}, "
+                       "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
+                       "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
+                       (*values, row["state"], now, row["id"], organization_id))
+        else:
+            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, "
+                       f"{', '.join(self._POST_FIELDS)}) VALUES (?, ?, ?, ?{', ?' * len(values)})",
+                       (row["id"], organization_id, now, now, *values))
+
+    @staticmethod
+    def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
+        if not labels:
+            return []
+        rows = db.execute(f"SELECT id FROM tag WHERE organization_id = ? AND deleted_at IS NULL "
+                          f"AND name IN ({','.join('?' * len(labels))})", (organization_id, *labels))
+        return [row[0] for row in rows]
+
+    def update_post_fields(self, organization_id: str, post_ids: list, **fields: Any) -> None:
+        """Set the given columns (settings, state, release_id, ...) on live posts of the organization."""
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._writing() as db:
+            db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
+                       f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))})",
+                       (*fields.values(), utc_now_iso(), organization_id, *post_ids))
+
+    def retry_failed_group(self, organization_id: str, group: str) -> int:
+        """Failed posts of a group back to the queue, their error cleared; returns how many."""
+        with self._writing() as db:
+            return db.execute("UPDATE post SET state = 'QUEUE', error = NULL, updated_at = ? "
+                              "WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
+                              "AND deleted_at IS NULL", (utc_now_iso(), organization_id, group)).rowcount
+
+    def delete_group(self, organization_id: str, group: str) -> int:
+        now = utc_now_iso()
+        with self._writing() as db:
+            return db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                              "AND post_group = ? AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
+
+    # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
+
+    IDEMPOTENCY_SECONDS = 24 * 3600
+
+    def stored_response(self, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
+        return self._stored_response(self._read, organization_id, key)
+
+    def _stored_response(self, execute: Callable, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
+        row = execute("SELECT request_hash, status, response FROM idempotency_key WHERE organization_id = ? "
+                    "AND key = ? AND created_at > ?", (organization_id, key, time.time() - self.IDEMPOTENCY_SECONDS)
+                    ).fetchone()
+        return None if row is None else IdempotentResponse(key, row[0], row[1], bytes(row[2]))
+
+    @staticmethod
+    def _store_response(db: sqlite3.Connection, organization_id: str, response: "IdempotentResponse") -> None:
+        db.execute("INSERT OR REPLACE INTO idempotency_key (organization_id, key, request_hash, status, response, "
+                   "created_at) VALUES (?, ?, ?, ?, ?, ?)", (organization_id, response.key, response.request_hash,
+                                                             response.status, response.body, time.time()))
+
+    def remember_response(self, organization_id: str, response: "IdempotentResponse") -> None:
+        """Store a response that wrote nothing (a refused request), unless the key was taken meanwhile."""
+        with self._writing() as db:
+            if self._stored_response(db.execute, organization_id, response.key) is None:
+                self._store_response(db, organization_id, response)
+
+    def forget_expired_idempotency_keys(self, now: float) -> int:
+        with self._writing() as db:
+            return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
+                              (now - self.IDEMPOTENCY_SECONDS,)).rowcount
+
+    # --- notifications --------------------------------------------------------------
+
+    def notifications(self, organization_id: str, offset: int, limit: int) -> tuple:
+        """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
+        total = self._read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
+                           (organization_id,)).fetchone()[0]
+        rows = self._read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
+                          "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                          (organization_id, limit, offset))
+        return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
 
     # --- rate limits ----------------------------------------------------------
 
@@ -806,9 +1157,9 @@ class RequestParser:
 _REASONS = {
     100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request",
     401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
-    429: "Too Many Requests", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-    503: "Service Unavailable", 505: "HTTP Version Not Supported",
+    408: "Request Timeout", 409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    500: "Internal Server Error", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 }
 _STATUS_LINES: dict = {}
 _CONTENT_TYPE_LINES: dict = {}
@@ -1445,6 +1796,7 @@ class App:
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
+        PostsApi(store).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -1528,9 +1880,10 @@ class App:
                                          f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs in the primary worker only: forget rate-limit windows that have ended."""
+        """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended."""
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
+            self.store.forget_expired_idempotency_keys(time.time())
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
         loop.call_later(300, self.housekeeping, loop)
@@ -1548,6 +1901,276 @@ class App:
     def integrations(self, request: Request, organization_id: str) -> Response:
         group = request.query.get("group") if request.query_string else None
         return json_response(self.store.integrations(organization_id, group or None))
+
+
+# --- posts, notifications, slots, analytics -------------------------------------------------------
+
+POST_NOT_FOUND = "Post not found"
+INTEGRATION_NOT_FOUND = "Integration not found"
+NOTIFICATIONS_PER_PAGE = 100
+SLOT_SEARCH_DAYS = 400
+
+
+def postiz_state(state: str) -> str:
+    """Postiz knows four states; a post rustiz's scheduler is publishing right now is still QUEUE there."""
+    return "QUEUE" if state == "PUBLISHING" else state
+
+
+def _json_object(request: Request) -> dict:
+    """The body as a JSON object; other JSON (a list, a number) counts as an empty object, as Nest's DTOs do."""
+    body = request.json()
+    return body if isinstance(body, dict) else {}
+
+
+def _load_json(text: Optional[str], default: Any) -> Any:
+    return default if text is None else json.loads(text)
+
+
+def _post_view(post: dict) -> dict:
+    """One post in rustiz's own shape: JSON columns decoded, the real state (PUBLISHING by name)."""
+    return {"id": post["id"], "group": post["group"], "parentPostId": post["parentPostId"], "state": post["state"],
+            "publishDate": post["publishDate"], "content": post["content"], "image": _load_json(post["image"], []),
+            "settings": _load_json(post["settings"], {}), "delay": post["delay"],
+            "intervalInDays": post["intervalInDays"], "creationMethod": post["creationMethod"],
+            "releaseId": post["releaseId"], "releaseURL": post["releaseURL"], "error": post["error"],
+            "createdAt": post["createdAt"], "updatedAt": post["updatedAt"]}
+
+
+def _listing_item(post: dict, tags: list) -> dict:
+    """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string."""
+    return {"id": post["id"], "content": post["content"], "publishDate": post["publishDate"],
+            "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
+            "intervalInDays": post["intervalInDays"], "group": post["group"],
+            "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
+            "integration": post["integration"]}
+
+
+def _occurrences(first: "datetime.datetime", every_days: int, start: "datetime.datetime",
+                 end: "datetime.datetime") -> list:
+    """The dates of a post repeating every `every_days` from `first` that fall within [start, end]."""
+    import datetime
+    step = datetime.timedelta(days=every_days)
+    skipped = max(0, math.ceil((start - first) / step))
+    dates, moment = [], first + skipped * step
+    while moment <= end:
+        dates.append(moment)
+        moment += step
+    return dates
+
+
+def _posting_minutes(posting_times: str) -> list:
+    """Minutes after local midnight from a channel's postingTimes JSON ([{"time": 120}, ...]), sorted."""
+    try:
+        entries = json.loads(posting_times)
+    except ValueError:
+        return []
+    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)} if isinstance(entries, list) else set()
+    return sorted(minute for minute in minutes if type(minute) is int and 0 <= minute < 24 * 60)
+
+
+def _timezone(name: str) -> "datetime.tzinfo":
+    """The organization's IANA zone; UTC needs no tz database, and an unknown name falls back to UTC."""
+    import datetime
+    if name == "UTC":
+        return datetime.timezone.utc
+    try:
+        from zoneinfo import ZoneInfo
+        return ZoneInfo(name)
+    except (ImportError, ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        log(f"unknown organization timezone {name!r}; using UTC for posting slots")
+        return datetime.timezone.utc
+
+
+class PostsApi:
+    """The posts routes (Postiz's and rustiz's additions), notifications, posting slots and analytics.
+
+    Every lookup is scoped by the caller's organization: another organization's id answers exactly
+    like an id that never existed."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: "App") -> None:
+        app.add_api("GET", "/posts", self.list_posts)
+        # Registered before /posts/:id/... so that /posts/group/<x> always means a group.
+        app.add_api("DELETE", "/posts/group/:group", self.delete_group)
+        app.add_api("GET", "/posts/:id", self.get_post)
+        app.add_api("DELETE", "/posts/:id", self.delete_post)
+        app.add_api("PUT", "/posts/:id/status", self.change_status)
+        app.add_api("PUT", "/posts/:id/release-id", self.link_release)
+        app.add_api("GET", "/posts/:id/missing", self.missing_releases)
+        app.add_api("POST", "/posts/:id/retry", self.retry)
+        app.add_api("GET", "/notifications", self.notifications)
+        app.add_api("GET", "/find-slot/:id", self.find_slot)
+        app.add_api("GET", "/analytics/post/:postId", self.post_analytics)
+        app.add_api("GET", "/analytics/:integration", self.channel_analytics)
+        app.add_api("DELETE", "/integrations/:id", self.delete_channel)
+
+    def _post_or_404(self, organization_id: str, post_id: str) -> dict:
+        post = self.store.post(organization_id, post_id)
+        if post is None:
+            raise not_found(POST_NOT_FOUND)
+        return post
+
+    def list_posts(self, request: Request, organization_id: str) -> Response:
+        """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
+
+        Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window."""
+        query = request.query
+        start, end = parse_iso_instant(query.get("startDate")), parse_iso_instant(query.get("endDate"))
+        if start is None or end is None:
+            raise bad_request([f"{name} must be a valid ISO 8601 date string"
+                               for name, value in (("startDate", start), ("endDate", end)) if value is None])
+        posts = self.store.root_posts_for_listing(organization_id, iso_ms(start), iso_ms(end),
+                                                  query.get("customer") or None)
+        tags = self.store.post_tags([post["id"] for post in posts])
+        listed = []
+        for post in posts:
+            item = _listing_item(post, tags.get(post["id"], []))
+            every_days = post["intervalInDays"]
+            if not every_days or every_days < 1:
+                if iso_ms(start) <= post["publishDate"] <= iso_ms(end):
+                    listed.append(item)
+                continue
+            for moment in _occurrences(parse_iso_instant(post["publishDate"]), every_days, start, end):
+                listed.append({**item, "publishDate": iso_ms(moment), "actualDate": post["publishDate"]})
+        return json_response({"posts": listed})
+
+    def get_post(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
+        return json_response(self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"])))
+
+    def _full_view(self, organization_id: str, post: dict) -> dict:
+        thread = self.store.thread(organization_id, post["group"])
+        position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
+        channel = self.store.channel(organization_id, post["integrationId"])
+        view = _post_view(post)
+        view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
+                               "name": channel["name"], "picture": channel["picture"]}
+        view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
+        view["thread"] = [_post_view(reply) for reply in thread[position + 1:]]
+        return view
+
+    def delete_post(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
+        post = self._post_or_404(organization_id, request.params["id"])
+        self.store.delete_group(organization_id, post["group"])
+        return json_response({"error": True})
+
+    def delete_group(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+        self.store.delete_group(organization_id, request.params["group"])
+        return json_response({"error": True})
+
+    def change_status(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/status {"status": "draft"|"schedule"}: the whole thread becomes DRAFT or QUEUE."""
+        status = _json_object(request).get("status")
+        if status not in ("draft", "schedule"):
+            raise bad_request(["status must be one of the following values: draft, schedule"])
+        post = self.store.post(organization_id, request.params["id"])
+        if post is None:  # Postiz answers 400 here, not 404
+            raise bad_request(POST_NOT_FOUND)
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request(f"Only scheduled posts that were not published yet (or drafts) can change status; "
+                              f"post {post['id']} is {post['state']}"
+                              + (" (use POST /posts/:id/retry to try a failed post again)"
+                                 if post["state"] == "ERROR" else ""))
+        state = "DRAFT" if status == "draft" else "QUEUE"
+        thread = self.store.thread(organization_id, post["group"])
+        self.store.update_post_fields(organization_id, [part["id"] for part in thread], state=state)
+        return json_response({"id": post["id"], "state": state})
+
+    def link_release(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/release-id: tell rustiz which platform post a "missing" release is; the Post row."""
+        release_id = _json_object(request).get("releaseId")
+        if not isinstance(release_id, str) or not release_id:
+            raise bad_request(["releaseId must be a string", "releaseId should not be empty"])
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["releaseId"] != "missing":
+            raise bad_request(f"Post {post['id']} is not waiting for its release id (releaseId is "
+                              f"{_encode_json(post['releaseId'])}); only a post whose releaseId is \"missing\" "
+                              f"can be linked to a platform post")
+        self.store.update_post_fields(organization_id, [post["id"]], release_id=release_id)
+        row = self.store.post(organization_id, post["id"])
+        # Postiz's row also has columns rustiz does not keep (titles, the marketplace's); they are empty there too.
+        return json_response({**row, "state": postiz_state(row["state"]), "title": None, "description": None,
+                              "submittedForOrderId": None, "submittedForOrganizationId": None,
+                              "approvedSubmitForOrder": "NO", "lastMessageId": None})
+
+    def missing_releases(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id/missing: recent platform posts to link a "missing" release to.
+
+        Always [] for now: none of rustiz's providers can list a platform's posts yet, and an empty
+        list is what Postiz answers for providers without that ability."""
+        self._post_or_404(organization_id, request.params["id"])
+        return json_response([])
+
+    def retry(self, request: Request, organization_id: str) -> Response:
+        """POST /posts/:id/retry (rustiz): the failed parts of the post's thread go back to the queue."""
+        post = self._post_or_404(organization_id, request.params["id"])
+        if not self.store.retry_failed_group(organization_id, post["group"]):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
+                                  f"only a post in ERROR can be retried")
+        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])), 201)
+
+    def notifications(self, request: Request, organization_id: str) -> Response:
+        """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
+        page_text = request.query.get("page", "0").strip()
+        if not page_text.isdigit() or not page_text.isascii():
+            raise bad_request("Validation failed (numeric string is expected)")
+        page = int(page_text)
+        offset = page * NOTIFICATIONS_PER_PAGE if page < 2**40 else 2**62  # SQLite offsets are 64-bit
+        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        return json_response({"notifications": items, "total": total, "page": page,
+                              "limit": NOTIFICATIONS_PER_PAGE, "hasMore": offset + len(items) < total})
+
+    def find_slot(self, request: Request, organization_id: str) -> Response:
+        """GET /find-slot/:id: the next posting time of the channel, in the future, without a queued post.
+
+        Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
+        an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
+        `timezone`."""
+        import datetime
+        channel = self.store.channel(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        if channel["disabled"]:
+            raise bad_request(f"Channel {channel['name']} is disabled; enable it before looking for a slot on it")
+        minutes = _posting_minutes(channel["postingTimes"])
+        if not minutes:
+            raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
+        zone_name = self.store.organization_timezone(organization_id)
+        zone = _timezone(zone_name)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        taken = {date[:16] for date in self.store.queued_publish_dates(channel["id"], iso_ms(now)[:16])}
+        today = now.astimezone(zone).date()
+        for day in range(SLOT_SEARCH_DAYS):
+            midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
+            for minute in minutes:
+                local = midnight + datetime.timedelta(minutes=minute)
+                slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+                if slot > now and iso_ms(slot)[:16] not in taken:
+                    return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
+                                          "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+        raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
+                              f"days already has a queued post")
+
+    # No provider of rustiz reports analytics yet: an empty list, never invented numbers.
+    def channel_analytics(self, request: Request, organization_id: str) -> Response:
+        if self.store.channel(organization_id, request.params["integration"]) is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response([])
+
+    def post_analytics(self, request: Request, organization_id: str) -> Response:
+        post = self._post_or_404(organization_id, request.params["postId"])
+        return json_response({"missing": True} if post["releaseId"] == "missing" else [])
+
+    def delete_channel(self, request: Request, organization_id: str) -> Response:
+        """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
+        channel = self.store.delete_channel(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
 
 
 # =============================================================================
