@@ -494,6 +494,14 @@ class Store:
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
+    def organization_summaries(self) -> list:
+        """Every organization with the number of its channels (deleted channels not counted)."""
+        rows = self._read(
+            "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
+            "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
+            "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
+        return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
+
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
         row = self._read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
@@ -531,6 +539,30 @@ class Store:
                 channel["customer"] = {"id": row[6], "name": row[7]}
             channels.append(channel)
         return channels
+
+    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
+        """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
+        row = self._read(
+            "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
+            "deleted_at FROM integration WHERE id = ? AND organization_id = ?"
+            + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
+        if row is None:
+            return None
+        try:
+            additional_settings = json.loads(row[6])
+        except ValueError:  # written by hand or by an older tool: treat as no extra settings
+            additional_settings = []
+        return {"id": row[0], "name": row[1], "provider_identifier": row[2], "picture": row[3],
+                "disabled": bool(row[4]), "profile": row[5],
+                "additional_settings": additional_settings if isinstance(additional_settings, list) else [],
+                "customer_id": row[7], "deleted": row[8] is not None}
+
+    # --- customers (groups) ---------------------------------------------------
+
+    def customers(self, organization_id: str) -> list:
+        rows = self._read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
+                          "ORDER BY created_at, id", (organization_id,))
+        return [{"id": row[0], "name": row[1]} for row in rows]
 
     # --- rate limits ----------------------------------------------------------
 
@@ -2295,6 +2327,7 @@ class App:
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
+        ChannelsApi(store).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -2398,6 +2431,45 @@ class App:
     def integrations(self, request: Request, organization_id: str) -> Response:
         group = request.query.get("group") if request.query_string else None
         return json_response(self.store.integrations(organization_id, group or None))
+
+
+class ChannelsApi:
+    """What clients ask about a channel before posting (settings schema, helper tools) and the groups."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: App) -> None:
+        app.add_api("GET", "/integration-settings/:id", self.integration_settings)
+        app.add_api("POST", "/integration-trigger/:id", self.integration_trigger)
+        app.add_api("GET", "/groups", self.groups)
+
+    def _channel(self, request: Request, organization_id: str) -> dict:
+        channel = self.store.channel(organization_id, request.params["id"])
+        if channel is None:  # another organization's channel too: its existence is not revealed
+            raise ApiError(404, {"msg": "Integration not found"})
+        return channel
+
+    def integration_settings(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
+            return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
+        return json_response({"output": {
+            "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
+            "settings": spec.settings, "tools": spec.tools}})
+
+    def integration_trigger(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        if channel["provider_identifier"] not in PROVIDERS:
+            raise ApiError(404, {"msg": "Integration provider not found"})
+        request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
+        # No provider helper tool is implemented in rustiz yet, so every methodName is one Postiz
+        # would not find for this provider.
+        raise ApiError(404, {"msg": "Tool not found"})
+
+    def groups(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.customers(organization_id))
 
 
 # =============================================================================
@@ -2555,6 +2627,35 @@ def command_key_rotate(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_org_add(arguments: argparse.Namespace) -> int:
+    name = arguments.name.strip()
+    if not name:
+        raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
+    config = load_config(dict(os.environ))
+    key = new_api_key()
+    store = Store(config.database)
+    try:
+        organization_id = store.create_organization(name, hash_api_key(key))
+    finally:
+        store.close()
+    print(key)
+    log(f"organization {name} ({organization_id}) created; the key above is shown once: only its hash is stored")
+    return 0
+
+
+def command_org_list(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organizations = store.organization_summaries()
+    finally:
+        store.close()
+    print("ID\tNAME\tCHANNELS")
+    for organization in organizations:
+        print(f"{organization['id']}\t{organization['name']}\t{organization['channels']}")
+    return 0
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -2595,6 +2696,21 @@ def build_argument_parser() -> argparse.ArgumentParser:
                                      description="Make a new API key, save it in the config file and print it. "
                                                  "The old key stops working at once, in running servers too.")
     rotate.set_defaults(run=command_key_rotate)
+    org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
+                              description="One rustiz serves several organizations; each API key sees only "
+                                          "its own organization's channels, posts, media and groups.")
+    org_commands = org.add_subparsers(dest="org_command", metavar="ACTION", required=True)
+    org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
+                                      help="create an organization and print its API key",
+                                      description="Create an organization and print its new API key (once: "
+                                                  "only a hash of it is stored).")
+    org_add.add_argument("name", metavar="NAME", help="the organization's name")
+    org_add.set_defaults(run=command_org_add)
+    org_list = org_commands.add_parser("list", formatter_class=_help_formatter,
+                                       help="list organizations: id, name, number of channels",
+                                       description="Print one tab-separated line per organization: id, name, "
+                                                   "number of channels.")
+    org_list.set_defaults(run=command_org_list)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
