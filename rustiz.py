@@ -10,9 +10,10 @@ Map of this file (each section starts with a banner comment):
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; response serialisation
   5. Server           the asyncio Protocol, timeouts, graceful shutdown, --workers
   6. Auth and limits  API keys, REQUEST_LIMIT per client, API_LIMIT per organization
-  7. API              routing table and the public API handlers (Postiz JSON shapes)
-  8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
-  9. CLI              init, serve, key rotate, version
+  7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
+  8. API              routing table and the public API handlers (Postiz JSON shapes)
+  9. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+ 10. CLI              init, serve, key rotate, org add/list, version
 """
 from __future__ import annotations
 
@@ -75,28 +76,12 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
-# ISO 8601 as class-validator's IsDateString accepts it: a date, optionally a time, optionally an offset.
-_ISO_8601 = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
-                       r"(Z|[+-]\d{2}(?::?\d{2})?)?", re.IGNORECASE)
-
 
 def parse_iso_instant(text: Any) -> Optional["datetime.datetime"]:
-    """An aware UTC datetime for an ISO 8601 string, or None. A string without offset is UTC, as in Postiz."""
+    """An aware UTC datetime for an ISO 8601 string as IsDateString accepts it (no offset = UTC), or None."""
     import datetime
-    match = _ISO_8601.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
-        return None
-    year, month, day, hour, minute, second, fraction, offset = match.groups()
-    try:
-        moment = datetime.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0),
-                                   int(second or 0), int((fraction or "0")[:6].ljust(6, "0")))
-    except ValueError:  # February 30th and friends
-        return None
-    if offset and offset.upper() != "Z":
-        sign = -1 if offset[0] == "-" else 1
-        digits = offset[1:].replace(":", "")
-        moment -= sign * datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-    return moment.replace(tzinfo=datetime.timezone.utc)
+    instant = _parse_iso_date(text) if isinstance(text, str) else None
+    return None if instant is None else datetime.datetime.strptime(instant, "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
 def iso_ms(moment: "datetime.datetime") -> str:
@@ -592,6 +577,14 @@ class Store:
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
+    def organization_summaries(self) -> list:
+        """Every organization with the number of its channels (deleted channels not counted)."""
+        rows = self._read(
+            "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
+            "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
+            "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
+        return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
+
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
         row = self._read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
@@ -630,6 +623,30 @@ class Store:
             channels.append(channel)
         return channels
 
+    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
+        """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
+        row = self._read(
+            "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
+            "deleted_at FROM integration WHERE id = ? AND organization_id = ?"
+            + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
+        if row is None:
+            return None
+        try:
+            additional_settings = json.loads(row[6])
+        except ValueError:  # written by hand or by an older tool: treat as no extra settings
+            additional_settings = []
+        return {"id": row[0], "name": row[1], "provider_identifier": row[2], "picture": row[3],
+                "disabled": bool(row[4]), "profile": row[5],
+                "additional_settings": additional_settings if isinstance(additional_settings, list) else [],
+                "customer_id": row[7], "deleted": row[8] is not None}
+
+    # --- customers (groups) ---------------------------------------------------
+
+    def customers(self, organization_id: str) -> list:
+        rows = self._read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
+                          "ORDER BY created_at, id", (organization_id,))
+        return [{"id": row[0], "name": row[1]} for row in rows]
+
     # Secrets (token, refreshToken) never leave the store: the Prisma row Postiz returns carries them,
     # rustiz's channel rows do not.
     _CHANNEL_COLUMNS = (
@@ -647,11 +664,10 @@ class Store:
                 "customInstanceDetails": row[16], "customerId": row[17], "rootInternalId": row[18],
                 "additionalSettings": row[19]}
 
-    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
-        """One channel of the organization (another organization's id is as unknown as a made-up one)."""
-        row = self._read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ?"
-                         + ("" if include_deleted else " AND deleted_at IS NULL"),
-                         (channel_id, organization_id)).fetchone()
+    def channel_row(self, organization_id: str, channel_id: str) -> Optional[dict]:
+        """A live channel of the organization as Postiz's Integration row (other organizations' ids: None)."""
+        row = self._read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ? "
+                         "AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
         return None if row is None else self._channel_row(row)
 
     def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
@@ -1776,7 +1792,856 @@ class Guard:
 
 
 # =============================================================================
-# 7. API: routing and the public API handlers
+# 7. Provider catalogue: the 35 Postiz providers and the validation of POST /posts
+# =============================================================================
+# Postiz describes every provider by a settings DTO (class-validator decorators). rustiz describes
+# each DTO once, as a tuple of _Field, and derives from it both the JSON Schema that
+# integration-settings returns (what class-validator-jsonschema 5.1 generates) and the validation
+# of POST /posts with class-validator 0.14's messages, prefixed by Nest's ValidationPipe.
+
+
+class _Field(NamedTuple):
+    """One DTO property. `kind`: string, boolean, number, object (nested) or array (of `items`)."""
+    name: str
+    kind: str
+    required: bool = False  # @IsDefined: in the schema's `required`, "should not be null or undefined"
+    optional: bool = False  # @IsOptional: null/undefined skips every other check
+    when: Optional[Callable[[dict], bool]] = None  # @ValidateIf(parent): false skips every check
+    enum: Optional[tuple] = None
+    min_length: Optional[int] = None
+    max_length: Optional[int] = None
+    pattern: Optional[str] = None
+    url: bool = False
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    fields: tuple = ()  # properties of a nested object, or of each array item when items == "object"
+    items: Optional[str] = None  # array element kind: "object", "string" or "number"
+    min_items: Optional[int] = None
+    max_items: Optional[int] = None
+    message: Optional[str] = None  # a custom message, which (as in Postiz) does not name the property
+    description: Optional[str] = None
+    extra_check: Optional[Callable[[Any, dict], Optional[str]]] = None  # custom @Validate: (value, parent) -> message
+
+
+def _text(name: str, **options: Any) -> _Field:
+    return _Field(name, "string", **options)
+
+
+def _flag(name: str, **options: Any) -> _Field:
+    return _Field(name, "boolean", **options)
+
+
+def _choice(name: str, values: str, **options: Any) -> _Field:
+    return _Field(name, "string", enum=tuple(values.split()), **options)
+
+
+def _optional_url(name: str) -> _Field:
+    return _Field(name, "string", optional=True, url=True)
+
+
+_MEDIA_EXTENSION = re.compile(r"\.(?:png|jpe?g|gif|webp|mp4)$", re.IGNORECASE)
+MEDIA_EXTENSION_MESSAGE = "File must have a valid extension: .png, .jpg, .jpeg, .gif, .webp, or .mp4"
+
+
+def _media_path_problem(path: Any, media: dict) -> Optional[str]:
+    """Postiz only takes media whose path (before any query string) ends in an extension it can publish."""
+    if isinstance(path, str) and _MEDIA_EXTENSION.search(path.split("?", 1)[0]):
+        return None
+    return MEDIA_EXTENSION_MESSAGE
+
+
+_MEDIA_FIELDS = (_text("id", required=True), _text("path", required=True, extra_check=_media_path_problem),
+                 _text("alt", optional=True), _optional_url("thumbnail"))
+_VALUE_LABEL = (_text("value", required=True), _text("label", required=True))
+_NO_SETTINGS = "No additional settings required"
+
+
+def _media(name: str, **options: Any) -> _Field:
+    return _Field(name, "object", optional=True, fields=_MEDIA_FIELDS, **options)
+
+
+def _not_article(settings: dict) -> bool:
+    return settings.get("post_type") != "article"
+
+
+def _is_article(settings: dict) -> bool:
+    return settings.get("post_type") == "article"
+
+
+def _youtube_tags_too_long(tags: Any, settings: dict) -> Optional[str]:
+    """Postiz counts every label, plus 2 for a label with whitespace (YouTube quotes it), up to 500."""
+    if not isinstance(tags, list):
+        return None
+    total = 0
+    for tag in tags:
+        label = str(tag.get("label", "")) if isinstance(tag, dict) else ""
+        total += len(label) + (2 if re.search(r"\s", label) else 0)
+    return "The maximum allowed is 500 characters in total for all tags." if total > 500 else None
+
+
+_X_FIELDS = (
+    _Field("community", "string", optional=True, pattern=r"^(https:\/\/x\.com\/i\/communities\/\d+)?$"),
+    _choice("who_can_reply_post", "everyone following mentionedUsers subscribers verified", when=_not_article),
+    _choice("post_type", "post article", optional=True, description=(
+        "post = a regular short post (plain text). article = a long-form X article: write the post content as "
+        "HTML (p, h1, h2, h3, ul, ol, li, strong, u, a) - the formatting is kept in the article")),
+    _text("article_title", min_length=1, when=_is_article,
+          description="The title of the article, required when post_type is article"),
+    _choice("article_status", "draft published", when=_is_article, description=(
+        "draft = save the article as a draft on X, published = publish it right away, required when post_type "
+        "is article")),
+    _media("article_cover", description="Optional cover image for the article, only used when post_type is article"),
+    _flag("made_with_ai", optional=True), _flag("paid_partnership", optional=True))
+_LINKEDIN_FIELDS = (_flag("post_as_images_carousel", optional=True), _text("carousel_name", optional=True))
+_REDDIT_VALUE_FIELDS = (
+    _text("subreddit", required=True, min_length=2), _text("title", required=True, min_length=2),
+    _text("type", required=True, min_length=2),
+    _text("url", url=True, when=lambda value: value.get("type") == "link" and "(post:" not in str(value.get("url"))),
+    _flag("is_flair_required", required=True),
+    _Field("flair", "object", when=lambda value: bool(value.get("is_flair_required")), required=True,
+           fields=(_text("id", required=True), _text("name", required=True))))
+_LEMMY_VALUE_FIELDS = (_text("subreddit", required=True, min_length=2), _text("id", required=True),
+                       _text("title", required=True, min_length=2), _optional_url("url"))
+
+
+def _value_list(fields: tuple, min_items: Optional[int]) -> _Field:
+    """Reddit, Lemmy and Farcaster nest each entry as {"value": {...}}."""
+    value = _Field("value", "object", required=True, fields=fields)
+    return _Field("subreddit", "array", required=True, items="object", fields=(value,), min_items=min_items)
+
+
+_PLAYBACK = (_text("id", required=True), _text("title", optional=True), _text("artist", optional=True),
+             _text("image", optional=True), _Field("audio_volume", "number", optional=True, minimum=0, maximum=100),
+             _Field("video_volume", "number", optional=True, minimum=0, maximum=100))
+_INSTAGRAM_FIELDS = (
+    _choice("post_type", "post story", required=True), _flag("is_trial_reel", optional=True),
+    _choice("graduation_strategy", "MANUAL SS_PERFORMANCE", optional=True),
+    _Field("collaborators", "array", optional=True, items="object", fields=(_text("label", required=True),)),
+    _Field("audio", "object", optional=True, fields=_PLAYBACK))
+_FACEBOOK_FIELDS = (_optional_url("url"), _choice("post_type", "post story", optional=True),
+                    _text("text_format_preset_id", optional=True))
+_YOUTUBE_FIELDS = (
+    _text("title", required=True, min_length=2, max_length=100), _choice("type", "public private unlisted", required=True),
+    _choice("selfDeclaredMadeForKids", "yes no", optional=True), _media("thumbnail"),
+    _Field("tags", "array", optional=True, items="object", fields=_VALUE_LABEL, extra_check=_youtube_tags_too_long))
+_TIKTOK_FIELDS = (
+    _text("title", optional=True, max_length=90),
+    _choice("privacy_level", "PUBLIC_TO_EVERYONE MUTUAL_FOLLOW_FRIENDS FOLLOWER_OF_CREATOR SELF_ONLY", required=True),
+    _flag("duet", required=True), _flag("stitch", required=True), _flag("comment", required=True),
+    _choice("autoAddMusic", "yes no", required=True), _flag("brand_content_toggle", required=True),
+    _flag("brand_organic_toggle", required=True), _flag("video_made_with_ai", optional=True),
+    _choice("content_posting_method", "DIRECT_POST UPLOAD", required=True),
+    _Field("music", "object", optional=True, fields=_PLAYBACK),
+    _Field("location", "object", optional=True,
+           fields=(_text("id", required=True), _text("name", required=True), _text("address", optional=True))))
+_PINTEREST_FIELDS = (_text("board", required=True, min_length=1, message="Board is required"),
+                     _text("title", optional=True, max_length=100), _optional_url("link"),
+                     _text("dominant_color", optional=True))
+_DRIBBBLE_FIELDS = (_text("title", required=True, min_length=1, message="Title is required"), _optional_url("team"))
+_CHANNEL_FIELDS = (_text("channel", required=True, min_length=1),)
+_TWITCH_FIELDS = (_choice("messageType", "message announcement", optional=True),
+                  _choice("announcementColor", "primary blue green orange purple", optional=True))
+_MEDIUM_FIELDS = (
+    _text("title", required=True, min_length=2), _text("subtitle", required=True, min_length=2),
+    _optional_url("canonical"), _text("publication", optional=True),
+    _Field("tags", "array", optional=True, items="object", fields=_VALUE_LABEL, max_items=4))
+_DEVTO_FIELDS = (
+    _text("title", required=True, min_length=2), _media("main_image"), _optional_url("canonical"),
+    _text("organization", optional=True),
+    _Field("tags", "array", required=True, items="object", max_items=4,
+           fields=(_Field("value", "number", required=True), _text("label", required=True))))
+_HASHNODE_FIELDS = (
+    _text("title", required=True, min_length=6), _text("subtitle", optional=True, min_length=2), _media("main_image"),
+    _optional_url("canonical"), _text("publication", required=True),
+    _Field("tags", "array", required=True, items="object", fields=_VALUE_LABEL, min_items=1))
+_WORDPRESS_FIELDS = (
+    _text("title", required=True, min_length=2), _media("main_image"), _text("type", required=True),
+    _Field("categories", "array", optional=True, items="number"), _Field("tags", "array", optional=True, items="number"),
+    _choice("status", "publish draft pending private", optional=True))
+_LISTMONK_FIELDS = (_text("subject", required=True, min_length=1), _text("preview", required=True),
+                    _text("list", required=True), _text("template", optional=True))
+_GMB_FIELDS = (
+    _choice("topicType", "STANDARD EVENT OFFER", optional=True),
+    _choice("callToActionType", "NONE BOOK ORDER SHOP LEARN_MORE SIGN_UP GET_OFFER CALL", optional=True),
+    _optional_url("callToActionUrl"),
+    *(_text(name, optional=True) for name in ("eventTitle", "eventStartDate", "eventEndDate", "eventStartTime",
+                                               "eventEndTime", "offerCouponCode")),
+    _optional_url("offerRedeemUrl"), _text("offerTerms", optional=True))
+_SKOOL_FIELDS = tuple(_text(name, required=True, min_length=1) for name in ("group", "label", "title"))
+_WHOP_FIELDS = (_text("company", required=True, min_length=1), _text("experience", required=True, min_length=1),
+                _text("title", optional=True))
+_MEWE_FIELDS = (_choice("postType", "timeline group", required=True),
+                _text("group", when=lambda settings: settings.get("postType") == "group", required=True))
+_TUMBLR_FIELDS = (_text("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
+                  _optional_url("sourceUrl"), _text("tags", optional=True, max_length=4096))
+
+# Rules strings of §8.2 ("" for every provider not listed).
+_LINKEDIN_RULES = ("LinkedIn can have maximum one attachment when selecting video, when choosing a carousel on LinkedIn "
+                   "minimum amount of attachment must be two, and only pictures, if uploading a video, LinkedIn can "
+                   "have only one attachment")
+_INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a story, it can have only one picture"
+_RULES = {
+    "x": ("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can also be "
+          "published as a long-form article (draft or published) when post_type is set to article "),
+    "linkedin": _LINKEDIN_RULES, "linkedin-page": _LINKEDIN_RULES,
+    "instagram": _INSTAGRAM_RULES, "instagram-standalone": _INSTAGRAM_RULES,
+    "facebook": ("Facebook posts can be text only, or include photos or a video. If it's a story, it must have at "
+                 "least one attachment (photo or video), and each media is published as a separate story."),
+    "youtube": "YouTube must have on video attachment, it cannot be empty",
+    "gmb": ("Google My Business posts can have text content and optionally one image. Posts can be updates, events, "
+            "or offers."),
+    "pinterest": ("Pinterest requires at least one media, if posting a video, you must have two attachment, one for "
+                  "video, one for the cover picture, When posting a video, there can be only one, if posting images, "
+                  "there can be maximum 5"),
+    "bluesky": "Bluesky can have maximum 1 video or 4 pictures in one post, it can also be without attachments",
+    "wrapcast": "Farcaster/Warpcast can only accept pictures",
+    "tiktok": "TikTok can have one video or one picture or multiple pictures, it cannot be without an attachment.",
+    "tiktok-business": ("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
+                        "be without an attachment."),
+}
+
+# Helper tools of §8.4: methodName, description, keys of dataSchema (all strings).
+_TOOLS = {
+    "devto": (("tags", "Tag list", ()), ("organizations", "Organization list", ())),
+    "discord": (("channels", "Channels", ()),),
+    "dribbble": (("teams", "Teams list", ()),),
+    "wrapcast": (("subreddits", "Search channels", ("word",)),),
+    "hashnode": (("tagsList", "Tags", ()), ("publications", "Publications", ())),
+    "instagram": (("audioSearch", 'Search audio (music or original sounds) to attach to a Reel via the "audio" '
+                                  "setting, an empty query returns trending audio", ("q", "type")),),
+    "lemmy": (("subreddits", "Search for Lemmy communities by keyword", ("word",)),),
+    "listmonk": (("list", "List of available lists", ()), ("templates", "List of available templates", ())),
+    "medium": (("publications", "List of publications", ()),),
+    "mewe": (("groups", "Groups", ()),),
+    "pinterest": (("boards", "List of boards", ()),),
+    "reddit": (("subreddits", "Get list of subreddits with information", ("word",)),
+               ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",))),
+    "skool": (("groups", "Groups", ()), ("label", "Label", ())),
+    "slack": (("channels", "Get list of channels", ()),),
+    "tiktok-business": (("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
+    "whop": (("companies", "Companies", ()), ("experiences", "Experiences", ("id",))),
+    "wordpress": (("postTypes", "Get list of post types", ()), ("categoriesList", "Get list of categories", ()),
+                  ("tagsList", "Get list of tags", ())),
+}
+
+# identifier, UI name, editor, maxLength, settings DTO, whether integration-settings shows the DTO's schema
+_PROVIDER_TABLE = (
+    ("x", "X", "html", 280, _X_FIELDS, True),
+    ("linkedin", "LinkedIn", "normal", 3000, _LINKEDIN_FIELDS, False),
+    ("linkedin-page", "LinkedIn Page", "normal", 3000, _LINKEDIN_FIELDS, False),
+    ("reddit", "Reddit", "normal", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), True),
+    ("instagram", "Instagram\n(Facebook Business)", "normal", 2200, _INSTAGRAM_FIELDS, True),
+    ("instagram-standalone", "Instagram\n(Standalone)", "normal", 2200, _INSTAGRAM_FIELDS, True),
+    ("facebook", "Facebook Page", "normal", 63206, _FACEBOOK_FIELDS, True),
+    ("threads", "Threads", "normal", 500, (), False),
+    ("youtube", "YouTube", "normal", 5000, _YOUTUBE_FIELDS, True),
+    ("gmb", "Google My Business", "normal", 1500, _GMB_FIELDS, True),
+    ("tiktok", "Tiktok", "normal", 2000, _TIKTOK_FIELDS, True),
+    ("tiktok-business", "TikTok", "normal", 2200, _TIKTOK_FIELDS, True),
+    ("pinterest", "Pinterest", "normal", 500, _PINTEREST_FIELDS, True),
+    ("dribbble", "Dribbble", "normal", 40000, _DRIBBBLE_FIELDS, True),
+    ("discord", "Discord", "markdown", 1980, _CHANNEL_FIELDS, True),
+    ("slack", "Slack", "normal", 400000, _CHANNEL_FIELDS, True),
+    ("kick", "Kick", "normal", 500, (), False),
+    ("twitch", "Twitch", "normal", 500, _TWITCH_FIELDS, True),
+    ("mastodon", "Mastodon", "normal", 500, (), False),
+    ("bluesky", "Bluesky", "normal", 300, (), False),
+    ("lemmy", "Lemmy", "normal", 10000, (_value_list(_LEMMY_VALUE_FIELDS, 1),), True),
+    ("wrapcast", "Farcaster", "normal", 800, (_value_list((_text("id", required=True),), None),), True),
+    ("telegram", "Telegram", "html", 4096, (), False),
+    ("nostr", "Nostr", "normal", 100000, (), False),
+    ("vk", "VK", "normal", 2048, (), False),
+    ("medium", "Medium", "markdown", 100000, _MEDIUM_FIELDS, True),
+    ("devto", "Dev.to", "markdown", 100000, _DEVTO_FIELDS, True),
+    ("hashnode", "Hashnode", "markdown", 10000, _HASHNODE_FIELDS, True),
+    ("wordpress", "WordPress", "html", 100000, _WORDPRESS_FIELDS, True),
+    ("listmonk", "ListMonk", "html", 100000000, _LISTMONK_FIELDS, True),
+    ("moltbook", "Moltbook", "normal", 300, (_text("submolt", required=True, min_length=1),), False),
+    ("whop", "Whop", "markdown", 50000, _WHOP_FIELDS, True),
+    ("skool", "Skool", "normal", 5000, _SKOOL_FIELDS, True),
+    ("mewe", "MeWe", "normal", 63206, _MEWE_FIELDS, True),
+    ("tumblr", "Tumblr", "normal", 32768, _TUMBLR_FIELDS, True),
+)
+
+
+def _field_schema(field: _Field) -> dict:
+    """The JSON Schema class-validator-jsonschema 5.1 generates for one property."""
+    if field.kind == "object":
+        schema = _object_schema(field.fields)
+    elif field.kind == "array":
+        items = _object_schema(field.fields) if field.items == "object" else {"type": field.items}
+        schema = {"items": items, "type": "array"}
+        if field.min_items is not None:
+            schema["minItems"] = field.min_items
+        if field.max_items is not None:
+            schema["maxItems"] = field.max_items
+    else:
+        schema = {}
+        for key, value in (("minLength", field.min_length), ("maxLength", field.max_length),
+                           ("pattern", field.pattern), ("format", "url" if field.url else None)):
+            if value is not None:
+                schema[key] = value
+        schema["type"] = "string" if field.kind == "date" else field.kind
+        if field.enum:
+            schema["enum"] = list(field.enum)
+        for key, value in (("minimum", field.minimum), ("maximum", field.maximum)):
+            if value is not None:
+                schema[key] = value
+    if field.required:
+        schema["not"] = {"type": "null"}
+    if field.description:
+        schema["description"] = field.description
+    return schema
+
+
+def _object_schema(fields: tuple) -> dict:
+    schema = {"properties": {field.name: _field_schema(field) for field in fields}, "type": "object"}
+    required = [field.name for field in fields if field.required and field.when is None]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+class ProviderSpec(NamedTuple):
+    """One Postiz provider as integration-settings describes it, and the settings DTO its posts must satisfy."""
+    identifier: str
+    name: str
+    editor: str  # normal, html or markdown: how the Postiz editor writes content for it
+    max_length: int
+    rules: str
+    settings: Union[dict, str]  # JSON Schema, or Postiz's "No additional settings required"
+    tools: list  # [{methodName, description, dataSchema}]
+    dto: tuple  # of _Field; () when Postiz validates nothing but __type
+
+
+def _build_providers() -> dict:
+    providers = {}
+    for identifier, name, editor, max_length, dto, exposed in _PROVIDER_TABLE:
+        settings: Union[dict, str] = _object_schema(dto) if exposed else _NO_SETTINGS
+        if identifier == "youtube":  # a quirk of the generator, kept because clients may look for it
+            settings["properties"]["tags"]["$ref"] = "#/definitions/Array"
+        tools = [{"methodName": method, "description": description,
+                  "dataSchema": [{"key": key, "type": "string", "description": key} for key in keys]}
+                 for method, description, keys in _TOOLS.get(identifier, ())]
+        providers[identifier] = ProviderSpec(identifier, name, editor, max_length, _RULES.get(identifier, ""),
+                                             settings, tools, dto)
+    return providers
+
+
+PROVIDERS: dict = _build_providers()
+
+# --- text: what Postiz counts and keeps ---------------------------------------
+
+# striptags: a tag runs from "<" to the next ">" outside quotes (or to the end of the text).
+_TAG = re.compile(r"""<(?:"[^"]*"|'[^']*'|[^'">])*(?:>|$)""")
+
+
+def strip_html(html: str) -> str:
+    """The text Postiz measures: tags removed as by the striptags package (entities are left as written)."""
+    return _TAG.sub("", html)
+
+
+# twitter-text 3: code points in these ranges weigh 1, every other one 2 (of 280); a URL weighs 23;
+# an emoji, even one joined from several code points, weighs 2.
+_LIGHT_RANGES = ((0, 4351), (8192, 8205), (8208, 8223), (8242, 8247))
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>]+", re.IGNORECASE)
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF][\uFE0F\U0001F3FB-\U0001F3FF]*"
+                    "(?:\u200D[\U0001F000-\U0001FAFF\u2600-\u27BF\u2640\u2642][\uFE0F\U0001F3FB-\U0001F3FF]*)*")
+
+
+def x_weighted_length(text: str) -> int:
+    """X's count for `text` (twitter-text weighted length): what decides whether a post fits in 280."""
+    import unicodedata
+    text = unicodedata.normalize("NFC", text)
+    length = 0
+    for piece in _URL.split(text):
+        for index, chunk in enumerate(_EMOJI.split(piece)):
+            if index:
+                length += 2
+            for character in chunk:
+                point = ord(character)
+                length += 1 if any(low <= point <= high for low, high in _LIGHT_RANGES) else 2
+    return length + 23 * len(_URL.findall(text))
+
+
+def _is_verified(additional_settings: Any) -> bool:
+    return isinstance(additional_settings, list) and any(
+        isinstance(item, dict) and item.get("title") == "Verified" and item.get("value") is True
+        for item in additional_settings)
+
+
+def provider_max_length(identifier: str, channel_additional_settings: Any) -> int:
+    """The provider's maxLength; X allows 4000 to a channel marked Verified (X premium). 0: unknown provider."""
+    if identifier == "x" and _is_verified(channel_additional_settings):
+        return 4000
+    spec = PROVIDERS.get(identifier)
+    return spec.max_length if spec else 0
+
+
+def post_length(identifier: str, html: str, channel_additional_settings: Any) -> tuple:
+    """(length, limit) of one post's content as Postiz checks it before publishing."""
+    text = strip_html(html)
+    length = x_weighted_length(text) if identifier == "x" else len(text)
+    return length, provider_max_length(identifier, channel_additional_settings)
+
+
+# DOMPurify's configuration in Postiz: these tags and attributes survive, links only to these URIs;
+# other tags are unwrapped (their text kept) except these, which go with everything inside them.
+_ALLOWED_TAGS = frozenset("p br strong u a ul li h1 h2 h3 span".split())
+_ALLOWED_ATTRIBUTES = frozenset("href target rel class data-mention-id data-mention-label".split())
+_ALLOWED_URI = re.compile(r"^(?:https?:|mailto:|/|#)", re.IGNORECASE)
+_ATTRIBUTE_WHITESPACE = re.compile("[\u0000-\u0020\u00a0\u1680\u180e\u2000-\u2029\u205f\u3000]")
+_DROPPED_WITH_CONTENT = frozenset(
+    "annotation-xml audio colgroup desc foreignobject head iframe math mi mn mo ms mtext noembed noframes "
+    "noscript plaintext script style svg template thead title video xmp".split())
+_sanitizer_class: Optional[type] = None
+
+
+def _escape_html(text: str, quote: bool = False) -> str:
+    text = text.replace("&", "&amp;").replace("\u00a0", "&nbsp;")
+    return text.replace('"', "&quot;") if quote else text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _make_sanitizer_class() -> type:
+    from html.parser import HTMLParser  # only posting needs it; start-up does not
+
+    class Sanitizer(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.output: list = []
+            self.open_tags: list = []
+            self.dropping = 0  # depth inside elements removed with their content
+
+        def handle_starttag(self, tag: str, attributes: list) -> None:
+            if self.dropping or tag in _DROPPED_WITH_CONTENT:
+                self.dropping += tag in _DROPPED_WITH_CONTENT
+                return
+            if tag not in _ALLOWED_TAGS:
+                return
+            kept = "".join(f' {name}="{_escape_html(value or "", quote=True)}"' for name, value in attributes
+                           if name in _ALLOWED_ATTRIBUTES and (
+                               name != "href" or not value
+                               or _ALLOWED_URI.match(_ATTRIBUTE_WHITESPACE.sub("", value))))
+            self.output.append(f"<{tag}{kept}>")
+            if tag != "br":
+                self.open_tags.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            if self.dropping:
+                self.dropping -= tag in _DROPPED_WITH_CONTENT
+            elif tag in self.open_tags:
+                while self.open_tags:
+                    closed = self.open_tags.pop()
+                    self.output.append(f"</{closed}>")
+                    if closed == tag:
+                        break
+            elif tag == "br":  # browsers read </br> as <br>
+                self.output.append("<br>")
+
+        def handle_data(self, data: str) -> None:
+            if not self.dropping:
+                self.output.append(_escape_html(data))
+
+        def result(self) -> str:
+            self.close()
+            return "".join(self.output) + "".join(f"</{tag}>" for tag in reversed(self.open_tags))
+
+    return Sanitizer
+
+
+def sanitize_html(html: str) -> str:
+    """Post content as Postiz stores it after DOMPurify: allowed tags and attributes only, safe links only."""
+    global _sanitizer_class
+    if _sanitizer_class is None:
+        _sanitizer_class = _make_sanitizer_class()
+    sanitizer = _sanitizer_class()
+    sanitizer.feed(html)
+    return sanitizer.result()
+
+# --- validation of POST /posts: class-validator's checks and messages ----------
+
+def _js_string(value: Any) -> str:
+    """String(value) as JavaScript writes it (Nest converts DTO values to the declared type first)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+def _js_number(value: Any) -> Union[int, float]:
+    """Number(value) as JavaScript computes it; NaN for what is not a number."""
+    if isinstance(value, (bool, int, float)):
+        return int(value) if isinstance(value, bool) else value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text) if text else 0
+        except ValueError:
+            return math.nan
+        return int(number) if math.isfinite(number) and number == int(number) else number
+    return math.nan
+
+
+def _implicit_conversion(kind: str, value: Any) -> Any:
+    """Nest's ValidationPipe (enableImplicitConversion) converts scalars; arrays and null are left alone."""
+    if value is None or isinstance(value, list):
+        return value
+    if kind in ("string", "date"):
+        return _js_string(value)
+    if kind == "boolean":
+        return value if isinstance(value, bool) else not (value in ("", 0) or value != value)
+    if kind == "number":
+        return _js_number(value)
+    return value
+
+
+_ISO_8601 = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+                       r"(Z|z|[+-]\d{2}(?::?\d{2})?)?)?")
+
+
+def _parse_iso_date(text: str) -> Optional[str]:
+    """An ISO 8601 date or date-time as a UTC instant 'YYYY-MM-DDTHH:MM:SS.mmmZ' (no offset = UTC), or None."""
+    from datetime import datetime, timedelta, timezone
+    match = _ISO_8601.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                          int((fraction or "0")[:6].ljust(6, "0")), tzinfo=timezone.utc)
+    except ValueError:  # 2026-02-30, 25:00 ...
+        return None
+    if offset and offset not in "Zz":
+        sign = 1 if offset[0] == "+" else -1
+        digits = offset[1:].replace(":", "")
+        moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+_URL_ADDRESS = re.compile(r"(?:(?:https?|ftp)://)?(?:[^\s:@/]+(?::[^\s:@/]*)?@)?(?:[a-z0-9\u00a1-\uffff-]+\.)+"
+                          r"[a-z\u00a1-\uffff]{2,}\.?(?::\d{1,5})?(?:[/?#]\S*)?", re.IGNORECASE)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _field_messages(field: _Field, value: Any, parent: dict) -> list:
+    """class-validator's messages for one property, in the order Postiz's decorators produce them."""
+    messages = []
+    name = field.name
+    if field.required and value is None:
+        messages.append(f"{name} should not be null or undefined")
+    if field.kind in ("string", "date"):
+        is_text = isinstance(value, str)
+        if field.enum and value not in field.enum:
+            messages.append(f"{name} must be one of the following values: {', '.join(field.enum)}")
+        if field.min_length is not None and not (is_text and len(value) >= field.min_length):
+            messages.append(field.message or f"{name} must be longer than or equal to {field.min_length} characters")
+        if field.max_length is not None and not (is_text and len(value) <= field.max_length):
+            messages.append(f"{name} must be shorter than or equal to {field.max_length} characters")
+        if field.pattern and not (is_text and re.search(field.pattern, value)):
+            messages.append(f"{name} must match /{field.pattern}/ regular expression")
+        if field.url and not (is_text and _URL_ADDRESS.fullmatch(value)):
+            messages.append(f"{name} must be a URL address")
+    if field.extra_check is not None:
+        problem = field.extra_check(value, parent)
+        if problem:
+            messages.append(problem)
+    if field.kind == "date" and not (isinstance(value, str) and _parse_iso_date(value)):
+        messages.append(f"{name} must be a valid ISO 8601 date string")
+    elif field.kind == "string" and not field.enum and not isinstance(value, str):
+        messages.append(f"{name} must be a string")
+    elif field.kind == "boolean" and not isinstance(value, bool):
+        messages.append(f"{name} must be a boolean value")
+    elif field.kind == "number":
+        if not _is_number(value):
+            messages.append(f"{name} must be a number conforming to the specified constraints")
+        elif field.minimum is not None and value < field.minimum:
+            messages.append(f"{name} must not be less than {_js_string(field.minimum)}")
+        elif field.maximum is not None and value > field.maximum:
+            messages.append(f"{name} must not be greater than {_js_string(field.maximum)}")
+    elif field.kind == "object" and value is not None and not isinstance(value, dict):
+        messages.append(f"nested property {name} must be either object or array")
+    elif field.kind == "array":
+        messages.extend(_array_messages(field, value))
+    return messages
+
+
+def _array_messages(field: _Field, value: Any) -> list:
+    name = field.name
+    messages = [] if isinstance(value, list) else [f"{name} must be an array"]
+    size = len(value) if isinstance(value, list) else 0
+    if field.min_items is not None and size < field.min_items:
+        messages.append(f"{name} must contain at least {field.min_items} elements")
+    if field.max_items is not None and size > field.max_items:
+        messages.append(f"{name} must contain no more than {field.max_items} elements")
+    if field.items == "number" and isinstance(value, list) and not all(_is_number(item) for item in value):
+        messages.append(f"each value in {name} must be a number conforming to the specified constraints")
+    return messages
+
+
+def _checked(fields: tuple, source: dict, path: str, errors: list) -> dict:
+    """Validate `source` against `fields`; append Nest's 'path.message' strings to errors; return the converted copy.
+
+    Nest prefixes each message with the path of the object holding the property, so a custom message
+    (one that does not start with the property's name) reads like 'posts.0.settings.Board is required'."""
+    result = dict(source)
+    prefix = path + "." if path else ""
+    for field in fields:
+        if field.when is not None and not field.when(source):
+            continue
+        value = _implicit_conversion(field.kind, result.get(field.name))
+        if value is None and field.optional:
+            continue
+        if field.name in result:
+            result[field.name] = value
+        errors.extend(prefix + message for message in _field_messages(field, value, source))
+        if field.kind == "object" and isinstance(value, dict):
+            result[field.name] = _checked(field.fields, value, prefix + field.name, errors)
+        elif field.kind == "array" and field.items == "object" and isinstance(value, list):
+            result[field.name] = [_checked_item(field, index, item, prefix, errors) for index, item in enumerate(value)]
+    return result
+
+
+def _checked_item(field: _Field, index: int, item: Any, prefix: str, errors: list) -> Any:
+    if isinstance(item, dict):
+        return _checked(field.fields, item, f"{prefix}{field.name}.{index}", errors)
+    errors.append(f"{prefix}{field.name}.nested property {index} must be either object or array")
+    return item
+
+
+# --- media rules before publishing (Postiz's checkValidity, §8.5) --------------
+
+def _is_video(media: Any) -> bool:
+    return isinstance(media, dict) and "mp4" in str(media.get("path", ""))
+
+
+def _media_rule_problem(identifier: str, settings: dict, values: list) -> Optional[str]:
+    """The first media rule of the provider that this post breaks, with Postiz's message; None when it fits."""
+    first = values[0]["image"]
+    videos = sum(map(_is_video, first))
+    if identifier == "bluesky":
+        for value in values:
+            if sum(map(_is_video, value["image"])) > 1:
+                return "You can only upload one video per post."
+            if len(value["image"]) > 4:
+                return "There can be maximum 4 pictures in a post."
+    elif identifier == "dribbble":
+        if len(first) != 1:
+            return "Requires one item"
+        if videos:
+            return "Does not support mp4 files"
+    elif identifier == "facebook" and settings.get("post_type") == "story" and not first:
+        return "Story should have at least one media"
+    elif identifier == "wrapcast" and any(_is_video(media) for value in values for media in value["image"]):
+        return "Can only accept images"
+    elif identifier == "gmb":
+        if len(first) > 1:
+            return "Google My Business posts can only have one image"
+        if videos:
+            return "Google My Business posts do not support video attachments"
+        if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
+            return "Event posts require an event title"
+    elif identifier in ("instagram", "instagram-standalone"):
+        return _instagram_problem(settings, first, videos)
+    elif identifier == "lemmy" and len(first) > 1:
+        return "You can set only one picture for a cover"
+    elif identifier in ("linkedin", "linkedin-page"):
+        if settings.get("post_as_images_carousel") and (len(first) < 2 or videos):
+            return "Carousel can only be created with 2 or more images and no videos."
+        if videos and len(first) > 1:
+            return "Can have maximum 1 media when selecting a video."
+        if any(value["image"] for value in values[1:]):
+            return "Comments can only contain text."
+    elif identifier == "pinterest":
+        return _pinterest_problem(first)
+    elif identifier == "reddit":
+        return _reddit_problem(settings, first)
+    elif identifier in ("tiktok", "tiktok-business"):
+        if not first:
+            return "No video / images selected"
+        if len(first) > 1 and videos:
+            return "Only pictures are supported when selecting multiple items"
+        if identifier == "tiktok-business" and len(first) > 35:
+            return "You can select up to 35 pictures"
+    elif identifier == "tumblr":
+        if len(first) - videos > 30:
+            return "Tumblr supports up to 30 images in one post."
+        if videos > 1:
+            return "Tumblr supports one uploaded video in one post."
+    elif identifier == "x" and settings.get("post_type") == "article":
+        if any(_is_video(media) for value in values for media in value["image"]):
+            return "X articles only support images"
+        if settings.get("article_status") == "draft" and len(values) > 1:
+            return "A draft article cannot have thread replies, remove them or publish the article"
+    elif identifier == "youtube":
+        if len(first) != 1:
+            return "You need one media"
+        if not videos:
+            return "Item must be a video"
+    return None
+
+
+def _instagram_problem(settings: dict, first: list, videos: int) -> Optional[str]:
+    if not first:
+        return "Should have at least one media"
+    if len(first) > 10:
+        return "Instagram carousel only supports up to 10 media attachments"
+    if settings.get("is_trial_reel"):
+        if len(first) != 1:
+            return "Trial Reels can only have one video"
+        if not videos:
+            return "Trial Reels must be a video"
+    return None
+
+
+def _pinterest_problem(first: list) -> Optional[str]:
+    if not first:
+        return "Requires at least one media"
+    if len(first) > 5:
+        return "You can only have up to 5 media items"
+    if _is_video(first[0]):
+        if len(first) == 1:
+            return "If posting a video you have to also include a cover image as second media"
+        if len(first) > 2:
+            return "If posting a video you can only have two media items"
+    return None
+
+
+def _reddit_problem(settings: dict, first: list) -> Optional[str]:
+    for entry in settings.get("subreddit") or ():
+        post_type = entry.get("value", {}).get("type") if isinstance(entry, dict) else None
+        if post_type in ("image", "video", "videogif", "media") and len(first) != 1:
+            return "When posting a media post, you must attached exactly one media file."
+    return None
+
+
+# --- POST /posts: the whole pipeline before anything is stored -----------------
+
+def _valid_content(content: Any, value: dict) -> Optional[str]:
+    """Postiz's ValidContent: a post without media needs text (its message starts with a space, as Postiz's)."""
+    image = value.get("image")
+    if isinstance(image, list) and image:
+        return None
+    if isinstance(content, str) and strip_html(content):
+        return None
+    return " If images do not exist, content must be a non-empty string."
+
+
+_POST_CONTENT_FIELDS = (
+    _text("content", required=True, extra_check=_valid_content), _text("id", optional=True),
+    _Field("image", "array", items="object", fields=_MEDIA_FIELDS))
+_POST_FIELDS = (
+    _Field("integration", "object", required=True, fields=(_text("id", required=True),)),
+    _Field("value", "array", required=True, items="object", min_items=1, fields=_POST_CONTENT_FIELDS),
+    _text("group", optional=True))
+_CREATE_POST_FIELDS = (
+    _text("order", optional=True), _flag("shortLink", required=True), _Field("inter", "number", optional=True),
+    _Field("date", "date", required=True), _Field("tags", "array", required=True, items="object", fields=_VALUE_LABEL))
+
+
+def _post_validation_error(channel: dict, message: str) -> ApiError:
+    """Postiz's PostValidationException: which channel refused the post, and why."""
+    return ApiError(400, {"statusCode": 400, "provider": channel["provider_identifier"], "name": channel["name"],
+                          "message": message})
+
+
+def _channels_of(posts: Any, find_channel: Callable[[str], Optional[dict]]) -> list:
+    """Step 2 of Postiz's pipeline: every post names a channel of the organization (deleted ones count)."""
+    if not isinstance(posts, list) or not all(
+            isinstance(post, dict) and isinstance(post.get("integration"), dict) and post["integration"].get("id")
+            for post in posts):
+        raise bad_request("All posts must have an integration id")
+    channels = []
+    for post in posts:
+        channel_id = post["integration"]["id"]
+        channel = find_channel(channel_id) if isinstance(channel_id, str) else None
+        if channel is None:
+            raise bad_request(f"Integration with id {_js_string(channel_id)} not found")
+        channels.append(channel)
+    return channels
+
+
+def _checked_posts(posts: list, channels: list, errors: list) -> list:
+    """Each post's DTO, then its settings against the DTO of its channel's provider (`__type` is the channel's)."""
+    checked = []
+    for index, (post, channel) in enumerate(zip(posts, channels)):
+        path = f"posts.{index}"
+        result = _checked(_POST_FIELDS, post, path, errors)
+        raw_settings = post.get("settings")
+        settings = {**(raw_settings if isinstance(raw_settings, dict) else {}),
+                    "__type": channel["provider_identifier"]}
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        result["settings"] = _checked(spec.dto, settings, path + ".settings", errors) if spec else settings
+        checked.append(result)
+    return checked
+
+
+def _planned_values(values: list) -> list:
+    return [{"id": value.get("id") if isinstance(value.get("id"), str) else None,
+             "content": sanitize_html(value["content"]),
+             "delay": _delay_minutes(value.get("delay")), "image": value["image"]} for value in values]
+
+
+def _delay_minutes(delay: Any) -> int:
+    """A comment's delay in minutes; Postiz reads it from the raw body, so anything not a number is 0."""
+    minutes = _js_number(delay) if delay is not None else 0
+    return int(minutes) if _is_number(minutes) else 0
+
+
+def _check_before_publishing(post_type: str, posts: list, channels: list) -> None:
+    """Step 3 (Postiz's validatePosts): content or media always; media rules and length unless a draft."""
+    for post, channel in zip(posts, channels):
+        identifier = channel["provider_identifier"]
+        for value in post["values"]:
+            if not strip_html(value["content"]).strip() and not value["image"]:
+                raise _post_validation_error(channel, "Your post should have at least one character or one image.")
+        if post_type == "draft":
+            continue
+        problem = _media_rule_problem(identifier, post["settings"], post["values"])
+        if problem:
+            raise _post_validation_error(channel, problem)
+        article = identifier == "x" and post["settings"].get("post_type") == "article"
+        for value in post["values"]:
+            length, limit = post_length(identifier, value["content"], channel.get("additional_settings"))
+            if limit and length > (100000 if article else limit):
+                raise _post_validation_error(channel, "post is too long, please fix it")
+
+
+def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]]) -> dict:
+    """Validate a POST /public/v1/posts body exactly as Postiz does and return the plan to store; raises ApiError.
+
+    `find_channel(id)` returns the caller's organization's channel (deleted ones too) as
+    {"id", "name", "provider_identifier", "additional_settings": list, "disabled", ...}, or None.
+    Errors, in Postiz's order: 400 "All posts must have an integration id" / "Integration with id X not
+    found"; the ValidationPipe's 400 array of "path message"; a channel's PostValidationException."""
+    body = body if isinstance(body, dict) else {}
+    posts = body.get("posts")
+    channels = _channels_of(posts, find_channel)
+    errors: list = []
+    # Postiz validates every body as type "schedule", so provider settings are checked even for drafts.
+    top = _checked(_CREATE_POST_FIELDS, body, "", errors)
+    if not posts:
+        errors.append("posts must contain at least 1 elements")
+    checked_posts = _checked_posts(posts, channels, errors)
+    if errors:
+        raise bad_request(errors)
+    post_type = body.get("type") if body.get("type") in ("draft", "now", "update") else "schedule"
+    date = utc_now_iso()[:17] + "00.000Z" if post_type == "now" else _parse_iso_date(top["date"])
+    plan_posts = [{"integration": channel, "group": post.get("group"), "settings": post["settings"],
+                   "values": _planned_values(post["value"])} for post, channel in zip(checked_posts, channels)]
+    _check_before_publishing(post_type, plan_posts, channels)
+    inter = top.get("inter")
+    return {"type": post_type, "date": date, "shortLink": top["shortLink"],
+            "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter is not None else None,
+            "republish": body.get("republish") is True,
+            "creationMethod": "CLI" if body.get("creationMethod") == "CLI" else "API", "posts": plan_posts}
+
+
+# =============================================================================
+# 8. API: routing and the public API handlers
 # =============================================================================
 
 class Route(NamedTuple):
@@ -1796,6 +2661,7 @@ class App:
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
+        ChannelsApi(store).register(self)
         PostsApi(store).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
@@ -1903,6 +2769,45 @@ class App:
         return json_response(self.store.integrations(organization_id, group or None))
 
 
+class ChannelsApi:
+    """What clients ask about a channel before posting (settings schema, helper tools) and the groups."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: App) -> None:
+        app.add_api("GET", "/integration-settings/:id", self.integration_settings)
+        app.add_api("POST", "/integration-trigger/:id", self.integration_trigger)
+        app.add_api("GET", "/groups", self.groups)
+
+    def _channel(self, request: Request, organization_id: str) -> dict:
+        channel = self.store.channel(organization_id, request.params["id"])
+        if channel is None:  # another organization's channel too: its existence is not revealed
+            raise ApiError(404, {"msg": "Integration not found"})
+        return channel
+
+    def integration_settings(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
+            return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
+        return json_response({"output": {
+            "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
+            "settings": spec.settings, "tools": spec.tools}})
+
+    def integration_trigger(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        if channel["provider_identifier"] not in PROVIDERS:
+            raise ApiError(404, {"msg": "Integration provider not found"})
+        request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
+        # No provider helper tool is implemented in rustiz yet, so every methodName is one Postiz
+        # would not find for this provider.
+        raise ApiError(404, {"msg": "Tool not found"})
+
+    def groups(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.customers(organization_id))
+
+
 # --- posts, notifications, slots, analytics -------------------------------------------------------
 
 POST_NOT_FOUND = "Post not found"
@@ -1992,6 +2897,7 @@ class PostsApi:
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/posts", self.list_posts)
+        app.add_api("POST", "/posts", self.create_posts)
         # Registered before /posts/:id/... so that /posts/group/<x> always means a group.
         app.add_api("DELETE", "/posts/group/:group", self.delete_group)
         app.add_api("GET", "/posts/:id", self.get_post)
@@ -2043,7 +2949,7 @@ class PostsApi:
     def _full_view(self, organization_id: str, post: dict) -> dict:
         thread = self.store.thread(organization_id, post["group"])
         position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
-        channel = self.store.channel(organization_id, post["integrationId"])
+        channel = self.store.channel_row(organization_id, post["integrationId"])
         view = _post_view(post)
         view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
                                "name": channel["name"], "picture": channel["picture"]}
@@ -2131,7 +3037,7 @@ class PostsApi:
         an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
         `timezone`."""
         import datetime
-        channel = self.store.channel(organization_id, request.params["id"])
+        channel = self.store.channel_row(organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         if channel["disabled"]:
@@ -2172,9 +3078,110 @@ class PostsApi:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
+    # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
+
+    def create_posts(self, request: Request, organization_id: str) -> Response:
+        """POST /posts: Postiz's CreatePost body -> one thread per channel -> 201 [{postId, integration}].
+
+        With an Idempotency-Key header, a retry within 24 h (same key, same body) gets the first answer
+        again and changes nothing; the same key with another body is refused (422)."""
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return self._create_posts(request, organization_id, None)
+        if not key or len(key) > 255:
+            raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
+        request_hash = hashlib.sha256(request.body).hexdigest()
+        claim = IdempotentResponse(key, request_hash, 0, b"")
+        earlier = self.store.stored_response(organization_id, key)
+        if earlier is not None:
+            return self._replay(earlier, claim)
+        try:
+            return self._create_posts(request, organization_id, claim)
+        except ApiError as refused:
+            # A refused request is answered the same way when retried, so its answer is kept too.
+            self.store.remember_response(organization_id, claim._replace(status=refused.status,
+                                                                         body=json_dumps(refused.body)))
+            raise
+
+    @staticmethod
+    def _replay(earlier: IdempotentResponse, claim: IdempotentResponse) -> Response:
+        if earlier.request_hash != claim.request_hash:
+            raise nest_error(422, f"Idempotency-Key {claim.key!r} was already used in the last 24 hours for a "
+                                  f"different request body; send a new key for a new request, or the same "
+                                  f"body to get the first answer again")
+        return Response(earlier.status, earlier.body, "application/json; charset=utf-8",
+                        [("Idempotent-Replayed", "true")])
+
+    def _create_posts(self, request: Request, organization_id: str,
+                      claim: Optional[IdempotentResponse]) -> Response:
+        plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
+            organization_id, channel_id, include_deleted=True))
+        threads, replaced_groups = self._thread_rows(organization_id, plan)
+        body = json_dumps([{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
+                           for thread in threads])
+        earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
+                                        claim and claim._replace(status=201, body=body))
+        if earlier is not None:  # a twin request with the same key was saved while this one was validated
+            return self._replay(earlier, claim)
+        return Response(201, body, "application/json; charset=utf-8")
+
+    def _thread_rows(self, organization_id: str, plan: dict, keep_group: Optional[str] = None) -> tuple:
+        """The rows to write for a validated plan, and the groups whose leftover posts are to be deleted.
+
+        A value id naming a live post of the organization updates that post in place, and the rest of
+        its old group is replaced (a thread edit that drops a reply deletes it); an unknown id is ignored.
+        A `group` given in the body soft-deletes that group's posts (Postiz's edit semantics)."""
+        wanted = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
+        existing = self.store.posts_by_id(organization_id, wanted) if wanted else {}
+        replaced_groups = {post["group"] for post in plan["posts"] if post.get("group")}
+        threads, claimed = [], set()
+        for post in plan["posts"]:
+            current = [existing.get(value.get("id")) if value.get("id") not in claimed else None
+                       for value in post["values"]]
+            claimed.update(row["id"] for row in current if row)
+            self._refuse_unsafe_rewrite(plan, post, current)
+            replaced_groups.update(row["group"] for row in current if row)
+            state = self._state_after_write(plan["type"], current[0])
+            group, parent, rows = keep_group or new_uuid(), None, []
+            for value, row in zip(post["values"], current):
+                post_id = row["id"] if row else new_cuid()
+                rows.append({"id": post_id, "existing": row is not None, "state": state, "publish_date": plan["date"],
+                             "integration_id": post["integration"]["id"], "content": value["content"],
+                             "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
+                             "settings": _encode_json(post["settings"]), "image": _encode_json(value["image"]),
+                             "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter")})
+                parent = post_id
+            threads.append(rows)
+        return threads, replaced_groups
+
+    @staticmethod
+    def _state_after_write(request_type: str, current_root: Optional[dict]) -> str:
+        """draft -> DRAFT; update keeps the state (a new post starts queued); anything else -> QUEUE."""
+        if request_type == "draft":
+            return "DRAFT"
+        if request_type == "update" and current_root is not None:
+            return current_root["state"]
+        return "QUEUE"
+
+    @staticmethod
+    def _refuse_unsafe_rewrite(plan: dict, post: dict, current: list) -> None:
+        """Postiz's republish guard, and rustiz's refusal to rewrite a post while it is being published."""
+        for row in current:
+            if row and row["state"] == "PUBLISHING":
+                raise nest_error(409, f"Post {row['id']} is being published right now; wait until it is "
+                                      f"PUBLISHED or ERROR (GET /posts/{row['id']}), then change it")
+        root = current[0]
+        if (root and root["state"] == "PUBLISHED" and plan["type"] not in ("draft", "update")
+                and plan.get("republish") is not True):
+            published = root["publishDate"][:10] + " " + root["publishDate"][11:16]
+            raise bad_request(
+                f"This post was already published on {published} UTC. Saving it this way would publish it again "
+                f"to {post['integration']['provider_identifier']}. To edit without republishing, use type 'update'. "
+                f"To intentionally publish again, pass republish: true.")
+
 
 # =============================================================================
-# 8. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# 9. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
 # =============================================================================
 
 SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
@@ -2243,7 +3250,7 @@ def enable_speedups(environ: dict) -> str:
 
 
 # =============================================================================
-# 9. CLI
+# 10. CLI
 # =============================================================================
 
 def initialize(config_path: str, force: bool) -> tuple:
@@ -2328,6 +3335,35 @@ def command_key_rotate(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_org_add(arguments: argparse.Namespace) -> int:
+    name = arguments.name.strip()
+    if not name:
+        raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
+    config = load_config(dict(os.environ))
+    key = new_api_key()
+    store = Store(config.database)
+    try:
+        organization_id = store.create_organization(name, hash_api_key(key))
+    finally:
+        store.close()
+    print(key)
+    log(f"organization {name} ({organization_id}) created; the key above is shown once: only its hash is stored")
+    return 0
+
+
+def command_org_list(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organizations = store.organization_summaries()
+    finally:
+        store.close()
+    print("ID\tNAME\tCHANNELS")
+    for organization in organizations:
+        print(f"{organization['id']}\t{organization['name']}\t{organization['channels']}")
+    return 0
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -2368,6 +3404,21 @@ def build_argument_parser() -> argparse.ArgumentParser:
                                      description="Make a new API key, save it in the config file and print it. "
                                                  "The old key stops working at once, in running servers too.")
     rotate.set_defaults(run=command_key_rotate)
+    org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
+                              description="One rustiz serves several organizations; each API key sees only "
+                                          "its own organization's channels, posts, media and groups.")
+    org_commands = org.add_subparsers(dest="org_command", metavar="ACTION", required=True)
+    org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
+                                      help="create an organization and print its API key",
+                                      description="Create an organization and print its new API key (once: "
+                                                  "only a hash of it is stored).")
+    org_add.add_argument("name", metavar="NAME", help="the organization's name")
+    org_add.set_defaults(run=command_org_add)
+    org_list = org_commands.add_parser("list", formatter_class=_help_formatter,
+                                       help="list organizations: id, name, number of channels",
+                                       description="Print one tab-separated line per organization: id, name, "
+                                                   "number of channels.")
+    org_list.set_defaults(run=command_org_list)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
