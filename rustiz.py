@@ -2901,7 +2901,9 @@ class PostsApi:
         # Registered before /posts/:id/... so that /posts/group/<x> always means a group.
         app.add_api("DELETE", "/posts/group/:group", self.delete_group)
         app.add_api("GET", "/posts/:id", self.get_post)
+        app.add_api("PUT", "/posts/:id", self.edit_post)
         app.add_api("DELETE", "/posts/:id", self.delete_post)
+        app.add_api("PUT", "/posts/:id/settings", self.update_settings)
         app.add_api("PUT", "/posts/:id/status", self.change_status)
         app.add_api("PUT", "/posts/:id/release-id", self.link_release)
         app.add_api("GET", "/posts/:id/missing", self.missing_releases)
@@ -3153,6 +3155,92 @@ class PostsApi:
                 parent = post_id
             threads.append(rows)
         return threads, replaced_groups
+
+    def update_settings(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/settings {"settings": {...}}: merge keys into a main post's settings, re-validated.
+
+        Content, date and group stay; the post is not re-queued. Errors are Postiz's, in its order."""
+        body = _json_object(request)
+        settings = body.get("settings")
+        if not isinstance(settings, dict):
+            raise bad_request((["settings should not be null or undefined"] if settings is None else [])
+                              + ["settings must be an object"])
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["parentPostId"] is not None:
+            raise bad_request("This id belongs to a comment, pass the id of the main post")
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request("Only scheduled posts that were not published yet (or drafts) can be updated")
+        if post["state"] == "QUEUE" and post["publishDate"] < utc_now_iso():
+            raise bad_request("The publish time of this post already passed, it cannot be updated")
+        thread = self.store.thread(organization_id, post["group"])
+        merged = {**_load_json(post["settings"], {}), **settings}
+        try:
+            plan = self._revalidate(organization_id, thread, settings=merged)
+        except ApiError as refused:
+            raise bad_request(self._settings_problem(refused, thread)) from None
+        self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                      settings=_encode_json(plan["posts"][0]["settings"]))
+        return json_response({"postId": post["id"], "publishDate": post["publishDate"][:19]})
+
+    def _settings_problem(self, refused: ApiError, thread: list) -> str:
+        """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
+        channel = self.store.channel(thread[0]["organizationId"], thread[0]["integrationId"])
+        message = refused.body.get("message") if isinstance(refused.body, dict) else None
+        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
+            message = message[0].split(".settings.", 1)[-1] if message else None
+        elif message == "post is too long, please fix it":
+            limit = post_length(channel["provider_identifier"], "", channel["additional_settings"])[1]
+            message = f"The maximum characters is {limit}"
+        return f"{channel['name']}: {message or 'Please fix your settings'}"
+
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings")
+
+    def edit_post(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id (rustiz): change content, media, date or settings of a post not published yet.
+
+        Validated like POST /posts; the post keeps its id, group, state, tags and thread. Settings are
+        merged into the current ones. A queued post with a date in the past is published at once."""
+        body = _json_object(request)
+        problems = [f"property {name} should not exist" for name in body if name not in self._EDITABLE_FIELDS]
+        for name, wanted, check in (("content", "a string", lambda v: isinstance(v, str)),
+                                    ("image", "an array", lambda v: isinstance(v, list)),
+                                    ("settings", "an object", lambda v: isinstance(v, dict))):
+            if name in body and not check(body[name]):
+                problems.append(f"{name} must be {wanted}")
+        if "date" in body and parse_iso_instant(body["date"]) is None:
+            problems.append("date must be a valid ISO 8601 date string")
+        if problems:
+            raise bad_request(problems)
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["state"] in ("PUBLISHED", "PUBLISHING"):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
+                                  f"it again, POST /posts with its id as value[0].id and \"republish\": true")
+        thread = self.store.thread(organization_id, post["group"])
+        edits = {name: body[name] for name in ("content", "image") if name in body}
+        settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
+        plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
+                                date=body.get("date"))
+        threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
+        tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
+        self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
+
+    def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
+                    edits: Optional[dict] = None, date: Optional[str] = None) -> dict:
+        """The stored thread, with edits, through validate_create_post as the CreatePost body that would make it.
+
+        A draft is checked as a draft; anything else as an update, so its state does not change."""
+        root = thread[0]
+        values = [{"id": part["id"], "content": part["content"], "image": _load_json(part["image"], []),
+                   "delay": part["delay"], **(edits if part["id"] == edited_id else {})} for part in thread]
+        body = {"type": "draft" if root["state"] == "DRAFT" else "update", "date": date or root["publishDate"],
+                "shortLink": False, "tags": [],
+                "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
+        if root["intervalInDays"]:
+            body["inter"] = root["intervalInDays"]
+        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id))
+        plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
+        return plan
 
     @staticmethod
     def _state_after_write(request_type: str, current_root: Optional[dict]) -> str:

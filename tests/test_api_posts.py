@@ -450,3 +450,320 @@ def test_delete_channel_soft_deletes_it_and_its_posts_and_returns_its_row(server
         assert call(server, "DELETE", f"/public/v1/integrations/{channel_id}", world["key"]) == (
             404, nest(404, "Integration not found"))
     assert db.row("SELECT deleted_at FROM integration WHERE id = ?", world["other"])[0] is None
+
+
+# --- POST /posts -----------------------------------------------------------------------------------------------
+
+FUTURE = "2030-09-01T10:00:00.000Z"
+
+
+def create_body(*posts, type: str = "schedule", date: str = FUTURE, **extra) -> dict:
+    return {"type": type, "date": date, "shortLink": False, "tags": [], "posts": list(posts), **extra}
+
+
+def channel_post(channel_id: str, *contents: str, settings: dict | None = None, **extra) -> dict:
+    return {"integration": {"id": channel_id}, "value": [{"content": content, "image": []} for content in contents],
+            "settings": settings if settings is not None else {"__type": "bluesky"}, **extra}
+
+
+def x_settings() -> dict:
+    return {"__type": "x", "who_can_reply_post": "everyone"}
+
+
+def post_rows(db, where: str = "1", *parameters) -> list:
+    with db.connect() as connection:
+        connection.row_factory = sqlite3.Row
+        return [dict(row) for row in connection.execute(
+            f"SELECT * FROM post WHERE {where} ORDER BY created_at, rowid", parameters)]
+
+
+def test_create_post_answers_201_with_one_entry_per_channel(server, world):
+    db = world["db"]
+    for prefix in PREFIXES:
+        body = create_body(channel_post(world["bluesky"], "<p>Hello world</p>", settings={"__type": "wrong"}),
+                           channel_post(world["x"], "Tweet", settings=x_settings()))
+        status, headers, raw = server.request("POST", prefix + "/posts", {"Authorization": world["key"]},
+                                              json.dumps(body).encode())
+        assert status == 201, raw
+        answer = json.loads(raw)
+        assert [entry["integration"] for entry in answer] == [world["bluesky"], world["x"]]
+        assert headers["x-ratelimit-limit"] == "90"
+        sky, x = (post_rows(db, "id = ?", entry["postId"])[0] for entry in answer)
+        assert len(sky["id"]) == 25 and sky["id"].startswith("c")
+        assert (sky["state"], sky["publish_date"], sky["content"], sky["image"], sky["creation_method"]) == (
+            "QUEUE", FUTURE, "<p>Hello world</p>", "[]", "API")
+        assert json.loads(sky["settings"]) == {"__type": "bluesky"}  # the client's __type is overwritten
+        assert sky["post_group"] != x["post_group"]  # one group per channel, as Postiz
+        assert json.loads(x["settings"])["__type"] == "x"
+
+
+def test_create_post_chains_thread_replies_and_lists_only_the_root(server, world):
+    db = world["db"]
+    body = create_body(channel_post(world["x"], "One", "Two", "Three", settings=x_settings()),
+                       date="2030-09-01T12:00:00+02:00")
+    body["posts"][0]["value"][1]["delay"] = 5
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 201
+    rows = post_rows(db)
+    assert [(row["content"], row["delay"], row["publish_date"]) for row in rows] == [
+        ("One", 0, FUTURE), ("Two", 5, FUTURE), ("Three", 0, FUTURE)]
+    assert [row["parent_post_id"] for row in rows] == [None, rows[0]["id"], rows[1]["id"]]
+    assert len({row["post_group"] for row in rows}) == 1 and answer[0]["postId"] == rows[0]["id"]
+    listed = call(server, "GET", "/public/v1/posts?startDate=2030-09-01&endDate=2030-09-02", world["key"])[1]
+    assert [post["id"] for post in listed["posts"]] == [rows[0]["id"]]
+    view = call(server, "GET", f"/public/v1/posts/{rows[0]['id']}", world["key"])[1]
+    assert [part["content"] for part in view["thread"]] == ["Two", "Three"]
+
+
+def test_create_post_types_now_and_draft(server, world):
+    db = world["db"]
+    before = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          create_body(channel_post(world["bluesky"], "now!"), type="now", date="2020-01-01"))
+    after = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert row["state"] == "QUEUE"
+    assert row["publish_date"] in {before.strftime(ISO_MS), after.strftime(ISO_MS)}
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          create_body(channel_post(world["bluesky"], "later"), type="draft"))
+    assert status == 201 and post_rows(db, "id = ?", answer[0]["postId"])[0]["state"] == "DRAFT"
+
+
+def test_create_post_replays_the_official_cli_body(server, world):
+    """postiz-agent: creationMethod CLI, settings left out, shortLink true (no shortener configured)."""
+    db = world["db"]
+    body = {"type": "schedule", "date": "2030-09-01T10:00:00.000Z", "shortLink": True, "tags": [],
+            "creationMethod": "CLI",
+            "posts": [{"integration": {"id": world["bluesky"]},
+                       "value": [{"content": "See https://example.com/a-long-link", "image": []}]}]}
+    status, answer = call(server, "POST", "/api/public/v1/posts", world["key"], body)
+    assert status == 201
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert (row["creation_method"], json.loads(row["settings"])) == ("CLI", {"__type": "bluesky"})
+    assert "https://example.com/a-long-link" in row["content"]  # no shortener: links stay as written
+
+
+def test_create_post_replays_the_node_sdk_body_with_media_and_tags(server, world):
+    db = world["db"]
+    launch = db.tag("Launch")
+    db.tag("Launch", organization_id=world["other_org"])  # same name, another organization: not linked
+    body = create_body(channel_post(world["x"], "Tweet 1", settings=x_settings()), type="now",
+                       tags=[{"value": "launch", "label": "Launch"}, {"value": "nope", "label": "Unknown"}])
+    body["posts"][0]["value"][0]["image"] = [{"id": "u1", "path": "https://h/uploads/a.png"}]
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 201
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert json.loads(row["image"]) == [{"id": "u1", "path": "https://h/uploads/a.png"}]
+    assert db.row("SELECT group_concat(tag_id) FROM tag_post")[0] == launch
+    view = call(server, "GET", f"/public/v1/posts/{row['id']}", world["key"])[1]
+    assert [tag["tag"]["name"] for tag in view["tags"]] == ["Launch"]
+
+
+def test_create_post_keeps_postiz_validation_errors(server, world):
+    db = world["db"]
+    missing_image = create_body(channel_post(world["bluesky"], "hi"))
+    del missing_image["posts"][0]["value"][0]["image"]
+    status, body = call(server, "POST", "/public/v1/posts", world["key"], missing_image)
+    assert status == 400 and body["error"] == "Bad Request" and isinstance(body["message"], list)
+    assert any(message.startswith("posts.0.value.0.image") for message in body["message"])
+    for unknown in ("nope", world["other"]):
+        assert call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(unknown, "hi"))) == (
+            400, nest(400, f"Integration with id {unknown} not found"))
+    # X's who_can_reply_post is checked even for drafts.
+    status, body = call(server, "POST", "/public/v1/posts", world["key"],
+                        create_body(channel_post(world["x"], "hi", settings={}), type="draft"))
+    assert status == 400
+    assert "posts.0.settings.who_can_reply_post must be one of the following values: everyone, following, " \
+           "mentionedUsers, subscribers, verified" in body["message"]
+    status, body = call(server, "POST", "/public/v1/posts", world["key"],
+                        create_body(channel_post(world["x"], "y" * 300, settings=x_settings())))
+    assert (status, body) == (400, {"statusCode": 400, "provider": "x", "name": "Acme on X",
+                                    "message": "post is too long, please fix it"})
+    assert post_rows(db) == []
+
+
+def test_create_post_with_a_group_replaces_that_group(server, world):
+    db = world["db"]
+    first = call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(world["bluesky"], "v1")))[1]
+    old_group = post_rows(db, "id = ?", first[0]["postId"])[0]["post_group"]
+    second = call(server, "POST", "/public/v1/posts", world["key"],
+                  create_body(channel_post(world["bluesky"], "v2", group=old_group)))[1]
+    rows = {row["id"]: row for row in post_rows(db)}
+    assert rows[first[0]["postId"]]["deleted_at"] is not None
+    assert rows[second[0]["postId"]]["deleted_at"] is None
+    assert rows[second[0]["postId"]]["post_group"] != old_group  # the new posts still get a fresh group
+
+
+def test_create_post_with_value_ids_updates_in_place(server, world):
+    db = world["db"]
+    draft = call(server, "POST", "/public/v1/posts", world["key"],
+                 create_body(channel_post(world["bluesky"], "v1", "reply"), type="draft"))[1][0]["postId"]
+    reply_id = post_rows(db, "parent_post_id = ?", draft)[0]["id"]
+    body = create_body(channel_post(world["bluesky"], "v2"), type="update")
+    body["posts"][0]["value"][0]["id"] = draft
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert (status, answer) == (201, [{"postId": draft, "integration": world["bluesky"]}])
+    row = post_rows(db, "id = ?", draft)[0]
+    assert (row["content"], row["state"]) == ("v2", "DRAFT")  # update keeps the state
+    # The thread was re-described without its reply: the reply is gone.
+    assert post_rows(db, "id = ?", reply_id)[0]["deleted_at"] is not None
+    # An id the organization does not have is ignored: a new post is made.
+    foreign = db.post(world["other"], FUTURE, organization_id=world["other_org"])
+    body["posts"][0]["value"][0]["id"] = foreign
+    created = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    assert created != foreign and post_rows(db, "id = ?", foreign)[0]["content"] == "<p>Hello</p>"
+
+
+def test_create_post_guards_against_publishing_twice(server, world):
+    db = world["db"]
+    published = db.post(world["bluesky"], "2024-06-10T09:30:00.000Z", state="PUBLISHED", release_id="r1",
+                        settings='{"__type":"bluesky"}')
+    body = create_body(channel_post(world["bluesky"], "again"))
+    body["posts"][0]["value"][0]["id"] = published
+    message = ("This post was already published on 2024-06-10 09:30 UTC. Saving it this way would publish it again "
+               "to bluesky. To edit without republishing, use type 'update'. To intentionally publish again, "
+               "pass republish: true.")
+    for kind in ("schedule", "now"):
+        body["type"] = kind
+        assert call(server, "POST", "/public/v1/posts", world["key"], body) == (400, nest(400, message))
+    assert post_rows(db, "id = ?", published)[0]["content"] == "<p>Hello</p>"
+    body["type"] = "update"
+    assert call(server, "POST", "/public/v1/posts", world["key"], body)[0] == 201
+    assert post_rows(db, "id = ?", published)[0]["state"] == "PUBLISHED"
+    body.update(type="schedule", republish=True)
+    assert call(server, "POST", "/public/v1/posts", world["key"], body)[0] == 201
+    assert post_rows(db, "id = ?", published)[0]["state"] == "QUEUE"
+
+
+def test_create_post_refuses_to_rewrite_a_post_being_published(server, world):
+    db = world["db"]
+    busy = db.post(world["bluesky"], FUTURE, state="PUBLISHING", settings='{"__type":"bluesky"}')
+    body = create_body(channel_post(world["bluesky"], "edit"), type="update")
+    body["posts"][0]["value"][0]["id"] = busy
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 409 and f"Post {busy} is being published right now" in answer["message"]
+
+
+def test_create_post_recurring_interval(server, world):
+    body = create_body(channel_post(world["bluesky"], "weekly"), date="2030-09-01T10:00:00Z", inter=7)
+    post_id = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    listed = call(server, "GET", "/public/v1/posts?startDate=2030-09-01&endDate=2030-09-20", world["key"])[1]
+    assert [(post["id"], post["publishDate"], post["intervalInDays"]) for post in listed["posts"]] == [
+        (post_id, "2030-09-01T10:00:00.000Z", 7), (post_id, "2030-09-08T10:00:00.000Z", 7),
+        (post_id, "2030-09-15T10:00:00.000Z", 7)]
+
+
+# --- Idempotency-Key ---------------------------------------------------------------------------------------------
+
+def test_idempotency_key_replays_the_first_answer_and_creates_nothing(server, world):
+    db = world["db"]
+    body = json.dumps(create_body(channel_post(world["bluesky"], "once"))).encode()
+    headers = {"Authorization": world["key"], "Idempotency-Key": "run-42"}
+    first = server.request("POST", "/public/v1/posts", headers, body)
+    again = server.request("POST", "/api/public/v1/posts", headers, body)
+    assert first[0] == again[0] == 201 and first[2] == again[2]
+    assert again[1]["idempotent-replayed"] == "true"
+    assert len(post_rows(db)) == 1
+    other = json.dumps(create_body(channel_post(world["bluesky"], "twice"))).encode()
+    status, _, raw = server.request("POST", "/public/v1/posts", headers, other)
+    assert status == 422
+    assert json.loads(raw)["message"].startswith("Idempotency-Key 'run-42' was already used in the last 24 hours "
+                                                 "for a different request body")
+    # Another organization's identical key is its own.
+    other_channel_body = json.dumps(create_body(channel_post(world["other"], "x", settings=x_settings()))).encode()
+    assert server.request("POST", "/public/v1/posts", {**headers, "Authorization": world["other_key"]},
+                          other_channel_body)[0] == 201
+    assert len(post_rows(db)) == 2
+
+
+def test_idempotency_key_replays_refusals_and_expires_after_a_day(server, world):
+    db = world["db"]
+    headers = {"Authorization": world["key"], "Idempotency-Key": "bad-1"}
+    body = json.dumps(create_body(channel_post("nope", "x"))).encode()
+    first = server.request("POST", "/public/v1/posts", headers, body)
+    assert first[0] == 400 and server.request("POST", "/public/v1/posts", headers, body)[::2] == first[::2]
+    good = json.dumps(create_body(channel_post(world["bluesky"], "ok"))).encode()
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
+    db.execute("UPDATE idempotency_key SET created_at = created_at - 86401")
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
+    assert len(post_rows(db)) == 2
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "k" * 256}, good)[0] == 400
+
+
+# --- PUT /posts/:id/settings --------------------------------------------------------------------------------------
+
+def test_settings_route_merges_into_the_main_post(server, world):
+    db = world["db"]
+    root = call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["x"], "a", "b", settings=x_settings())))[1][0]["postId"]
+    for prefix in PREFIXES:
+        assert call(server, "PUT", f"{prefix}/posts/{root}/settings", world["key"],
+                    {"settings": {"who_can_reply_post": "following", "__type": "linkedin"}}) == (
+            200, {"postId": root, "publishDate": "2030-09-01T10:00:00"})
+    assert {row["settings"] for row in post_rows(db)} == {'{"__type":"x","who_can_reply_post":"following"}'}
+    status, body = call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"],
+                        {"settings": {"who_can_reply_post": "anyone"}})
+    assert (status, body["message"]) == (400, "Acme on X: who_can_reply_post must be one of the following values: "
+                                              "everyone, following, mentionedUsers, subscribers, verified")
+    reply = post_rows(db, "parent_post_id = ?", root)[0]["id"]
+    assert call(server, "PUT", f"/public/v1/posts/{reply}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "This id belongs to a comment, pass the id of the main post"))
+    assert call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"], {}) == (400, nest(
+        400, ["settings should not be null or undefined", "settings must be an object"]))
+    assert call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"], {"settings": "x"}) == (
+        400, nest(400, ["settings must be an object"]))
+    assert call(server, "PUT", "/public/v1/posts/nope/settings", world["key"], {"settings": {}}) == (
+        404, nest(404, "Post not found"))
+
+
+def test_settings_route_refuses_published_and_overdue_posts(server, world):
+    db = world["db"]
+    published = db.post(world["x"], FUTURE, state="PUBLISHED")
+    overdue = db.post(world["x"], "2020-01-01T00:00:00.000Z")
+    assert call(server, "PUT", f"/public/v1/posts/{published}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "Only scheduled posts that were not published yet (or drafts) can be updated"))
+    assert call(server, "PUT", f"/public/v1/posts/{overdue}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "The publish time of this post already passed, it cannot be updated"))
+
+
+# --- PUT /posts/:id ---------------------------------------------------------------------------------------------
+
+def test_edit_post_changes_content_media_date_and_settings(server, world):
+    db = world["db"]
+    launch = db.tag("Launch")
+    body = create_body(channel_post(world["x"], "old", "reply", settings=x_settings()), tags=[
+        {"value": "l", "label": "Launch"}], creationMethod="CLI")
+    root = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    group = post_rows(db, "id = ?", root)[0]["post_group"]
+    for prefix in PREFIXES:
+        status, view = call(server, "PUT", f"{prefix}/posts/{root}", world["key"], {
+            "content": "<p>new</p>", "image": [{"id": "m", "path": "https://h/a.jpg"}],
+            "date": "2030-10-01T08:00:00Z", "settings": {"who_can_reply_post": "verified"}})
+        assert status == 200, view
+        assert (view["id"], view["group"], view["content"], view["publishDate"], view["state"]) == (
+            root, group, "<p>new</p>", "2030-10-01T08:00:00.000Z", "QUEUE")
+        assert view["image"] == [{"id": "m", "path": "https://h/a.jpg"}]
+        assert view["settings"] == {"__type": "x", "who_can_reply_post": "verified"}
+        assert [part["content"] for part in view["thread"]] == ["reply"]
+        assert [tag["tag"]["id"] for tag in view["tags"]] == [launch] and view["creationMethod"] == "CLI"
+    assert {row["publish_date"] for row in post_rows(db)} == {"2030-10-01T08:00:00.000Z"}
+    assert len(post_rows(db)) == 2
+
+
+def test_edit_post_validates_and_refuses_published_posts(server, world):
+    db = world["db"]
+    root = call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["x"], "ok", settings=x_settings())))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {
+        "content": 5, "date": "soon", "title": "t"}) == (400, nest(400, [
+            "property title should not exist", "content must be a string", "date must be a valid ISO 8601 date string"]))
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"content": "y" * 300}) == (400, {
+        "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
+    assert post_rows(db, "id = ?", root)[0]["content"] == "ok"
+    db.execute("UPDATE post SET state = 'PUBLISHED'")
+    status, body = call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"content": "late"})
+    assert status == 409 and body["message"].startswith(f"Post {root} is PUBLISHED, so it can no longer be edited")
+    assert call(server, "PUT", "/public/v1/posts/nope", world["key"], {"content": "x"}) == (
+        404, nest(404, "Post not found"))
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["other_key"], {"content": "x"}) == (
+        404, nest(404, "Post not found"))
