@@ -449,6 +449,14 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
+class PostBeingPublished(Exception):
+    """A write would change a post the scheduler has claimed (state PUBLISHING); nothing was written."""
+
+    def __init__(self, post_id: str):
+        super().__init__(post_id)
+        self.post_id = post_id
+
+
 class IdempotentResponse(NamedTuple):
     """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
     key: str
@@ -797,6 +805,12 @@ class Store:
                 if earlier is not None:
                     return earlier
             kept = [row["id"] for thread in threads for row in thread if row["existing"]]
+            # Checked inside the write transaction: the scheduler claims posts in one too, so no claim
+            # can slip in between this check and the writes below.
+            busy = db.execute(f"SELECT id FROM post WHERE state = 'PUBLISHING' AND id IN ({','.join('?' * len(kept))})",
+                              kept).fetchone()
+            if busy is not None:
+                raise PostBeingPublished(busy[0])
             for group in replaced_groups:
                 db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
                            f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
@@ -836,13 +850,19 @@ class Store:
                           f"AND name IN ({','.join('?' * len(labels))})", (organization_id, *labels))
         return [row[0] for row in rows]
 
-    def update_post_fields(self, organization_id: str, post_ids: list, **fields: Any) -> None:
-        """Set the given columns (settings, state, release_id, ...) on live posts of the organization."""
+    def update_post_fields(self, organization_id: str, post_ids: list, only_in_states: tuple = (),
+                           **fields: Any) -> int:
+        """Set the given columns (settings, state, release_id, ...) on live posts of the organization.
+
+        With `only_in_states`, posts that meanwhile moved to another state (the scheduler claimed them)
+        are left alone. Returns how many posts changed."""
         assignments = ", ".join(f"{name} = ?" for name in fields)
+        state_check = f" AND state IN ({','.join('?' * len(only_in_states))})" if only_in_states else ""
         with self._writing() as db:
-            db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
-                       f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))})",
-                       (*fields.values(), utc_now_iso(), organization_id, *post_ids))
+            return db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
+                              f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
+                              (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
+                              ).rowcount
 
     def retry_failed_group(self, organization_id: str, group: str) -> int:
         """Failed posts of a group back to the queue, their error cleared; returns how many."""
@@ -2831,6 +2851,11 @@ def _load_json(text: Optional[str], default: Any) -> Any:
     return default if text is None else json.loads(text)
 
 
+def _being_published(post_id: str) -> ApiError:
+    return nest_error(409, f"Post {post_id} is being published right now; wait until it is PUBLISHED or ERROR "
+                           f"(GET /posts/{post_id}), then change it")
+
+
 def _post_view(post: dict) -> dict:
     """One post in rustiz's own shape: JSON columns decoded, the real state (PUBLISHING by name)."""
     return {"id": post["id"], "group": post["group"], "parentPostId": post["parentPostId"], "state": post["state"],
@@ -2985,7 +3010,9 @@ class PostsApi:
                                  if post["state"] == "ERROR" else ""))
         state = "DRAFT" if status == "draft" else "QUEUE"
         thread = self.store.thread(organization_id, post["group"])
-        self.store.update_post_fields(organization_id, [part["id"] for part in thread], state=state)
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"), state=state):
+            raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
     def link_release(self, request: Request, organization_id: str) -> Response:
@@ -3121,8 +3148,11 @@ class PostsApi:
         threads, replaced_groups = self._thread_rows(organization_id, plan)
         body = json_dumps([{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
                            for thread in threads])
-        earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
-                                        claim and claim._replace(status=201, body=body))
+        try:
+            earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
+                                            claim and claim._replace(status=201, body=body))
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)
         return Response(201, body, "application/json; charset=utf-8")
@@ -3178,8 +3208,10 @@ class PostsApi:
             plan = self._revalidate(organization_id, thread, settings=merged)
         except ApiError as refused:
             raise bad_request(self._settings_problem(refused, thread)) from None
-        self.store.update_post_fields(organization_id, [part["id"] for part in thread],
-                                      settings=_encode_json(plan["posts"][0]["settings"]))
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"),
+                                             settings=_encode_json(plan["posts"][0]["settings"])):
+            raise _being_published(post["id"])
         return json_response({"postId": post["id"], "publishDate": post["publishDate"][:19]})
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
@@ -3222,7 +3254,10 @@ class PostsApi:
                                 date=body.get("date"))
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
         tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
-        self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+        try:
+            self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
         return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
 
     def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
@@ -3256,8 +3291,7 @@ class PostsApi:
         """Postiz's republish guard, and rustiz's refusal to rewrite a post while it is being published."""
         for row in current:
             if row and row["state"] == "PUBLISHING":
-                raise nest_error(409, f"Post {row['id']} is being published right now; wait until it is "
-                                      f"PUBLISHED or ERROR (GET /posts/{row['id']}), then change it")
+                raise _being_published(row["id"])
         root = current[0]
         if (root and root["state"] == "PUBLISHED" and plan["type"] not in ("draft", "update")
                 and plan.get("republish") is not True):

@@ -228,7 +228,8 @@ def test_unknown_and_foreign_post_ids_are_404_on_every_post_route(server, world)
     for post_id in ("nope", theirs, deleted):
         for prefix in PREFIXES:
             for method, path, body in (("GET", "", None), ("DELETE", "", None), ("GET", "/missing", None),
-                                       ("PUT", "/release-id", {"releaseId": "1"}), ("POST", "/retry", None)):
+                                       ("PUT", "/release-id", {"releaseId": "1"}), ("POST", "/retry", None),
+                                       ("PUT", "", {"content": "x"}), ("PUT", "/settings", {"settings": {}})):
                 assert call(server, method, f"{prefix}/posts/{post_id}{path}", world["key"], body) == (
                     404, nest(404, "Post not found")), (method, path)
             assert call(server, "GET", f"{prefix}/analytics/post/{post_id}", world["key"]) == (
