@@ -2714,7 +2714,7 @@ def build_argument_parser() -> argparse.ArgumentParser:
     org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
                               description="One rustiz serves several organizations; each API key sees only "
                                           "its own organization's channels, posts, media and groups.")
-    org_commands = org.add_subparsers(dest="org_command", metavar="ACTION", required=True)
+    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list}", required=True)
     org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
                                       help="create an organization and print its API key",
                                       description="Create an organization and print its new API key (once: "
