@@ -2242,19 +2242,34 @@ def _make_sanitizer_class() -> type:
                            if name in _ALLOWED_ATTRIBUTES and (
                                name != "href" or not value
                                or _ALLOWED_URI.match(_ATTRIBUTE_WHITESPACE.sub("", value))))
+            self._close_implied_by(tag)
             self.output.append(f"<{tag}{kept}>")
             if tag != "br":
                 self.open_tags.append(tag)
+
+        handle_startendtag = handle_starttag  # HTML has no self-closing tags: <p/> opens a p, <br/> is <br>
+
+        def _close_implied_by(self, tag: str) -> None:
+            """What a browser (and so DOMPurify) closes by itself: a new item ends the previous one, a block ends a p."""
+            innermost_list_tag = next((open_tag for open_tag in reversed(self.open_tags) if open_tag in ("li", "ul")),
+                                      None)
+            if tag == "li" and innermost_list_tag == "li":
+                self._close("li")
+            elif tag in ("p", "ul", "h1", "h2", "h3") and "p" in self.open_tags:
+                self._close("p")
+
+        def _close(self, tag: str) -> None:
+            while self.open_tags:
+                closed = self.open_tags.pop()
+                self.output.append(f"</{closed}>")
+                if closed == tag:
+                    break
 
         def handle_endtag(self, tag: str) -> None:
             if self.dropping:
                 self.dropping -= tag in _DROPPED_WITH_CONTENT
             elif tag in self.open_tags:
-                while self.open_tags:
-                    closed = self.open_tags.pop()
-                    self.output.append(f"</{closed}>")
-                    if closed == tag:
-                        break
+                self._close(tag)
             elif tag == "br":  # browsers read </br> as <br>
                 self.output.append("<br>")
 
@@ -3529,7 +3544,7 @@ def build_argument_parser() -> argparse.ArgumentParser:
     org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
                               description="One rustiz serves several organizations; each API key sees only "
                                           "its own organization's channels, posts, media and groups.")
-    org_commands = org.add_subparsers(dest="org_command", metavar="ACTION", required=True)
+    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list}", required=True)
     org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
                                       help="create an organization and print its API key",
                                       description="Create an organization and print its new API key (once: "
