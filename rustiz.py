@@ -2767,7 +2767,10 @@ class App:
             organization = self.guard.organization(request)
             if type(organization) is Response:
                 return organization
-            response = route.handler(request, organization)
+            try:
+                response = route.handler(request, organization)
+            except ApiError as refused:  # a refused create post still shows what it cost, as in Postiz
+                response = refused.response()
         else:
             response = route.handler(request)
         if rate_headers:
@@ -2969,15 +2972,15 @@ class PostsApi:
         if start is None or end is None:
             raise bad_request([f"{name} must be a valid ISO 8601 date string"
                                for name, value in (("startDate", start), ("endDate", end)) if value is None])
-        posts = self.store.root_posts_for_listing(organization_id, iso_ms(start), iso_ms(end),
-                                                  query.get("customer") or None)
+        first, last = iso_ms(start), iso_ms(end)
+        posts = self.store.root_posts_for_listing(organization_id, first, last, query.get("customer") or None)
         tags = self.store.post_tags([post["id"] for post in posts])
         listed = []
         for post in posts:
             item = _listing_item(post, tags.get(post["id"], []))
             every_days = post["intervalInDays"]
-            if not every_days or every_days < 1:
-                if iso_ms(start) <= post["publishDate"] <= iso_ms(end):
+            if not every_days or every_days < 1:  # not recurring after all: listed only when in the window
+                if first <= post["publishDate"] <= last:
                     listed.append(item)
                 continue
             for moment in _occurrences(parse_iso_instant(post["publishDate"]), every_days, start, end):
