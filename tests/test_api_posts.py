@@ -768,3 +768,16 @@ def test_edit_post_validates_and_refuses_published_posts(server, world):
         404, nest(404, "Post not found"))
     assert call(server, "PUT", f"/public/v1/posts/{root}", world["other_key"], {"content": "x"}) == (
         404, nest(404, "Post not found"))
+
+
+def test_idempotency_key_holds_for_simultaneous_retries_across_workers(start_server):
+    from concurrent.futures import ThreadPoolExecutor
+    server = start_server(args=("--workers", "2"))
+    db = PostsDatabase(server)
+    channel = db.channel("Sky", "bluesky")
+    body = json.dumps(create_body(channel_post(channel, "exactly once"))).encode()
+    headers = {"Authorization": server.key, "Idempotency-Key": "burst"}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: server.request("POST", "/public/v1/posts", headers, body), range(16)))
+    assert {(status, raw) for status, _, raw in answers} == {(201, answers[0][2])}
+    assert len(post_rows(db)) == 1
