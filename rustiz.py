@@ -3028,6 +3028,10 @@ class PostsApi:
                                  if post["state"] == "ERROR" else ""))
         state = "DRAFT" if status == "draft" else "QUEUE"
         thread = self.store.thread(organization_id, post["group"])
+        if state == "QUEUE" and post["state"] == "DRAFT":
+            # Drafts skip the media and length rules; a draft entering the queue must pass them now.
+            self._revalidate(organization_id, thread, settings=_load_json(thread[0]["settings"], {}),
+                             request_type="update")
         if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"), state=state):
             raise _being_published(post["id"])
@@ -3279,14 +3283,16 @@ class PostsApi:
         return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
 
     def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
-                    edits: Optional[dict] = None, date: Optional[str] = None) -> dict:
+                    edits: Optional[dict] = None, date: Optional[str] = None,
+                    request_type: Optional[str] = None) -> dict:
         """The stored thread, with edits, through validate_create_post as the CreatePost body that would make it.
 
-        A draft is checked as a draft; anything else as an update, so its state does not change."""
+        By default a draft is checked as a draft, anything else as an update (so its state does not change)."""
         root = thread[0]
         values = [{"id": part["id"], "content": part["content"], "image": _load_json(part["image"], []),
                    "delay": part["delay"], **(edits if part["id"] == edited_id else {})} for part in thread]
-        body = {"type": "draft" if root["state"] == "DRAFT" else "update", "date": date or root["publishDate"],
+        body = {"type": request_type or ("draft" if root["state"] == "DRAFT" else "update"),
+                "date": date or root["publishDate"],
                 "shortLink": False, "tags": [],
                 "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
         if root["intervalInDays"]:

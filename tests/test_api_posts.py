@@ -781,3 +781,11 @@ def test_idempotency_key_holds_for_simultaneous_retries_across_workers(start_ser
         answers = list(pool.map(lambda _: server.request("POST", "/public/v1/posts", headers, body), range(16)))
     assert {(status, raw) for status, _, raw in answers} == {(201, answers[0][2])}
     assert len(post_rows(db)) == 1
+
+
+def test_a_draft_entering_the_queue_must_pass_the_publishing_rules(server, world):
+    draft = call(server, "POST", "/public/v1/posts", world["key"],
+                 create_body(channel_post(world["x"], "y" * 300, settings=x_settings()), type="draft"))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{draft}/status", world["key"], {"status": "schedule"}) == (400, {
+        "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
+    assert post_rows(world["db"], "id = ?", draft)[0]["state"] == "DRAFT"
