@@ -2917,7 +2917,9 @@ def _posting_minutes(posting_times: str) -> list:
         entries = json.loads(posting_times)
     except ValueError:
         return []
-    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)} if isinstance(entries, list) else set()
+    if not isinstance(entries, list):
+        return []
+    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)}
     return sorted(minute for minute in minutes if type(minute) is int and 0 <= minute < 24 * 60)
 
 

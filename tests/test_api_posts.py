@@ -50,7 +50,8 @@ class PostsDatabase(Database):
         now = self.stamp()
         with self.connect() as db:
             db.execute("INSERT INTO tag (id, organization_id, name, color, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (tag_id, organization_id or self.organization_id, name, color, now, now))
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (tag_id, organization_id or self.organization_id, name, color, now, now))
         return tag_id
 
     def link_tag(self, post_id: str, tag_id: str) -> None:
@@ -321,7 +322,8 @@ def test_retry_puts_failed_parts_back_in_the_queue(server, world):
     assert db.row("SELECT group_concat(state), count(error) FROM post") == ("QUEUE,QUEUE", 0)
     status, body = call(server, "POST", f"/api/public/v1/posts/{root}/retry", world["key"])
     assert status == 409 and body["error"] == "Conflict"
-    assert body["message"] == f"Post {root} is QUEUE, and nothing in its thread failed; only a post in ERROR can be retried"
+    assert body["message"] == (f"Post {root} is QUEUE, and nothing in its thread failed; "
+                               "only a post in ERROR can be retried")
 
 
 # --- GET /notifications ---------------------------------------------------------------------------------------
@@ -757,7 +759,8 @@ def test_edit_post_validates_and_refuses_published_posts(server, world):
                 create_body(channel_post(world["x"], "ok", settings=x_settings())))[1][0]["postId"]
     assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {
         "content": 5, "date": "soon", "title": "t"}) == (400, nest(400, [
-            "property title should not exist", "content must be a string", "date must be a valid ISO 8601 date string"]))
+            "property title should not exist", "content must be a string",
+            "date must be a valid ISO 8601 date string"]))
     assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"content": "y" * 300}) == (400, {
         "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
     assert post_rows(db, "id = ?", root)[0]["content"] == "ok"
