@@ -2030,13 +2030,14 @@ def _parse_iso_date(text: str) -> Optional[str]:
     try:
         moment = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
                           int((fraction or "0")[:6].ljust(6, "0")), tzinfo=timezone.utc)
-    except ValueError:  # 2026-02-30, 25:00 ...
+        if offset and offset not in "Zz":
+            sign = 1 if offset[0] == "+" else -1
+            digits = offset[1:].replace(":", "")
+            moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    except (ValueError, OverflowError):  # 2026-02-30, 25:00, an offset before year 1 ...
         return None
-    if offset and offset not in "Zz":
-        sign = 1 if offset[0] == "+" else -1
-        digits = offset[1:].replace(":", "")
-        moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+            f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
 
 
 # class-validator's IsUrl, simplified; letter cases spelt out because (?i) on these ranges costs 20 ms to compile.
@@ -2247,8 +2248,10 @@ def _pinterest_problem(first: list) -> Optional[str]:
 
 
 def _reddit_problem(settings: dict, first: list) -> Optional[str]:
-    for entry in settings.get("subreddit") or ():
-        post_type = entry.get("value", {}).get("type") if isinstance(entry, dict) else None
+    entries = settings.get("subreddit")
+    for entry in entries if isinstance(entries, list) else ():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        post_type = value.get("type") if isinstance(value, dict) else None
         if post_type in ("image", "video", "videogif", "media") and len(first) != 1:
             return "When posting a media post, you must attached exactly one media file."
     return None

@@ -258,8 +258,8 @@ def test_required_top_level_fields():
 
 def test_bad_date_tags_and_inter():
     assert messages_of(body(post("BSKY"), date="tomorrow")) == ["date must be a valid ISO 8601 date string"]
-    assert messages_of(body(post("BSKY"), date="2026-02-30T10:00:00Z")) == [
-        "date must be a valid ISO 8601 date string"]
+    for impossible in ("2026-02-30T10:00:00Z", "2026-09-01T24:00:00Z", "0001-01-01T00:00:00+01:00", "2026-09-01Z"):
+        assert messages_of(body(post("BSKY"), date=impossible)) == ["date must be a valid ISO 8601 date string"]
     assert messages_of(body(post("BSKY"), tags=[{"value": "a"}, "b"])) == [
         "tags.0.label should not be null or undefined", "tags.0.label must be a string",
         "tags.nested property 1 must be either object or array"]
@@ -389,6 +389,23 @@ def test_media_rules_unless_draft():
     assert validate_create_post(body(post("YT", settings=settings), type="draft"), CHANNELS.get)
     five = {"content": "x", "image": [{"id": str(n), "path": f"https://h/{n}.png"} for n in range(5)]}
     assert post_validation_error(body(post("BSKY", five)))["message"] == "There can be maximum 4 pictures in a post."
+
+
+@pytest.mark.parametrize("channel_id, settings, images, message", [
+    ("PIN", {"board": "1"}, [], "Requires at least one media"),
+    ("PIN", {"board": "1"}, ["v.mp4"], "If posting a video you have to also include a cover image as second media"),
+    ("TT", {"privacy_level": "SELF_ONLY", "duet": False, "stitch": False, "comment": False, "autoAddMusic": "no",
+            "brand_content_toggle": False, "brand_organic_toggle": False, "content_posting_method": "UPLOAD"},
+     ["a.png", "v.mp4"], "Only pictures are supported when selecting multiple items"),
+    ("RED", {"subreddit": [{"value": {"subreddit": "r/pics", "title": "Look", "type": "image",
+                                      "is_flair_required": False}}]}, [],
+     "When posting a media post, you must attached exactly one media file."),
+    ("X_ID", {"who_can_reply_post": "everyone", "post_type": "article", "article_title": "T",
+              "article_status": "published"}, ["v.mp4"], "X articles only support images"),
+])
+def test_provider_media_rules(channel_id, settings, images, message):
+    value = {"content": "x", "image": [{"id": str(n), "path": f"https://h/{name}"} for n, name in enumerate(images)]}
+    assert post_validation_error(body(post(channel_id, value, settings=settings)))["message"] == message
 
 
 def test_content_is_sanitised_in_the_plan():
