@@ -1821,10 +1821,13 @@ class Guard:
 
 
 class _Field(NamedTuple):
-    """One DTO property. `kind`: string, date (an ISO 8601 string), boolean, number, object (nested) or array."""
+    """One DTO property. `kind`: string, date (an ISO 8601 string), boolean, number, object (nested) or array.
+
+    In the JSON Schema, a property is `required` unless optional or conditional (`when`), as
+    class-validator-jsonschema decides; `defined` (@IsDefined) adds "not": {"type": "null"}."""
     name: str
     kind: str
-    required: bool = False  # @IsDefined: in the schema's `required`, "should not be null or undefined"
+    defined: bool = False  # @IsDefined: "should not be null or undefined"
     optional: bool = False  # @IsOptional: null/undefined skips every other check
     when: Optional[Callable[[dict], bool]] = None  # @ValidateIf(parent): false skips every check
     enum: Optional[tuple] = None
@@ -1838,13 +1841,26 @@ class _Field(NamedTuple):
     items: Optional[str] = None  # array element kind: "object", "string" or "number"
     min_items: Optional[int] = None
     max_items: Optional[int] = None
-    message: Optional[str] = None  # Postiz's own message for the min_length check ("Board is required")
+    # The order of the checks' messages after "defined" (class-validator reports them in the reverse
+    # order of the decorators in Postiz's source); "type" is the check of `kind`. () = _DEFAULT_ORDER,
+    # where an enum property has no type check (Postiz mostly writes a bare @IsIn).
+    order: tuple = ()
+    custom: Optional[dict] = None  # check -> Postiz's own message, which does not name the property
     description: Optional[str] = None
     extra_check: Optional[Callable[[Any, dict], Optional[str]]] = None  # custom @Validate: (value, parent) -> message
 
 
+_DEFAULT_ORDER = ("enum", "min_length", "max_length", "pattern", "url", "minimum", "maximum", "min_items", "max_items",
+                  "items", "extra", "type")
+
+
 def _text(name: str, **options: Any) -> _Field:
     return _Field(name, "string", **options)
+
+
+def _required_text(name: str, min_length: Optional[int] = None, **options: Any) -> _Field:
+    """Postiz's usual required string: @IsString() @MinLength(n) @IsDefined()."""
+    return _Field(name, "string", defined=True, min_length=min_length, **options)
 
 
 def _flag(name: str, **options: Any) -> _Field:
@@ -1856,13 +1872,18 @@ def _choice(name: str, values: str, **options: Any) -> _Field:
 
 
 def _optional_url(name: str) -> _Field:
-    return _Field(name, "string", optional=True, url=True)
+    return _Field(name, "string", optional=True, url=True, order=("url", "type"))
 
 
 # Patterns of this section are kept as text: re compiles (and caches) each one the first time a post
 # needs it, so a server that never receives a post does not pay for them at start-up.
 _MEDIA_EXTENSION = r"(?i)\.(?:png|jpe?g|gif|webp|mp4)$"
 MEDIA_EXTENSION_MESSAGE = "File must have a valid extension: .png, .jpg, .jpeg, .gif, .webp, or .mp4"
+# Postiz's canonical-URL check for articles (medium, devto, hashnode), a link to one of the post's
+# other channels ("(post:...)") aside.
+_CANONICAL_URL = (r"^(|https?:\/\/(?:www\.|(?!www))[a-zA-Z0-9][a-zA-Z0-9-]+[a-zA-Z0-9]\.[^\s]{2,}|www\.[a-zA-Z0-9]"
+                  r"[a-zA-Z0-9-]+[a-zA-Z0-9]\.[^\s]{2,}|https?:\/\/(?:www\.|(?!www))[a-zA-Z0-9]+\.[^\s]{2,}|www\."
+                  r"[a-zA-Z0-9]+\.[^\s]{2,})$")
 
 
 def _media_path_problem(path: Any, media: dict) -> Optional[str]:
@@ -1872,14 +1893,20 @@ def _media_path_problem(path: Any, media: dict) -> Optional[str]:
     return MEDIA_EXTENSION_MESSAGE
 
 
-_MEDIA_FIELDS = (_text("id", required=True), _text("path", required=True, extra_check=_media_path_problem),
+_MEDIA_FIELDS = (_Field("id", "string", defined=True), _Field("path", "string", defined=True,
+                                                              extra_check=_media_path_problem),
                  _text("alt", optional=True), _optional_url("thumbnail"))
-_VALUE_LABEL = (_text("value", required=True), _text("label", required=True))
+_TAG_FIELDS = (_text("value"), _text("label"))  # provider tags: @IsString only
 _NO_SETTINGS = "No additional settings required"
 
 
 def _media(name: str, **options: Any) -> _Field:
     return _Field(name, "object", optional=True, fields=_MEDIA_FIELDS, **options)
+
+
+def _canonical(name: str) -> _Field:
+    return _Field(name, "string", optional=True, pattern=_CANONICAL_URL, custom={"pattern": "Invalid URL"},
+                  when=lambda settings: bool(settings.get(name)) and "(post:" not in str(settings.get(name)))
 
 
 def _not_article(settings: dict) -> bool:
@@ -1902,7 +1929,9 @@ def _youtube_tags_too_long(tags: Any, settings: dict) -> Optional[str]:
 
 
 _X_FIELDS = (
-    _Field("community", "string", optional=True, pattern=r"^(https:\/\/x\.com\/i\/communities\/\d+)?$"),
+    _Field("community", "string", optional=True, pattern=r"^(https:\/\/x\.com\/i\/communities\/\d+)?$",
+           custom={"pattern": "Invalid X community URL. It should be in the format: "
+                              "https://x.com/i/communities/1493446837214187523"}),
     _choice("who_can_reply_post", "everyone following mentionedUsers subscribers verified", when=_not_article),
     _choice("post_type", "post article", optional=True, description=(
         "post = a regular short post (plain text). article = a long-form X article: write the post content as "
@@ -1916,72 +1945,77 @@ _X_FIELDS = (
     _flag("made_with_ai", optional=True), _flag("paid_partnership", optional=True))
 _LINKEDIN_FIELDS = (_flag("post_as_images_carousel", optional=True), _text("carousel_name", optional=True))
 _REDDIT_VALUE_FIELDS = (
-    _text("subreddit", required=True, min_length=2), _text("title", required=True, min_length=2),
-    _text("type", required=True, min_length=2),
-    _text("url", url=True, when=lambda value: value.get("type") == "link" and "(post:" not in str(value.get("url"))),
-    _flag("is_flair_required", required=True),
-    _Field("flair", "object", when=lambda value: bool(value.get("is_flair_required")), required=True,
-           fields=(_text("id", required=True), _text("name", required=True))))
-_LEMMY_VALUE_FIELDS = (_text("subreddit", required=True, min_length=2), _text("id", required=True),
-                       _text("title", required=True, min_length=2), _optional_url("url"))
+    _required_text("subreddit", 2), _required_text("title", 2), _required_text("type", 2),
+    _Field("url", "string", defined=True, url=True, pattern=_CANONICAL_URL, custom={"pattern": "Invalid URL"},
+           order=("pattern", "url"),
+           when=lambda value: value.get("type") == "link" and "(post:" not in str(value.get("url"))),
+    _flag("is_flair_required", defined=True),
+    _Field("flair", "object", when=lambda value: bool(value.get("is_flair_required")), defined=True,
+           fields=(_required_text("id"), _required_text("name"))))
+_LEMMY_VALUE_FIELDS = (_required_text("subreddit", 2), _required_text("id"), _required_text("title", 2),
+                       _optional_url("url"))
 
 
 def _value_list(fields: tuple, min_items: Optional[int]) -> _Field:
-    """Reddit, Lemmy and Farcaster nest each entry as {"value": {...}}."""
-    value = _Field("value", "object", required=True, fields=fields)
-    return _Field("subreddit", "array", required=True, items="object", fields=(value,), min_items=min_items)
+    """Reddit, Lemmy and Farcaster nest each entry as {"value": {...}} (@ArrayMinSize, no @IsArray)."""
+    value = _Field("value", "object", defined=True, fields=fields)
+    return _Field("subreddit", "array", items="object", fields=(value,), min_items=min_items, order=("min_items",))
 
 
-_PLAYBACK = (_text("id", required=True), _text("title", optional=True), _text("artist", optional=True),
+_PLAYBACK = (_required_text("id"), _text("title", optional=True), _text("artist", optional=True),
              _text("image", optional=True), _Field("audio_volume", "number", optional=True, minimum=0, maximum=100),
              _Field("video_volume", "number", optional=True, minimum=0, maximum=100))
 _INSTAGRAM_FIELDS = (
-    _choice("post_type", "post story", required=True), _flag("is_trial_reel", optional=True),
+    _choice("post_type", "post story", defined=True), _flag("is_trial_reel", optional=True),
     _choice("graduation_strategy", "MANUAL SS_PERFORMANCE", optional=True),
-    _Field("collaborators", "array", optional=True, items="object", fields=(_text("label", required=True),)),
+    _Field("collaborators", "array", optional=True, items="object", fields=(_required_text("label"),)),
     _Field("audio", "object", optional=True, fields=_PLAYBACK))
 _FACEBOOK_FIELDS = (_optional_url("url"), _choice("post_type", "post story", optional=True),
                     _text("text_format_preset_id", optional=True))
 _YOUTUBE_FIELDS = (
-    _text("title", required=True, min_length=2, max_length=100), _choice("type", "public private unlisted", required=True),
+    _required_text("title", 2, max_length=100), _choice("type", "public private unlisted", defined=True),
     _choice("selfDeclaredMadeForKids", "yes no", optional=True), _media("thumbnail"),
-    _Field("tags", "array", optional=True, items="object", fields=_VALUE_LABEL, extra_check=_youtube_tags_too_long))
+    _Field("tags", "array", optional=True, items="object", fields=_TAG_FIELDS, extra_check=_youtube_tags_too_long))
 _TIKTOK_FIELDS = (
-    _text("title", optional=True, max_length=90),
-    _choice("privacy_level", "PUBLIC_TO_EVERYONE MUTUAL_FOLLOW_FRIENDS FOLLOWER_OF_CREATOR SELF_ONLY", required=True),
-    _flag("duet", required=True), _flag("stitch", required=True), _flag("comment", required=True),
-    _choice("autoAddMusic", "yes no", required=True), _flag("brand_content_toggle", required=True),
-    _flag("brand_organic_toggle", required=True), _flag("video_made_with_ai", optional=True),
-    _choice("content_posting_method", "DIRECT_POST UPLOAD", required=True),
+    _text("title", max_length=90, when=lambda settings: bool(settings.get("title"))),
+    _choice("privacy_level", "PUBLIC_TO_EVERYONE MUTUAL_FOLLOW_FRIENDS FOLLOWER_OF_CREATOR SELF_ONLY",
+            order=("type", "enum")),
+    _flag("duet"), _flag("stitch"), _flag("comment"), _choice("autoAddMusic", "yes no"),
+    _flag("brand_content_toggle"), _flag("brand_organic_toggle"), _flag("video_made_with_ai", optional=True),
+    _choice("content_posting_method", "DIRECT_POST UPLOAD", order=("type", "enum")),
     _Field("music", "object", optional=True, fields=_PLAYBACK),
     _Field("location", "object", optional=True,
-           fields=(_text("id", required=True), _text("name", required=True), _text("address", optional=True))))
-_PINTEREST_FIELDS = (_text("board", required=True, min_length=1, message="Board is required"),
-                     _text("title", optional=True, max_length=100), _optional_url("link"),
-                     _text("dominant_color", optional=True))
-_DRIBBBLE_FIELDS = (_text("title", required=True, min_length=1, message="Title is required"), _optional_url("team"))
-_CHANNEL_FIELDS = (_text("channel", required=True, min_length=1),)
+           fields=(_required_text("id"), _required_text("name"), _text("address", optional=True))))
+
+
+def _if_given(name: str, **options: Any) -> _Field:
+    """Pinterest's optional fields: @IsString() @ValidateIf((o) => !!o.name)."""
+    return _Field(name, "string", when=lambda settings: bool(settings.get(name)), **options)
+
+
+_PINTEREST_FIELDS = (
+    _if_given("title", max_length=100), _if_given("link", url=True, order=("url", "type")), _if_given("dominant_color"),
+    _required_text("board", 1, custom=dict.fromkeys(("defined", "min_length", "type"), "Board is required")))
+_DRIBBBLE_FIELDS = (_required_text("title", 1, custom={"min_length": "Title is required"}), _optional_url("team"))
+_CHANNEL_FIELDS = (_required_text("channel", 1, order=("type", "min_length")),)
 _TWITCH_FIELDS = (_choice("messageType", "message announcement", optional=True),
                   _choice("announcementColor", "primary blue green orange purple", optional=True))
 _MEDIUM_FIELDS = (
-    _text("title", required=True, min_length=2), _text("subtitle", required=True, min_length=2),
-    _optional_url("canonical"), _text("publication", optional=True),
-    _Field("tags", "array", optional=True, items="object", fields=_VALUE_LABEL, max_items=4))
+    _required_text("title", 2), _required_text("subtitle", 2), _canonical("canonical"),
+    _text("publication", optional=True), _Field("tags", "array", optional=True, max_items=4))
 _DEVTO_FIELDS = (
-    _text("title", required=True, min_length=2), _media("main_image"), _optional_url("canonical"),
-    _text("organization", optional=True),
-    _Field("tags", "array", required=True, items="object", max_items=4,
-           fields=(_Field("value", "number", required=True), _text("label", required=True))))
+    _required_text("title", 2), _media("main_image"), _canonical("canonical"), _text("organization", optional=True),
+    _Field("tags", "array", items="object", max_items=4, fields=(_Field("value", "number"), _text("label"))))
 _HASHNODE_FIELDS = (
-    _text("title", required=True, min_length=6), _text("subtitle", optional=True, min_length=2), _media("main_image"),
-    _optional_url("canonical"), _text("publication", required=True),
-    _Field("tags", "array", required=True, items="object", fields=_VALUE_LABEL, min_items=1))
+    _required_text("title", 6), _text("subtitle", optional=True, min_length=2), _media("main_image"),
+    _canonical("canonical"), _required_text("publication"),
+    _Field("tags", "array", items="object", fields=_TAG_FIELDS, min_items=1))
 _WORDPRESS_FIELDS = (
-    _text("title", required=True, min_length=2), _media("main_image"), _text("type", required=True),
+    _required_text("title", 2), _media("main_image"), _required_text("type"),
     _Field("categories", "array", optional=True, items="number"), _Field("tags", "array", optional=True, items="number"),
-    _choice("status", "publish draft pending private", optional=True))
-_LISTMONK_FIELDS = (_text("subject", required=True, min_length=1), _text("preview", required=True),
-                    _text("list", required=True), _text("template", optional=True))
+    _choice("status", "publish draft pending private", optional=True, order=("enum", "type")))
+_LISTMONK_FIELDS = (_required_text("subject", 1), _required_text("preview"), _required_text("list"),
+                    _text("template", optional=True))
 _GMB_FIELDS = (
     _choice("topicType", "STANDARD EVENT OFFER", optional=True),
     _choice("callToActionType", "NONE BOOK ORDER SHOP LEARN_MORE SIGN_UP GET_OFFER CALL", optional=True),
@@ -1989,11 +2023,10 @@ _GMB_FIELDS = (
     *(_text(name, optional=True) for name in ("eventTitle", "eventStartDate", "eventEndDate", "eventStartTime",
                                                "eventEndTime", "offerCouponCode")),
     _optional_url("offerRedeemUrl"), _text("offerTerms", optional=True))
-_SKOOL_FIELDS = tuple(_text(name, required=True, min_length=1) for name in ("group", "label", "title"))
-_WHOP_FIELDS = (_text("company", required=True, min_length=1), _text("experience", required=True, min_length=1),
-                _text("title", optional=True))
-_MEWE_FIELDS = (_choice("postType", "timeline group", required=True),
-                _text("group", when=lambda settings: settings.get("postType") == "group", required=True))
+_SKOOL_FIELDS = tuple(_required_text(name, 1) for name in ("group", "label", "title"))
+_WHOP_FIELDS = (_required_text("company", 1), _required_text("experience", 1), _text("title", optional=True))
+_MEWE_FIELDS = (_choice("postType", "timeline group", defined=True),
+                _required_text("group", when=lambda settings: settings.get("postType") == "group"))
 _TUMBLR_FIELDS = (_text("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
                   _optional_url("sourceUrl"), _text("tags", optional=True, max_length=4096))
 
@@ -2069,7 +2102,7 @@ _PROVIDER_TABLE = (
     ("mastodon", "Mastodon", "normal", 500, (), False),
     ("bluesky", "Bluesky", "normal", 300, (), False),
     ("lemmy", "Lemmy", "normal", 10000, (_value_list(_LEMMY_VALUE_FIELDS, 1),), True),
-    ("wrapcast", "Farcaster", "normal", 800, (_value_list((_text("id", required=True),), None),), True),
+    ("wrapcast", "Farcaster", "normal", 800, (_value_list((_required_text("id"),), None),), True),
     ("telegram", "Telegram", "html", 4096, (), False),
     ("nostr", "Nostr", "normal", 100000, (), False),
     ("vk", "VK", "normal", 2048, (), False),
@@ -2078,7 +2111,7 @@ _PROVIDER_TABLE = (
     ("hashnode", "Hashnode", "markdown", 10000, _HASHNODE_FIELDS, True),
     ("wordpress", "WordPress", "html", 100000, _WORDPRESS_FIELDS, True),
     ("listmonk", "ListMonk", "html", 100000000, _LISTMONK_FIELDS, True),
-    ("moltbook", "Moltbook", "normal", 300, (_text("submolt", required=True, min_length=1),), False),
+    ("moltbook", "Moltbook", "normal", 300, (_required_text("submolt", 1),), False),
     ("whop", "Whop", "markdown", 50000, _WHOP_FIELDS, True),
     ("skool", "Skool", "normal", 5000, _SKOOL_FIELDS, True),
     ("mewe", "MeWe", "normal", 63206, _MEWE_FIELDS, True),
@@ -2091,8 +2124,10 @@ def _field_schema(field: _Field) -> dict:
     if field.kind == "object":
         schema = _object_schema(field.fields)
     elif field.kind == "array":
-        items = _object_schema(field.fields) if field.items == "object" else {"type": field.items}
-        schema = {"items": items, "type": "array"}
+        schema = {"type": "array"}
+        if field.items:
+            schema = {"items": _object_schema(field.fields) if field.items == "object" else {"type": field.items},
+                      "type": "array"}
         if field.min_items is not None:
             schema["minItems"] = field.min_items
         if field.max_items is not None:
@@ -2109,7 +2144,7 @@ def _field_schema(field: _Field) -> dict:
         for key, value in (("minimum", field.minimum), ("maximum", field.maximum)):
             if value is not None:
                 schema[key] = value
-    if field.required:
+    if field.defined:
         schema["not"] = {"type": "null"}
     if field.description:
         schema["description"] = field.description
@@ -2118,7 +2153,7 @@ def _field_schema(field: _Field) -> dict:
 
 def _object_schema(fields: tuple) -> dict:
     schema = {"properties": {field.name: _field_schema(field) for field in fields}, "type": "object"}
-    required = [field.name for field in fields if field.required and field.when is None]
+    required = [field.name for field in fields if not field.optional and field.when is None]
     if required:
         schema["required"] = required
     return schema
@@ -2349,13 +2384,14 @@ def _parse_iso_date(text: str) -> Optional[str]:
     try:
         moment = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
                           int((fraction or "0")[:6].ljust(6, "0")), tzinfo=timezone.utc)
-    except ValueError:  # 2026-02-30, 25:00 ...
+        if offset and offset not in "Zz":
+            sign = 1 if offset[0] == "+" else -1
+            digits = offset[1:].replace(":", "")
+            moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    except (ValueError, OverflowError):  # 2026-02-30, 25:00, an offset before year 1 ...
         return None
-    if offset and offset not in "Zz":
-        sign = 1 if offset[0] == "+" else -1
-        digits = offset[1:].replace(":", "")
-        moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+            f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
 
 
 # class-validator's IsUrl, simplified; letter cases spelt out because (?i) on these ranges costs 20 ms to compile.
@@ -2367,58 +2403,73 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+_TYPE_MESSAGES = {"string": "must be a string", "date": "must be a valid ISO 8601 date string",
+                  "boolean": "must be a boolean value", "array": "must be an array",
+                  "number": "must be a number conforming to the specified constraints"}
+
+
+def _is_kind(kind: str, value: Any) -> bool:
+    if kind == "date":
+        return isinstance(value, str) and _parse_iso_date(value) is not None
+    if kind == "number":
+        return _is_number(value)
+    if kind == "object":
+        return value is None or isinstance(value, dict)
+    return isinstance(value, {"string": str, "boolean": bool, "array": list}[kind])
+
+
+def _failed_checks(field: _Field, value: Any, parent: dict) -> dict:
+    """check name -> class-validator's message, for each check of `field` that `value` fails.
+
+    As in class-validator, a missing value fails every check but @IsDefined's own."""
+    name = field.name
+    is_text = isinstance(value, str)
+    size = len(value) if isinstance(value, list) else None
+    tests = (
+        ("enum", field.enum is not None, lambda: value in field.enum,
+         lambda: f"must be one of the following values: {', '.join(field.enum)}"),
+        ("min_length", field.min_length is not None, lambda: is_text and len(value) >= field.min_length,
+         lambda: f"must be longer than or equal to {field.min_length} characters"),
+        ("max_length", field.max_length is not None, lambda: is_text and len(value) <= field.max_length,
+         lambda: f"must be shorter than or equal to {field.max_length} characters"),
+        ("pattern", field.pattern is not None, lambda: is_text and re.search(field.pattern, value) is not None,
+         lambda: f"must match /{field.pattern}/ regular expression"),
+        ("url", field.url, lambda: is_text and re.fullmatch(_URL_ADDRESS, value) is not None,
+         lambda: "must be a URL address"),
+        ("minimum", field.minimum is not None, lambda: _is_number(value) and value >= field.minimum,
+         lambda: f"must not be less than {_js_string(field.minimum)}"),
+        ("maximum", field.maximum is not None, lambda: _is_number(value) and value <= field.maximum,
+         lambda: f"must not be greater than {_js_string(field.maximum)}"),
+        ("min_items", field.min_items is not None, lambda: size is not None and size >= field.min_items,
+         lambda: f"must contain at least {field.min_items} elements"),
+        ("max_items", field.max_items is not None, lambda: size is not None and size <= field.max_items,
+         lambda: f"must contain no more than {field.max_items} elements"),
+        ("items", field.items == "number", lambda: size is None or all(map(_is_number, value)),
+         lambda: f"each value in {name} must be a number conforming to the specified constraints"),
+        # Postiz mostly writes a bare @IsIn, so an enum property is type-checked only when its order says so.
+        ("type", not (field.enum and "type" not in field.order), lambda: _is_kind(field.kind, value),
+         lambda: (f"nested property {name} must be either object or array" if field.kind == "object"
+                  else f"{name} {_TYPE_MESSAGES[field.kind]}")),
+    )
+    failed = {check: message() for check, applies, passes, message in tests if applies and not passes()}
+    for check in ("enum", "min_length", "max_length", "pattern", "url", "minimum", "maximum", "min_items",
+                  "max_items"):
+        if check in failed:
+            failed[check] = f"{name} {failed[check]}"
+    problem = field.extra_check(value, parent) if field.extra_check else None
+    if problem:
+        failed["extra"] = problem
+    return failed
+
+
 def _field_messages(field: _Field, value: Any, parent: dict) -> list:
     """class-validator's messages for one property, in the order Postiz's decorators produce them."""
+    custom = field.custom or {}
     messages = []
-    name = field.name
-    if field.required and value is None:
-        messages.append(f"{name} should not be null or undefined")
-    if field.kind in ("string", "date"):
-        is_text = isinstance(value, str)
-        if field.enum and value not in field.enum:
-            messages.append(f"{name} must be one of the following values: {', '.join(field.enum)}")
-        if field.min_length is not None and not (is_text and len(value) >= field.min_length):
-            messages.append(field.message or f"{name} must be longer than or equal to {field.min_length} characters")
-        if field.max_length is not None and not (is_text and len(value) <= field.max_length):
-            messages.append(f"{name} must be shorter than or equal to {field.max_length} characters")
-        if field.pattern and not (is_text and re.search(field.pattern, value)):
-            messages.append(f"{name} must match /{field.pattern}/ regular expression")
-        if field.url and not (is_text and re.fullmatch(_URL_ADDRESS, value)):
-            messages.append(f"{name} must be a URL address")
-    if field.extra_check is not None:
-        problem = field.extra_check(value, parent)
-        if problem:
-            messages.append(problem)
-    if field.kind == "date" and not (isinstance(value, str) and _parse_iso_date(value)):
-        messages.append(f"{name} must be a valid ISO 8601 date string")
-    elif field.kind == "string" and not field.enum and not isinstance(value, str):
-        messages.append(f"{name} must be a string")
-    elif field.kind == "boolean" and not isinstance(value, bool):
-        messages.append(f"{name} must be a boolean value")
-    elif field.kind == "number":
-        if not _is_number(value):
-            messages.append(f"{name} must be a number conforming to the specified constraints")
-        elif field.minimum is not None and value < field.minimum:
-            messages.append(f"{name} must not be less than {_js_string(field.minimum)}")
-        elif field.maximum is not None and value > field.maximum:
-            messages.append(f"{name} must not be greater than {_js_string(field.maximum)}")
-    elif field.kind == "object" and value is not None and not isinstance(value, dict):
-        messages.append(f"nested property {name} must be either object or array")
-    elif field.kind == "array":
-        messages.extend(_array_messages(field, value))
-    return messages
-
-
-def _array_messages(field: _Field, value: Any) -> list:
-    name = field.name
-    messages = [] if isinstance(value, list) else [f"{name} must be an array"]
-    size = len(value) if isinstance(value, list) else 0
-    if field.min_items is not None and size < field.min_items:
-        messages.append(f"{name} must contain at least {field.min_items} elements")
-    if field.max_items is not None and size > field.max_items:
-        messages.append(f"{name} must contain no more than {field.max_items} elements")
-    if field.items == "number" and isinstance(value, list) and not all(_is_number(item) for item in value):
-        messages.append(f"each value in {name} must be a number conforming to the specified constraints")
+    if field.defined and value is None:
+        messages.append(custom.get("defined", f"{field.name} should not be null or undefined"))
+    failed = _failed_checks(field, value, parent)
+    messages.extend(custom.get(check, failed[check]) for check in field.order or _DEFAULT_ORDER if check in failed)
     return messages
 
 
@@ -2551,8 +2602,10 @@ def _pinterest_problem(first: list) -> Optional[str]:
 
 
 def _reddit_problem(settings: dict, first: list) -> Optional[str]:
-    for entry in settings.get("subreddit") or ():
-        post_type = entry.get("value", {}).get("type") if isinstance(entry, dict) else None
+    entries = settings.get("subreddit")
+    for entry in entries if isinstance(entries, list) else ():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        post_type = value.get("type") if isinstance(value, dict) else None
         if post_type in ("image", "video", "videogif", "media") and len(first) != 1:
             return "When posting a media post, you must attached exactly one media file."
     return None
@@ -2571,15 +2624,18 @@ def _valid_content(content: Any, value: dict) -> Optional[str]:
 
 
 _POST_CONTENT_FIELDS = (
-    _text("content", required=True, extra_check=_valid_content), _text("id", optional=True),
+    _Field("content", "string", defined=True, extra_check=_valid_content), _text("id", optional=True),
     _Field("image", "array", items="object", fields=_MEDIA_FIELDS))
 _POST_FIELDS = (
-    _Field("integration", "object", required=True, fields=(_text("id", required=True),)),
-    _Field("value", "array", required=True, items="object", min_items=1, fields=_POST_CONTENT_FIELDS),
+    _Field("integration", "object", defined=True, fields=(_Field("id", "string", defined=True),)),
+    _Field("value", "array", defined=True, items="object", min_items=1, fields=_POST_CONTENT_FIELDS,
+           order=("type", "min_items")),
     _text("group", optional=True))
 _CREATE_POST_FIELDS = (
-    _text("order", optional=True), _flag("shortLink", required=True), _Field("inter", "number", optional=True),
-    _Field("date", "date", required=True), _Field("tags", "array", required=True, items="object", fields=_VALUE_LABEL))
+    _text("order", optional=True), _flag("shortLink", defined=True), _Field("inter", "number", optional=True),
+    _Field("date", "date", defined=True),
+    _Field("tags", "array", defined=True, items="object",
+           fields=(_Field("value", "string", defined=True), _Field("label", "string", defined=True))))
 
 
 def _post_validation_error(channel: dict, message: str) -> ApiError:
