@@ -10,9 +10,10 @@ Map of this file (each section starts with a banner comment):
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; response serialisation
   5. Server           the asyncio Protocol, timeouts, graceful shutdown, --workers
   6. Auth and limits  API keys, REQUEST_LIMIT per client, API_LIMIT per organization
-  7. API              routing table and the public API handlers (Postiz JSON shapes)
-  8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
-  9. CLI              init, serve, key rotate, version
+  7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
+  8. API              routing table and the public API handlers (Postiz JSON shapes)
+  9. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+ 10. CLI              init, serve, key rotate, org add/list, version
 """
 from __future__ import annotations
 
@@ -82,6 +83,19 @@ def utc_now_iso() -> str:
     """Timestamps as Postiz serialises them: ISO 8601, milliseconds, Z."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+
+def parse_iso_instant(text: Any) -> Optional["datetime.datetime"]:
+    """An aware UTC datetime for an ISO 8601 string as IsDateString accepts it (no offset = UTC), or None."""
+    import datetime
+    instant = _parse_iso_date(text) if isinstance(text, str) else None
+    return None if instant is None else datetime.datetime.strptime(instant, "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+def iso_ms(moment: "datetime.datetime") -> str:
+    """A UTC datetime as Postiz serialises instants (and rustiz stores them, so text order is time order)."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -370,6 +384,68 @@ MIGRATIONS: tuple = (
         blocked_until REAL
     );
     """,
+    """
+    ALTER TABLE organization ADD COLUMN timezone TEXT NOT NULL DEFAULT 'UTC';
+    CREATE TABLE post (
+        id TEXT PRIMARY KEY,
+        state TEXT NOT NULL DEFAULT 'QUEUE',
+        publish_date TEXT NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        integration_id TEXT NOT NULL REFERENCES integration(id),
+        content TEXT NOT NULL DEFAULT '',
+        delay INTEGER NOT NULL DEFAULT 0,
+        post_group TEXT NOT NULL,
+        parent_post_id TEXT REFERENCES post(id),
+        release_id TEXT,
+        release_url TEXT,
+        settings TEXT,
+        image TEXT,
+        creation_method TEXT NOT NULL DEFAULT 'API',
+        interval_in_days INTEGER,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX post_organization_date ON post(organization_id, publish_date);
+    CREATE INDEX post_organization_group ON post(organization_id, post_group);
+    CREATE INDEX post_integration ON post(integration_id, publish_date);
+    CREATE INDEX post_due ON post(state, publish_date) WHERE deleted_at IS NULL;
+    CREATE TABLE tag (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        color TEXT NOT NULL DEFAULT '#000000',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX tag_organization ON tag(organization_id, name);
+    CREATE TABLE tag_post (
+        post_id TEXT NOT NULL REFERENCES post(id),
+        tag_id TEXT NOT NULL REFERENCES tag(id),
+        PRIMARY KEY (post_id, tag_id)
+    );
+    CREATE TABLE notification (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        content TEXT NOT NULL,
+        link TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX notification_organization ON notification(organization_id, created_at);
+    CREATE TABLE idempotency_key (
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        response BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (organization_id, key)
+    );
+    """,
 )
 
 
@@ -380,6 +456,22 @@ class RateDecision(NamedTuple):
     remaining: int
     reset_seconds: int  # until the window ends
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
+
+
+class PostBeingPublished(Exception):
+    """A write would change a post the scheduler has claimed (state PUBLISHING); nothing was written."""
+
+    def __init__(self, post_id: str):
+        super().__init__(post_id)
+        self.post_id = post_id
+
+
+class IdempotentResponse(NamedTuple):
+    """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
+    key: str
+    request_hash: str
+    status: int
+    body: bytes
 
 
 class Store:
@@ -502,6 +594,14 @@ class Store:
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
+    def organization_summaries(self) -> list:
+        """Every organization with the number of its channels (deleted channels not counted)."""
+        rows = self._read(
+            "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
+            "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
+            "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
+        return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
+
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
         row = self._read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
@@ -539,6 +639,293 @@ class Store:
                 channel["customer"] = {"id": row[6], "name": row[7]}
             channels.append(channel)
         return channels
+
+    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
+        """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
+        row = self._read(
+            "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
+            "deleted_at FROM integration WHERE id = ? AND organization_id = ?"
+            + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
+        if row is None:
+            return None
+        try:
+            additional_settings = json.loads(row[6])
+        except ValueError:  # written by hand or by an older tool: treat as no extra settings
+            additional_settings = []
+        return {"id": row[0], "name": row[1], "provider_identifier": row[2], "picture": row[3],
+                "disabled": bool(row[4]), "profile": row[5],
+                "additional_settings": additional_settings if isinstance(additional_settings, list) else [],
+                "customer_id": row[7], "deleted": row[8] is not None}
+
+    # --- customers (groups) ---------------------------------------------------
+
+    def customers(self, organization_id: str) -> list:
+        rows = self._read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
+                          "ORDER BY created_at, id", (organization_id,))
+        return [{"id": row[0], "name": row[1]} for row in rows]
+
+    # Secrets (token, refreshToken) never leave the store: the Prisma row Postiz returns carries them,
+    # rustiz's channel rows do not.
+    _CHANNEL_COLUMNS = (
+        "id, internal_id, organization_id, name, picture, provider_identifier, type, disabled, token_expiration, "
+        "profile, deleted_at, created_at, updated_at, in_between_steps, refresh_needed, posting_times, "
+        "custom_instance_details, customer_id, root_internal_id, additional_settings")
+
+    @staticmethod
+    def _channel_row(row: tuple) -> dict:
+        """A channel in the shape of Postiz's Integration DB row (§7.1), JSON columns kept as strings."""
+        return {"id": row[0], "internalId": row[1], "organizationId": row[2], "name": row[3], "picture": row[4],
+                "providerIdentifier": row[5], "type": row[6], "disabled": bool(row[7]), "tokenExpiration": row[8],
+                "profile": row[9], "deletedAt": row[10], "createdAt": row[11], "updatedAt": row[12],
+                "inBetweenSteps": bool(row[13]), "refreshNeeded": bool(row[14]), "postingTimes": row[15],
+                "customInstanceDetails": row[16], "customerId": row[17], "rootInternalId": row[18],
+                "additionalSettings": row[19]}
+
+    def channel_row(self, organization_id: str, channel_id: str) -> Optional[dict]:
+        """A live channel of the organization as Postiz's Integration row (other organizations' ids: None)."""
+        row = self._read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ? "
+                         "AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
+        return None if row is None else self._channel_row(row)
+
+    def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
+        """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            deleted = db.execute("UPDATE integration SET deleted_at = ?, updated_at = ? "
+                                 "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
+                                 (now, now, channel_id, organization_id)).rowcount
+            if not deleted:
+                return None
+            db.execute("UPDATE post SET deleted_at = ?, updated_at = ? "
+                       "WHERE integration_id = ? AND organization_id = ? AND deleted_at IS NULL",
+                       (now, now, channel_id, organization_id))
+            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        return self._channel_row(row)
+
+    def organization_timezone(self, organization_id: str) -> str:
+        row = self._read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
+        return row[0] if row else "UTC"
+
+    # --- posts -------------------------------------------------------------------
+
+    _POST_COLUMNS = (
+        "p.id, p.state, p.publish_date, p.organization_id, p.integration_id, p.content, p.delay, p.post_group, "
+        "p.parent_post_id, p.release_id, p.release_url, p.settings, p.image, p.creation_method, "
+        "p.interval_in_days, p.error, p.created_at, p.updated_at, p.deleted_at")
+
+    @staticmethod
+    def _post_row(row: tuple) -> dict:
+        """A post in the shape of Postiz's Post DB row (§7.2); `state` may also be PUBLISHING here."""
+        return {"id": row[0], "state": row[1], "publishDate": row[2], "organizationId": row[3],
+                "integrationId": row[4], "content": row[5], "delay": row[6], "group": row[7],
+                "parentPostId": row[8], "releaseId": row[9], "releaseURL": row[10], "settings": row[11],
+                "image": row[12], "creationMethod": row[13], "intervalInDays": row[14], "error": row[15],
+                "createdAt": row[16], "updatedAt": row[17], "deletedAt": row[18]}
+
+    def post(self, organization_id: str, post_id: str) -> Optional[dict]:
+        """A live post of the organization (not deleted, on a channel that is not deleted)."""
+        row = self._read(f"SELECT {self._POST_COLUMNS} FROM post p JOIN integration i ON i.id = p.integration_id "
+                         "WHERE p.id = ? AND p.organization_id = ? AND p.deleted_at IS NULL "
+                         "AND i.deleted_at IS NULL", (post_id, organization_id)).fetchone()
+        return None if row is None else self._post_row(row)
+
+    def posts_by_id(self, organization_id: str, post_ids: list) -> dict:
+        """id -> post, for the live posts among `post_ids` (others are simply absent)."""
+        found: dict = {}
+        for start in range(0, len(post_ids), 500):
+            chunk = post_ids[start:start + 500]
+            rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+                              f"AND p.deleted_at IS NULL AND p.id IN ({','.join('?' * len(chunk))})",
+                              (organization_id, *chunk))
+            found.update((row[0], self._post_row(row)) for row in rows)
+        return found
+
+    def thread(self, organization_id: str, group: str) -> list:
+        """The live posts of one group in thread order: the root first, then each reply after its parent."""
+        rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+                          "AND p.post_group = ? AND p.deleted_at IS NULL", (organization_id, group))
+        by_parent: dict = {}
+        for row in rows:
+            by_parent.setdefault(row[8], []).append(self._post_row(row))
+        ordered: list = []
+        pending = sorted(by_parent.get(None, []), key=lambda post: post["createdAt"])
+        while pending:
+            post = pending.pop(0)
+            ordered.append(post)
+            pending[:0] = sorted(by_parent.get(post["id"], []), key=lambda child: child["createdAt"])
+        return ordered
+
+    def post_tags(self, post_ids: list) -> dict:
+        """post id -> [{"tag": Postiz Tags row}], for the tags linked to those posts."""
+        tags: dict = {}
+        for start in range(0, len(post_ids), 500):
+            chunk = post_ids[start:start + 500]
+            rows = self._read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
+                              "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
+                              f"WHERE tp.post_id IN ({','.join('?' * len(chunk))}) ORDER BY t.name", chunk)
+            for row in rows:
+                tags.setdefault(row[0], []).append({"tag": {
+                    "id": row[1], "name": row[2], "color": row[3], "orgId": row[4], "deletedAt": row[5],
+                    "createdAt": row[6], "updatedAt": row[7]}})
+        return tags
+
+    def root_posts_for_listing(self, organization_id: str, start: str, end: str,
+                               customer_id: Optional[str]) -> list:
+        """Root posts of live channels dated in [start, end], plus every recurring one (the caller expands them).
+
+        Each row is a post with `integration` {id, providerIdentifier, name, picture} added."""
+        sql = (f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture FROM post p "
+               "JOIN integration i ON i.id = p.integration_id "
+               "WHERE p.organization_id = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
+               "AND i.deleted_at IS NULL AND (p.publish_date BETWEEN ? AND ? OR p.interval_in_days IS NOT NULL)")
+        parameters: tuple = (organization_id, start, end)
+        if customer_id is not None:
+            sql += " AND i.customer_id = ?"
+            parameters += (customer_id,)
+        posts = []
+        for row in self._read(sql + " ORDER BY p.publish_date, p.id", parameters):
+            post = self._post_row(row)
+            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
+            posts.append(post)
+        return posts
+
+    def queued_publish_dates(self, channel_id: str, since: str) -> set:
+        """Publish dates (as stored) of the channel's queued root posts from `since` on."""
+        rows = self._read("SELECT publish_date FROM post WHERE integration_id = ? AND state = 'QUEUE' "
+                          "AND parent_post_id IS NULL AND deleted_at IS NULL AND publish_date >= ?",
+                          (channel_id, since))
+        return {row[0] for row in rows}
+
+    def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
+                   idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
+        """Write new and updated posts in one transaction.
+
+        `threads`: per channel, its rows root first, each a dict of post fields (snake_case keys of the
+        post table) with `existing` telling whether to update the row with that id instead of inserting.
+        Live posts of `replaced_groups` that are not rewritten here are soft-deleted. Tags are matched to
+        the organization's tags by name (unknown labels are ignored, as Postiz does) and linked to roots.
+        With `idempotency`, a response already stored under that key (in the last 24 h) is returned and
+        nothing is written; otherwise `idempotency` is stored with the posts, and None is returned.
+        """
+        now = utc_now_iso()
+        with self._writing() as db:
+            if idempotency is not None:
+                earlier = self._stored_response(db.execute, organization_id, idempotency.key)
+                if earlier is not None:
+                    return earlier
+            kept = [row["id"] for thread in threads for row in thread if row["existing"]]
+            # Checked inside the write transaction: the scheduler claims posts in one too, so no claim
+            # can slip in between this check and the writes below.
+            busy = db.execute(f"SELECT id FROM post WHERE state = 'PUBLISHING' AND id IN ({','.join('?' * len(kept))})",
+                              kept).fetchone()
+            if busy is not None:
+                raise PostBeingPublished(busy[0])
+            for group in replaced_groups:
+                db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                           f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
+                           (now, now, organization_id, group, *kept))
+            tag_ids = self._tag_ids(db, organization_id, tag_labels)
+            for thread in threads:
+                for row in thread:
+                    self._write_post(db, organization_id, row, now)
+                db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
+                db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
+                               [(thread[0]["id"], tag_id) for tag_id in tag_ids])
+            if idempotency is not None:
+                self._store_response(db, organization_id, idempotency)
+        return None
+
+    _POST_FIELDS = ("state", "publish_date", "integration_id", "content", "delay", "post_group", "parent_post_id",
+                    "settings", "image", "creation_method", "interval_in_days")
+
+    def _write_post(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:
+        values = tuple(row[field] for field in self._POST_FIELDS)
+        if row["existing"]:
+            # Back in the queue (or a draft) means the last failure no longer describes the post.
+            db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._POST_FIELDS)}, "
+                       "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
+                       "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
+                       (*values, row["state"], now, row["id"], organization_id))
+        else:
+            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, "
+                       f"{', '.join(self._POST_FIELDS)}) VALUES (?, ?, ?, ?{', ?' * len(values)})",
+                       (row["id"], organization_id, now, now, *values))
+
+    @staticmethod
+    def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
+        if not labels:
+            return []
+        rows = db.execute(f"SELECT id FROM tag WHERE organization_id = ? AND deleted_at IS NULL "
+                          f"AND name IN ({','.join('?' * len(labels))})", (organization_id, *labels))
+        return [row[0] for row in rows]
+
+    def update_post_fields(self, organization_id: str, post_ids: list, only_in_states: tuple = (),
+                           **fields: Any) -> int:
+        """Set the given columns (settings, state, release_id, ...) on live posts of the organization.
+
+        With `only_in_states`, posts that meanwhile moved to another state (the scheduler claimed them)
+        are left alone. Returns how many posts changed."""
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        state_check = f" AND state IN ({','.join('?' * len(only_in_states))})" if only_in_states else ""
+        with self._writing() as db:
+            return db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
+                              f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
+                              (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
+                              ).rowcount
+
+    def retry_failed_group(self, organization_id: str, group: str) -> int:
+        """Failed posts of a group back to the queue, their error cleared; returns how many."""
+        with self._writing() as db:
+            return db.execute("UPDATE post SET state = 'QUEUE', error = NULL, updated_at = ? "
+                              "WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
+                              "AND deleted_at IS NULL", (utc_now_iso(), organization_id, group)).rowcount
+
+    def delete_group(self, organization_id: str, group: str) -> int:
+        now = utc_now_iso()
+        with self._writing() as db:
+            return db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                              "AND post_group = ? AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
+
+    # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
+
+    IDEMPOTENCY_SECONDS = 24 * 3600
+
+    def stored_response(self, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
+        return self._stored_response(self._read, organization_id, key)
+
+    def _stored_response(self, execute: Callable, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
+        row = execute("SELECT request_hash, status, response FROM idempotency_key WHERE organization_id = ? "
+                    "AND key = ? AND created_at > ?", (organization_id, key, time.time() - self.IDEMPOTENCY_SECONDS)
+                    ).fetchone()
+        return None if row is None else IdempotentResponse(key, row[0], row[1], bytes(row[2]))
+
+    @staticmethod
+    def _store_response(db: sqlite3.Connection, organization_id: str, response: "IdempotentResponse") -> None:
+        db.execute("INSERT OR REPLACE INTO idempotency_key (organization_id, key, request_hash, status, response, "
+                   "created_at) VALUES (?, ?, ?, ?, ?, ?)", (organization_id, response.key, response.request_hash,
+                                                             response.status, response.body, time.time()))
+
+    def remember_response(self, organization_id: str, response: "IdempotentResponse") -> None:
+        """Store a response that wrote nothing (a refused request), unless the key was taken meanwhile."""
+        with self._writing() as db:
+            if self._stored_response(db.execute, organization_id, response.key) is None:
+                self._store_response(db, organization_id, response)
+
+    def forget_expired_idempotency_keys(self, now: float) -> int:
+        with self._writing() as db:
+            return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
+                              (now - self.IDEMPOTENCY_SECONDS,)).rowcount
+
+    # --- notifications --------------------------------------------------------------
+
+    def notifications(self, organization_id: str, offset: int, limit: int) -> tuple:
+        """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
+        total = self._read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
+                           (organization_id,)).fetchone()[0]
+        rows = self._read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
+                          "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                          (organization_id, limit, offset))
+        return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
 
     # --- rate limits ----------------------------------------------------------
 
@@ -815,9 +1202,9 @@ class RequestParser:
 _REASONS = {
     100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request",
     401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
-    429: "Too Many Requests", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-    503: "Service Unavailable", 505: "HTTP Version Not Supported",
+    408: "Request Timeout", 409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    500: "Internal Server Error", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 }
 _STATUS_LINES: dict = {}
 _CONTENT_TYPE_LINES: dict = {}
@@ -1434,7 +1821,932 @@ class Guard:
 
 
 # =============================================================================
-# 7. API: routing and the public API handlers
+# 7. Provider catalogue: the 35 Postiz providers and the validation of POST /posts
+# =============================================================================
+# Postiz describes every provider by a settings DTO (class-validator decorators). rustiz describes
+# each DTO once, as a tuple of _Field, and derives from it both the JSON Schema that
+# integration-settings returns (what class-validator-jsonschema 5.1 generates) and the validation
+# of POST /posts with class-validator 0.14's messages, prefixed by Nest's ValidationPipe.
+
+
+class _Field(NamedTuple):
+    """One DTO property. `kind`: string, date (an ISO 8601 string), boolean, number, object (nested) or array.
+
+    In the JSON Schema, a property is `required` unless optional or conditional (`when`), as
+    class-validator-jsonschema decides; `defined` (@IsDefined) adds "not": {"type": "null"}."""
+    name: str
+    kind: str
+    defined: bool = False  # @IsDefined: "should not be null or undefined"
+    optional: bool = False  # @IsOptional: null/undefined skips every other check
+    when: Optional[Callable[[dict], bool]] = None  # @ValidateIf(parent): false skips every check
+    enum: Optional[tuple] = None
+    min_length: Optional[int] = None
+    max_length: Optional[int] = None
+    pattern: Optional[str] = None
+    url: bool = False
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    fields: tuple = ()  # properties of a nested object, or of each array item when items == "object"
+    items: Optional[str] = None  # array element kind: "object", "string" or "number"
+    min_items: Optional[int] = None
+    max_items: Optional[int] = None
+    # The order of the checks' messages after "defined" (class-validator reports them in the reverse
+    # order of the decorators in Postiz's source); "type" is the check of `kind`. () = _DEFAULT_ORDER,
+    # where an enum property has no type check (Postiz mostly writes a bare @IsIn).
+    order: tuple = ()
+    custom: Optional[dict] = None  # check -> Postiz's own message, which does not name the property
+    description: Optional[str] = None
+    extra_check: Optional[Callable[[Any, dict], Optional[str]]] = None  # custom @Validate: (value, parent) -> message
+
+
+_DEFAULT_ORDER = ("enum", "min_length", "max_length", "pattern", "url", "minimum", "maximum", "min_items", "max_items",
+                  "items", "extra", "type")
+
+
+def _text(name: str, **options: Any) -> _Field:
+    return _Field(name, "string", **options)
+
+
+def _required_text(name: str, min_length: Optional[int] = None, **options: Any) -> _Field:
+    """Postiz's usual required string: @IsString() @MinLength(n) @IsDefined()."""
+    return _Field(name, "string", defined=True, min_length=min_length, **options)
+
+
+def _flag(name: str, **options: Any) -> _Field:
+    return _Field(name, "boolean", **options)
+
+
+def _choice(name: str, values: str, **options: Any) -> _Field:
+    return _Field(name, "string", enum=tuple(values.split()), **options)
+
+
+def _optional_url(name: str) -> _Field:
+    return _Field(name, "string", optional=True, url=True, order=("url", "type"))
+
+
+# Patterns of this section are kept as text: re compiles (and caches) each one the first time a post
+# needs it, so a server that never receives a post does not pay for them at start-up.
+_MEDIA_EXTENSION = r"(?i)\.(?:png|jpe?g|gif|webp|mp4)$"
+MEDIA_EXTENSION_MESSAGE = "File must have a valid extension: .png, .jpg, .jpeg, .gif, .webp, or .mp4"
+# Postiz's canonical-URL check for articles (medium, devto, hashnode), a link to one of the post's
+# other channels ("(post:...)") aside.
+_CANONICAL_URL = (r"^(|https?:\/\/(?:www\.|(?!www))[a-zA-Z0-9][a-zA-Z0-9-]+[a-zA-Z0-9]\.[^\s]{2,}|www\.[a-zA-Z0-9]"
+                  r"[a-zA-Z0-9-]+[a-zA-Z0-9]\.[^\s]{2,}|https?:\/\/(?:www\.|(?!www))[a-zA-Z0-9]+\.[^\s]{2,}|www\."
+                  r"[a-zA-Z0-9]+\.[^\s]{2,})$")
+
+
+def _media_path_problem(path: Any, media: dict) -> Optional[str]:
+    """Postiz only takes media whose path (before any query string) ends in an extension it can publish."""
+    if isinstance(path, str) and re.search(_MEDIA_EXTENSION, path.split("?", 1)[0]):
+        return None
+    return MEDIA_EXTENSION_MESSAGE
+
+
+_MEDIA_FIELDS = (_Field("id", "string", defined=True), _Field("path", "string", defined=True,
+                                                              extra_check=_media_path_problem),
+                 _text("alt", optional=True), _optional_url("thumbnail"))
+_TAG_FIELDS = (_text("value"), _text("label"))  # provider tags: @IsString only
+_NO_SETTINGS = "No additional settings required"
+
+
+def _media(name: str, **options: Any) -> _Field:
+    return _Field(name, "object", optional=True, fields=_MEDIA_FIELDS, **options)
+
+
+def _canonical(name: str) -> _Field:
+    return _Field(name, "string", optional=True, pattern=_CANONICAL_URL, custom={"pattern": "Invalid URL"},
+                  when=lambda settings: bool(settings.get(name)) and "(post:" not in str(settings.get(name)))
+
+
+def _not_article(settings: dict) -> bool:
+    return settings.get("post_type") != "article"
+
+
+def _is_article(settings: dict) -> bool:
+    return settings.get("post_type") == "article"
+
+
+def _youtube_tags_too_long(tags: Any, settings: dict) -> Optional[str]:
+    """Postiz counts every label, plus 2 for a label with whitespace (YouTube quotes it), up to 500."""
+    if not isinstance(tags, list):
+        return None
+    total = 0
+    for tag in tags:
+        label = str(tag.get("label", "")) if isinstance(tag, dict) else ""
+        total += len(label) + (2 if re.search(r"\s", label) else 0)
+    return "The maximum allowed is 500 characters in total for all tags." if total > 500 else None
+
+
+_X_FIELDS = (
+    _Field("community", "string", optional=True, pattern=r"^(https:\/\/x\.com\/i\/communities\/\d+)?$",
+           custom={"pattern": "Invalid X community URL. It should be in the format: "
+                              "https://x.com/i/communities/1493446837214187523"}),
+    _choice("who_can_reply_post", "everyone following mentionedUsers subscribers verified", when=_not_article),
+    _choice("post_type", "post article", optional=True, description=(
+        "post = a regular short post (plain text). article = a long-form X article: write the post content as "
+        "HTML (p, h1, h2, h3, ul, ol, li, strong, u, a) - the formatting is kept in the article")),
+    _text("article_title", min_length=1, when=_is_article,
+          description="The title of the article, required when post_type is article"),
+    _choice("article_status", "draft published", when=_is_article, description=(
+        "draft = save the article as a draft on X, published = publish it right away, required when post_type "
+        "is article")),
+    _media("article_cover", description="Optional cover image for the article, only used when post_type is article"),
+    _flag("made_with_ai", optional=True), _flag("paid_partnership", optional=True))
+_LINKEDIN_FIELDS = (_flag("post_as_images_carousel", optional=True), _text("carousel_name", optional=True))
+_REDDIT_VALUE_FIELDS = (
+    _required_text("subreddit", 2), _required_text("title", 2), _required_text("type", 2),
+    _Field("url", "string", defined=True, url=True, pattern=_CANONICAL_URL, custom={"pattern": "Invalid URL"},
+           order=("pattern", "url"),
+           when=lambda value: value.get("type") == "link" and "(post:" not in str(value.get("url"))),
+    _flag("is_flair_required", defined=True),
+    _Field("flair", "object", when=lambda value: bool(value.get("is_flair_required")), defined=True,
+           fields=(_required_text("id"), _required_text("name"))))
+_LEMMY_VALUE_FIELDS = (_required_text("subreddit", 2), _required_text("id"), _required_text("title", 2),
+                       _optional_url("url"))
+
+
+def _value_list(fields: tuple, min_items: Optional[int]) -> _Field:
+    """Reddit, Lemmy and Farcaster nest each entry as {"value": {...}} (@ArrayMinSize, no @IsArray)."""
+    value = _Field("value", "object", defined=True, fields=fields)
+    return _Field("subreddit", "array", items="object", fields=(value,), min_items=min_items, order=("min_items",))
+
+
+_PLAYBACK = (_required_text("id"), _text("title", optional=True), _text("artist", optional=True),
+             _text("image", optional=True), _Field("audio_volume", "number", optional=True, minimum=0, maximum=100),
+             _Field("video_volume", "number", optional=True, minimum=0, maximum=100))
+_INSTAGRAM_FIELDS = (
+    _choice("post_type", "post story", defined=True), _flag("is_trial_reel", optional=True),
+    _choice("graduation_strategy", "MANUAL SS_PERFORMANCE", optional=True),
+    _Field("collaborators", "array", optional=True, items="object", fields=(_required_text("label"),)),
+    _Field("audio", "object", optional=True, fields=_PLAYBACK))
+_FACEBOOK_FIELDS = (_optional_url("url"), _choice("post_type", "post story", optional=True),
+                    _text("text_format_preset_id", optional=True))
+_YOUTUBE_FIELDS = (
+    _required_text("title", 2, max_length=100), _choice("type", "public private unlisted", defined=True),
+    _choice("selfDeclaredMadeForKids", "yes no", optional=True), _media("thumbnail"),
+    _Field("tags", "array", optional=True, items="object", fields=_TAG_FIELDS, extra_check=_youtube_tags_too_long))
+_TIKTOK_FIELDS = (
+    _text("title", max_length=90, when=lambda settings: bool(settings.get("title"))),
+    _choice("privacy_level", "PUBLIC_TO_EVERYONE MUTUAL_FOLLOW_FRIENDS FOLLOWER_OF_CREATOR SELF_ONLY",
+            order=("type", "enum")),
+    _flag("duet"), _flag("stitch"), _flag("comment"), _choice("autoAddMusic", "yes no"),
+    _flag("brand_content_toggle"), _flag("brand_organic_toggle"), _flag("video_made_with_ai", optional=True),
+    _choice("content_posting_method", "DIRECT_POST UPLOAD", order=("type", "enum")),
+    _Field("music", "object", optional=True, fields=_PLAYBACK),
+    _Field("location", "object", optional=True,
+           fields=(_required_text("id"), _required_text("name"), _text("address", optional=True))))
+
+
+def _if_given(name: str, **options: Any) -> _Field:
+    """Pinterest's optional fields: @IsString() @ValidateIf((o) => !!o.name)."""
+    return _Field(name, "string", when=lambda settings: bool(settings.get(name)), **options)
+
+
+_PINTEREST_FIELDS = (
+    _if_given("title", max_length=100), _if_given("link", url=True, order=("url", "type")), _if_given("dominant_color"),
+    _required_text("board", 1, custom=dict.fromkeys(("defined", "min_length", "type"), "Board is required")))
+_DRIBBBLE_FIELDS = (_required_text("title", 1, custom={"min_length": "Title is required"}), _optional_url("team"))
+_CHANNEL_FIELDS = (_required_text("channel", 1, order=("type", "min_length")),)
+_TWITCH_FIELDS = (_choice("messageType", "message announcement", optional=True),
+                  _choice("announcementColor", "primary blue green orange purple", optional=True))
+_MEDIUM_FIELDS = (
+    _required_text("title", 2), _required_text("subtitle", 2), _canonical("canonical"),
+    _text("publication", optional=True), _Field("tags", "array", optional=True, max_items=4))
+_DEVTO_FIELDS = (
+    _required_text("title", 2), _media("main_image"), _canonical("canonical"), _text("organization", optional=True),
+    _Field("tags", "array", items="object", max_items=4, fields=(_Field("value", "number"), _text("label"))))
+_HASHNODE_FIELDS = (
+    _required_text("title", 6), _text("subtitle", optional=True, min_length=2), _media("main_image"),
+    _canonical("canonical"), _required_text("publication"),
+    _Field("tags", "array", items="object", fields=_TAG_FIELDS, min_items=1))
+_WORDPRESS_FIELDS = (
+    _required_text("title", 2), _media("main_image"), _required_text("type"),
+    _Field("categories", "array", optional=True, items="number"), _Field("tags", "array", optional=True, items="number"),
+    _choice("status", "publish draft pending private", optional=True, order=("enum", "type")))
+_LISTMONK_FIELDS = (_required_text("subject", 1), _required_text("preview"), _required_text("list"),
+                    _text("template", optional=True))
+_GMB_FIELDS = (
+    _choice("topicType", "STANDARD EVENT OFFER", optional=True),
+    _choice("callToActionType", "NONE BOOK ORDER SHOP LEARN_MORE SIGN_UP GET_OFFER CALL", optional=True),
+    _optional_url("callToActionUrl"),
+    *(_text(name, optional=True) for name in ("eventTitle", "eventStartDate", "eventEndDate", "eventStartTime",
+                                               "eventEndTime", "offerCouponCode")),
+    _optional_url("offerRedeemUrl"), _text("offerTerms", optional=True))
+_SKOOL_FIELDS = tuple(_required_text(name, 1) for name in ("group", "label", "title"))
+_WHOP_FIELDS = (_required_text("company", 1), _required_text("experience", 1), _text("title", optional=True))
+_MEWE_FIELDS = (_choice("postType", "timeline group", defined=True),
+                _required_text("group", when=lambda settings: settings.get("postType") == "group"))
+_TUMBLR_FIELDS = (_text("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
+                  _optional_url("sourceUrl"), _text("tags", optional=True, max_length=4096))
+
+# Rules strings of §8.2 ("" for every provider not listed).
+_LINKEDIN_RULES = ("LinkedIn can have maximum one attachment when selecting video, when choosing a carousel on LinkedIn "
+                   "minimum amount of attachment must be two, and only pictures, if uploading a video, LinkedIn can "
+                   "have only one attachment")
+_INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a story, it can have only one picture"
+_RULES = {
+    "x": ("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can also be "
+          "published as a long-form article (draft or published) when post_type is set to article "),
+    "linkedin": _LINKEDIN_RULES, "linkedin-page": _LINKEDIN_RULES,
+    "instagram": _INSTAGRAM_RULES, "instagram-standalone": _INSTAGRAM_RULES,
+    "facebook": ("Facebook posts can be text only, or include photos or a video. If it's a story, it must have at "
+                 "least one attachment (photo or video), and each media is published as a separate story."),
+    "youtube": "YouTube must have on video attachment, it cannot be empty",
+    "gmb": ("Google My Business posts can have text content and optionally one image. Posts can be updates, events, "
+            "or offers."),
+    "pinterest": ("Pinterest requires at least one media, if posting a video, you must have two attachment, one for "
+                  "video, one for the cover picture, When posting a video, there can be only one, if posting images, "
+                  "there can be maximum 5"),
+    "bluesky": "Bluesky can have maximum 1 video or 4 pictures in one post, it can also be without attachments",
+    "wrapcast": "Farcaster/Warpcast can only accept pictures",
+    "tiktok": "TikTok can have one video or one picture or multiple pictures, it cannot be without an attachment.",
+    "tiktok-business": ("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
+                        "be without an attachment."),
+}
+
+# Helper tools of §8.4: methodName, description, keys of dataSchema (all strings).
+_TOOLS = {
+    "devto": (("tags", "Tag list", ()), ("organizations", "Organization list", ())),
+    "discord": (("channels", "Channels", ()),),
+    "dribbble": (("teams", "Teams list", ()),),
+    "wrapcast": (("subreddits", "Search channels", ("word",)),),
+    "hashnode": (("tagsList", "Tags", ()), ("publications", "Publications", ())),
+    "instagram": (("audioSearch", 'Search audio (music or original sounds) to attach to a Reel via the "audio" '
+                                  "setting, an empty query returns trending audio", ("q", "type")),),
+    "lemmy": (("subreddits", "Search for Lemmy communities by keyword", ("word",)),),
+    "listmonk": (("list", "List of available lists", ()), ("templates", "List of available templates", ())),
+    "medium": (("publications", "List of publications", ()),),
+    "mewe": (("groups", "Groups", ()),),
+    "pinterest": (("boards", "List of boards", ()),),
+    "reddit": (("subreddits", "Get list of subreddits with information", ("word",)),
+               ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",))),
+    "skool": (("groups", "Groups", ()), ("label", "Label", ())),
+    "slack": (("channels", "Get list of channels", ()),),
+    "tiktok-business": (("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
+    "whop": (("companies", "Companies", ()), ("experiences", "Experiences", ("id",))),
+    "wordpress": (("postTypes", "Get list of post types", ()), ("categoriesList", "Get list of categories", ()),
+                  ("tagsList", "Get list of tags", ())),
+}
+
+# identifier, UI name, editor, maxLength, settings DTO, whether integration-settings shows the DTO's schema
+_PROVIDER_TABLE = (
+    ("x", "X", "html", 280, _X_FIELDS, True),
+    ("linkedin", "LinkedIn", "normal", 3000, _LINKEDIN_FIELDS, False),
+    ("linkedin-page", "LinkedIn Page", "normal", 3000, _LINKEDIN_FIELDS, False),
+    ("reddit", "Reddit", "normal", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), True),
+    ("instagram", "Instagram\n(Facebook Business)", "normal", 2200, _INSTAGRAM_FIELDS, True),
+    ("instagram-standalone", "Instagram\n(Standalone)", "normal", 2200, _INSTAGRAM_FIELDS, True),
+    ("facebook", "Facebook Page", "normal", 63206, _FACEBOOK_FIELDS, True),
+    ("threads", "Threads", "normal", 500, (), False),
+    ("youtube", "YouTube", "normal", 5000, _YOUTUBE_FIELDS, True),
+    ("gmb", "Google My Business", "normal", 1500, _GMB_FIELDS, True),
+    ("tiktok", "Tiktok", "normal", 2000, _TIKTOK_FIELDS, True),
+    ("tiktok-business", "TikTok", "normal", 2200, _TIKTOK_FIELDS, True),
+    ("pinterest", "Pinterest", "normal", 500, _PINTEREST_FIELDS, True),
+    ("dribbble", "Dribbble", "normal", 40000, _DRIBBBLE_FIELDS, True),
+    ("discord", "Discord", "markdown", 1980, _CHANNEL_FIELDS, True),
+    ("slack", "Slack", "normal", 400000, _CHANNEL_FIELDS, True),
+    ("kick", "Kick", "normal", 500, (), False),
+    ("twitch", "Twitch", "normal", 500, _TWITCH_FIELDS, True),
+    ("mastodon", "Mastodon", "normal", 500, (), False),
+    ("bluesky", "Bluesky", "normal", 300, (), False),
+    ("lemmy", "Lemmy", "normal", 10000, (_value_list(_LEMMY_VALUE_FIELDS, 1),), True),
+    ("wrapcast", "Farcaster", "normal", 800, (_value_list((_required_text("id"),), None),), True),
+    ("telegram", "Telegram", "html", 4096, (), False),
+    ("nostr", "Nostr", "normal", 100000, (), False),
+    ("vk", "VK", "normal", 2048, (), False),
+    ("medium", "Medium", "markdown", 100000, _MEDIUM_FIELDS, True),
+    ("devto", "Dev.to", "markdown", 100000, _DEVTO_FIELDS, True),
+    ("hashnode", "Hashnode", "markdown", 10000, _HASHNODE_FIELDS, True),
+    ("wordpress", "WordPress", "html", 100000, _WORDPRESS_FIELDS, True),
+    ("listmonk", "ListMonk", "html", 100000000, _LISTMONK_FIELDS, True),
+    ("moltbook", "Moltbook", "normal", 300, (_required_text("submolt", 1),), False),
+    ("whop", "Whop", "markdown", 50000, _WHOP_FIELDS, True),
+    ("skool", "Skool", "normal", 5000, _SKOOL_FIELDS, True),
+    ("mewe", "MeWe", "normal", 63206, _MEWE_FIELDS, True),
+    ("tumblr", "Tumblr", "normal", 32768, _TUMBLR_FIELDS, True),
+)
+
+
+def _field_schema(field: _Field) -> dict:
+    """The JSON Schema class-validator-jsonschema 5.1 generates for one property."""
+    if field.kind == "object":
+        schema = _object_schema(field.fields)
+    elif field.kind == "array":
+        schema = {"type": "array"}
+        if field.items:
+            schema = {"items": _object_schema(field.fields) if field.items == "object" else {"type": field.items},
+                      "type": "array"}
+        if field.min_items is not None:
+            schema["minItems"] = field.min_items
+        if field.max_items is not None:
+            schema["maxItems"] = field.max_items
+    else:
+        schema = {}
+        for key, value in (("minLength", field.min_length), ("maxLength", field.max_length),
+                           ("pattern", field.pattern), ("format", "url" if field.url else None)):
+            if value is not None:
+                schema[key] = value
+        schema["type"] = "string" if field.kind == "date" else field.kind
+        if field.enum:
+            schema["enum"] = list(field.enum)
+        for key, value in (("minimum", field.minimum), ("maximum", field.maximum)):
+            if value is not None:
+                schema[key] = value
+    if field.defined:
+        schema["not"] = {"type": "null"}
+    if field.description:
+        schema["description"] = field.description
+    return schema
+
+
+def _object_schema(fields: tuple) -> dict:
+    schema = {"properties": {field.name: _field_schema(field) for field in fields}, "type": "object"}
+    required = [field.name for field in fields if not field.optional and field.when is None]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+class ProviderSpec(NamedTuple):
+    """One Postiz provider as integration-settings describes it, and the settings DTO its posts must satisfy."""
+    identifier: str
+    name: str
+    editor: str  # normal, html or markdown: how the Postiz editor writes content for it
+    max_length: int
+    rules: str
+    settings: Union[dict, str]  # JSON Schema, or Postiz's "No additional settings required"
+    tools: list  # [{methodName, description, dataSchema}]
+    dto: tuple  # of _Field; () when Postiz validates nothing but __type
+
+
+def _build_providers() -> dict:
+    providers = {}
+    for identifier, name, editor, max_length, dto, exposed in _PROVIDER_TABLE:
+        settings: Union[dict, str] = _object_schema(dto) if exposed else _NO_SETTINGS
+        if identifier == "youtube":  # a quirk of the generator, kept because clients may look for it
+            settings["properties"]["tags"]["$ref"] = "#/definitions/Array"
+        tools = [{"methodName": method, "description": description,
+                  "dataSchema": [{"key": key, "type": "string", "description": key} for key in keys]}
+                 for method, description, keys in _TOOLS.get(identifier, ())]
+        providers[identifier] = ProviderSpec(identifier, name, editor, max_length, _RULES.get(identifier, ""),
+                                             settings, tools, dto)
+    return providers
+
+
+PROVIDERS: dict = _build_providers()
+
+# --- text: what Postiz counts and keeps ---------------------------------------
+
+# striptags: a tag runs from "<" to the next ">" outside quotes (or to the end of the text).
+_TAG = r"""<(?:"[^"]*"|'[^']*'|[^'">])*(?:>|$)"""
+
+
+def strip_html(html: str) -> str:
+    """The text Postiz measures: tags removed as by the striptags package (entities are left as written)."""
+    return re.sub(_TAG, "", html)
+
+
+# twitter-text 3: code points in these ranges weigh 1, every other one 2 (of 280); a URL weighs 23;
+# an emoji, even one joined from several code points, weighs 2.
+_LIGHT_RANGES = ((0, 4351), (8192, 8205), (8208, 8223), (8242, 8247))
+_URL = r"(?i)(?:https?://|www\.)[^\s<>]+"
+_EMOJI = ("[\U0001F000-\U0001FAFF\u2600-\u27BF][\uFE0F\U0001F3FB-\U0001F3FF]*"
+          "(?:\u200D[\U0001F000-\U0001FAFF\u2600-\u27BF\u2640\u2642][\uFE0F\U0001F3FB-\U0001F3FF]*)*")
+
+
+def x_weighted_length(text: str) -> int:
+    """X's count for `text` (twitter-text weighted length): what decides whether a post fits in 280."""
+    import unicodedata
+    text = unicodedata.normalize("NFC", text)
+    length = 0
+    for piece in re.split(_URL, text):
+        for index, chunk in enumerate(re.split(_EMOJI, piece)):
+            if index:
+                length += 2
+            for character in chunk:
+                point = ord(character)
+                length += 1 if any(low <= point <= high for low, high in _LIGHT_RANGES) else 2
+    return length + 23 * len(re.findall(_URL, text))
+
+
+def _is_verified(additional_settings: Any) -> bool:
+    return isinstance(additional_settings, list) and any(
+        isinstance(item, dict) and item.get("title") == "Verified" and item.get("value") is True
+        for item in additional_settings)
+
+
+def provider_max_length(identifier: str, channel_additional_settings: Any) -> int:
+    """The provider's maxLength; X allows 4000 to a channel marked Verified (X premium). 0: unknown provider."""
+    if identifier == "x" and _is_verified(channel_additional_settings):
+        return 4000
+    spec = PROVIDERS.get(identifier)
+    return spec.max_length if spec else 0
+
+
+def post_length(identifier: str, html: str, channel_additional_settings: Any) -> tuple:
+    """(length, limit) of one post's content as Postiz checks it before publishing."""
+    text = strip_html(html)
+    length = x_weighted_length(text) if identifier == "x" else len(text)
+    return length, provider_max_length(identifier, channel_additional_settings)
+
+
+# DOMPurify's configuration in Postiz: these tags and attributes survive, links only to these URIs;
+# other tags are unwrapped (their text kept) except these, which go with everything inside them.
+_ALLOWED_TAGS = frozenset("p br strong u a ul li h1 h2 h3 span".split())
+_ALLOWED_ATTRIBUTES = frozenset("href target rel class data-mention-id data-mention-label".split())
+_ALLOWED_URI = r"(?i)(?:https?:|mailto:|/|#)"
+_ATTRIBUTE_WHITESPACE = "[\u0000-\u0020\u00a0\u1680\u180e\u2000-\u2029\u205f\u3000]"
+_DROPPED_WITH_CONTENT = frozenset(
+    "annotation-xml audio colgroup desc foreignobject head iframe math mi mn mo ms mtext noembed noframes "
+    "noscript plaintext script style svg template thead title video xmp".split())
+_sanitizer_class: Optional[type] = None
+
+
+def _escape_html(text: str, quote: bool = False) -> str:
+    text = text.replace("&", "&amp;").replace("\u00a0", "&nbsp;")
+    return text.replace('"', "&quot;") if quote else text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _make_sanitizer_class() -> type:
+    from html.parser import HTMLParser  # only posting needs it; start-up does not
+
+    class Sanitizer(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.output: list = []
+            self.open_tags: list = []
+            self.dropping = 0  # depth inside elements removed with their content
+
+        def handle_starttag(self, tag: str, attributes: list) -> None:
+            if self.dropping or tag in _DROPPED_WITH_CONTENT:
+                self.dropping += tag in _DROPPED_WITH_CONTENT
+                return
+            if tag not in _ALLOWED_TAGS:
+                return
+            kept = "".join(f' {name}="{_escape_html(value or "", quote=True)}"' for name, value in attributes
+                           if name in _ALLOWED_ATTRIBUTES and (
+                               name != "href" or not value
+                               or re.match(_ALLOWED_URI, re.sub(_ATTRIBUTE_WHITESPACE, "", value))))
+            self._close_implied_by(tag)
+            self.output.append(f"<{tag}{kept}>")
+            if tag != "br":
+                self.open_tags.append(tag)
+
+        handle_startendtag = handle_starttag  # HTML has no self-closing tags: <p/> opens a p, <br/> is <br>
+
+        def _close_implied_by(self, tag: str) -> None:
+            """What a browser (and so DOMPurify) closes by itself: a new item ends the previous one, a block ends a p."""
+            innermost_list_tag = next((open_tag for open_tag in reversed(self.open_tags) if open_tag in ("li", "ul")),
+                                      None)
+            if tag == "li" and innermost_list_tag == "li":
+                self._close("li")
+            elif tag in ("p", "ul", "h1", "h2", "h3") and "p" in self.open_tags:
+                self._close("p")
+
+        def _close(self, tag: str) -> None:
+            while self.open_tags:
+                closed = self.open_tags.pop()
+                self.output.append(f"</{closed}>")
+                if closed == tag:
+                    break
+
+        def handle_endtag(self, tag: str) -> None:
+            if self.dropping:
+                self.dropping -= tag in _DROPPED_WITH_CONTENT
+            elif tag in self.open_tags:
+                self._close(tag)
+            elif tag == "br":  # browsers read </br> as <br>
+                self.output.append("<br>")
+
+        def handle_data(self, data: str) -> None:
+            if not self.dropping:
+                self.output.append(_escape_html(data))
+
+        def result(self) -> str:
+            self.close()
+            return "".join(self.output) + "".join(f"</{tag}>" for tag in reversed(self.open_tags))
+
+    return Sanitizer
+
+
+def sanitize_html(html: str) -> str:
+    """Post content as Postiz stores it after DOMPurify: allowed tags and attributes only, safe links only."""
+    global _sanitizer_class
+    if _sanitizer_class is None:
+        _sanitizer_class = _make_sanitizer_class()
+    sanitizer = _sanitizer_class()
+    sanitizer.feed(html)
+    return sanitizer.result()
+
+# --- validation of POST /posts: class-validator's checks and messages ----------
+
+def _js_string(value: Any) -> str:
+    """String(value) as JavaScript writes it (Nest converts DTO values to the declared type first)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+def _js_number(value: Any) -> Union[int, float]:
+    """Number(value) as JavaScript computes it; NaN for what is not a number."""
+    if isinstance(value, (bool, int, float)):
+        return int(value) if isinstance(value, bool) else value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text) if text else 0
+        except ValueError:
+            return math.nan
+        return int(number) if math.isfinite(number) and number == int(number) else number
+    return math.nan
+
+
+def _implicit_conversion(kind: str, value: Any) -> Any:
+    """Nest's ValidationPipe (enableImplicitConversion) converts scalars; arrays and null are left alone."""
+    if value is None or isinstance(value, list):
+        return value
+    if kind in ("string", "date"):
+        return _js_string(value)
+    if kind == "boolean":
+        return value if isinstance(value, bool) else not (value in ("", 0) or value != value)
+    if kind == "number":
+        return _js_number(value)
+    return value
+
+
+_ISO_8601 = (r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+             r"(Z|z|[+-]\d{2}(?::?\d{2})?)?)?")
+
+
+def _parse_iso_date(text: str) -> Optional[str]:
+    """An ISO 8601 date or date-time as a UTC instant 'YYYY-MM-DDTHH:MM:SS.mmmZ' (no offset = UTC), or None."""
+    from datetime import datetime, timedelta, timezone
+    match = re.fullmatch(_ISO_8601, text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                          int((fraction or "0")[:6].ljust(6, "0")), tzinfo=timezone.utc)
+        if offset and offset not in "Zz":
+            sign = 1 if offset[0] == "+" else -1
+            digits = offset[1:].replace(":", "")
+            moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    except (ValueError, OverflowError):  # 2026-02-30, 25:00, an offset before year 1 ...
+        return None
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+            f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
+
+
+# class-validator's IsUrl, simplified; letter cases spelt out because (?i) on these ranges costs 20 ms to compile.
+_URL_ADDRESS = (r"(?:(?:[hH][tT][tT][pP][sS]?|[fF][tT][pP])://)?(?:[^\s:@/]+(?::[^\s:@/]*)?@)?"
+                r"(?:[A-Za-z0-9\u00a1-\uffff-]+\.)+[A-Za-z\u00a1-\uffff]{2,}\.?(?::\d{1,5})?(?:[/?#]\S*)?")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_TYPE_MESSAGES = {"string": "must be a string", "date": "must be a valid ISO 8601 date string",
+                  "boolean": "must be a boolean value", "array": "must be an array",
+                  "number": "must be a number conforming to the specified constraints"}
+
+
+def _is_kind(kind: str, value: Any) -> bool:
+    if kind == "date":
+        return isinstance(value, str) and _parse_iso_date(value) is not None
+    if kind == "number":
+        return _is_number(value)
+    if kind == "object":
+        return value is None or isinstance(value, dict)
+    return isinstance(value, {"string": str, "boolean": bool, "array": list}[kind])
+
+
+def _failed_checks(field: _Field, value: Any, parent: dict) -> dict:
+    """check name -> class-validator's message, for each check of `field` that `value` fails.
+
+    As in class-validator, a missing value fails every check but @IsDefined's own."""
+    name = field.name
+    is_text = isinstance(value, str)
+    size = len(value) if isinstance(value, list) else None
+    tests = (
+        ("enum", field.enum is not None, lambda: value in field.enum,
+         lambda: f"must be one of the following values: {', '.join(field.enum)}"),
+        ("min_length", field.min_length is not None, lambda: is_text and len(value) >= field.min_length,
+         lambda: f"must be longer than or equal to {field.min_length} characters"),
+        ("max_length", field.max_length is not None, lambda: is_text and len(value) <= field.max_length,
+         lambda: f"must be shorter than or equal to {field.max_length} characters"),
+        ("pattern", field.pattern is not None, lambda: is_text and re.search(field.pattern, value) is not None,
+         lambda: f"must match /{field.pattern}/ regular expression"),
+        ("url", field.url, lambda: is_text and re.fullmatch(_URL_ADDRESS, value) is not None,
+         lambda: "must be a URL address"),
+        ("minimum", field.minimum is not None, lambda: _is_number(value) and value >= field.minimum,
+         lambda: f"must not be less than {_js_string(field.minimum)}"),
+        ("maximum", field.maximum is not None, lambda: _is_number(value) and value <= field.maximum,
+         lambda: f"must not be greater than {_js_string(field.maximum)}"),
+        ("min_items", field.min_items is not None, lambda: size is not None and size >= field.min_items,
+         lambda: f"must contain at least {field.min_items} elements"),
+        ("max_items", field.max_items is not None, lambda: size is not None and size <= field.max_items,
+         lambda: f"must contain no more than {field.max_items} elements"),
+        ("items", field.items == "number", lambda: size is None or all(map(_is_number, value)),
+         lambda: f"each value in {name} must be a number conforming to the specified constraints"),
+        # Postiz mostly writes a bare @IsIn, so an enum property is type-checked only when its order says so.
+        ("type", not (field.enum and "type" not in field.order), lambda: _is_kind(field.kind, value),
+         lambda: (f"nested property {name} must be either object or array" if field.kind == "object"
+                  else f"{name} {_TYPE_MESSAGES[field.kind]}")),
+    )
+    failed = {check: message() for check, applies, passes, message in tests if applies and not passes()}
+    for check in ("enum", "min_length", "max_length", "pattern", "url", "minimum", "maximum", "min_items",
+                  "max_items"):
+        if check in failed:
+            failed[check] = f"{name} {failed[check]}"
+    problem = field.extra_check(value, parent) if field.extra_check else None
+    if problem:
+        failed["extra"] = problem
+    return failed
+
+
+def _field_messages(field: _Field, value: Any, parent: dict) -> list:
+    """class-validator's messages for one property, in the order Postiz's decorators produce them."""
+    custom = field.custom or {}
+    messages = []
+    if field.defined and value is None:
+        messages.append(custom.get("defined", f"{field.name} should not be null or undefined"))
+    failed = _failed_checks(field, value, parent)
+    messages.extend(custom.get(check, failed[check]) for check in field.order or _DEFAULT_ORDER if check in failed)
+    return messages
+
+
+def _checked(fields: tuple, source: dict, path: str, errors: list) -> dict:
+    """Validate `source` against `fields`; append Nest's 'path.message' strings to errors; return the converted copy.
+
+    Nest prefixes each message with the path of the object holding the property, so a custom message
+    (one that does not start with the property's name) reads like 'posts.0.settings.Board is required'."""
+    result = dict(source)
+    prefix = path + "." if path else ""
+    for field in fields:
+        if field.when is not None and not field.when(source):
+            continue
+        value = _implicit_conversion(field.kind, result.get(field.name))
+        if value is None and field.optional:
+            continue
+        if field.name in result:
+            result[field.name] = value
+        errors.extend(prefix + message for message in _field_messages(field, value, source))
+        if field.kind == "object" and isinstance(value, dict):
+            result[field.name] = _checked(field.fields, value, prefix + field.name, errors)
+        elif field.kind == "array" and field.items == "object" and isinstance(value, list):
+            result[field.name] = [_checked_item(field, index, item, prefix, errors) for index, item in enumerate(value)]
+    return result
+
+
+def _checked_item(field: _Field, index: int, item: Any, prefix: str, errors: list) -> Any:
+    if isinstance(item, dict):
+        return _checked(field.fields, item, f"{prefix}{field.name}.{index}", errors)
+    errors.append(f"{prefix}{field.name}.nested property {index} must be either object or array")
+    return item
+
+
+# --- media rules before publishing (Postiz's checkValidity, §8.5) --------------
+
+def _is_video(media: Any) -> bool:
+    return isinstance(media, dict) and "mp4" in str(media.get("path", ""))
+
+
+def _media_rule_problem(identifier: str, settings: dict, values: list) -> Optional[str]:
+    """The first media rule of the provider that this post breaks, with Postiz's message; None when it fits."""
+    first = values[0]["image"]
+    videos = sum(map(_is_video, first))
+    if identifier == "bluesky":
+        for value in values:
+            if sum(map(_is_video, value["image"])) > 1:
+                return "You can only upload one video per post."
+            if len(value["image"]) > 4:
+                return "There can be maximum 4 pictures in a post."
+    elif identifier == "dribbble":
+        if len(first) != 1:
+            return "Requires one item"
+        if videos:
+            return "Does not support mp4 files"
+    elif identifier == "facebook" and settings.get("post_type") == "story" and not first:
+        return "Story should have at least one media"
+    elif identifier == "wrapcast" and any(_is_video(media) for value in values for media in value["image"]):
+        return "Can only accept images"
+    elif identifier == "gmb":
+        if len(first) > 1:
+            return "Google My Business posts can only have one image"
+        if videos:
+            return "Google My Business posts do not support video attachments"
+        if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
+            return "Event posts require an event title"
+    elif identifier in ("instagram", "instagram-standalone"):
+        return _instagram_problem(settings, first, videos)
+    elif identifier == "lemmy" and len(first) > 1:
+        return "You can set only one picture for a cover"
+    elif identifier in ("linkedin", "linkedin-page"):
+        if settings.get("post_as_images_carousel") and (len(first) < 2 or videos):
+            return "Carousel can only be created with 2 or more images and no videos."
+        if videos and len(first) > 1:
+            return "Can have maximum 1 media when selecting a video."
+        if any(value["image"] for value in values[1:]):
+            return "Comments can only contain text."
+    elif identifier == "pinterest":
+        return _pinterest_problem(first)
+    elif identifier == "reddit":
+        return _reddit_problem(settings, first)
+    elif identifier in ("tiktok", "tiktok-business"):
+        if not first:
+            return "No video / images selected"
+        if len(first) > 1 and videos:
+            return "Only pictures are supported when selecting multiple items"
+        if identifier == "tiktok-business" and len(first) > 35:
+            return "You can select up to 35 pictures"
+    elif identifier == "tumblr":
+        if len(first) - videos > 30:
+            return "Tumblr supports up to 30 images in one post."
+        if videos > 1:
+            return "Tumblr supports one uploaded video in one post."
+    elif identifier == "x" and settings.get("post_type") == "article":
+        if any(_is_video(media) for value in values for media in value["image"]):
+            return "X articles only support images"
+        if settings.get("article_status") == "draft" and len(values) > 1:
+            return "A draft article cannot have thread replies, remove them or publish the article"
+    elif identifier == "youtube":
+        if len(first) != 1:
+            return "You need one media"
+        if not videos:
+            return "Item must be a video"
+    return None
+
+
+def _instagram_problem(settings: dict, first: list, videos: int) -> Optional[str]:
+    if not first:
+        return "Should have at least one media"
+    if len(first) > 10:
+        return "Instagram carousel only supports up to 10 media attachments"
+    if settings.get("is_trial_reel"):
+        if len(first) != 1:
+            return "Trial Reels can only have one video"
+        if not videos:
+            return "Trial Reels must be a video"
+    return None
+
+
+def _pinterest_problem(first: list) -> Optional[str]:
+    if not first:
+        return "Requires at least one media"
+    if len(first) > 5:
+        return "You can only have up to 5 media items"
+    if _is_video(first[0]):
+        if len(first) == 1:
+            return "If posting a video you have to also include a cover image as second media"
+        if len(first) > 2:
+            return "If posting a video you can only have two media items"
+    return None
+
+
+def _reddit_problem(settings: dict, first: list) -> Optional[str]:
+    entries = settings.get("subreddit")
+    for entry in entries if isinstance(entries, list) else ():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        post_type = value.get("type") if isinstance(value, dict) else None
+        if post_type in ("image", "video", "videogif", "media") and len(first) != 1:
+            return "When posting a media post, you must attached exactly one media file."
+    return None
+
+
+# --- POST /posts: the whole pipeline before anything is stored -----------------
+
+def _valid_content(content: Any, value: dict) -> Optional[str]:
+    """Postiz's ValidContent: a post without media needs text (its message starts with a space, as Postiz's)."""
+    image = value.get("image")
+    if isinstance(image, list) and image:
+        return None
+    if isinstance(content, str) and strip_html(content):
+        return None
+    return " If images do not exist, content must be a non-empty string."
+
+
+_POST_CONTENT_FIELDS = (
+    _Field("content", "string", defined=True, extra_check=_valid_content), _text("id", optional=True),
+    _Field("image", "array", items="object", fields=_MEDIA_FIELDS))
+_POST_FIELDS = (
+    _Field("integration", "object", defined=True, fields=(_Field("id", "string", defined=True),)),
+    _Field("value", "array", defined=True, items="object", min_items=1, fields=_POST_CONTENT_FIELDS,
+           order=("type", "min_items")),
+    _text("group", optional=True))
+_CREATE_POST_FIELDS = (
+    _text("order", optional=True), _flag("shortLink", defined=True), _Field("inter", "number", optional=True),
+    _Field("date", "date", defined=True),
+    _Field("tags", "array", defined=True, items="object",
+           fields=(_Field("value", "string", defined=True), _Field("label", "string", defined=True))))
+
+
+def _post_validation_error(channel: dict, message: str) -> ApiError:
+    """Postiz's PostValidationException: which channel refused the post, and why."""
+    return ApiError(400, {"statusCode": 400, "provider": channel["provider_identifier"], "name": channel["name"],
+                          "message": message})
+
+
+def _channels_of(posts: Any, find_channel: Callable[[str], Optional[dict]]) -> list:
+    """Step 2 of Postiz's pipeline: every post names a channel of the organization (deleted ones count)."""
+    if not isinstance(posts, list) or not all(
+            isinstance(post, dict) and isinstance(post.get("integration"), dict) and post["integration"].get("id")
+            for post in posts):
+        raise bad_request("All posts must have an integration id")
+    channels = []
+    for post in posts:
+        channel_id = post["integration"]["id"]
+        channel = find_channel(channel_id) if isinstance(channel_id, str) else None
+        if channel is None:
+            raise bad_request(f"Integration with id {_js_string(channel_id)} not found")
+        channels.append(channel)
+    return channels
+
+
+def _checked_posts(posts: list, channels: list, errors: list) -> list:
+    """Each post's DTO, then its settings against the DTO of its channel's provider (`__type` is the channel's)."""
+    checked = []
+    for index, (post, channel) in enumerate(zip(posts, channels)):
+        path = f"posts.{index}"
+        result = _checked(_POST_FIELDS, post, path, errors)
+        raw_settings = post.get("settings")
+        settings = {**(raw_settings if isinstance(raw_settings, dict) else {}),
+                    "__type": channel["provider_identifier"]}
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        result["settings"] = _checked(spec.dto, settings, path + ".settings", errors) if spec else settings
+        checked.append(result)
+    return checked
+
+
+def _planned_values(values: list) -> list:
+    return [{"id": value.get("id") if isinstance(value.get("id"), str) else None,
+             "content": sanitize_html(value["content"]),
+             "delay": _delay_minutes(value.get("delay")), "image": value["image"]} for value in values]
+
+
+def _delay_minutes(delay: Any) -> int:
+    """A comment's delay in minutes; Postiz reads it from the raw body, so anything not a number is 0."""
+    minutes = _js_number(delay) if delay is not None else 0
+    return int(minutes) if _is_number(minutes) else 0
+
+
+def _check_before_publishing(post_type: str, posts: list, channels: list) -> None:
+    """Step 3 (Postiz's validatePosts): content or media always; media rules and length unless a draft."""
+    for post, channel in zip(posts, channels):
+        identifier = channel["provider_identifier"]
+        for value in post["values"]:
+            if not strip_html(value["content"]).strip() and not value["image"]:
+                raise _post_validation_error(channel, "Your post should have at least one character or one image.")
+        if post_type == "draft":
+            continue
+        problem = _media_rule_problem(identifier, post["settings"], post["values"])
+        if problem:
+            raise _post_validation_error(channel, problem)
+        article = identifier == "x" and post["settings"].get("post_type") == "article"
+        for value in post["values"]:
+            length, limit = post_length(identifier, value["content"], channel.get("additional_settings"))
+            if limit and length > (100000 if article else limit):
+                raise _post_validation_error(channel, "post is too long, please fix it")
+
+
+def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]]) -> dict:
+    """Validate a POST /public/v1/posts body exactly as Postiz does and return the plan to store; raises ApiError.
+
+    `find_channel(id)` returns the caller's organization's channel (deleted ones too) as
+    {"id", "name", "provider_identifier", "additional_settings": list, "disabled", ...}, or None.
+    Errors, in Postiz's order: 400 "All posts must have an integration id" / "Integration with id X not
+    found"; the ValidationPipe's 400 array of "path message"; a channel's PostValidationException."""
+    body = body if isinstance(body, dict) else {}
+    posts = body.get("posts")
+    channels = _channels_of(posts, find_channel)
+    errors: list = []
+    # Postiz validates every body as type "schedule", so provider settings are checked even for drafts.
+    top = _checked(_CREATE_POST_FIELDS, body, "", errors)
+    if not posts:
+        errors.append("posts must contain at least 1 elements")
+    checked_posts = _checked_posts(posts, channels, errors)
+    if errors:
+        raise bad_request(errors)
+    post_type = body.get("type") if body.get("type") in ("draft", "now", "update") else "schedule"
+    date = utc_now_iso()[:17] + "00.000Z" if post_type == "now" else _parse_iso_date(top["date"])
+    plan_posts = [{"integration": channel, "group": post.get("group"), "settings": post["settings"],
+                   "values": _planned_values(post["value"])} for post, channel in zip(checked_posts, channels)]
+    _check_before_publishing(post_type, plan_posts, channels)
+    inter = top.get("inter")
+    return {"type": post_type, "date": date, "shortLink": top["shortLink"],
+            "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter is not None else None,
+            "republish": body.get("republish") is True,
+            "creationMethod": "CLI" if body.get("creationMethod") == "CLI" else "API", "posts": plan_posts}
+
+
+# =============================================================================
+# 8. API: routing and the public API handlers
 # =============================================================================
 
 class Route(NamedTuple):
@@ -1454,6 +2766,8 @@ class App:
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
+        ChannelsApi(store).register(self)
+        PostsApi(store).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -1523,7 +2837,10 @@ class App:
             organization = self.guard.organization(request)
             if type(organization) is Response:
                 return organization
-            response = route.handler(request, organization)
+            try:
+                response = route.handler(request, organization)
+            except ApiError as refused:  # a refused create post still shows what it cost, as in Postiz
+                response = refused.response()
         else:
             response = route.handler(request)
         if rate_headers:
@@ -1537,9 +2854,10 @@ class App:
                                          f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs in the primary worker only: forget rate-limit windows that have ended."""
+        """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended."""
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
+            self.store.forget_expired_idempotency_keys(time.time())
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
         loop.call_later(300, self.housekeeping, loop)
@@ -1559,8 +2877,529 @@ class App:
         return json_response(self.store.integrations(organization_id, group or None))
 
 
+class ChannelsApi:
+    """What clients ask about a channel before posting (settings schema, helper tools) and the groups."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: App) -> None:
+        app.add_api("GET", "/integration-settings/:id", self.integration_settings)
+        app.add_api("POST", "/integration-trigger/:id", self.integration_trigger)
+        app.add_api("GET", "/groups", self.groups)
+
+    def _channel(self, request: Request, organization_id: str) -> dict:
+        channel = self.store.channel(organization_id, request.params["id"])
+        if channel is None:  # another organization's channel too: its existence is not revealed
+            raise ApiError(404, {"msg": "Integration not found"})
+        return channel
+
+    def integration_settings(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
+            return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
+        return json_response({"output": {
+            "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
+            "settings": spec.settings, "tools": spec.tools}})
+
+    def integration_trigger(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        if channel["provider_identifier"] not in PROVIDERS:
+            raise ApiError(404, {"msg": "Integration provider not found"})
+        request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
+        # No provider helper tool is implemented in rustiz yet, so every methodName is one Postiz
+        # would not find for this provider.
+        raise ApiError(404, {"msg": "Tool not found"})
+
+    def groups(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.customers(organization_id))
+
+
+# --- posts, notifications, slots, analytics -------------------------------------------------------
+
+POST_NOT_FOUND = "Post not found"
+INTEGRATION_NOT_FOUND = "Integration not found"
+NOTIFICATIONS_PER_PAGE = 100
+SLOT_SEARCH_DAYS = 400
+
+
+def postiz_state(state: str) -> str:
+    """Postiz knows four states; a post rustiz's scheduler is publishing right now is still QUEUE there."""
+    return "QUEUE" if state == "PUBLISHING" else state
+
+
+def _json_object(request: Request) -> dict:
+    """The body as a JSON object; other JSON (a list, a number) counts as an empty object, as Nest's DTOs do."""
+    body = request.json()
+    return body if isinstance(body, dict) else {}
+
+
+def _load_json(text: Optional[str], default: Any) -> Any:
+    return default if text is None else json.loads(text)
+
+
+def _being_published(post_id: str) -> ApiError:
+    return nest_error(409, f"Post {post_id} is being published right now; wait until it is PUBLISHED or ERROR "
+                           f"(GET /posts/{post_id}), then change it")
+
+
+def _post_view(post: dict) -> dict:
+    """One post in rustiz's own shape: JSON columns decoded, the real state (PUBLISHING by name)."""
+    return {"id": post["id"], "group": post["group"], "parentPostId": post["parentPostId"], "state": post["state"],
+            "publishDate": post["publishDate"], "content": post["content"], "image": _load_json(post["image"], []),
+            "settings": _load_json(post["settings"], {}), "delay": post["delay"],
+            "intervalInDays": post["intervalInDays"], "creationMethod": post["creationMethod"],
+            "releaseId": post["releaseId"], "releaseURL": post["releaseURL"], "error": post["error"],
+            "createdAt": post["createdAt"], "updatedAt": post["updatedAt"]}
+
+
+def _listing_item(post: dict, tags: list) -> dict:
+    """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string."""
+    return {"id": post["id"], "content": post["content"], "publishDate": post["publishDate"],
+            "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
+            "intervalInDays": post["intervalInDays"], "group": post["group"],
+            "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
+            "integration": post["integration"]}
+
+
+def _occurrences(first: "datetime.datetime", every_days: int, start: "datetime.datetime",
+                 end: "datetime.datetime") -> list:
+    """The dates of a post repeating every `every_days` from `first` that fall within [start, end]."""
+    import datetime
+    step = datetime.timedelta(days=every_days)
+    skipped = max(0, math.ceil((start - first) / step))
+    dates, moment = [], first + skipped * step
+    while moment <= end:
+        dates.append(moment)
+        moment += step
+    return dates
+
+
+def _posting_minutes(posting_times: str) -> list:
+    """Minutes after local midnight from a channel's postingTimes JSON ([{"time": 120}, ...]), sorted."""
+    try:
+        entries = json.loads(posting_times)
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)}
+    return sorted(minute for minute in minutes if type(minute) is int and 0 <= minute < 24 * 60)
+
+
+def _timezone(name: str) -> "datetime.tzinfo":
+    """The organization's IANA zone; UTC needs no tz database, and an unknown name falls back to UTC."""
+    import datetime
+    if name == "UTC":
+        return datetime.timezone.utc
+    try:
+        from zoneinfo import ZoneInfo
+        return ZoneInfo(name)
+    except (ImportError, ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        log(f"unknown organization timezone {name!r}; using UTC for posting slots")
+        return datetime.timezone.utc
+
+
+class PostsApi:
+    """The posts routes (Postiz's and rustiz's additions), notifications, posting slots and analytics.
+
+    Every lookup is scoped by the caller's organization: another organization's id answers exactly
+    like an id that never existed."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: "App") -> None:
+        app.add_api("GET", "/posts", self.list_posts)
+        app.add_api("POST", "/posts", self.create_posts)
+        # Registered before /posts/:id/... so that /posts/group/<x> always means a group.
+        app.add_api("DELETE", "/posts/group/:group", self.delete_group)
+        app.add_api("GET", "/posts/:id", self.get_post)
+        app.add_api("PUT", "/posts/:id", self.edit_post)
+        app.add_api("DELETE", "/posts/:id", self.delete_post)
+        app.add_api("PUT", "/posts/:id/settings", self.update_settings)
+        app.add_api("PUT", "/posts/:id/status", self.change_status)
+        app.add_api("PUT", "/posts/:id/release-id", self.link_release)
+        app.add_api("GET", "/posts/:id/missing", self.missing_releases)
+        app.add_api("POST", "/posts/:id/retry", self.retry)
+        app.add_api("GET", "/notifications", self.notifications)
+        app.add_api("GET", "/find-slot/:id", self.find_slot)
+        app.add_api("GET", "/analytics/post/:postId", self.post_analytics)
+        app.add_api("GET", "/analytics/:integration", self.channel_analytics)
+        app.add_api("DELETE", "/integrations/:id", self.delete_channel)
+
+    def _post_or_404(self, organization_id: str, post_id: str) -> dict:
+        post = self.store.post(organization_id, post_id)
+        if post is None:
+            raise not_found(POST_NOT_FOUND)
+        return post
+
+    def list_posts(self, request: Request, organization_id: str) -> Response:
+        """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
+
+        Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window."""
+        query = request.query
+        start, end = parse_iso_instant(query.get("startDate")), parse_iso_instant(query.get("endDate"))
+        if start is None or end is None:
+            raise bad_request([f"{name} must be a valid ISO 8601 date string"
+                               for name, value in (("startDate", start), ("endDate", end)) if value is None])
+        first, last = iso_ms(start), iso_ms(end)
+        posts = self.store.root_posts_for_listing(organization_id, first, last, query.get("customer") or None)
+        tags = self.store.post_tags([post["id"] for post in posts])
+        listed = []
+        for post in posts:
+            item = _listing_item(post, tags.get(post["id"], []))
+            every_days = post["intervalInDays"]
+            if not every_days or every_days < 1:  # not recurring after all: listed only when in the window
+                if first <= post["publishDate"] <= last:
+                    listed.append(item)
+                continue
+            for moment in _occurrences(parse_iso_instant(post["publishDate"]), every_days, start, end):
+                listed.append({**item, "publishDate": iso_ms(moment), "actualDate": post["publishDate"]})
+        return json_response({"posts": listed})
+
+    def get_post(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
+        return json_response(self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"])))
+
+    def _full_view(self, organization_id: str, post: dict) -> dict:
+        thread = self.store.thread(organization_id, post["group"])
+        position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
+        channel = self.store.channel_row(organization_id, post["integrationId"])
+        view = _post_view(post)
+        view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
+                               "name": channel["name"], "picture": channel["picture"]}
+        view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
+        view["thread"] = [_post_view(reply) for reply in thread[position + 1:]]
+        return view
+
+    def delete_post(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
+        post = self._post_or_404(organization_id, request.params["id"])
+        self.store.delete_group(organization_id, post["group"])
+        return json_response({"error": True})
+
+    def delete_group(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+        self.store.delete_group(organization_id, request.params["group"])
+        return json_response({"error": True})
+
+    def change_status(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/status {"status": "draft"|"schedule"}: the whole thread becomes DRAFT or QUEUE."""
+        status = _json_object(request).get("status")
+        if status not in ("draft", "schedule"):
+            raise bad_request(["status must be one of the following values: draft, schedule"])
+        post = self.store.post(organization_id, request.params["id"])
+        if post is None:  # Postiz answers 400 here, not 404
+            raise bad_request(POST_NOT_FOUND)
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request(f"Only scheduled posts that were not published yet (or drafts) can change status; "
+                              f"post {post['id']} is {post['state']}"
+                              + (" (use POST /posts/:id/retry to try a failed post again)"
+                                 if post["state"] == "ERROR" else ""))
+        state = "DRAFT" if status == "draft" else "QUEUE"
+        thread = self.store.thread(organization_id, post["group"])
+        if state == "QUEUE" and post["state"] == "DRAFT":
+            # Drafts skip the media and length rules; a draft entering the queue must pass them now.
+            self._revalidate(organization_id, thread, settings=_load_json(thread[0]["settings"], {}),
+                             request_type="update")
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"), state=state):
+            raise _being_published(post["id"])
+        return json_response({"id": post["id"], "state": state})
+
+    def link_release(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/release-id: tell rustiz which platform post a "missing" release is; the Post row."""
+        release_id = _json_object(request).get("releaseId")
+        if not isinstance(release_id, str) or not release_id:
+            raise bad_request(["releaseId must be a string", "releaseId should not be empty"])
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["releaseId"] != "missing":
+            raise bad_request(f"Post {post['id']} is not waiting for its release id (releaseId is "
+                              f"{_encode_json(post['releaseId'])}); only a post whose releaseId is \"missing\" "
+                              f"can be linked to a platform post")
+        self.store.update_post_fields(organization_id, [post["id"]], release_id=release_id)
+        row = self.store.post(organization_id, post["id"])
+        # Postiz's row also has columns rustiz does not keep (titles, the marketplace's); they are empty there too.
+        return json_response({**row, "state": postiz_state(row["state"]), "title": None, "description": None,
+                              "submittedForOrderId": None, "submittedForOrganizationId": None,
+                              "approvedSubmitForOrder": "NO", "lastMessageId": None})
+
+    def missing_releases(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id/missing: recent platform posts to link a "missing" release to.
+
+        Always [] for now: none of rustiz's providers can list a platform's posts yet, and an empty
+        list is what Postiz answers for providers without that ability."""
+        self._post_or_404(organization_id, request.params["id"])
+        return json_response([])
+
+    def retry(self, request: Request, organization_id: str) -> Response:
+        """POST /posts/:id/retry (rustiz): the failed parts of the post's thread go back to the queue."""
+        post = self._post_or_404(organization_id, request.params["id"])
+        if not self.store.retry_failed_group(organization_id, post["group"]):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
+                                  f"only a post in ERROR can be retried")
+        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])), 201)
+
+    def notifications(self, request: Request, organization_id: str) -> Response:
+        """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
+        page_text = request.query.get("page", "0").strip()
+        if not page_text.isdigit() or not page_text.isascii():
+            raise bad_request("Validation failed (numeric string is expected)")
+        page = int(page_text)
+        offset = page * NOTIFICATIONS_PER_PAGE if page < 2**40 else 2**62  # SQLite offsets are 64-bit
+        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        return json_response({"notifications": items, "total": total, "page": page,
+                              "limit": NOTIFICATIONS_PER_PAGE, "hasMore": offset + len(items) < total})
+
+    def find_slot(self, request: Request, organization_id: str) -> Response:
+        """GET /find-slot/:id: the next posting time of the channel, in the future, without a queued post.
+
+        Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
+        an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
+        `timezone`."""
+        import datetime
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        if channel["disabled"]:
+            raise bad_request(f"Channel {channel['name']} is disabled; enable it before looking for a slot on it")
+        minutes = _posting_minutes(channel["postingTimes"])
+        if not minutes:
+            raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
+        zone_name = self.store.organization_timezone(organization_id)
+        zone = _timezone(zone_name)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        taken = {date[:16] for date in self.store.queued_publish_dates(channel["id"], iso_ms(now)[:16])}
+        today = now.astimezone(zone).date()
+        for day in range(SLOT_SEARCH_DAYS):
+            midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
+            for minute in minutes:
+                local = midnight + datetime.timedelta(minutes=minute)
+                slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+                if slot > now and iso_ms(slot)[:16] not in taken:
+                    return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
+                                          "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+        raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
+                              f"days already has a queued post")
+
+    # No provider of rustiz reports analytics yet: an empty list, never invented numbers.
+    def channel_analytics(self, request: Request, organization_id: str) -> Response:
+        if self.store.channel(organization_id, request.params["integration"]) is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response([])
+
+    def post_analytics(self, request: Request, organization_id: str) -> Response:
+        post = self._post_or_404(organization_id, request.params["postId"])
+        return json_response({"missing": True} if post["releaseId"] == "missing" else [])
+
+    def delete_channel(self, request: Request, organization_id: str) -> Response:
+        """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
+        channel = self.store.delete_channel(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
+
+    def create_posts(self, request: Request, organization_id: str) -> Response:
+        """POST /posts: Postiz's CreatePost body -> one thread per channel -> 201 [{postId, integration}].
+
+        With an Idempotency-Key header, a retry within 24 h (same key, same body) gets the first answer
+        again and changes nothing; the same key with another body is refused (422)."""
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return self._create_posts(request, organization_id, None)
+        if not key or len(key) > 255:
+            raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
+        request_hash = hashlib.sha256(request.body).hexdigest()
+        claim = IdempotentResponse(key, request_hash, 0, b"")
+        earlier = self.store.stored_response(organization_id, key)
+        if earlier is not None:
+            return self._replay(earlier, claim)
+        try:
+            return self._create_posts(request, organization_id, claim)
+        except ApiError as refused:
+            # A refused request is answered the same way when retried, so its answer is kept too.
+            self.store.remember_response(organization_id, claim._replace(status=refused.status,
+                                                                         body=json_dumps(refused.body)))
+            raise
+
+    @staticmethod
+    def _replay(earlier: IdempotentResponse, claim: IdempotentResponse) -> Response:
+        if earlier.request_hash != claim.request_hash:
+            raise nest_error(422, f"Idempotency-Key {claim.key!r} was already used in the last 24 hours for a "
+                                  f"different request body; send a new key for a new request, or the same "
+                                  f"body to get the first answer again")
+        return Response(earlier.status, earlier.body, "application/json; charset=utf-8",
+                        [("Idempotent-Replayed", "true")])
+
+    def _create_posts(self, request: Request, organization_id: str,
+                      claim: Optional[IdempotentResponse]) -> Response:
+        plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
+            organization_id, channel_id, include_deleted=True))
+        threads, replaced_groups = self._thread_rows(organization_id, plan)
+        body = json_dumps([{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
+                           for thread in threads])
+        try:
+            earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
+                                            claim and claim._replace(status=201, body=body))
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
+        if earlier is not None:  # a twin request with the same key was saved while this one was validated
+            return self._replay(earlier, claim)
+        return Response(201, body, "application/json; charset=utf-8")
+
+    def _thread_rows(self, organization_id: str, plan: dict, keep_group: Optional[str] = None) -> tuple:
+        """The rows to write for a validated plan, and the groups whose leftover posts are to be deleted.
+
+        A value id naming a live post of the organization updates that post in place, and the rest of
+        its old group is replaced (a thread edit that drops a reply deletes it); an unknown id is ignored.
+        A `group` given in the body soft-deletes that group's posts (Postiz's edit semantics)."""
+        wanted = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
+        existing = self.store.posts_by_id(organization_id, wanted) if wanted else {}
+        replaced_groups = {post["group"] for post in plan["posts"] if post.get("group")}
+        threads, claimed = [], set()
+        for post in plan["posts"]:
+            current = [existing.get(value.get("id")) if value.get("id") not in claimed else None
+                       for value in post["values"]]
+            claimed.update(row["id"] for row in current if row)
+            self._refuse_unsafe_rewrite(plan, post, current)
+            replaced_groups.update(row["group"] for row in current if row)
+            state = self._state_after_write(plan["type"], current[0])
+            group, parent, rows = keep_group or new_uuid(), None, []
+            for value, row in zip(post["values"], current):
+                post_id = row["id"] if row else new_cuid()
+                rows.append({"id": post_id, "existing": row is not None, "state": state, "publish_date": plan["date"],
+                             "integration_id": post["integration"]["id"], "content": value["content"],
+                             "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
+                             "settings": _encode_json(post["settings"]), "image": _encode_json(value["image"]),
+                             "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter")})
+                parent = post_id
+            threads.append(rows)
+        return threads, replaced_groups
+
+    def update_settings(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/settings {"settings": {...}}: merge keys into a main post's settings, re-validated.
+
+        Content, date and group stay; the post is not re-queued. Errors are Postiz's, in its order."""
+        body = _json_object(request)
+        settings = body.get("settings")
+        if not isinstance(settings, dict):
+            raise bad_request((["settings should not be null or undefined"] if settings is None else [])
+                              + ["settings must be an object"])
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["parentPostId"] is not None:
+            raise bad_request("This id belongs to a comment, pass the id of the main post")
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request("Only scheduled posts that were not published yet (or drafts) can be updated")
+        if post["state"] == "QUEUE" and post["publishDate"] < utc_now_iso():
+            raise bad_request("The publish time of this post already passed, it cannot be updated")
+        thread = self.store.thread(organization_id, post["group"])
+        merged = {**_load_json(post["settings"], {}), **settings}
+        try:
+            plan = self._revalidate(organization_id, thread, settings=merged)
+        except ApiError as refused:
+            raise bad_request(self._settings_problem(refused, thread)) from None
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"),
+                                             settings=_encode_json(plan["posts"][0]["settings"])):
+            raise _being_published(post["id"])
+        return json_response({"postId": post["id"], "publishDate": post["publishDate"][:19]})
+
+    def _settings_problem(self, refused: ApiError, thread: list) -> str:
+        """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
+        channel = self.store.channel(thread[0]["organizationId"], thread[0]["integrationId"])
+        message = refused.body.get("message") if isinstance(refused.body, dict) else None
+        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
+            message = message[0].split(".settings.", 1)[-1] if message else None
+        elif message == "post is too long, please fix it":
+            limit = post_length(channel["provider_identifier"], "", channel["additional_settings"])[1]
+            message = f"The maximum characters is {limit}"
+        return f"{channel['name']}: {message or 'Please fix your settings'}"
+
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings")
+
+    def edit_post(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id (rustiz): change content, media, date or settings of a post not published yet.
+
+        Validated like POST /posts; the post keeps its id, group, state, tags and thread. Settings are
+        merged into the current ones. A queued post with a date in the past is published at once."""
+        body = _json_object(request)
+        problems = [f"property {name} should not exist" for name in body if name not in self._EDITABLE_FIELDS]
+        for name, wanted, check in (("content", "a string", lambda v: isinstance(v, str)),
+                                    ("image", "an array", lambda v: isinstance(v, list)),
+                                    ("settings", "an object", lambda v: isinstance(v, dict))):
+            if name in body and not check(body[name]):
+                problems.append(f"{name} must be {wanted}")
+        if "date" in body and parse_iso_instant(body["date"]) is None:
+            problems.append("date must be a valid ISO 8601 date string")
+        if problems:
+            raise bad_request(problems)
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["state"] in ("PUBLISHED", "PUBLISHING"):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
+                                  f"it again, POST /posts with its id as value[0].id and \"republish\": true")
+        thread = self.store.thread(organization_id, post["group"])
+        edits = {name: body[name] for name in ("content", "image") if name in body}
+        settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
+        plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
+                                date=body.get("date"))
+        threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
+        tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
+        try:
+            self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
+        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
+
+    def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
+                    edits: Optional[dict] = None, date: Optional[str] = None,
+                    request_type: Optional[str] = None) -> dict:
+        """The stored thread, with edits, through validate_create_post as the CreatePost body that would make it.
+
+        By default a draft is checked as a draft, anything else as an update (so its state does not change)."""
+        root = thread[0]
+        values = [{"id": part["id"], "content": part["content"], "image": _load_json(part["image"], []),
+                   "delay": part["delay"], **(edits if part["id"] == edited_id else {})} for part in thread]
+        body = {"type": request_type or ("draft" if root["state"] == "DRAFT" else "update"),
+                "date": date or root["publishDate"],
+                "shortLink": False, "tags": [],
+                "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
+        if root["intervalInDays"]:
+            body["inter"] = root["intervalInDays"]
+        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id))
+        plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
+        return plan
+
+    @staticmethod
+    def _state_after_write(request_type: str, current_root: Optional[dict]) -> str:
+        """draft -> DRAFT; update keeps the state (a new post starts queued); anything else -> QUEUE."""
+        if request_type == "draft":
+            return "DRAFT"
+        if request_type == "update" and current_root is not None:
+            return current_root["state"]
+        return "QUEUE"
+
+    @staticmethod
+    def _refuse_unsafe_rewrite(plan: dict, post: dict, current: list) -> None:
+        """Postiz's republish guard, and rustiz's refusal to rewrite a post while it is being published."""
+        for row in current:
+            if row and row["state"] == "PUBLISHING":
+                raise _being_published(row["id"])
+        root = current[0]
+        if (root and root["state"] == "PUBLISHED" and plan["type"] not in ("draft", "update")
+                and plan.get("republish") is not True):
+            published = root["publishDate"][:10] + " " + root["publishDate"][11:16]
+            raise bad_request(
+                f"This post was already published on {published} UTC. Saving it this way would publish it again "
+                f"to {post['integration']['provider_identifier']}. To edit without republishing, use type 'update'. "
+                f"To intentionally publish again, pass republish: true.")
+
+
 # =============================================================================
-# 8. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# 9. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
 # =============================================================================
 
 SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
@@ -1629,7 +3468,7 @@ def enable_speedups(environ: dict) -> str:
 
 
 # =============================================================================
-# 9. CLI
+# 10. CLI
 # =============================================================================
 
 def initialize(config_path: str, force: bool) -> tuple:
@@ -1714,6 +3553,35 @@ def command_key_rotate(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_org_add(arguments: argparse.Namespace) -> int:
+    name = arguments.name.strip()
+    if not name:
+        raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
+    config = load_config(dict(os.environ))
+    key = new_api_key()
+    store = Store(config.database)
+    try:
+        organization_id = store.create_organization(name, hash_api_key(key))
+    finally:
+        store.close()
+    print(key)
+    log(f"organization {name} ({organization_id}) created; the key above is shown once: only its hash is stored")
+    return 0
+
+
+def command_org_list(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organizations = store.organization_summaries()
+    finally:
+        store.close()
+    print("ID\tNAME\tCHANNELS")
+    for organization in organizations:
+        print(f"{organization['id']}\t{organization['name']}\t{organization['channels']}")
+    return 0
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -1754,6 +3622,21 @@ def build_argument_parser() -> argparse.ArgumentParser:
                                      description="Make a new API key, save it in the config file and print it. "
                                                  "The old key stops working at once, in running servers too.")
     rotate.set_defaults(run=command_key_rotate)
+    org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
+                              description="One rustiz serves several organizations; each API key sees only "
+                                          "its own organization's channels, posts, media and groups.")
+    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list}", required=True)
+    org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
+                                      help="create an organization and print its API key",
+                                      description="Create an organization and print its new API key (once: "
+                                                  "only a hash of it is stored).")
+    org_add.add_argument("name", metavar="NAME", help="the organization's name")
+    org_add.set_defaults(run=command_org_add)
+    org_list = org_commands.add_parser("list", formatter_class=_help_formatter,
+                                       help="list organizations: id, name, number of channels",
+                                       description="Print one tab-separated line per organization: id, name, "
+                                                   "number of channels.")
+    org_list.set_defaults(run=command_org_list)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)

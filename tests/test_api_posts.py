@@ -1,0 +1,794 @@
+"""The posts routes, notifications, posting slots, analytics and channel deletion, over real sockets.
+
+Channels, posts, tags and notifications are written straight into the server's SQLite file (as the
+scheduler or a later feature would), then read and changed through the API."""
+from __future__ import annotations
+
+import datetime
+import json
+import secrets
+import sqlite3
+
+import pytest
+
+from test_api_integrations import Database
+
+PREFIXES = ("/public/v1", "/api/public/v1")
+ISO_MS = "%Y-%m-%dT%H:%M:%S.000Z"
+
+
+class PostsDatabase(Database):
+    """Database plus posts, tags and notifications."""
+
+    def post(self, channel_id: str, publish_date: str, *, state: str = "QUEUE", content: str = "<p>Hello</p>",
+             group: str | None = None, parent: str | None = None, interval: int | None = None,
+             settings: str = '{"__type":"x","who_can_reply_post":"everyone"}', image: str = "[]",
+             release_id: str | None = None, release_url: str | None = None, error: str | None = None,
+             deleted: bool = False, organization_id: str | None = None, creation_method: str = "API") -> str:
+        post_id = "post" + secrets.token_hex(8)
+        now = self.stamp()
+        with self.connect() as db:
+            db.execute(
+                "INSERT INTO post (id, state, publish_date, organization_id, integration_id, content, post_group, "
+                "parent_post_id, interval_in_days, settings, image, release_id, release_url, error, creation_method, "
+                "created_at, updated_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (post_id, state, publish_date, organization_id or self.organization_id, channel_id, content,
+                 group or secrets.token_hex(16), parent, interval, settings, image, release_id, release_url, error,
+                 creation_method, now, now, now if deleted else None))
+        return post_id
+
+    def thread(self, channel_id: str, publish_date: str, contents: list, **options) -> list:
+        """A root post and its replies, chained by parent, in one group; returns their ids."""
+        group, ids, parent = secrets.token_hex(16), [], None
+        for content in contents:
+            parent = self.post(channel_id, publish_date, content=content, group=group, parent=parent, **options)
+            ids.append(parent)
+        return ids
+
+    def tag(self, name: str, color: str = "#ff0000", organization_id: str | None = None) -> str:
+        tag_id = "tag-" + secrets.token_hex(6)
+        now = self.stamp()
+        with self.connect() as db:
+            db.execute("INSERT INTO tag (id, organization_id, name, color, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (tag_id, organization_id or self.organization_id, name, color, now, now))
+        return tag_id
+
+    def link_tag(self, post_id: str, tag_id: str) -> None:
+        with self.connect() as db:
+            db.execute("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)", (post_id, tag_id))
+
+    def notification(self, content: str, created_at: str, organization_id: str | None = None) -> str:
+        notification_id = secrets.token_hex(16)
+        with self.connect() as db:
+            db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (notification_id, organization_id or self.organization_id,
+                                                     content, None, created_at, created_at))
+        return notification_id
+
+    def row(self, sql: str, *parameters) -> tuple:
+        with self.connect() as db:
+            return db.execute(sql, parameters).fetchone()
+
+    def execute(self, sql: str, *parameters) -> None:
+        with self.connect() as db:
+            db.execute(sql, parameters)
+
+
+def call(server, method: str, path: str, key: str, body=None, headers: dict | None = None) -> tuple:
+    """(status, parsed JSON body) of one API call."""
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    sent = {"Authorization": key, **({"Content-Type": "application/json"} if data is not None else {}),
+            **(headers or {})}
+    status, response_headers, raw = server.request(method, path, sent, data)
+    assert response_headers["content-type"].startswith("application/json"), (status, raw)
+    return status, json.loads(raw)
+
+
+def nest(status: int, message) -> dict:
+    error = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 422: "Unprocessable Entity"}[status]
+    return {"statusCode": status, "message": message, "error": error}
+
+
+@pytest.fixture
+def world(server):
+    """This server's organization with channels on two customers, and a second organization with its own key."""
+    db = PostsDatabase(server)
+    acme = db.customer("Acme")
+    other_org, other_key = db.organization()
+    channels = {
+        "x": db.channel("Acme on X", "x", picture="https://cdn.example/x.png", profile="acme", customer_id=acme),
+        "bluesky": db.channel("Sky", "bluesky", profile="sky"),
+        "other": db.channel("Theirs", "x", organization_id=other_org),
+    }
+    return {"db": db, "key": server.key, "acme": acme, "other_org": other_org, "other_key": other_key, **channels}
+
+
+# --- GET /posts ------------------------------------------------------------------------------------
+
+def test_list_posts_requires_both_dates_with_postiz_messages(server, world):
+    both = ["startDate must be a valid ISO 8601 date string", "endDate must be a valid ISO 8601 date string"]
+    for prefix in PREFIXES:
+        assert call(server, "GET", prefix + "/posts", world["key"]) == (400, nest(400, both))
+    assert call(server, "GET", "/public/v1/posts?startDate=2024-01-01T00:00:00Z", world["key"]) == (
+        400, nest(400, both[1:]))
+    assert call(server, "GET", "/public/v1/posts?startDate=yesterday&endDate=2024-02-30", world["key"]) == (
+        400, nest(400, both))
+
+
+def test_list_posts_answers_root_posts_in_postiz_shape(server, world):
+    db = world["db"]
+    root, reply = db.thread(world["x"], "2024-06-10T09:30:00.000Z", ["<p>Root</p>", "<p>Reply</p>"],
+                            state="PUBLISHED", release_id="1865", release_url="https://x.com/acme/status/1865")
+    launch = db.tag("launch")
+    db.link_tag(root, launch)
+    group = db.row("SELECT post_group FROM post WHERE id = ?", root)[0]
+    expected = {
+        "id": root, "content": "<p>Root</p>", "publishDate": "2024-06-10T09:30:00.000Z",
+        "releaseURL": "https://x.com/acme/status/1865", "releaseId": "1865", "state": "PUBLISHED",
+        "intervalInDays": None, "group": group, "creationMethod": "API",
+        "settings": '{"__type":"x","who_can_reply_post":"everyone"}',
+        "tags": [{"tag": {"id": launch, "name": "launch", "color": "#ff0000", "orgId": db.organization_id,
+                          "deletedAt": None, "createdAt": db.row("SELECT created_at FROM tag")[0],
+                          "updatedAt": db.row("SELECT updated_at FROM tag")[0]}}],
+        "integration": {"id": world["x"], "providerIdentifier": "x", "name": "Acme on X",
+                        "picture": "https://cdn.example/x.png"},
+    }
+    for prefix in PREFIXES:
+        # includeAttachments is what the postiz CLI adds; Postiz ignores it, so does rustiz.
+        status, body = call(server, "GET", prefix + "/posts?startDate=2024-06-01T00:00:00.000Z"
+                            "&endDate=2024-06-30T23:59:59.999Z&includeAttachments=true", world["key"])
+        assert (status, body) == (200, {"posts": [expected]})
+
+
+def test_list_posts_window_is_inclusive_and_naive_dates_are_utc(server, world):
+    db = world["db"]
+    inside = db.post(world["x"], "2024-06-10T00:00:00.000Z")
+    edge = db.post(world["x"], "2024-06-11T00:00:00.000Z")
+    db.post(world["x"], "2024-06-11T00:00:00.001Z")  # one millisecond late
+    db.post(world["x"], "2024-06-09T23:59:59.999Z")  # one millisecond early
+    status, body = call(server, "GET", "/public/v1/posts?startDate=2024-06-10&endDate=2024-06-11T00:00:00",
+                        world["key"])
+    assert status == 200
+    assert sorted(post["id"] for post in body["posts"]) == sorted([inside, edge])
+    status, body = call(server, "GET", "/public/v1/posts?startDate=2024-06-10T02:00:00%2B02:00"
+                        "&endDate=2024-06-10T02:00:00%2B02:00", world["key"])
+    assert [post["id"] for post in body["posts"]] == [inside]
+
+
+def test_list_posts_leaves_out_deleted_posts_deleted_channels_and_other_organizations(server, world):
+    db = world["db"]
+    gone_channel = db.channel("Gone", "x", deleted=True)
+    db.post(world["x"], "2024-06-10T10:00:00.000Z", deleted=True)
+    db.post(gone_channel, "2024-06-10T10:00:00.000Z")
+    db.post(world["other"], "2024-06-10T10:00:00.000Z", organization_id=world["other_org"])
+    mine = db.post(world["bluesky"], "2024-06-10T10:00:00.000Z", state="PUBLISHING")
+    window = "/public/v1/posts?startDate=2024-06-01T00:00:00Z&endDate=2024-07-01T00:00:00Z"
+    status, body = call(server, "GET", window, world["key"])
+    assert [(post["id"], post["state"]) for post in body["posts"]] == [(mine, "QUEUE")]  # PUBLISHING shows as QUEUE
+    status, body = call(server, "GET", window, world["other_key"])
+    assert [post["integration"]["id"] for post in body["posts"]] == [world["other"]]
+
+
+def test_list_posts_customer_filter(server, world):
+    db = world["db"]
+    acme_post = db.post(world["x"], "2024-06-10T10:00:00.000Z")
+    db.post(world["bluesky"], "2024-06-10T10:00:00.000Z")
+    window = "/public/v1/posts?startDate=2024-06-01T00:00:00Z&endDate=2024-07-01T00:00:00Z"
+    assert [post["id"] for post in call(server, "GET", window + f"&customer={world['acme']}", world["key"])[1][
+        "posts"]] == [acme_post]
+    assert call(server, "GET", window + "&customer=nobody", world["key"]) == (200, {"posts": []})
+    assert len(call(server, "GET", window + "&customer=", world["key"])[1]["posts"]) == 2
+
+
+def test_list_posts_expands_recurring_posts_into_the_window(server, world):
+    db = world["db"]
+    weekly = db.post(world["x"], "2024-05-01T08:00:00.000Z", interval=7)
+    db.post(world["x"], "2024-07-01T08:00:00.000Z", interval=1)  # starts after the window
+    status, body = call(server, "GET", "/public/v1/posts?startDate=2024-06-01T00:00:00Z"
+                        "&endDate=2024-06-20T08:00:00Z", world["key"])
+    assert status == 200
+    assert [(post["id"], post["publishDate"], post["actualDate"]) for post in body["posts"]] == [
+        (weekly, "2024-06-05T08:00:00.000Z", "2024-05-01T08:00:00.000Z"),
+        (weekly, "2024-06-12T08:00:00.000Z", "2024-05-01T08:00:00.000Z"),
+        (weekly, "2024-06-19T08:00:00.000Z", "2024-05-01T08:00:00.000Z"),
+    ]
+    assert body["posts"][0]["intervalInDays"] == 7
+
+
+# --- GET /posts/:id --------------------------------------------------------------------------------
+
+def test_get_post_shows_thread_state_error_and_release(server, world):
+    db = world["db"]
+    root, reply = db.thread(world["x"], "2024-06-10T09:30:00.000Z", ["<p>One</p>", "<p>Two</p>"],
+                            state="ERROR", error="X answered 403: duplicate content",
+                            image='[{"id":"m1","path":"https://h/a.png"}]')
+    for prefix in PREFIXES:
+        status, body = call(server, "GET", f"{prefix}/posts/{root}", world["key"])
+        assert status == 200
+        assert body["id"] == root and body["state"] == "ERROR" and body["parentPostId"] is None
+        assert body["error"] == "X answered 403: duplicate content"
+        assert body["image"] == [{"id": "m1", "path": "https://h/a.png"}]
+        assert body["settings"] == {"__type": "x", "who_can_reply_post": "everyone"}
+        assert body["integration"] == {"id": world["x"], "providerIdentifier": "x", "name": "Acme on X",
+                                       "picture": "https://cdn.example/x.png"}
+        assert [(part["id"], part["content"], part["parentPostId"]) for part in body["thread"]] == [
+            (reply, "<p>Two</p>", root)]
+    db.execute("UPDATE post SET state = 'PUBLISHING', error = NULL")
+    assert call(server, "GET", f"/public/v1/posts/{root}", world["key"])[1]["state"] == "PUBLISHING"
+    db.execute("UPDATE post SET state = 'PUBLISHED', release_url = 'https://x.com/s/1', release_id = '1'")
+    body = call(server, "GET", f"/public/v1/posts/{root}", world["key"])[1]
+    assert (body["releaseId"], body["releaseURL"]) == ("1", "https://x.com/s/1")
+
+
+def test_unknown_and_foreign_post_ids_are_404_on_every_post_route(server, world):
+    db = world["db"]
+    theirs = db.post(world["other"], "2024-06-10T10:00:00.000Z", organization_id=world["other_org"],
+                     state="ERROR", release_id="missing")
+    deleted = db.post(world["x"], "2024-06-10T10:00:00.000Z", deleted=True)
+    for post_id in ("nope", theirs, deleted):
+        for prefix in PREFIXES:
+            for method, path, body in (("GET", "", None), ("DELETE", "", None), ("GET", "/missing", None),
+                                       ("PUT", "/release-id", {"releaseId": "1"}), ("POST", "/retry", None),
+                                       ("PUT", "", {"content": "x"}), ("PUT", "/settings", {"settings": {}})):
+                assert call(server, method, f"{prefix}/posts/{post_id}{path}", world["key"], body) == (
+                    404, nest(404, "Post not found")), (method, path)
+            assert call(server, "GET", f"{prefix}/analytics/post/{post_id}", world["key"]) == (
+                404, nest(404, "Post not found"))
+            # Postiz answers 400 for an unknown post on the status route; so does rustiz.
+            assert call(server, "PUT", f"{prefix}/posts/{post_id}/status", world["key"], {"status": "draft"}) == (
+                400, nest(400, "Post not found"))
+    assert db.row("SELECT state, deleted_at FROM post WHERE id = ?", theirs) == ("ERROR", None)
+
+
+# --- DELETE /posts/:id and /posts/group/:group --------------------------------------------------------
+
+def test_delete_post_deletes_its_group_only(server, world):
+    db = world["db"]
+    root, reply = db.thread(world["x"], "2024-06-10T10:00:00.000Z", ["a", "b"])
+    sibling = db.post(world["bluesky"], "2024-06-10T10:00:00.000Z")  # same request in Postiz, own group
+    assert call(server, "DELETE", f"/public/v1/posts/{reply}", world["key"]) == (200, {"error": True})
+    assert db.row("SELECT count(*) FROM post WHERE deleted_at IS NOT NULL")[0] == 2
+    assert db.row("SELECT deleted_at FROM post WHERE id = ?", sibling)[0] is None
+    assert call(server, "DELETE", f"/api/public/v1/posts/{root}", world["key"]) == (404, nest(404, "Post not found"))
+    assert call(server, "GET", f"/public/v1/posts/{root}", world["key"])[0] == 404
+
+
+def test_delete_group_always_answers_error_true_and_stays_in_its_organization(server, world):
+    db = world["db"]
+    group = "shared-" + secrets.token_hex(4)
+    mine = db.post(world["x"], "2024-06-10T10:00:00.000Z", group=group)
+    theirs = db.post(world["other"], "2024-06-10T10:00:00.000Z", group=group, organization_id=world["other_org"])
+    for prefix in PREFIXES:
+        assert call(server, "DELETE", f"{prefix}/posts/group/no-such-group", world["key"]) == (200, {"error": True})
+    assert call(server, "DELETE", f"/public/v1/posts/group/{group}", world["key"]) == (200, {"error": True})
+    assert db.row("SELECT deleted_at IS NOT NULL FROM post WHERE id = ?", mine)[0] == 1
+    assert db.row("SELECT deleted_at FROM post WHERE id = ?", theirs)[0] is None
+
+
+# --- PUT /posts/:id/status ------------------------------------------------------------------------------
+
+def test_status_switches_the_whole_thread_between_draft_and_queue(server, world):
+    db = world["db"]
+    root, reply = db.thread(world["x"], "2030-01-01T10:00:00.000Z", ["a", "b"])
+    for prefix, status, state in ((PREFIXES[0], "draft", "DRAFT"), (PREFIXES[1], "schedule", "QUEUE")):
+        assert call(server, "PUT", f"{prefix}/posts/{root}/status", world["key"], {"status": status}) == (
+            200, {"id": root, "state": state})
+        assert db.row("SELECT group_concat(DISTINCT state) FROM post")[0] == state
+
+
+def test_status_refuses_bad_values_and_published_posts(server, world):
+    db = world["db"]
+    post = db.post(world["x"], "2024-06-10T10:00:00.000Z", state="PUBLISHED")
+    message = ["status must be one of the following values: draft, schedule"]
+    for body in ({}, {"status": "now"}, {"status": None}, [1]):
+        assert call(server, "PUT", f"/public/v1/posts/{post}/status", world["key"], body) == (400, nest(400, message))
+    status, body = call(server, "PUT", f"/public/v1/posts/{post}/status", world["key"], {"status": "schedule"})
+    assert status == 400 and "is PUBLISHED" in body["message"]
+    assert db.row("SELECT state FROM post")[0] == "PUBLISHED"
+
+
+# --- release ids: PUT /posts/:id/release-id, GET /posts/:id/missing ------------------------------------------
+
+def test_release_id_links_a_missing_release_and_returns_the_post_row(server, world):
+    db = world["db"]
+    post = db.post(world["x"], "2024-06-10T10:00:00.000Z", state="PUBLISHED", release_id="missing")
+    assert call(server, "GET", f"/public/v1/analytics/post/{post}", world["key"]) == (200, {"missing": True})
+    assert call(server, "GET", f"/api/public/v1/posts/{post}/missing", world["key"]) == (200, [])
+    status, row = call(server, "PUT", f"/api/public/v1/posts/{post}/release-id", world["key"], {"releaseId": "777"})
+    assert status == 200
+    assert row["id"] == post and row["releaseId"] == "777" and row["state"] == "PUBLISHED"
+    assert set(row) == {"id", "state", "publishDate", "organizationId", "integrationId", "content", "delay", "group",
+                        "title", "description", "parentPostId", "releaseId", "releaseURL", "settings", "image",
+                        "creationMethod", "intervalInDays", "error", "createdAt", "updatedAt", "deletedAt",
+                        "submittedForOrderId", "submittedForOrganizationId", "approvedSubmitForOrder",
+                        "lastMessageId"}
+    assert isinstance(row["settings"], str)
+    status, body = call(server, "PUT", f"/public/v1/posts/{post}/release-id", world["key"], {"releaseId": "8"})
+    assert status == 400 and 'releaseId is "777"' in body["message"]
+    assert call(server, "PUT", f"/public/v1/posts/{post}/release-id", world["key"], {"releaseId": 8}) == (
+        400, nest(400, ["releaseId must be a string", "releaseId should not be empty"]))
+    assert call(server, "GET", f"/public/v1/analytics/post/{post}", world["key"]) == (200, [])
+
+
+# --- POST /posts/:id/retry ------------------------------------------------------------------------------------
+
+def test_retry_puts_failed_parts_back_in_the_queue(server, world):
+    db = world["db"]
+    root, reply = db.thread(world["x"], "2024-06-10T10:00:00.000Z", ["a", "b"], state="ERROR", error="timeout")
+    status, body = call(server, "POST", f"/public/v1/posts/{reply}/retry", world["key"])
+    assert status == 201
+    assert (body["id"], body["state"], body["error"]) == (reply, "QUEUE", None)
+    assert db.row("SELECT group_concat(state), count(error) FROM post") == ("QUEUE,QUEUE", 0)
+    status, body = call(server, "POST", f"/api/public/v1/posts/{root}/retry", world["key"])
+    assert status == 409 and body["error"] == "Conflict"
+    assert body["message"] == (f"Post {root} is QUEUE, and nothing in its thread failed; "
+                               "only a post in ERROR can be retried")
+
+
+# --- GET /notifications ---------------------------------------------------------------------------------------
+
+def test_notifications_are_paged_newest_first(server, world):
+    db = world["db"]
+    base = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    ids = [db.notification(f"<p>n{index}</p>", (base + datetime.timedelta(minutes=index)).strftime(ISO_MS))
+           for index in range(205)]
+    db.notification("not yours", base.strftime(ISO_MS), organization_id=world["other_org"])
+    newest_first = list(reversed(ids))
+    status, body = call(server, "GET", "/public/v1/notifications", world["key"])
+    assert status == 200
+    assert (body["total"], body["page"], body["limit"], body["hasMore"]) == (205, 0, 100, True)
+    assert [item["id"] for item in body["notifications"]] == newest_first[:100]
+    assert body["notifications"][0] == {"id": ids[-1], "content": "<p>n204</p>", "link": None,
+                                        "createdAt": "2026-01-01T03:24:00.000Z"}
+    status, body = call(server, "GET", "/api/public/v1/notifications?page=2", world["key"])
+    assert ([item["id"] for item in body["notifications"]], body["page"], body["hasMore"]) == (
+        newest_first[200:], 2, False)
+    assert call(server, "GET", "/public/v1/notifications?page=3", world["key"])[1]["notifications"] == []
+    assert call(server, "GET", "/public/v1/notifications?page=99999999999999999999", world["key"])[1][
+        "notifications"] == []
+    for bad in ("abc", "-1", "1.5", ""):
+        assert call(server, "GET", f"/public/v1/notifications?page={bad}", world["key"]) == (
+            400, nest(400, "Validation failed (numeric string is expected)"))
+    assert call(server, "GET", "/public/v1/notifications", world["other_key"])[1]["total"] == 1
+
+
+# --- GET /find-slot/:id -----------------------------------------------------------------------------------------
+
+def expected_slot(minute: int, zone: datetime.tzinfo, skip_days: int = 0) -> tuple:
+    now = datetime.datetime.now(datetime.timezone.utc)
+    local_midnight = datetime.datetime.combine(now.astimezone(zone).date(), datetime.time())
+    for day in range(3):
+        local = local_midnight + datetime.timedelta(days=day, minutes=minute)
+        slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+        if slot > now:
+            local += datetime.timedelta(days=skip_days)
+            slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+            return slot, local
+
+
+def test_find_slot_skips_queued_posts_of_the_channel(server, world):
+    db = world["db"]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    minute = (now.hour * 60 + now.minute + 180) % 1440  # hours away from any minute boundary race
+    db.execute("UPDATE integration SET posting_times = ? WHERE id = ?", json.dumps([{"time": minute}]), world["x"])
+    slot, local = expected_slot(minute, datetime.timezone.utc)
+    for prefix in PREFIXES:
+        assert call(server, "GET", f"{prefix}/find-slot/{world['x']}", world["key"]) == (200, {
+            "date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": "UTC",
+            "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+    # A draft, a deleted post and another channel's post do not take the slot; a queued one does.
+    db.post(world["x"], slot.strftime(ISO_MS), state="DRAFT")
+    db.post(world["x"], slot.strftime(ISO_MS), deleted=True)
+    db.post(world["bluesky"], slot.strftime(ISO_MS))
+    assert call(server, "GET", f"/public/v1/find-slot/{world['x']}", world["key"])[1]["date"] == slot.strftime(
+        "%Y-%m-%dT%H:%M:00")
+    db.post(world["x"], slot.strftime("%Y-%m-%dT%H:%M:30.000Z"))
+    next_day, _ = expected_slot(minute, datetime.timezone.utc, skip_days=1)
+    assert call(server, "GET", f"/public/v1/find-slot/{world['x']}", world["key"])[1]["date"] == next_day.strftime(
+        "%Y-%m-%dT%H:%M:00")
+
+
+def test_find_slot_reads_posting_times_in_the_organizations_timezone(server, world):
+    from zoneinfo import ZoneInfo
+    db = world["db"]
+    db.execute("UPDATE organization SET timezone = 'Asia/Tokyo' WHERE id = ?", db.organization_id)
+    now = datetime.datetime.now(ZoneInfo("Asia/Tokyo"))
+    minute = (now.hour * 60 + now.minute + 180) % 1440
+    db.execute("UPDATE integration SET posting_times = ? WHERE id = ?", json.dumps([{"time": minute}]), world["x"])
+    slot, local = expected_slot(minute, ZoneInfo("Asia/Tokyo"))
+    assert call(server, "GET", f"/public/v1/find-slot/{world['x']}", world["key"]) == (200, {
+        "date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": "Asia/Tokyo",
+        "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+    assert slot.hour * 60 + slot.minute == (minute - 9 * 60) % 1440
+
+
+def test_find_slot_refuses_unknown_foreign_disabled_and_timeless_channels(server, world):
+    db = world["db"]
+    gone = db.channel("Gone", "x", deleted=True)
+    for channel_id in ("nope", world["other"], gone):
+        for prefix in PREFIXES:
+            assert call(server, "GET", f"{prefix}/find-slot/{channel_id}", world["key"]) == (
+                404, nest(404, "Integration not found"))
+    off = db.channel("Off", "x", disabled=True)
+    assert call(server, "GET", f"/public/v1/find-slot/{off}", world["key"]) == (400, nest(
+        400, "Channel Off is disabled; enable it before looking for a slot on it"))
+    db.execute("UPDATE integration SET posting_times = '[]' WHERE id = ?", world["x"])
+    assert call(server, "GET", f"/public/v1/find-slot/{world['x']}", world["key"]) == (400, nest(
+        400, "Channel Acme on X has no posting times, so it has no free slot"))
+
+
+# --- analytics ------------------------------------------------------------------------------------------------
+
+def test_analytics_are_empty_lists_and_404_for_unknown_ids(server, world):
+    post = world["db"].post(world["x"], "2024-06-10T10:00:00.000Z", state="PUBLISHED", release_id="1")
+    for prefix in PREFIXES:
+        assert call(server, "GET", f"{prefix}/analytics/{world['x']}?date=30", world["key"]) == (200, [])
+        assert call(server, "GET", f"{prefix}/analytics/post/{post}", world["key"]) == (200, [])
+        for channel_id in ("nope", world["other"]):
+            assert call(server, "GET", f"{prefix}/analytics/{channel_id}?date=7", world["key"]) == (
+                404, nest(404, "Integration not found"))
+
+
+# --- DELETE /integrations/:id --------------------------------------------------------------------------------
+
+def test_delete_channel_soft_deletes_it_and_its_posts_and_returns_its_row(server, world):
+    db = world["db"]
+    post = db.post(world["x"], "2030-01-01T10:00:00.000Z")
+    other_channel_post = db.post(world["bluesky"], "2030-01-01T10:00:00.000Z")
+    status, row = call(server, "DELETE", f"/api/public/v1/integrations/{world['x']}", world["key"])
+    assert status == 200
+    assert set(row) == {"id", "internalId", "organizationId", "name", "picture", "providerIdentifier", "type",
+                        "disabled", "tokenExpiration", "profile", "deletedAt", "createdAt", "updatedAt",
+                        "inBetweenSteps", "refreshNeeded", "postingTimes", "customInstanceDetails", "customerId",
+                        "rootInternalId", "additionalSettings"}  # never the token
+    assert (row["id"], row["providerIdentifier"], row["customerId"]) == (world["x"], "x", world["acme"])
+    assert row["deletedAt"] is not None and row["disabled"] is False
+    assert db.row("SELECT deleted_at IS NOT NULL FROM post WHERE id = ?", post)[0] == 1
+    assert db.row("SELECT deleted_at FROM post WHERE id = ?", other_channel_post)[0] is None
+    assert world["x"] not in {channel["id"] for channel in call(server, "GET", "/public/v1/integrations",
+                                                                world["key"])[1]}
+    assert call(server, "GET", f"/public/v1/posts/{post}", world["key"])[0] == 404
+    for channel_id in (world["x"], "nope", world["other"]):
+        assert call(server, "DELETE", f"/public/v1/integrations/{channel_id}", world["key"]) == (
+            404, nest(404, "Integration not found"))
+    assert db.row("SELECT deleted_at FROM integration WHERE id = ?", world["other"])[0] is None
+
+
+# --- POST /posts -----------------------------------------------------------------------------------------------
+
+FUTURE = "2030-09-01T10:00:00.000Z"
+
+
+def create_body(*posts, type: str = "schedule", date: str = FUTURE, **extra) -> dict:
+    return {"type": type, "date": date, "shortLink": False, "tags": [], "posts": list(posts), **extra}
+
+
+def channel_post(channel_id: str, *contents: str, settings: dict | None = None, **extra) -> dict:
+    return {"integration": {"id": channel_id}, "value": [{"content": content, "image": []} for content in contents],
+            "settings": settings if settings is not None else {"__type": "bluesky"}, **extra}
+
+
+def x_settings() -> dict:
+    return {"__type": "x", "who_can_reply_post": "everyone"}
+
+
+def post_rows(db, where: str = "1", *parameters) -> list:
+    with db.connect() as connection:
+        connection.row_factory = sqlite3.Row
+        return [dict(row) for row in connection.execute(
+            f"SELECT * FROM post WHERE {where} ORDER BY created_at, rowid", parameters)]
+
+
+def test_create_post_answers_201_with_one_entry_per_channel(server, world):
+    db = world["db"]
+    for prefix in PREFIXES:
+        body = create_body(channel_post(world["bluesky"], "<p>Hello world</p>", settings={"__type": "wrong"}),
+                           channel_post(world["x"], "Tweet", settings=x_settings()))
+        status, headers, raw = server.request("POST", prefix + "/posts", {"Authorization": world["key"]},
+                                              json.dumps(body).encode())
+        assert status == 201, raw
+        answer = json.loads(raw)
+        assert [entry["integration"] for entry in answer] == [world["bluesky"], world["x"]]
+        assert headers["x-ratelimit-limit"] == "90"
+        sky, x = (post_rows(db, "id = ?", entry["postId"])[0] for entry in answer)
+        assert len(sky["id"]) == 25 and sky["id"].startswith("c")
+        assert (sky["state"], sky["publish_date"], sky["content"], sky["image"], sky["creation_method"]) == (
+            "QUEUE", FUTURE, "<p>Hello world</p>", "[]", "API")
+        assert json.loads(sky["settings"]) == {"__type": "bluesky"}  # the client's __type is overwritten
+        assert sky["post_group"] != x["post_group"]  # one group per channel, as Postiz
+        assert json.loads(x["settings"])["__type"] == "x"
+
+
+def test_create_post_chains_thread_replies_and_lists_only_the_root(server, world):
+    db = world["db"]
+    body = create_body(channel_post(world["x"], "One", "Two", "Three", settings=x_settings()),
+                       date="2030-09-01T12:00:00+02:00")
+    body["posts"][0]["value"][1]["delay"] = 5
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 201
+    rows = post_rows(db)
+    assert [(row["content"], row["delay"], row["publish_date"]) for row in rows] == [
+        ("One", 0, FUTURE), ("Two", 5, FUTURE), ("Three", 0, FUTURE)]
+    assert [row["parent_post_id"] for row in rows] == [None, rows[0]["id"], rows[1]["id"]]
+    assert len({row["post_group"] for row in rows}) == 1 and answer[0]["postId"] == rows[0]["id"]
+    listed = call(server, "GET", "/public/v1/posts?startDate=2030-09-01&endDate=2030-09-02", world["key"])[1]
+    assert [post["id"] for post in listed["posts"]] == [rows[0]["id"]]
+    view = call(server, "GET", f"/public/v1/posts/{rows[0]['id']}", world["key"])[1]
+    assert [part["content"] for part in view["thread"]] == ["Two", "Three"]
+
+
+def test_create_post_types_now_and_draft(server, world):
+    db = world["db"]
+    before = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          create_body(channel_post(world["bluesky"], "now!"), type="now", date="2020-01-01"))
+    after = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert row["state"] == "QUEUE"
+    assert row["publish_date"] in {before.strftime(ISO_MS), after.strftime(ISO_MS)}
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          create_body(channel_post(world["bluesky"], "later"), type="draft"))
+    assert status == 201 and post_rows(db, "id = ?", answer[0]["postId"])[0]["state"] == "DRAFT"
+
+
+def test_create_post_replays_the_official_cli_body(server, world):
+    """postiz-agent: creationMethod CLI, settings left out, shortLink true (no shortener configured)."""
+    db = world["db"]
+    body = {"type": "schedule", "date": "2030-09-01T10:00:00.000Z", "shortLink": True, "tags": [],
+            "creationMethod": "CLI",
+            "posts": [{"integration": {"id": world["bluesky"]},
+                       "value": [{"content": "See https://example.com/a-long-link", "image": []}]}]}
+    status, answer = call(server, "POST", "/api/public/v1/posts", world["key"], body)
+    assert status == 201
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert (row["creation_method"], json.loads(row["settings"])) == ("CLI", {"__type": "bluesky"})
+    assert "https://example.com/a-long-link" in row["content"]  # no shortener: links stay as written
+
+
+def test_create_post_replays_the_node_sdk_body_with_media_and_tags(server, world):
+    db = world["db"]
+    launch = db.tag("Launch")
+    db.tag("Launch", organization_id=world["other_org"])  # same name, another organization: not linked
+    body = create_body(channel_post(world["x"], "Tweet 1", settings=x_settings()), type="now",
+                       tags=[{"value": "launch", "label": "Launch"}, {"value": "nope", "label": "Unknown"}])
+    body["posts"][0]["value"][0]["image"] = [{"id": "u1", "path": "https://h/uploads/a.png"}]
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 201
+    row = post_rows(db, "id = ?", answer[0]["postId"])[0]
+    assert json.loads(row["image"]) == [{"id": "u1", "path": "https://h/uploads/a.png"}]
+    assert db.row("SELECT group_concat(tag_id) FROM tag_post")[0] == launch
+    view = call(server, "GET", f"/public/v1/posts/{row['id']}", world["key"])[1]
+    assert [tag["tag"]["name"] for tag in view["tags"]] == ["Launch"]
+
+
+def test_create_post_keeps_postiz_validation_errors(server, world):
+    db = world["db"]
+    missing_image = create_body(channel_post(world["bluesky"], "hi"))
+    del missing_image["posts"][0]["value"][0]["image"]
+    status, body = call(server, "POST", "/public/v1/posts", world["key"], missing_image)
+    assert status == 400 and body["error"] == "Bad Request" and isinstance(body["message"], list)
+    assert any(message.startswith("posts.0.value.0.image") for message in body["message"])
+    for unknown in ("nope", world["other"]):
+        assert call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(unknown, "hi"))) == (
+            400, nest(400, f"Integration with id {unknown} not found"))
+    # X's who_can_reply_post is checked even for drafts.
+    status, body = call(server, "POST", "/public/v1/posts", world["key"],
+                        create_body(channel_post(world["x"], "hi", settings={}), type="draft"))
+    assert status == 400
+    assert "posts.0.settings.who_can_reply_post must be one of the following values: everyone, following, " \
+           "mentionedUsers, subscribers, verified" in body["message"]
+    status, body = call(server, "POST", "/public/v1/posts", world["key"],
+                        create_body(channel_post(world["x"], "y" * 300, settings=x_settings())))
+    assert (status, body) == (400, {"statusCode": 400, "provider": "x", "name": "Acme on X",
+                                    "message": "post is too long, please fix it"})
+    assert post_rows(db) == []
+
+
+def test_create_post_with_a_group_replaces_that_group(server, world):
+    db = world["db"]
+    first = call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(world["bluesky"], "v1")))[1]
+    old_group = post_rows(db, "id = ?", first[0]["postId"])[0]["post_group"]
+    second = call(server, "POST", "/public/v1/posts", world["key"],
+                  create_body(channel_post(world["bluesky"], "v2", group=old_group)))[1]
+    rows = {row["id"]: row for row in post_rows(db)}
+    assert rows[first[0]["postId"]]["deleted_at"] is not None
+    assert rows[second[0]["postId"]]["deleted_at"] is None
+    assert rows[second[0]["postId"]]["post_group"] != old_group  # the new posts still get a fresh group
+
+
+def test_create_post_with_value_ids_updates_in_place(server, world):
+    db = world["db"]
+    draft = call(server, "POST", "/public/v1/posts", world["key"],
+                 create_body(channel_post(world["bluesky"], "v1", "reply"), type="draft"))[1][0]["postId"]
+    reply_id = post_rows(db, "parent_post_id = ?", draft)[0]["id"]
+    body = create_body(channel_post(world["bluesky"], "v2"), type="update")
+    body["posts"][0]["value"][0]["id"] = draft
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert (status, answer) == (201, [{"postId": draft, "integration": world["bluesky"]}])
+    row = post_rows(db, "id = ?", draft)[0]
+    assert (row["content"], row["state"]) == ("v2", "DRAFT")  # update keeps the state
+    # The thread was re-described without its reply: the reply is gone.
+    assert post_rows(db, "id = ?", reply_id)[0]["deleted_at"] is not None
+    # An id the organization does not have is ignored: a new post is made.
+    foreign = db.post(world["other"], FUTURE, organization_id=world["other_org"])
+    body["posts"][0]["value"][0]["id"] = foreign
+    created = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    assert created != foreign and post_rows(db, "id = ?", foreign)[0]["content"] == "<p>Hello</p>"
+
+
+def test_create_post_guards_against_publishing_twice(server, world):
+    db = world["db"]
+    published = db.post(world["bluesky"], "2024-06-10T09:30:00.000Z", state="PUBLISHED", release_id="r1",
+                        settings='{"__type":"bluesky"}')
+    body = create_body(channel_post(world["bluesky"], "again"))
+    body["posts"][0]["value"][0]["id"] = published
+    message = ("This post was already published on 2024-06-10 09:30 UTC. Saving it this way would publish it again "
+               "to bluesky. To edit without republishing, use type 'update'. To intentionally publish again, "
+               "pass republish: true.")
+    for kind in ("schedule", "now"):
+        body["type"] = kind
+        assert call(server, "POST", "/public/v1/posts", world["key"], body) == (400, nest(400, message))
+    assert post_rows(db, "id = ?", published)[0]["content"] == "<p>Hello</p>"
+    body["type"] = "update"
+    assert call(server, "POST", "/public/v1/posts", world["key"], body)[0] == 201
+    assert post_rows(db, "id = ?", published)[0]["state"] == "PUBLISHED"
+    body.update(type="schedule", republish=True)
+    assert call(server, "POST", "/public/v1/posts", world["key"], body)[0] == 201
+    assert post_rows(db, "id = ?", published)[0]["state"] == "QUEUE"
+
+
+def test_create_post_refuses_to_rewrite_a_post_being_published(server, world):
+    db = world["db"]
+    busy = db.post(world["bluesky"], FUTURE, state="PUBLISHING", settings='{"__type":"bluesky"}')
+    body = create_body(channel_post(world["bluesky"], "edit"), type="update")
+    body["posts"][0]["value"][0]["id"] = busy
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"], body)
+    assert status == 409 and f"Post {busy} is being published right now" in answer["message"]
+
+
+def test_create_post_recurring_interval(server, world):
+    body = create_body(channel_post(world["bluesky"], "weekly"), date="2030-09-01T10:00:00Z", inter=7)
+    post_id = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    listed = call(server, "GET", "/public/v1/posts?startDate=2030-09-01&endDate=2030-09-20", world["key"])[1]
+    assert [(post["id"], post["publishDate"], post["intervalInDays"]) for post in listed["posts"]] == [
+        (post_id, "2030-09-01T10:00:00.000Z", 7), (post_id, "2030-09-08T10:00:00.000Z", 7),
+        (post_id, "2030-09-15T10:00:00.000Z", 7)]
+
+
+# --- Idempotency-Key ---------------------------------------------------------------------------------------------
+
+def test_idempotency_key_replays_the_first_answer_and_creates_nothing(server, world):
+    db = world["db"]
+    body = json.dumps(create_body(channel_post(world["bluesky"], "once"))).encode()
+    headers = {"Authorization": world["key"], "Idempotency-Key": "run-42"}
+    first = server.request("POST", "/public/v1/posts", headers, body)
+    again = server.request("POST", "/api/public/v1/posts", headers, body)
+    assert first[0] == again[0] == 201 and first[2] == again[2]
+    assert again[1]["idempotent-replayed"] == "true"
+    assert len(post_rows(db)) == 1
+    other = json.dumps(create_body(channel_post(world["bluesky"], "twice"))).encode()
+    status, _, raw = server.request("POST", "/public/v1/posts", headers, other)
+    assert status == 422
+    assert json.loads(raw)["message"].startswith("Idempotency-Key 'run-42' was already used in the last 24 hours "
+                                                 "for a different request body")
+    # Another organization's identical key is its own.
+    other_channel_body = json.dumps(create_body(channel_post(world["other"], "x", settings=x_settings()))).encode()
+    assert server.request("POST", "/public/v1/posts", {**headers, "Authorization": world["other_key"]},
+                          other_channel_body)[0] == 201
+    assert len(post_rows(db)) == 2
+
+
+def test_idempotency_key_replays_refusals_and_expires_after_a_day(server, world):
+    db = world["db"]
+    headers = {"Authorization": world["key"], "Idempotency-Key": "bad-1"}
+    body = json.dumps(create_body(channel_post("nope", "x"))).encode()
+    first = server.request("POST", "/public/v1/posts", headers, body)
+    assert first[0] == 400 and server.request("POST", "/public/v1/posts", headers, body)[::2] == first[::2]
+    good = json.dumps(create_body(channel_post(world["bluesky"], "ok"))).encode()
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
+    db.execute("UPDATE idempotency_key SET created_at = created_at - 86401")
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
+    assert len(post_rows(db)) == 2
+    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "k" * 256}, good)[0] == 400
+
+
+# --- PUT /posts/:id/settings --------------------------------------------------------------------------------------
+
+def test_settings_route_merges_into_the_main_post(server, world):
+    db = world["db"]
+    root = call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["x"], "a", "b", settings=x_settings())))[1][0]["postId"]
+    for prefix in PREFIXES:
+        assert call(server, "PUT", f"{prefix}/posts/{root}/settings", world["key"],
+                    {"settings": {"who_can_reply_post": "following", "__type": "linkedin"}}) == (
+            200, {"postId": root, "publishDate": "2030-09-01T10:00:00"})
+    assert {row["settings"] for row in post_rows(db)} == {'{"__type":"x","who_can_reply_post":"following"}'}
+    status, body = call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"],
+                        {"settings": {"who_can_reply_post": "anyone"}})
+    assert (status, body["message"]) == (400, "Acme on X: who_can_reply_post must be one of the following values: "
+                                              "everyone, following, mentionedUsers, subscribers, verified")
+    reply = post_rows(db, "parent_post_id = ?", root)[0]["id"]
+    assert call(server, "PUT", f"/public/v1/posts/{reply}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "This id belongs to a comment, pass the id of the main post"))
+    assert call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"], {}) == (400, nest(
+        400, ["settings should not be null or undefined", "settings must be an object"]))
+    assert call(server, "PUT", f"/public/v1/posts/{root}/settings", world["key"], {"settings": "x"}) == (
+        400, nest(400, ["settings must be an object"]))
+    assert call(server, "PUT", "/public/v1/posts/nope/settings", world["key"], {"settings": {}}) == (
+        404, nest(404, "Post not found"))
+
+
+def test_settings_route_refuses_published_and_overdue_posts(server, world):
+    db = world["db"]
+    published = db.post(world["x"], FUTURE, state="PUBLISHED")
+    overdue = db.post(world["x"], "2020-01-01T00:00:00.000Z")
+    assert call(server, "PUT", f"/public/v1/posts/{published}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "Only scheduled posts that were not published yet (or drafts) can be updated"))
+    assert call(server, "PUT", f"/public/v1/posts/{overdue}/settings", world["key"], {"settings": {}}) == (
+        400, nest(400, "The publish time of this post already passed, it cannot be updated"))
+
+
+# --- PUT /posts/:id ---------------------------------------------------------------------------------------------
+
+def test_edit_post_changes_content_media_date_and_settings(server, world):
+    db = world["db"]
+    launch = db.tag("Launch")
+    body = create_body(channel_post(world["x"], "old", "reply", settings=x_settings()), tags=[
+        {"value": "l", "label": "Launch"}], creationMethod="CLI")
+    root = call(server, "POST", "/public/v1/posts", world["key"], body)[1][0]["postId"]
+    group = post_rows(db, "id = ?", root)[0]["post_group"]
+    for prefix in PREFIXES:
+        status, view = call(server, "PUT", f"{prefix}/posts/{root}", world["key"], {
+            "content": "<p>new</p>", "image": [{"id": "m", "path": "https://h/a.jpg"}],
+            "date": "2030-10-01T08:00:00Z", "settings": {"who_can_reply_post": "verified"}})
+        assert status == 200, view
+        assert (view["id"], view["group"], view["content"], view["publishDate"], view["state"]) == (
+            root, group, "<p>new</p>", "2030-10-01T08:00:00.000Z", "QUEUE")
+        assert view["image"] == [{"id": "m", "path": "https://h/a.jpg"}]
+        assert view["settings"] == {"__type": "x", "who_can_reply_post": "verified"}
+        assert [part["content"] for part in view["thread"]] == ["reply"]
+        assert [tag["tag"]["id"] for tag in view["tags"]] == [launch] and view["creationMethod"] == "CLI"
+    assert {row["publish_date"] for row in post_rows(db)} == {"2030-10-01T08:00:00.000Z"}
+    assert len(post_rows(db)) == 2
+
+
+def test_edit_post_validates_and_refuses_published_posts(server, world):
+    db = world["db"]
+    root = call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["x"], "ok", settings=x_settings())))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {
+        "content": 5, "date": "soon", "title": "t"}) == (400, nest(400, [
+            "property title should not exist", "content must be a string",
+            "date must be a valid ISO 8601 date string"]))
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"content": "y" * 300}) == (400, {
+        "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
+    assert post_rows(db, "id = ?", root)[0]["content"] == "ok"
+    db.execute("UPDATE post SET state = 'PUBLISHED'")
+    status, body = call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"content": "late"})
+    assert status == 409 and body["message"].startswith(f"Post {root} is PUBLISHED, so it can no longer be edited")
+    assert call(server, "PUT", "/public/v1/posts/nope", world["key"], {"content": "x"}) == (
+        404, nest(404, "Post not found"))
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["other_key"], {"content": "x"}) == (
+        404, nest(404, "Post not found"))
+
+
+def test_idempotency_key_holds_for_simultaneous_retries_across_workers(start_server):
+    from concurrent.futures import ThreadPoolExecutor
+    server = start_server(args=("--workers", "2"))
+    db = PostsDatabase(server)
+    channel = db.channel("Sky", "bluesky")
+    body = json.dumps(create_body(channel_post(channel, "exactly once"))).encode()
+    headers = {"Authorization": server.key, "Idempotency-Key": "burst"}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: server.request("POST", "/public/v1/posts", headers, body), range(16)))
+    assert {(status, raw) for status, _, raw in answers} == {(201, answers[0][2])}
+    assert len(post_rows(db)) == 1
+
+
+def test_a_draft_entering_the_queue_must_pass_the_publishing_rules(server, world):
+    draft = call(server, "POST", "/public/v1/posts", world["key"],
+                 create_body(channel_post(world["x"], "y" * 300, settings=x_settings()), type="draft"))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{draft}/status", world["key"], {"status": "schedule"}) == (400, {
+        "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
+    assert post_rows(world["db"], "id = ?", draft)[0]["state"] == "DRAFT"
