@@ -2518,73 +2518,56 @@ def _is_video(media: Any) -> bool:
     return isinstance(media, dict) and "mp4" in str(media.get("path", ""))
 
 
-def _media_rule_problem(identifier: str, settings: dict, values: list) -> Optional[str]:
-    """The first media rule of the provider that this post breaks, with Postiz's message; None when it fits."""
-    first = values[0]["image"]
-    videos = sum(map(_is_video, first))
-    if identifier == "bluesky":
-        for value in values:
-            if sum(map(_is_video, value["image"])) > 1:
-                return "You can only upload one video per post."
-            if len(value["image"]) > 4:
-                return "There can be maximum 4 pictures in a post."
-    elif identifier == "dribbble":
-        if len(first) != 1:
-            return "Requires one item"
-        if videos:
-            return "Does not support mp4 files"
-    elif identifier == "facebook" and settings.get("post_type") == "story" and not first:
-        return "Story should have at least one media"
-    elif identifier == "wrapcast" and any(_is_video(media) for value in values for media in value["image"]):
-        return "Can only accept images"
-    elif identifier == "gmb":
-        if len(first) > 1:
-            return "Google My Business posts can only have one image"
-        if videos:
-            return "Google My Business posts do not support video attachments"
-        if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
-            return "Event posts require an event title"
-    elif identifier in ("instagram", "instagram-standalone"):
-        return _instagram_problem(settings, first, videos)
-    elif identifier == "lemmy" and len(first) > 1:
-        return "You can set only one picture for a cover"
-    elif identifier in ("linkedin", "linkedin-page"):
-        if settings.get("post_as_images_carousel") and (len(first) < 2 or videos):
-            return "Carousel can only be created with 2 or more images and no videos."
-        if videos and len(first) > 1:
-            return "Can have maximum 1 media when selecting a video."
-        if any(value["image"] for value in values[1:]):
-            return "Comments can only contain text."
-    elif identifier == "pinterest":
-        return _pinterest_problem(first)
-    elif identifier == "reddit":
-        return _reddit_problem(settings, first)
-    elif identifier in ("tiktok", "tiktok-business"):
-        if not first:
-            return "No video / images selected"
-        if len(first) > 1 and videos:
-            return "Only pictures are supported when selecting multiple items"
-        if identifier == "tiktok-business" and len(first) > 35:
-            return "You can select up to 35 pictures"
-    elif identifier == "tumblr":
-        if len(first) - videos > 30:
-            return "Tumblr supports up to 30 images in one post."
-        if videos > 1:
-            return "Tumblr supports one uploaded video in one post."
-    elif identifier == "x" and settings.get("post_type") == "article":
-        if any(_is_video(media) for value in values for media in value["image"]):
-            return "X articles only support images"
-        if settings.get("article_status") == "draft" and len(values) > 1:
-            return "A draft article cannot have thread replies, remove them or publish the article"
-    elif identifier == "youtube":
-        if len(first) != 1:
-            return "You need one media"
-        if not videos:
-            return "Item must be a video"
+def _videos(media: list) -> int:
+    return sum(map(_is_video, media))
+
+
+def _all_media(values: list) -> list:
+    return [media for value in values for media in value["image"]]
+
+
+# Each rule takes (settings, values) and returns Postiz's message for the first thing the post
+# breaks, or None. `values[0]["image"]` is the main post's media; later values are comments/replies.
+
+def _bluesky_rule(settings: dict, values: list) -> Optional[str]:
+    for value in values:
+        if _videos(value["image"]) > 1:
+            return "You can only upload one video per post."
+        if len(value["image"]) > 4:
+            return "There can be maximum 4 pictures in a post."
     return None
 
 
-def _instagram_problem(settings: dict, first: list, videos: int) -> Optional[str]:
+def _dribbble_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) != 1:
+        return "Requires one item"
+    return "Does not support mp4 files" if _videos(first) else None
+
+
+def _facebook_rule(settings: dict, values: list) -> Optional[str]:
+    if settings.get("post_type") == "story" and not values[0]["image"]:
+        return "Story should have at least one media"
+    return None
+
+
+def _farcaster_rule(settings: dict, values: list) -> Optional[str]:
+    return "Can only accept images" if _videos(_all_media(values)) else None
+
+
+def _gmb_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) > 1:
+        return "Google My Business posts can only have one image"
+    if _videos(first):
+        return "Google My Business posts do not support video attachments"
+    if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
+        return "Event posts require an event title"
+    return None
+
+
+def _instagram_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
     if not first:
         return "Should have at least one media"
     if len(first) > 10:
@@ -2592,32 +2575,98 @@ def _instagram_problem(settings: dict, first: list, videos: int) -> Optional[str
     if settings.get("is_trial_reel"):
         if len(first) != 1:
             return "Trial Reels can only have one video"
-        if not videos:
+        if not _videos(first):
             return "Trial Reels must be a video"
     return None
 
 
-def _pinterest_problem(first: list) -> Optional[str]:
+def _lemmy_rule(settings: dict, values: list) -> Optional[str]:
+    return "You can set only one picture for a cover" if len(values[0]["image"]) > 1 else None
+
+
+def _linkedin_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if settings.get("post_as_images_carousel") and (len(first) < 2 or _videos(first)):
+        return "Carousel can only be created with 2 or more images and no videos."
+    if _videos(first) and len(first) > 1:
+        return "Can have maximum 1 media when selecting a video."
+    if any(value["image"] for value in values[1:]):
+        return "Comments can only contain text."
+    return None
+
+
+def _pinterest_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
     if not first:
         return "Requires at least one media"
     if len(first) > 5:
         return "You can only have up to 5 media items"
-    if _is_video(first[0]):
-        if len(first) == 1:
-            return "If posting a video you have to also include a cover image as second media"
-        if len(first) > 2:
-            return "If posting a video you can only have two media items"
+    if _is_video(first[0]) and len(first) == 1:
+        return "If posting a video you have to also include a cover image as second media"
+    if _is_video(first[0]) and len(first) > 2:
+        return "If posting a video you can only have two media items"
     return None
 
 
-def _reddit_problem(settings: dict, first: list) -> Optional[str]:
+def _reddit_rule(settings: dict, values: list) -> Optional[str]:
     entries = settings.get("subreddit")
     for entry in entries if isinstance(entries, list) else ():
         value = entry.get("value") if isinstance(entry, dict) else None
         post_type = value.get("type") if isinstance(value, dict) else None
-        if post_type in ("image", "video", "videogif", "media") and len(first) != 1:
+        if post_type in ("image", "video", "videogif", "media") and len(values[0]["image"]) != 1:
             return "When posting a media post, you must attached exactly one media file."
     return None
+
+
+def _tiktok_rule(settings: dict, values: list, most_pictures: Optional[int] = None) -> Optional[str]:
+    first = values[0]["image"]
+    if not first:
+        return "No video / images selected"
+    if len(first) > 1 and _videos(first):
+        return "Only pictures are supported when selecting multiple items"
+    if most_pictures is not None and len(first) > most_pictures:
+        return f"You can select up to {most_pictures} pictures"
+    return None
+
+
+def _tumblr_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) - _videos(first) > 30:
+        return "Tumblr supports up to 30 images in one post."
+    return "Tumblr supports one uploaded video in one post." if _videos(first) > 1 else None
+
+
+def _x_rule(settings: dict, values: list) -> Optional[str]:
+    if settings.get("post_type") != "article":
+        return None
+    if _videos(_all_media(values)):
+        return "X articles only support images"
+    if settings.get("article_status") == "draft" and len(values) > 1:
+        return "A draft article cannot have thread replies, remove them or publish the article"
+    return None
+
+
+def _youtube_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) != 1:
+        return "You need one media"
+    return None if _videos(first) else "Item must be a video"
+
+
+_MEDIA_RULES = {
+    "bluesky": _bluesky_rule, "dribbble": _dribbble_rule, "facebook": _facebook_rule, "wrapcast": _farcaster_rule,
+    "gmb": _gmb_rule, "instagram": _instagram_rule, "instagram-standalone": _instagram_rule, "lemmy": _lemmy_rule,
+    "linkedin": _linkedin_rule, "linkedin-page": _linkedin_rule, "pinterest": _pinterest_rule,
+    "reddit": _reddit_rule, "tiktok": _tiktok_rule,
+    "tiktok-business": lambda settings, values: _tiktok_rule(settings, values, most_pictures=35),
+    "tumblr": _tumblr_rule, "x": _x_rule, "youtube": _youtube_rule,
+}
+
+
+def _media_rule_problem(identifier: str, settings: dict, values: list) -> Optional[str]:
+    """The first media rule of the provider that this post breaks, with Postiz's message; None when it fits."""
+    rule = _MEDIA_RULES.get(identifier)
+    return rule(settings, values) if rule else None
 
 
 # --- POST /posts: the whole pipeline before anything is stored -----------------

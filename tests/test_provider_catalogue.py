@@ -378,6 +378,10 @@ def test_length_limits_unless_draft():
         "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"}
     assert validate_create_post(body(post("X_ID", "a" * 281, settings=X_OK), type="draft"), CHANNELS.get)
     assert validate_create_post(body(post("XV_ID", "a" * 4000, settings=X_OK)), CHANNELS.get)
+    assert post_validation_error(body(post("XV_ID", "a" * 4001, settings=X_OK)))["message"] == (
+        "post is too long, please fix it")
+    article = {"post_type": "article", "article_title": "Long read", "article_status": "published"}
+    assert validate_create_post(body(post("X_ID", "<p>" + "a" * 100000 + "</p>", settings=article)), CHANNELS.get)
     assert post_validation_error(body(post("BSKY", "Hello", "b" * 301)))["message"] == "post is too long, please fix it"
 
 
