@@ -1319,6 +1319,8 @@ class HttpConnection(asyncio.Protocol):
             request.sink.close()
 
     def _send(self, request: Request, response: Response, started: float) -> None:
+        if type(request) is StreamedRequest:
+            request.sink.close()  # before the answer leaves, so a client that got it finds no temporary file
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
         self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
@@ -1327,8 +1329,6 @@ class HttpConnection(asyncio.Protocol):
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
                 f"{response.status} {len(response.body)} {(time.perf_counter() - started) * 1000:.1f}ms")
-        if type(request) is StreamedRequest:
-            request.sink.close()
         if type(response) is FileResponse and request.method != "HEAD":
             self._start_file(response, keep_alive)
         elif not keep_alive:
@@ -2174,13 +2174,14 @@ def fetch_media(url: str, uploads: str, max_video_bytes: int, allow: tuple) -> S
         try:
             connection.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
                                headers={"User-Agent": f"rustiz/{VERSION}", "Accept": "image/*, video/mp4"})
+            sock = connection.sock  # the response takes it over (and the connection forgets it) on Connection: close
             response = connection.getresponse()
             if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
                 url = urljoin(url, response.getheader("location"))
                 continue
             if response.status != 200:
                 raise bad_request(f"upload-from-url: {url} answered {response.status} {response.reason}")
-            return _download(response, connection, uploads, max_video_bytes, deadline)
+            return _download(response, sock, uploads, max_video_bytes, deadline)
         except (OSError, http.client.HTTPException) as error:
             raise bad_request(f"upload-from-url: fetching {url} failed: {error or type(error).__name__}") from None
         finally:
@@ -2188,7 +2189,7 @@ def fetch_media(url: str, uploads: str, max_video_bytes: int, allow: tuple) -> S
     raise bad_request(f"upload-from-url: more than {FETCH_MAX_REDIRECTS} redirects, last to {url}")
 
 
-def _download(response: Any, connection: Any, uploads: str, max_video_bytes: int, deadline: float) -> StagedFile:
+def _download(response: Any, sock: socket.socket, uploads: str, max_video_bytes: int, deadline: float) -> StagedFile:
     announced = response.getheader("content-length", "")
     if announced.isdigit() and int(announced) > max(MAX_IMAGE_BYTES, max_video_bytes):
         raise nest_error(413, f"upload-from-url: the file is {announced} bytes, over the maximum allowed size "
@@ -2199,7 +2200,7 @@ def _download(response: Any, connection: Any, uploads: str, max_video_bytes: int
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise bad_request(f"upload-from-url: the download took longer than {FETCH_TIMEOUT_SECONDS:g} s")
-            connection.sock.settimeout(remaining)
+            sock.settimeout(remaining)
             piece = response.read1(_FETCH_PIECE_BYTES)
             if not piece:
                 return writer.finish()
