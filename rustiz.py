@@ -1887,11 +1887,13 @@ class App:
                                          f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs in the primary worker only: forget rate-limit windows that have ended."""
+        """Runs in the primary worker only: forget rate-limit windows that have ended, and uploads abandoned
+        by a crash."""
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
+        remove_abandoned_uploads(self.config.uploads, time.time() - ABANDONED_UPLOAD_SECONDS)
         loop.call_later(300, self.housekeeping, loop)
 
     # --- handlers ---------------------------------------------------------------
@@ -2214,7 +2216,11 @@ def _download(response: Any, sock: socket.socket, uploads: str, max_video_bytes:
     if announced.isdigit() and int(announced) > max(MAX_IMAGE_BYTES, max_video_bytes):
         raise nest_error(413, f"upload-from-url: the file is {announced} bytes, over the maximum allowed size "
                               f"of {max(MAX_IMAGE_BYTES, max_video_bytes)} bytes (RUSTIZ_MAX_VIDEO_BYTES)")
-    writer = MediaWriter(uploads, max_video_bytes)
+    try:
+        writer = MediaWriter(uploads, max_video_bytes)
+    except OSError as error:  # not the remote server's fault: say so, rather than "fetching failed"
+        log(f"cannot store an upload in {uploads}: {error}")
+        raise nest_error(500, f"The server cannot store the upload: {error.strerror}") from None
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -2228,6 +2234,25 @@ def _download(response: Any, sock: socket.socket, uploads: str, max_video_bytes:
     except BaseException:
         writer.discard()
         raise
+
+
+ABANDONED_UPLOAD_SECONDS = 24 * 3600  # far longer than any upload in progress can take
+
+
+def remove_abandoned_uploads(uploads: str, older_than: float) -> None:
+    """Temporary files a running server always removes itself; these are left by a crash or a kill -9."""
+    directory = os.path.join(uploads, ".incoming")
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        log(f"cannot look for abandoned uploads in {directory}: {error.strerror}")
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.name.endswith(".part") and entry.stat().st_mtime < older_than:
+                os.unlink(entry.path)
 
 
 _UPLOAD_FILE_NAME = r"[0-9a-f]{32}\.(?:" + "|".join(MEDIA_TYPES) + r")\Z"  # compiled on first use
@@ -2251,9 +2276,7 @@ class MediaApi:
     def open_upload(self, request: Request, organization_id: str) -> UploadSink:
         return UploadSink(request, self.config.uploads, self.config.max_video_bytes)
 
-    def upload(self, request: Request, organization_id: str) -> Response:
-        if type(request) is not StreamedRequest:  # e.g. "POST /upload/" is not a streaming path
-            raise not_found(f"Cannot POST {request.path}")
+    def upload(self, request: StreamedRequest, organization_id: str) -> Response:
         return self._save(organization_id, request.sink.result())
 
     def upload_from_url(self, request: Request, organization_id: str) -> Awaitable[Response]:

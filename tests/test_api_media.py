@@ -617,3 +617,25 @@ def test_upload_from_url_gives_up_after_its_time_limit_on_a_silent_server(fetche
         assert 25 < time.monotonic() - started < 40
     finally:
         silent.close()
+
+
+def test_temporary_files_abandoned_by_a_crash_are_removed_at_start(pyz, tmp_path):
+    server = RustizServer(pyz, tmp_path / "crashed")
+    server.start()
+    server.stop()
+    incoming = uploads_dir(server) / ".incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    abandoned, recent = incoming / ("a" * 32 + ".part"), incoming / ("b" * 32 + ".part")
+    abandoned.write_bytes(b"half an upload")
+    recent.write_bytes(b"an upload another worker may still be writing")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(abandoned, (two_days_ago, two_days_ago))
+    server.start()
+    try:
+        deadline = time.monotonic() + 10
+        while abandoned.exists():
+            assert time.monotonic() < deadline, "the abandoned temporary file is still there"
+            time.sleep(0.05)
+        assert recent.exists()
+    finally:
+        server.stop()
