@@ -1339,7 +1339,8 @@ class HttpConnection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
-                f"{response.status} {len(response.body)} {(time.perf_counter() - started) * 1000:.1f}ms")
+                f"{response.status} {response.length if type(response) is FileResponse else len(response.body)} "
+                f"{(time.perf_counter() - started) * 1000:.1f}ms")
         if type(response) is FileResponse and request.method != "HEAD":
             self._start_file(response, keep_alive)
         elif not keep_alive:
