@@ -68,6 +68,8 @@ DEFAULT_DATA_DIR = "rustiz-data"
 DEFAULT_API_LIMIT = 90  # POST /public/v1/posts per organization per hour (Postiz default)
 DEFAULT_REQUEST_LIMIT = 600  # requests per minute per client address
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+MAX_IMAGE_BYTES = 10 * 1024 * 1024  # Postiz's limit for uploaded images
+DEFAULT_MAX_VIDEO_BYTES = 1024 * 1024 * 1024  # Postiz's limit for uploaded video
 MAX_HEAD_BYTES = 16 * 1024
 API_LIMIT_WINDOW_SECONDS = 3600
 REQUEST_LIMIT_WINDOW_SECONDS = 60
@@ -187,6 +189,8 @@ class Config:
     shutdown_timeout: float
     access_log: bool
     trusted_proxies: tuple = ()
+    max_video_bytes: int = DEFAULT_MAX_VIDEO_BYTES
+    fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks upload-from-url may fetch from anyway
 
 
 def default_config_path(environ: dict) -> str:
@@ -259,6 +263,23 @@ def _trusted_proxies(raw: str) -> tuple:
     return tuple(networks)
 
 
+def _fetch_allow(raw: str) -> tuple:
+    """RUSTIZ_FETCH_ALLOW: host names, addresses or networks that upload-from-url may reach although private."""
+    if not raw.strip():
+        return ()
+    import ipaddress  # only when an allow-list is configured: it costs start-up time
+    allowed: list = []
+    for item in raw.replace(",", " ").split():
+        try:
+            allowed.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", item):
+                raise UserError(f"RUSTIZ_FETCH_ALLOW: {item!r} is neither a host name nor an IP address or "
+                                "network") from None
+            allowed.append(item.lower())
+    return tuple(allowed)
+
+
 def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     """The config file named by RUSTIZ_CONFIG, then environment variables on top of it."""
     path = default_config_path(environ)
@@ -294,6 +315,8 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         shutdown_timeout=_seconds_setting(values, "RUSTIZ_SHUTDOWN_TIMEOUT", 10.0),
         access_log=access_log in ("1", "true", "yes", "on"),
         trusted_proxies=_trusted_proxies(values.get("RUSTIZ_TRUSTED_PROXIES", "")),
+        max_video_bytes=_int_setting(values, "RUSTIZ_MAX_VIDEO_BYTES", DEFAULT_MAX_VIDEO_BYTES, 1024, 2**40),
+        fetch_allow=_fetch_allow(values.get("RUSTIZ_FETCH_ALLOW", "")),
     )
 
 
@@ -445,6 +468,24 @@ MIGRATIONS: tuple = (
         created_at REAL NOT NULL,
         PRIMARY KEY (organization_id, key)
     );
+    """,
+    """
+    CREATE TABLE media (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        original_name TEXT,
+        path TEXT NOT NULL,
+        thumbnail TEXT,
+        thumbnail_timestamp INTEGER,
+        alt TEXT,
+        file_size INTEGER NOT NULL DEFAULT 0,
+        type TEXT NOT NULL DEFAULT 'image',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX media_organization ON media(organization_id, deleted_at);
     """,
 )
 
@@ -963,6 +1004,20 @@ class Store:
                 (now - longest_window, now))
         return cursor.rowcount
 
+    # --- media ----------------------------------------------------------------
+
+    def create_media(self, organization_id: str, name: str, path: str, file_size: int, kind: str) -> dict:
+        """A new Media row; returns what Postiz's upload routes answer: {id, name, originalName, path, thumbnail, alt}.
+
+        Like Postiz, the client's file name is not kept (the official SDK sends only the extension)."""
+        media_id = new_uuid()
+        now = utc_now_iso()
+        with self._writing() as db:
+            db.execute("INSERT INTO media (id, organization_id, name, path, file_size, type, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (media_id, organization_id, name, path, file_size, kind,
+                                                          now, now))
+        return {"id": media_id, "name": name, "originalName": None, "path": path, "thumbnail": None, "alt": None}
+
 
 # =============================================================================
 # 4. HTTP protocol (sans-IO): bytes in, events out; no sockets, no asyncio
@@ -1015,15 +1070,25 @@ class RequestParser:
     `feed(data)` returns the events completed by `data`: RequestHead, then Body chunks, then
     EndOfMessage, for each request (pipelined requests follow one another). A ParseError is the last
     event the parser ever returns.
+
+    `body_limit_for(head)`, when given, names a larger body limit for some requests (uploads) or
+    returns None; it is asked only about chunked bodies and bodies over `max_body_bytes`.
     """
 
-    def __init__(self, max_head_bytes: int = MAX_HEAD_BYTES, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+    def __init__(self, max_head_bytes: int = MAX_HEAD_BYTES, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 body_limit_for: Optional[Callable[[RequestHead], Optional[int]]] = None):
         self.max_head_bytes = max_head_bytes
         self.max_body_bytes = max_body_bytes
+        self.body_limit_for = body_limit_for
         self._buffer = b""
         self._state = _HEAD
         self._remaining = 0  # bytes left in the fixed body or the current chunk
         self._body_seen = 0
+        self._chunked_body_limit = max_body_bytes
+
+    def _body_limit(self, head: RequestHead) -> int:
+        larger = self.body_limit_for(head) if self.body_limit_for is not None else None
+        return larger if larger is not None else self.max_body_bytes
 
     @property
     def idle(self) -> bool:
@@ -1060,13 +1125,16 @@ class RequestParser:
                 if isinstance(head, ParseError):
                     return self._fail(events, head.status, head.reason)
                 if head.content_length and head.content_length > self.max_body_bytes:
-                    # Refused before the head is reported, so no 100 Continue invites the body first.
-                    return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
-                                                   f"the limit of {self.max_body_bytes} bytes")
+                    limit = self._body_limit(head)
+                    if head.content_length > limit:
+                        # Refused before the head is reported, so no 100 Continue invites the body first.
+                        return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
+                                                       f"the limit of {limit} bytes")
                 events.append(head)
                 if head.chunked:
                     self._state = _CHUNK_SIZE_LINE
                     self._body_seen = 0
+                    self._chunked_body_limit = self._body_limit(head)
                 elif head.content_length:
                     self._state = _FIXED_BODY
                     self._remaining = head.content_length
@@ -1092,8 +1160,9 @@ class RequestParser:
                 chunk_size = int(match.group(1), 16)
                 position = end + 2
                 self._body_seen += chunk_size
-                if self._body_seen > self.max_body_bytes:
-                    return self._fail(events, 413, f"request body is over the limit of {self.max_body_bytes} bytes")
+                if self._body_seen > self._chunked_body_limit:
+                    return self._fail(events, 413,
+                                      f"request body is over the limit of {self._chunked_body_limit} bytes")
                 self._remaining = chunk_size
                 self._state = _CHUNK_DATA if chunk_size else _TRAILERS
             elif state == _CHUNK_DATA:
@@ -1200,11 +1269,13 @@ class RequestParser:
 
 
 _REASONS = {
-    100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request",
+    100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content",
+    304: "Not Modified", 400: "Bad Request",
     401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
     408: "Request Timeout", 409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
-    422: "Unprocessable Entity", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
-    500: "Internal Server Error", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
+    416: "Range Not Satisfiable", 422: "Unprocessable Entity", 429: "Too Many Requests",
+    431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable",
+    505: "HTTP Version Not Supported",
 }
 _STATUS_LINES: dict = {}
 _CONTENT_TYPE_LINES: dict = {}
@@ -1248,6 +1319,17 @@ class Response:
         self.headers = headers if headers is not None else []  # extra (name, value) pairs
 
 
+class FileResponse(Response):
+    """`length` bytes of the file at `file_path` from `offset`: the connection streams them after the head."""
+    __slots__ = ("file_path", "offset", "length")
+
+    def __init__(self, status: int, file_path: str, offset: int, length: int, content_type: str, headers: list):
+        super().__init__(status, b"", content_type, headers)
+        self.file_path = file_path
+        self.offset = offset
+        self.length = length
+
+
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
     return Response(status, json_dumps(value), "application/json; charset=utf-8", headers or [])
 
@@ -1264,8 +1346,8 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
         return b"".join((_status_line(response.status), HTTP_DATE.line, content_type,
                          b"Content-Length: %d\r\n\r\n" % len(body), body))
     parts = [_status_line(response.status), HTTP_DATE.line, content_type]
-    if response.status != 204:  # RFC 9110 8.6: a 204 carries no Content-Length
-        parts.append(b"Content-Length: %d\r\n" % len(body))
+    if response.status not in (204, 304):  # RFC 9110 8.6: a 204 carries no Content-Length; a 304 needs none
+        parts.append(b"Content-Length: %d\r\n" % (response.length if type(response) is FileResponse else len(body)))
     for name, value in response.headers:
         parts.append(f"{name}: {value}\r\n".encode("latin-1"))
     if not keep_alive:
@@ -1276,6 +1358,134 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
     if not head_only:
         parts.append(body)
     return b"".join(parts)
+
+
+# The multipart events and the media value types are plain slotted classes: each NamedTuple
+# costs about 0.1 ms of start-up, and nothing here needs tuple behaviour.
+
+class PartHead:
+    """The start of one multipart/form-data part."""
+    __slots__ = ("name", "filename", "content_type")
+
+    def __init__(self, name: Optional[str], filename: Optional[str], content_type: Optional[str]):
+        self.name = name  # the form field
+        self.filename = filename
+        self.content_type = content_type
+
+
+class PartData:
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+class PartEnd:
+    __slots__ = ()
+
+
+class MultipartError(ValueError):
+    """The multipart body is malformed; the message says how, for the client's developer."""
+
+
+_PREAMBLE, _AFTER_DELIMITER, _PART_HEAD, _PART_BODY, _EPILOGUE = range(5)
+_PART_END = PartEnd()
+# Regular expressions used only by uploads stay source text here: re compiles (and caches) them on
+# first use, which keeps their compilation out of every start-up.
+_HEADER_PARAMETER = r';\s*([A-Za-z*]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))'
+_MAX_PART_HEAD_BYTES = 16 * 1024
+
+
+def multipart_boundary(content_type: str) -> Optional[bytes]:
+    """The boundary of a `multipart/form-data; boundary=...` Content-Type, or None for any other type."""
+    media_type, _, parameters = content_type.partition(";")
+    if media_type.strip().lower() != "multipart/form-data":
+        return None
+    for name, quoted, plain in re.findall(_HEADER_PARAMETER, ";" + parameters):
+        if name.lower() == "boundary":
+            boundary = (quoted or plain).encode("latin-1", "replace")
+            return boundary if 0 < len(boundary) <= 200 else None
+    return None
+
+
+class MultipartParser:
+    """multipart/form-data (RFC 7578) as events, fed the body in pieces split anywhere.
+
+    `feed(data)` returns PartHead, PartData..., PartEnd for each part; `complete` turns True at the
+    closing boundary. Part bodies are never held whole: all but the last few bytes of each piece are
+    returned at once (those few might be the start of a boundary)."""
+
+    def __init__(self, boundary: bytes):
+        self._delimiter = b"\r\n--" + boundary
+        self._buffer = b"\r\n"  # so that a boundary on the body's first line is found like any other
+        self._state = _PREAMBLE
+        self.complete = False
+
+    def feed(self, data: bytes) -> list:
+        buffer = self._buffer + data
+        events: list = []
+        position = 0
+        while self._state != _EPILOGUE:
+            state = self._state
+            if state == _PREAMBLE or state == _PART_BODY:
+                found = buffer.find(self._delimiter, position)
+                if found < 0:
+                    keep_from = max(position, len(buffer) - len(self._delimiter) + 1)
+                    if state == _PART_BODY and keep_from > position:
+                        events.append(PartData(buffer[position:keep_from]))
+                    position = keep_from
+                    break
+                if state == _PART_BODY:
+                    if found > position:
+                        events.append(PartData(buffer[position:found]))
+                    events.append(_PART_END)
+                position = found + len(self._delimiter)
+                self._state = _AFTER_DELIMITER
+            elif state == _AFTER_DELIMITER:
+                if buffer.startswith(b"--", position):
+                    self._state, self.complete = _EPILOGUE, True
+                    break
+                end = buffer.find(b"\r\n", position)
+                if end < 0:
+                    if len(buffer) - position > 1024:
+                        raise MultipartError("a multipart boundary line does not end with CRLF")
+                    break
+                if buffer[position:end].strip(b" \t"):  # only transport padding may follow a boundary
+                    raise MultipartError("a multipart boundary is followed by something other than CRLF")
+                position = end + 2
+                self._state = _PART_HEAD
+            else:  # _PART_HEAD
+                if buffer.startswith(b"\r\n", position):  # a part without headers
+                    end, raw = position - 2, b""
+                else:
+                    end = buffer.find(b"\r\n\r\n", position)
+                    if end < 0:
+                        if len(buffer) - position > _MAX_PART_HEAD_BYTES:
+                            raise MultipartError("the headers of a multipart part are larger than 16 KiB")
+                        break
+                    raw = buffer[position:end]
+                events.append(self._part_head(raw))
+                position = end + 4
+                self._state = _PART_BODY
+        self._buffer = b"" if self._state == _EPILOGUE else buffer[position:]
+        return events
+
+    @staticmethod
+    def _part_head(raw: bytes) -> PartHead:
+        name = filename = content_type = None
+        for line in raw.decode("utf-8", "replace").split("\r\n"):
+            header, _, value = line.partition(":")
+            header = header.strip().lower()
+            if header == "content-disposition":
+                for parameter, quoted, plain in re.findall(_HEADER_PARAMETER, value):
+                    text = re.sub(r"\\(.)", r"\1", quoted) if quoted else plain
+                    if parameter.lower() == "name":
+                        name = text
+                    elif parameter.lower() == "filename":
+                        filename = text
+            elif header == "content-type":
+                content_type = value.strip()
+        return PartHead(name, filename, content_type)
 
 
 # =============================================================================
@@ -1321,6 +1531,28 @@ class Request:
             raise bad_request(f"The request body is not valid JSON: {reason}{where}") from None
 
 
+class BodySink:
+    """Where a streaming route's body goes, piece by piece, instead of being joined in memory.
+
+    The connection calls `feed` for each piece and `close` once the response is out or the client is
+    gone; `close` must undo whatever the handler did not keep (temporary files), and may run twice."""
+
+    def feed(self, data: bytes) -> None:
+        pass  # this base class is the sink that drops the body (for a request that will be refused)
+
+    def close(self) -> None:
+        pass
+
+
+class StreamedRequest(Request):
+    """A request whose body went to `sink` as it arrived; `body` is empty."""
+    __slots__ = ("sink",)
+
+    def __init__(self, head: RequestHead, peer: str, sink: BodySink):
+        super().__init__(head, b"", peer)
+        self.sink = sink
+
+
 class ApiError(Exception):
     """Raised by a handler to answer with `status` and the JSON `body` (and extra `headers`)."""
 
@@ -1351,13 +1583,18 @@ Handler = Callable[[Request], Union[Response, Awaitable[Response]]]
 
 
 class ServerState:
-    """What the connections of one worker share: the app, the config, the live connections."""
+    """What the connections of one worker share: the app, the config, the live connections.
 
-    def __init__(self, config: Config, handle: Handler):
+    `streaming` (the App) names the POST paths whose bodies go to a BodySink (`streaming_paths`), their
+    body limits (`body_limit_for(head)`) and opens their sinks (`open_body_sink(head, peer)`)."""
+
+    def __init__(self, config: Config, handle: Handler, streaming: Any = None):
         self.config = config
         self.handle = handle
         self.connections: set = set()
         self.closing = False
+        self.streaming = streaming
+        self.streaming_paths = streaming.streaming_paths if streaming is not None else {}
 
 
 class HttpConnection(asyncio.Protocol):
@@ -1365,13 +1602,16 @@ class HttpConnection(asyncio.Protocol):
 
     def __init__(self, state: ServerState):
         self.state = state
-        self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes)
+        self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes,
+                                    state.streaming.body_limit_for if state.streaming is not None else None)
         self.transport: Optional[asyncio.Transport] = None
         self.peer = ""
         self.pending: list = []  # complete Requests (or a final ParseError) waiting their turn
         self.head: Optional[RequestHead] = None
         self.body_parts: list = []
-        self.busy = False  # an asynchronous handler is running
+        self.sink: Optional[BodySink] = None  # where the current body goes, on a streaming route
+        self.outgoing: Optional[OutgoingFile] = None  # a FileResponse body being written
+        self.busy = False  # an asynchronous handler is running, or a file is being sent
         self.answered = 0  # responses sent; before the first, an idle client gets the header timeout
         self.continue_due = False  # the current head asked for 100 Continue and has not had it yet
         self.closed = False
@@ -1388,13 +1628,24 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.closed = True
         self.state.connections.discard(self)
+        # A client gone mid-upload (or before its upload was answered) leaves nothing behind.
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
+        self._drop_pending()
+        if self.outgoing is not None:
+            os.close(self.outgoing.descriptor)
+            self.outgoing = None
 
     def pause_writing(self) -> None:
         self.writing_paused = True
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        self._answer_pending()
+        if self.outgoing is not None:
+            self._send_file_pieces()
+        else:
+            self._answer_pending()
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic()
@@ -1409,13 +1660,23 @@ class HttpConnection(asyncio.Protocol):
                 self.head = event
                 self.body_parts = []
                 self.continue_due = event.expect_continue and event.content_length != 0
+                if event.method == "POST" and self.state.streaming_paths and \
+                        event.target.partition("?")[0] in self.state.streaming_paths:
+                    self.sink = self.state.streaming.open_body_sink(event, self.peer)
             elif kind is Body:
                 self.continue_due = False
-                self.body_parts.append(event.data)
+                if self.sink is None:
+                    self.body_parts.append(event.data)
+                else:
+                    self.sink.feed(event.data)
             elif kind is EndOfMessage:
                 self.continue_due = False
-                body = b"".join(self.body_parts) if self.body_parts else b""
-                self.pending.append(Request(self.head, body, self.peer))
+                if self.sink is None:
+                    body = b"".join(self.body_parts) if self.body_parts else b""
+                    self.pending.append(Request(self.head, body, self.peer))
+                else:
+                    self.pending.append(StreamedRequest(self.head, self.peer, self.sink))
+                    self.sink = None
                 self.head, self.body_parts = None, []
             else:
                 self.pending.append(event)
@@ -1438,7 +1699,7 @@ class HttpConnection(asyncio.Protocol):
                 result = self.state.handle(item)
             except Exception:
                 result = internal_error_response()
-            if type(result) is Response:
+            if type(result) is Response or type(result) is FileResponse:
                 self._send(item, result, started)
             else:
                 self.busy = True
@@ -1462,8 +1723,12 @@ class HttpConnection(asyncio.Protocol):
         if not self.closed:
             self._send(request, response, started)
             self._answer_pending()
+        elif type(request) is StreamedRequest:
+            request.sink.close()
 
     def _send(self, request: Request, response: Response, started: float) -> None:
+        if type(request) is StreamedRequest:
+            request.sink.close()  # before the answer leaves, so a client that got it finds no temporary file
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
         self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
@@ -1471,9 +1736,50 @@ class HttpConnection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
-                f"{response.status} {len(response.body)} {(time.perf_counter() - started) * 1000:.1f}ms")
-        if not keep_alive:
+                f"{response.status} {response.length if type(response) is FileResponse else len(response.body)} "
+                f"{(time.perf_counter() - started) * 1000:.1f}ms")
+        if type(response) is FileResponse and request.method != "HEAD":
+            self._start_file(response, keep_alive)
+        elif not keep_alive:
             self.close()
+
+    def _start_file(self, response: FileResponse, keep_alive: bool) -> None:
+        try:
+            descriptor = os.open(response.file_path, os.O_RDONLY)
+        except OSError as error:  # gone since the handler looked: the head is out, so only closing is left
+            log(f"cannot send {response.file_path}: {error.strerror}")
+            self.close()
+            return
+        self.busy = True
+        self.outgoing = OutgoingFile(descriptor, response.offset, response.length, keep_alive)
+        self._send_file_pieces()
+
+    def _send_file_pieces(self) -> None:
+        """Write the file in pieces while the transport accepts them; resume_writing brings us back."""
+        outgoing = self.outgoing
+        self.last_activity = time.monotonic()
+        try:
+            while outgoing.remaining and not self.writing_paused and not self.closed:
+                piece = os.pread(outgoing.descriptor, min(FILE_PIECE_BYTES, outgoing.remaining), outgoing.offset)
+                if not piece:
+                    raise OSError(0, "the file is shorter than when its response began")
+                self.transport.write(piece)
+                outgoing.offset += len(piece)
+                outgoing.remaining -= len(piece)
+        except OSError as error:
+            log(f"sending a file failed, closing the connection: {error.strerror or error}")
+            self.close()
+        if outgoing.remaining and not self.closed:
+            return
+        if self.outgoing is not None:  # (connection_lost may have closed it already)
+            os.close(outgoing.descriptor)
+            self.outgoing = None
+        self.busy = False
+        self.last_activity = time.monotonic()
+        if not outgoing.keep_alive:
+            self.close()
+        elif not self.closed:
+            self._answer_pending()
 
     def _answer_parse_error(self, error: ParseError) -> None:
         """The byte stream is no longer trustworthy: answer once and close."""
@@ -1488,14 +1794,22 @@ class HttpConnection(asyncio.Protocol):
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.pending.clear()
+            self._drop_pending()
             self.transport.close()  # flushes what was written, then closes
+
+    def _drop_pending(self) -> None:
+        for item in self.pending:
+            if type(item) is StreamedRequest:
+                item.sink.close()
+        self.pending.clear()
 
     def check_timeouts(self, now: float) -> None:
         """Called once a second: drop idle keep-alive connections and clients too slow to send a request."""
+        config = self.state.config
+        if self.outgoing is not None and now - self.last_activity > config.keepalive_timeout:
+            self.close()  # a client that stopped reading a file we send it
         if self.closed or self.busy or self.pending:
             return
-        config = self.state.config
         if self.parser.idle:
             limit = config.keepalive_timeout if self.answered else config.header_timeout
             if now - self.last_activity > limit or self.state.closing:
@@ -1503,6 +1817,20 @@ class HttpConnection(asyncio.Protocol):
         elif (now - self.message_started > config.header_timeout if self.parser.reading_head
               else now - self.last_activity > config.header_timeout):
             self._answer_parse_error(ParseError(408, "the request was not received in time"))
+
+
+FILE_PIECE_BYTES = 256 * 1024
+
+
+class OutgoingFile:
+    """The part of a FileResponse still to be written, and what to do with the connection afterwards."""
+    __slots__ = ("descriptor", "offset", "remaining", "keep_alive")
+
+    def __init__(self, descriptor: int, offset: int, remaining: int, keep_alive: bool):
+        self.descriptor = descriptor
+        self.offset = offset
+        self.remaining = remaining
+        self.keep_alive = keep_alive
 
 
 def internal_error_response() -> Response:
@@ -1573,7 +1901,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     store = Store(config.database)
     store.share_reads_per_loop_turn(loop.call_soon)
     app = App(config, store)
-    state = ServerState(config, app.handle)
+    state = ServerState(config, app.handle, app)
     stop = loop.create_future()
 
     def request_stop() -> None:
@@ -2803,6 +3131,14 @@ class Route(NamedTuple):
     authenticated: bool
 
 
+class StreamingRoute:
+    __slots__ = ("body_limit", "open_sink")
+
+    def __init__(self, body_limit: int, open_sink: Callable[[Request, str], BodySink]):
+        self.body_limit = body_limit
+        self.open_sink = open_sink
+
+
 class App:
     """The routing table, and the order every request goes through: method, limits, route, auth, handler."""
 
@@ -2812,11 +3148,13 @@ class App:
         self.guard = Guard(config, store)
         self.routes: dict = {}  # path -> {method: Route}, for paths without parameters
         self.patterns: dict = {}  # path template -> (compiled pattern, {method: Route})
+        self.streaming_paths: dict = {}  # POST path -> StreamingRoute, for routes that take their body in pieces
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
         ChannelsApi(store).register(self)
         PostsApi(store).register(self)
+        MediaApi(config, store).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -2833,6 +3171,29 @@ class App:
         """A public API route, under both /public/v1 (Postiz cloud) and /api/public/v1 (self-hosted Postiz)."""
         for prefix in API_PREFIXES:
             self.add(method, prefix + subpath, handler)
+
+    def add_streaming_api(self, subpath: str, handler: Callable, body_limit: int,
+                          open_sink: Callable[[Request, str], BodySink]) -> None:
+        """A public API POST route whose body goes, as it arrives, to `open_sink(request, organization_id)`.
+
+        Only authenticated requests get that sink (the others' bodies are dropped); the handler then
+        runs as for any route, with the finished sink as `request.sink`. Bodies up to `body_limit`."""
+        self.add_api("POST", subpath, handler)
+        for prefix in API_PREFIXES:
+            self.streaming_paths[prefix + subpath] = StreamingRoute(body_limit, open_sink)
+
+    def body_limit_for(self, head: RequestHead) -> Optional[int]:
+        if head.method != "POST":
+            return None
+        route = self.streaming_paths.get(head.target.partition("?")[0])
+        return route.body_limit if route is not None else None
+
+    def open_body_sink(self, head: RequestHead, peer: str) -> BodySink:
+        request = Request(head, b"", peer)
+        organization = self.guard.organization(request)
+        if type(organization) is Response:
+            return BodySink()  # the handler's dispatch answers the 401 once the body is in
+        return self.streaming_paths[request.path].open_sink(request, organization)
 
     def _find_routes(self, request: Request) -> Optional[dict]:
         routes = self.routes.get(request.path)
@@ -2903,12 +3264,14 @@ class App:
                                          f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended."""
+        """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
+        and uploads abandoned by a crash."""
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
             self.store.forget_expired_idempotency_keys(time.time())
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
+        remove_abandoned_uploads(self.config.uploads, time.time() - ABANDONED_UPLOAD_SECONDS)
         loop.call_later(300, self.housekeeping, loop)
 
     # --- handlers ---------------------------------------------------------------
@@ -3262,7 +3625,7 @@ class PostsApi:
             return self._create_posts(request, organization_id, None)
         if not key or len(key) > 255:
             raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
-        request_hash = hashlib.sha256(request.body).hexdigest()
+        request_hash = _sha256(request.body).hexdigest()
         claim = IdempotentResponse(key, request_hash, 0, b"")
         earlier = self.store.stored_response(organization_id, key)
         if earlier is not None:
@@ -3445,6 +3808,460 @@ class PostsApi:
                 f"This post was already published on {published} UTC. Saving it this way would publish it again "
                 f"to {post['integration']['provider_identifier']}. To edit without republishing, use type 'update'. "
                 f"To intentionally publish again, pass republish: true.")
+# --- media: uploads, upload-from-url, and serving the files ---------------------
+
+class MediaType:
+    __slots__ = ("extension", "content_type", "kind")
+
+    def __init__(self, extension: str, content_type: str, kind: str):
+        self.extension = extension  # as Postiz names stored files (the `file-type` package's extensions)
+        self.content_type = content_type
+        self.kind = kind  # the Media row's type: "image" or "video"
+
+
+MEDIA_TYPES = {media.extension: media for media in (
+    MediaType("jpg", "image/jpeg", "image"), MediaType("png", "image/png", "image"),
+    MediaType("gif", "image/gif", "image"), MediaType("webp", "image/webp", "image"),
+    MediaType("avif", "image/avif", "image"), MediaType("bmp", "image/bmp", "image"),
+    MediaType("tif", "image/tiff", "image"), MediaType("mp4", "video/mp4", "video"))}
+ACCEPTED_MEDIA = "JPEG, PNG, GIF, WebP, AVIF, BMP or TIFF images, or MP4 video"
+SNIFF_BYTES = 16  # enough for every signature below (ISO media brands end at byte 12)
+_HEIF_BRANDS = (b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1")
+# Types rustiz refuses, by signature, so the error can say what the file looked like.
+_REFUSED_SIGNATURES = (
+    (b"%PDF-", "a PDF document"), (b"PK\x03\x04", "a ZIP archive (or an Office document)"),
+    (b"\x1f\x8b", "a gzip archive"), (b"\x1a\x45\xdf\xa3", "a WebM/Matroska video"),
+    (b"OggS", "an Ogg file"), (b"ID3", "an MP3 audio file"), (b"\x00\x00\x01\x00", "an ICO icon"),
+    (b"<svg", "an SVG image"), (b"<?xml", "an XML (maybe SVG) file"), (b"<!DOCTYPE", "an HTML page"),
+    (b"<html", "an HTML page"), (b"{", "JSON text"))
+
+
+def sniff_media_type(head: bytes) -> Union[MediaType, str]:
+    """The file's type from its first bytes (never from its name), or a description of what it is instead."""
+    if head.startswith(b"\xff\xd8\xff"):
+        return MEDIA_TYPES["jpg"]
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return MEDIA_TYPES["png"]
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return MEDIA_TYPES["gif"]
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return MEDIA_TYPES["webp"]
+    if head.startswith(b"BM"):
+        return MEDIA_TYPES["bmp"]
+    if head.startswith((b"II*\x00", b"MM\x00*")):
+        return MEDIA_TYPES["tif"]
+    if head[4:8] == b"ftyp":  # an ISO base media file: the major brand says which kind
+        brand = head[8:12]
+        if brand in (b"avif", b"avis"):
+            return MEDIA_TYPES["avif"]
+        if brand in _HEIF_BRANDS:
+            return "a HEIC/HEIF image"
+        if brand == b"qt  ":
+            return "a QuickTime (.mov) video"
+        if brand.startswith((b"M4A", b"M4B", b"M4P")):
+            return "an M4A audio file"
+        if brand.startswith(b"3g"):
+            return "a 3GP video"
+        return MEDIA_TYPES["mp4"]
+    if head.startswith(b"RIFF"):
+        return {b"WAVE": "a WAV audio file", b"AVI ": "an AVI video"}.get(head[8:12], "a RIFF file")
+    stripped = head.lstrip()
+    for signature, description in _REFUSED_SIGNATURES:
+        if stripped.startswith(signature):
+            return description
+    return "of a type rustiz does not recognise" if head else "empty"
+
+
+class StagedFile:
+    """An accepted file, complete in the uploads directory's .incoming folder, not yet a Media row."""
+    __slots__ = ("temporary_path", "media_type", "size")
+
+    def __init__(self, temporary_path: str, media_type: MediaType, size: int):
+        self.temporary_path = temporary_path
+        self.media_type = media_type
+        self.size = size
+
+
+class MediaWriter:
+    """Writes one file into RUSTIZ_UPLOADS/.incoming as it arrives, sniffing its type from the first
+    bytes and refusing it (ApiError) as soon as its type or size is known to be unacceptable.
+
+    Thread-safe in the sense upload-from-url needs: one writer is only ever used by one thread."""
+
+    def __init__(self, uploads: str, max_video_bytes: int):
+        directory = os.path.join(uploads, ".incoming")
+        os.makedirs(directory, exist_ok=True)
+        self.temporary_path = os.path.join(directory, os.urandom(16).hex() + ".part")
+        self._file = open(self.temporary_path, "xb")
+        self.max_video_bytes = max_video_bytes
+        self.limit = max(MAX_IMAGE_BYTES, max_video_bytes)  # until the type is known
+        self.size = 0
+        self.media_type: Optional[MediaType] = None
+        self._head = b""
+
+    def write(self, data: bytes) -> None:
+        if self.media_type is None:
+            self._head += data[:SNIFF_BYTES - len(self._head)]
+            if len(self._head) >= SNIFF_BYTES:
+                self._identify()
+        self.size += len(data)
+        if self.size > self.limit:
+            raise self._too_large()
+        self._file.write(data)
+
+    def _identify(self) -> None:
+        sniffed = sniff_media_type(self._head)
+        if type(sniffed) is str:
+            raise bad_request(f"Unsupported file type: the file is {sniffed}; rustiz accepts {ACCEPTED_MEDIA} "
+                              "(the type is read from the file's bytes, not from its name)")
+        self.media_type = sniffed
+        self.limit = MAX_IMAGE_BYTES if sniffed.kind == "image" else self.max_video_bytes
+
+    def _too_large(self) -> ApiError:
+        what = "an image" if self.media_type is None or self.media_type.kind == "image" else "a video"
+        setting = "" if what == "an image" else " (RUSTIZ_MAX_VIDEO_BYTES)"
+        if self.media_type is None:
+            what = "a file"
+        return nest_error(413, f"File size exceeds the maximum allowed size of {self.limit} bytes for "
+                               f"{what}{setting}")
+
+    def finish(self) -> StagedFile:
+        """The whole file is in: close it and return it (or raise why it is refused)."""
+        self._file.close()
+        if self.media_type is None:
+            self._identify()
+        if self.size > self.limit:
+            raise self._too_large()
+        return StagedFile(self.temporary_path, self.media_type, self.size)
+
+    def discard(self) -> None:
+        """Remove the temporary file unless it was moved into place; safe to call more than once."""
+        self._file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temporary_path)
+
+
+class UploadSink(BodySink):
+    """POST /upload's body: multipart/form-data whose `file` part goes straight to a MediaWriter.
+
+    Errors are kept, not raised, until the handler asks for the `result()`: the rest of the body is
+    read and dropped so the connection stays usable for the answer."""
+
+    def __init__(self, request: Request, uploads: str, max_video_bytes: int):
+        self.uploads = uploads
+        self.max_video_bytes = max_video_bytes
+        self.writer: Optional[MediaWriter] = None
+        self.in_file_part = False
+        self.staged: Optional[StagedFile] = None
+        self.error: Optional[ApiError] = None
+        content_type = request.headers.get("content-type", "")
+        boundary = multipart_boundary(content_type)
+        self.parser = MultipartParser(boundary) if boundary else None
+        if boundary is None:
+            self.error = bad_request(f'POST /upload takes multipart/form-data with the file in a field named "file"; '
+                                     f"the request's Content-Type is {content_type or 'missing'!r}")
+
+    def feed(self, data: bytes) -> None:
+        if self.error is not None:
+            return
+        try:
+            for event in self.parser.feed(data):
+                self._on_event(event)
+        except MultipartError as error:
+            self._fail(bad_request(f"The multipart/form-data body is malformed: {error}"))
+        except ApiError as error:
+            self._fail(error)
+        except OSError as error:
+            log(f"cannot store an upload in {self.uploads}: {error}")
+            self._fail(nest_error(500, f"The server cannot store the upload: {error.strerror}"))
+
+    def _on_event(self, event: Any) -> None:
+        kind = type(event)
+        if kind is PartData:
+            if self.in_file_part:
+                self.writer.write(event.data)
+        elif kind is PartHead:
+            if event.name == "file" and self.writer is None:
+                self.writer = MediaWriter(self.uploads, self.max_video_bytes)
+                self.in_file_part = True
+        elif self.in_file_part:  # PartEnd of the file part
+            self.in_file_part = False
+            self.staged = self.writer.finish()
+
+    def _fail(self, error: ApiError) -> None:
+        self.error = error
+        if self.writer is not None:
+            self.writer.discard()
+
+    def result(self) -> StagedFile:
+        if self.error is not None:
+            raise self.error
+        if not self.parser.complete:
+            raise bad_request("The multipart/form-data body ended before its closing boundary")
+        if self.staged is None:
+            message = 'No file provided: send it as the multipart/form-data field named "file"'
+            raise ApiError(400, {"msg": message, "statusCode": 400, "message": message, "error": "Bad Request"})
+        return self.staged
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.discard()
+
+
+FETCH_TIMEOUT_SECONDS = 30.0
+FETCH_MAX_REDIRECTS = 3
+_FETCH_PIECE_BYTES = 64 * 1024
+
+
+def refusal_for_address(address: str) -> Optional[str]:
+    """Why upload-from-url may not connect to `address` (\"a private address\"...), or None for a public one."""
+    import ipaddress
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for check, description in (("is_unspecified", "an unspecified address"), ("is_loopback", "a loopback address"),
+                               ("is_link_local", "a link-local address"), ("is_multicast", "a multicast address"),
+                               ("is_reserved", "a reserved address"), ("is_private", "a private address")):
+        if getattr(ip, check):
+            return description
+    return None if ip.is_global else "not a public address"
+
+
+def _fetch_allowed(host: str, address: str, allow: tuple) -> bool:
+    import ipaddress
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    return any(item == host if type(item) is str else ip in item for item in allow)
+
+
+def checked_address(host: str, port: int, allow: tuple) -> str:
+    """Resolve `host` and return the address to connect to, refusing non-public ones the allow-list does not name.
+
+    Every address is checked, and the connection goes to the checked one, so a DNS answer that changes
+    between check and connect (rebinding) cannot reach a private service."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise bad_request(f"upload-from-url: cannot resolve {host}: {error.strerror}") from None
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    host_key = host.lower().rstrip(".")
+    for address in addresses:
+        refusal = refusal_for_address(address)
+        if refusal is not None and not _fetch_allowed(host_key, address, allow):
+            problem = (f"{address} is {refusal}" if host_key == address.lower()
+                       else f"{host} resolves to {address}, {refusal}")
+            raise bad_request(f"upload-from-url: {problem}; set RUSTIZ_FETCH_ALLOW to allow it")
+    return addresses[0]
+
+
+def _pinned_connection(scheme: str, host: str, port: int, address: str, timeout: float) -> Any:
+    """An http.client connection to `address` that still speaks to `host` (Host header, TLS name check)."""
+    import http.client
+    if scheme == "http":
+        connection = http.client.HTTPConnection(host, port, timeout=timeout)
+
+        def connect() -> None:
+            connection.sock = socket.create_connection((address, port), timeout)
+    else:
+        import ssl
+        context = ssl.create_default_context()
+        connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+
+        def connect() -> None:
+            raw = socket.create_connection((address, port), timeout)
+            connection.sock = context.wrap_socket(raw, server_hostname=host)
+    connection.connect = connect
+    return connection
+
+
+def fetch_media(url: str, uploads: str, max_video_bytes: int, allow: tuple) -> StagedFile:
+    """Download `url` for upload-from-url into a staged file. Blocking: run it in a worker thread."""
+    from urllib.parse import urljoin, urlsplit
+    import http.client
+    deadline = time.monotonic() + FETCH_TIMEOUT_SECONDS
+    for _ in range(FETCH_MAX_REDIRECTS + 1):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise bad_request(f"upload-from-url: only http and https URLs can be fetched, not {url!r}")
+        try:
+            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise bad_request(f"upload-from-url: {url!r} has an invalid port") from None
+        if not host:
+            raise bad_request(f"upload-from-url: {url!r} has no host")
+        address = checked_address(host, port, allow)
+        connection = _pinned_connection(parts.scheme, host, port, address, max(0.1, deadline - time.monotonic()))
+        try:
+            connection.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+                               headers={"User-Agent": f"rustiz/{VERSION}", "Accept": "image/*, video/mp4"})
+            sock = connection.sock  # the response takes it over (and the connection forgets it) on Connection: close
+            response = connection.getresponse()
+            if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
+                url = urljoin(url, response.getheader("location"))
+                continue
+            if response.status != 200:
+                raise bad_request(f"upload-from-url: {url} answered {response.status} {response.reason}")
+            return _download(response, sock, uploads, max_video_bytes, deadline)
+        except (OSError, http.client.HTTPException) as error:
+            raise bad_request(f"upload-from-url: fetching {url} failed: {error or type(error).__name__}") from None
+        finally:
+            connection.close()
+    raise bad_request(f"upload-from-url: more than {FETCH_MAX_REDIRECTS} redirects, last to {url}")
+
+
+def _download(response: Any, sock: socket.socket, uploads: str, max_video_bytes: int, deadline: float) -> StagedFile:
+    announced = response.getheader("content-length", "")
+    if announced.isdigit() and int(announced) > max(MAX_IMAGE_BYTES, max_video_bytes):
+        raise nest_error(413, f"upload-from-url: the file is {announced} bytes, over the maximum allowed size "
+                              f"of {max(MAX_IMAGE_BYTES, max_video_bytes)} bytes (RUSTIZ_MAX_VIDEO_BYTES)")
+    try:
+        writer = MediaWriter(uploads, max_video_bytes)
+    except OSError as error:  # not the remote server's fault: say so, rather than "fetching failed"
+        log(f"cannot store an upload in {uploads}: {error}")
+        raise nest_error(500, f"The server cannot store the upload: {error.strerror}") from None
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise bad_request(f"upload-from-url: the download took longer than {FETCH_TIMEOUT_SECONDS:g} s")
+            sock.settimeout(remaining)
+            piece = response.read1(_FETCH_PIECE_BYTES)
+            if not piece:
+                return writer.finish()
+            writer.write(piece)
+    except BaseException:
+        writer.discard()
+        raise
+
+
+ABANDONED_UPLOAD_SECONDS = 24 * 3600  # far longer than any upload in progress can take
+
+
+def remove_abandoned_uploads(uploads: str, older_than: float) -> None:
+    """Temporary files a running server always removes itself; these are left by a crash or a kill -9."""
+    directory = os.path.join(uploads, ".incoming")
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        log(f"cannot look for abandoned uploads in {directory}: {error.strerror}")
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.name.endswith(".part") and entry.stat().st_mtime < older_than:
+                os.unlink(entry.path)
+
+
+_UPLOAD_FILE_NAME = r"[0-9a-f]{32}\.(?:" + "|".join(MEDIA_TYPES) + r")\Z"  # compiled on first use
+
+
+class MediaApi:
+    """POST /upload, POST /upload-from-url, and GET /uploads/YYYY/MM/DD/<name> (public, as Postiz's nginx)."""
+
+    def __init__(self, config: Config, store: Store):
+        self.config = config
+        self.store = store
+
+    def register(self, app: App) -> None:
+        # Room for the multipart framing around the largest file.
+        body_limit = max(MAX_IMAGE_BYTES, self.config.max_video_bytes) + 64 * 1024
+        app.add_streaming_api("/upload", self.upload, body_limit, self.open_upload)
+        app.add_api("POST", "/upload-from-url", self.upload_from_url)
+        for prefix in ("/uploads", "/api/uploads"):  # /api/uploads: self-hosted Postiz's backend path
+            app.add("GET", prefix + "/:year/:month/:day/:name", self.serve_upload, authenticated=False)
+
+    def open_upload(self, request: Request, organization_id: str) -> UploadSink:
+        return UploadSink(request, self.config.uploads, self.config.max_video_bytes)
+
+    def upload(self, request: StreamedRequest, organization_id: str) -> Response:
+        return self._save(organization_id, request.sink.result())
+
+    def upload_from_url(self, request: Request, organization_id: str) -> Awaitable[Response]:
+        body = request.json()
+        url = body.get("url") if isinstance(body, dict) else None
+        if not isinstance(url, str) or not url.strip():
+            raise bad_request('upload-from-url takes a JSON body {"url": "https://..."}; "url" is missing or empty')
+        return self._fetch_and_save(url.strip(), organization_id)
+
+    async def _fetch_and_save(self, url: str, organization_id: str) -> Response:
+        loop = asyncio.get_running_loop()
+        staged = await loop.run_in_executor(None, fetch_media, url, self.config.uploads,
+                                            self.config.max_video_bytes, self.config.fetch_allow)
+        try:
+            return self._save(organization_id, staged)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staged.temporary_path)
+
+    def _save(self, organization_id: str, staged: StagedFile) -> Response:
+        """Move the staged file to YYYY/MM/DD/<random>.<ext>, as Postiz's local storage, and record it."""
+        day = time.strftime("%Y/%m/%d", time.gmtime())
+        name = f"{os.urandom(16).hex()}.{staged.media_type.extension}"
+        directory = os.path.join(self.config.uploads, *day.split("/"))
+        os.makedirs(directory, exist_ok=True)
+        final_path = os.path.join(directory, name)
+        os.replace(staged.temporary_path, final_path)
+        try:
+            media = self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
+                                            staged.size, staged.media_type.kind)
+        except BaseException:
+            os.unlink(final_path)
+            raise
+        return json_response(media, 201)
+
+    def serve_upload(self, request: Request) -> Response:
+        """The stored file, with ETag/Last-Modified revalidation and single byte ranges."""
+        params = request.params
+        day = f"{params['year']}/{params['month']}/{params['day']}"
+        if not re.match(r"\d{4}/\d{2}/\d{2}\Z", day) or not re.match(_UPLOAD_FILE_NAME, params["name"]):
+            raise not_found(f"No upload at {request.path}")  # also what keeps ../ and the like out
+        file_path = os.path.join(self.config.uploads, params["year"], params["month"], params["day"], params["name"])
+        try:
+            status = os.stat(file_path)
+        except OSError:
+            raise not_found(f"No upload at {request.path}") from None
+        size = status.st_size
+        etag = f'"{size:x}-{status.st_mtime_ns:x}"'
+        headers = [("ETag", etag), ("Last-Modified", http_date(status.st_mtime)), ("Accept-Ranges", "bytes"),
+                   ("Cache-Control", "public, max-age=31536000, immutable"), ("X-Content-Type-Options", "nosniff")]
+        content_type = MEDIA_TYPES[params["name"].rpartition(".")[2]].content_type
+        if_none_match = request.headers.get("if-none-match")
+        if if_none_match is not None and (if_none_match.strip() == "*" or etag in
+                                          [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]):
+            return Response(304, b"", "", headers)
+        byte_range = request.headers.get("range")
+        if byte_range is not None and request.headers.get("if-range", etag) == etag:
+            wanted = parse_byte_range(byte_range, size)
+            if wanted == "unsatisfiable":
+                return json_response({"statusCode": 416, "error": "Range Not Satisfiable",
+                                      "message": f"{byte_range} is outside the file's {size} bytes"},
+                                     416, headers + [("Content-Range", f"bytes */{size}")])
+            if wanted is not None:
+                start, end = wanted
+                return FileResponse(206, file_path, start, end - start + 1, content_type,
+                                    headers + [("Content-Range", f"bytes {start}-{end}/{size}")])
+        return FileResponse(200, file_path, 0, size, content_type, headers)
+
+
+def http_date(timestamp: float) -> str:
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(timestamp))
+
+
+def parse_byte_range(header: str, size: int) -> Union[tuple, str, None]:
+    """(first, last) byte of a single `bytes=` range, "unsatisfiable", or None to send the whole file
+    (malformed ranges and multiple ranges are ignored, as RFC 9110 allows)."""
+    match = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header)
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.groups()
+    if first == "":  # the last N bytes
+        if int(last) == 0 or size == 0:
+            return "unsatisfiable"
+        return max(0, size - int(last)), size - 1
+    if int(first) >= size:
+        return "unsatisfiable"
+    end = size - 1 if last == "" else min(int(last), size - 1)
+    return (int(first), end) if end >= int(first) else None
 
 
 # =============================================================================

@@ -25,7 +25,7 @@ def test_an_older_database_is_upgraded_in_place_keeping_its_rows(tmp_path, monke
     store = rustiz.Store(path)
     organization_id = store.create_organization("Old org", rustiz.hash_api_key("k" * 64))
     store.close()
-    newer = rustiz.MIGRATIONS + ("ALTER TABLE organization ADD COLUMN timezone TEXT NOT NULL DEFAULT 'UTC'",)
+    newer = rustiz.MIGRATIONS + ("ALTER TABLE organization ADD COLUMN upgraded_by_test TEXT NOT NULL DEFAULT 'yes'",)
     monkeypatch.setattr(rustiz, "MIGRATIONS", newer)
 
     store = rustiz.Store(path)
@@ -35,7 +35,7 @@ def test_an_older_database_is_upgraded_in_place_keeping_its_rows(tmp_path, monke
     finally:
         store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT timezone FROM organization").fetchone() == ("UTC",)
+        assert db.execute("SELECT upgraded_by_test FROM organization").fetchone() == ("yes",)
 
 
 def test_a_failed_migration_leaves_the_database_at_its_old_version(tmp_path, monkeypatch):
