@@ -30,7 +30,6 @@ import sqlite3
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 from _operator import _compare_digest as compare_digest  # what hmac.compare_digest is, minus hmac's OpenSSL
 from typing import Any, Awaitable, Callable, NamedTuple, Optional, Union
 
@@ -171,8 +170,8 @@ class UserError(Exception):
 # 2. Config
 # =============================================================================
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
+    """Everything serve needs, read once at start (a NamedTuple: immutable, and cheap to define)."""
     config_path: str
     database: str
     uploads: str
@@ -1958,17 +1957,12 @@ def serve(config: Config, startup_note: str) -> int:
     port = bound_port(sockets)
     url_host = f"[{config.host}]" if ":" in config.host else config.host
     url = f"http://{url_host}:{port}"
-    config = _replace(config, port=port, frontend_url=config.frontend_url or url)
+    config = config._replace(port=port, frontend_url=config.frontend_url or url)
     plural = "worker" if config.workers == 1 else "workers"
     ready_line = f"rustiz {VERSION} ready on {url} ({config.workers} {plural}; {startup_note})"
     if config.workers == 1:
         return run_worker(config, sockets[0], True, lambda: log(ready_line))
     return supervise_workers(config, sockets, ready_line)
-
-
-def _replace(config: Config, **changes: Any) -> Config:
-    from dataclasses import replace
-    return replace(config, **changes)
 
 
 def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
