@@ -4282,6 +4282,8 @@ def _array_of(items: dict) -> dict:
 
 
 _STRING, _INTEGER, _BOOLEAN, _ANY = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {}
+_DATE = {"type": "string", "format": "date-time", "description": "ISO 8601; without an offset it is UTC"}
+_ID = {"type": "string", "minLength": 1}
 
 
 def _openapi_schemas() -> dict:
@@ -4345,15 +4347,15 @@ def _openapi_schemas() -> dict:
         "Notification": _object({"id": _STRING, "content": _STRING, "link": _nullable("string"),
                                  "createdAt": _STRING}),
         "CreatePost": _object(
-            {"type": {"type": "string", "enum": ["draft", "schedule", "now", "update"]}, "date": _STRING,
+            {"type": {"type": "string", "enum": ["draft", "schedule", "now", "update"]}, "date": _DATE,
              "shortLink": _BOOLEAN, "tags": _array_of(_object({"value": _STRING, "label": _STRING})),
-             "posts": {**_array_of(_object({"integration": _object({"id": _STRING}), "value": {
+             "posts": {**_array_of(_object({"integration": _object({"id": _ID}), "value": {
                  **_array_of(value), "minItems": 1}}, {"group": _STRING, "settings": {"type": "object"}})),
                        "minItems": 1}},
             {"order": _STRING, "inter": {"type": "number"}, "republish": _BOOLEAN,
              "creationMethod": {"type": "string", "enum": ["API", "CLI"]}}),
         "PostEdit": {"type": "object", "additionalProperties": False, "properties": {
-            "content": _STRING, "image": _array_of(media), "date": _STRING, "settings": {"type": "object"}}},
+            "content": _STRING, "image": _array_of(media), "date": _DATE, "settings": {"type": "object"}}},
         "AnalyticsData": _object({"label": _STRING, "data": _array_of(_object({"total": _ANY, "date": _STRING})),
                                   "percentageChange": {"type": "number"}}),
     }
@@ -4448,8 +4450,8 @@ def _openapi_paths(root: dict) -> dict:
             "get": _operation(
                 "Main posts in a date window, recurring ones once per occurrence",
                 ("200", _object({"posts": _array_of(_schema_ref("ListedPost"))})), "BadRequest",
-                (_parameter("query", "startDate", "ISO 8601; without an offset it is UTC", True),
-                 _parameter("query", "endDate", "ISO 8601, inclusive", True),
+                (_parameter("query", "startDate", "From this instant", True, _DATE),
+                 _parameter("query", "endDate", "Up to this instant, inclusive", True, _DATE),
                  _parameter("query", "customer", "Only posts on this customer's channels"))),
             "post": _operation(
                 "Create, schedule or update posts: one thread per channel",
@@ -4475,7 +4477,7 @@ def _openapi_paths(root: dict) -> dict:
             "PostRejected Conflict", (post_id,), _object({"status": {"type": "string", "enum": ["draft", "schedule"]}}))},
         f"{v1}/posts/{{id}}/release-id": {"put": _operation(
             "Link a post whose releaseId is \"missing\" to its platform post", ("200", _schema_ref("PostRow")),
-            "BadRequest NotFound", (post_id,), _object({"releaseId": _STRING}))},
+            "BadRequest NotFound", (post_id,), _object({"releaseId": _ID}))},
         f"{v1}/posts/{{id}}/missing": {"get": _operation(
             "Recent platform posts to link a missing release to", ("200", _array_of(_object({"id": _STRING,
                                                                                              "url": _STRING}))),
