@@ -1521,13 +1521,55 @@ class Request:
         if not self.body.strip():
             return {}
         try:
-            return json.loads(self.body)
+            value = json.loads(self.body)
         except UnicodeDecodeError:
             raise bad_request("The request body is not UTF-8 text; send JSON") from None
+        except RecursionError:  # the C decoder recurses once per [ or {
+            raise _nested_too_deeply() from None
         except ValueError as error:
             reason = getattr(error, "msg", str(error))
             where = f" at line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else ""
             raise bad_request(f"The request body is not valid JSON: {reason}{where}") from None
+        # A lone surrogate comes from a \\u escape, or from a UTF-16/32 body (NULs among its first bytes);
+        # UTF-8 bytes cannot encode one.
+        if b"\\u" in self.body or b"\x00" in self.body[:4]:
+            _refuse_lone_surrogates(value)
+        # Fewer brackets than the limit cannot nest deeper than it: most bodies skip the walk.
+        if self.body.count(b"[") + self.body.count(b"{") > MAX_JSON_DEPTH and _nested_deeper(value, MAX_JSON_DEPTH):
+            raise _nested_too_deeply()
+        return value
+
+
+# What a body may nest: far beyond any Postiz body (Reddit settings nest 4 levels), and well within what
+# the response encoders write back (orjson stops at 255 levels, and answers wrap the stored JSON).
+MAX_JSON_DEPTH = 100
+
+
+def _nested_too_deeply() -> ApiError:
+    return bad_request(f"The request body is JSON nested more than {MAX_JSON_DEPTH} levels deep; flatten it")
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether lists and objects in `value` nest more than `limit` levels (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """A \\ud800 without its pair parses, but is no character: SQLite and the response encoder would fail on it."""
+    try:
+        _encode_json(value).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise bad_request(f"The request body has a lone UTF-16 surrogate (\\u{ord(error.object[error.start]):x} "
+                          f"without its pair); send the character itself or a whole \\uXXXX\\uXXXX pair") from None
 
 
 class BodySink:

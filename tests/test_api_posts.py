@@ -792,3 +792,16 @@ def test_a_draft_entering_the_queue_must_pass_the_publishing_rules(server, world
     assert call(server, "PUT", f"/public/v1/posts/{draft}/status", world["key"], {"status": "schedule"}) == (400, {
         "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"})
     assert post_rows(world["db"], "id = ?", draft)[0]["state"] == "DRAFT"
+
+
+def test_bodies_the_server_could_not_store_or_answer_are_400s(server, world):
+    """Found by schemathesis (tests/test_api_fuzz.py): both were 500s. Settings nested deeper than orjson
+    writes were stored, and every later GET of the post failed; a lone surrogate broke SQLite."""
+    deep = {"__type": "bluesky", "nested": json.loads("[" * 300 + "]" * 300)}
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          create_body(channel_post(world["bluesky"], "Hello", settings=deep)))
+    assert status == 400 and "levels deep" in answer["message"], answer
+    status, answer = call(server, "POST", "/public/v1/posts", world["key"],
+                          b'{"posts": [{"integration": {"id": "\\ud800"}}]}')
+    assert status == 400 and "lone UTF-16 surrogate" in answer["message"], answer
+    assert post_rows(world["db"]) == []

@@ -70,3 +70,38 @@ def test_a_body_that_is_not_json_is_a_400_naming_the_problem():
         rustiz.Request(events[0], b"{oops", "127.0.0.1").json()
     assert raised.value.status == 400
     assert "not valid JSON" in raised.value.body["message"]
+
+
+def json_of(body: bytes):
+    events = rustiz.RequestParser().feed(b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    return rustiz.Request(events[0], body, "127.0.0.1").json()
+
+
+@pytest.mark.parametrize("depth", [rustiz.MAX_JSON_DEPTH + 1, 5000, 100000])
+def test_json_nested_deeper_than_the_limit_is_a_400_not_a_500(depth):
+    """Found by schemathesis: a deep body was a RecursionError (500), or was stored and then could not
+    be written back by orjson (a 500 on every later GET of that post)."""
+    with pytest.raises(rustiz.ApiError) as raised:
+        json_of(b'{"settings":' + b"[" * depth + b"]" * depth + b"}")
+    assert raised.value.status == 400
+    assert f"more than {rustiz.MAX_JSON_DEPTH} levels" in raised.value.body["message"]
+
+
+def test_json_nested_up_to_the_limit_and_wide_json_are_accepted():
+    depth = rustiz.MAX_JSON_DEPTH - 1
+    assert json_of(b'{"a":' + b"[" * depth + b"]" * depth + b"}")["a"] is not None
+    assert len(json_of(b"[" + b",".join([b"[]"] * 5000) + b"]")) == 5000
+
+
+@pytest.mark.parametrize("body", [b'{"id":"\\ud800"}', b'{"id":"x\\uDC00y"}',
+                                  '{"id":"\ud800"}'.encode("utf-16", "surrogatepass")])
+def test_a_lone_surrogate_in_json_is_a_400_not_a_500(body):
+    """It parses, but is no character: SQLite and the response encoder failed on it (500)."""
+    with pytest.raises(rustiz.ApiError) as raised:
+        json_of(body)
+    assert raised.value.status == 400
+    assert "lone UTF-16 surrogate" in raised.value.body["message"]
+
+
+def test_escaped_characters_and_surrogate_pairs_are_accepted():
+    assert json_of(b'{"text":"caf\\u00e9 \\ud83d\\ude00 \\\\ud800"}') == {"text": "café 😀 \\ud800"}
