@@ -4471,14 +4471,16 @@ def _openapi_paths(root: dict) -> dict:
             "Liveness", ("200", {"description": "ok", "content": {"text/plain": {"schema": {"const": "ok"}}}}),
             public=True)},
         f"{v1}/openapi.json": {"get": _operation("This document", ("200", {"type": "object"}), public=True)},
-        f"{v1}/is-connected": {"get": _operation("Check the API key", ("200", _object({"connected": {"const": True}})))},
+        f"{v1}/is-connected": {"get": _operation("Check the API key",
+                                                 ("200", _object({"connected": {"const": True}})))},
         f"{v1}/integrations": {"get": _operation(
             "The organization's channels", ("200", _array_of(_schema_ref("Channel"))),
             parameters=(_parameter("query", "group", "Only the channels of this customer id"),))},
         f"{v1}/integrations/{{id}}": {"delete": _operation(
             "Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
             (channel_id,))},
-        f"{v1}/groups": {"get": _operation("The organization's customers", ("200", _array_of(_schema_ref("Customer"))))},
+        f"{v1}/groups": {"get": _operation("The organization's customers",
+                                           ("200", _array_of(_schema_ref("Customer"))))},
         f"{v1}/integration-settings/{{id}}": {"get": _operation(
             "A channel's provider rules, length limit, settings JSON Schema and helper tools",
             ("200", _object({"output": _object({"rules": _STRING, "maxLength": _INTEGER,
@@ -4516,7 +4518,8 @@ def _openapi_paths(root: dict) -> dict:
         f"{v1}/posts/{{id}}/status": {"put": _operation(
             "Make a post a draft or queue it",
             ("200", _object({"id": _STRING, "state": {"type": "string", "enum": ["DRAFT", "QUEUE"]}})),
-            "PostRejected Conflict", (post_id,), _object({"status": {"type": "string", "enum": ["draft", "schedule"]}}))},
+            "PostRejected Conflict", (post_id,),
+            _object({"status": {"type": "string", "enum": ["draft", "schedule"]}}))},
         f"{v1}/posts/{{id}}/release-id": {"put": _operation(
             "Link a post whose releaseId is \"missing\" to its platform post", ("200", _schema_ref("PostRow")),
             "BadRequest NotFound", (post_id,), _object({"releaseId": _ID}))},
