@@ -4551,11 +4551,21 @@ def _openapi_paths(root: dict) -> dict:
         f"{v1}/upload-from-url": {"post": _operation(
             "Store an image or video fetched from a public URL", ("201", _schema_ref("Media")),
             "BadRequest TooLarge", body=_object({"url": _STRING}))},
-        "/uploads/{year}/{month}/{day}/{name}": {"get": _operation(
-            "An uploaded file", ("200", file_answer), "NotFound RangeNotSatisfiable",
-            tuple(_parameter("path", name, "From the Media path") for name in ("year", "month", "day", "name")),
-            public=True)},
+        "/uploads/{year}/{month}/{day}/{name}": {"get": _uploaded_file(file_answer)},
     }
+
+
+def _uploaded_file(file_answer: dict) -> dict:
+    """GET /uploads/...: the file, a byte range of it, or 304 for a cached copy that is still current."""
+    operation = _operation(
+        "An uploaded file", ("200", file_answer), "NotFound RangeNotSatisfiable",
+        tuple(_parameter("path", name, "From the Media path") for name in ("year", "month", "day", "name"))
+        + (_parameter("header", "Range", "One range, bytes=first-last; others are ignored"),
+           _parameter("header", "If-Range", "An ETag: the range only if the file is still that one"),
+           _parameter("header", "If-None-Match", "ETags of a cached copy")), public=True)
+    operation["responses"]["206"] = {**file_answer, "description": "The requested range"}
+    operation["responses"]["304"] = {"description": "The cached copy is current"}
+    return operation
 
 
 def openapi_document(frontend_url: str) -> dict:

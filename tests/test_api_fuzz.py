@@ -35,7 +35,8 @@ def fuzz_config(ids: dict) -> str:
     return "\n".join([
         f"[dictionaries]\n{dictionaries}",
         f'[parameters]\n"path.integration" = {bind("channels")}\n"path.postId" = {bind("posts")}\n'
-        f'"body.posts[*].integration.id" = {bind("channels")}\n',
+        f'"body.posts[*].integration.id" = {bind("channels")}\n'
+        + "".join(f'"path.{part}" = {bind(part)}\n' for part in ("year", "month", "day", "name")),
         operation("/(integration-settings|integration-trigger|find-slot)/", False, "path.id", "channels"),
         operation(r"/posts/\{id\}", False, "path.id", "posts"),
         operation(r"/integrations/\{id\}", True, "path.id", "doomed_channels"),
@@ -60,8 +61,20 @@ def fuzzed_server(start_server):
                     for _ in range(4)] + [db.post(doomed_channel, "2031-04-02T09:00:00.000Z")]
     doomed_groups = [db.row("SELECT post_group FROM post WHERE id = ?", post)[0] for post in doomed_posts[:2]]
     db.notification("<p>Published</p>", "2024-05-02T10:00:00.000Z")
+    upload = dict(zip(("year", "month", "day", "name"), uploaded_png(server).rsplit("/", 4)[1:]))
     return server, fuzz_config({"channels": channels, "posts": posts, "doomed_channels": [doomed_channel],
-                                "doomed_posts": doomed_posts[2:], "doomed_groups": doomed_groups})
+                                "doomed_posts": doomed_posts[2:], "doomed_groups": doomed_groups,
+                                **{part: [value] for part, value in upload.items()}})
+
+
+def uploaded_png(server) -> str:
+    """The path of a small PNG stored through POST /upload, for GET /uploads/... to find."""
+    body = (b'--fuzz\r\nContent-Disposition: form-data; name="file"; filename="png"\r\n\r\n'
+            + b"\x89PNG\r\n\x1a\n" + bytes(200) + b"\r\n--fuzz--\r\n")
+    status, _, answer = server.request("POST", "/public/v1/upload", {
+        "Authorization": server.key, "Content-Type": "multipart/form-data; boundary=fuzz"}, body)
+    assert status == 201, answer
+    return json.loads(answer)["path"]
 
 
 @pytest.mark.timeout(FUZZ_SECONDS + 30)
@@ -80,6 +93,7 @@ def test_schemathesis_finds_no_server_error_and_no_answer_off_its_schema(fuzzed_
                "--seed", os.environ.get("RUSTIZ_FUZZ_SEED", "2026")]
     for path in NOT_FUZZED:
         command += ["--exclude-path", path]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_SECONDS)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_SECONDS,
+                            cwd=tmp_path)  # where schemathesis keeps its cache, out of the work tree
     server_log = "\n".join(server.stderr_lines[-80:])  # a 500's traceback is here
     assert result.returncode == 0, f"{result.stdout[-12000:]}\n{result.stderr[-3000:]}\nserver log:\n{server_log}"
