@@ -4447,9 +4447,22 @@ def _openapi_responses() -> dict:
         "TooLarge": _json_body(nest, "The file is over the size limit for its type"),
         "RangeNotSatisfiable": _json_body(nest, "The byte range is outside the file"),
         "IdempotencyKeyReused": _json_body(nest, "This Idempotency-Key was used with another body in the last 24 h"),
-        "TooManyRequests": _json_body(_schema_ref("Throttled"), "Over REQUEST_LIMIT (per client per minute) or, on "
-                                                                "POST /posts, API_LIMIT (per organization per hour)"),
+        "TooManyRequests": {**_json_body(_schema_ref("Throttled"), "Over REQUEST_LIMIT (per client per minute) or, "
+                                                                   "on POST /posts, API_LIMIT (per organization per "
+                                                                   "hour)"),
+                            "headers": {"Retry-After": {"description": "Seconds until a retry can succeed",
+                                                        "schema": _INTEGER}}},
     }
+
+
+def _rate_limit_headers() -> dict:
+    """What POST /posts answers carry: Postiz's throttler headers while API_LIMIT is on, and the replay mark."""
+    headers = {name: {"description": description, "schema": _INTEGER} for name, description in (
+        ("X-RateLimit-Limit", "API_LIMIT"), ("X-RateLimit-Remaining", "Calls left in this hour's window"),
+        ("X-RateLimit-Reset", "Seconds until the window ends"))}
+    headers["Idempotent-Replayed"] = {"description": "The answer first given for this Idempotency-Key",
+                                      "schema": {"const": "true"}}
+    return headers
 
 
 def _openapi_paths(root: dict) -> dict:
@@ -4499,7 +4512,8 @@ def _openapi_paths(root: dict) -> dict:
                  _parameter("query", "customer", "Only posts on this customer's channels"))),
             "post": _operation(
                 "Create, schedule or update posts: one thread per channel",
-                ("201", _array_of(_object({"postId": _STRING, "integration": _STRING}))),
+                ("201", {**_json_body(_array_of(_object({"postId": _STRING, "integration": _STRING})), "Created"),
+                         "headers": _rate_limit_headers()}),
                 "PostRejected Conflict IdempotencyKeyReused",
                 (_parameter("header", "Idempotency-Key", "A retry with the same key and body within 24 h gets "
                                                          "the first answer and creates nothing",
