@@ -79,7 +79,7 @@ def json_of(body: bytes):
 
 @pytest.mark.parametrize("depth", [rustiz.MAX_JSON_DEPTH + 1, 5000, 100000])
 def test_json_nested_deeper_than_the_limit_is_a_400_not_a_500(depth):
-    """Found by schemathesis: a deep body was a RecursionError (500), or was stored and then could not
+    """A deep body was a RecursionError (500), or was stored and then could not
     be written back by orjson (a 500 on every later GET of that post)."""
     with pytest.raises(rustiz.ApiError) as raised:
         json_of(b'{"settings":' + b"[" * depth + b"]" * depth + b"}")
