@@ -2818,11 +2818,11 @@ def validate_new_channel(body: Any) -> NewChannel:
     body = body if isinstance(body, dict) else {}
     provider = body.get("provider")
     connectable = ", ".join(sorted(CREDENTIAL_SPECS))
-    if isinstance(provider, str) and provider in PROVIDERS and provider not in CREDENTIAL_SPECS:
-        raise bad_request(f"{provider} connects through OAuth with a developer app, which rustiz does not "
-                          f"support yet; providers that connect with credentials: {connectable}")
-    if provider not in CREDENTIAL_SPECS:
-        shown = json.dumps(provider) if provider is not None else "missing"
+    if not isinstance(provider, str) or provider not in CREDENTIAL_SPECS:
+        if isinstance(provider, str) and provider in PROVIDERS:
+            raise bad_request(f"{provider} connects through OAuth with a developer app, which rustiz does not "
+                              f"support yet; providers that connect with credentials: {connectable}")
+        shown = json.dumps(provider)[:100] if provider is not None else "missing"
         raise bad_request(f"provider {shown} is not one rustiz can connect; use one of: {connectable}")
     problems = _credentials_problems(provider, body.get("credentials"))
     problems += [problem for problem in (_optional_text_problem(body, "name"), _optional_text_problem(body, "customer"))
@@ -2835,6 +2835,7 @@ def validate_new_channel(body: Any) -> NewChannel:
         account = account._replace(name=body["name"].strip())
     customer = body["customer"].strip() if body.get("customer") is not None else None
     return NewChannel(provider, account, credentials, customer)
+
 
 # --- text: what Postiz counts and keeps ---------------------------------------
 

@@ -115,6 +115,8 @@ def test_an_unknown_or_missing_provider_names_the_ones_rustiz_connects(server):
     assert refused(server, {"credentials": {}}) == f"provider missing is not one rustiz can connect; use one of: {CONNECTABLE}"
     assert refused(server, {"provider": 7}) == f"provider 7 is not one rustiz can connect; use one of: {CONNECTABLE}"
     assert refused(server, ["not", "an", "object"]).startswith("provider missing")
+    assert refused(server, {"provider": ["x"]}) == f'provider ["x"] is not one rustiz can connect; use one of: {CONNECTABLE}'
+    assert refused(server, {"provider": {"a": 1}}).startswith('provider {"a": 1} is not one')
 
 
 @pytest.mark.parametrize("provider", ["x", "linkedin", "instagram", "youtube", "reddit"])
