@@ -2579,9 +2579,10 @@ PROVIDERS: dict = _build_providers()
 # --- channels that connect with credentials (POST /integrations, `rustiz channel add`) -----------
 # Providers that need no developer app: the user pastes credentials, rustiz stores them as the
 # channel's token. Each provider's `connect()` (the publishing issue) verifies them against the
-# platform and reads the real account; until a provider has one, the account comes from the
-# credentials alone (`CredentialSpec.account`), which is enough to name the channel and to refuse
-# the same account twice. Credentials never leave the store and are never logged.
+# platform and reads the real account (its id, name, handle, avatar as a ChannelAccount); until a
+# provider has one, `CredentialSpec.account` derives the account from the credentials alone, which
+# is enough to name the channel and to refuse the same account twice. Credentials never leave the
+# store and are never logged.
 
 class CredentialKey(NamedTuple):
     """One key of a provider's `credentials` object; `kind` names its check in _CREDENTIAL_CHECKS."""
@@ -2684,19 +2685,9 @@ def _text_problem(value: Any) -> Optional[str]:
 
 
 def _relays_problem(value: Any) -> Optional[str]:
-    """A list of relay URLs; a bad item is named by its index, as in `credentials.relays.1 must be ...`."""
     if not isinstance(value, list):
         return "must be an array"
-    if not value:
-        return "must contain at least 1 elements"
-    for index, relay in enumerate(value):
-        problem = _url_problem(relay, ("ws", "wss"))
-        if problem:
-            return f"{_ITEM_MARK}{index} {problem}"
-    return None
-
-
-_ITEM_MARK = "\0"  # starts a problem found in one item of a list: the item's index joins the path
+    return None if value else "must contain at least 1 elements"
 
 
 def _telegram_chat_problem(value: Any) -> Optional[str]:
@@ -2782,6 +2773,20 @@ CREDENTIAL_SPECS: dict = {
 CHANNEL_NAME_MAX_LENGTH = 200
 
 
+def _credential_problem(key: CredentialKey, value: Any) -> Optional[str]:
+    """What is wrong with one credential, as `credentials.<key> ...` (`credentials.relays.1 ...` for a list item)."""
+    path = f"credentials.{key.name}"
+    problem = _CREDENTIAL_CHECKS[key.kind](value)
+    if problem:
+        return f"{path} {problem}"
+    if key.kind == "relays":
+        for index, relay in enumerate(value):
+            problem = _url_problem(relay, ("ws", "wss"))
+            if problem:
+                return f"{path}.{index} {problem}"
+    return None
+
+
 def _credentials_problems(provider: str, credentials: Any) -> list:
     """ValidationPipe-style messages (`credentials.<key> ...`) for a provider's credentials object."""
     if not isinstance(credentials, dict):
@@ -2793,10 +2798,9 @@ def _credentials_problems(provider: str, credentials: Any) -> list:
             if key.required:
                 problems.append(f"credentials.{key.name} should not be empty")
             continue
-        problem = _CREDENTIAL_CHECKS[key.kind](credentials[key.name])
+        problem = _credential_problem(key, credentials[key.name])
         if problem:
-            separator = "." if problem.startswith(_ITEM_MARK) else " "
-            problems.append(f"credentials.{key.name}{separator}{problem.lstrip(_ITEM_MARK)}")
+            problems.append(problem)
     known = {key.name for key in keys}
     problems.extend(f"credentials.{name} should not exist ({provider} takes {', '.join(key.name for key in keys)})"
                     for name in credentials if name not in known)
