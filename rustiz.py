@@ -2664,9 +2664,21 @@ def nostr_private_key_hex(key: str) -> Optional[str]:
     return payload.hex() if payload is not None and len(payload) == 32 else None
 
 
-def _url_problem(value: Any, schemes: tuple) -> Optional[str]:
+def _string_problem(value: Any) -> Optional[str]:
+    """JSON can carry a lone surrogate ("\\ud800"), which is no text SQLite can store."""
     if not isinstance(value, str):
         return "must be a string"
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return "must be Unicode text (it contains a lone surrogate such as \\ud800)"
+    return None
+
+
+def _url_problem(value: Any, schemes: tuple) -> Optional[str]:
+    problem = _string_problem(value)
+    if problem:
+        return problem
     from urllib.parse import urlsplit
     try:
         parts = urlsplit(value)
@@ -2679,9 +2691,7 @@ def _url_problem(value: Any, schemes: tuple) -> Optional[str]:
 
 
 def _text_problem(value: Any) -> Optional[str]:
-    if not isinstance(value, str):
-        return "must be a string"
-    return None if value.strip() else "should not be empty"
+    return _string_problem(value) or (None if value.strip() else "should not be empty")
 
 
 def _relays_problem(value: Any) -> Optional[str]:
@@ -2691,7 +2701,7 @@ def _relays_problem(value: Any) -> Optional[str]:
 
 
 def _telegram_chat_problem(value: Any) -> Optional[str]:
-    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?\d+|@[A-Za-z][A-Za-z0-9_]{3,}", value)):
+    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+|@[A-Za-z][A-Za-z0-9_]{3,}", value)):
         return None
     return "must be a numeric chat id (like -1001234567890) or a public @channelname"
 
@@ -2701,7 +2711,7 @@ _CREDENTIAL_CHECKS: dict = {
     "http_url": lambda value: _url_problem(value, ("http", "https")),
     "relays": _relays_problem,
     "telegram_bot_token": lambda value: _text_problem(value) or (
-        None if re.fullmatch(r"\d+:[A-Za-z0-9_-]{20,}", value) else "must look like 123456789:AAE... "
+        None if re.fullmatch(r"[0-9]+:[A-Za-z0-9_-]{20,}", value) else "must look like 123456789:AAE... "
                                                                     "(the token @BotFather gave you)"),
     "telegram_chat": _telegram_chat_problem,
     "nostr_key": lambda value: _text_problem(value) or (
@@ -3685,6 +3695,10 @@ def timezone_problem(name: str) -> Optional[str]:
     """Why `name` is not an IANA timezone this machine knows (None when it is one)."""
     if name == "UTC":
         return None
+    # Files in the zoneinfo directory that are no zone names: "localtime" would be whatever zone the
+    # server's machine is in, and the posix/ and right/ trees are copies under other names.
+    if re.match(r"(?:localtime|posixrules|posix/|right/)", name):
+        return f"timezone {name!r} is not an IANA timezone name; use one like Europe/Paris, America/New_York or UTC"
     try:
         from zoneinfo import ZoneInfo
         ZoneInfo(name)

@@ -186,6 +186,8 @@ def test_telegram_token_and_chat(server):
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
     assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": 1.5}}) == [
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
+    assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": "\u0663\u0664"}}) == [
+        "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]  # not 0-9
     status, channel = add(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": -1001234567890}})
     assert (status, channel["name"], channel["profile"]) == (201, "Telegram -1001234567890", None)
 
@@ -273,3 +275,14 @@ def test_customer_by_new_name_existing_name_or_id(server):
     assert call(server, "GET", "/public/v1/groups", other_key)[1] == [{"id": foreign, "name": "Foreign"}]
     listed = call(server, "GET", f"/public/v1/integrations?group={globex['id']}", server.key)[1]
     assert [channel["customer"] for channel in listed] == [globex, globex]
+
+
+def test_lone_surrogates_are_refused_not_a_500(server):
+    body = b'{"provider": "bluesky", "name": "a\\ud800", "credentials": {"service": "https://x\\udfff.example", ' \
+           b'"identifier": "\\ud800", "password": "p"}}'
+    status, _, answer = server.request("POST", "/public/v1/integrations", auth(server.key), body)
+    assert status == 400
+    assert json.loads(answer)["message"] == [
+        "credentials.service must be Unicode text (it contains a lone surrogate such as \\ud800)",
+        "credentials.identifier must be Unicode text (it contains a lone surrogate such as \\ud800)",
+        "name must be Unicode text (it contains a lone surrogate such as \\ud800)"]

@@ -51,7 +51,14 @@ def test_unknown_zones_and_bad_bodies_are_400_naming_the_problem(server):
         assert problems({"timezone": zone}) == [
             f"timezone {zone!r} is not an IANA timezone name this machine knows; use one like Europe/Paris, "
             "America/New_York or UTC (install the tzdata package if none work)"], zone
+    for zone in ("localtime", "posixrules", "posix/Europe/Paris", "right/UTC"):
+        assert problems({"timezone": zone}) == [
+            f"timezone {zone!r} is not an IANA timezone name; use one like Europe/Paris, America/New_York or UTC"]
     assert problems({"timezone": 3, "name": ""}) == ["name should not be empty", "timezone must be a string"]
+    status, _, answer = server.request("PUT", "/public/v1/organization", {"Authorization": server.key},
+                                       b'{"name": "x\\ud800"}')
+    assert (status, json.loads(answer)["message"]) == (
+        400, ["name must be Unicode text (it contains a lone surrogate such as \\ud800)"])
     assert problems({"tz": "UTC"}) == ["property tz should not exist (send name and/or timezone)"]
     assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "UTC"
 
