@@ -13,7 +13,7 @@ Map of this file (each section starts with a banner comment):
   7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
   8. API              routing table and the public API handlers (Postiz JSON shapes)
   9. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 10. CLI              init, serve, key rotate, org add/list, version
+ 10. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
 """
 from __future__ import annotations
 
@@ -506,6 +506,15 @@ class PostBeingPublished(Exception):
         self.post_id = post_id
 
 
+class ChannelAlreadyAdded(Exception):
+    """The organization already has a live channel for that account; nothing was written."""
+
+    def __init__(self, channel_id: str, name: str):
+        super().__init__(channel_id)
+        self.channel_id = channel_id
+        self.name = name
+
+
 class IdempotentResponse(NamedTuple):
     """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
     key: str
@@ -671,14 +680,50 @@ class Store:
         else:
             rows = self._read(self._INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id",
                                    (organization_id, customer_id))
-        channels = []
-        for row in rows:
-            channel = {"id": row[0], "name": row[1], "identifier": row[2], "picture": row[3],
-                       "disabled": bool(row[4]), "profile": row[5]}
-            if row[6] is not None:
-                channel["customer"] = {"id": row[6], "name": row[7]}
-            channels.append(channel)
-        return channels
+        return [self._integration_item(row) for row in rows]
+
+    @staticmethod
+    def _integration_item(row: tuple) -> dict:
+        channel = {"id": row[0], "name": row[1], "identifier": row[2], "picture": row[3],
+                   "disabled": bool(row[4]), "profile": row[5]}
+        if row[6] is not None:
+            channel["customer"] = {"id": row[6], "name": row[7]}
+        return channel
+
+    def add_channel(self, organization_id: str, channel: "NewChannel") -> dict:
+        """Store a connected channel, its credentials as the token; returns it as GET /integrations lists it.
+
+        Raises ChannelAlreadyAdded when the organization has a live channel for the same account.
+        `channel.customer` names a group by id or by name; an unknown name makes a new group."""
+        account = channel.account
+        now = utc_now_iso()
+        channel_id = new_cuid()
+        with self._writing() as db:
+            existing = db.execute("SELECT id, name FROM integration WHERE organization_id = ? AND provider_identifier = ? "
+                                  "AND internal_id = ? AND deleted_at IS NULL",
+                                  (organization_id, channel.provider, account.internal_id)).fetchone()
+            if existing is not None:
+                raise ChannelAlreadyAdded(existing[0], existing[1])
+            customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
+            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
+                       "token, profile, customer_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (channel_id, account.internal_id, organization_id, account.name, account.picture,
+                        channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now))
+            row = db.execute(self._INTEGRATIONS_SQL + " AND i.id = ?", (organization_id, channel_id)).fetchone()
+        return self._integration_item(row)
+
+    @staticmethod
+    def _customer_id(db: sqlite3.Connection, organization_id: str, id_or_name: str, now: str) -> str:
+        """The organization's group with that id, else with that name, else a new group of that name."""
+        row = db.execute("SELECT id FROM customer WHERE organization_id = ? AND deleted_at IS NULL AND (id = ? OR name = ?) "
+                         "ORDER BY id = ? DESC, created_at LIMIT 1",
+                         (organization_id, id_or_name, id_or_name, id_or_name)).fetchone()
+        if row is not None:
+            return row[0]
+        customer_id = new_uuid()
+        db.execute("INSERT INTO customer (id, organization_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                   (customer_id, organization_id, id_or_name, now, now))
+        return customer_id
 
     def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
         """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
@@ -745,6 +790,19 @@ class Store:
     def organization_timezone(self, organization_id: str) -> str:
         row = self._read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
         return row[0] if row else "UTC"
+
+    def organization(self, organization_id: str) -> Optional[dict]:
+        """{id, name, timezone} of a live organization."""
+        row = self._read("SELECT id, name, timezone FROM organization WHERE id = ? AND deleted_at IS NULL",
+                         (organization_id,)).fetchone()
+        return None if row is None else {"id": row[0], "name": row[1], "timezone": row[2]}
+
+    def update_organization(self, organization_id: str, name: Optional[str] = None,
+                            timezone: Optional[str] = None) -> None:
+        """Change the name and/or the IANA timezone (checked by the caller); None leaves a field as it is."""
+        with self._writing() as db:
+            db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
+                       "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
 
     # --- posts -------------------------------------------------------------------
 
@@ -2560,6 +2618,281 @@ def _build_providers() -> dict:
 
 PROVIDERS: dict = _build_providers()
 
+# --- channels that connect with credentials (POST /integrations, `rustiz channel add`) -----------
+# Providers that need no developer app: the user pastes credentials, rustiz stores them as the
+# channel's token. Each provider's `connect()` (the publishing issue) verifies them against the
+# platform and reads the real account (its id, name, handle, avatar as a ChannelAccount); until a
+# provider has one, `CredentialSpec.account` derives the account from the credentials alone, which
+# is enough to name the channel and to refuse the same account twice. Credentials never leave the
+# store and are never logged.
+
+class CredentialKey(NamedTuple):
+    """One key of a provider's `credentials` object; `kind` names its check in _CREDENTIAL_CHECKS."""
+    name: str
+    kind: str
+    required: bool = True
+
+
+class ChannelAccount(NamedTuple):
+    """Who a channel posts as. `internal_id` identifies the account on its platform (one channel each)."""
+    internal_id: str
+    name: str
+    profile: Optional[str]
+    picture: Optional[str] = None
+
+
+class CredentialSpec(NamedTuple):
+    keys: tuple  # of CredentialKey, in the order errors are reported
+    account: Callable[[dict], ChannelAccount]
+
+
+class NewChannel(NamedTuple):
+    """A validated POST /integrations body: what Store.add_channel writes."""
+    provider: str
+    account: ChannelAccount
+    credentials: dict
+    customer: Optional[str]  # a group's id or name; a new group is made for an unknown name
+
+
+def _secret_digest(secret: str) -> str:
+    """A stand-in id derived from a secret (a webhook URL, an API key) that reveals nothing of it."""
+    return _sha256(secret.encode()).hexdigest()[:32]
+
+
+def _url_host(url: str) -> str:
+    from urllib.parse import urlsplit
+    return urlsplit(url).netloc.rpartition("@")[2].lower()
+
+
+_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def _bech32_polymod(values: list) -> int:
+    check = 1
+    for value in values:
+        top = check >> 25
+        check = (check & 0x1FFFFFF) << 5 ^ value
+        for bit, generator in enumerate((0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)):
+            if (top >> bit) & 1:
+                check ^= generator
+    return check
+
+
+def bech32_payload(text: str, expected_prefix: str) -> Optional[bytes]:
+    """The bytes inside a BIP-173 string such as a NIP-19 `nsec1...`; None when malformed or mistyped."""
+    prefix, _, data = text.lower().rpartition("1")
+    if prefix != expected_prefix or len(data) < 7 or any(char not in _BECH32_CHARSET for char in data):
+        return None
+    values = [_BECH32_CHARSET.index(char) for char in data]
+    expanded_prefix = [ord(char) >> 5 for char in prefix] + [0] + [ord(char) & 31 for char in prefix]
+    if _bech32_polymod(expanded_prefix + values) != 1:  # the 6-character checksum catches typos
+        return None
+    accumulator, bits, payload = 0, 0, bytearray()
+    for value in values[:-6]:
+        accumulator, bits = (accumulator << 5) | value, bits + 5
+        if bits >= 8:
+            bits -= 8
+            payload.append((accumulator >> bits) & 0xFF)
+    if bits >= 5 or accumulator & ((1 << bits) - 1):  # padding must be short and zero
+        return None
+    return bytes(payload)
+
+
+def nostr_private_key_hex(key: str) -> Optional[str]:
+    """A Nostr private key given as 64 hex digits or as NIP-19 `nsec1...`, as hex; None when it is neither."""
+    if re.fullmatch(r"[0-9a-fA-F]{64}", key):
+        return key.lower()
+    payload = bech32_payload(key, "nsec")
+    return payload.hex() if payload is not None and len(payload) == 32 else None
+
+
+def _string_problem(value: Any) -> Optional[str]:
+    """JSON can carry a lone surrogate ("\\ud800"), which is no text SQLite can store."""
+    if not isinstance(value, str):
+        return "must be a string"
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return "must be Unicode text (it contains a lone surrogate such as \\ud800)"
+    return None
+
+
+def _url_problem(value: Any, schemes: tuple) -> Optional[str]:
+    problem = _string_problem(value)
+    if problem:
+        return problem
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in schemes or not parts.hostname or re.search(r"\s", value):
+        return f"must be a URL address starting with {' or '.join(scheme + '://' for scheme in schemes)}"
+    return None
+
+
+def _text_problem(value: Any) -> Optional[str]:
+    return _string_problem(value) or (None if value.strip() else "should not be empty")
+
+
+def _relays_problem(value: Any) -> Optional[str]:
+    if not isinstance(value, list):
+        return "must be an array"
+    return None if value else "must contain at least 1 elements"
+
+
+def _telegram_chat_problem(value: Any) -> Optional[str]:
+    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+|@[A-Za-z][A-Za-z0-9_]{3,}", value)):
+        return None
+    return "must be a numeric chat id (like -1001234567890) or a public @channelname"
+
+
+_CREDENTIAL_CHECKS: dict = {
+    "text": _text_problem,
+    "http_url": lambda value: _url_problem(value, ("http", "https")),
+    "relays": _relays_problem,
+    "telegram_bot_token": lambda value: _text_problem(value) or (
+        None if re.fullmatch(r"[0-9]+:[A-Za-z0-9_-]{20,}", value) else "must look like 123456789:AAE... "
+                                                                    "(the token @BotFather gave you)"),
+    "telegram_chat": _telegram_chat_problem,
+    "nostr_key": lambda value: _text_problem(value) or (
+        None if nostr_private_key_hex(value) else "must be a private key: 64 hex digits or an nsec1... string"),
+}
+
+
+def _login_account(url_key: str, user_key: str, name: Callable[[str, str], str]) -> Callable[[dict], ChannelAccount]:
+    """A self-hosted platform's account: the user on that host (the same user elsewhere is another account)."""
+    def account(credentials: dict) -> ChannelAccount:
+        host, user = _url_host(credentials[url_key]), credentials[user_key].strip()
+        return ChannelAccount(f"{host}/{user.lower()}", name(host, user), user)
+    return account
+
+
+def _secret_account(key: str, name: Callable[[dict], str]) -> Callable[[dict], ChannelAccount]:
+    """An account known only by a secret (API key, webhook URL): its digest tells two apart."""
+    return lambda credentials: ChannelAccount(_secret_digest(credentials[key]), name(credentials), None)
+
+
+def _telegram_account(credentials: dict) -> ChannelAccount:
+    chat = str(credentials["chatId"])
+    bot = credentials["botToken"].partition(":")[0]  # the bot's numeric id; the rest is the secret
+    return ChannelAccount(f"{bot}/{chat}", f"Telegram {chat}", chat if chat.startswith("@") else None)
+
+
+def _nostr_account(credentials: dict) -> ChannelAccount:
+    # The public key needs secp256k1, which comes with the Nostr provider; a digest of the private key
+    # identifies the account meanwhile.
+    digest = _secret_digest(nostr_private_key_hex(credentials["password"]))
+    return ChannelAccount(digest, f"Nostr key {digest[:8]}", None)
+
+
+def _credential_keys(*keys: tuple) -> tuple:
+    return tuple(CredentialKey(*key) for key in keys)
+
+
+_LOGIN_KEYS = _credential_keys(("service", "http_url"), ("identifier", "text"), ("password", "text"))
+_API_KEY = _credential_keys(("apiKey", "text"))
+_WEBHOOK_URL = _credential_keys(("webhookUrl", "http_url"))
+
+CREDENTIAL_SPECS: dict = {
+    "bluesky": CredentialSpec(_LOGIN_KEYS, _login_account("service", "identifier", lambda host, user: user)),
+    "lemmy": CredentialSpec(_LOGIN_KEYS, _login_account("service", "identifier",
+                                                        lambda host, user: f"{user}@{host}")),
+    "wordpress": CredentialSpec(
+        _credential_keys(("domain", "http_url"), ("username", "text"), ("password", "text")),
+        _login_account("domain", "username", lambda host, user: host)),
+    "listmonk": CredentialSpec(
+        _credential_keys(("url", "http_url"), ("username", "text"), ("password", "text")),
+        _login_account("url", "username", lambda host, user: f"Listmonk at {host}")),
+    "nostr": CredentialSpec(_credential_keys(("password", "nostr_key"), ("relays", "relays")), _nostr_account),
+    "devto": CredentialSpec(_API_KEY, _secret_account("apiKey", lambda credentials: "Dev.to account")),
+    "hashnode": CredentialSpec(_API_KEY, _secret_account("apiKey", lambda credentials: "Hashnode account")),
+    "mastodon": CredentialSpec(
+        _credential_keys(("instance", "http_url"), ("accessToken", "text")),
+        lambda credentials: ChannelAccount(
+            f"{_url_host(credentials['instance'])}/{_secret_digest(credentials['accessToken'])}",
+            _url_host(credentials["instance"]), None)),
+    "telegram": CredentialSpec(_credential_keys(("botToken", "telegram_bot_token"), ("chatId", "telegram_chat")),
+                               _telegram_account),
+    "discord": CredentialSpec(_WEBHOOK_URL, _secret_account("webhookUrl", lambda credentials: "Discord webhook")),
+    "slack": CredentialSpec(_WEBHOOK_URL, _secret_account("webhookUrl", lambda credentials: "Slack webhook")),
+    "webhook": CredentialSpec(  # rustiz's own provider: POSTs each post as signed JSON to any URL
+        _credential_keys(("url", "http_url"), ("secret", "text", False)),
+        _secret_account("url", lambda credentials: f"Webhook to {_url_host(credentials['url'])}")),
+}
+
+CHANNEL_NAME_MAX_LENGTH = 200
+
+
+def _credential_problem(key: CredentialKey, value: Any) -> Optional[str]:
+    """What is wrong with one credential, as `credentials.<key> ...` (`credentials.relays.1 ...` for a list item)."""
+    path = f"credentials.{key.name}"
+    problem = _CREDENTIAL_CHECKS[key.kind](value)
+    if problem:
+        return f"{path} {problem}"
+    if key.kind == "relays":
+        for index, relay in enumerate(value):
+            problem = _url_problem(relay, ("ws", "wss"))
+            if problem:
+                return f"{path}.{index} {problem}"
+    return None
+
+
+def _credentials_problems(provider: str, credentials: Any) -> list:
+    """ValidationPipe-style messages (`credentials.<key> ...`) for a provider's credentials object."""
+    if not isinstance(credentials, dict):
+        return ["credentials must be an object"]
+    keys = CREDENTIAL_SPECS[provider].keys
+    problems = []
+    for key in keys:
+        if key.name not in credentials or credentials[key.name] is None:
+            if key.required:
+                problems.append(f"credentials.{key.name} should not be empty")
+            continue
+        problem = _credential_problem(key, credentials[key.name])
+        if problem:
+            problems.append(problem)
+    known = {key.name for key in keys}
+    problems.extend(f"credentials.{name} should not exist ({provider} takes {', '.join(key.name for key in keys)})"
+                    for name in credentials if name not in known)
+    return problems
+
+
+def _optional_text_problem(body: dict, name: str) -> Optional[str]:
+    value = body.get(name)
+    if value is None:
+        return None
+    problem = _text_problem(value)
+    if problem is None and len(value) > CHANNEL_NAME_MAX_LENGTH:
+        problem = f"must be shorter than or equal to {CHANNEL_NAME_MAX_LENGTH} characters"
+    return f"{name} {problem}" if problem else None
+
+
+def validate_new_channel(body: Any) -> NewChannel:
+    """Check a POST /integrations body (`rustiz channel add` builds the same); raises ApiError (400)."""
+    body = body if isinstance(body, dict) else {}
+    provider = body.get("provider")
+    connectable = ", ".join(sorted(CREDENTIAL_SPECS))
+    if not isinstance(provider, str) or provider not in CREDENTIAL_SPECS:
+        if isinstance(provider, str) and provider in PROVIDERS:
+            raise bad_request(f"{provider} connects through OAuth with a developer app, which rustiz does not "
+                              f"support yet; providers that connect with credentials: {connectable}")
+        shown = json.dumps(provider)[:100] if provider is not None else "missing"
+        raise bad_request(f"provider {shown} is not one rustiz can connect; use one of: {connectable}")
+    problems = _credentials_problems(provider, body.get("credentials"))
+    problems += [problem for problem in (_optional_text_problem(body, "name"), _optional_text_problem(body, "customer"))
+                 if problem]
+    if problems:
+        raise bad_request(problems)
+    credentials = body["credentials"]
+    account = CREDENTIAL_SPECS[provider].account(credentials)
+    if body.get("name") is not None:
+        account = account._replace(name=body["name"].strip())
+    customer = body["customer"].strip() if body.get("customer") is not None else None
+    return NewChannel(provider, account, credentials, customer)
+
+
 # --- text: what Postiz counts and keeps ---------------------------------------
 
 # striptags: a tag runs from "<" to the next ">" outside quotes (or to the end of the text).
@@ -3189,6 +3522,7 @@ class App:
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
         ChannelsApi(store).register(self)
+        OrganizationApi(store).register(self)
         PostsApi(store).register(self)
         MediaApi(config, store).register(self)
         OpenApiRoute(config).register(self)
@@ -3336,6 +3670,7 @@ class ChannelsApi:
         app.add_api("GET", "/integration-settings/:id", self.integration_settings)
         app.add_api("POST", "/integration-trigger/:id", self.integration_trigger)
         app.add_api("GET", "/groups", self.groups)
+        app.add_api("POST", "/integrations", self.add_channel)
 
     def _channel(self, request: Request, organization_id: str) -> dict:
         channel = self.store.channel(organization_id, request.params["id"])
@@ -3363,6 +3698,80 @@ class ChannelsApi:
 
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.customers(organization_id))
+
+    def add_channel(self, request: Request, organization_id: str) -> Response:
+        """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
+        return json_response(connect_channel(self.store, organization_id, _json_object(request)), 201)
+
+
+def connect_channel(store: Store, organization_id: str, body: Any) -> dict:
+    """Validate and store a channel added with credentials, for the API and the CLI alike; raises ApiError."""
+    channel = validate_new_channel(body)
+    try:
+        return store.add_channel(organization_id, channel)
+    except ChannelAlreadyAdded as duplicate:
+        raise nest_error(409, f"this {channel.provider} account is already the channel \"{duplicate.name}\" "
+                              f"({duplicate.channel_id}) of this organization; delete that channel first "
+                              f"(DELETE /public/v1/integrations/{duplicate.channel_id}) to add it again") from None
+
+
+class OrganizationApi:
+    """rustiz: the caller's organization, and its IANA timezone (posting slots are local times in it)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: "App") -> None:
+        app.add_api("GET", "/organization", self.show)
+        app.add_api("PUT", "/organization", self.update)
+
+    def show(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.organization(organization_id))
+
+    def update(self, request: Request, organization_id: str) -> Response:
+        changes = validate_organization_changes(_json_object(request))
+        self.store.update_organization(organization_id, **changes)
+        return json_response(self.store.organization(organization_id))
+
+
+def timezone_problem(name: str) -> Optional[str]:
+    """Why `name` is not an IANA timezone this machine knows (None when it is one)."""
+    if name == "UTC":
+        return None
+    # Files in the zoneinfo directory that are no zone names: "localtime" would be whatever zone the
+    # server's machine is in, and the posix/ and right/ trees are copies under other names.
+    if re.match(r"(?:localtime|posixrules|posix/|right/)", name):
+        return f"timezone {name!r} is not an IANA timezone name; use one like Europe/Paris, America/New_York or UTC"
+    try:
+        from zoneinfo import ZoneInfo
+        ZoneInfo(name)
+    except ImportError:
+        return "timezones other than UTC need Python's zoneinfo module (Python 3.9 or newer)"
+    except (ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError; "../x" is a ValueError
+        return (f"timezone {name!r} is not an IANA timezone name this machine knows; use one like "
+                "Europe/Paris, America/New_York or UTC (install the tzdata package if none work)")
+    return None
+
+
+def validate_organization_changes(body: dict) -> dict:
+    """The {name?, timezone?} of PUT /organization (`rustiz org timezone` too), checked; raises ApiError (400)."""
+    problems = [f"property {name} should not exist (send name and/or timezone)" for name in body
+                if name not in ("name", "timezone")]
+    changes = {}
+    for field in ("name", "timezone"):
+        value = body.get(field)
+        if value is None:
+            continue
+        problem = _text_problem(value)
+        if problem is not None:
+            problems.append(f"{field} {problem}")
+        elif field == "timezone" and timezone_problem(value.strip()):
+            problems.append(timezone_problem(value.strip()))
+        else:
+            changes[field] = value.strip()
+    if problems:
+        raise bad_request(problems)
+    return changes
 
 
 # --- posts, notifications, slots, analytics -------------------------------------------------------
@@ -4799,6 +5208,96 @@ def command_org_list(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _chosen_organization(config: Config, store: Store, organization_id: Optional[str]) -> dict:
+    """The organization --org names, else the one whose key is in the config, else the only one."""
+    organizations = store.organizations()
+    if organization_id is not None:
+        for organization in organizations:
+            if organization["id"] == organization_id:
+                return organization
+        raise UserError(f"no organization has the id {organization_id}; `rustiz org list` shows the ids")
+    current = hash_api_key(config.api_key) if config.api_key else None
+    for organization in organizations:
+        if organization["api_key_hash"] == current:
+            return organization
+    if len(organizations) == 1:
+        return organizations[0]
+    raise UserError(f"the database has {len(organizations)} organizations and RUSTIZ_API_KEY in "
+                    f"{config.config_path} matches none of them: choose one with --org ORG_ID "
+                    "(`rustiz org list` shows the ids)")
+
+
+def _refusal_text(refused: ApiError) -> str:
+    """What an API refusal says, as one line for the terminal."""
+    message = refused.body.get("message", refused.body) if isinstance(refused.body, dict) else refused.body
+    return "; ".join(message) if isinstance(message, list) else str(message)
+
+
+def command_org_timezone(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        changes = validate_organization_changes({"timezone": arguments.zone})
+        store.update_organization(organization["id"], **changes)
+    except ApiError as refused:
+        raise UserError(_refusal_text(refused)) from None
+    finally:
+        store.close()
+    print(f"organization {organization['name']} ({organization['id']}) now uses the timezone {changes['timezone']}")
+    return 0
+
+
+def credentials_from_arguments(provider: str, pairs: list) -> dict:
+    """`--credential KEY=VALUE` pairs as a credentials object. A list (nostr's relays) takes its items
+    comma-separated or from the key repeated."""
+    spec = CREDENTIAL_SPECS.get(provider)
+    list_keys = {key.name for key in spec.keys if key.kind == "relays"} if spec else set()
+    credentials: dict = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not name:  # the value is not echoed: it may be a secret
+            raise UserError("each --credential needs the form KEY=VALUE, e.g. --credential webhookUrl=https://...")
+        if name in list_keys:
+            credentials.setdefault(name, []).extend(item.strip() for item in value.split(",") if item.strip())
+        else:
+            credentials[name] = value
+    return credentials
+
+
+def command_channel_add(arguments: argparse.Namespace) -> int:
+    body = {"provider": arguments.provider, "name": arguments.name, "customer": arguments.customer,
+            "credentials": credentials_from_arguments(arguments.provider, arguments.credential)}
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        channel = connect_channel(store, organization["id"], body)
+    except ApiError as refused:
+        raise UserError(f"cannot add the {arguments.provider} channel: {_refusal_text(refused)}") from None
+    finally:
+        store.close()
+    print(channel["id"])
+    log(f"channel {channel['name']} ({channel['identifier']}) added to organization {organization['name']}")
+    return 0
+
+
+def command_channel_list(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        channels = store.integrations(organization["id"])
+    finally:
+        store.close()
+    print("ID\tPROVIDER\tNAME\tPROFILE\tGROUP\tDISABLED")
+    for channel in channels:
+        group = channel["customer"]["name"] if "customer" in channel else "-"
+        print(f"{channel['id']}\t{channel['identifier']}\t{channel['name']}\t{channel['profile'] or '-'}\t"
+              f"{group}\t{'yes' if channel['disabled'] else 'no'}")
+    return 0
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -4842,7 +5341,7 @@ def build_argument_parser() -> argparse.ArgumentParser:
     org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
                               description="One rustiz serves several organizations; each API key sees only "
                                           "its own organization's channels, posts, media and groups.")
-    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list}", required=True)
+    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list,timezone}", required=True)
     org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
                                       help="create an organization and print its API key",
                                       description="Create an organization and print its new API key (once: "
@@ -4854,10 +5353,43 @@ def build_argument_parser() -> argparse.ArgumentParser:
                                        description="Print one tab-separated line per organization: id, name, "
                                                    "number of channels.")
     org_list.set_defaults(run=command_org_list)
+    org_timezone = org_commands.add_parser(
+        "timezone", formatter_class=_help_formatter, help="set the organization's IANA timezone",
+        description="Set the organization's timezone (an IANA name such as Europe/Paris); posting slots "
+                    "(find-slot) are local times in it. Dates in the API stay UTC.")
+    org_timezone.add_argument("zone", metavar="ZONE", help="an IANA timezone name, e.g. America/New_York")
+    org_timezone.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    org_timezone.set_defaults(run=command_org_timezone)
+    _add_channel_commands(commands)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
     return parser
+
+
+def _add_channel_commands(commands: Any) -> None:
+    connectable = ", ".join(sorted(CREDENTIAL_SPECS))
+    channel = commands.add_parser("channel", formatter_class=_help_formatter, help="add and list channels",
+                                  description="Channels (Postiz's integrations) of an organization.")
+    channel_commands = channel.add_subparsers(dest="channel_command", metavar="{add,list}", required=True)
+    add = channel_commands.add_parser(
+        "add", formatter_class=_help_formatter, help="connect a channel with its credentials, print its id",
+        description=f"Connect a channel that needs no developer app ({connectable}) with its credentials, as "
+                    "POST /public/v1/integrations does, and print the new channel's id. Example: rustiz channel "
+                    "add bluesky --credential service=https://bsky.social --credential identifier=me.bsky.social "
+                    "--credential password=APP-PASSWORD")
+    add.add_argument("provider", metavar="PROVIDER", help=f"one of: {connectable}")
+    add.add_argument("--credential", action="append", default=[], metavar="KEY=VALUE",
+                     help="one credential key (repeat for each; nostr relays: comma-separated)")
+    add.add_argument("--name", help="the channel's name (default: from the credentials, e.g. the handle)")
+    add.add_argument("--customer", metavar="GROUP", help="a group's id or name (a new name makes a new group)")
+    add.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    add.set_defaults(run=command_channel_add)
+    listing = channel_commands.add_parser(
+        "list", formatter_class=_help_formatter, help="list channels",
+        description="Print one tab-separated line per channel: id, provider, name, profile, group, disabled.")
+    listing.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    listing.set_defaults(run=command_channel_list)
 
 
 def main(argv: Optional[list] = None) -> int:

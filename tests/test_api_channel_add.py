@@ -1,0 +1,288 @@
+"""POST /public/v1/integrations (rustiz): channels that need no developer app, added with credentials."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import read_config
+from test_api_channels import PREFIXES, call
+from test_api_integrations import Database, auth
+
+NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"  # NIP-19's example
+NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
+CONNECTABLE = ("bluesky, devto, discord, hashnode, lemmy, listmonk, mastodon, nostr, slack, telegram, webhook, "
+               "wordpress")
+
+# provider -> (credentials whose every value is a secret or an account detail, the default channel name, profile)
+VALID = {
+    "bluesky": ({"service": "https://bsky.social", "identifier": "alice.bsky.social", "password": "app-pass-1"},
+                "alice.bsky.social", "alice.bsky.social"),
+    "lemmy": ({"service": "https://lemmy.world", "identifier": "bob", "password": "lemmy-pass-2"},
+              "bob@lemmy.world", "bob"),
+    "wordpress": ({"domain": "https://blog.example.com", "username": "admin", "password": "wp-pass-3"},
+                  "blog.example.com", "admin"),
+    "listmonk": ({"url": "http://lists.example.com:9000", "username": "api", "password": "lm-token-4"},
+                 "Listmonk at lists.example.com:9000", "api"),
+    "nostr": ({"password": NSEC, "relays": ["wss://relay.example.com", "ws://127.0.0.1:7447"]}, None, None),
+    "devto": ({"apiKey": "devto-key-5"}, "Dev.to account", None),
+    "hashnode": ({"apiKey": "hashnode-key-6"}, "Hashnode account", None),
+    "mastodon": ({"instance": "https://mastodon.social", "accessToken": "masto-token-7"}, "mastodon.social", None),
+    "telegram": ({"botToken": "123456789:AAEsecret-telegram-token-8", "chatId": "@mychannel"},
+                 "Telegram @mychannel", "@mychannel"),
+    "discord": ({"webhookUrl": "https://discord.com/api/webhooks/42/discord-secret-9"}, "Discord webhook", None),
+    "slack": ({"webhookUrl": "https://hooks.slack.com/services/T0/B0/slack-secret-10"}, "Slack webhook", None),
+    "webhook": ({"url": "https://n8n.example.com/webhook/abc", "secret": "hmac-secret-11"},
+                "Webhook to n8n.example.com", None),
+}
+SECRETS = ("app-pass-1", "lemmy-pass-2", "wp-pass-3", "lm-token-4", NSEC, NSEC_HEX, "devto-key-5", "hashnode-key-6",
+           "masto-token-7", "secret-telegram-token-8", "discord-secret-9", "slack-secret-10", "hmac-secret-11")
+
+
+def add(server, payload, key=None, prefix="/public/v1") -> tuple:
+    return call(server, "POST", f"{prefix}/integrations", key or server.key, payload)
+
+
+def refused(server, payload) -> list | str:
+    status, answer = add(server, payload)
+    assert status == 400, answer
+    assert answer["statusCode"] == 400 and answer["error"] == "Bad Request"
+    return answer["message"]
+
+
+@pytest.fixture
+def logged_server(start_server):
+    """A server that logs every request, to prove credentials never reach the log."""
+    return start_server(env={"RUSTIZ_ACCESS_LOG": "1"})
+
+
+@pytest.mark.parametrize("provider", sorted(VALID))
+def test_each_provider_answers_201_with_the_channel_as_get_integrations_lists_it(server, provider):
+    credentials, default_name, profile = VALID[provider]
+    status, channel = add(server, {"provider": provider, "credentials": credentials})
+    assert status == 201, channel
+    assert list(channel) == ["id", "name", "identifier", "picture", "disabled", "profile"]
+    assert channel["identifier"] == provider and channel["disabled"] is False and channel["picture"] is None
+    assert channel["profile"] == profile
+    if default_name is not None:
+        assert channel["name"] == default_name
+    else:
+        assert channel["name"].startswith("Nostr key ")
+    assert len(channel["id"]) == 25 and channel["id"].startswith("c")
+    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [channel])
+
+
+def test_both_prefixes_and_a_chosen_name(server):
+    names = []
+    for number, prefix in enumerate(PREFIXES):
+        status, channel = add(server, {"provider": "devto", "credentials": {"apiKey": f"key-{number}"},
+                                       "name": f"  Blog {number}  "}, prefix=prefix)
+        assert status == 201, channel
+        names.append(channel["name"])
+    assert names == ["Blog 0", "Blog 1"]
+
+
+def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server):
+    server = logged_server
+    ids = []
+    for provider in sorted(VALID):
+        status, channel = add(server, {"provider": provider, "credentials": VALID[provider][0]})
+        assert status == 201
+        ids.append(channel["id"])
+    database = read_config(server.config_path)["RUSTIZ_DATABASE"]
+    with sqlite3.connect(database) as db:
+        tokens = dict(db.execute("SELECT provider_identifier, token FROM integration"))
+    assert {provider: json.loads(token) for provider, token in tokens.items()} == {
+        provider: VALID[provider][0] for provider in VALID}
+    answers = [call(server, "GET", path, server.key)[1] for path in (
+        "/public/v1/integrations", "/public/v1/groups", *(f"/public/v1/integration-settings/{i}" for i in ids))]
+    answers += [call(server, "DELETE", f"/public/v1/integrations/{i}", server.key)[1] for i in ids]
+    everything = json.dumps(answers)
+    assert '"token"' not in everything and "refreshToken" not in everything
+    for secret in SECRETS:
+        assert secret not in everything, secret
+    server.stop()
+    log = "\n".join(server.stderr_lines)
+    assert "POST /public/v1/integrations" in log
+    for secret in SECRETS:
+        assert secret not in log, secret
+
+
+def test_an_unknown_or_missing_provider_names_the_ones_rustiz_connects(server):
+    assert refused(server, {"provider": "friendster", "credentials": {}}) == (
+        f'provider "friendster" is not one rustiz can connect; use one of: {CONNECTABLE}')
+    assert refused(server, {"credentials": {}}) == f"provider missing is not one rustiz can connect; use one of: {CONNECTABLE}"
+    assert refused(server, {"provider": 7}) == f"provider 7 is not one rustiz can connect; use one of: {CONNECTABLE}"
+    assert refused(server, ["not", "an", "object"]).startswith("provider missing")
+    assert refused(server, {"provider": ["x"]}) == f'provider ["x"] is not one rustiz can connect; use one of: {CONNECTABLE}'
+    assert refused(server, {"provider": {"a": 1}}).startswith('provider {"a": 1} is not one')
+
+
+@pytest.mark.parametrize("provider", ["x", "linkedin", "instagram", "youtube", "reddit"])
+def test_providers_that_need_a_developer_app_say_oauth_is_not_supported_yet(server, provider):
+    assert refused(server, {"provider": provider, "credentials": {}}) == (
+        f"{provider} connects through OAuth with a developer app, which rustiz does not support yet; "
+        f"providers that connect with credentials: {CONNECTABLE}")
+
+
+def test_missing_extra_and_ill_typed_credentials_are_listed_with_their_paths(server):
+    assert refused(server, {"provider": "bluesky"}) == ["credentials must be an object"]
+    assert refused(server, {"provider": "bluesky", "credentials": "secret"}) == ["credentials must be an object"]
+    assert refused(server, {"provider": "bluesky", "credentials": {
+        "service": "https://bsky.social", "identifier": 42, "password": "  ", "handle": "x", "token": "y"}}) == [
+        "credentials.identifier must be a string",
+        "credentials.password should not be empty",
+        "credentials.handle should not exist (bluesky takes service, identifier, password)",
+        "credentials.token should not exist (bluesky takes service, identifier, password)"]
+    assert refused(server, {"provider": "discord", "credentials": {}}) == ["credentials.webhookUrl should not be empty"]
+    assert refused(server, {"provider": "devto", "credentials": {"apiKey": None}}) == [
+        "credentials.apiKey should not be empty"]
+
+
+@pytest.mark.parametrize("url", ["discord.com/api/webhooks/1/x", "ftp://discord.com/x", "javascript:alert(1)",
+                                 "https://", "https://exa mple.com/", "https://example.com:99999/", "", 12, ["a"]])
+def test_urls_must_be_http_or_https(server, url):
+    expected = ("credentials.webhookUrl must be a string" if not isinstance(url, str)
+                else "credentials.webhookUrl must be a URL address starting with http:// or https://")
+    assert refused(server, {"provider": "slack", "credentials": {"webhookUrl": url}}) == [expected]
+
+
+def test_each_provider_s_url_key_is_checked(server):
+    for provider, key in (("bluesky", "service"), ("lemmy", "service"), ("wordpress", "domain"),
+                          ("listmonk", "url"), ("mastodon", "instance"), ("webhook", "url")):
+        credentials = {**VALID[provider][0], key: "wss://not-http.example.com"}
+        assert refused(server, {"provider": provider, "credentials": credentials}) == [
+            f"credentials.{key} must be a URL address starting with http:// or https://"], provider
+
+
+def test_nostr_keys_and_relays(server):
+    def problems(credentials):
+        return refused(server, {"provider": "nostr", "credentials": credentials})
+
+    relays = ["wss://relay.example.com"]
+    assert problems({"password": "ab" * 31, "relays": relays}) == [
+        "credentials.password must be a private key: 64 hex digits or an nsec1... string"]
+    assert problems({"password": NSEC[:-1] + "6", "relays": relays}) == [  # a typo breaks the bech32 checksum
+        "credentials.password must be a private key: 64 hex digits or an nsec1... string"]
+    assert problems({"password": "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6",
+                     "relays": relays}) == [
+        "credentials.password must be a private key: 64 hex digits or an nsec1... string"]
+    assert problems({"password": NSEC, "relays": "wss://relay.example.com"}) == ["credentials.relays must be an array"]
+    assert problems({"password": NSEC, "relays": []}) == ["credentials.relays must contain at least 1 elements"]
+    assert problems({"password": NSEC, "relays": ["wss://ok.example.com", "https://relay.example.com"]}) == [
+        "credentials.relays.1 must be a URL address starting with ws:// or wss://"]
+    assert problems({"password": NSEC}) == ["credentials.relays should not be empty"]
+    # The same key in hex is the same account as its nsec form.
+    assert add(server, {"provider": "nostr", "credentials": {"password": NSEC, "relays": relays}})[0] == 201
+    status, answer = add(server, {"provider": "nostr", "credentials": {"password": NSEC_HEX.upper(), "relays": relays}})
+    assert status == 409, answer
+
+
+def test_telegram_token_and_chat(server):
+    token = VALID["telegram"][0]["botToken"]
+    assert refused(server, {"provider": "telegram", "credentials": {"botToken": "not-a-token", "chatId": "mychannel"}}) == [
+        "credentials.botToken must look like 123456789:AAE... (the token @BotFather gave you)",
+        "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
+    assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": 1.5}}) == [
+        "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
+    assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": "\u0663\u0664"}}) == [
+        "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]  # not 0-9
+    status, channel = add(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": -1001234567890}})
+    assert (status, channel["name"], channel["profile"]) == (201, "Telegram -1001234567890", None)
+
+
+def test_the_webhook_secret_is_optional_but_must_be_text(server):
+    assert refused(server, {"provider": "webhook", "credentials": {"url": "https://a.example.com/", "secret": 5}}) == [
+        "credentials.secret must be a string"]
+    status, channel = add(server, {"provider": "webhook", "credentials": {"url": "https://a.example.com/"}})
+    assert (status, channel["name"]) == (201, "Webhook to a.example.com")
+
+
+def test_name_and_customer_are_checked(server):
+    credentials = VALID["devto"][0]
+    assert refused(server, {"provider": "devto", "credentials": credentials, "name": "", "customer": 3}) == [
+        "name should not be empty", "customer must be a string"]
+    assert refused(server, {"provider": "devto", "credentials": credentials, "name": "n" * 201}) == [
+        "name must be shorter than or equal to 200 characters"]
+
+
+def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server):
+    status, _, body = server.request("POST", "/public/v1/integrations", auth(server.key), b"{nope")
+    assert status == 400 and json.loads(body)["message"].startswith("The request body is not valid JSON")
+    status, _, _ = server.request("POST", "/public/v1/integrations", {}, json.dumps(
+        {"provider": "devto", "credentials": VALID["devto"][0]}).encode())
+    assert status == 401
+    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+
+
+def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server):
+    credentials = VALID["bluesky"][0]
+    status, first = add(server, {"provider": "bluesky", "credentials": credentials})
+    assert status == 201
+    # Another name and password, same handle on the same service: still the same account.
+    status, answer = add(server, {"provider": "bluesky", "name": "Again", "credentials": {
+        **credentials, "identifier": "Alice.bsky.social", "password": "another"}})
+    assert status == 409
+    assert answer == {"statusCode": 409, "error": "Conflict", "message": (
+        f'this bluesky account is already the channel "alice.bsky.social" ({first["id"]}) of this organization; '
+        f'delete that channel first (DELETE /public/v1/integrations/{first["id"]}) to add it again')}
+    # The same handle on another service is another account.
+    assert add(server, {"provider": "bluesky", "credentials": {**credentials, "service": "https://pds.example.com"}}
+               )[0] == 201
+    assert len(call(server, "GET", "/public/v1/integrations", server.key)[1]) == 2
+    assert call(server, "DELETE", f"/public/v1/integrations/{first['id']}", server.key)[0] == 200
+    status, again = add(server, {"provider": "bluesky", "credentials": credentials})
+    assert status == 201 and again["id"] != first["id"]
+
+
+def test_organizations_are_isolated(server):
+    db = Database(server)
+    _, other_key = db.organization()
+    credentials = VALID["discord"][0]
+    status, mine = add(server, {"provider": "discord", "credentials": credentials})
+    assert status == 201
+    status, theirs = add(server, {"provider": "discord", "credentials": credentials}, key=other_key)
+    assert status == 201, theirs  # the same webhook may be a channel of two organizations
+    assert call(server, "GET", "/public/v1/integrations", server.key)[1] == [mine]
+    assert call(server, "GET", "/public/v1/integrations", other_key)[1] == [theirs]
+    assert call(server, "GET", f"/public/v1/integration-settings/{theirs['id']}", server.key)[0] == 404
+
+
+def test_customer_by_new_name_existing_name_or_id(server):
+    db = Database(server)
+    other_org, other_key = db.organization()
+    acme = db.customer("Acme")
+    foreign = db.customer("Foreign", other_org)
+
+    def channel_with(customer, api_key=None) -> dict:
+        number = len(call(server, "GET", "/public/v1/integrations", api_key or server.key)[1])
+        status, channel = add(server, {"provider": "devto", "credentials": {"apiKey": f"k{number}-{customer}"},
+                                       "customer": customer}, key=api_key)
+        assert status == 201, channel
+        return channel
+
+    assert channel_with(acme)["customer"] == {"id": acme, "name": "Acme"}
+    assert channel_with("  Acme ")["customer"] == {"id": acme, "name": "Acme"}
+    globex = channel_with("Globex")["customer"]
+    assert globex["name"] == "Globex" and globex["id"] != acme
+    assert channel_with("Globex")["customer"] == globex
+    # Another organization's group id is just a name here: a new group of ours, theirs untouched.
+    mine = channel_with(foreign)["customer"]
+    assert mine["id"] != foreign and mine["name"] == foreign
+    assert call(server, "GET", "/public/v1/groups", server.key)[1] == [
+        {"id": acme, "name": "Acme"}, globex, mine]
+    assert call(server, "GET", "/public/v1/groups", other_key)[1] == [{"id": foreign, "name": "Foreign"}]
+    listed = call(server, "GET", f"/public/v1/integrations?group={globex['id']}", server.key)[1]
+    assert [channel["customer"] for channel in listed] == [globex, globex]
+
+
+def test_lone_surrogates_are_refused_not_a_500(server):
+    body = b'{"provider": "bluesky", "name": "a\\ud800", "credentials": {"service": "https://x\\udfff.example", ' \
+           b'"identifier": "\\ud800", "password": "p"}}'
+    status, _, answer = server.request("POST", "/public/v1/integrations", auth(server.key), body)
+    assert status == 400
+    assert json.loads(answer)["message"] == [
+        "credentials.service must be Unicode text (it contains a lone surrogate such as \\ud800)",
+        "credentials.identifier must be Unicode text (it contains a lone surrogate such as \\ud800)",
+        "name must be Unicode text (it contains a lone surrogate such as \\ud800)"]
