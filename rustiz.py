@@ -4774,6 +4774,11 @@ def _openapi_schemas() -> dict:
                             "disabled": _BOOLEAN, "profile": _nullable("string")},
                            {"customer": _schema_ref("Customer")}),
         "Customer": _object({"id": _STRING, "name": _STRING}),
+        "NewChannel": _object(
+            {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
+             "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
+            {"name": _STRING, "customer": {**_STRING, "description": "A customer's id or name; a new name makes one"}}),
+        "Organization": _object({"id": _STRING, "name": _STRING, "timezone": _STRING}),
         "ChannelRow": _object({"id": _STRING, "internalId": _STRING, "organizationId": _STRING, "name": _STRING,
                                "picture": _nullable("string"), "providerIdentifier": _STRING, "type": _STRING,
                                "disabled": _BOOLEAN, "tokenExpiration": _nullable("string"),
@@ -4852,7 +4857,8 @@ def _openapi_responses() -> dict:
         "Unauthorized": _json_body(msg, "No API key, or an unknown one (`Authorization: <key>`)"),
         "NotFound": _json_body(nest, "No such id in the caller's organization"),
         "IntegrationNotFound": _json_body(msg, "No such channel in the caller's organization"),
-        "Conflict": _json_body(nest, "The post is being published, or its state does not allow this"),
+        "Conflict": _json_body(nest, "The post is being published or its state does not allow this, or the "
+                                      "channel's account is already connected"),
         "TooLarge": _json_body(nest, "The file is over the size limit for its type"),
         "RangeNotSatisfiable": _json_body(nest, "The byte range is outside the file"),
         "IdempotencyKeyReused": _json_body(nest, "This Idempotency-Key was used with another body in the last 24 h"),
@@ -4897,7 +4903,15 @@ def _openapi_paths(root: dict) -> dict:
                                                  ("200", _object({"connected": {"const": True}})))},
         f"{v1}/integrations": {"get": _operation(
             "The organization's channels", ("200", _array_of(_schema_ref("Channel"))),
-            parameters=(_parameter("query", "group", "Only the channels of this customer id"),))},
+            parameters=(_parameter("query", "group", "Only the channels of this customer id"),)),
+            "post": _operation(
+                "Connect a channel that needs no developer app with its credentials (rustiz)",
+                ("201", _schema_ref("Channel")), "BadRequest Conflict", body=_schema_ref("NewChannel"))},
+        f"{v1}/organization": {
+            "get": _operation("The caller's organization and its timezone (rustiz)", ("200", _schema_ref("Organization"))),
+            "put": _operation("Rename the organization or set its IANA timezone (rustiz)",
+                              ("200", _schema_ref("Organization")), "BadRequest",
+                              body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
         f"{v1}/integrations/{{id}}": {"delete": _operation(
             "Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
             (channel_id,))},

@@ -57,8 +57,7 @@ def test_unknown_zones_and_bad_bodies_are_400_naming_the_problem(server):
     assert problems({"timezone": 3, "name": ""}) == ["name should not be empty", "timezone must be a string"]
     status, _, answer = server.request("PUT", "/public/v1/organization", {"Authorization": server.key},
                                        b'{"name": "x\\ud800"}')
-    assert (status, json.loads(answer)["message"]) == (
-        400, ["name must be Unicode text (it contains a lone surrogate such as \\ud800)"])
+    assert status == 400 and "lone UTF-16 surrogate" in json.loads(answer)["message"]
     assert problems({"tz": "UTC"}) == ["property tz should not exist (send name and/or timezone)"]
     assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "UTC"
 
