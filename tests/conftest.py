@@ -154,6 +154,17 @@ def start_server(pyz, tmp_path):
 
 
 @pytest.fixture
+def app(tmp_path):
+    """An App on a fresh data directory, in-process (no server), for pipeline tests."""
+    import rustiz
+    config_path, _, _, _ = rustiz.initialize(str(tmp_path / "config.env"), force=False)
+    config = rustiz.load_config({"RUSTIZ_CONFIG": config_path, "REQUEST_LIMIT": "0"})
+    store = rustiz.Store(config.database)
+    yield rustiz.App(config, store)
+    store.close()
+
+
+@pytest.fixture
 def server(start_server) -> RustizServer:
     """A running server with its own fresh data directory, REQUEST_LIMIT=0."""
     return start_server()

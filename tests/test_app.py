@@ -8,15 +8,6 @@ import pytest
 import rustiz
 
 
-@pytest.fixture
-def app(tmp_path):
-    config_path, _, _, _ = rustiz.initialize(str(tmp_path / "config.env"), force=False)
-    config = rustiz.load_config({"RUSTIZ_CONFIG": config_path, "REQUEST_LIMIT": "0"})
-    store = rustiz.Store(config.database)
-    yield rustiz.App(config, store)
-    store.close()
-
-
 def request(method: str, target: str) -> rustiz.Request:
     events = rustiz.RequestParser().feed(f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     return rustiz.Request(events[0], b"", "127.0.0.1")

@@ -15,15 +15,6 @@ from test_api_posts import PostsDatabase, call
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
-@pytest.fixture
-def app(tmp_path):
-    config_path, _, _, _ = rustiz.initialize(str(tmp_path / "config.env"), force=False)
-    config = rustiz.load_config({"RUSTIZ_CONFIG": config_path, "REQUEST_LIMIT": "0"})
-    store = rustiz.Store(config.database)
-    yield rustiz.App(config, store)
-    store.close()
-
-
 def served_routes(app: rustiz.App) -> dict:
     """Every path the router serves (":id" written "{id}") -> its lower-case methods."""
     routes = {path: set(methods) for path, methods in app.routes.items()}
