@@ -12,8 +12,11 @@ Map of this file (each section starts with a banner comment):
   6. Auth and limits  API keys, REQUEST_LIMIT per client, API_LIMIT per organization
   7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
   8. API              routing table and the public API handlers (Postiz JSON shapes)
-  9. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 10. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
+  9. Outbound HTTP    the async client every provider uses (TLS, timeouts, proxies, redirects)
+ 10. Publishers       one class per platform behind one interface: connect, publish, limits
+ 11. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
+ 12. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+ 13. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
 """
 from __future__ import annotations
 
@@ -82,8 +85,12 @@ def log(message: str) -> None:
 
 def utc_now_iso() -> str:
     """Timestamps as Postiz serialises them: ISO 8601, milliseconds, Z."""
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return iso_at(time.time())
+
+
+def iso_at(epoch: float) -> str:
+    """A Unix time as Postiz serialises instants (and rustiz stores them, so text order is time order)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
 
 
 
@@ -190,6 +197,10 @@ class Config(NamedTuple):
     trusted_proxies: tuple = ()
     max_video_bytes: int = DEFAULT_MAX_VIDEO_BYTES
     fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks upload-from-url may fetch from anyway
+    publish_grace_seconds: float = 6 * 3600.0  # a post later than this (rustiz was down) is not sent: ERROR "missed"
+    retry_base_seconds: float = 30.0  # the first retry's wait; each further retry waits twice as long (30 min at most)
+    retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
+    publish_concurrency: int = 8  # publishes in flight at once (each on its own channel)
 
 
 def default_config_path(environ: dict) -> str:
@@ -236,7 +247,7 @@ def _int_setting(values: dict, name: str, default: int, minimum: int, maximum: i
     return number
 
 
-def _seconds_setting(values: dict, name: str, default: float) -> float:
+def _seconds_setting(values: dict, name: str, default: float, maximum: float = 86400) -> float:
     raw = values.get(name)
     if raw is None or raw == "":
         return default
@@ -244,8 +255,8 @@ def _seconds_setting(values: dict, name: str, default: float) -> float:
         seconds = float(raw)
     except ValueError:
         raise UserError(f"{name}={raw!r} is not a number of seconds") from None
-    if not 0 < seconds <= 86400:
-        raise UserError(f"{name}={raw} is out of range: use a number of seconds above 0")
+    if not 0 < seconds <= maximum:
+        raise UserError(f"{name}={raw} is out of range: use a number of seconds above 0, at most {maximum:g}")
     return seconds
 
 
@@ -316,6 +327,10 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         trusted_proxies=_trusted_proxies(values.get("RUSTIZ_TRUSTED_PROXIES", "")),
         max_video_bytes=_int_setting(values, "RUSTIZ_MAX_VIDEO_BYTES", DEFAULT_MAX_VIDEO_BYTES, 1024, 2**40),
         fetch_allow=_fetch_allow(values.get("RUSTIZ_FETCH_ALLOW", "")),
+        publish_grace_seconds=_seconds_setting(values, "PUBLISH_GRACE", 6 * 3600.0, maximum=30 * 86400),
+        retry_base_seconds=_seconds_setting(values, "RUSTIZ_RETRY_BASE", 30.0),
+        retry_limit=_int_setting(values, "RUSTIZ_RETRY_LIMIT", 5, 0, 50),
+        publish_concurrency=_int_setting(values, "RUSTIZ_PUBLISH_CONCURRENCY", 8, 1, 256),
     )
 
 
@@ -486,6 +501,30 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX media_organization ON media(organization_id, deleted_at);
     """,
+    """
+    ALTER TABLE post ADD COLUMN not_before TEXT;
+    ALTER TABLE post ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE post ADD COLUMN lease_owner TEXT;
+    ALTER TABLE post ADD COLUMN lease_until TEXT;
+    ALTER TABLE post ADD COLUMN idempotency_key TEXT;
+    ALTER TABLE post ADD COLUMN reply_ref TEXT;
+    ALTER TABLE post ADD COLUMN published_at TEXT;
+    CREATE INDEX post_parent ON post(parent_post_id);
+    ALTER TABLE integration ADD COLUMN session TEXT;
+    ALTER TABLE integration ADD COLUMN limits TEXT;
+    CREATE TABLE webhook (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        integrations TEXT NOT NULL DEFAULT '[]',
+        secret TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX webhook_organization ON webhook(organization_id, deleted_at);
+    """,
 )
 
 
@@ -537,6 +576,7 @@ class Store:
         self.path = path
         self._schedule_end_of_turn: Optional[Callable[[Callable[[], None]], Any]] = None
         self._read_open = False
+        self.on_posts_changed: Optional[Callable[[], None]] = None  # the scheduler's wake-up, where it runs
         directory = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -547,7 +587,7 @@ class Store:
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-            self._credentials_generation = self._map_credentials_generation()
+            self._shared_counters = self._map_shared_counters()
         except sqlite3.DatabaseError as error:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
@@ -556,7 +596,7 @@ class Store:
     def close(self) -> None:
         self._end_shared_read()
         self.db.close()
-        self._credentials_generation.close()
+        self._shared_counters.close()
 
     def share_reads_per_loop_turn(self, call_soon: Callable[[Callable[[], None]], Any]) -> None:
         """`call_soon(callback)` must run callback after the current turn of the event loop."""
@@ -586,26 +626,39 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
-    def _map_credentials_generation(self) -> mmap.mmap:
-        """An 8-byte counter beside the database, shared by every process through mmap.
+    def _map_shared_counters(self) -> mmap.mmap:
+        """Two 8-byte counters beside the database, shared by every process through mmap.
 
-        Whoever changes an API key bumps it; servers compare it on each request (a memory read)
-        and forget their cached key lookups when it moved, so a rotated key stops working at once.
+        Bytes 0-7 move when an API key changes: servers compare them on each request (a memory read)
+        and forget their cached key lookups, so a rotated key stops working at once. Bytes 8-15
+        move when posts change: the scheduler, in whichever process it runs, re-reads what is due.
         """
         descriptor = os.open(self.path + "-credentials", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            if os.fstat(descriptor).st_size < 8:
-                os.ftruncate(descriptor, 8)
-            return mmap.mmap(descriptor, 8)
+            if os.fstat(descriptor).st_size < 16:
+                os.ftruncate(descriptor, 16)
+            return mmap.mmap(descriptor, 16)
         finally:
             os.close(descriptor)
 
+    def _bump(self, offset: int) -> None:
+        counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
+        self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+
     def credentials_generation(self) -> bytes:
-        return self._credentials_generation[:8]
+        return self._shared_counters[:8]
 
     def _credentials_changed(self) -> None:
-        counter = int.from_bytes(self._credentials_generation[:8], "little")
-        self._credentials_generation[:8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+        self._bump(0)
+
+    def posts_generation(self) -> bytes:
+        return self._shared_counters[8:16]
+
+    def _posts_changed(self) -> None:
+        """Tell the scheduler: at once in this process (on_posts_changed), within a second in the others."""
+        self._bump(8)
+        if self.on_posts_changed is not None:
+            self.on_posts_changed()
 
     def _migrate(self) -> None:
         with self._writing() as db:
@@ -706,9 +759,12 @@ class Store:
                 raise ChannelAlreadyAdded(existing[0], existing[1])
             customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
             db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
-                       "token, profile, customer_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "token, profile, customer_id, created_at, updated_at, session, limits) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (channel_id, account.internal_id, organization_id, account.name, account.picture,
-                        channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now))
+                        channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now,
+                        None if channel.session is None else json.dumps(channel.session),
+                        None if channel.limits is None else json.dumps(channel.limits)))
             row = db.execute(self._INTEGRATIONS_SQL + " AND i.id = ?", (organization_id, channel_id)).fetchone()
         return self._integration_item(row)
 
@@ -729,7 +785,7 @@ class Store:
         """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
         row = self._read(
             "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
-            "deleted_at FROM integration WHERE id = ? AND organization_id = ?"
+            "deleted_at, limits FROM integration WHERE id = ? AND organization_id = ?"
             + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
         if row is None:
             return None
@@ -740,7 +796,7 @@ class Store:
         return {"id": row[0], "name": row[1], "provider_identifier": row[2], "picture": row[3],
                 "disabled": bool(row[4]), "profile": row[5],
                 "additional_settings": additional_settings if isinstance(additional_settings, list) else [],
-                "customer_id": row[7], "deleted": row[8] is not None}
+                "customer_id": row[7], "deleted": row[8] is not None, "limits": json.loads(row[9] or "{}")}
 
     # --- customers (groups) ---------------------------------------------------
 
@@ -785,6 +841,7 @@ class Store:
                        "WHERE integration_id = ? AND organization_id = ? AND deleted_at IS NULL",
                        (now, now, channel_id, organization_id))
             row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        self._posts_changed()
         return self._channel_row(row)
 
     def organization_timezone(self, organization_id: str) -> str:
@@ -931,6 +988,7 @@ class Store:
                                [(thread[0]["id"], tag_id) for tag_id in tag_ids])
             if idempotency is not None:
                 self._store_response(db, organization_id, idempotency)
+        self._posts_changed()
         return None
 
     _POST_FIELDS = ("state", "publish_date", "integration_id", "content", "delay", "post_group", "parent_post_id",
@@ -940,8 +998,10 @@ class Store:
         values = tuple(row[field] for field in self._POST_FIELDS)
         if row["existing"]:
             # Back in the queue (or a draft) means the last failure no longer describes the post.
+            # An edited queued post is a new post to the scheduler: no retry wait, a fresh idempotency key.
             db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._POST_FIELDS)}, "
                        "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
+                       "not_before = NULL, attempts = 0, idempotency_key = NULL, "
                        "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
                        (*values, row["state"], now, row["id"], organization_id))
         else:
@@ -966,23 +1026,208 @@ class Store:
         assignments = ", ".join(f"{name} = ?" for name in fields)
         state_check = f" AND state IN ({','.join('?' * len(only_in_states))})" if only_in_states else ""
         with self._writing() as db:
-            return db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
-                              f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
-                              (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
-                              ).rowcount
+            changed = db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
+                                 f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
+                                 (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
+                                 ).rowcount
+        self._posts_changed()
+        return changed
 
     def retry_failed_group(self, organization_id: str, group: str) -> int:
-        """Failed posts of a group back to the queue, their error cleared; returns how many."""
+        """Failed posts of a group back to the queue, due now, their error cleared; returns how many."""
+        now = utc_now_iso()
         with self._writing() as db:
-            return db.execute("UPDATE post SET state = 'QUEUE', error = NULL, updated_at = ? "
-                              "WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
-                              "AND deleted_at IS NULL", (utc_now_iso(), organization_id, group)).rowcount
+            retried = db.execute("UPDATE post SET state = 'QUEUE', error = NULL, not_before = ?, attempts = 0, "
+                                 "updated_at = ? WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
+                                 "AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
+        self._posts_changed()
+        return retried
 
     def delete_group(self, organization_id: str, group: str) -> int:
         now = utc_now_iso()
         with self._writing() as db:
-            return db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
-                              "AND post_group = ? AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
+            deleted = db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                                 "AND post_group = ? AND deleted_at IS NULL",
+                                 (now, now, organization_id, group)).rowcount
+        self._posts_changed()
+        return deleted
+
+    # --- publishing: the scheduler's claims and outcomes ------------------------------------------
+    # A post row is due when it is queued, its publish date and not_before (a retry's wait, a thread
+    # part's delay) have passed, and, for a thread part, the part before it is published. Only the
+    # scheduler moves a post out of QUEUE, each move one write transaction.
+
+    _DUE_SQL = ("FROM post p JOIN integration i ON i.id = p.integration_id "
+                "LEFT JOIN post parent ON parent.id = p.parent_post_id "
+                "WHERE p.state = 'QUEUE' AND p.deleted_at IS NULL AND i.deleted_at IS NULL "
+                "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED')")
+
+    def next_due_time(self, after: str) -> Optional[str]:
+        """The earliest time after `after` that a queued post becomes due (ISO, UTC), or None."""
+        return self._read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
+                          + self._DUE_SQL + ") WHERE due > ?", (after,)).fetchone()[0]
+
+    def due_posts(self, now: str, limit: int = 500) -> list:
+        """(post id, channel id, provider) of the earliest due post of each channel, earliest first."""
+        rows = self._read("SELECT p.id, p.integration_id, i.provider_identifier, "
+                          "MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) AS due "
+                          + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? "
+                          "GROUP BY p.integration_id ORDER BY due LIMIT ?", (now, now, limit))
+        return [tuple(row[:3]) for row in rows]
+
+    def claim_post(self, post_id: str, owner: str, lease_until: str) -> Optional[dict]:
+        """QUEUE -> PUBLISHING for one post, and everything publishing it needs, read in the same transaction.
+
+        None when the post meanwhile left the queue (edited to a draft, deleted, claimed)."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            claimed = db.execute("UPDATE post SET state = 'PUBLISHING', lease_owner = ?, lease_until = ?, "
+                                 "attempts = attempts + 1, idempotency_key = COALESCE(idempotency_key, ?), "
+                                 "updated_at = ? WHERE id = ? AND state = 'QUEUE' AND deleted_at IS NULL",
+                                 (owner, lease_until, new_uuid(), now, post_id)).rowcount
+        return self.post_for_publishing(post_id) if claimed else None
+
+    def post_for_publishing(self, post_id: str) -> dict:
+        """A post with its channel (credentials, session, state), the part before it, and its place in the thread."""
+        row = self._read(
+                "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
+                "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
+                "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
+                "parent.release_id, parent.release_url, parent.reply_ref "
+                "FROM post p JOIN integration i ON i.id = p.integration_id "
+            "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
+        names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
+                 "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
+                 "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
+                 "parent_release_url", "parent_reply_ref")
+        claim = dict(zip(names, row))
+        claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
+                                   "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
+                                   "SELECT COUNT(*) - 1 FROM up", (post_id,)).fetchone()[0]
+        return claim
+
+    def requeue_post(self, post_id: str, not_before: str, note: str) -> None:
+        """A claimed post back to the queue, to be tried again from `not_before`; `note` says why (shown as error)."""
+        with self._writing() as db:
+            db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
+                       "lease_until = NULL, updated_at = ? WHERE id = ? AND state = 'PUBLISHING'",
+                       (not_before, note, utc_now_iso(), post_id))
+        self._posts_changed()
+
+    def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any) -> None:
+        """PUBLISHED with its release; the next thread part becomes due after its delay."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            db.execute("UPDATE post SET state = 'PUBLISHED', release_id = ?, release_url = ?, reply_ref = ?, "
+                       "error = NULL, lease_owner = NULL, lease_until = NULL, published_at = ?, updated_at = ? "
+                       "WHERE id = ?", (release_id, release_url,
+                                        None if reply_ref is None else json.dumps(reply_ref), now, now, post_id))
+            for child_id, delay in db.execute("SELECT id, delay FROM post WHERE parent_post_id = ? "
+                                              "AND deleted_at IS NULL AND state = 'QUEUE'", (post_id,)).fetchall():
+                db.execute("UPDATE post SET not_before = ? WHERE id = ?",
+                           (iso_at(time.time() + max(0, delay or 0) * 60), child_id))
+        self._posts_changed()
+
+    def record_failed(self, post_id: str, error: str) -> int:
+        """ERROR with `error`; the thread parts after it fail too (they would reply to nothing). Returns
+        how many later parts were failed with it."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            db.execute("UPDATE post SET state = 'ERROR', error = ?, lease_owner = NULL, lease_until = NULL, "
+                       "updated_at = ? WHERE id = ?", (error, now, post_id))
+            failed, parents = 0, [post_id]
+            while parents:
+                children = [row[0] for row in db.execute(
+                    f"SELECT id FROM post WHERE parent_post_id IN ({','.join('?' * len(parents))}) "
+                    "AND deleted_at IS NULL AND state = 'QUEUE'", parents)]
+                for child in children:
+                    db.execute("UPDATE post SET state = 'ERROR', error = ?, updated_at = ? WHERE id = ?",
+                               ("Not published: an earlier part of this thread failed (" + error[:300] + ")",
+                                now, child))
+                failed, parents = failed + len(children), children
+        self._posts_changed()
+        return failed
+
+    def finished_recurring_root(self, group: str) -> Optional[tuple]:
+        """(root id, publish date, interval in days) when the group recurs and none of it waits or is publishing."""
+        if self._read("SELECT 1 FROM post WHERE post_group = ? AND deleted_at IS NULL "
+                      "AND state IN ('QUEUE', 'PUBLISHING') LIMIT 1", (group,)).fetchone() is not None:
+            return None
+        return self._read("SELECT id, publish_date, interval_in_days FROM post WHERE post_group = ? "
+                          "AND parent_post_id IS NULL AND deleted_at IS NULL AND interval_in_days > 0",
+                          (group,)).fetchone()
+
+    def rearm_recurring(self, root_id: str, next_date: str) -> None:
+        """A recurring post's whole thread back to the queue for its next occurrence."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            group = db.execute("SELECT post_group FROM post WHERE id = ?", (root_id,)).fetchone()[0]
+            db.execute("UPDATE post SET state = 'QUEUE', publish_date = ?, not_before = NULL, attempts = 0, "
+                       "idempotency_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE post_group = ? AND deleted_at IS NULL "
+                       "AND state IN ('PUBLISHED', 'QUEUE', 'PUBLISHING')", (next_date, now, group))
+        self._posts_changed()
+
+    def publishing_posts(self) -> list:
+        """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
+        return self._read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
+                          "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
+
+    def save_channel_session(self, channel_id: str, session: dict) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE integration SET session = ? WHERE id = ?", (json.dumps(session), channel_id))
+
+    def mark_refresh_needed(self, channel_id: str) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE integration SET refresh_needed = 1, updated_at = ? WHERE id = ?",
+                       (utc_now_iso(), channel_id))
+
+    def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
+        now = utc_now_iso()
+        with self._writing() as db:
+            db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
+
+    # --- outgoing webhooks: an organization's URLs told of each outcome ------------------------
+
+    _WEBHOOK_COLUMNS = "id, name, url, integrations, secret IS NOT NULL AND secret != '', created_at"
+
+    @staticmethod
+    def _webhook_row(row: tuple) -> dict:
+        return {"id": row[0], "name": row[1], "url": row[2], "integrations": json.loads(row[3]),
+                "signed": bool(row[4]), "createdAt": row[5]}
+
+    def webhooks(self, organization_id: str) -> list:
+        return [self._webhook_row(row) for row in self._read(
+            f"SELECT {self._WEBHOOK_COLUMNS} FROM webhook WHERE organization_id = ? AND deleted_at IS NULL "
+            "ORDER BY created_at", (organization_id,))]
+
+    def create_webhook(self, organization_id: str, name: str, url: str, integrations: list,
+                       secret: Optional[str]) -> dict:
+        webhook_id, now = new_uuid(), utc_now_iso()
+        with self._writing() as db:
+            db.execute("INSERT INTO webhook (id, organization_id, name, url, integrations, secret, created_at, "
+                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (webhook_id, organization_id, name, url, json.dumps(integrations), secret, now, now))
+            row = db.execute(f"SELECT {self._WEBHOOK_COLUMNS} FROM webhook WHERE id = ?", (webhook_id,)).fetchone()
+        return self._webhook_row(row)
+
+    def delete_webhook(self, organization_id: str, webhook_id: str) -> bool:
+        now = utc_now_iso()
+        with self._writing() as db:
+            return bool(db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
+                                   "AND organization_id = ? AND deleted_at IS NULL",
+                                   (now, now, webhook_id, organization_id)).rowcount)
+
+    def webhook_targets(self, organization_id: str, channel_id: str) -> list:
+        """(url, secret) of the organization's webhooks that cover this channel (an empty list covers all)."""
+        targets = []
+        for url, integrations, secret in self._read(
+                "SELECT url, integrations, secret FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
+                (organization_id,)):
+            covered = json.loads(integrations)
+            if not covered or channel_id in covered:
+                targets.append((url, secret))
+        return targets
 
     # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
 
@@ -1993,8 +2238,8 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
                supervisor: Optional[int] = None) -> int:
     """Serve on `listener` until SIGTERM or SIGINT (or the death of the `supervisor` process), then drain.
 
-    `primary` marks the one worker that runs what must run once per server (housekeeping today,
-    the scheduler later)."""
+    `primary` marks the one worker that runs what must run once per server: housekeeping and the
+    scheduler (which also checks, through a file lock, that no other process schedules this database)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     store = Store(config.database)
@@ -2012,10 +2257,14 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     server = loop.run_until_complete(
         loop.create_server(lambda: HttpConnection(state), sock=listener, backlog=1024))
 
+    scheduler = Scheduler(config, store, loop) if primary else None
+
     def sweep() -> None:
         now = time.monotonic()
         for connection in list(state.connections):
             connection.check_timeouts(now)
+        if scheduler is not None:
+            scheduler.tick()
         if supervisor is not None and os.getppid() != supervisor:
             log("the supervising process is gone; stopping this worker")
             request_stop()
@@ -2024,10 +2273,13 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     loop.call_later(1.0, sweep)
     if primary:
         loop.call_soon(app.housekeeping, loop)
+        loop.call_soon(scheduler.tick)
     on_ready()
     try:
         loop.run_until_complete(stop)
         loop.run_until_complete(drain(server, state, config.shutdown_timeout))
+        if scheduler is not None:
+            loop.run_until_complete(scheduler.stop(config.shutdown_timeout))
     finally:
         store.close()
         loop.close()
@@ -2652,6 +2904,8 @@ class NewChannel(NamedTuple):
     account: ChannelAccount
     credentials: dict
     customer: Optional[str]  # a group's id or name; a new group is made for an unknown name
+    session: Optional[dict] = None  # the publisher's cached login, from connecting
+    limits: Optional[dict] = None  # the account's own limits (Mastodon's instance), from connecting
 
 
 def _secret_digest(secret: str) -> str:
@@ -3459,6 +3713,20 @@ def _check_before_publishing(post_type: str, posts: list, channels: list) -> Non
             length, limit = post_length(identifier, value["content"], channel.get("additional_settings"))
             if limit and length > (100000 if article else limit):
                 raise _post_validation_error(channel, "post is too long, please fix it")
+        problem = _platform_problem(channel, post)
+        if problem:
+            raise _post_validation_error(channel, problem)
+
+
+def _platform_problem(channel: dict, post: dict) -> Optional[str]:
+    """What the platform itself would refuse (its real limits, which Postiz does not all check)."""
+    publisher_ = PUBLISHERS.get(channel["provider_identifier"])
+    if publisher_ is None:
+        return None
+    if not publisher_.threads and len(post["values"]) > 1:
+        return (f"{publisher_.label} publishes each post on its own and has no replies or comments: send one "
+                f"value, not {len(post['values'])} (the thread parts would never be published)")
+    return publisher_.post_problem(channel, post["values"], post["settings"])
 
 
 def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]]) -> dict:
@@ -3665,6 +3933,7 @@ class ChannelsApi:
 
     def __init__(self, store: Store):
         self.store = store
+        self.http: Optional[HttpClient] = None  # made on the first connect: most processes never need one
 
     def register(self, app: App) -> None:
         app.add_api("GET", "/integration-settings/:id", self.integration_settings)
@@ -3699,14 +3968,37 @@ class ChannelsApi:
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.customers(organization_id))
 
-    def add_channel(self, request: Request, organization_id: str) -> Response:
+    async def add_channel(self, request: Request, organization_id: str) -> Response:
         """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
-        return json_response(connect_channel(self.store, organization_id, _json_object(request)), 201)
+        if self.http is None:
+            self.http = HttpClient()
+        channel = await connect_channel(self.store, organization_id, _json_object(request), self.http)
+        return json_response(channel, 201)
 
 
-def connect_channel(store: Store, organization_id: str, body: Any) -> dict:
-    """Validate and store a channel added with credentials, for the API and the CLI alike; raises ApiError."""
+async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
+    """The channel as its platform knows it: credentials checked, the real account read; raises ApiError."""
+    publisher_ = PUBLISHERS.get(channel.provider)
+    if publisher_ is None:  # no publisher yet: the account as the credentials tell it
+        return channel
+    name = channel.account.name if name_given else None
+    probe = Channel("", name or channel.account.name, channel.credentials, None, http)
+    try:
+        connected = await publisher_.connect(probe)
+    except (Rejected, NeedsReconnect) as refused:
+        raise nest_error(400, f"{publisher_.label} refused these credentials: {refused.message}") from None
+    except PublishError as failed:
+        raise nest_error(502, f"could not check these credentials with {publisher_.label}, so nothing was "
+                              f"saved: {failed.message}; try again") from None
+    account = connected.account._replace(name=name) if name else connected.account
+    return channel._replace(account=account, session=connected.session, limits=connected.limits)
+
+
+async def connect_channel(store: Store, organization_id: str, body: Any, http: HttpClient) -> dict:
+    """Validate, verify with the platform and store a channel added with credentials, for the API and the
+    CLI alike; raises ApiError."""
     channel = validate_new_channel(body)
+    channel = await verified_channel(channel, isinstance(body, dict) and body.get("name") is not None, http)
     try:
         return store.add_channel(organization_id, channel)
     except ChannelAlreadyAdded as duplicate:
@@ -5039,7 +5331,832 @@ class OpenApiRoute:
         return Response(200, self._encoded, "application/json; charset=utf-8")
 
 # =============================================================================
-# 9. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# 9. Outbound HTTP: the one client every provider and webhook uses
+# =============================================================================
+# http.client in a small thread pool, behind an async call: the event loop never blocks, and TLS
+# comes from the ssl module, imported on first use (see the note on asyncio at the top). What a
+# caller must know is whether the platform may have seen the request: ConnectFailed means nothing
+# was sent; NoAnswer means it was sent and no complete answer came back.
+
+OUTBOUND_THREADS = 8
+MAX_OUTBOUND_REPLY_BYTES = 32 * 1024 * 1024
+MAX_REDIRECTS = 5
+USER_AGENT = f"rustiz/{VERSION} (+https://github.com/rustiz/rustiz)"
+
+
+class HttpReply(NamedTuple):
+    status: int
+    headers: dict  # lower-case names; a repeated header keeps its last value
+    body: bytes
+    url: str  # after redirects
+
+    def json(self) -> Any:
+        """The body as JSON, or None when it is not JSON (an HTML error page from a proxy, say)."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def text(self, limit: int = 300) -> str:
+        """The start of the body as text, for error messages."""
+        text = self.body[:limit * 4].decode("utf-8", "replace").strip()
+        return text if len(text) <= limit else text[:limit] + "…"
+
+
+class ConnectFailed(Exception):
+    """Nothing reached the server (name lookup, refused connection, TLS handshake): safe to retry."""
+
+
+class NoAnswer(Exception):
+    """The request was sent, but no complete answer came: the server may have acted on it."""
+
+
+class Timeouts(NamedTuple):
+    connect: float = 10.0
+    read: float = 30.0  # the longest silence while waiting for or reading the answer
+    total: float = 120.0
+
+
+def encode_multipart(fields: list) -> tuple:
+    """(body, content type) for multipart/form-data; `fields` are (name, value) with value a str, or
+    (name, (filename, bytes, content_type)) for a file."""
+    boundary = "rustiz" + os.urandom(12).hex()
+    pieces = []
+    for name, value in fields:
+        if isinstance(value, tuple):
+            filename, data, content_type = value
+            pieces.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                          f'filename="{filename}"\r\nContent-Type: {content_type}\r\n\r\n'.encode() + data + b"\r\n")
+        else:
+            pieces.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
+                          + str(value).encode() + b"\r\n")
+    pieces.append(f"--{boundary}--\r\n".encode())
+    return b"".join(pieces), f"multipart/form-data; boundary={boundary}"
+
+
+class HttpClient:
+    """`await client.request(method, url, ...)` -> HttpReply, for any status; raises ConnectFailed or NoAnswer.
+
+    Certificates are verified (the system store, or SSL_CERT_FILE), HTTPS_PROXY/HTTP_PROXY/NO_PROXY
+    are honoured, gzip answers are unpacked, GET and HEAD follow up to 5 redirects."""
+
+    def __init__(self, threads: int = OUTBOUND_THREADS):
+        self._threads = threads
+        self._executor: Any = None
+        self._tls: Any = None
+
+    async def request(self, method: str, url: str, headers: Optional[dict] = None, body: bytes = b"",
+                      json_body: Any = None, form: Optional[dict] = None, timeouts: Timeouts = Timeouts()) -> HttpReply:
+        headers = dict(headers or {})
+        if json_body is not None:
+            body = json.dumps(json_body, ensure_ascii=False).encode()
+            headers.setdefault("Content-Type", "application/json")
+        elif form is not None:
+            from urllib.parse import urlencode
+            body = urlencode(form, doseq=True).encode()
+            headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        return await self.run_blocking(self._exchange, method, url, headers, body, timeouts)
+
+    async def run_blocking(self, function: Callable, *arguments: Any) -> Any:
+        """`function(*arguments)` in this client's threads (a download, a blocking library call)."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="rustiz-http")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *arguments)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts) -> HttpReply:
+        deadline = time.monotonic() + timeouts.total
+        for _ in range(MAX_REDIRECTS + 1):
+            reply = self._one_exchange(method, url, headers, body, timeouts, deadline)
+            location = reply.headers.get("location")
+            if method not in ("GET", "HEAD") or reply.status not in (301, 302, 303, 307, 308) or not location:
+                return reply
+            from urllib.parse import urljoin
+            url = urljoin(url, location)
+        raise NoAnswer(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+    def _tls_context(self) -> Any:
+        if self._tls is None:
+            import ssl
+            self._tls = ssl.create_default_context()
+        return self._tls
+
+    def _connection(self, scheme: str, host: str, port: int, timeout: float) -> tuple:
+        """(connection, whether requests carry the full URL): direct, or through the environment's proxy."""
+        import http.client
+        import urllib.request
+        proxy = urllib.request.getproxies().get(scheme)
+        if proxy and not urllib.request.proxy_bypass(host):
+            from urllib.parse import urlsplit
+            proxy_parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+            connection = http.client.HTTPConnection(proxy_parts.hostname, proxy_parts.port or 80, timeout=timeout)
+            if scheme == "https":  # a CONNECT tunnel, then TLS to the real host inside it
+                connection = http.client.HTTPSConnection(proxy_parts.hostname, proxy_parts.port or 80,
+                                                         timeout=timeout, context=self._tls_context())
+                connection.set_tunnel(host, port)
+                return connection, False
+            return connection, True
+        if scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls_context()), False
+        return http.client.HTTPConnection(host, port, timeout=timeout), False
+
+    def _one_exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts,
+                      deadline: float) -> HttpReply:
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not parts.hostname:
+            raise ConnectFailed(f"{url} is not an http:// or https:// address")
+        port = parts.port or (443 if scheme == "https" else 80)
+        connection, absolute = self._connection(scheme, parts.hostname, port, timeouts.connect)
+        target = url if absolute else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            try:
+                connection.connect()
+            except OSError as error:
+                raise ConnectFailed(f"cannot connect to {parts.netloc}: {_network_reason(error)}") from None
+            connection.sock.settimeout(max(0.01, min(timeouts.read, deadline - time.monotonic())))
+            all_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip", **headers}
+            try:
+                connection.request(method, target, body=body or None, headers=all_headers)
+                response = connection.getresponse()
+                data = self._read_body(response, connection.sock, deadline, timeouts.read)
+            except NoAnswer:
+                raise
+            except Exception as error:  # OSError, and http.client's own HTTPException family
+                raise NoAnswer(f"{parts.netloc} did not answer {method} {parts.path or '/'}: "
+                               f"{_network_reason(error)}") from None
+            reply_headers = {name.lower(): value for name, value in response.getheaders()}
+            if reply_headers.get("content-encoding", "").lower() == "gzip":
+                import zlib
+                try:
+                    data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
+                except zlib.error as error:
+                    raise NoAnswer(f"{parts.netloc} sent a broken gzip body: {error}") from None
+            return HttpReply(response.status, reply_headers, data, url)
+        finally:
+            connection.close()
+
+    @staticmethod
+    def _read_body(response: Any, sock: Any, deadline: float, read_timeout: float) -> bytes:
+        chunks, size = [], 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NoAnswer("the answer took longer than the total time allowed")
+            if sock is not None:
+                sock.settimeout(min(read_timeout, remaining))
+            chunk = response.read1(65536) if hasattr(response, "read1") else response.read(65536)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > MAX_OUTBOUND_REPLY_BYTES:
+                raise NoAnswer(f"the answer is larger than {MAX_OUTBOUND_REPLY_BYTES // 2**20} MiB")
+            chunks.append(chunk)
+
+
+def _network_reason(error: BaseException) -> str:
+    if isinstance(error, socket.timeout) or type(error).__name__ == "TimeoutError":
+        return "timed out"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
+
+
+def platform_url(variable: str, default: str) -> str:
+    """A platform's API base URL: `default`, or the environment's override (tests point these at fakes)."""
+    return os.environ.get(variable, default).rstrip("/")
+
+
+def hmac_sha256_hex(secret: str, message: bytes) -> str:
+    import hmac
+    return hmac.new(secret.encode(), message, "sha256").hexdigest()
+
+
+# =============================================================================
+# 10. Publishers: one small class per platform, registered by identifier
+# =============================================================================
+# A publisher connects a channel (checks the pasted credentials with the platform and reads the
+# account) and publishes one post or thread part at a time. It never sleeps or retries: it raises
+# one of the four PublishErrors and the scheduler decides. Platform base URLs come from the
+# channel's credentials for self-hosted platforms, else from platform_url() (tests override them).
+
+class MediaFile:
+    """One image or video of a post, as a file on this machine (uploads, or downloaded for the publish)."""
+    __slots__ = ("url", "path", "content_type", "kind", "alt", "name")
+
+    def __init__(self, url: str, path: str, content_type: str, kind: str, alt: str, name: str):
+        self.url, self.path, self.content_type, self.kind, self.alt, self.name = url, path, content_type, kind, alt, name
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as file:
+            return file.read()
+
+
+class OutgoingPost(NamedTuple):
+    """What a publisher sends: one post (part 0) or thread part (1, 2...) of a rustiz post."""
+    id: str
+    html: str  # the content as stored: Postiz's HTML
+    media: tuple  # of MediaFile
+    settings: dict  # the provider's settings of the post (title, tags, community ...)
+    part: int
+    idempotency_key: str  # the same on every attempt of this part
+
+    @property
+    def text(self) -> str:
+        return html_to_text(self.html)
+
+
+class Release(NamedTuple):
+    """Where a published part lives: Postiz's releaseId and releaseURL, and what a reply to it needs."""
+    id: str
+    url: str
+    reply_ref: Any = None  # JSON-able, the provider's own (Bluesky's {root, parent} refs, a chat's message id...)
+
+
+class Connected(NamedTuple):
+    account: "ChannelAccount"
+    session: Optional[dict] = None  # a cached login (tokens) to store with the channel
+    limits: Optional[dict] = None  # the account's own limits, e.g. {"maxLength": 500, "maxMedia": 4}
+
+
+class PublishError(Exception):
+    """Why a part was not published: `message` in the platform's words, its HTTP status, an excerpt of its body."""
+
+    def __init__(self, message: str, status: Optional[int] = None, body: str = "", item: str = ""):
+        super().__init__(message)
+        self.message, self.status, self.body, self.item = message, status, body, item
+
+
+class Retryable(PublishError):
+    """Not accepted, and safe to send again (refused connection, 429, 502/503...), after `after` seconds if known."""
+
+    def __init__(self, message: str, status: Optional[int] = None, body: str = "", item: str = "",
+                 after: Optional[float] = None):
+        super().__init__(message, status, body, item)
+        self.after = after
+
+
+class NeedsReconnect(PublishError):
+    """The platform refused the channel's credentials: the user must connect the channel again."""
+
+
+class Rejected(PublishError):
+    """The platform refused this post (too long, bad media...): sending it again would fail again."""
+
+
+class OutcomeUnknown(PublishError):
+    """The request was sent and no verdict came back: it may be published."""
+
+
+class Channel:
+    """What a publisher is given about the channel: its credentials, its cached session, the HTTP client."""
+
+    def __init__(self, channel_id: str, name: str, credentials: dict, session: Optional[dict], http: HttpClient,
+                 save_session: Callable[[dict], None] = lambda session: None):
+        self.id, self.name, self.credentials, self.http = channel_id, name, credentials, http
+        self.session = dict(session or {})
+        self._save_session = save_session
+        self.throttled_for = 0.0  # seconds the platform asked us to wait before the next call
+
+    def save_session(self, session: dict) -> None:
+        self.session = dict(session)
+        self._save_session(self.session)
+
+    def throttle(self, seconds: float) -> None:
+        self.throttled_for = max(self.throttled_for, seconds)
+
+
+PUBLISHERS: dict = {}  # identifier -> Provider instance
+
+
+def publisher(cls: type) -> type:
+    """Class decorator: register one instance of a Provider subclass under its identifier."""
+    PUBLISHERS[cls.identifier] = cls()
+    return cls
+
+
+_MESSAGE_KEYS = ("message", "error_description", "description", "error", "detail", "title", "errors", "msg")
+
+
+def platform_message(reply: HttpReply) -> str:
+    """The platform's own words from an error answer: a JSON message field, or the start of the body."""
+    body = reply.json()
+    if isinstance(body, dict):
+        for key in _MESSAGE_KEYS:
+            value = body.get(key)
+            if isinstance(value, str) and value:
+                return value[:500]
+            if isinstance(value, (list, dict)) and value:
+                return json.dumps(value, ensure_ascii=False)[:500]
+    return reply.text() or f"HTTP {reply.status} with an empty body"
+
+
+def retry_after_seconds(reply: HttpReply) -> Optional[float]:
+    """How long a throttled answer asks us to wait: Retry-After, a JSON retry_after, or a rate-limit reset."""
+    value = reply.headers.get("retry-after")
+    if value:
+        if value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        from email.utils import parsedate_to_datetime
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            pass
+    body = reply.json()
+    if isinstance(body, dict):
+        after = body.get("retry_after", (body.get("parameters") or {}).get("retry_after")
+                         if isinstance(body.get("parameters"), dict) else None)
+        if isinstance(after, (int, float)) and not isinstance(after, bool):
+            return float(after)
+    return rate_limit_reset_seconds(reply)
+
+
+def rate_limit_reset_seconds(reply: HttpReply) -> Optional[float]:
+    """Seconds until a rate-limit window resets: X-RateLimit-Reset / RateLimit-Reset as an epoch, ISO time or delta."""
+    value = reply.headers.get("x-ratelimit-reset") or reply.headers.get("ratelimit-reset")
+    if not value:
+        return None
+    value = value.strip()
+    if value.replace(".", "", 1).isdigit():
+        number = float(value)
+        return max(0.0, number - time.time()) if number > 10**9 else number
+    moment = parse_iso_instant(value)
+    return max(0.0, moment.timestamp() - time.time()) if moment is not None else None
+
+
+class Provider:
+    """The interface every publisher implements; the defaults suit a platform with no special needs."""
+    identifier = ""
+    label = ""  # the platform's name in messages: "Failed on Mastodon (HTTP 422): ..."
+    resend_is_safe = False  # a send with an unknown outcome may be repeated (idempotency key, same signed event)
+    threads = True  # thread parts (value[1..]) go out as replies or comments
+    concurrency = 4  # publishes at once on this platform, across channels
+    spacing = 1.0  # seconds between the starts of two publishes on one channel
+
+    async def connect(self, channel: Channel) -> Connected:
+        """Check `channel.credentials` with the platform and read the account; raise a PublishError when refused."""
+        raise NotImplementedError
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        """Publish one part; `parent` is the part before it (None for the post itself)."""
+        raise NotImplementedError
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        """Why the platform would refuse this post, checked before it is accepted (None when it fits).
+
+        `channel` holds "limits" (what connect() returned); `values` are the thread's parts
+        ({"content": html, "image": [...]})."""
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        """Where a person can see whether a post went out, for 'it may have been published' errors."""
+        return f"the {self.label} account of the channel \"{channel.name}\""
+
+    async def send(self, channel: Channel, method: str, url: str, visible: bool = False, what: str = "",
+                   **request: Any) -> HttpReply:
+        """One request to the platform; returns a 2xx reply, else raises the PublishError its answer means.
+
+        `visible`: the request publishes something (a status, a message), so an answer that never
+        came means the post may be out; anything else (login, media upload) is safe to repeat."""
+        what = what or f"{method} {url.split('?')[0]}"
+        try:
+            reply = await channel.http.request(method, url, **request)
+        except ConnectFailed as error:
+            raise Retryable(f"{self.label} could not be reached: {error}") from None
+        except NoAnswer as error:
+            if visible:
+                raise OutcomeUnknown(f"{self.label} did not answer ({error})") from None
+            raise Retryable(f"{self.label} did not answer ({error})") from None
+        self.note_rate_limit(channel, reply)
+        return self.check_reply(reply, visible, what)
+
+    @staticmethod
+    def note_rate_limit(channel: Channel, reply: HttpReply) -> None:
+        remaining = reply.headers.get("x-ratelimit-remaining") or reply.headers.get("ratelimit-remaining")
+        if remaining is not None and remaining.strip() == "0":
+            wait = rate_limit_reset_seconds(reply)
+            if wait:
+                channel.throttle(wait)
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        """The reply when its status is 2xx; else the PublishError it means (shared by every publisher)."""
+        status = reply.status
+        if 200 <= status < 300:
+            return reply
+        message, body = platform_message(reply), reply.text(500)
+        if status == 429:
+            after = retry_after_seconds(reply)
+            raise Retryable(f"{self.label} is throttling requests (HTTP 429): {message}", status, body, after=after)
+        if status in (401, 403):
+            raise NeedsReconnect(f"{self.label} refused the channel's credentials (HTTP {status}): {message}",
+                                 status, body)
+        if status in (502, 503) or (status >= 500 and not visible):
+            raise Retryable(f"{self.label} had a server error (HTTP {status}) on {what}: {message}", status, body,
+                            after=retry_after_seconds(reply))
+        if status >= 500:
+            raise OutcomeUnknown(f"{self.label} had a server error (HTTP {status}) on {what}: {message}",
+                                 status, body)
+        raise Rejected(f"{self.label} refused {what} (HTTP {status}): {message}", status, body)
+
+
+def html_to_text(html: str) -> str:
+    """Postiz's HTML as plain text: paragraphs and <br> become line breaks, tags go, entities are decoded."""
+    import html as html_module
+    text = re.sub(r"(?i)<br\s*/?>", "\n", html)
+    text = re.sub(r"(?i)</(p|div|h[1-6]|li|blockquote)>\s*", "\n", text)
+    text = re.sub(r"(?i)<li[^>]*>", "- ", text)
+    text = html_module.unescape(strip_html(text))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def signed_json_request(payload: dict, secret: Optional[str], event: str, delivery: str) -> tuple:
+    """(body, headers) for a JSON POST that a receiver can verify: X-Rustiz-Signature is
+    `sha256=` + HMAC-SHA256(secret, timestamp + "." + body) in hex, as Stripe and Slack sign theirs."""
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    timestamp = str(int(time.time()))
+    headers = {"Content-Type": "application/json", "X-Rustiz-Event": event, "X-Rustiz-Delivery": delivery,
+               "X-Rustiz-Timestamp": timestamp, "Idempotency-Key": delivery}
+    if secret:
+        headers["X-Rustiz-Signature"] = "sha256=" + hmac_sha256_hex(secret, timestamp.encode() + b"." + body)
+    return body, headers
+
+
+@publisher
+class WebhookProvider(Provider):
+    """rustiz's own: each part POSTed as signed JSON to the channel's URL, for self-built integrations.
+
+    The receiver answers 2xx, optionally with {"id": ..., "url": ...} naming what it made."""
+    identifier = "webhook"
+    label = "Webhook"
+    resend_is_safe = True  # X-Rustiz-Delivery is the same on every attempt: a receiver can drop repeats
+
+    async def connect(self, channel: Channel) -> Connected:
+        url = channel.credentials["url"]
+        body, headers = signed_json_request({"event": "ping", "channel": {"name": channel.name}},
+                                            channel.credentials.get("secret"), "ping", new_uuid())
+        await self.send(channel, "POST", url, what="the test event (ping)", body=body, headers=headers)
+        return Connected(_secret_account("url", lambda credentials: f"Webhook to {_url_host(url)}")(channel.credentials))
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        payload = {"event": "post.publish", "channel": {"id": channel.id, "name": channel.name}, "post": {
+            "id": post.id, "part": post.part, "content": post.html, "text": post.text, "settings": post.settings,
+            "media": [{"url": media.url, "type": media.kind, "contentType": media.content_type, "alt": media.alt}
+                      for media in post.media],
+            "replyTo": parent.id if parent else None}}
+        body, headers = signed_json_request(payload, channel.credentials.get("secret"), "post.publish",
+                                            post.idempotency_key)
+        reply = await self.send(channel, "POST", channel.credentials["url"], visible=True, what="the post",
+                                body=body, headers=headers)
+        answer = reply.json() if reply.body else None
+        answer = answer if isinstance(answer, dict) else {}
+        release_id = answer.get("id")
+        release_url = answer.get("url")
+        return Release(str(release_id) if release_id is not None else post.idempotency_key,
+                       release_url if isinstance(release_url, str) else "")
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the service behind the webhook {_url_host(channel.credentials['url'])}"
+
+
+# =============================================================================
+# 11. Scheduler: due posts to their platforms, exactly once, every outcome recorded
+# =============================================================================
+# One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
+# when its process dies, even by kill -9), so after a crash the next rustiz takes over at once and
+# every post still PUBLISHING was left by a dead process. It sleeps until the earliest due time and
+# is woken when posts change (directly in its process, through the shared counter in others).
+
+SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on the post as lease_until
+RETRY_CAP_SECONDS = 1800
+
+
+def _epoch(iso: str) -> float:
+    """The Unix time of an instant as posts store it ('YYYY-MM-DDTHH:MM:SS.mmmZ')."""
+    import calendar
+    return calendar.timegm(time.strptime(iso[:19], "%Y-%m-%dT%H:%M:%S")) + int(iso[20:23] or 0) / 1000
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def next_occurrence(anchor: str, every_days: int, after: float) -> str:
+    """The first of anchor, anchor + every_days, ... that is later than `after` (re-anchoring a recurring post)."""
+    step = every_days * 86400
+    start = _epoch(anchor)
+    count = max(0, math.floor((after - start) / step) + 1)
+    return iso_at(start + count * step)
+
+
+def failure_text(label: str, error: PublishError, part: int) -> str:
+    """"Failed on Mastodon (HTTP 422) at thread part 2, media item 1: <message> — <body excerpt>"."""
+    where = ", ".join(filter(None, (f"thread part {part + 1}" if part else "", error.item)))
+    text = f"Failed on {label}" + (f" (HTTP {error.status})" if error.status else "") + (f" at {where}" if where else "")
+    text += f": {error.message}"
+    if error.body and error.body not in error.message:
+        text += f" — {label} answered: {error.body}"
+    return text[:2000]
+
+
+class Scheduler:
+    """Claims due posts, hands each to its publisher, records PUBLISHED or ERROR, notifies, calls webhooks."""
+
+    def __init__(self, config: Config, store: Store, loop: asyncio.AbstractEventLoop):
+        self.config, self.store, self.loop = config, store, loop
+        self.http = HttpClient(threads=max(OUTBOUND_THREADS, config.publish_concurrency))
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.lock_descriptor: Optional[int] = None
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.wake_pending = False
+        self.busy_channels: set = set()
+        self.busy_per_provider: dict = {}
+        self.channel_free_at: dict = {}  # channel id -> Unix time its next publish may start (spacing, throttling)
+        self.tasks: set = set()
+        self.seen_generation = b""
+
+    # --- running: the lock, waking, and the loop over due posts ---------------------------------
+
+    def tick(self) -> None:
+        """Called every second: take the lock if its holder died, and notice changes other processes made."""
+        if self.lock_descriptor is None:
+            if not self._take_lock():
+                return
+            self._recover_interrupted()
+            self.store.on_posts_changed = self.wake
+            log(f"scheduler running in process {os.getpid()}")
+            self.wake()
+        generation = self.store.posts_generation()
+        if generation != self.seen_generation:
+            self.seen_generation = generation
+            self.wake()
+
+    def _take_lock(self) -> bool:
+        import fcntl
+        descriptor = os.open(self.store.path + "-scheduler", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            return False
+        self.lock_descriptor = descriptor
+        return True
+
+    def wake(self) -> None:
+        if not self.wake_pending and self.lock_descriptor is not None:
+            self.wake_pending = True
+            self.loop.call_soon(self._run_due)
+
+    def _run_due(self) -> None:
+        self.wake_pending = False
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        now = time.time()
+        try:
+            next_free = self._start_due_posts(now)
+            next_due = self.store.next_due_time(iso_at(now))
+        except sqlite3.Error as error:
+            log(f"scheduler: the database failed ({error}); trying again in 5 s")
+            self.timer = self.loop.call_later(5, self.wake)
+            return
+        wakes = [moment for moment in (next_free, next_due and _epoch(next_due)) if moment]
+        if wakes:  # capped at an hour: a clock that jumps cannot make rustiz oversleep
+            self.timer = self.loop.call_later(min(3600.0, max(0.0, min(wakes) - time.time())), self.wake)
+
+    def _start_due_posts(self, now: float) -> Optional[float]:
+        """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
+        next_free = None
+        for post_id, channel_id, provider in self.store.due_posts(iso_at(now)):
+            if len(self.busy_channels) >= self.config.publish_concurrency:
+                break
+            if channel_id in self.busy_channels:
+                continue  # one publish at a time per channel; its end wakes us
+            free_at = self.channel_free_at.get(channel_id, 0.0)
+            if free_at > now:
+                next_free = free_at if next_free is None else min(next_free, free_at)
+                continue
+            publisher_ = PUBLISHERS.get(provider)
+            if self.busy_per_provider.get(provider, 0) >= (publisher_.concurrency if publisher_ else 1):
+                continue
+            claim = self.store.claim_post(post_id, self.owner, iso_at(now + SCHEDULER_LEASE_SECONDS))
+            if claim is None:
+                continue
+            self.busy_channels.add(channel_id)
+            self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
+            task = self.loop.create_task(self._publish(claim))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        return next_free
+
+    async def _publish(self, claim: dict) -> None:
+        publisher_ = PUBLISHERS.get(claim["provider"])
+        channel = Channel(claim["channel_id"], claim["channel_name"], json.loads(claim["credentials"] or "{}"),
+                          json.loads(claim["session"] or "null"), self.http,
+                          lambda session: self.store.save_channel_session(claim["channel_id"], session))
+        try:
+            await self._attempt(claim, publisher_, channel)
+        except Exception:  # a bug in rustiz: the post must still end in a state that says so
+            log(f"publishing post {claim['id']} failed unexpectedly:\n{traceback.format_exc()}")
+            self._fail(claim, publisher_, "rustiz failed while publishing this post (its log has the details); "
+                                          "it may or may not have been published")
+        finally:
+            self.busy_channels.discard(claim["channel_id"])
+            self.busy_per_provider[claim["provider"]] -= 1
+            spacing = publisher_.spacing if publisher_ else 0.0
+            self.channel_free_at[claim["channel_id"]] = time.time() + max(spacing, channel.throttled_for)
+            self.wake()
+
+    async def _attempt(self, claim: dict, publisher_: Optional[Provider], channel: Channel) -> None:
+        label = publisher_.label if publisher_ else claim["provider"]
+        refusal = self._refusal_before_publishing(claim, publisher_, label)
+        if refusal:
+            self._fail(claim, publisher_, refusal)
+            return
+        due = max(claim["publish_date"], claim["not_before"] or "")
+        late = time.time() - _epoch(due)
+        if late > self.config.publish_grace_seconds and claim["attempts"] == 1:
+            self._missed(claim, due, late)
+            return
+        staged: list = []
+        try:
+            media = await self._media(claim, staged)
+            post = OutgoingPost(claim["id"], claim["content"], media, json.loads(claim["settings"] or "{}"),
+                                claim["part"], claim["idempotency_key"])
+            parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
+                              json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
+            release = await publisher_.publish(channel, post, parent)
+        except PublishError as error:
+            self._failed_attempt(claim, publisher_, channel, error)
+            return
+        finally:
+            for path in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        self._published(claim, label, release)
+
+    @staticmethod
+    def _refusal_before_publishing(claim: dict, publisher_: Optional[Provider], label: str) -> Optional[str]:
+        if publisher_ is None:
+            return (f"rustiz cannot publish to {label} channels: it publishes to "
+                    f"{', '.join(sorted(PUBLISHERS))}")
+        if claim["disabled"]:
+            return "Channel disabled: enable the channel, then retry the post"
+        if claim["refresh_needed"]:
+            return (f"Reconnect needed: {label} refused this channel's credentials earlier; connect the channel "
+                    "again with new credentials, then retry the post")
+        return None
+
+    async def _media(self, claim: dict, staged: list) -> tuple:
+        """The post's images and videos as local files: our uploads directly, other URLs downloaded now."""
+        from urllib.parse import urlsplit
+        files = []
+        for index, item in enumerate(json.loads(claim["image"] or "[]"), 1):
+            url = item.get("path") or "" if isinstance(item, dict) else ""
+            match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
+            path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+            if not (path and os.path.isfile(path)):
+                try:
+                    download = await self.http.run_blocking(fetch_media, url, self.config.uploads,
+                                                            self.config.max_video_bytes, self.config.fetch_allow)
+                except ApiError as refused:
+                    raise Rejected(f"the media could not be read from {url[:200]}: "
+                                   f"{refused.body.get('message', refused.body)}", item=f"media item {index}")
+                staged.append(download.temporary_path)
+                path = download.temporary_path
+            with open(path, "rb") as file:
+                kind = sniff_media_type(file.read(64))
+            if isinstance(kind, str):
+                raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})",
+                               item=f"media item {index}")
+            alt = item.get("alt") if isinstance(item.get("alt"), str) else ""
+            files.append(MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path)))
+        return tuple(files)
+
+    # --- outcomes ---------------------------------------------------------------------------------
+
+    def _published(self, claim: dict, label: str, release: Release) -> None:
+        self.store.record_published(claim["id"], release.id, release.url, release.reply_ref)
+        what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
+        self.store.add_notification(claim["organization_id"],
+                                    f"Published {what} on {label} ({claim['channel_name']}): "
+                                    f"{release.url or release.id}", release.url or None)
+        self._send_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
+        recurring = self.store.finished_recurring_root(claim["group"])
+        if recurring is not None:
+            root_id, anchor, every_days = recurring
+            self.store.rearm_recurring(root_id, next_occurrence(anchor, every_days, time.time()))
+
+    def _failed_attempt(self, claim: dict, publisher_: Provider, channel: Channel, error: PublishError) -> None:
+        attempts, label = claim["attempts"], publisher_.label
+        if isinstance(error, Retryable) or (isinstance(error, OutcomeUnknown) and publisher_.resend_is_safe):
+            if attempts <= self.config.retry_limit:
+                wait = error.after if getattr(error, "after", None) else min(
+                    RETRY_CAP_SECONDS, self.config.retry_base_seconds * 2 ** (attempts - 1))
+                channel.throttle(wait if getattr(error, "after", None) else 0.0)
+                self.store.requeue_post(claim["id"], iso_at(time.time() + wait),
+                                        f"Attempt {attempts} of {self.config.retry_limit + 1}: "
+                                        f"{failure_text(label, error, claim['part'])}; trying again in "
+                                        f"{_duration(wait)}")
+                return
+            error.message = f"gave up after {attempts} attempts; the last one: {error.message}"
+        elif isinstance(error, OutcomeUnknown):
+            error.message += (f". It may have been published: check {publisher_.where_to_check(channel)} before "
+                              "retrying; rustiz does not send it again by itself, so that it is never posted twice")
+        elif isinstance(error, NeedsReconnect):
+            self.store.mark_refresh_needed(claim["channel_id"])
+            error.message += ". Connect the channel again with working credentials, then retry the post"
+        self._fail(claim, publisher_, failure_text(label, error, claim["part"]))
+
+    def _fail(self, claim: dict, publisher_: Optional[Provider], text: str) -> None:
+        later_parts = self.store.record_failed(claim["id"], text)
+        suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
+        self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        self._send_event(claim, "post.failed", {"error": text})
+
+    def _missed(self, claim: dict, due: str, late: float) -> None:
+        grace = _duration(self.config.publish_grace_seconds)
+        if claim["interval_days"] and not claim["parent_id"]:
+            upcoming = next_occurrence(claim["publish_date"], claim["interval_days"], time.time())
+            self.store.rearm_recurring(claim["id"], upcoming)
+            self.store.add_notification(claim["organization_id"],
+                                        f"{claim['channel_name']}: skipped the occurrence due at {due} "
+                                        f"({_duration(late)} late, more than the {grace} grace period); "
+                                        f"the recurring post next goes out at {upcoming}")
+            return
+        self._fail(claim, None, f"Missed: this post was due at {due}, but rustiz was not running then; it is "
+                                f"{_duration(late)} late, more than the {grace} grace period (PUBLISH_GRACE), "
+                                "so it was not sent. Retry it to publish it now")
+
+    def _recover_interrupted(self) -> None:
+        """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR."""
+        for post_id, provider, owner, channel_name, since, credentials in self.store.publishing_posts():
+            publisher_ = PUBLISHERS.get(provider)
+            if publisher_ is not None and publisher_.resend_is_safe:
+                self.store.requeue_post(post_id, iso_at(time.time()),
+                                        f"rustiz stopped while publishing this post ({owner}); sending it again, "
+                                        f"which {publisher_.label} recognises as the same post")
+                continue
+            label = publisher_.label if publisher_ else provider
+            channel = Channel("", channel_name, json.loads(credentials or "{}"), None, self.http)
+            where = publisher_.where_to_check(channel) if publisher_ else f"the channel \"{channel_name}\""
+            claim = self.store.post_for_publishing(post_id)
+            self._fail(claim, publisher_, f"Failed on {label}: rustiz stopped (a crash, a kill or a power cut) while "
+                                          f"publishing this post at {since}, so it may have been published: check "
+                                          f"{where} before retrying")
+
+    # --- outgoing webhooks --------------------------------------------------------------------
+
+    def _send_event(self, claim: dict, event: str, details: dict) -> None:
+        targets = self.store.webhook_targets(claim["organization_id"], claim["channel_id"])
+        if not targets:
+            return
+        payload = {"event": event, "organizationId": claim["organization_id"],
+                   "channel": {"id": claim["channel_id"], "name": claim["channel_name"],
+                               "provider": claim["provider"]},
+                   "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
+                            "publishDate": claim["publish_date"], **details}}
+        for url, secret in targets:
+            task = self.loop.create_task(self._deliver(url, secret, event, payload))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _deliver(self, url: str, secret: Optional[str], event: str, payload: dict) -> None:
+        """Best effort, three tries (now, after 5 s, after 30 s); a receiver that stays down gets a log line."""
+        body, headers = signed_json_request(payload, secret, event, new_uuid())
+        problem = ""
+        for wait in (0, 5, 30):
+            await asyncio.sleep(wait)
+            try:
+                reply = await self.http.request("POST", url, body=body, headers=headers,
+                                                timeouts=Timeouts(10, 15, 30))
+            except (ConnectFailed, NoAnswer) as error:
+                problem = str(error)
+                continue
+            if reply.status < 300:
+                return
+            problem = f"HTTP {reply.status}: {reply.text(200)}"
+        log(f"webhook {_url_host(url)} did not take the {event} event of post {payload['post']['id']}: {problem}")
+
+    async def stop(self, timeout: float) -> None:
+        """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=timeout)
+        self.http.close()
+
+
+# =============================================================================
+# 12. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
 # =============================================================================
 
 SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
@@ -5108,7 +6225,7 @@ def enable_speedups(environ: dict) -> str:
 
 
 # =============================================================================
-# 10. CLI
+# 13. CLI
 # =============================================================================
 
 def initialize(config_path: str, force: bool) -> tuple:
@@ -5286,7 +6403,11 @@ def command_channel_add(arguments: argparse.Namespace) -> int:
     store = Store(config.database)
     try:
         organization = _chosen_organization(config, store, arguments.org)
-        channel = connect_channel(store, organization["id"], body)
+        http = HttpClient()
+        try:
+            channel = asyncio.run(connect_channel(store, organization["id"], body, http))
+        finally:
+            http.close()
     except ApiError as refused:
         raise UserError(f"cannot add the {arguments.provider} channel: {_refusal_text(refused)}") from None
     finally:

@@ -1,0 +1,168 @@
+"""Local stand-ins for platform APIs: a small HTTP server with routes, a record of every request,
+and scripted trouble (error answers, 429 with Retry-After, slow answers, dropped connections).
+
+Each platform's fake (tests/fake_<provider>.py) builds on FakePlatform and offers:
+  .url           its base URL
+  .env           environment variables that point rustiz at it (for platforms not in the credentials)
+  .credentials() credentials that connect a channel to it
+  .published     what it accepted as published, in order
+"""
+from __future__ import annotations
+
+import email.parser
+import json
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+from urllib.parse import parse_qs, urlsplit
+
+
+class FakeRequest:
+    def __init__(self, method: str, target: str, headers: dict, body: bytes):
+        parts = urlsplit(target)
+        self.method, self.path, self.headers, self.body = method, parts.path, headers, body
+        self.query = {name: values[-1] for name, values in parse_qs(parts.query, keep_blank_values=True).items()}
+        self.match: re.Match | None = None
+
+    def json(self):
+        return json.loads(self.body or b"null")
+
+    def form(self) -> dict:
+        """A urlencoded body as {name: last value}; repeated names (media_ids[]) as lists under that name."""
+        values = parse_qs(self.body.decode(), keep_blank_values=True)
+        return {name: (items if name.endswith("[]") else items[-1]) for name, items in values.items()}
+
+    def multipart(self) -> dict:
+        """A multipart body as {name: (filename or None, bytes, content type)}."""
+        message = email.parser.BytesParser().parsebytes(
+            b"Content-Type: " + self.headers["content-type"].encode() + b"\r\n\r\n" + self.body)
+        parts = {}
+        for part in message.get_payload():
+            parts[part.get_param("name", header="content-disposition")] = (
+                part.get_filename(), part.get_payload(decode=True), part.get_content_type())
+        return parts
+
+
+Answer = tuple  # (status, body: dict | list | bytes | str, headers: dict)
+
+
+def answer(status: int, body=b"", headers: dict | None = None) -> Answer:
+    return status, body, headers or {}
+
+
+class FakePlatform:
+    def __init__(self):
+        self.routes: list = []
+        self.requests: list[FakeRequest] = []
+        self.published: list = []
+        self.trouble: list = []  # [method, path regex, kind, value, times left]
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_one(self):
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                request = FakeRequest(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with fake.lock:
+                    fake.requests.append(request)
+                status, payload, headers = fake.dispatch(request, self)
+                if status is None:  # dropped: close without answering
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                data = payload if isinstance(payload, bytes) else (
+                    payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+                self.send_response(status)
+                if not isinstance(payload, (bytes, str)):
+                    self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, str(value))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_one
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    # --- set-up -------------------------------------------------------------------------------
+
+    env: dict = {}
+
+    def route(self, method: str, pattern: str, handler: Callable[[FakeRequest], Answer]) -> None:
+        """`handler(request)` answers `method` on paths matching `pattern` (a regex, fully matched)."""
+        self.routes.append((method, re.compile(pattern), handler))
+
+    def fail_next(self, method: str, pattern: str, status: int, body=b"", headers: dict | None = None,
+                  times: int = 1) -> None:
+        """The next `times` matching requests get this answer instead of the route's."""
+        self.trouble.append([method, re.compile(pattern), "answer", (status, body, headers or {}), times])
+
+    def drop_next(self, method: str, pattern: str, times: int = 1, after_handling: bool = False) -> None:
+        """The next matching requests get no answer: the connection closes. With `after_handling`, the
+        route runs first (the platform acted on it), as when an answer is lost on its way back."""
+        kind = "drop_after" if after_handling else "drop"
+        self.trouble.append([method, re.compile(pattern), kind, None, times])
+
+    def delay_next(self, method: str, pattern: str, seconds: float, times: int = 1) -> None:
+        self.trouble.append([method, re.compile(pattern), "delay", seconds, times])
+
+    # --- serving --------------------------------------------------------------------------------
+
+    def dispatch(self, request: FakeRequest, handler) -> Answer:
+        trouble = self._take_trouble(request)
+        if trouble is not None:
+            kind, value = trouble
+            if kind == "answer":
+                return value
+            if kind == "drop":
+                return None, b"", {}
+            if kind == "delay":
+                time.sleep(value)
+        for method, pattern, route in self.routes:
+            match = pattern.fullmatch(request.path)
+            if method == request.method and match:
+                request.match = match
+                result = route(request)
+                if trouble is not None and trouble[0] == "drop_after":
+                    return None, b"", {}
+                return result
+        return 404, {"error": f"the fake has no route for {request.method} {request.path}"}, {}
+
+    def _take_trouble(self, request: FakeRequest):
+        with self.lock:
+            for entry in self.trouble:
+                method, pattern, kind, value, times = entry
+                if times > 0 and method == request.method and pattern.fullmatch(request.path):
+                    entry[4] -= 1
+                    return kind, value
+        return None
+
+    def requests_to(self, method: str, pattern: str) -> list[FakeRequest]:
+        return [request for request in self.requests
+                if request.method == method and re.fullmatch(pattern, request.path)]
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; the fake got: "
+                                     + ", ".join(f"{r.method} {r.path}" for r in self.requests))
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
