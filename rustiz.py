@@ -1172,6 +1172,11 @@ class Store:
         return self._read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
                           "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
 
+    def channel_secrets(self, channel_id: str) -> tuple:
+        """(credentials, cached session) of a channel, for calls to its platform outside a publish."""
+        row = self._read("SELECT token, session FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        return json.loads(row[0] or "{}"), json.loads(row[1] or "null")
+
     def save_channel_session(self, channel_id: str, session: dict) -> None:
         with self._writing() as db:
             db.execute("UPDATE integration SET session = ? WHERE id = ?", (json.dumps(session), channel_id))
@@ -3956,14 +3961,31 @@ class ChannelsApi:
             "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
             "settings": spec.settings, "tools": spec.tools}})
 
-    def integration_trigger(self, request: Request, organization_id: str) -> Response:
+    async def integration_trigger(self, request: Request, organization_id: str) -> Response:
         channel = self._channel(request, organization_id)
         if channel["provider_identifier"] not in PROVIDERS:
             raise ApiError(404, {"msg": "Integration provider not found"})
-        request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
-        # No provider helper tool is implemented in rustiz yet, so every methodName is one Postiz
-        # would not find for this provider.
-        raise ApiError(404, {"msg": "Tool not found"})
+        body = request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
+        body = body if isinstance(body, dict) else {}
+        publisher_ = PUBLISHERS.get(channel["provider_identifier"])
+        method_name, data = body.get("methodName"), body.get("data")
+        if publisher_ is None or not isinstance(method_name, str):
+            raise ApiError(404, {"msg": "Tool not found"})
+        if self.http is None:
+            self.http = HttpClient()
+        credentials, session = self.store.channel_secrets(channel["id"])
+        target = Channel(channel["id"], channel["name"], credentials, session, self.http,
+                         lambda new_session: self.store.save_channel_session(channel["id"], new_session))
+        try:
+            output = await publisher_.run_tool(target, method_name, data if isinstance(data, dict) else {})
+        except LookupError:
+            raise ApiError(404, {"msg": "Tool not found"}) from None
+        except NeedsReconnect:
+            self.store.mark_refresh_needed(channel["id"])
+            raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
+        except PublishError as failed:
+            raise nest_error(502, f"{publisher_.label} could not answer {method_name}: {failed.message}") from None
+        return json_response({"output": output})
 
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.customers(organization_id))
@@ -5565,6 +5587,7 @@ class OutgoingPost(NamedTuple):
     settings: dict  # the provider's settings of the post (title, tags, community ...)
     part: int
     idempotency_key: str  # the same on every attempt of this part
+    publish_date: str  # when it was due (ISO, UTC): stable across attempts, unlike the clock
 
     @property
     def text(self) -> str:
@@ -5716,6 +5739,14 @@ class Provider:
     def where_to_check(self, channel: Channel) -> str:
         """Where a person can see whether a post went out, for 'it may have been published' errors."""
         return f"the {self.label} account of the channel \"{channel.name}\""
+
+    async def run_tool(self, channel: Channel, method_name: str, data: dict) -> Any:
+        """A helper tool of POST /integration-trigger (the methodNames of the provider catalogue's `tools`):
+        the `tool_<methodName>(channel, data)` coroutine of the subclass; LookupError when there is none."""
+        tool = getattr(self, "tool_" + method_name, None) if re.fullmatch(r"[A-Za-z]\w*", method_name) else None
+        if tool is None:
+            raise LookupError(method_name)
+        return await tool(channel, data)
 
     async def send(self, channel: Channel, method: str, url: str, visible: bool = False, what: str = "",
                    **request: Any) -> HttpReply:
@@ -5990,7 +6021,7 @@ class Scheduler:
         try:
             media = await self._media(claim, staged)
             post = OutgoingPost(claim["id"], claim["content"], media, json.loads(claim["settings"] or "{}"),
-                                claim["part"], claim["idempotency_key"])
+                                claim["part"], claim["idempotency_key"], due)
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
             release = await publisher_.publish(channel, post, parent)
