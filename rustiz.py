@@ -580,6 +580,7 @@ class Store:
         directory = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(directory, exist_ok=True)
+            self._keep_private(path)
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                       cached_statements=256)
             self.db.execute("PRAGMA busy_timeout = 5000")
@@ -592,6 +593,17 @@ class Store:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
             raise UserError(f"cannot open database {path}: {error.strerror}") from None
+
+    @staticmethod
+    def _keep_private(path: str) -> None:
+        """The database holds channel credentials: only its owner may read it (SQLite gives its -wal and
+        -shm files the same mode)."""
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(descriptor).st_mode & 0o077 and os.fstat(descriptor).st_uid == os.getuid():
+                os.fchmod(descriptor, 0o600)
+        finally:
+            os.close(descriptor)
 
     def close(self) -> None:
         self._end_shared_read()
@@ -3796,6 +3808,7 @@ class App:
         self.add_api("GET", "/integrations", self.integrations)
         ChannelsApi(store).register(self)
         OrganizationApi(store).register(self)
+        WebhooksApi(store).register(self)
         PostsApi(store).register(self)
         MediaApi(config, store).register(self)
         OpenApiRoute(config).register(self)
@@ -4027,6 +4040,54 @@ async def connect_channel(store: Store, organization_id: str, body: Any, http: H
         raise nest_error(409, f"this {channel.provider} account is already the channel \"{duplicate.name}\" "
                               f"({duplicate.channel_id}) of this organization; delete that channel first "
                               f"(DELETE /public/v1/integrations/{duplicate.channel_id}) to add it again") from None
+
+
+class WebhooksApi:
+    """rustiz: an organization's outgoing webhooks. Each URL gets a signed JSON event (post.published,
+    post.failed) for the posts of the channels it covers: the hook for n8n, Zapier and the like."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def register(self, app: "App") -> None:
+        app.add_api("GET", "/webhooks", self.list_webhooks)
+        app.add_api("POST", "/webhooks", self.create)
+        app.add_api("DELETE", "/webhooks/:id", self.delete)
+
+    def list_webhooks(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.webhooks(organization_id))
+
+    def create(self, request: Request, organization_id: str) -> Response:
+        body = _json_object(request)
+        problems = [f"url {problem}" for problem in [_url_problem(body.get("url"), ("http", "https"))] if problem]
+        problems += [problem for problem in (_optional_text_problem(body, "name"),) if problem]
+        secret = body.get("secret")
+        if secret is not None and _text_problem(secret):
+            problems.append(f"secret {_text_problem(secret)}")
+        channel_ids, channel_problems = self._channel_ids(organization_id, body.get("integrations", []))
+        if problems or channel_problems:
+            raise bad_request(problems + channel_problems)
+        name = body["name"].strip() if body.get("name") is not None else f"Webhook to {_url_host(body['url'])}"
+        return json_response(self.store.create_webhook(organization_id, name, body["url"], channel_ids, secret), 201)
+
+    def _channel_ids(self, organization_id: str, integrations: Any) -> tuple:
+        """The channel ids a webhook covers (Postiz's [{"id"}] or plain ids; none = every channel), and problems."""
+        if not isinstance(integrations, list):
+            return [], ["integrations must be an array of channel ids (empty: every channel)"]
+        ids, problems = [], []
+        for index, item in enumerate(integrations):
+            channel_id = item.get("id") if isinstance(item, dict) else item
+            if not isinstance(channel_id, str) or self.store.channel(organization_id, channel_id) is None:
+                problems.append(f"integrations.{index} is not a channel of this organization: "
+                                f"{json.dumps(channel_id)[:100]}")
+            else:
+                ids.append(channel_id)
+        return ids, problems
+
+    def delete(self, request: Request, organization_id: str) -> Response:
+        if not self.store.delete_webhook(organization_id, request.params["id"]):
+            raise not_found(f"No webhook {request.params['id']} in this organization")
+        return json_response({"deleted": True})
 
 
 class OrganizationApi:
@@ -5088,6 +5149,8 @@ def _openapi_schemas() -> dict:
                             "disabled": _BOOLEAN, "profile": _nullable("string")},
                            {"customer": _schema_ref("Customer")}),
         "Customer": _object({"id": _STRING, "name": _STRING}),
+        "Webhook": _object({"id": _STRING, "name": _STRING, "url": _STRING, "integrations": _array_of(_STRING),
+                            "signed": _BOOLEAN, "createdAt": _STRING}),
         "NewChannel": _object(
             {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
@@ -5159,7 +5222,7 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
 
 _ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "NotFound": "404",
                  "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
-                 "IdempotencyKeyReused": "422", "TooManyRequests": "429"}
+                 "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502"}
 
 
 def _openapi_responses() -> dict:
@@ -5176,6 +5239,8 @@ def _openapi_responses() -> dict:
         "TooLarge": _json_body(nest, "The file is over the size limit for its type"),
         "RangeNotSatisfiable": _json_body(nest, "The byte range is outside the file"),
         "IdempotencyKeyReused": _json_body(nest, "This Idempotency-Key was used with another body in the last 24 h"),
+        "PlatformUnreachable": _json_body(nest, "The platform could not be reached or did not answer; nothing "
+                                                "was changed, try again"),
         "TooManyRequests": {**_json_body(_schema_ref("Throttled"), "Over REQUEST_LIMIT (per client per minute) or, "
                                                                    "on POST /posts, API_LIMIT (per organization per "
                                                                    "hour)"),
@@ -5220,7 +5285,18 @@ def _openapi_paths(root: dict) -> dict:
             parameters=(_parameter("query", "group", "Only the channels of this customer id"),)),
             "post": _operation(
                 "Connect a channel that needs no developer app with its credentials (rustiz)",
-                ("201", _schema_ref("Channel")), "BadRequest Conflict", body=_schema_ref("NewChannel"))},
+                ("201", _schema_ref("Channel")), "BadRequest Conflict PlatformUnreachable",
+                body=_schema_ref("NewChannel"))},
+        f"{v1}/webhooks": {
+            "get": _operation("The organization's outgoing webhooks (rustiz)", ("200", _array_of(_schema_ref("Webhook")))),
+            "post": _operation(
+                "Register a URL told of each post published or failed, with a signed JSON event (rustiz)",
+                ("201", _schema_ref("Webhook")), "BadRequest",
+                body=_object({"url": _STRING}, {"name": _STRING, "secret": _STRING,
+                                                "integrations": _array_of({"anyOf": [_STRING, _object({"id": _STRING})]})}))},
+        f"{v1}/webhooks/{{id}}": {"delete": _operation(
+            "Stop sending events to a webhook (rustiz)", ("200", _object({"deleted": {"const": True}})), "NotFound",
+            (_parameter("path", "id", "A webhook id"),))},
         f"{v1}/organization": {
             "get": _operation("The caller's organization and its timezone (rustiz)", ("200", _schema_ref("Organization"))),
             "put": _operation("Rename the organization or set its IANA timezone (rustiz)",
@@ -5238,7 +5314,8 @@ def _openapi_paths(root: dict) -> dict:
                                                 "tools": _array_of({"type": "object"})})})),
             "IntegrationNotFound", (channel_id,))},
         f"{v1}/integration-trigger/{{id}}": {"post": _operation(
-            "Call a provider helper tool", ("201", _object({"output": _ANY})), "BadRequest IntegrationNotFound",
+            "Call a provider helper tool", ("201", _object({"output": _ANY})),
+            "BadRequest IntegrationNotFound PlatformUnreachable",
             (channel_id,), _object({"methodName": _STRING}, {"data": {"type": "object"}}))},
         f"{v1}/posts": {
             "get": _operation(
@@ -5758,11 +5835,11 @@ class Provider:
         try:
             reply = await channel.http.request(method, url, **request)
         except ConnectFailed as error:
-            raise Retryable(f"{self.label} could not be reached: {error}") from None
+            raise Retryable(f"{self.label} could not be reached ({error})") from None
         except NoAnswer as error:
             if visible:
                 raise OutcomeUnknown(f"{self.label} did not answer ({error})") from None
-            raise Retryable(f"{self.label} did not answer ({error})") from None
+            raise Retryable(f"{self.label} did not answer {what} ({error})") from None
         self.note_rate_limit(channel, reply)
         return self.check_reply(reply, visible, what)
 
@@ -5775,24 +5852,25 @@ class Provider:
                 channel.throttle(wait)
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
-        """The reply when its status is 2xx; else the PublishError it means (shared by every publisher)."""
+        """The reply when its status is 2xx; else the PublishError it means (shared by every publisher).
+
+        The error's message is the platform's own words, plus which request it answered when that
+        was not the post itself; the scheduler adds "Failed on <platform> (HTTP <status>)"."""
         status = reply.status
         if 200 <= status < 300:
             return reply
         message, body = platform_message(reply), reply.text(500)
+        if not visible:
+            message += f" (on {what})"
         if status == 429:
-            after = retry_after_seconds(reply)
-            raise Retryable(f"{self.label} is throttling requests (HTTP 429): {message}", status, body, after=after)
+            raise Retryable(message, status, body, after=retry_after_seconds(reply))
         if status in (401, 403):
-            raise NeedsReconnect(f"{self.label} refused the channel's credentials (HTTP {status}): {message}",
-                                 status, body)
+            raise NeedsReconnect(f"the channel's credentials were refused: {message}", status, body)
         if status in (502, 503) or (status >= 500 and not visible):
-            raise Retryable(f"{self.label} had a server error (HTTP {status}) on {what}: {message}", status, body,
-                            after=retry_after_seconds(reply))
+            raise Retryable(message, status, body, after=retry_after_seconds(reply))
         if status >= 500:
-            raise OutcomeUnknown(f"{self.label} had a server error (HTTP {status}) on {what}: {message}",
-                                 status, body)
-        raise Rejected(f"{self.label} refused {what} (HTTP {status}): {message}", status, body)
+            raise OutcomeUnknown(f"a server error, after the post was sent: {message}", status, body)
+        raise Rejected(message, status, body)
 
 
 def html_to_text(html: str) -> str:
@@ -5893,8 +5971,8 @@ def failure_text(label: str, error: PublishError, part: int) -> str:
     where = ", ".join(filter(None, (f"thread part {part + 1}" if part else "", error.item)))
     text = f"Failed on {label}" + (f" (HTTP {error.status})" if error.status else "") + (f" at {where}" if where else "")
     text += f": {error.message}"
-    if error.body and error.body not in error.message:
-        text += f" — {label} answered: {error.body}"
+    if error.body and error.body not in error.message and len(error.body) > len(error.message) + 40:
+        text += f" — {label} answered: {error.body}"  # the body says more than the message we picked
     return text[:2000]
 
 

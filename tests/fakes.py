@@ -26,6 +26,7 @@ class FakeRequest:
         self.method, self.path, self.headers, self.body = method, parts.path, headers, body
         self.query = {name: values[-1] for name, values in parse_qs(parts.query, keep_blank_values=True).items()}
         self.match: re.Match | None = None
+        self.received = time.monotonic()
 
     def json(self):
         return json.loads(self.body or b"null")
