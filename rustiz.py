@@ -1593,7 +1593,8 @@ _REASONS = {
     401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
     408: "Request Timeout", 409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
     416: "Range Not Satisfiable", 422: "Unprocessable Entity", 429: "Too Many Requests",
-    431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable",
+    431: "Request Header Fields Too Large", 500: "Internal Server Error", 502: "Bad Gateway",
+    503: "Service Unavailable",
     505: "HTTP Version Not Supported",
 }
 _STATUS_LINES: dict = {}
