@@ -595,6 +595,110 @@ if [ $FAST_OK = 1 ]; then
         "$RZPY" "$PYZ_FAST" serve --workers 2
 fi
 
+# ------------------------------------------------------------ scheduler
+# Posts published per second to a zero-latency local receiver (1,000 webhook channels, one post
+# each, all due at once: bounded by the webhook provider's cap of 4 publishes in flight), and how
+# late 200 posts due 50 ms apart reach it (median, p99).
+cat >"$B/sched_bench.py" <<'EOF'
+"""Scheduler figures: posts published per second to a zero-latency local receiver, and how late
+each post reaches it after its due time. Usage: sched_bench.py PYTHON PYZ WORKDIR"""
+import asyncio, json, os, statistics, subprocess, sys, threading, time, urllib.request
+
+python, pyz, work = sys.argv[1:4]
+CHANNELS, LATENCY_POSTS = 1000, 200
+arrivals = {}  # post id -> monotonic arrival
+clock_offset = time.time() - time.monotonic()
+
+
+async def handle(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+            body = json.loads(await reader.readexactly(length))
+            if body["event"] == "post.publish":
+                arrivals.setdefault(body["post"]["id"], time.monotonic())
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+def receiver(ready):
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        ready.append(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+    asyncio.run(main())
+
+
+ready = []
+threading.Thread(target=receiver, args=(ready,), daemon=True).start()
+while not ready:
+    time.sleep(0.01)
+hook = f"http://127.0.0.1:{ready[0]}/hook"
+env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
+       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1"}
+subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
+key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
+server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True)
+line = server.stderr.readline()
+base = line.split("ready on ")[1].split()[0]
+
+
+def call(method, path, body):
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
+                                     headers={"Authorization": key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def iso(epoch):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+try:
+    channels = [call("POST", "/public/v1/integrations", {"provider": "webhook", "credentials": {"url": f"{hook}?c={n}"}})["id"]
+                for n in range(CHANNELS)]
+    # 1. throughput: one post on each channel, all due at the same instant
+    due = time.time() + 3
+    ids = []
+    for start in range(0, CHANNELS, 100):
+        ids += [item["postId"] for item in call("POST", "/public/v1/posts", {
+            "type": "schedule", "date": iso(due), "shortLink": False, "tags": [],
+            "posts": [{"integration": {"id": channel}, "settings": {}, "value": [{"content": "<p>rate</p>", "image": []}]}
+                      for channel in channels[start:start + 100]]})]
+    deadline = time.monotonic() + 120
+    while len([i for i in ids if i in arrivals]) < len(ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = sorted(arrivals[i] for i in ids if i in arrivals)
+    rate = len(got) / max(1e-9, got[-1] + clock_offset - due)
+    # 2. lateness: posts due one by one, 50 ms apart, on distinct channels
+    first_due = time.time() + 3
+    dues = {}
+    for n in range(LATENCY_POSTS):
+        when = first_due + n * 0.05
+        post = call("POST", "/public/v1/posts", {
+            "type": "schedule", "date": iso(when), "shortLink": False, "tags": [],
+            "posts": [{"integration": {"id": channels[n]}, "settings": {}, "value": [{"content": "<p>late?</p>", "image": []}]}]})
+        dues[post[0]["postId"]] = round(when, 3)
+    deadline = time.monotonic() + 60
+    while len([i for i in dues if i in arrivals]) < len(dues) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    late = sorted((arrivals[i] + clock_offset - dues[i]) * 1000 for i in dues if i in arrivals)
+    print(f"SCHED_POSTS={len(got)} SCHED_RATE={rate:.0f} SCHED_LATE_P50={statistics.median(late):.0f} "
+          f"SCHED_LATE_P99={late[int(len(late) * 0.99) - 1]:.0f} SCHED_LATE_N={len(late)}")
+finally:
+    server.terminate()
+    server.wait(20)
+EOF
+log "scheduler: 1,000 posts due at once, then 200 due one by one"
+check_quiet "scheduler"
+rm -rf "$B/sched" && mkdir -p "$B/sched"
+SCHED=$(timeout 300 "$RZPY" "$B/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RES/sched.err" | tail -n 1) || true
+[ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
+eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
+
 for id in rz_std rz_std_w2; do SIZE[$id]=$SIZE_PLAIN; done
 for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
 
@@ -621,6 +725,7 @@ for id in nginx uvicorn rz_std rz_fast rz_std_w2 rz_fast_w2; do
 done
 echo
 [ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
+echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
 echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
 echo
 
