@@ -5665,7 +5665,7 @@ class OutgoingPost(NamedTuple):
     settings: dict  # the provider's settings of the post (title, tags, community ...)
     part: int
     idempotency_key: str  # the same on every attempt of this part
-    publish_date: str  # when it was due (ISO, UTC): stable across attempts, unlike the clock
+    publish_date: str  # the post's date (ISO, UTC): the same on every attempt (an edit makes a new key too)
 
     @property
     def text(self) -> str:
@@ -5942,6 +5942,7 @@ class WebhookProvider(Provider):
 # is woken when posts change (directly in its process, through the shared counter in others).
 
 SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on the post as lease_until
+RESEND_WINDOW_SECONDS = 1800  # an interrupted publish is repeated only this soon: Mastodon forgets keys after 1 h
 RETRY_CAP_SECONDS = 1800
 
 
@@ -6100,7 +6101,7 @@ class Scheduler:
         try:
             media = await self._media(claim, staged)
             post = OutgoingPost(claim["id"], claim["content"], media, json.loads(claim["settings"] or "{}"),
-                                claim["part"], claim["idempotency_key"], due)
+                                claim["part"], claim["idempotency_key"], claim["publish_date"])
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
             release = await publisher_.publish(channel, post, parent)
@@ -6210,7 +6211,8 @@ class Scheduler:
         """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR."""
         for post_id, provider, owner, channel_name, since, credentials in self.store.publishing_posts():
             publisher_ = PUBLISHERS.get(provider)
-            if publisher_ is not None and publisher_.resend_is_safe:
+            recent = time.time() - _epoch(since) < RESEND_WINDOW_SECONDS
+            if publisher_ is not None and publisher_.resend_is_safe and recent:
                 self.store.requeue_post(post_id, iso_at(time.time()),
                                         f"rustiz stopped while publishing this post ({owner}); sending it again, "
                                         f"which {publisher_.label} recognises as the same post")
