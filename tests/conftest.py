@@ -1,6 +1,7 @@
 """Shared fixtures: the real server, started from the built dist/rustiz.pyz, on a free port."""
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
@@ -168,3 +169,16 @@ def app(tmp_path):
 def server(start_server) -> RustizServer:
     """A running server with its own fresh data directory, REQUEST_LIMIT=0."""
     return start_server()
+
+
+@pytest.fixture
+def standby_server(pyz, start_server, tmp_path):
+    """A server whose scheduler stands by (this test holds the scheduler's lock), so posts a test
+    writes straight into the database stay as written however overdue they are."""
+    data_dir = tmp_path / "standby"
+    result = run_cli(pyz, "init", "--dir", str(data_dir))
+    assert result.returncode == 0, result.stderr
+    database = read_config(data_dir / "config.env")["RUSTIZ_DATABASE"]
+    with open(database + "-scheduler", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield start_server(data_dir=data_dir)
