@@ -6355,12 +6355,6 @@ class NostrProvider(Provider):
         return Release(event["id"], "https://njump.me/" + nevent(event["id"], public_key, accepted[:2]),
                        {"root": root, "relays": accepted})
 
-    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        for number, value in enumerate(values, 1):
-            if not html_to_text(value.get("content") or "") and not value.get("image"):
-                return f"a Nostr note cannot be empty: part {number} has no text and no media"
-        return None
-
     def where_to_check(self, channel: Channel) -> str:
         relays = ", ".join(channel.credentials.get("relays") or [])
         try:
@@ -6380,8 +6374,12 @@ class NostrProvider(Provider):
     @staticmethod
     def _publish_timeouts() -> Timeouts:
         """How long each relay has to accept the connection, then to answer the event (tunable for slow relays)."""
-        return Timeouts(connect=float(os.environ.get("RUSTIZ_NOSTR_CONNECT_TIMEOUT", "10")),
-                        read=float(os.environ.get("RUSTIZ_NOSTR_ANSWER_TIMEOUT", "15")))
+        def seconds(variable: str, default: float) -> float:
+            with contextlib.suppress(ValueError):
+                return max(0.1, float(os.environ.get(variable, default)))
+            return default
+        return Timeouts(connect=seconds("RUSTIZ_NOSTR_CONNECT_TIMEOUT", 10.0),
+                        read=seconds("RUSTIZ_NOSTR_ANSWER_TIMEOUT", 15.0))
 
     @staticmethod
     async def _each_relay(channel: Channel, exchange: Callable, argument: Any, timeouts: Timeouts) -> list:
