@@ -6334,10 +6334,10 @@ class NostrProvider(Provider):
                            + "; ".join(f"{answer.relay}: {answer.message}" for answer in answers))
         profile = _newest_profile(public_key, [event for answer in reachable for event in answer.events])
         npub = bech32_encode("npub", bytes.fromhex(public_key))
+        name = (profile.get("display_name") or profile.get("name") or npub)[:CHANNEL_NAME_MAX_LENGTH]
         picture = profile.get("picture", "")
-        return Connected(ChannelAccount(public_key, profile.get("display_name") or profile.get("name") or npub,
-                                        profile.get("nip05") or npub,
-                                        picture if re.match(r"https?://", picture) else None))
+        return Connected(ChannelAccount(public_key, name, profile.get("nip05") or npub,
+                                        picture if re.match(r"https?://", picture) and len(picture) < 2000 else None))
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         secret_key = self._secret_key(channel)
