@@ -5933,6 +5933,573 @@ class WebhookProvider(Provider):
         return f"the service behind the webhook {_url_host(channel.credentials['url'])}"
 
 
+# --- Nostr: secp256k1 and BIP-340 Schnorr signatures, in pure Python ------------------------------
+# A post needs one signature, so a plain implementation is fast enough (a few milliseconds) and
+# spares a compiled dependency. Points are Jacobian (X, Y, Z), meaning (X/Z², Y/Z³), so adding and
+# doubling need no modular inverse; Z = 0 is the point at infinity.
+
+SECP256K1_P = 2**256 - 2**32 - 977  # the field
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141  # the group order
+_SECP256K1_G = (0x79BE667EF9DCBBAC55A06295CE870B07029BFCDB2DCE28D959F2815B16F81798,
+                0x483ADA7726A3C4655DA4FBFC0E1108A8FD17B448A68554199C47D08FFB10D4B8, 1)
+_INFINITY = (0, 1, 0)
+
+
+def _point_double(point: tuple) -> tuple:
+    x, y, z = point
+    if not z or not y:
+        return _INFINITY
+    p = SECP256K1_P
+    y_squared = y * y % p
+    s = 4 * x * y_squared % p
+    m = 3 * x * x % p  # the curve y² = x³ + 7 has a = 0
+    new_x = (m * m - 2 * s) % p
+    return new_x, (m * (s - new_x) - 8 * y_squared * y_squared) % p, 2 * y * z % p
+
+
+def _point_add(first: tuple, second: tuple) -> tuple:
+    if not first[2]:
+        return second
+    if not second[2]:
+        return first
+    p = SECP256K1_P
+    (x1, y1, z1), (x2, y2, z2) = first, second
+    z1_squared, z2_squared = z1 * z1 % p, z2 * z2 % p
+    u1, u2 = x1 * z2_squared % p, x2 * z1_squared % p
+    s1, s2 = y1 * z2_squared * z2 % p, y2 * z1_squared * z1 % p
+    if u1 == u2:
+        return _point_double(first) if s1 == s2 else _INFINITY
+    h, r = (u2 - u1) % p, (s2 - s1) % p
+    h_squared = h * h % p
+    h_cubed, u1_h_squared = h * h_squared % p, u1 * h_squared % p
+    new_x = (r * r - h_cubed - 2 * u1_h_squared) % p
+    return new_x, (r * (u1_h_squared - new_x) - s1 * h_cubed) % p, h * z1 * z2 % p
+
+
+def _point_multiply(point: tuple, scalar: int) -> tuple:
+    result = _INFINITY
+    for bit in bin(scalar)[2:]:
+        result = _point_double(result)
+        if bit == "1":
+            result = _point_add(result, point)
+    return result
+
+
+def _affine(point: tuple) -> Optional[tuple]:
+    """(x, y) of a Jacobian point; None for the point at infinity."""
+    x, y, z = point
+    if not z:
+        return None
+    p = SECP256K1_P
+    z_inverse = pow(z, -1, p)
+    z_inverse_squared = z_inverse * z_inverse % p
+    return x * z_inverse_squared % p, y * z_inverse_squared * z_inverse % p
+
+
+def _lift_x(x: int) -> Optional[tuple]:
+    """The curve point with this x and an even y (BIP-340's lift_x); None when x is on no point."""
+    p = SECP256K1_P
+    if x >= p:
+        return None
+    y_squared = (pow(x, 3, p) + 7) % p
+    y = pow(y_squared, (p + 1) // 4, p)
+    if y * y % p != y_squared:
+        return None
+    return x, y if y % 2 == 0 else p - y, 1
+
+
+def _tagged_hash(tag: str, data: bytes) -> bytes:
+    tag_digest = _sha256(tag.encode()).digest()
+    return _sha256(tag_digest + tag_digest + data).digest()
+
+
+def _secret_scalar(secret_key: bytes) -> int:
+    scalar = int.from_bytes(secret_key, "big")
+    if not 1 <= scalar < SECP256K1_N:
+        raise ValueError("the private key is outside the range of secp256k1 keys (1 to n-1)")
+    return scalar
+
+
+def schnorr_public_key(secret_key: bytes) -> bytes:
+    """The 32-byte x-only public key of a 32-byte secret key (BIP-340); ValueError for an invalid key."""
+    x, _ = _affine(_point_multiply(_SECP256K1_G, _secret_scalar(secret_key)))
+    return x.to_bytes(32, "big")
+
+
+def schnorr_sign(message: bytes, secret_key: bytes, aux_random: bytes) -> bytes:
+    """A 64-byte BIP-340 signature of `message` (32 bytes for Nostr: the event id)."""
+    n = SECP256K1_N
+    secret = _secret_scalar(secret_key)
+    public_x, public_y = _affine(_point_multiply(_SECP256K1_G, secret))
+    secret = secret if public_y % 2 == 0 else n - secret
+    public_key = public_x.to_bytes(32, "big")
+    masked = (secret ^ int.from_bytes(_tagged_hash("BIP0340/aux", aux_random), "big")).to_bytes(32, "big")
+    nonce = int.from_bytes(_tagged_hash("BIP0340/nonce", masked + public_key + message), "big") % n
+    if nonce == 0:
+        raise ValueError("BIP-340 nonce is zero (probability 2^-256); sign again with other aux randomness")
+    nonce_x, nonce_y = _affine(_point_multiply(_SECP256K1_G, nonce))
+    nonce = nonce if nonce_y % 2 == 0 else n - nonce
+    nonce_point = nonce_x.to_bytes(32, "big")
+    challenge = int.from_bytes(_tagged_hash("BIP0340/challenge", nonce_point + public_key + message), "big") % n
+    signature = nonce_point + ((nonce + challenge * secret) % n).to_bytes(32, "big")
+    if not schnorr_verify(message, public_key, signature):  # the BIP's advice: never emit a faulty signature
+        raise ValueError("the BIP-340 signature did not verify; this machine's arithmetic is faulty")
+    return signature
+
+
+def schnorr_verify(message: bytes, public_key: bytes, signature: bytes) -> bool:
+    """Whether `signature` is a valid BIP-340 signature of `message` by the x-only `public_key`."""
+    if len(public_key) != 32 or len(signature) != 64:
+        return False
+    point = _lift_x(int.from_bytes(public_key, "big"))
+    r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+    if point is None or r >= SECP256K1_P or s >= SECP256K1_N:
+        return False
+    challenge = int.from_bytes(_tagged_hash("BIP0340/challenge", signature[:32] + public_key + message),
+                               "big") % SECP256K1_N
+    nonce_point = _affine(_point_add(_point_multiply(_SECP256K1_G, s),
+                                     _point_multiply(point, SECP256K1_N - challenge)))
+    return nonce_point is not None and nonce_point[1] % 2 == 0 and nonce_point[0] == r
+
+
+def bech32_encode(prefix: str, payload: bytes) -> str:
+    """A BIP-173 string such as NIP-19's `npub1...` (the inverse of bech32_payload)."""
+    values, accumulator, bits = [], 0, 0
+    for byte in payload:
+        accumulator, bits = (accumulator << 8) | byte, bits + 8
+        while bits >= 5:
+            bits -= 5
+            values.append((accumulator >> bits) & 31)
+    if bits:
+        values.append((accumulator << (5 - bits)) & 31)
+    expanded_prefix = [ord(char) >> 5 for char in prefix] + [0] + [ord(char) & 31 for char in prefix]
+    check = _bech32_polymod(expanded_prefix + values + [0] * 6) ^ 1
+    values += [(check >> 5 * (5 - index)) & 31 for index in range(6)]
+    return prefix + "1" + "".join(_BECH32_CHARSET[value] for value in values)
+
+
+def nostr_event(secret_key: bytes, created_at: int, kind: int, tags: list, content: str) -> dict:
+    """A signed NIP-01 event: id = sha256 of [0, pubkey, created_at, kind, tags, content] as compact JSON."""
+    public_key = schnorr_public_key(secret_key).hex()
+    serialized = json.dumps([0, public_key, created_at, kind, tags, content], separators=(",", ":"),
+                            ensure_ascii=False)
+    event_id = _sha256(serialized.encode()).digest()
+    return {"id": event_id.hex(), "pubkey": public_key, "created_at": created_at, "kind": kind, "tags": tags,
+            "content": content, "sig": schnorr_sign(event_id, secret_key, os.urandom(32)).hex()}
+
+
+def nostr_event_is_valid(event: Any) -> bool:
+    """Whether an event received from a relay is well formed, its id right and its signature valid."""
+    try:
+        serialized = json.dumps([0, event["pubkey"], event["created_at"], event["kind"], event["tags"],
+                                 event["content"]], separators=(",", ":"), ensure_ascii=False)
+        event_id = _sha256(serialized.encode()).digest()
+        return (event_id.hex() == event["id"]
+                and schnorr_verify(event_id, bytes.fromhex(event["pubkey"]), bytes.fromhex(event["sig"])))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+# --- WebSocket client (RFC 6455), for Nostr relays ---------------------------------------------------
+# Blocking sockets, run in the HTTP client's threads (channel.http.run_blocking) like HttpClient
+# itself: wss:// needs the ssl module, which asyncio may not use in rustiz (see the note at the top),
+# and one code path then serves ws:// and wss:// alike. A relay exchange is short (one message out,
+# one or a few in), so a thread per relay for a few seconds costs little.
+
+_WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+MAX_WEBSOCKET_MESSAGE_BYTES = 8 * 1024 * 1024
+_OPCODE_CONTINUATION, _OPCODE_TEXT, _OPCODE_BINARY = 0x0, 0x1, 0x2
+_OPCODE_CLOSE, _OPCODE_PING, _OPCODE_PONG = 0x8, 0x9, 0xA
+_TLS_CONTEXTS: list = []  # one default context, made on the first wss:// connection
+
+
+class WebSocketClosed(Exception):
+    """The connection ended: a close frame, the peer went away, a protocol error or a timeout."""
+
+
+def _websocket_mask(data: bytes, key: bytes) -> bytes:
+    """`data` XOR the 4-byte `key` repeated (RFC 6455 §5.3), as one big-integer XOR rather than a byte loop."""
+    repeated = (key * (len(data) // 4 + 1))[:len(data)]
+    return (int.from_bytes(data, "little") ^ int.from_bytes(repeated, "little")).to_bytes(len(data), "little")
+
+
+def _websocket_accept(key: str) -> str:
+    """The Sec-WebSocket-Accept a server must answer to `key`: base64(SHA-1(key + GUID))."""
+    import binascii
+    try:
+        from _sha1 import sha1  # CPython's built-in SHA-1: hashlib would load OpenSSL
+    except ImportError:
+        from hashlib import sha1
+    return binascii.b2a_base64(sha1((key + _WEBSOCKET_GUID).encode()).digest(), newline=False).decode()
+
+
+class WebSocketClient:
+    """One client connection that exchanges text messages; pings are answered, fragments joined.
+
+    `WebSocketClient(url, deadline)` connects and upgrades, raising ConnectFailed (nothing was sent);
+    after that, every failure raises WebSocketClosed. Deadlines are time.monotonic() values."""
+
+    def __init__(self, url: str, deadline: float):
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        secure = scheme == "wss"
+        if scheme not in ("ws", "wss") or not parts.hostname:
+            raise ConnectFailed(f"{url} is not a ws:// or wss:// address")
+        self._buffer = bytearray()
+        try:
+            self._sock = socket.create_connection((parts.hostname, parts.port or (443 if secure else 80)),
+                                                  timeout=max(0.01, deadline - time.monotonic()))
+            if secure:
+                if not _TLS_CONTEXTS:
+                    import ssl
+                    _TLS_CONTEXTS.append(ssl.create_default_context())
+                self._sock = _TLS_CONTEXTS[0].wrap_socket(self._sock, server_hostname=parts.hostname)
+        except (OSError, ValueError) as error:
+            raise ConnectFailed(f"cannot connect to {parts.netloc}: {_network_reason(error)}") from None
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            self._upgrade(parts.netloc.rpartition("@")[2], target, deadline)
+        except WebSocketClosed as error:
+            self._sock.close()
+            raise ConnectFailed(f"{parts.netloc} refused the WebSocket connection: {error}") from None
+
+    def _upgrade(self, host: str, target: str, deadline: float) -> None:
+        import binascii
+        key = binascii.b2a_base64(os.urandom(16), newline=False).decode()
+        self._write(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nUser-Agent: {USER_AGENT}\r\n\r\n"
+                    .encode(), deadline)
+        while b"\r\n\r\n" not in self._buffer:
+            if len(self._buffer) > MAX_HEAD_BYTES:
+                raise WebSocketClosed("its answer's header is too large")
+            self._fill(deadline)
+        head, _, rest = bytes(self._buffer).partition(b"\r\n\r\n")
+        self._buffer = bytearray(rest)  # a server may send its first message right behind the header
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+        if status_line.split(" ")[1:2] != ["101"]:
+            raise WebSocketClosed(f"it answered {status_line.strip()[:200]!r} instead of 101 Switching Protocols")
+        connection_tokens = [token.strip().lower() for token in headers.get("connection", "").split(",")]
+        if headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in connection_tokens:
+            raise WebSocketClosed("its 101 answer lacks 'Upgrade: websocket' and 'Connection: Upgrade'")
+        if headers.get("sec-websocket-accept") != _websocket_accept(key):
+            raise WebSocketClosed("its Sec-WebSocket-Accept does not match our key (a proxy in the way?)")
+
+    def send_text(self, text: str, deadline: float) -> None:
+        self._send_frame(_OPCODE_TEXT, text.encode(), deadline)
+
+    def receive_text(self, deadline: float) -> str:
+        """The next whole message (text, or binary read as UTF-8); control frames are handled on the way."""
+        fragments: list = []
+        size = 0
+        while True:
+            opcode, final, payload = self._read_frame(deadline)
+            if opcode == _OPCODE_PING:
+                self._send_frame(_OPCODE_PONG, payload, deadline)
+            elif opcode == _OPCODE_CLOSE:
+                code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+                reason = payload[2:].decode("utf-8", "replace")
+                with contextlib.suppress(OSError, WebSocketClosed):
+                    self._send_frame(_OPCODE_CLOSE, payload[:2], deadline)
+                raise WebSocketClosed(f"it closed the connection (code {code}{': ' + reason if reason else ''})")
+            elif opcode in (_OPCODE_TEXT, _OPCODE_BINARY, _OPCODE_CONTINUATION):
+                if (opcode == _OPCODE_CONTINUATION) != bool(fragments):
+                    raise WebSocketClosed("protocol error: a fragment out of sequence")
+                size += len(payload)
+                if size > MAX_WEBSOCKET_MESSAGE_BYTES:
+                    raise WebSocketClosed(f"a message larger than {MAX_WEBSOCKET_MESSAGE_BYTES // 2**20} MiB")
+                fragments.append(payload)
+                if final:
+                    return b"".join(fragments).decode("utf-8", "replace")
+            elif opcode != _OPCODE_PONG:
+                raise WebSocketClosed(f"protocol error: unknown opcode {opcode}")
+
+    def close(self) -> None:
+        """A polite close frame (not waiting for the echo), then the socket goes."""
+        with contextlib.suppress(OSError, WebSocketClosed):
+            self._send_frame(_OPCODE_CLOSE, (1000).to_bytes(2, "big"), time.monotonic() + 1.0)
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def _send_frame(self, opcode: int, payload: bytes, deadline: float) -> None:
+        length = len(payload)
+        if length < 126:
+            header = bytes((0x80 | opcode, 0x80 | length))
+        elif length < 65536:
+            header = bytes((0x80 | opcode, 0x80 | 126)) + length.to_bytes(2, "big")
+        else:
+            header = bytes((0x80 | opcode, 0x80 | 127)) + length.to_bytes(8, "big")
+        mask = os.urandom(4)  # clients must mask every frame (RFC 6455 §5.1)
+        self._write(header + mask + _websocket_mask(payload, mask), deadline)
+
+    def _read_frame(self, deadline: float) -> tuple:
+        """(opcode, final, payload) of the next frame."""
+        first, second = self._read_exactly(2, deadline)
+        if first & 0x70:
+            raise WebSocketClosed("protocol error: reserved bits set (an extension was never agreed)")
+        length = second & 0x7F
+        if length == 126:
+            length = int.from_bytes(self._read_exactly(2, deadline), "big")
+        elif length == 127:
+            length = int.from_bytes(self._read_exactly(8, deadline), "big")
+        if length > MAX_WEBSOCKET_MESSAGE_BYTES:
+            raise WebSocketClosed(f"a frame larger than {MAX_WEBSOCKET_MESSAGE_BYTES // 2**20} MiB")
+        mask = self._read_exactly(4, deadline) if second & 0x80 else b""  # servers should not mask; tolerated
+        payload = self._read_exactly(length, deadline)
+        return first & 0x0F, bool(first & 0x80), _websocket_mask(payload, mask) if mask else payload
+
+    def _read_exactly(self, count: int, deadline: float) -> bytes:
+        while len(self._buffer) < count:
+            self._fill(deadline)
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data
+
+    def _fill(self, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WebSocketClosed("no answer in the time allowed")
+        try:
+            self._sock.settimeout(remaining)
+            chunk = self._sock.recv(65536)
+        except OSError as error:
+            raise WebSocketClosed("no answer in the time allowed" if isinstance(error, socket.timeout)
+                                  else _network_reason(error)) from None
+        if not chunk:
+            raise WebSocketClosed("it closed the connection without a word")
+        self._buffer += chunk
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        try:
+            self._sock.settimeout(max(0.01, deadline - time.monotonic()))
+            self._sock.sendall(data)
+        except OSError as error:
+            raise WebSocketClosed(f"sending failed: {_network_reason(error)}") from None
+
+
+# --- Nostr relays: one exchange per relay, run in a thread each ----------------------------------------
+
+class RelayAnswer(NamedTuple):
+    relay: str
+    state: str  # "accepted", "refused", "unanswered" (sent, no verdict), "unreachable" (nothing sent), "connected"
+    message: str  # the relay's own words, or what went wrong
+    events: tuple = ()  # what a query returned
+
+
+def _relay_message(text: str) -> list:
+    """A relay's message as a JSON array with a string label first (["OK", ...]), or [] when it is not one."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return []
+    return message if isinstance(message, list) and message and isinstance(message[0], str) else []
+
+
+def publish_to_relay(relay: str, event: dict, timeouts: Timeouts) -> RelayAnswer:
+    """Send ["EVENT", event] and wait for the relay's ["OK", id, accepted, message] (NIP-01, NIP-20)."""
+    start = time.monotonic()
+    try:
+        connection = WebSocketClient(relay, start + timeouts.connect)
+    except ConnectFailed as error:
+        return RelayAnswer(relay, "unreachable", str(error))
+    deadline = time.monotonic() + timeouts.read
+    notices: list = []
+    try:
+        connection.send_text(json.dumps(["EVENT", event], ensure_ascii=False, separators=(",", ":")), deadline)
+        while True:
+            message = _relay_message(connection.receive_text(deadline))
+            # nostr-relay answers a refused event with an empty id; one event per connection keeps it unambiguous
+            if message[:1] == ["OK"] and len(message) >= 3 and message[1] in (event["id"], ""):
+                words = str(message[3]) if len(message) > 3 else ""
+                accepted = message[2] is True or words.startswith("duplicate:")  # already stored counts
+                return RelayAnswer(relay, "accepted" if accepted else "refused", words)
+            if message[:1] == ["NOTICE"] and len(message) > 1:
+                notices.append(str(message[1])[:300])
+    except WebSocketClosed as error:
+        said = f" (it said: {'; '.join(notices)})" if notices else ""
+        return RelayAnswer(relay, "unanswered", f"{error}{said}")
+    finally:
+        connection.close()
+
+
+def query_relay(relay: str, query: dict, timeouts: Timeouts) -> RelayAnswer:
+    """The events a relay holds for one NIP-01 filter, read until EOSE or the time allowed runs out."""
+    try:
+        connection = WebSocketClient(relay, time.monotonic() + timeouts.connect)
+    except ConnectFailed as error:
+        return RelayAnswer(relay, "unreachable", str(error))
+    deadline = time.monotonic() + timeouts.read
+    subscription = "rustiz-" + os.urandom(4).hex()
+    events: list = []
+    try:
+        connection.send_text(json.dumps(["REQ", subscription, query]), deadline)
+        while True:
+            message = _relay_message(connection.receive_text(deadline))
+            if message[:2] == ["EVENT", subscription] and len(message) > 2:
+                events.append(message[2])
+            elif message[:2] in (["EOSE", subscription], ["CLOSED", subscription]):
+                connection.send_text(json.dumps(["CLOSE", subscription]), deadline)
+                return RelayAnswer(relay, "connected", "", tuple(events))
+    except WebSocketClosed as error:
+        return RelayAnswer(relay, "connected", str(error), tuple(events))
+    finally:
+        connection.close()
+
+
+def _temporary_refusal(message: str) -> bool:
+    """A relay's refusal that may pass later (NIP-01 prefixes "rate-limited:" and "error:")."""
+    return message.startswith(("rate-limited:", "error:"))
+
+
+def _newest_profile(public_key: str, events: list) -> dict:
+    """The newest valid kind-0 metadata (name, display_name, picture, nip05) of `public_key`, or {}."""
+    profiles = [event for event in events if isinstance(event, dict) and event.get("pubkey") == public_key
+                and event.get("kind") == 0 and isinstance(event.get("created_at"), int)
+                and nostr_event_is_valid(event)]
+    for event in sorted(profiles, key=lambda event: event["created_at"], reverse=True):
+        with contextlib.suppress(ValueError):
+            profile = json.loads(event["content"])
+            if isinstance(profile, dict):
+                return {key: value.strip() for key, value in profile.items()
+                        if isinstance(value, str) and value.strip()}
+    return {}
+
+
+def nostr_reply_tags(parent: Optional[Release], public_key: str) -> list:
+    """NIP-10 marked tags: the thread's root, the note replied to (when it is not the root), its author."""
+    if parent is None:
+        return []
+    reference = parent.reply_ref if isinstance(parent.reply_ref, dict) else {}
+    root = reference.get("root") if isinstance(reference.get("root"), str) else parent.id
+    relays = reference.get("relays") if isinstance(reference.get("relays"), list) else []
+    hint = relays[0] if relays and isinstance(relays[0], str) else ""
+    tags = [["e", root, hint, "root"]]
+    if parent.id != root:  # a reply straight to the root carries the root marker only
+        tags.append(["e", parent.id, hint, "reply"])
+    return tags + [["p", public_key]]
+
+
+def nevent(event_id: str, public_key: str, relays: list) -> str:
+    """NIP-19 `nevent1...`: the event id, where to find it and its author, as TLV entries in bech32."""
+    entries = bytes((0, 32)) + bytes.fromhex(event_id)
+    for relay in relays:
+        entries += bytes((1, len(relay.encode()))) + relay.encode()
+    return bech32_encode("nevent", entries + bytes((2, 32)) + bytes.fromhex(public_key))
+
+
+NOSTR_PROFILE_TIMEOUTS = Timeouts(connect=5.0, read=5.0)  # connecting a channel: a short look for the profile
+NOSTR_REMEMBER_SECONDS = 7 * 86400  # how long a part's event time is kept for re-sends
+
+
+@publisher
+class NostrProvider(Provider):
+    """Nostr: each part a kind-1 note signed with the channel's key and sent to each of its relays.
+
+    A relay counts only when it answers ["OK", id, true, ...]. The event id is a hash of the note's
+    author, time, tags and text, so a re-send of a part is the same event, which relays store once."""
+    identifier = "nostr"
+    label = "Nostr"
+    resend_is_safe = True  # the same event id on every attempt (see _created_at): relays keep it once
+    spacing = 1.0
+
+    async def connect(self, channel: Channel) -> Connected:
+        public_key = schnorr_public_key(self._secret_key(channel)).hex()
+        answers = await self._each_relay(channel, query_relay, {"authors": [public_key], "kinds": [0], "limit": 1},
+                                         NOSTR_PROFILE_TIMEOUTS)
+        reachable = [answer for answer in answers if answer.state == "connected"]
+        if not reachable:
+            raise Rejected("none of the relays accepted a WebSocket connection: "
+                           + "; ".join(f"{answer.relay}: {answer.message}" for answer in answers))
+        profile = _newest_profile(public_key, [event for answer in reachable for event in answer.events])
+        npub = bech32_encode("npub", bytes.fromhex(public_key))
+        name = (profile.get("display_name") or profile.get("name") or npub)[:CHANNEL_NAME_MAX_LENGTH]
+        picture = profile.get("picture", "")
+        return Connected(ChannelAccount(public_key, name, profile.get("nip05") or npub,
+                                        picture if re.match(r"https?://", picture) and len(picture) < 2000 else None))
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        secret_key = self._secret_key(channel)
+        content = "\n".join(filter(None, [post.text, *(media.url for media in post.media)]))
+        if not content:
+            raise Rejected("a Nostr note cannot be empty: this part has no text and no media")
+        public_key = schnorr_public_key(secret_key).hex()
+        event = nostr_event(secret_key, self._created_at(channel, post), 1, nostr_reply_tags(parent, public_key),
+                            content)
+        answers = await self._each_relay(channel, publish_to_relay, event, self._publish_timeouts())
+        accepted = [answer.relay for answer in answers if answer.state == "accepted"]
+        if not accepted:
+            raise self._failure(answers)
+        root = event["tags"][0][1] if event["tags"] else event["id"]
+        return Release(event["id"], "https://njump.me/" + nevent(event["id"], public_key, accepted[:2]),
+                       {"root": root, "relays": accepted})
+
+    def where_to_check(self, channel: Channel) -> str:
+        relays = ", ".join(channel.credentials.get("relays") or [])
+        try:
+            npub = bech32_encode("npub", schnorr_public_key(self._secret_key(channel)))
+        except Rejected:
+            return f"the relays {relays}"
+        return f"the Nostr profile https://njump.me/{npub} (relays {relays})"
+
+    @staticmethod
+    def _secret_key(channel: Channel) -> bytes:
+        key = nostr_private_key_hex(str(channel.credentials.get("password") or ""))
+        if key is None or not 0 < int(key, 16) < SECP256K1_N:
+            raise Rejected("the private key is not a valid secp256k1 key: give 64 hex digits or an nsec1... key "
+                           "(the one your Nostr app shows under its key or security settings)")
+        return bytes.fromhex(key)
+
+    @staticmethod
+    def _publish_timeouts() -> Timeouts:
+        """How long each relay has to accept the connection, then to answer the event (tunable for slow relays)."""
+        def seconds(variable: str, default: float) -> float:
+            with contextlib.suppress(ValueError):
+                return max(0.1, float(os.environ.get(variable, default)))
+            return default
+        return Timeouts(connect=seconds("RUSTIZ_NOSTR_CONNECT_TIMEOUT", 10.0),
+                        read=seconds("RUSTIZ_NOSTR_ANSWER_TIMEOUT", 15.0))
+
+    @staticmethod
+    async def _each_relay(channel: Channel, exchange: Callable, argument: Any, timeouts: Timeouts) -> list:
+        """`exchange(relay, argument, timeouts)` with every relay of the channel at once, each in a thread."""
+        relays = dict.fromkeys(channel.credentials.get("relays") or [])
+        return list(await asyncio.gather(*(channel.http.run_blocking(exchange, relay, argument, timeouts)
+                                           for relay in relays)))
+
+    @staticmethod
+    def _created_at(channel: Channel, post: OutgoingPost) -> int:
+        """The note's time, the same on every attempt of a part, so that the event and its id are the same.
+
+        It is the part's due time at its first attempt, kept in the channel's session by idempotency
+        key, and saved before anything is sent, as a re-send may follow a crash."""
+        remembered = channel.session.get("createdAt")
+        remembered = remembered if isinstance(remembered, dict) else {}
+        created_at = remembered.get(post.idempotency_key)
+        if isinstance(created_at, int):
+            return created_at
+        due = parse_iso_instant(post.publish_date)
+        now = time.time()
+        created_at = int(min(due.timestamp() if due else now, now))  # relays refuse notes from the future
+        kept = {key: value for key, value in remembered.items()
+                if isinstance(value, int) and value > now - NOSTR_REMEMBER_SECONDS}
+        channel.save_session({**channel.session, "createdAt": {**kept, post.idempotency_key: created_at}})
+        return created_at
+
+    def _failure(self, answers: list) -> PublishError:
+        """Why no relay accepted the note, as the error the scheduler acts on, naming each relay's answer."""
+        described = {"refused": "refused it", "unanswered": "gave no verdict", "unreachable": "could not be reached"}
+        report = "; ".join(f"{answer.relay} {described[answer.state]}: {answer.message or 'no reason given'}"
+                           for answer in answers)
+        if any(answer.state == "unanswered" for answer in answers):
+            return OutcomeUnknown(f"no relay confirmed the note, and some may have stored it ({report})")
+        if all(answer.state == "unreachable" for answer in answers):
+            return Retryable(f"no relay could be reached ({report})")
+        if all(answer.state == "refused" and not _temporary_refusal(answer.message) for answer in answers):
+            return Rejected(f"every relay refused the note ({report})")
+        return Retryable(f"no relay accepted the note ({report})")
+
+
 # =============================================================================
 # 11. Scheduler: due posts to their platforms, exactly once, every outcome recorded
 # =============================================================================
