@@ -43,6 +43,12 @@ def png_file() -> bytes:
             + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
 
 
+def mp4_file() -> bytes:
+    def box(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(payload)) + kind + payload
+    return box(b"ftyp", b"isom" + b"\x00\x00\x02\x00" + b"isomiso2avc1mp41") + box(b"moov", b"")
+
+
 def upload(server: RustizServer, data: bytes, filename: str = "picture.png") -> dict:
     boundary = "----providerFlowBoundary"
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n"
