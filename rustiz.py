@@ -5929,7 +5929,7 @@ def _wrap(inner: str, marker: str) -> str:
 
 
 def _link(inner: str, href: str, dialect: str) -> str:
-    if not href or href.lower().startswith("javascript:"):
+    if not href:
         return inner
     if not inner.strip() or inner.strip() == href:
         return href
@@ -5939,6 +5939,7 @@ def _link(inner: str, href: str, dialect: str) -> str:
 def _slack_escape(text: str) -> str:
     """Slack reads <...> as links and mentions, so its text escapes &, < and > (and only those)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 def _with_query(url: str, **parameters: Any) -> str:
     """`url` with these query parameters added (or replaced), keeping the ones it already has."""
@@ -6039,7 +6040,7 @@ class DiscordProvider(Provider):
 
     @staticmethod
     def _release(channel: Channel, message: dict) -> Release:
-        channel_id = str(message.get("channel_id") or channel.session["channel_id"])
+        channel_id = str(message.get("channel_id") or channel.session.get("channel_id", ""))
         guild = channel.session.get("guild_id") or "@me"
         in_thread = channel_id != channel.session.get("channel_id")
         return Release(str(message["id"]), f"https://discord.com/channels/{guild}/{channel_id}/{message['id']}",
@@ -6088,6 +6089,7 @@ class DiscordProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Discord channel of the webhook \"{channel.name}\""
+
 
 SLACK_SECTION_LIMIT = 3000
 SLACK_BLOCK_LIMIT = 50
@@ -6208,6 +6210,7 @@ class SlackProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Slack channel of the webhook \"{channel.name}\""
+
 
 LEMMY_TITLE_LIMIT = 200
 LEMMY_BODY_LIMIT = 10000  # Lemmy's default for a comment, and what Postiz allows for a post
