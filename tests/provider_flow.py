@@ -36,10 +36,12 @@ def connected(server: RustizServer, provider: str, credentials: dict) -> dict:
     return channel
 
 
-def png_file() -> bytes:
+def png_file(padding: int = 0) -> bytes:
+    """A 1x1 PNG, `padding` bytes larger by a comment chunk."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+    comment = chunk(b"tEXt", b"Comment\x00" + b"x" * padding) if padding else b""
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) + comment
             + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
 
 

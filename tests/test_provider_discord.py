@@ -151,3 +151,12 @@ def test_discords_limits_are_refused_when_the_post_is_created(rustiz, discord):
     status, answer = schedule(rustiz, channel["id"], ["<p>Many</p>"], SETTINGS, [picture] * 11)
     assert status == 400 and "Discord allows 10 files in a message; the post has 11" in str(answer), answer
     assert discord.published == []
+
+
+def test_files_over_discords_25_mib_are_refused_before_anything_is_sent(rustiz, discord):
+    channel = connected(rustiz, "discord", discord.credentials())
+    big = png_file(padding=9 * 2**20)
+    images = [upload(rustiz, big, f"big{number}.png") for number in range(3)]
+    [row] = finished(rustiz, scheduled(rustiz, channel["id"], ["<p>Heavy</p>"], SETTINGS, images))
+    assert row["state"] == "ERROR" and "add up to 27.0 MiB" in row["error"] and "at most 25 MiB" in row["error"], row
+    assert discord.requests_to("POST", r"/api/webhooks/.*") == []
