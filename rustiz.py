@@ -5932,6 +5932,576 @@ class WebhookProvider(Provider):
     def where_to_check(self, channel: Channel) -> str:
         return f"the service behind the webhook {_url_host(channel.credentials['url'])}"
 
+# --- Postiz HTML as the markdown of chat platforms and Lemmy -------------------
+
+# Stored content keeps only p, br, strong, u, a, ul, li, h1-h3 and span (see sanitize_html). The bold
+# and underline markers of each dialect: CommonMark for Lemmy (no underline), Discord's markdown, and
+# Slack's mrkdwn (*bold*, no underline).
+_INLINE_MARKERS = {"markdown": {"strong": "**"}, "discord": {"strong": "**", "u": "__"}, "mrkdwn": {"strong": "*"}}
+_HTML_PIECE = re.compile(r"""<(/?)([A-Za-z][A-Za-z0-9]*)((?:"[^"]*"|'[^']*'|[^'">])*)>|([^<]+)|<""")
+
+
+def markdown_from_html(html: str, dialect: str) -> str:
+    """Postiz's HTML as `dialect` ("markdown", "discord" or "mrkdwn"): bold, underline, links, headings,
+    bullets and line breaks kept, other tags dropped, entities decoded. Text is not escaped, so markdown
+    a person typed into the editor still works (as in Postiz)."""
+    import html as html_module
+    paragraph_end = "\n\n" if dialect == "markdown" else "\n"  # CommonMark joins the lines of a paragraph
+    out: list = []
+    inline: list = []  # open bold, underline, links and headings: (tag, where their text starts in `out`, href)
+    for match in _HTML_PIECE.finditer(html):
+        closing, tag, attributes, text = match.groups()
+        if tag is None:
+            if text is not None and not text.strip() and "\n" in text:
+                continue  # the source's line breaks between tags, not text
+            piece = re.sub(r"\s*\n\s*", " ", html_module.unescape(text if text is not None else "<"))
+            out.append(_slack_escape(piece) if dialect == "mrkdwn" else piece)
+            continue
+        tag = tag.lower()
+        if tag == "br":  # CommonMark reads a lone line break as a space: a backslash makes it a real one
+            out.append("\\\n" if dialect == "markdown" else "\n")
+        elif tag == "p":
+            out.append(paragraph_end if closing else "")
+        elif tag == "li" and not closing:
+            out.append(_line_start(out) + ("• " if dialect == "mrkdwn" else "- "))
+        elif tag == "ul" and closing:
+            out.append(paragraph_end)
+        elif tag in ("strong", "u", "a", "h1", "h2", "h3"):
+            if not closing:
+                href = re.search(r"""href\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", attributes or "", re.I)
+                inline.append((tag, len(out), html_module.unescape(href[1].strip("\"'")) if href else ""))
+            elif any(opened[0] == tag for opened in inline):
+                while inline[-1][0] != tag:
+                    inline.pop()
+                _, start, href = inline.pop()
+                inner = "".join(out[start:])
+                del out[start:]
+                out.append(_formatted(tag, inner, href, dialect, out))
+    text = re.sub(r"[ \t]+\n", "\n", "".join(out))
+    text = re.sub(r"\\\n(?=\n|\Z)", "\n", text)  # a <br> ending a paragraph needs no backslash
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _formatted(tag: str, inner: str, href: str, dialect: str, out: list) -> str:
+    """The text of a closed tag in `dialect`: a link, a heading on its own line (bold in mrkdwn), or bold."""
+    if tag == "a":
+        return _link(inner, href, dialect)
+    if tag.startswith("h"):
+        paragraph_end = "\n\n" if dialect == "markdown" else "\n"
+        heading = _wrap(inner, "*") if dialect == "mrkdwn" else "#" * int(tag[1]) + " " + inner.strip()
+        return _line_start(out) + heading + paragraph_end
+    return _wrap(inner, _INLINE_MARKERS[dialect].get(tag, ""))
+
+
+def _line_start(out: list) -> str:
+    """A line break, unless the text so far is empty or already ends with one."""
+    tail = next((piece for piece in reversed(out) if piece), "")
+    return "" if not tail or tail.endswith("\n") else "\n"
+
+
+def _wrap(inner: str, marker: str) -> str:
+    """**bold** around the words only: markdown ignores markers next to a space ("** bold**")."""
+    if not marker or not inner.strip():
+        return inner
+    stripped = inner.strip()
+    return inner[:len(inner) - len(inner.lstrip())] + marker + stripped + marker + inner[len(inner.rstrip()):]
+
+
+def _link(inner: str, href: str, dialect: str) -> str:
+    if not href:
+        return inner
+    if not inner.strip() or inner.strip() == href:
+        return href
+    return f"<{href}|{inner.strip()}>" if dialect == "mrkdwn" else f"[{inner.strip()}]({href})"
+
+
+def _slack_escape(text: str) -> str:
+    """Slack reads <...> as links and mentions, so its text escapes &, < and > (and only those)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _with_query(url: str, **parameters: Any) -> str:
+    """`url` with these query parameters added (or replaced), keeping the ones it already has."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update({name: str(value) for name, value in parameters.items()})
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+DISCORD_MESSAGE_LIMIT = 2000
+DISCORD_ATTACHMENT_LIMIT = 10
+DISCORD_REQUEST_BYTES = 25 * 2**20  # a message's files together, on a server without boosts
+DISCORD_THREAD_NAME_LIMIT = 100
+_DISCORD_UNKNOWN_WEBHOOK = 10015
+_DISCORD_FORUM_NEEDS_THREAD = 220001  # "Webhooks posted to forum channels must have a thread_name or thread_id"
+
+
+@publisher
+class DiscordProvider(Provider):
+    """A channel's webhook (Server Settings > Integrations > Webhooks): no bot, no developer app.
+
+    Each part is one message, sent with ?wait=true so Discord answers the message (its id) instead of 204."""
+    identifier = "discord"
+    label = "Discord"
+    resend_is_safe = False  # webhooks take no idempotency key: a second send is a second message
+    concurrency = 4
+    spacing = 2.0  # Discord allows about 30 messages a minute in one channel
+
+    async def connect(self, channel: Channel) -> Connected:
+        webhook = await self._webhook(channel)
+        avatar = webhook.get("avatar")
+        picture = f"https://cdn.discordapp.com/avatars/{webhook['id']}/{avatar}.png" if avatar else None
+        account = ChannelAccount(str(webhook["id"]), str(webhook.get("name") or channel.name), None, picture)
+        return Connected(account, session=self._where(webhook))
+
+    async def _webhook(self, channel: Channel) -> dict:
+        """The webhook object Discord answers a GET of its URL with: id, name, avatar, channel_id, guild_id."""
+        reply = await self.send(channel, "GET", channel.credentials["webhookUrl"], what="the webhook")
+        webhook = reply.json()
+        if not isinstance(webhook, dict) or not webhook.get("id"):
+            raise Rejected(f"this URL did not answer like a Discord webhook (expected its id, name and channel; "
+                           f"got: {reply.text(200)}); copy the URL again from the channel's Integrations > Webhooks")
+        return webhook
+
+    @staticmethod
+    def _where(webhook: dict) -> dict:
+        """What a release URL needs and the webhook object alone tells: its server and channel."""
+        return {"guild_id": str(webhook.get("guild_id") or ""), "channel_id": str(webhook.get("channel_id") or "")}
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        self._check_media(post.media)
+        # A webhook cannot reply to a message (execute takes no message_reference), so thread parts are
+        # follow-up messages: in the channel, right after the post, or in the post's thread when the post
+        # opened one (a forum channel) or the webhook URL names one (?thread_id=); a follow-up there stays
+        # with the post instead of landing in the forum as a new topic.
+        thread = parent.reply_ref.get("thread_id") if parent and isinstance(parent.reply_ref, dict) else None
+        url = _with_query(channel.credentials["webhookUrl"], wait="true", **({"thread_id": thread} if thread else {}))
+        thread_name = None
+        if channel.session.get("forum") and not thread:
+            thread_name = self._thread_name(post)
+        try:
+            message = await self._execute(channel, url, post, thread_name)
+        except Rejected as refused:
+            if thread_name or thread or self._error_code(refused.body) != _DISCORD_FORUM_NEEDS_THREAD:
+                raise
+            # A forum channel's webhook must open a topic: nothing was posted, so send it again as one,
+            # and remember the channel is a forum.
+            channel.save_session({**channel.session, "forum": True})
+            message = await self._execute(channel, url, post, self._thread_name(post))
+        return self._release(channel, message)
+
+    async def _execute(self, channel: Channel, url: str, post: OutgoingPost, thread_name: Optional[str]) -> dict:
+        payload: dict = {"content": markdown_from_html(post.html, "discord")}
+        if thread_name:
+            payload["thread_name"] = thread_name
+        if post.media:
+            payload["attachments"] = [{"id": index, "filename": media.name, "description": media.alt[:1024]}
+                                      for index, media in enumerate(post.media)]
+            fields = [("payload_json", json.dumps(payload, ensure_ascii=False))]
+            fields += [(f"files[{index}]", (media.name, media.read(), media.content_type))
+                       for index, media in enumerate(post.media)]
+            body, content_type = encode_multipart(fields)
+            request: dict = {"body": body, "headers": {"Content-Type": content_type}}
+        else:
+            request = {"json_body": payload}
+        reply = await self.send(channel, "POST", url, visible=True, what="the message", **request)
+        message = reply.json()
+        if not isinstance(message, dict) or not message.get("id"):
+            raise OutcomeUnknown(f"Discord answered HTTP {reply.status} without the message it made "
+                                 f"({reply.text(200)})", reply.status, reply.text(500))
+        return message
+
+    @staticmethod
+    def _thread_name(post: OutgoingPost) -> str:
+        first_line = next((line.strip() for line in post.text.splitlines() if line.strip()), "")
+        return first_line[:DISCORD_THREAD_NAME_LIMIT] or (post.media[0].name if post.media else "Post")
+
+    @staticmethod
+    def _release(channel: Channel, message: dict) -> Release:
+        channel_id = str(message.get("channel_id") or channel.session.get("channel_id", ""))
+        guild = channel.session.get("guild_id") or "@me"
+        in_thread = channel_id != channel.session.get("channel_id")
+        return Release(str(message["id"]), f"https://discord.com/channels/{guild}/{channel_id}/{message['id']}",
+                       {"thread_id": channel_id} if in_thread else None)
+
+    @staticmethod
+    def _check_media(media: tuple) -> None:
+        total = sum(os.path.getsize(item.path) for item in media)
+        if total > DISCORD_REQUEST_BYTES:
+            raise Rejected(f"the files of this message add up to {total / 2**20:.1f} MiB; a Discord webhook takes "
+                           f"at most {DISCORD_REQUEST_BYTES // 2**20} MiB per message on a server without boosts: "
+                           "send smaller or fewer files")
+
+    @staticmethod
+    def _error_code(body: str) -> Optional[int]:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return None
+        return answer.get("code") if isinstance(answer, dict) else None
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        answer = reply.json()
+        if reply.status == 404 and isinstance(answer, dict) and answer.get("code") == _DISCORD_UNKNOWN_WEBHOOK:
+            raise NeedsReconnect("Discord says this webhook no longer exists (Unknown Webhook, code 10015): it was "
+                                 "deleted or its channel was; make a new webhook in the channel's Integrations "
+                                 "settings", reply.status, reply.text(500))
+        if reply.status in (400, 413) and isinstance(answer, dict) and answer.get("errors"):
+            # "Invalid Form Body" alone says nothing: the errors object names the field and the rule
+            detail = json.dumps(answer["errors"], ensure_ascii=False)[:400]
+            raise Rejected(f"Discord refused {what} (HTTP {reply.status}): {answer.get('message')} "
+                           f"(code {answer.get('code')}): {detail}", reply.status, reply.text(500))
+        return super().check_reply(reply, visible, what)
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        for number, value in enumerate(values, 1):
+            where = "the post" if number == 1 else f"thread part {number}"
+            length = len(markdown_from_html(value["content"], "discord"))
+            if length > DISCORD_MESSAGE_LIMIT:
+                return (f"Discord allows {DISCORD_MESSAGE_LIMIT:,} characters in a message; {where} has {length:,} "
+                        "(counted as Discord markdown, with links written out)")
+            if len(value["image"]) > DISCORD_ATTACHMENT_LIMIT:
+                return (f"Discord allows {DISCORD_ATTACHMENT_LIMIT} files in a message; {where} has "
+                        f"{len(value['image'])}")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the Discord channel of the webhook \"{channel.name}\""
+
+
+SLACK_SECTION_LIMIT = 3000
+SLACK_BLOCK_LIMIT = 50
+SLACK_FALLBACK_TEXT_LIMIT = 3000  # `text` is only the notification's preview once there are blocks
+_SLACK_WEBHOOK_PATH = re.compile(r"/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+/?")
+# Incoming webhooks answer errors as a short code in plain text: what each means, and what to do.
+_SLACK_GONE = {
+    "no_service": "the webhook was removed or its app uninstalled",
+    "no_service_id": "the webhook URL is incomplete",
+    "no_team": "the webhook URL names no workspace",
+    "team_disabled": "the workspace was disabled",
+    "invalid_token": "the webhook URL's token is not valid anymore",
+    "channel_not_found": "the webhook's channel was deleted",
+}
+_SLACK_REFUSALS = {
+    "invalid_payload": "Slack could not read the message rustiz built; this is a rustiz bug worth reporting",
+    "no_text": "the message had no text and no blocks",
+    "channel_is_archived": "the webhook's channel is archived: unarchive it, or connect a webhook of another channel",
+    "action_prohibited": "a workspace admin restricted posting to this channel",
+    "posting_to_general_channel_denied": "only some members may post in the workspace's general channel",
+    "too_many_attachments": "the message has more blocks or attachments than Slack takes",
+    "invalid_blocks": "Slack refused a block; an image must be at a public http(s) URL that Slack can download",
+    "invalid_blocks_format": "Slack could not read the blocks",
+}
+
+
+def _slack_sections(mrkdwn: str) -> list:
+    """The text cut into pieces Slack's section blocks take (3,000 characters), at line breaks when possible."""
+    sections, rest = [], mrkdwn
+    while len(rest) > SLACK_SECTION_LIMIT:
+        cut = rest.rfind("\n", 0, SLACK_SECTION_LIMIT + 1)
+        cut = cut if cut > 0 else rest.rfind(" ", 0, SLACK_SECTION_LIMIT + 1)
+        cut = cut if cut > 0 else SLACK_SECTION_LIMIT
+        sections.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    return sections + ([rest] if rest else [])
+
+
+def _looks_like_video(path: str) -> bool:
+    return bool(re.search(r"\.(mp4|m4v|mov|webm|mkv|avi)(\?|#|\Z)", path.lower()))
+
+
+@publisher
+class SlackProvider(Provider):
+    """A Slack app's incoming webhook (api.slack.com/apps > Incoming Webhooks): one channel, no bot token.
+
+    It answers plain text: "ok" when the message is posted, else an error code such as no_service."""
+    identifier = "slack"
+    label = "Slack"
+    resend_is_safe = False  # a second send is a second message
+    threads = False  # the webhook answers no message ts, so nothing can be threaded under a post
+    concurrency = 4
+    spacing = 1.0  # Slack allows about one message a second per webhook
+
+    async def connect(self, channel: Channel) -> Connected:
+        # An incoming webhook has no read endpoint: the only way to test one is to post to the
+        # channel, and a test message in somebody's workspace is not ours to send. So the URL's shape
+        # is checked (for Slack's own host), and a revoked webhook shows up on the first publish,
+        # which then flags the channel for reconnecting.
+        url = channel.credentials["webhookUrl"]
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        if parts.hostname == "hooks.slack.com" and (parts.scheme != "https" or
+                                                    not _SLACK_WEBHOOK_PATH.fullmatch(parts.path)):
+            raise Rejected("this is not a Slack incoming webhook URL: it looks like "
+                           "https://hooks.slack.com/services/T.../B.../... (copy it from your Slack app's "
+                           "Incoming Webhooks page)")
+        account = _secret_account("webhookUrl", lambda credentials: channel.name)(channel.credentials)
+        return Connected(account)
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        videos = [index for index, media in enumerate(post.media, 1) if media.kind == "video"]
+        if videos:
+            raise Rejected("Slack incoming webhooks cannot upload files, so a video cannot be posted",
+                           item=f"media item {videos[0]}")
+        mrkdwn = markdown_from_html(post.html, "mrkdwn")
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": section}}
+                  for section in _slack_sections(mrkdwn)]
+        # Slack downloads each image from its URL: it must be public (FRONTEND_URL, or media from the web).
+        blocks += [{"type": "image", "image_url": media.url, "alt_text": media.alt or media.name}
+                   for media in post.media]
+        fallback = mrkdwn or ", ".join(media.alt or media.name for media in post.media)
+        await self.send(channel, "POST", channel.credentials["webhookUrl"], visible=True, what="the message",
+                        json_body={"text": fallback[:SLACK_FALLBACK_TEXT_LIMIT], "blocks": blocks})
+        # The webhook answers no id or link for the message: the part's own key stands in for the id.
+        return Release(post.idempotency_key, "")
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        code = reply.body[:200].decode("utf-8", "replace").strip()
+        if 200 <= reply.status < 300:
+            if code == "ok":
+                return reply
+            if not re.fullmatch(r"[a-z_]+", code):  # not Slack's words: a proxy or portal answered
+                raise OutcomeUnknown(f"Slack answered HTTP {reply.status} but not \"ok\": {reply.text(200)}",
+                                     reply.status, reply.text(500))
+        if code in _SLACK_GONE:
+            raise NeedsReconnect(f"Slack refused the webhook ({code}): {_SLACK_GONE[code]}; add a new incoming "
+                                 "webhook in your Slack app and connect the channel with its URL",
+                                 reply.status, code)
+        if code in _SLACK_REFUSALS:
+            raise Rejected(f"Slack refused {what} ({code}): {_SLACK_REFUSALS[code]}", reply.status, code)
+        if 200 <= reply.status < 300:
+            raise Rejected(f"Slack refused {what} ({code})", reply.status, code)
+        return super().check_reply(reply, visible, what)
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        media = values[0]["image"]
+        if any(_looks_like_video(str(item.get("path", ""))) for item in media if isinstance(item, dict)):
+            return ("Slack incoming webhooks cannot upload files, and a video cannot be shown from a link: "
+                    "post images only (Slack shows them from their public URL)")
+        sections = _slack_sections(markdown_from_html(values[0]["content"], "mrkdwn"))
+        blocks = len(sections) + len(media)
+        if blocks > SLACK_BLOCK_LIMIT:
+            return (f"Slack takes at most {SLACK_BLOCK_LIMIT} blocks in a message; this post needs {blocks} "
+                    f"({len(sections)} sections of up to {SLACK_SECTION_LIMIT:,} characters of text and "
+                    f"{len(media)} images)")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the Slack channel of the webhook \"{channel.name}\""
+
+
+LEMMY_TITLE_LIMIT = 200
+LEMMY_BODY_LIMIT = 10000  # Lemmy's default for a comment, and what Postiz allows for a post
+# Lemmy's error codes ({"error": "..."}) with what they mean for the person reading the failure.
+_LEMMY_LOGIN_ERRORS = {
+    "incorrect_login": "the username or password is wrong",
+    "password_incorrect": "the password is wrong",
+    "not_logged_in": "the login expired or was revoked",
+    "missing_totp_token": ("the account has two-factor authentication, and rustiz cannot log in with a code "
+                           "that changes every 30 seconds; turn 2FA off for this account or use another account"),
+    "incorrect_totp_token": "the account has two-factor authentication, which rustiz cannot log in with",
+    "email_not_verified": "the account's email address is not verified yet: open the link Lemmy emailed",
+    "registration_application_is_pending": "the instance's admins have not approved the account yet",
+    "registration_denied": "the instance's admins refused the account's registration",
+    "site_ban": "the account is banned from this instance",
+    "deleted": "the account was deleted",
+}
+_LEMMY_REFUSALS = {
+    "couldnt_find_community": "no community has that id on this instance; pick it again with the subreddits tool",
+    "banned_from_community": "the account is banned from that community",
+    "only_mods_can_post_in_community": "only that community's moderators may post in it",
+    "community_is_deleted": "the community was deleted",
+    "community_is_removed": "the community was removed by an admin",
+    "invalid_post_title": "the title must be 1 to 200 characters and not only spaces",
+    "invalid_body_field": "the text is too long for this instance",
+    "invalid_url": "the link (url) is not a valid URL",
+    "couldnt_find_post": "the post to comment on was deleted",
+    "locked": "the post is locked: no new comments",
+    "slurs": "the instance's slur filter matched the text",
+}
+
+
+def _lemmy_communities(settings: dict) -> list:
+    """The communities a post goes to: Postiz's `subreddit: [{value: {id, subreddit, title, url?}}]`."""
+    entries = settings.get("subreddit") if isinstance(settings, dict) else None
+    return [entry["value"] for entry in entries or () if isinstance(entry, dict) and isinstance(entry.get("value"), dict)]
+
+
+@publisher
+class LemmyProvider(Provider):
+    """Any Lemmy instance, with the account's username (or email) and password; API v3.
+
+    The post goes to each chosen community; thread parts become comments under each of those posts."""
+    identifier = "lemmy"
+    label = "Lemmy"
+    resend_is_safe = False  # Lemmy takes no idempotency key
+    concurrency = 2
+    spacing = 2.0  # instances rate-limit posts and comments per IP
+
+    async def connect(self, channel: Channel) -> Connected:
+        jwt = await self._log_in(channel)
+        reply = await self.send(channel, "GET", self._api(channel, "/site"), what="the account (GET /api/v3/site)",
+                                headers={"Authorization": f"Bearer {jwt}"})
+        site = reply.json()
+        person = (((site or {}).get("my_user") or {}).get("local_user_view") or {}).get("person") \
+            if isinstance(site, dict) else None
+        if not isinstance(person, dict) or not person.get("name"):
+            raise Rejected(f"Lemmy at {self._service(channel)} logged in, but its site answer has no account "
+                           f"(my_user); is it a Lemmy instance of version 0.19 or later? ({reply.text(200)})")
+        host, name = _url_host(self._service(channel)), str(person["name"])
+        account = ChannelAccount(f"{host}/{name.lower()}", str(person.get("display_name") or name),
+                                 f"{name}@{host}", person.get("avatar") or None)
+        return Connected(account, session={"jwt": jwt})
+
+    @staticmethod
+    def _service(channel: Channel) -> str:
+        return channel.credentials["service"].rstrip("/")
+
+    def _api(self, channel: Channel, path: str) -> str:
+        return f"{self._service(channel)}/api/v3{path}"
+
+    async def _log_in(self, channel: Channel) -> str:
+        reply = await self.send(channel, "POST", self._api(channel, "/user/login"), what="the login",
+                                json_body={"username_or_email": channel.credentials["identifier"],
+                                           "password": channel.credentials["password"]})
+        answer = reply.json()
+        jwt = answer.get("jwt") if isinstance(answer, dict) else None
+        if not isinstance(jwt, str) or not jwt:
+            raise NeedsReconnect("Lemmy accepted the login but gave no token: the account may wait for its "
+                                 "email to be verified or for the admins to approve it", reply.status, reply.text(500))
+        return jwt
+
+    async def _call(self, channel: Channel, method: str, path: str, visible: bool, what: str,
+                    **request: Any) -> HttpReply:
+        """A request with the cached login; a refused login is renewed once (the refused request did nothing)."""
+        fresh = not channel.session.get("jwt")
+        if fresh:
+            channel.save_session({**channel.session, "jwt": await self._log_in(channel)})
+        try:
+            return await self.send(channel, method, self._api(channel, path), visible, what,
+                                   headers={"Authorization": f"Bearer {channel.session['jwt']}"}, **request)
+        except NeedsReconnect:
+            if fresh:
+                raise
+            channel.save_session({**channel.session, "jwt": await self._log_in(channel)})
+            return await self.send(channel, method, self._api(channel, path), visible, what,
+                                   headers={"Authorization": f"Bearer {channel.session['jwt']}"}, **request)
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        service = self._service(channel)
+        if parent is None:
+            targets = [str(community["id"]) for community in _lemmy_communities(post.settings)]
+            if not targets:
+                raise Rejected("the post names no Lemmy community: settings.subreddit needs at least one "
+                               "{value: {id, subreddit, title}}")
+            ids = await self._each(channel, post, targets, self._create_post)
+            return Release(",".join(ids), ",".join(f"{service}/post/{id_}" for id_ in ids), {"posts": ids})
+        posts = parent.reply_ref.get("posts") if isinstance(parent.reply_ref, dict) else None
+        if not posts:
+            raise Rejected("the post this comment belongs to left no Lemmy post id to comment on")
+        ids = await self._each(channel, post, posts, self._comment)
+        return Release(",".join(ids), ",".join(f"{service}/comment/{id_}" for id_ in ids), {"posts": posts})
+
+    async def _each(self, channel: Channel, post: OutgoingPost, targets: list, make: Callable) -> list:
+        """`make(channel, post, target)` for each community (or post commented on), in order.
+
+        A post to several communities is several requests: when one fails after others went out, the
+        attempt is retried, so the ids already made are kept in the channel's session under this part's
+        key and those targets are skipped instead of posted twice."""
+        done = dict((channel.session.get("progress") or {}).get(post.idempotency_key) or {})
+        for target in targets:
+            if target in done:
+                continue
+            done[target] = await make(channel, post, target)
+            progress = {**(channel.session.get("progress") or {}), post.idempotency_key: done}
+            channel.save_session({**channel.session, "progress": progress})
+        progress = dict(channel.session.get("progress") or {})
+        if progress.pop(post.idempotency_key, None) is not None:
+            channel.save_session({**channel.session, "progress": progress})
+        return [done[target] for target in targets]
+
+    async def _create_post(self, channel: Channel, post: OutgoingPost, community_id: str) -> str:
+        community = next(value for value in _lemmy_communities(post.settings) if str(value["id"]) == community_id)
+        body = markdown_from_html(post.html, "markdown")
+        title = str(community.get("title") or "").strip() or body.split("\n", 1)[0][:LEMMY_TITLE_LIMIT]
+        payload: dict = {"community_id": int(community_id), "name": title, "body": body, "nsfw": False}
+        image = post.media[0] if post.media else None
+        # Lemmy takes media only as URLs it (and readers) fetch: without a link of its own, the post's
+        # image is the link (an image post); with one, the image is the link's thumbnail.
+        if community.get("url"):
+            payload["url"] = community["url"]
+            if image is not None:
+                payload["custom_thumbnail"] = image.url
+        elif image is not None:
+            payload["url"] = image.url
+        reply = await self._call(channel, "POST", "/post", True, f"the post to community {community_id}",
+                                 json_body=payload)
+        return self._made_id(reply, "post_view", "post")
+
+    async def _comment(self, channel: Channel, post: OutgoingPost, post_id: str) -> str:
+        content = markdown_from_html(post.html, "markdown")
+        images = "\n\n".join(f"![{media.alt}]({media.url})" for media in post.media)
+        content = "\n\n".join(filter(None, (content, images)))
+        reply = await self._call(channel, "POST", "/comment", True, f"the comment on post {post_id}",
+                                 json_body={"post_id": int(post_id), "content": content})
+        return self._made_id(reply, "comment_view", "comment")
+
+    @staticmethod
+    def _made_id(reply: HttpReply, view: str, kind: str) -> str:
+        answer = reply.json()
+        made = ((answer or {}).get(view) or {}).get(kind) if isinstance(answer, dict) else None
+        if not isinstance(made, dict) or made.get("id") is None:
+            raise OutcomeUnknown(f"Lemmy answered HTTP {reply.status} without the {kind} it made "
+                                 f"({reply.text(200)})", reply.status, reply.text(500))
+        return str(made["id"])
+
+    async def tool_subreddits(self, channel: Channel, data: dict) -> list:
+        """Communities matching `data.word`, most active first, as Postiz lists them: [{title, name, id}]."""
+        from urllib.parse import urlencode
+        query = urlencode({"type_": "Communities", "sort": "Active", "q": str(data.get("word") or "")})
+        reply = await self._call(channel, "GET", f"/search?{query}", False, "the community search")
+        answer = reply.json()
+        found = answer.get("communities") if isinstance(answer, dict) else None
+        return [{"title": view["community"].get("title"), "name": view["community"].get("title"),
+                 "id": view["community"].get("id")}
+                for view in found or () if isinstance(view, dict) and isinstance(view.get("community"), dict)]
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        answer = reply.json()
+        code = answer.get("error") if isinstance(answer, dict) and not 200 <= reply.status < 300 else None
+        if isinstance(code, str):
+            status, body = reply.status, reply.text(500)
+            if code in _LEMMY_LOGIN_ERRORS:
+                raise NeedsReconnect(f"Lemmy refused the login ({code}): {_LEMMY_LOGIN_ERRORS[code]}", status, body)
+            if code == "rate_limit_error" or status == 429:
+                raise Retryable(f"Lemmy is throttling requests (HTTP {status}, {code})", status, body,
+                                after=retry_after_seconds(reply))
+            if 400 <= status < 500:
+                meaning = _LEMMY_REFUSALS.get(code, "see the instance's Lemmy version for what this code means")
+                raise Rejected(f"Lemmy refused {what} ({code}): {meaning}", status, body)
+        return super().check_reply(reply, visible, what)
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        for community in _lemmy_communities(settings):
+            if not re.fullmatch(r"[0-9]+", str(community.get("id", ""))):
+                return (f"Lemmy community ids are numbers (the subreddits tool lists them); "
+                        f"{json.dumps(community.get('id'))} is not one")
+            title = str(community.get("title") or "")
+            if len(title) > LEMMY_TITLE_LIMIT:
+                return (f"Lemmy allows titles of up to {LEMMY_TITLE_LIMIT} characters; the title for "
+                        f"{community.get('subreddit') or community['id']} has {len(title)}")
+        for number, value in enumerate(values, 1):
+            length = len(markdown_from_html(value["content"], "markdown"))
+            if length > LEMMY_BODY_LIMIT:
+                where = "the post" if number == 1 else f"comment {number - 1}"
+                return (f"Lemmy allows {LEMMY_BODY_LIMIT:,} characters in a post or comment; {where} has "
+                        f"{length:,} (counted as markdown)")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the profile of {channel.credentials['identifier']} on {self._service(channel)}"
+
 
 # --- Nostr: secp256k1 and BIP-340 Schnorr signatures, in pure Python ------------------------------
 # A post needs one signature, so a plain implementation is fast enough (a few milliseconds) and
