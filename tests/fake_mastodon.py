@@ -25,6 +25,7 @@ class FakeMastodon(FakePlatform):
         self.remaining = 300
         self.route("GET", "/api/v1/accounts/verify_credentials", self.verify_credentials)
         self.route("GET", "/api/v2/instance", self.instance)
+        self.route("GET", "/api/v1/instance", self.instance_before_4_0)
         self.route("POST", "/api/v2/media", self.upload)
         self.route("GET", r"/api/v1/media/(\d+)", self.media_state)
         self.route("POST", "/api/v1/statuses", self.post_status)
@@ -57,6 +58,10 @@ class FakeMastodon(FakePlatform):
         return answer(200, {"domain": "127.0.0.1", "title": "Fake Mastodon", "configuration": {"statuses": {
             "max_characters": self.max_characters, "max_media_attachments": self.max_media,
             "characters_reserved_per_url": 23}}})
+
+    def instance_before_4_0(self, request: FakeRequest):
+        """/api/v1/instance as Pleroma and Akkoma answer it: the length limit is max_toot_chars."""
+        return answer(200, {"uri": "127.0.0.1", "title": "Fake Pleroma", "max_toot_chars": self.max_characters})
 
     def upload(self, request: FakeRequest):
         refused = self._unauthorized(request)

@@ -47,6 +47,15 @@ def test_connecting_reads_the_account_and_the_instances_limits(server, fake):
     assert status == 409, body
 
 
+def test_a_server_without_api_v2_instance_gives_its_limits_from_api_v1(server, fake):
+    fake.max_characters = 5000
+    fake.fail_next("GET", "/api/v2/instance", 404, {"error": "Record not found"})
+    status, channel = connect(server, "mastodon", fake.credentials())
+    assert status == 201, channel
+    status, body = api(server, "POST", "/posts", post_body(channel["id"], "<p>" + "a" * 5001 + "</p>"))
+    assert status == 400 and "allows 5000" in body["message"], body
+
+
 def test_a_wrong_token_is_refused_at_connect_with_the_instances_reason(server, fake):
     status, body = connect(server, "mastodon", {**fake.credentials(), "accessToken": "revoked"})
     assert status == 400
