@@ -146,6 +146,11 @@ def test_a_validation_failure_fails_the_post_with_the_instances_words(server, fa
 def test_the_instances_limits_are_checked_before_a_post_is_accepted(server, fake, channel_id):
     link = "https://example.com/" + "x" * 300
     assert post_now(server, channel_id, f"<p>{'a' * 470} {link}</p>")  # 470 + 1 + 23 = 494: fits
+    # Mastodon counts user-perceived characters: a thumbs-up with a skin tone, or a flag, is one.
+    status, body = api(server, "POST", "/posts", post_body(channel_id, "<p>" + "👍🏽🇫🇷" * 250 + "</p>"))
+    assert status == 201, body
+    status, body = api(server, "POST", "/posts", post_body(channel_id, "<p>" + "👍🏽🇫🇷" * 250 + "!</p>"))
+    assert status == 400 and body["message"].startswith("the post is 501 characters long"), body
     status, body = api(server, "POST", "/posts", post_body(channel_id, "<p>ok</p>", f"<p>{'a' * 480} {link}</p>"))
     assert (status, body["message"]) == (400, "thread part 2 is 504 characters long as Mastodon counts them "
                                               "(each link counts as 23), and this instance allows 500"), body
