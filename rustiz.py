@@ -3727,9 +3727,12 @@ def _check_before_publishing(post_type: str, posts: list, channels: list) -> Non
         if problem:
             raise _post_validation_error(channel, problem)
         article = identifier == "x" and post["settings"].get("post_type") == "article"
+        # A channel that read its own length limit when connecting (a Mastodon instance allowing 5,000
+        # characters) is measured by its publisher's post_problem, as its platform counts, instead.
+        own_limit = bool((channel.get("limits") or {}).get("maxLength"))
         for value in post["values"]:
             length, limit = post_length(identifier, value["content"], channel.get("additional_settings"))
-            if limit and length > (100000 if article else limit):
+            if limit and not own_limit and length > (100000 if article else limit):
                 raise _post_validation_error(channel, "post is too long, please fix it")
         problem = _platform_problem(channel, post)
         if problem:
@@ -5868,7 +5871,10 @@ class Provider:
         if status in (401, 403):
             raise NeedsReconnect(f"the channel's credentials were refused: {message}", status, body)
         if status in (502, 503) or (status >= 500 and not visible):
-            raise Retryable(message, status, body, after=retry_after_seconds(reply))
+            # Only a Retry-After says when to come back: a rate-limit window's reset (which some platforms
+            # send on every answer) says nothing about when the server will be well again.
+            raise Retryable(message, status, body,
+                            after=retry_after_seconds(reply) if "retry-after" in reply.headers else None)
         if status >= 500:
             raise OutcomeUnknown(f"a server error, after the post was sent: {message}", status, body)
         raise Rejected(message, status, body)
@@ -7068,6 +7074,427 @@ class NostrProvider(Provider):
         if all(answer.state == "refused" and not _temporary_refusal(answer.message) for answer in answers):
             return Rejected(f"every relay refused the note ({report})")
         return Retryable(f"no relay accepted the note ({report})")
+
+
+# --- Mastodon: any instance, with a pasted access token ------------------------------------------
+
+MASTODON_DEFAULT_LIMITS = {"maxLength": 500, "maxMedia": 4, "charactersReservedPerUrl": 23}  # stock Mastodon
+MASTODON_MEDIA_WAIT_SECONDS = 60.0  # how long a status waits for the instance to process its media
+_MASTODON_URL = re.compile(r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]")
+_MASTODON_REMOTE_MENTION = re.compile(r"(?<![\w@/])@(\w+)@[\w.-]*\w")
+# What follows a character without starting a new grapheme (a user-perceived character):
+# combining marks, variation selectors, skin tones, tag characters, and whatever a zero-width joiner joins.
+_GRAPHEME_EXTENDERS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
+                                 "\U0001F3FB-\U0001F3FF\U000E0020-\U000E007F]|\u200d.?", re.DOTALL)
+_REGIONAL_INDICATOR_PAIR = re.compile("[\U0001F1E6-\U0001F1FF]{2}")
+
+
+def grapheme_count(text: str) -> int:
+    """About how many user-perceived characters `text` has (Unicode grapheme clusters, the common cases):
+    what Mastodon counts, so "👍🏽" and "🇫🇷" are one character each."""
+    return len(_REGIONAL_INDICATOR_PAIR.sub("x", _GRAPHEME_EXTENDERS.sub("", text)))
+
+
+def mastodon_length(text: str, characters_per_url: int) -> int:
+    """A status's length as Mastodon counts it: every http(s) link is `characters_per_url` long whatever
+    its length, a mention of a remote account counts only its @username, the rest in graphemes."""
+    text = _MASTODON_REMOTE_MENTION.sub(r"@\1", text)
+    links = len(_MASTODON_URL.findall(text))
+    return grapheme_count(_MASTODON_URL.sub("", text)) + links * characters_per_url
+
+
+def _positive_int(value: Any, fallback: int) -> int:
+    return value if type(value) is int and value > 0 else fallback
+
+
+@publisher
+class MastodonProvider(Provider):
+    """Any Mastodon instance (or one speaking its API), with an access token made in the account's settings.
+
+    Media go up first (large files are processed in the background: polled, up to a minute), then the
+    status, with Idempotency-Key: the instance returns the same status for a repeated key for about an
+    hour, so an attempt whose answer was lost can be sent again safely."""
+    identifier = "mastodon"
+    label = "Mastodon"
+    resend_is_safe = True
+    concurrency = 5
+    spacing = 1.0  # 300 requests per 5 minutes per account: a publish (media, polls, status) a second stays under
+
+    @staticmethod
+    def _instance(channel: Channel) -> str:
+        return channel.credentials["instance"].rstrip("/")
+
+    @staticmethod
+    def _authorization(channel: Channel) -> dict:
+        return {"Authorization": f"Bearer {channel.credentials['accessToken'].strip()}"}
+
+    async def connect(self, channel: Channel) -> Connected:
+        instance = self._instance(channel)
+        reply = await self.send(channel, "GET", instance + "/api/v1/accounts/verify_credentials",
+                                what="the access token check (verify_credentials)", headers=self._authorization(channel))
+        account = reply.json()
+        if not isinstance(account, dict) or account.get("id") is None:
+            raise Rejected(f"{instance} does not answer like a Mastodon server: verify_credentials returned "
+                           f"{reply.text(200)!r} instead of an account", reply.status)
+        host = _url_host(instance)
+        username = account.get("acct") or account.get("username") or str(account["id"])
+        return Connected(ChannelAccount(f"{host}/{account['id']}", account.get("display_name") or username,
+                                        username, account.get("avatar") or None),
+                         limits=await self._instance_limits(channel))
+
+    async def _instance_limits(self, channel: Channel) -> dict:
+        """The instance's own limits (many raise the 500 characters); stock Mastodon's where it does not say.
+
+        Servers before Mastodon 4.0 (and some that speak its API, like Pleroma) have only /api/v1/instance,
+        with the same `configuration` or a `max_toot_chars`."""
+        try:
+            reply = await self.send(channel, "GET", self._instance(channel) + "/api/v2/instance",
+                                    what="the instance's limits (/api/v2/instance)")
+        except Rejected as refused:
+            if refused.status != 404:
+                raise
+            reply = await self.send(channel, "GET", self._instance(channel) + "/api/v1/instance",
+                                    what="the instance's limits (/api/v1/instance)")
+        answer = reply.json()
+        answer = answer if isinstance(answer, dict) else {}
+        configuration = answer.get("configuration") if isinstance(answer.get("configuration"), dict) else {}
+        statuses = configuration.get("statuses") if isinstance(configuration.get("statuses"), dict) else {}
+        max_characters = statuses.get("max_characters") or answer.get("max_toot_chars")
+        return {"maxLength": _positive_int(max_characters, MASTODON_DEFAULT_LIMITS["maxLength"]),
+                "maxMedia": _positive_int(statuses.get("max_media_attachments"), MASTODON_DEFAULT_LIMITS["maxMedia"]),
+                "charactersReservedPerUrl": _positive_int(statuses.get("characters_reserved_per_url"),
+                                                          MASTODON_DEFAULT_LIMITS["charactersReservedPerUrl"])}
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        limits = {**MASTODON_DEFAULT_LIMITS, **(channel.get("limits") or {})}
+        for number, value in enumerate(values, 1):
+            where = f"thread part {number}" if len(values) > 1 else "the post"
+            length = mastodon_length(html_to_text(value["content"]), limits["charactersReservedPerUrl"])
+            if length > limits["maxLength"]:
+                return (f"{where} is {length} characters long as Mastodon counts them (each link counts as "
+                        f"{limits['charactersReservedPerUrl']}), and this instance allows {limits['maxLength']}")
+            if len(value["image"]) > limits["maxMedia"]:
+                return (f"{where} has {len(value['image'])} images or videos, and this instance allows "
+                        f"{limits['maxMedia']} per status")
+        return None
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        media_ids = [await self._upload(channel, media, f"media item {number}")
+                     for number, media in enumerate(post.media, 1)]
+        status: dict = {"status": post.text, "visibility": "public", "media_ids": media_ids}
+        if parent is not None:
+            status["in_reply_to_id"] = parent.id
+        reply = await self.send(channel, "POST", self._instance(channel) + "/api/v1/statuses", visible=True,
+                                what="the status", json_body=status,
+                                headers={**self._authorization(channel), "Idempotency-Key": post.idempotency_key})
+        answer = reply.json()
+        if not isinstance(answer, dict) or answer.get("id") is None:
+            raise OutcomeUnknown(f"Mastodon accepted the status but answered {reply.text(200)!r} instead of it",
+                                 reply.status)
+        return Release(str(answer["id"]), self._status_url(channel, answer))
+
+    def _status_url(self, channel: Channel, status: dict) -> str:
+        if isinstance(status.get("url"), str) and status["url"]:
+            return status["url"]
+        account = status.get("account") if isinstance(status.get("account"), dict) else {}
+        if account.get("acct"):
+            return f"{self._instance(channel)}/@{account['acct']}/{status['id']}"
+        return f"{self._instance(channel)}/statuses/{status['id']}"
+
+    async def _upload(self, channel: Channel, media: MediaFile, item: str) -> str:
+        """The media attachment's id, once the instance has processed the file (it may take a while for video)."""
+        body, content_type = encode_multipart([("file", (media.name, media.read(), media.content_type)),
+                                               ("description", media.alt)])
+        try:
+            reply = await self.send(channel, "POST", self._instance(channel) + "/api/v2/media", what=f"the upload of {item}",
+                                    body=body, headers={**self._authorization(channel), "Content-Type": content_type},
+                                    timeouts=Timeouts(read=120, total=600))
+            attachment = reply.json()
+            if not isinstance(attachment, dict) or attachment.get("id") is None:
+                raise Rejected(f"Mastodon answered the upload with {reply.text(200)!r} instead of a media attachment",
+                               reply.status)
+            if reply.status == 202:  # accepted, still being processed: the status must wait for it
+                await self._wait_until_processed(channel, str(attachment["id"]), item)
+        except PublishError as error:
+            error.item = error.item or item
+            raise
+        return str(attachment["id"])
+
+    async def _wait_until_processed(self, channel: Channel, media_id: str, item: str) -> None:
+        """Poll the attachment (206 = still processing, 200 = ready), at growing intervals, for a bounded time."""
+        deadline, pause = time.monotonic() + MASTODON_MEDIA_WAIT_SECONDS, 0.25
+        while time.monotonic() < deadline:
+            await asyncio.sleep(pause)
+            reply = await self.send(channel, "GET", f"{self._instance(channel)}/api/v1/media/{media_id}",
+                                    what=f"the processing of {item}", headers=self._authorization(channel))
+            if reply.status == 200:
+                return
+            pause = min(pause * 2, 4.0)
+        raise Retryable(f"Mastodon was still processing {item} after {MASTODON_MEDIA_WAIT_SECONDS:.0f} s; "
+                        "the post waits and tries again", item=item)
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the profile of the channel \"{channel.name}\" on {_url_host(self._instance(channel))}"
+
+
+# --- Telegram: the user's own bot, posting to a channel or group ---------------------------------
+
+TELEGRAM_TEXT_LIMIT = 4096  # characters of a message, as Telegram counts them (UTF-16 code units)
+TELEGRAM_CAPTION_LIMIT = 1024  # characters of a photo's or video's caption
+TELEGRAM_MEDIA_GROUP_SIZE = 10  # items of one album (sendMediaGroup)
+TELEGRAM_PHOTO_BYTES = 10 * 1024 * 1024
+TELEGRAM_FILE_BYTES = 50 * 1024 * 1024  # what a bot may upload
+# Postiz's tags -> Telegram's (its HTML parse mode knows only a few); headings become bold lines.
+_TELEGRAM_TAGS = {"strong": "b", "b": "b", "em": "i", "i": "i", "u": "u", "ins": "u", "s": "s", "strike": "s",
+                  "del": "s", "code": "code", "pre": "pre", "blockquote": "blockquote",
+                  "h1": "b", "h2": "b", "h3": "b", "h4": "b", "h5": "b", "h6": "b"}
+_TELEGRAM_LINE_ENDS = frozenset("p div li h1 h2 h3 h4 h5 h6 blockquote pre".split())
+_TELEGRAM_LINK = r"(?i)(?:https?|tg|mailto):"
+# 400 answers that no post can get past: the chat or the bot's place in it is gone, so the channel
+# must be connected again (connecting checks the bot can post there) rather than each post failing alike.
+_TELEGRAM_CHAT_GONE = re.compile(r"(?i)chat not found|not enough rights|have no rights|need administrator rights|"
+                                 r"bot is not a member|upgraded to a supergroup|CHAT_WRITE_FORBIDDEN|"
+                                 r"CHAT_ADMIN_REQUIRED|CHAT_RESTRICTED")
+
+
+def telegram_html(html: str) -> str:
+    """Postiz's HTML in the subset Telegram's parse_mode HTML takes: <b> <i> <u> <s> <a href> <code>
+    <pre> <blockquote>; paragraphs and <br> become line breaks, list items "• " lines, other tags go
+    (their text stays), and <, >, & in the text are escaped."""
+    from html.parser import HTMLParser
+
+    class Converter(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.output: list = []
+            self.open: list = []  # (Postiz tag, Telegram tag written for it)
+
+        def handle_starttag(self, tag: str, attributes: list) -> None:
+            if tag == "br":
+                self.output.append("\n")
+                return
+            if tag == "li":
+                self.output.append("• ")
+            if any(written in ("code", "pre") for _, written in self.open):
+                return  # Telegram takes no formatting inside code
+            href = dict(attributes).get("href") or ""
+            written = "a" if tag == "a" and re.match(_TELEGRAM_LINK, href.strip()) else _TELEGRAM_TAGS.get(tag)
+            if written:
+                self.output.append(f'<a href="{_escape_html(href.strip(), quote=True)}">' if written == "a"
+                                   else f"<{written}>")
+                self.open.append((tag, written))
+
+        def handle_endtag(self, tag: str) -> None:
+            if any(source == tag for source, _ in self.open):
+                while self.open:
+                    source, written = self.open.pop()
+                    self.output.append(f"</{written}>")
+                    if source == tag:
+                        break
+            if tag in _TELEGRAM_LINE_ENDS:
+                self.output.append("\n")
+
+        def handle_data(self, data: str) -> None:
+            self.output.append(data.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+        def text(self) -> str:
+            self.close()
+            self.output.extend(f"</{written}>" for _, written in reversed(self.open))
+            return re.sub(r"\n{3,}", "\n\n", "".join(self.output)).strip()
+
+    converter = Converter()
+    converter.feed(html)
+    return converter.text()
+
+
+def telegram_length(telegram_message: str) -> int:
+    """How long Telegram finds a parse_mode HTML message: its text without tags, in UTF-16 code units."""
+    import html as html_module
+    text = html_module.unescape(re.sub(r"<[^>]*>", "", telegram_message))
+    return len(text.encode("utf-16-le")) // 2
+
+
+def telegram_message_url(message: dict) -> str:
+    """The t.me link of a message: public chats by username, private supergroups and channels by id."""
+    chat = message.get("chat") if isinstance(message.get("chat"), dict) else {}
+    if chat.get("username"):
+        return f"https://t.me/{chat['username']}/{message['message_id']}"
+    chat_id = str(chat.get("id", ""))
+    if chat_id.startswith("-100"):
+        return f"https://t.me/c/{chat_id[4:]}/{message['message_id']}"
+    return ""  # a basic group or a private chat: Telegram has no link to its messages
+
+
+@publisher
+class TelegramProvider(Provider):
+    """The user's own bot (from @BotFather), posting to a channel, group or chat it may write in.
+
+    Text goes out with sendMessage; one photo, video or GIF with its caption; 2 to 10 media as an album
+    (sendMediaGroup), larger sets as several albums. Telegram has no idempotency key: an attempt whose
+    answer was lost is not sent again. Every answer is {"ok": ...}; ok:false is an error whatever the status."""
+    identifier = "telegram"
+    label = "Telegram"
+    resend_is_safe = False
+    concurrency = 10
+    spacing = 1.1  # Telegram allows about one message a second in a chat
+
+    async def _call(self, channel: Channel, method: str, what: str, visible: bool = False, **request: Any) -> Any:
+        """A Bot API method's `result`; the token (part of the URL) never appears in an error."""
+        token = channel.credentials["botToken"].strip()
+        url = f"{platform_url('RUSTIZ_TELEGRAM_API_URL', 'https://api.telegram.org')}/bot{token}/{method}"
+        try:
+            reply = await self.send(channel, "POST", url, visible=visible, what=what, **request)
+        except PublishError as error:
+            error.message, error.body = error.message.replace(token, "<bot token>"), error.body.replace(token, "")
+            raise
+        return reply.json()["result"]
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        answer = reply.json()
+        if not isinstance(answer, dict) or "ok" not in answer:  # a proxy's page, not the Bot API
+            super().check_reply(reply, visible, what)
+            problem = f"Telegram answered {what} with {reply.text(200)!r} instead of a Bot API answer"
+            raise OutcomeUnknown(problem, reply.status) if visible else Retryable(problem, reply.status)
+        if answer["ok"] is True and 200 <= reply.status < 300 and "result" in answer:
+            return reply
+        description = str(answer.get("description") or "ok:false without a description")
+        code = answer.get("error_code") if isinstance(answer.get("error_code"), int) else reply.status
+        body = reply.text(500)
+        if code == 401:
+            raise NeedsReconnect(f"Telegram refused the bot token (HTTP 401, {description}): it is mistyped, or was "
+                                 "revoked or replaced in @BotFather; paste the bot's current token", 401, body)
+        if code == 403 or (code == 400 and _TELEGRAM_CHAT_GONE.search(description)):
+            new_chat = (answer.get("parameters") or {}).get("migrate_to_chat_id")
+            hint = (f"; the group is now the supergroup {new_chat}: use that as the chatId" if new_chat else
+                    "; check the bot is still in the chat with the right to post")
+            raise NeedsReconnect(f"Telegram refused {what} (HTTP {code}): {description}{hint}", code, body)
+        if 200 <= reply.status < 300:  # ok:false in a 200 answer: still a refusal
+            raise Rejected(f"Telegram refused {what}: {description}", code, body)
+        return super().check_reply(reply, visible, what)
+
+    async def connect(self, channel: Channel) -> Connected:
+        chat_id = channel.credentials["chatId"]
+        bot = await self._call(channel, "getMe", "the bot token check (getMe)")
+        chat = await self._call(channel, "getChat", f"the chat {chat_id} (getChat)", json_body={"chat_id": chat_id})
+        if chat.get("type") != "private":  # in a private chat the user talks to the bot: it may always answer
+            member = await self._call(channel, "getChatMember", "the bot's rights in the chat (getChatMember)",
+                                      json_body={"chat_id": chat_id, "user_id": bot["id"]})
+            problem = self._posting_problem(chat, member, bot)
+            if problem:
+                raise Rejected(problem)
+        name = chat.get("title") or " ".join(filter(None, (chat.get("first_name"), chat.get("last_name")))) \
+            or f"Telegram {chat_id}"
+        # No picture: a chat photo's URL would contain the bot token.
+        return Connected(ChannelAccount(f"{bot['id']}/{chat['id']}", name, chat.get("username")))
+
+    @staticmethod
+    def _posting_problem(chat: dict, member: dict, bot: dict) -> Optional[str]:
+        """Why the bot cannot post in the chat (None when it can): channels need an admin with Post Messages."""
+        status, bot_name, title = member.get("status"), f"@{bot.get('username')}", chat.get("title") or chat.get("id")
+        if chat.get("type") == "channel":
+            if status == "creator" or (status == "administrator" and member.get("can_post_messages")):
+                return None
+            return (f"the bot {bot_name} is {status} in the channel \"{title}\", and only an administrator with "
+                    f"the \"Post Messages\" right can post there: in the channel, open Administrators → Add "
+                    f"Admin → {bot_name}, turn on \"Post Messages\", then connect again")
+        if status in ("creator", "administrator", "member") or (
+                status == "restricted" and member.get("is_member") and member.get("can_send_messages")):
+            return None
+        return (f"the bot {bot_name} is {status} in the group \"{title}\" and cannot send messages there: "
+                f"add it to the group (or lift its restrictions), then connect again")
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        for number, value in enumerate(values, 1):
+            where = f"thread part {number}" if len(values) > 1 else "the post"
+            length = telegram_length(telegram_html(value["content"]))
+            if value["image"] and length > TELEGRAM_CAPTION_LIMIT:
+                return (f"{where} has images or videos, so its text is their caption, and it is {length} characters "
+                        f"long; Telegram allows {TELEGRAM_CAPTION_LIMIT:,} in a caption ({TELEGRAM_TEXT_LIMIT:,} "
+                        "without media): shorten it, or put the media in a thread part of their own")
+            if length > TELEGRAM_TEXT_LIMIT:
+                return (f"{where} is {length} characters long as Telegram counts them (an emoji is 2), and "
+                        f"Telegram allows {TELEGRAM_TEXT_LIMIT:,} in a message")
+        return None
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        text = telegram_html(post.html)
+        target: dict = {"chat_id": channel.credentials["chatId"]}
+        if parent is not None:
+            target["reply_parameters"] = {"message_id": int(parent.id)}
+        if not post.media:
+            message = await self._call(channel, "sendMessage", "the message", visible=True,
+                                       json_body={**target, "text": text, "parse_mode": "HTML"})
+            return Release(str(message["message_id"]), telegram_message_url(message))
+        _check_telegram_sizes(post.media)
+        return await self._send_albums(channel, post, text, target)
+
+    async def _send_albums(self, channel: Channel, post: OutgoingPost, caption: str, target: dict) -> Release:
+        """The media in albums of up to 10, the caption on the first item. Which albums went out is kept in
+        the session until the part is done, so a retry after a refused album does not repeat the earlier ones."""
+        size = TELEGRAM_MEDIA_GROUP_SIZE
+        albums = [post.media[start:start + size] for start in range(0, len(post.media), size)]
+        progress = dict(channel.session.get("telegramAlbumsSent", {}).get(post.idempotency_key) or {"albums": 0})
+        for index, album in enumerate(albums):
+            if index < progress["albums"]:
+                continue
+            first = await self._send_album(channel, album, caption if index == 0 else "", target, index * size + 1)
+            progress = {"albums": index + 1, "release": progress.get("release") or
+                        [str(first["message_id"]), telegram_message_url(first)]}
+            if index + 1 < len(albums):
+                self._remember_albums(channel, post.idempotency_key, progress)
+        if len(albums) > 1:
+            self._remember_albums(channel, post.idempotency_key, None)
+        return Release(*progress["release"])
+
+    @staticmethod
+    def _remember_albums(channel: Channel, key: str, progress: Optional[dict]) -> None:
+        sent = {name: value for name, value in channel.session.get("telegramAlbumsSent", {}).items() if name != key}
+        if progress is not None:
+            sent[key] = progress
+        channel.save_session({**channel.session, "telegramAlbumsSent": sent})
+
+    async def _send_album(self, channel: Channel, album: tuple, caption: str, target: dict, first_number: int) -> dict:
+        """One photo, video or GIF (sendPhoto/sendVideo/sendAnimation), or an album of 2 to 10; its first message."""
+        fields = [(name, json.dumps(value) if isinstance(value, dict) else value) for name, value in target.items()]
+        described = {"caption": caption, "parse_mode": "HTML"} if caption else {}
+        if len(album) == 1:
+            media = album[0]
+            kind = "video" if media.kind == "video" else "animation" if media.content_type == "image/gif" else "photo"
+            method, what, item = "send" + kind.capitalize(), f"the {kind}", f"media item {first_number}"
+            fields += [*described.items(), (kind, (media.name, media.read(), media.content_type))]
+        else:
+            method, what = "sendMediaGroup", "the album"
+            item = f"media items {first_number}–{first_number + len(album) - 1}"
+            # A GIF in an album goes as a photo (its first frame): albums take no animations.
+            fields.append(("media", json.dumps([
+                {"type": "video" if media.kind == "video" else "photo", "media": f"attach://file{number}",
+                 **(described if number == 0 else {})} for number, media in enumerate(album)])))
+            fields += [(f"file{number}", (media.name, media.read(), media.content_type))
+                       for number, media in enumerate(album)]
+        body, content_type = encode_multipart(fields)
+        try:
+            result = await self._call(channel, method, what, visible=True,
+                                      body=body, headers={"Content-Type": content_type},
+                                      timeouts=Timeouts(read=120, total=600))
+        except PublishError as error:
+            error.item = error.item or item
+            raise
+        return result[0] if isinstance(result, list) else result
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the Telegram chat {channel.credentials.get('chatId')} (the channel \"{channel.name}\")"
+
+
+def _check_telegram_sizes(media: tuple) -> None:
+    """Refuse, before anything is sent, a file larger than a bot may upload (10 MB a photo, 50 MB any file)."""
+    for number, item in enumerate(media, 1):
+        size = os.path.getsize(item.path)
+        photo = item.kind == "image" and item.content_type != "image/gif"
+        limit = TELEGRAM_PHOTO_BYTES if photo else TELEGRAM_FILE_BYTES
+        if size > limit:
+            raise Rejected(f"this {'photo' if photo else 'file'} is {size / 2**20:.1f} MB, and a Telegram bot may "
+                           f"send {'photos' if photo else 'files'} of up to {limit // 2**20} MB",
+                           item=f"media item {number}")
 
 
 # =============================================================================
