@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import rustiz
 from articles_helpers import (connect, connected_channel, notifications, refresh_needed, refused_post, schedule,
                               trigger, upload_image, wait_for_state)
 from fake_devto import FakeDevto
@@ -141,3 +142,15 @@ def test_the_tags_and_organizations_tools(server, devto):
     assert trigger(server, channel["id"], "organizations") == (200, {"output": [
         {"id": "4242", "name": "The Org", "username": "theorg"}]})
     assert len(devto.requests_to("GET", "/api/organizations/theorg")) == 1
+
+
+def test_html_to_markdown_keeps_the_structure_and_escapes_markdown_signs_in_text():
+    html = ("<h1>T &amp; more</h1><p>a_b *c* <strong>bold </strong><em>it</em> <s>old</s> <u>under</u><br>next</p>"
+            "<ol start=\"3\"><li><p>three</p><ul><li>nested</li></ul></li><li>four</li></ol>"
+            "<blockquote><p>q1</p><p>q2</p></blockquote><pre><code>x = *1*\n</code></pre>"
+            "<p><code>a`b</code> <a href=\"https://e.com/a(b)\">link</a> <img src=\"https://i/x.png\" alt=\"pic\"></p><hr>")
+    assert rustiz.html_to_markdown(html) == (
+        "# T & more\n\na\\_b \\*c\\* **bold** *it* ~~old~~ under  \nnext\n\n"
+        "3. three\n   - nested\n4. four\n\n> q1\n>\n> q2\n\n```\nx = *1*\n```\n\n"
+        "``a`b`` [link](<https://e.com/a(b)>) ![pic](https://i/x.png)\n\n---")
+    assert rustiz.html_to_markdown("<p></p><p>plain</p><p><br></p>") == "plain"
