@@ -5937,8 +5937,8 @@ def _markdown_block(node: _HtmlNode) -> str:
         code = _node_text(node).strip("\n")
         fence = "````" if "```" in code else "```"
         return f"{fence}\n{code}\n{fence}"
-    if tag == "hr":
-        return "---"
+    if tag == "hr":  # not "---", which Dev.to would read as front matter at the start of an article
+        return "***"
     if tag == "li":  # a stray list item outside a list
         return "- " + _markdown_blocks(node.children, "\n")
     return _markdown_blocks(node.children)
@@ -6032,6 +6032,20 @@ def _canonical_url(settings: dict) -> Optional[str]:
     return None
 
 
+def remember_attempt(channel: Channel, bucket: str, key: str, value: Any) -> None:
+    """Keep in the channel's session what an unfinished publish already made on the platform (uploaded
+    media, a draft), under the part's idempotency key, so that the next attempt reuses it instead of
+    making it twice; `value` None forgets it once the part is published or has failed for good."""
+    entries = dict(channel.session.get(bucket) or {})
+    if value is None:
+        if key not in entries:
+            return
+        entries.pop(key)
+    else:
+        entries[key] = value
+    channel.save_session({**channel.session, bucket: entries})
+
+
 def basic_auth_header(user: str, password: str) -> dict:
     import base64
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
@@ -6119,11 +6133,26 @@ class WordPressProvider(Provider):
             raise
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        try:
+            release = await self._publish(channel, post)
+        except Retryable:
+            raise  # the next attempt reuses the media already in the library
+        except PublishError:
+            remember_attempt(channel, "uploads", post.idempotency_key, None)
+            raise
+        remember_attempt(channel, "uploads", post.idempotency_key, None)
+        return release
+
+    async def _publish(self, channel: Channel, post: OutgoingPost) -> Release:
         settings, api = post.settings, self._api(channel)
         featured_path = _settings_image_path(settings)
         featured_id, inline_html = None, []
+        uploads = dict((channel.session.get("uploads") or {}).get(post.idempotency_key) or {})
         for index, media in enumerate(post.media, 1):
-            media_id, source_url = await self._upload(channel, api, media, index)
+            if str(index) not in uploads:
+                uploads[str(index)] = await self._upload(channel, api, media, index)
+                remember_attempt(channel, "uploads", post.idempotency_key, uploads)
+            media_id, source_url = uploads[str(index)]
             if featured_id is None and media.kind == "image" and (not featured_path or featured_path == media.url):
                 featured_id = media_id
             elif media.kind == "video":
@@ -6264,8 +6293,6 @@ class DevtoProvider(Provider):
         return Release(str(answer["id"]), answer.get("url") or "")
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        if not str(settings.get("title") or "").strip():
-            return "Dev.to articles need a title: set settings.title"
         for number, tag in enumerate(_devto_tags(settings), 1):
             if not _DEVTO_TAG.fullmatch(tag):
                 return (f"Dev.to tags are letters and digits only (no spaces, dashes or other signs): tag {number}, "
@@ -6445,11 +6472,10 @@ class ListmonkProvider(Provider):
         return Connected(ChannelAccount(f"{host}/{user.lower()}", channel.name, user))
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
-        drafts = dict(channel.session.get("drafts") or {})
-        campaign_id = drafts.get(post.idempotency_key)
-        if campaign_id is None:  # an earlier attempt that made the draft but could not start it is reused
+        campaign_id = (channel.session.get("drafts") or {}).get(post.idempotency_key)
+        if campaign_id is None:  # else an earlier attempt made the draft but could not start it: reuse it
             campaign_id = await self._create_campaign(channel, post)
-            self._remember_draft(channel, post.idempotency_key, campaign_id)
+            remember_attempt(channel, "drafts", post.idempotency_key, campaign_id)
         try:
             await self.send(channel, "PUT", f"{self._base(channel)}/api/campaigns/{campaign_id}/status", visible=True,
                             what=f"the start of campaign {campaign_id}", json_body={"status": "running"},
@@ -6458,11 +6484,11 @@ class ListmonkProvider(Provider):
             error.message += f" (draft campaign {campaign_id} was created; the next attempt starts it)"
             raise
         except PublishError as error:
-            self._remember_draft(channel, post.idempotency_key, None)
+            remember_attempt(channel, "drafts", post.idempotency_key, None)
             error.message += (f" — the campaign was created as draft {campaign_id} but not started: start it in "
                               f"Listmonk ({self._base(channel)}/admin/campaigns/{campaign_id}) or delete it")
             raise
-        self._remember_draft(channel, post.idempotency_key, None)
+        remember_attempt(channel, "drafts", post.idempotency_key, None)
         return Release(str(campaign_id), f"{self._base(channel)}/admin/campaigns/{campaign_id}")
 
     async def _create_campaign(self, channel: Channel, post: OutgoingPost) -> int:
@@ -6489,15 +6515,6 @@ class ListmonkProvider(Provider):
         images = "".join(f'\n<p><img src="{escape_html(media.url)}" alt="{escape_html(media.alt)}" '
                          'style="max-width:100%" /></p>' for media in post.media if media.kind == "image")
         return preheader + post.html + images
-
-    @staticmethod
-    def _remember_draft(channel: Channel, key: str, campaign_id: Optional[int]) -> None:
-        drafts = dict(channel.session.get("drafts") or {})
-        if campaign_id is None:
-            drafts.pop(key, None)
-        else:
-            drafts[key] = campaign_id
-        channel.save_session({**channel.session, "drafts": drafts})
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         if _whole_number(settings.get("list")) is None:

@@ -128,6 +128,7 @@ def test_tags_that_dev_to_would_refuse_and_threads_are_refused_at_post_time(serv
     message = refused_post(server, channel["id"], "devto", ["<p>x</p>"],
                            {**SETTINGS, "tags": [{"value": 1, "label": "rust"}, {"value": 2, "label": "web-dev"}]})
     assert "tag 2" in message and "web-dev" in message and "letters and digits" in message
+    assert "title" in refused_post(server, channel["id"], "devto", ["<p>x</p>"], {"tags": []})
     message = refused_post(server, channel["id"], "devto", ["<p>x</p>"], {**SETTINGS, "organization": "the org"})
     assert "organization" in message and "numeric id" in message
     message = refused_post(server, channel["id"], "devto", ["<p>one</p>", "<p>two</p>"], SETTINGS)
@@ -152,5 +153,5 @@ def test_html_to_markdown_keeps_the_structure_and_escapes_markdown_signs_in_text
     assert rustiz.html_to_markdown(html) == (
         "# T & more\n\na\\_b \\*c\\* **bold** *it* ~~old~~ under  \nnext\n\n"
         "3. three\n   - nested\n4. four\n\n> q1\n>\n> q2\n\n```\nx = *1*\n```\n\n"
-        "``a`b`` [link](<https://e.com/a(b)>) ![pic](https://i/x.png)\n\n---")
+        "``a`b`` [link](<https://e.com/a(b)>) ![pic](https://i/x.png)\n\n***")
     assert rustiz.html_to_markdown("<p></p><p>plain</p><p><br></p>") == "plain"

@@ -150,6 +150,17 @@ def test_a_429_is_retried_and_published_once(server, wordpress):
     assert len(wordpress.published) == 1
 
 
+def test_a_503_on_the_post_is_retried_with_the_media_already_uploaded(server, wordpress):
+    channel = connected_channel(server, "wordpress", wordpress.credentials())
+    wordpress.fail_next("POST", "/wp-json/wp/v2/posts", 503, "<html>Service Unavailable</html>")
+    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS,
+                       images=[upload_image(server), upload_image(server)])
+    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    assert len(wordpress.requests_to("POST", "/wp-json/wp/v2/posts")) == 2 and len(wordpress.media) == 2
+    assert wordpress.published[0]["featured_media"] == 50
+    assert channel_session(server, channel["id"])["uploads"] == {}
+
+
 def test_a_500_on_the_post_may_have_published_it_so_it_is_not_sent_again(server, wordpress):
     channel = connected_channel(server, "wordpress", wordpress.credentials())
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", *wordpress_error(500, "db_insert_error", "Could not insert post."))
