@@ -6084,6 +6084,7 @@ class WordPressProvider(Provider):
 
     async def connect(self, channel: Channel) -> Connected:
         domain = channel.credentials["domain"].rstrip("/")
+        status = 404
         for api in (domain + "/wp-json/wp/v2", domain + "/?rest_route=/wp/v2"):
             try:
                 reply = await self.send(channel, "GET", self._endpoint(api, "/users/me", "context=edit"),
@@ -6091,21 +6092,27 @@ class WordPressProvider(Provider):
             except NeedsReconnect as refused:
                 refused.message += (". Use an application password (WordPress admin → Users → Profile → "
                                     "Application Passwords), not the login password")
+                if "rest_not_logged_in" in refused.message:  # WordPress saw no credentials at all
+                    refused.message += (". If it is right, the web server drops the Authorization header before "
+                                        "WordPress sees it (Apache with CGI/FastCGI: add SetEnvIf Authorization "
+                                        '"(.*)" HTTP_AUTHORIZATION=$1 to .htaccess)')
                 raise
             except Rejected as refused:
                 if refused.status == 404:
                     continue
                 raise
-            me = reply.json()
+            me, status = reply.json(), reply.status
             if isinstance(me, dict) and "id" in me:
                 return self._connected(channel, api, me)
-        raise Rejected(f"{domain} has no WordPress REST API: {domain}/wp-json/wp/v2/users/me answered HTTP 404. "
-                       "Check that the domain is the address of the WordPress site itself (like "
-                       "https://blog.example.com) and that no plugin turns the REST API off", 404)
+        raise Rejected(f"{domain} has no WordPress REST API: neither {domain}/wp-json/wp/v2/users/me nor "
+                       f"{domain}/?rest_route=/wp/v2/users/me answered with a WordPress user (the last: HTTP "
+                       f"{status}). Check that the domain is the address of the WordPress site itself (like "
+                       "https://blog.example.com) and that no plugin turns the REST API off", status)
 
     def _connected(self, channel: Channel, api: str, me: dict) -> Connected:
         roles = ", ".join(me.get("roles") or []) or "none"
-        if not (me.get("capabilities") or {}).get("publish_posts"):
+        capabilities = me.get("capabilities")  # a security plugin may hide them: then the first post tells
+        if isinstance(capabilities, dict) and not capabilities.get("publish_posts"):
             raise Rejected(f"the WordPress user {me.get('name') or me.get('slug')} cannot publish posts (roles: "
                            f"{roles}): give it the Author, Editor or Administrator role, or use another user")
         avatars = me.get("avatar_urls") if isinstance(me.get("avatar_urls"), dict) else {}

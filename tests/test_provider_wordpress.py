@@ -41,6 +41,15 @@ def test_a_wrong_application_password_is_refused_with_wordpress_s_words(server, 
     assert "<strong>" not in message and "Application Passwords" in message
 
 
+def test_a_server_that_drops_the_authorization_header_is_explained(server, wordpress):
+    wordpress.fail_next("GET", "/wp-json/wp/v2/users/me", *wordpress_error(
+        401, "rest_not_logged_in", "You are not currently logged in."))
+    status, answer = connect(server, "wordpress", wordpress.credentials())
+    assert status == 400
+    assert "rest_not_logged_in: You are not currently logged in." in answer["message"]
+    assert "drops the Authorization header" in answer["message"]
+
+
 def test_a_user_who_cannot_publish_is_refused(server):
     contributor = FakeWordPress(can_publish=False)
     try:
