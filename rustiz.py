@@ -6377,9 +6377,10 @@ class HashnodeProvider(Provider):
         errors = body.get("errors") if isinstance(body, dict) else None
         if not (200 <= reply.status < 300) or not isinstance(errors, list) or not errors:
             reply = super().check_reply(reply, visible, what)
-            if not isinstance(body, dict):
-                raise Retryable(f"Hashnode answered {what} with something that is not GraphQL JSON: {reply.text()}",
-                                reply.status, reply.text(500))
+            if not isinstance(body, dict):  # a proxy's page, say: whether a mutation ran behind it is unknown
+                raise (OutcomeUnknown if visible else Retryable)(
+                    f"Hashnode answered {what} with something that is not GraphQL JSON: {reply.text()}",
+                    reply.status, reply.text(500))
             return reply
         data = body.get("data")
         if isinstance(data, dict) and data and all(value is not None for value in data.values()):
@@ -6500,7 +6501,7 @@ class ListmonkProvider(Provider):
 
     async def _create_campaign(self, channel: Channel, post: OutgoingPost) -> int:
         settings = post.settings
-        subject = str(settings.get("subject") or settings.get("title") or post.text.split("\n", 1)[0])[:200]
+        subject = str(settings.get("subject") or "")[:200]  # required by the settings' checks, drafts too
         campaign = {"name": subject, "subject": subject, "lists": [_whole_number(settings.get("list"))],
                     "type": "regular", "content_type": "html", "body": self._body(post), "altbody": post.text}
         if _whole_number(settings.get("template")) is not None:
