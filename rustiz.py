@@ -7497,6 +7497,705 @@ def _check_telegram_sizes(media: tuple) -> None:
                            item=f"media item {number}")
 
 
+# --- articles: HTML to Markdown, cover images, Basic auth (WordPress, Dev.to, Hashnode, Listmonk) ----
+
+class _HtmlNode:
+    """One element of a parsed HTML fragment; `children` holds _HtmlNodes and text (str)."""
+    __slots__ = ("tag", "attributes", "children")
+
+    def __init__(self, tag: str, attributes: dict):
+        self.tag, self.attributes, self.children = tag, attributes, []
+
+
+_VOID_TAGS = frozenset(("br", "img", "hr", "input", "meta", "link", "source", "wbr", "col", "area", "embed"))
+_BLOCK_TAGS = frozenset(("p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "pre",
+                         "hr", "table", "section", "article", "header", "footer", "figure"))
+
+
+def parse_html_fragment(html: str) -> _HtmlNode:
+    """A forgiving parse of Postiz's HTML into a tree (an end tag closes everything opened after its start)."""
+    from html.parser import HTMLParser
+
+    root = _HtmlNode("", {})
+    stack = [root]
+
+    class TreeBuilder(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            node = _HtmlNode(tag, {name: value or "" for name, value in attrs})
+            stack[-1].children.append(node)
+            if tag not in _VOID_TAGS:
+                stack.append(node)
+
+        def handle_startendtag(self, tag: str, attrs: list) -> None:
+            stack[-1].children.append(_HtmlNode(tag, {name: value or "" for name, value in attrs}))
+
+        def handle_endtag(self, tag: str) -> None:
+            for depth in range(len(stack) - 1, 0, -1):
+                if stack[depth].tag == tag:
+                    del stack[depth:]
+                    return
+
+        def handle_data(self, data: str) -> None:
+            stack[-1].children.append(data)
+
+    builder = TreeBuilder(convert_charrefs=True)
+    builder.feed(html)
+    builder.close()
+    return root
+
+
+def html_to_markdown(html: str) -> str:
+    """Postiz's HTML as Markdown, for platforms that take Markdown (Dev.to, Hashnode): headings, bold,
+    italic, strike-through, links, nested lists, quotes, code, images and paragraphs."""
+    return _markdown_blocks(parse_html_fragment(html).children).strip()
+
+
+def _markdown_blocks(children: list, separator: str = "\n\n") -> str:
+    """Block-level Markdown of a node's children: runs of inline content become paragraphs."""
+    blocks, inline = [], []
+    for child in children:
+        if isinstance(child, _HtmlNode) and child.tag in _BLOCK_TAGS:
+            blocks.append(_markdown_inline_run(inline))
+            inline = []
+            blocks.append(_markdown_block(child))
+        else:
+            inline.append(child)
+    blocks.append(_markdown_inline_run(inline))
+    return separator.join(block for block in blocks if block.strip())
+
+
+def _markdown_inline_run(nodes: list) -> str:
+    return "".join(_markdown_inline(node) for node in nodes).strip(" \t\n")
+
+
+def _markdown_block(node: _HtmlNode) -> str:
+    tag = node.tag
+    if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+        return "#" * int(tag[1]) + " " + _markdown_inline_run(node.children).replace("\n", " ")
+    if tag in ("ul", "ol"):
+        return _markdown_list(node)
+    if tag == "blockquote":
+        return "\n".join("> " + line if line else ">" for line in _markdown_blocks(node.children).split("\n"))
+    if tag == "pre":
+        code = _node_text(node).strip("\n")
+        fence = "````" if "```" in code else "```"
+        return f"{fence}\n{code}\n{fence}"
+    if tag == "hr":  # not "---", which Dev.to would read as front matter at the start of an article
+        return "***"
+    if tag == "li":  # a stray list item outside a list
+        return "- " + _markdown_blocks(node.children, "\n")
+    return _markdown_blocks(node.children)
+
+
+def _markdown_list(node: _HtmlNode) -> str:
+    start = node.attributes.get("start", "")
+    items, number = [], int(start) if start.isdigit() else 1
+    for child in node.children:
+        if not (isinstance(child, _HtmlNode) and child.tag == "li"):
+            continue
+        marker = f"{number}. " if node.tag == "ol" else "- "
+        number += 1
+        lines = _markdown_blocks(child.children, "\n").split("\n")
+        items.append(marker + lines[0] + "".join("\n" + (" " * len(marker) + line if line else "")
+                                                 for line in lines[1:]))
+    return "\n".join(items)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
+_EMPHASIS = {"strong": "**", "b": "**", "em": "*", "i": "*", "s": "~~", "del": "~~", "strike": "~~"}
+
+
+def _markdown_inline(node: Any) -> str:
+    if isinstance(node, str):
+        return _MARKDOWN_SPECIAL.sub(r"\\\1", re.sub(r"\s+", " ", node))
+    tag = node.tag
+    if tag == "br":
+        return "  \n"
+    if tag == "img":
+        return f"![{node.attributes.get('alt', '')}]({node.attributes.get('src', '')})" \
+            if node.attributes.get("src") else ""
+    if tag == "code":
+        code = _node_text(node)
+        fence = "``" if "`" in code else "`"
+        return f"{fence}{code}{fence}"
+    if tag in _BLOCK_TAGS:  # a block inside inline content (a <p> in a <span>): its own paragraph
+        return "\n\n" + _markdown_block(node) + "\n\n"
+    inner = "".join(_markdown_inline(child) for child in node.children)
+    if tag in _EMPHASIS and inner.strip():
+        # Markdown emphasis cannot start or end with a space: keep the spaces outside the markers.
+        core = inner.strip()
+        lead, trail = inner[:len(inner) - len(inner.lstrip())], inner[len(inner.rstrip()):]
+        return f"{lead}{_EMPHASIS[tag]}{core}{_EMPHASIS[tag]}{trail}"
+    if tag == "a" and node.attributes.get("href"):
+        href = node.attributes["href"]
+        target = f"<{href}>" if re.search(r"[\s()<>]", href) else href
+        label = inner.strip() or _markdown_inline(href)
+        return f"[{label}]({target})"
+    return inner
+
+
+def _node_text(node: Any) -> str:
+    if isinstance(node, str):
+        return node
+    return "\n" if node.tag == "br" else "".join(_node_text(child) for child in node.children)
+
+
+def _settings_image_path(settings: dict, key: str = "main_image") -> Optional[str]:
+    """The path (URL) of a Postiz Media setting ({id, path}), or None when it is not set."""
+    image = settings.get(key)
+    path = image.get("path") if isinstance(image, dict) else None
+    return path if isinstance(path, str) and path else None
+
+
+def article_cover(post: OutgoingPost) -> tuple:
+    """(cover image URL or None, the post's media that go into the body): the settings' main_image,
+    else the post's first image, which is then not repeated in the body."""
+    cover = _settings_image_path(post.settings)
+    if cover:
+        return cover, list(post.media)
+    for index, media in enumerate(post.media):
+        if media.kind == "image":
+            return media.url, [other for position, other in enumerate(post.media) if position != index]
+    return None, list(post.media)
+
+
+def _markdown_media(media: list) -> str:
+    """Images as Markdown images, videos as links (neither Dev.to nor Hashnode embeds an uploaded video)."""
+    lines = [f"![{item.alt}]({item.url})" if item.kind == "image" else f"[{item.alt or item.name}]({item.url})"
+             for item in media]
+    return "\n\n" + "\n\n".join(lines) if lines else ""
+
+
+def _canonical_url(settings: dict) -> Optional[str]:
+    """The settings' canonical URL; a "(post:...)" reference to another channel's post is left out, as
+    rustiz does not resolve those."""
+    canonical = settings.get("canonical")
+    if isinstance(canonical, str) and canonical.strip() and "(post:" not in canonical:
+        return canonical.strip()
+    return None
+
+
+def remember_attempt(channel: Channel, bucket: str, key: str, value: Any) -> None:
+    """Keep in the channel's session what an unfinished publish already made on the platform (uploaded
+    media, a draft), under the part's idempotency key, so that the next attempt reuses it instead of
+    making it twice; `value` None forgets it once the part is published or has failed for good."""
+    entries = dict(channel.session.get(bucket) or {})
+    if value is None:
+        if key not in entries:
+            return
+        entries.pop(key)
+    else:
+        entries[key] = value
+    channel.save_session({**channel.session, bucket: entries})
+
+
+def basic_auth_header(user: str, password: str) -> dict:
+    import base64
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def _whole_number(value: Any) -> Optional[int]:
+    """An id given as a number or a string of digits, as an int; None otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+@publisher
+class WordPressProvider(Provider):
+    """A WordPress site's REST API with an application password: media uploaded, then the post (or page)."""
+    identifier = "wordpress"
+    label = "WordPress"
+    threads = False  # comments on one's own post are rarely wanted, and need the post to allow them
+    concurrency = 2
+    spacing = 2.0
+
+    @staticmethod
+    def _headers(channel: Channel) -> dict:
+        return basic_auth_header(channel.credentials["username"].strip(), channel.credentials["password"])
+
+    @staticmethod
+    def _api(channel: Channel) -> str:
+        """The REST API root: /wp-json/wp/v2, or ?rest_route=/wp/v2 on sites without pretty permalinks."""
+        return channel.session.get("api") or channel.credentials["domain"].rstrip("/") + "/wp-json/wp/v2"
+
+    @staticmethod
+    def _endpoint(api: str, path: str, query: str = "") -> str:
+        return api + path + (("&" if "?" in api else "?") + query if query else "")
+
+    async def connect(self, channel: Channel) -> Connected:
+        domain = channel.credentials["domain"].rstrip("/")
+        status = 404
+        for api in (domain + "/wp-json/wp/v2", domain + "/?rest_route=/wp/v2"):
+            try:
+                reply = await self.send(channel, "GET", self._endpoint(api, "/users/me", "context=edit"),
+                                        what="the account check (users/me)", headers=self._headers(channel))
+            except NeedsReconnect as refused:
+                refused.message += (". Use an application password (WordPress admin → Users → Profile → "
+                                    "Application Passwords), not the login password")
+                if "rest_not_logged_in" in refused.message:  # WordPress saw no credentials at all
+                    refused.message += (". If it is right, the web server drops the Authorization header before "
+                                        "WordPress sees it (Apache with CGI/FastCGI: add SetEnvIf Authorization "
+                                        '"(.*)" HTTP_AUTHORIZATION=$1 to .htaccess)')
+                raise
+            except Rejected as refused:
+                if refused.status == 404:
+                    continue
+                raise
+            me, status = reply.json(), reply.status
+            if isinstance(me, dict) and "id" in me:
+                return self._connected(channel, api, me)
+        raise Rejected(f"{domain} has no WordPress REST API: neither {domain}/wp-json/wp/v2/users/me nor "
+                       f"{domain}/?rest_route=/wp/v2/users/me answered with a WordPress user (the last: HTTP "
+                       f"{status}). Check that the domain is the address of the WordPress site itself (like "
+                       "https://blog.example.com) and that no plugin turns the REST API off", status)
+
+    def _connected(self, channel: Channel, api: str, me: dict) -> Connected:
+        roles = ", ".join(me.get("roles") or []) or "none"
+        capabilities = me.get("capabilities")  # a security plugin may hide them: then the first post tells
+        if isinstance(capabilities, dict) and not capabilities.get("publish_posts"):
+            raise Rejected(f"the WordPress user {me.get('name') or me.get('slug')} cannot publish posts (roles: "
+                           f"{roles}): give it the Author, Editor or Administrator role, or use another user")
+        avatars = me.get("avatar_urls") if isinstance(me.get("avatar_urls"), dict) else {}
+        picture = avatars[max(avatars, key=lambda size: int(size) if size.isdigit() else 0)] if avatars else None
+        host = _url_host(channel.credentials["domain"])
+        account = ChannelAccount(f"{host}/{me['id']}", channel.name, me.get("slug") or me.get("name"), picture)
+        return Connected(account, session={"api": api})
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        """WordPress errors are {"code", "message" (with HTML), "data": {"status"}}; a 403 is a permission
+        the user lacks for this post (a role, a category), not refused credentials, which are a 401."""
+        if 200 <= reply.status < 300:
+            return reply
+        body = reply.json()
+        if not (isinstance(body, dict) and isinstance(body.get("message"), str)):
+            return super().check_reply(reply, visible, what)
+        message = html_to_text(body["message"])
+        message = f"{body['code']}: {message}" if isinstance(body.get("code"), str) else message
+        if reply.status == 403:
+            raise Rejected(f"WordPress refused {what} (HTTP 403): {message}", 403, reply.text(500))
+        try:
+            return super().check_reply(reply, visible, what)
+        except PublishError as error:
+            error.message = error.message.replace(platform_message(reply), message)
+            raise
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        try:
+            release = await self._publish(channel, post)
+        except Retryable:
+            raise  # the next attempt reuses the media already in the library
+        except PublishError:
+            remember_attempt(channel, "uploads", post.idempotency_key, None)
+            raise
+        remember_attempt(channel, "uploads", post.idempotency_key, None)
+        return release
+
+    async def _publish(self, channel: Channel, post: OutgoingPost) -> Release:
+        settings, api = post.settings, self._api(channel)
+        featured_path = _settings_image_path(settings)
+        featured_id, inline_html = None, []
+        uploads = dict((channel.session.get("uploads") or {}).get(post.idempotency_key) or {})
+        for index, media in enumerate(post.media, 1):
+            if str(index) not in uploads:
+                uploads[str(index)] = await self._upload(channel, api, media, index)
+                remember_attempt(channel, "uploads", post.idempotency_key, uploads)
+            media_id, source_url = uploads[str(index)]
+            if featured_id is None and media.kind == "image" and (not featured_path or featured_path == media.url):
+                featured_id = media_id
+            elif media.kind == "video":
+                inline_html.append(f'<p>[video src="{escape_html(source_url)}"]</p>')
+            else:
+                inline_html.append(f'<p><img src="{escape_html(source_url)}" alt="{escape_html(media.alt)}" /></p>')
+        article = {"title": settings.get("title") or "", "content": post.html + "".join(inline_html),
+                   "status": settings.get("status") or "publish"}
+        if featured_id is not None:
+            article["featured_media"] = featured_id
+        for key in ("categories", "tags"):
+            if settings.get(key):
+                article[key] = settings[key]
+        post_type = settings.get("type") or "post"
+        collection = {"post": "posts", "page": "pages"}.get(post_type, post_type)
+        reply = await self.send(channel, "POST", self._endpoint(api, f"/{collection}"), visible=True,
+                                what=f"the {post_type}", json_body=article, headers=self._headers(channel))
+        answer = reply.json()
+        answer = answer if isinstance(answer, dict) else {}
+        if "id" not in answer:
+            raise OutcomeUnknown(f"WordPress answered the {post_type} without its id: {reply.text()}", reply.status)
+        return Release(str(answer["id"]), answer.get("link") or "")
+
+    async def _upload(self, channel: Channel, api: str, media: MediaFile, index: int) -> tuple:
+        """(media id, source URL) of one file added to the site's media library."""
+        from urllib.parse import quote
+        filename = re.sub(r'["\\\r\n]', "_", media.name)
+        query = "alt_text=" + quote(media.alt) if media.alt else ""
+        headers = {**self._headers(channel), "Content-Type": media.content_type,
+                   "Content-Disposition": f'attachment; filename="{filename}"'}
+        try:
+            reply = await self.send(channel, "POST", self._endpoint(api, "/media", query),
+                                    what=f"the upload of media item {index}", body=media.read(), headers=headers,
+                                    timeouts=Timeouts(read=120, total=600))
+        except PublishError as error:
+            error.item = f"media item {index}"
+            raise
+        answer = reply.json()
+        answer = answer if isinstance(answer, dict) else {}
+        if "id" not in answer:
+            raise Retryable(f"WordPress answered the upload of media item {index} without a media id: {reply.text()}",
+                            reply.status, item=f"media item {index}")
+        return answer["id"], answer.get("source_url") or ""
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        featured = _settings_image_path(settings)
+        images = [image.get("path") for image in values[0].get("image") or [] if isinstance(image, dict)]
+        if featured and featured not in images:
+            return (f"WordPress takes the featured image (settings.main_image, {featured}) from the post's own "
+                    "images, which rustiz uploads to the site's media library: add it to the post's images too")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the posts of {channel.credentials['domain'].rstrip('/')}/wp-admin/edit.php"
+
+    async def tool_postTypes(self, channel: Channel, data: dict) -> list:
+        types = await self._listing(channel, "/types")
+        return [{"id": kind.get("rest_base") or slug, "name": kind.get("name") or slug}
+                for slug, kind in (types.items() if isinstance(types, dict) else ())
+                if isinstance(kind, dict) and slug not in ("attachment", "nav_menu_item", "wp_block", "wp_template",
+                                                           "wp_template_part", "wp_navigation")]
+
+    async def tool_categoriesList(self, channel: Channel, data: dict) -> list:
+        return [{"id": item["id"], "name": item.get("name", "")}
+                for item in await self._listing(channel, "/categories", "per_page=100") if isinstance(item, dict)]
+
+    async def tool_tagsList(self, channel: Channel, data: dict) -> list:
+        return [{"id": item["id"], "name": item.get("name", "")}
+                for item in await self._listing(channel, "/tags", "per_page=100") if isinstance(item, dict)]
+
+    async def _listing(self, channel: Channel, path: str, query: str = "") -> Any:
+        reply = await self.send(channel, "GET", self._endpoint(self._api(channel), path, query),
+                                headers=self._headers(channel))
+        return reply.json() or []
+
+
+def escape_html(text: str) -> str:
+    import html
+    return html.escape(text, quote=True)
+
+
+_DEVTO_TAG = re.compile(r"[a-z0-9]+")
+
+
+def _devto_tags(settings: dict) -> list:
+    """The tag names of Dev.to settings ([{value, label}]), lower-cased as Dev.to keeps them."""
+    tags = settings.get("tags") if isinstance(settings.get("tags"), list) else []
+    return [str(tag.get("label") or "").strip().lower() for tag in tags if isinstance(tag, dict)]
+
+
+@publisher
+class DevtoProvider(Provider):
+    """Dev.to (Forem) articles with an API key: title, Markdown body, tags, canonical URL, cover image."""
+    identifier = "devto"
+    label = "Dev.to"
+    threads = False
+    concurrency = 2
+    spacing = 3.0  # Dev.to lets an account create about 10 articles per 30 seconds
+
+    @staticmethod
+    def _base() -> str:
+        return platform_url("RUSTIZ_DEVTO_API_URL", "https://dev.to")
+
+    @staticmethod
+    def _headers(channel: Channel) -> dict:
+        return {"api-key": channel.credentials["apiKey"].strip(), "Accept": "application/vnd.forem.api-v1+json"}
+
+    async def connect(self, channel: Channel) -> Connected:
+        reply = await self.send(channel, "GET", self._base() + "/api/users/me", what="the account check (users/me)",
+                                headers=self._headers(channel))
+        me = reply.json()
+        if not (isinstance(me, dict) and "id" in me):
+            raise Rejected(f"Dev.to answered the account check without an account: {reply.text()}", reply.status)
+        account = ChannelAccount(f"{_url_host(self._base())}/{me['id']}", me.get("name") or me.get("username") or
+                                 channel.name, me.get("username"), me.get("profile_image"))
+        return Connected(account)
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        settings = post.settings
+        cover, body_media = article_cover(post)
+        article = {"title": settings.get("title") or "", "published": True,
+                   "body_markdown": html_to_markdown(post.html) + _markdown_media(body_media)}
+        tags = _devto_tags(settings)
+        if tags:
+            article["tags"] = tags
+        if cover:
+            article["main_image"] = cover
+        if _canonical_url(settings):
+            article["canonical_url"] = _canonical_url(settings)
+        if _whole_number(settings.get("organization")) is not None:
+            article["organization_id"] = _whole_number(settings.get("organization"))
+        reply = await self.send(channel, "POST", self._base() + "/api/articles", visible=True, what="the article",
+                                json_body={"article": article}, headers=self._headers(channel))
+        answer = reply.json()
+        answer = answer if isinstance(answer, dict) else {}
+        if "id" not in answer:
+            raise OutcomeUnknown(f"Dev.to answered the article without its id: {reply.text()}", reply.status)
+        return Release(str(answer["id"]), answer.get("url") or "")
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        for number, tag in enumerate(_devto_tags(settings), 1):
+            if not _DEVTO_TAG.fullmatch(tag):
+                return (f"Dev.to tags are letters and digits only (no spaces, dashes or other signs): tag {number}, "
+                        f"\"{tag}\", is not; use a tag from the \"tags\" tool, like \"javascript\"")
+        organization = settings.get("organization")
+        if organization not in (None, "") and _whole_number(organization) is None:
+            return (f"settings.organization must be the numeric id of a Dev.to organization (from the "
+                    f"\"organizations\" tool), not {organization!r}")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the dashboard of the Dev.to account of the channel \"{channel.name}\" ({self._base()}/dashboard)"
+
+    async def tool_tags(self, channel: Channel, data: dict) -> list:
+        reply = await self.send(channel, "GET", self._base() + "/api/tags?per_page=1000",
+                                headers=self._headers(channel))
+        return [{"value": tag["id"], "label": tag.get("name", "")} for tag in reply.json() or []
+                if isinstance(tag, dict) and "id" in tag]
+
+    async def tool_organizations(self, channel: Channel, data: dict) -> list:
+        """Dev.to has no "my organizations" call: the organizations of the account's articles, then each one's id."""
+        reply = await self.send(channel, "GET", self._base() + "/api/articles/me/all?per_page=1000",
+                                headers=self._headers(channel))
+        usernames = []
+        for article in reply.json() or []:
+            organization = article.get("organization") if isinstance(article, dict) else None
+            if isinstance(organization, dict) and organization.get("username") not in usernames:
+                usernames.append(organization.get("username"))
+        organizations = []
+        for username in filter(None, usernames):
+            details = (await self.send(channel, "GET", f"{self._base()}/api/organizations/{username}",
+                                       headers=self._headers(channel))).json() or {}
+            organizations.append({"id": str(details.get("id", "")), "name": details.get("name") or username,
+                                  "username": username})
+        return organizations
+
+
+_HASHNODE_ME = "query Me { me { id username name profilePicture publications(first: 20) { edges { node { id title url } } } } }"
+_HASHNODE_PUBLISH = "mutation PublishPost($input: PublishPostInput!) { publishPost(input: $input) { post { id url } } }"
+_HASHNODE_TAGS = ("query PublicationTags($id: ObjectId!) { publication(id: $id) { id posts(first: 50) { edges { node "
+                  "{ id tags { id name slug } } } } } }")
+
+
+def _hashnode_tag(tag: dict) -> dict:
+    """A Hashnode tag input: its id when the value is one (24 hex digits), else the slug and name of a new tag."""
+    value, label = str(tag.get("value") or "").strip(), str(tag.get("label") or tag.get("value") or "").strip()
+    if re.fullmatch(r"[0-9a-f]{24}", value):
+        return {"id": value}
+    return {"slug": re.sub(r"[^a-z0-9]+", "-", (value or label).lower()).strip("-"), "name": label}
+
+
+@publisher
+class HashnodeProvider(Provider):
+    """Hashnode's GraphQL API with a personal access token: publishPost to one of the account's publications."""
+    identifier = "hashnode"
+    label = "Hashnode"
+    threads = False
+    concurrency = 2
+    spacing = 2.0
+
+    @staticmethod
+    def _base() -> str:
+        return platform_url("RUSTIZ_HASHNODE_API_URL", "https://gql.hashnode.com")
+
+    async def _graphql(self, channel: Channel, query: str, variables: dict, visible: bool = False,
+                       what: str = "") -> dict:
+        reply = await self.send(channel, "POST", self._base(), visible=visible, what=what,
+                                json_body={"query": query, "variables": variables},
+                                headers={"Authorization": channel.credentials["apiKey"].strip()})
+        return reply.json().get("data") or {}
+
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        """GraphQL errors come with HTTP 200: {"errors": [{"message", "extensions": {"code"}}], "data": ...}."""
+        body = reply.json()
+        errors = body.get("errors") if isinstance(body, dict) else None
+        if not (200 <= reply.status < 300) or not isinstance(errors, list) or not errors:
+            reply = super().check_reply(reply, visible, what)
+            if not isinstance(body, dict):  # a proxy's page, say: whether a mutation ran behind it is unknown
+                raise (OutcomeUnknown if visible else Retryable)(
+                    f"Hashnode answered {what} with something that is not GraphQL JSON: {reply.text()}",
+                    reply.status, reply.text(500))
+            return reply
+        data = body.get("data")
+        if isinstance(data, dict) and data and all(value is not None for value in data.values()):
+            return reply  # errors on optional fields only: what was asked for is there
+        first = errors[0] if isinstance(errors[0], dict) else {}
+        code = str((first.get("extensions") or {}).get("code") or "")
+        message = "; ".join(str(error.get("message")) for error in errors if isinstance(error, dict))
+        text = f"Hashnode refused {what} ({code or 'GraphQL error'}): {message}"
+        if code == "UNAUTHENTICATED":
+            raise NeedsReconnect(text, reply.status, reply.text(500))
+        if code in ("TOO_MANY_REQUESTS", "RATE_LIMITED"):
+            raise Retryable(text, reply.status, reply.text(500), after=retry_after_seconds(reply))
+        if code == "INTERNAL_SERVER_ERROR":
+            raise (OutcomeUnknown if visible else Retryable)(text, reply.status, reply.text(500))
+        raise Rejected(text, reply.status, reply.text(500))
+
+    async def connect(self, channel: Channel) -> Connected:
+        me = (await self._graphql(channel, _HASHNODE_ME, {}, what="the account check (me)")).get("me")
+        if not isinstance(me, dict) or not me.get("id"):
+            raise Rejected("Hashnode answered the account check without an account: the token may be wrong")
+        account = ChannelAccount(f"{_url_host(self._base())}/{me['id']}", me.get("name") or me.get("username") or
+                                 channel.name, me.get("username"), me.get("profilePicture"))
+        return Connected(account)
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        settings = post.settings
+        cover, body_media = article_cover(post)
+        tags = settings.get("tags") if isinstance(settings.get("tags"), list) else []
+        article = {"title": settings.get("title") or "", "publicationId": settings.get("publication") or "",
+                   "contentMarkdown": html_to_markdown(post.html) + _markdown_media(body_media),
+                   "tags": [_hashnode_tag(tag) for tag in tags if isinstance(tag, dict)]}
+        if settings.get("subtitle"):
+            article["subtitle"] = settings["subtitle"]
+        if cover:
+            article["coverImageOptions"] = {"coverImageURL": cover}
+        if _canonical_url(settings):
+            article["originalArticleURL"] = _canonical_url(settings)
+        data = await self._graphql(channel, _HASHNODE_PUBLISH, {"input": article}, visible=True, what="the post")
+        published = ((data.get("publishPost") or {}).get("post") or {})
+        if not published.get("id"):
+            raise OutcomeUnknown(f"Hashnode answered publishPost without the post: {json.dumps(data)[:300]}")
+        return Release(str(published["id"]), published.get("url") or "")
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the Hashnode blog of the channel \"{channel.name}\" (its publication's posts)"
+
+    async def _publications(self, channel: Channel) -> list:
+        me = (await self._graphql(channel, _HASHNODE_ME, {}, what="the publications")).get("me") or {}
+        return [edge["node"] for edge in (me.get("publications") or {}).get("edges") or []
+                if isinstance(edge, dict) and isinstance(edge.get("node"), dict)]
+
+    async def tool_publications(self, channel: Channel, data: dict) -> list:
+        return [{"id": node.get("id"), "name": node.get("title"), "url": node.get("url")}
+                for node in await self._publications(channel)]
+
+    async def tool_tagsList(self, channel: Channel, data: dict) -> list:
+        """Hashnode's API has no list of all tags: the tags of the latest posts of the account's publications."""
+        tags: dict = {}
+        for publication in await self._publications(channel):
+            found = await self._graphql(channel, _HASHNODE_TAGS, {"id": publication["id"]}, what="the tags")
+            for edge in ((found.get("publication") or {}).get("posts") or {}).get("edges") or []:
+                for tag in (edge.get("node") or {}).get("tags") or []:
+                    tags.setdefault(tag.get("id"), {"value": tag.get("id"), "label": tag.get("name")})
+        return sorted(tags.values(), key=lambda tag: str(tag["label"]).lower())
+
+
+@publisher
+class ListmonkProvider(Provider):
+    """A Listmonk newsletter: a campaign created for the chosen list, then started (sent to the subscribers)."""
+    identifier = "listmonk"
+    label = "Listmonk"
+    threads = False
+    concurrency = 2
+    spacing = 1.0
+
+    @staticmethod
+    def _base(channel: Channel) -> str:
+        return channel.credentials["url"].rstrip("/")
+
+    @staticmethod
+    def _headers(channel: Channel) -> dict:
+        # Basic auth of the API user and its token: what Listmonk documents, and what Listmonk 3 takes too.
+        return basic_auth_header(channel.credentials["username"].strip(), channel.credentials["password"])
+
+    async def connect(self, channel: Channel) -> Connected:
+        try:
+            reply = await self.send(channel, "GET", self._base(channel) + "/api/lists?per_page=1",
+                                    what="the access check (lists)", headers=self._headers(channel))
+        except NeedsReconnect as refused:
+            refused.message += (". Use an API user and its token (Listmonk admin → Users → New, type API; "
+                                "Listmonk 3: an admin login), with the permission to manage campaigns")
+            raise
+        if not isinstance(reply.json(), dict) or "data" not in reply.json():
+            raise Rejected(f"{self._base(channel)} does not answer like Listmonk: /api/lists gave {reply.text()}",
+                           reply.status)
+        host, user = _url_host(self._base(channel)), channel.credentials["username"].strip()
+        return Connected(ChannelAccount(f"{host}/{user.lower()}", channel.name, user))
+
+    async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        campaign_id = (channel.session.get("drafts") or {}).get(post.idempotency_key)
+        if campaign_id is None:  # else an earlier attempt made the draft but could not start it: reuse it
+            campaign_id = await self._create_campaign(channel, post)
+            remember_attempt(channel, "drafts", post.idempotency_key, campaign_id)
+        try:
+            await self.send(channel, "PUT", f"{self._base(channel)}/api/campaigns/{campaign_id}/status", visible=True,
+                            what=f"the start of campaign {campaign_id}", json_body={"status": "running"},
+                            headers=self._headers(channel))
+        except Retryable as error:
+            error.message += f" (draft campaign {campaign_id} was created; the next attempt starts it)"
+            raise
+        except PublishError as error:
+            remember_attempt(channel, "drafts", post.idempotency_key, None)
+            error.message += (f" — the campaign was created as draft {campaign_id} but not started: start it in "
+                              f"Listmonk ({self._base(channel)}/admin/campaigns/{campaign_id}) or delete it")
+            raise
+        remember_attempt(channel, "drafts", post.idempotency_key, None)
+        return Release(str(campaign_id), f"{self._base(channel)}/admin/campaigns/{campaign_id}")
+
+    async def _create_campaign(self, channel: Channel, post: OutgoingPost) -> int:
+        settings = post.settings
+        subject = str(settings.get("subject") or "")[:200]  # required by the settings' checks, drafts too
+        campaign = {"name": subject, "subject": subject, "lists": [_whole_number(settings.get("list"))],
+                    "type": "regular", "content_type": "html", "body": self._body(post), "altbody": post.text}
+        if _whole_number(settings.get("template")) is not None:
+            campaign["template_id"] = _whole_number(settings.get("template"))
+        reply = await self.send(channel, "POST", self._base(channel) + "/api/campaigns", what="the campaign draft",
+                                json_body=campaign, headers=self._headers(channel))
+        created = (reply.json() or {}).get("data") if isinstance(reply.json(), dict) else None
+        if not isinstance(created, dict) or _whole_number(created.get("id")) is None:
+            raise Retryable(f"Listmonk answered the campaign draft without its id: {reply.text()}", reply.status)
+        return _whole_number(created["id"])
+
+    @staticmethod
+    def _body(post: OutgoingPost) -> str:
+        """The e-mail's HTML: the preview text as a hidden preheader (what inboxes show after the subject),
+        the post, then its images."""
+        preview = str(post.settings.get("preview") or "").strip()
+        preheader = (f'<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">{escape_html(preview)}'
+                     "</div>\n" if preview else "")
+        images = "".join(f'\n<p><img src="{escape_html(media.url)}" alt="{escape_html(media.alt)}" '
+                         'style="max-width:100%" /></p>' for media in post.media if media.kind == "image")
+        return preheader + post.html + images
+
+    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        if _whole_number(settings.get("list")) is None:
+            return (f"settings.list must be the numeric id of a Listmonk list (from the \"list\" tool), not "
+                    f"{settings.get('list')!r}")
+        template = settings.get("template")
+        if template not in (None, "") and _whole_number(template) is None:
+            return (f"settings.template must be the numeric id of a Listmonk campaign template (from the "
+                    f"\"templates\" tool), not {template!r}")
+        return None
+
+    def where_to_check(self, channel: Channel) -> str:
+        return f"the campaigns of Listmonk at {self._base(channel)}/admin/campaigns"
+
+    async def tool_list(self, channel: Channel, data: dict) -> list:
+        reply = await self.send(channel, "GET", self._base(channel) + "/api/lists?per_page=all",
+                                headers=self._headers(channel))
+        results = ((reply.json() or {}).get("data") or {}).get("results") or []
+        return [{"id": str(item["id"]), "name": item.get("name", "")} for item in results
+                if isinstance(item, dict) and "id" in item]
+
+    async def tool_templates(self, channel: Channel, data: dict) -> list:
+        reply = await self.send(channel, "GET", self._base(channel) + "/api/templates",
+                                headers=self._headers(channel))
+        templates = (reply.json() or {}).get("data") or []
+        return [{"id": str(item["id"]), "name": item.get("name", "")} for item in templates
+                if isinstance(item, dict) and "id" in item and item.get("type", "campaign") in ("campaign",
+                                                                                               "campaign_visual")]
+
+
 # =============================================================================
 # 11. Scheduler: due posts to their platforms, exactly once, every outcome recorded
 # =============================================================================

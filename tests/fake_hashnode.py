@@ -1,0 +1,51 @@
+"""A stand-in for Hashnode's GraphQL API (gql.hashnode.com): the Authorization token, the `me` query,
+the publishPost mutation, a publication's posts with their tags, and GraphQL errors answered with
+HTTP 200 ({"errors": [{"message", "extensions": {"code"}}], "data": null})."""
+from __future__ import annotations
+
+from fakes import FakePlatform, FakeRequest, answer
+
+PUBLICATION_ID = "64a1b2c3d4e5f60718293a4b"
+TAG_ID = "56744721958ef13879b94cad"
+
+
+def graphql_error(message: str, code: str) -> tuple:
+    return answer(200, {"errors": [{"message": message, "extensions": {"code": code}}], "data": None})
+
+
+class FakeHashnode(FakePlatform):
+    def __init__(self, token: str = "hashnode-token-1"):
+        super().__init__()
+        self.token = token
+        self.env = {"RUSTIZ_HASHNODE_API_URL": self.url}
+        self.route("POST", "/", self.graphql)
+
+    def credentials(self) -> dict:
+        return {"apiKey": self.token}
+
+    def graphql(self, request: FakeRequest):
+        body = request.json()
+        query = body.get("query", "")
+        if request.headers.get("authorization") != self.token:
+            return graphql_error("You must be authenticated.", "UNAUTHENTICATED")
+        if "publishPost" in query:
+            return self.publish(body["variables"]["input"])
+        if "publication(" in query:
+            return answer(200, {"data": {"publication": {"id": body["variables"]["id"], "posts": {"edges": [
+                {"node": {"id": "p1", "tags": [{"id": TAG_ID, "name": "JavaScript", "slug": "javascript"}]}},
+                {"node": {"id": "p2", "tags": [{"id": TAG_ID, "name": "JavaScript", "slug": "javascript"},
+                                               {"id": "5674470e958ef13879b94ca5", "name": "CSS", "slug": "css"}]}}]}}}})
+        if "me" in query:
+            return answer(200, {"data": {"me": {
+                "id": "u-77", "username": "grace", "name": "Grace Hopper", "profilePicture": "https://cdn.hashnode.com/g.png",
+                "publications": {"edges": [{"node": {"id": PUBLICATION_ID, "title": "Grace's blog",
+                                                     "url": "https://grace.hashnode.dev"}}]}}}})
+        return graphql_error("Cannot query this field", "GRAPHQL_VALIDATION_FAILED")
+
+    def publish(self, article: dict):
+        if article.get("publicationId") != PUBLICATION_ID:
+            return graphql_error("Publication not found", "NOT_FOUND")
+        self.published.append(article)
+        number = len(self.published)
+        return answer(200, {"data": {"publishPost": {"post": {
+            "id": f"post-{number}", "url": f"https://grace.hashnode.dev/post-{number}"}}}})
