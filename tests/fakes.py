@@ -160,7 +160,7 @@ class FakePlatform:
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; the fake got: "
+                raise AssertionError("timed out; the fake got: "
                                      + ", ".join(f"{r.method} {r.path}" for r in self.requests))
             time.sleep(0.02)
 

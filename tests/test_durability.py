@@ -3,7 +3,6 @@ twice; 1,000 posts due in the same minute on 50 channels all go out once, within
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections import Counter
 
