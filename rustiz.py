@@ -6149,22 +6149,26 @@ class BlueskyProvider(Provider):
         expiry = _jwt_expiry(session["accessJwt"])
         if expiry is not None and expiry < time.time() + 60:
             session = await self._refreshed(channel)
-        for attempt in (1, 2):
-            try:
-                return await self.send(channel, method, url, visible=visible, what=what, **request,
-                                       headers={**(headers or {}), "Authorization": f"Bearer {session['accessJwt']}"})
-            except _BlueskyTokenRefused as refused:
-                if attempt == 2:
-                    raise NeedsReconnect(f"{self.label} refused a fresh session too: {refused.message}",
-                                         refused.status, refused.body) from None
-                session = await self._refreshed(channel)
-        raise AssertionError("unreachable")
+
+        async def attempt(session: dict) -> HttpReply:
+            return await self.send(channel, method, url, visible=visible, what=what, **request,
+                                   headers={**(headers or {}), "Authorization": f"Bearer {session['accessJwt']}"})
+        try:
+            return await attempt(session)
+        except _BlueskyTokenRefused:  # refused before acting on it: safe to send again with a new token
+            session = await self._refreshed(channel)
+        try:
+            return await attempt(session)
+        except _BlueskyTokenRefused as refused:
+            raise NeedsReconnect(f"{self.label} refused a fresh session too: {refused.message}",
+                                 refused.status, refused.body) from None
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
         """XRPC errors are {"error": name, "message": text}: token trouble is told apart from the rest."""
         if 200 <= reply.status < 300:
             return reply
-        body = reply.json() if isinstance(reply.json(), dict) else {}
+        body = reply.json()
+        body = body if isinstance(body, dict) else {}
         name = body.get("error") if isinstance(body.get("error"), str) else ""
         message = body.get("message") if isinstance(body.get("message"), str) else ""
         words = f"{name}: {message}" if name and message else (name or platform_message(reply))
@@ -6207,6 +6211,8 @@ class BlueskyProvider(Provider):
     # --- publishing ---------------------------------------------------------------------------
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
+        if not channel.session.get("accessJwt"):  # a channel connected before rustiz kept Bluesky sessions
+            await self._log_in(channel)
         text = post.text
         record: dict = {"$type": "app.bsky.feed.post", "text": text, "createdAt": utc_now_iso()}
         facets, first_link = await self._facets(channel, text)

@@ -199,6 +199,15 @@ def test_an_expired_access_token_is_refreshed_not_logged_in_again(rustiz_server,
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")) == 1
 
 
+def test_an_access_token_about_to_expire_is_refreshed_before_it_is_refused(rustiz_server, pds):
+    pds.access_lifetime = 30  # under the minute rustiz keeps in hand
+    channel = connect(rustiz_server, pds)
+    publish(rustiz_server, channel, "just in time")
+    assert len(pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")) == 1
+    # each token lives 30 s: refreshed before the profile read at connect, and before the post
+    assert len(pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")) == 2 and pds.logins == 1
+
+
 def test_a_dead_refresh_token_leads_to_one_new_login(rustiz_server, pds):
     channel = connect(rustiz_server, pds)
     pds.expire_access_tokens()
