@@ -12,7 +12,7 @@ import pytest
 
 import rustiz
 from fake_bluesky import FakeBluesky, TID
-from test_api_media import multipart
+from test_api_media import mp4_file, multipart
 
 
 @pytest.fixture
@@ -50,8 +50,8 @@ def png(width: int = 3, height: int = 2, padding: int = 0) -> bytes:
             + chunk(b"IDAT", zlib.compress(b"\x00" * (width + 1) * height)) + chunk(b"IEND", b""))
 
 
-def upload(server, data: bytes) -> dict:
-    content_type, body = multipart([("file", "png", data)])
+def upload(server, data: bytes, extension: str = "png") -> dict:
+    content_type, body = multipart([("file", extension, data)])
     status, media = api(server, "POST", "/upload", body, {"Content-Type": content_type})
     assert status == 201 or status == 200, media
     return media
@@ -157,6 +157,16 @@ def test_images_are_uploaded_as_blobs_with_alt_text_and_aspect_ratio(rustiz_serv
     assert [(image["alt"], image["aspectRatio"]) for image in embed["images"]] == [
         ("a wide one", {"width": 3, "height": 2}), ("", {"width": 1, "height": 4})]
     assert embed["images"][0]["image"]["ref"]["$link"] in pds.blobs
+
+
+def test_a_video_is_uploaded_as_a_blob_and_embedded(rustiz_server, pds):
+    channel = connect(rustiz_server, pds)
+    clip = upload(rustiz_server, mp4_file(), "mp4")
+    publish(rustiz_server, channel, ("watch this", [{"id": clip["id"], "path": clip["path"], "alt": "a cat"}]))
+    [blob_upload] = pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
+    assert blob_upload.headers["content-type"] == "video/mp4" and blob_upload.body == mp4_file()
+    embed = pds.published[0]["value"]["embed"]
+    assert (embed["$type"], embed["alt"], embed["video"]["mimeType"]) == ("app.bsky.embed.video", "a cat", "video/mp4")
 
 
 def test_an_image_over_a_megabyte_fails_naming_the_media_item(rustiz_server, pds):
@@ -283,10 +293,13 @@ def test_a_part_over_300_graphemes_is_refused_at_post_time(rustiz_server, pds):
     assert "300 characters (graphemes)" in json.dumps(answer) and "thread part 2 has 301" in json.dumps(answer)
 
 
-def test_video_is_refused_at_post_time(rustiz_server, pds):
+def test_a_video_with_pictures_fails_naming_the_video(rustiz_server, pds):
     channel = connect(rustiz_server, pds)
-    status, answer = schedule(rustiz_server, channel, ("a clip", [{"id": "v1", "path": "https://cdn.example/clip.mp4"}]))
-    assert status == 400 and "not videos" in json.dumps(answer)
+    picture, clip = upload(rustiz_server, png()), upload(rustiz_server, mp4_file(), "mp4")
+    post = publish(rustiz_server, channel, ("both", [{"id": picture["id"], "path": picture["path"]},
+                                                     {"id": clip["id"], "path": clip["path"]}]), state="ERROR")
+    assert "media item 2" in post["error"] and "either one video or up to 4 pictures" in post["error"]
+    assert pds.published == [] and not pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
 
 
 # --- helpers ---------------------------------------------------------------------------------------------

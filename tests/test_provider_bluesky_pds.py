@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import rustiz
+from test_api_media import mp4_file
 from test_provider_bluesky import api, png, publish, upload
 
 START_SCRIPT = r"""
@@ -149,6 +150,10 @@ def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server, rea
     assert reply["value"]["reply"] == {"root": root, "parent": root}
     assert reply["value"]["embed"]["external"]["uri"] == f"{real_pds.url}/xrpc/_health"
     assert post["releaseURL"] == f"https://bsky.app/profile/{alice}/post/{first['uri'].rpartition('/')[2]}"
+    clip = upload(server, mp4_file(4096), "mp4")
+    video_post = real_pds.record(publish(server, channel, ("a video", [{"id": clip["id"], "path": clip["path"]}]))["releaseId"])
+    assert video_post["value"]["embed"]["$type"] == "app.bsky.embed.video"
+    assert video_post["value"]["embed"]["video"]["mimeType"] == "video/mp4"
 
 
 def test_sending_a_part_again_finds_the_first_record_on_a_real_pds(real_pds):
