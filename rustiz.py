@@ -4025,7 +4025,8 @@ async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpCl
     try:
         connected = await publisher_.connect(probe)
     except (Rejected, NeedsReconnect) as refused:
-        raise nest_error(400, f"{publisher_.label} refused these credentials: {refused.message}") from None
+        status = f" (HTTP {refused.status})" if refused.status else ""
+        raise nest_error(400, f"{publisher_.label} refused these credentials{status}: {refused.message}") from None
     except PublishError as failed:
         raise nest_error(502, f"could not check these credentials with {publisher_.label}, so nothing was "
                               f"saved: {failed.message}; try again") from None
@@ -5869,7 +5870,7 @@ class Provider:
         if status == 429:
             raise Retryable(message, status, body, after=retry_after_seconds(reply))
         if status in (401, 403):
-            raise NeedsReconnect(f"the channel's credentials were refused: {message}", status, body)
+            raise NeedsReconnect(message, status, body)
         if status in (502, 503) or (status >= 500 and not visible):
             # Only a Retry-After says when to come back: a rate-limit window's reset (which some platforms
             # send on every answer) says nothing about when the server will be well again.
@@ -8937,7 +8938,8 @@ class Scheduler:
                               "retrying; rustiz does not send it again by itself, so that it is never posted twice")
         elif isinstance(error, NeedsReconnect):
             self.store.mark_refresh_needed(claim["channel_id"])
-            error.message += ". Connect the channel again with working credentials, then retry the post"
+            error.message = (f"the channel's credentials were refused: {error.message}. Connect the channel "
+                             "again with working credentials, then retry the post")
         self._fail(claim, publisher_, failure_text(label, error, claim["part"]))
 
     def _fail(self, claim: dict, publisher_: Optional[Provider], text: str) -> None:

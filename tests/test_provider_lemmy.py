@@ -45,7 +45,7 @@ def test_connect_logs_in_and_reads_the_person(rustiz, lemmy):
 
 def test_a_wrong_password_is_refused_at_connect_with_lemmys_reason(rustiz, lemmy):
     status, answer = connect(rustiz, "lemmy", lemmy.credentials(password="wrong password"))
-    assert status == 400 and answer["message"] == ("Lemmy refused these credentials: Lemmy refused the login "
+    assert status == 400 and answer["message"] == ("Lemmy refused these credentials (HTTP 401): Lemmy refused the login "
                                                    "(incorrect_login): the username or password is wrong")
 
 

@@ -59,7 +59,7 @@ def test_a_server_without_api_v2_instance_gives_its_limits_from_api_v1(server, f
 def test_a_wrong_token_is_refused_at_connect_with_the_instances_reason(server, fake):
     status, body = connect(server, "mastodon", {**fake.credentials(), "accessToken": "revoked"})
     assert status == 400
-    assert body["message"].startswith("Mastodon refused these credentials:")
+    assert body["message"].startswith("Mastodon refused these credentials (HTTP 401):")
     assert "The access token is invalid" in body["message"]
 
 
@@ -137,7 +137,7 @@ def test_a_validation_failure_fails_the_post_with_the_instances_words(server, fa
     fake.fail_next("POST", "/api/v1/statuses", 422, {"error": "Validation failed: Text contains a forbidden word"})
     post = finished(server, post_now(server, channel_id, "<p>Forbidden</p>"))
     assert post["state"] == "ERROR"
-    assert post["error"].startswith("Failed on Mastodon (HTTP 422): Mastodon refused the status (HTTP 422): "
+    assert post["error"].startswith("Failed on Mastodon (HTTP 422): "
                                     "Validation failed: Text contains a forbidden word")
     assert len(fake.requests_to("POST", "/api/v1/statuses")) == 1  # not retried
     assert not refresh_needed(server, channel_id)
