@@ -2890,11 +2890,10 @@ PROVIDERS: dict = _build_providers()
 
 # --- channels that connect with credentials (POST /integrations, `rustiz channel add`) -----------
 # Providers that need no developer app: the user pastes credentials, rustiz stores them as the
-# channel's token. Each provider's `connect()` (the publishing issue) verifies them against the
-# platform and reads the real account (its id, name, handle, avatar as a ChannelAccount); until a
-# provider has one, `CredentialSpec.account` derives the account from the credentials alone, which
-# is enough to name the channel and to refuse the same account twice. Credentials never leave the
-# store and are never logged.
+# channel's token. Here they are checked for shape, and `CredentialSpec.account` derives what the
+# credentials alone tell (the default channel name); then the publisher's `connect()` (section 10)
+# verifies them with the platform and reads the real account (its id, name, handle, avatar).
+# Credentials never leave the store and are never logged.
 
 class CredentialKey(NamedTuple):
     """One key of a provider's `credentials` object; `kind` names its check in _CREDENTIAL_CHECKS."""
@@ -3053,8 +3052,7 @@ def _telegram_account(credentials: dict) -> ChannelAccount:
 
 
 def _nostr_account(credentials: dict) -> ChannelAccount:
-    # The public key needs secp256k1, which comes with the Nostr provider; a digest of the private key
-    # identifies the account meanwhile.
+    # The real account (the public key, the relays' profile) is read by the Nostr publisher's connect().
     digest = _secret_digest(nostr_private_key_hex(credentials["password"]))
     return ChannelAccount(digest, f"Nostr key {digest[:8]}", None)
 
@@ -4017,9 +4015,7 @@ class ChannelsApi:
 
 async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
     """The channel as its platform knows it: credentials checked, the real account read; raises ApiError."""
-    publisher_ = PUBLISHERS.get(channel.provider)
-    if publisher_ is None:  # no publisher yet: the account as the credentials tell it
-        return channel
+    publisher_ = PUBLISHERS[channel.provider]  # every provider of CREDENTIAL_SPECS has one
     name = channel.account.name if name_given else None
     probe = Channel("", name or channel.account.name, channel.credentials, None, http)
     try:

@@ -1,0 +1,86 @@
+"""The publisher framework's shared pieces, in-process: the registry, how a platform's answer becomes
+a retry, a reconnect or a refusal, how long to wait, and the words of a failure."""
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+
+import rustiz
+
+
+def reply(status: int, body: bytes = b"", **headers: str) -> rustiz.HttpReply:
+    return rustiz.HttpReply(status, {name.replace("_", "-").lower(): value for name, value in headers.items()}, body, "")
+
+
+def test_every_provider_that_connects_with_credentials_has_a_publisher():
+    assert sorted(rustiz.PUBLISHERS) == sorted(rustiz.CREDENTIAL_SPECS)
+    for identifier, publisher in rustiz.PUBLISHERS.items():
+        assert publisher.identifier == identifier and publisher.label
+        assert publisher.concurrency >= 1 and publisher.spacing >= 0
+
+
+@pytest.mark.parametrize("answer, seconds", [
+    (reply(429, Retry_After="7"), 7.0),
+    (reply(429, Retry_After="1.5"), 1.5),
+    (reply(429, b'{"retry_after": 0.25, "message": "You are being rate limited."}'), 0.25),  # Discord
+    (reply(429, b'{"ok": false, "error_code": 429, "parameters": {"retry_after": 12}}'), 12.0),  # Telegram
+    (reply(429, x_ratelimit_reset="30"), 30.0),  # a delta
+    (reply(429), None),
+])
+def test_how_long_a_throttled_answer_asks_to_wait(answer, seconds):
+    assert rustiz.retry_after_seconds(answer) == seconds
+
+
+def test_waits_given_as_dates_or_epochs_are_counted_from_now():
+    in_a_minute = time.time() + 60
+    for answer in (reply(429, Retry_After=email.utils.formatdate(in_a_minute, usegmt=True)),
+                   reply(429, ratelimit_reset=str(int(in_a_minute))),  # Bluesky: an epoch
+                   reply(429, x_ratelimit_reset=rustiz.iso_at(in_a_minute))):  # Mastodon: an ISO time
+        assert 55 <= rustiz.retry_after_seconds(answer) <= 61
+
+
+@pytest.mark.parametrize("status, visible, kind", [
+    (429, True, rustiz.Retryable), (503, True, rustiz.Retryable), (502, True, rustiz.Retryable),
+    (500, False, rustiz.Retryable), (500, True, rustiz.OutcomeUnknown), (504, True, rustiz.OutcomeUnknown),
+    (401, True, rustiz.NeedsReconnect), (403, False, rustiz.NeedsReconnect),
+    (400, True, rustiz.Rejected), (422, True, rustiz.Rejected), (404, False, rustiz.Rejected),
+])
+def test_each_status_means_one_decision(status, visible, kind):
+    provider = rustiz.PUBLISHERS["webhook"]
+    with pytest.raises(kind) as raised:
+        provider.check_reply(reply(status, b'{"message": "the words"}'), visible, "the media upload")
+    assert raised.value.status == status
+    words = "the words" if visible else "the words (on the media upload)"
+    if kind is rustiz.OutcomeUnknown:  # said so: the post may be out
+        words = "a server error, after the post was sent: " + words
+    assert raised.value.message == words
+
+
+def test_a_2xx_answer_is_returned():
+    answer = reply(201, b"{}")
+    assert rustiz.PUBLISHERS["webhook"].check_reply(answer, True, "the post") is answer
+
+
+def test_a_failure_names_the_platform_status_part_and_item():
+    error = rustiz.Rejected("Validation failed: Text character limit of 500 exceeded", 422,
+                            '{"error":"Validation failed: Text character limit of 500 exceeded"}', item="media item 1")
+    assert rustiz.failure_text("Mastodon", error, 1) == (
+        "Failed on Mastodon (HTTP 422) at thread part 2, media item 1: Validation failed: Text character limit of "
+        "500 exceeded")
+    html = "<html><body><h1>502 Bad Gateway</h1><p>nginx/1.24.0 upstream timed out</p></body></html>"
+    assert rustiz.failure_text("Lemmy", rustiz.Retryable("Bad Gateway", 502, html), 0) == (
+        f"Failed on Lemmy (HTTP 502): Bad Gateway — Lemmy answered: {html}")
+
+
+def test_a_recurring_post_re_anchors_on_its_next_future_occurrence():
+    anchor = "2026-01-01T09:00:00.000Z"
+    after = rustiz._epoch("2026-01-15T10:00:00.000Z")
+    assert rustiz.next_occurrence(anchor, 7, after) == "2026-01-22T09:00:00.000Z"
+    assert rustiz.next_occurrence(anchor, 1, rustiz._epoch(anchor) - 10) == anchor
+
+
+def test_html_becomes_plain_text_with_line_breaks():
+    assert rustiz.html_to_text("<p>Hello &amp; <strong>welcome</strong></p><p>line<br>two</p><ul><li>a</li></ul>") == (
+        "Hello & welcome\nline\ntwo\n- a")
