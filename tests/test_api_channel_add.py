@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+from urllib.parse import quote
 
 import pytest
 
 from conftest import read_config
 from test_api_channels import PREFIXES, call
+from fake_webhook import FakeWebhookReceiver
+from platforms import FAKES, Platforms
 from test_api_integrations import Database, auth
 
 NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"  # NIP-19's example
@@ -15,29 +19,54 @@ NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
 CONNECTABLE = ("bluesky, devto, discord, hashnode, lemmy, listmonk, mastodon, nostr, slack, telegram, webhook, "
                "wordpress")
 
-# provider -> (credentials whose every value is a secret or an account detail, the default channel name, profile)
-VALID = {
-    "bluesky": ({"service": "https://bsky.social", "identifier": "alice.bsky.social", "password": "app-pass-1"},
-                "alice.bsky.social", "alice.bsky.social"),
-    "lemmy": ({"service": "https://lemmy.world", "identifier": "bob", "password": "lemmy-pass-2"},
-              "bob@lemmy.world", "bob"),
-    "wordpress": ({"domain": "https://blog.example.com", "username": "admin", "password": "wp-pass-3"},
-                  "blog.example.com", "admin"),
-    "listmonk": ({"url": "http://lists.example.com:9000", "username": "api", "password": "lm-token-4"},
-                 "Listmonk at lists.example.com:9000", "api"),
-    "nostr": ({"password": NSEC, "relays": ["wss://relay.example.com", "ws://127.0.0.1:7447"]}, None, None),
-    "devto": ({"apiKey": "devto-key-5"}, "Dev.to account", None),
-    "hashnode": ({"apiKey": "hashnode-key-6"}, "Hashnode account", None),
-    "mastodon": ({"instance": "https://mastodon.social", "accessToken": "masto-token-7"}, "mastodon.social", None),
-    "telegram": ({"botToken": "123456789:AAEsecret-telegram-token-8", "chatId": "@mychannel"},
-                 "Telegram @mychannel", "@mychannel"),
-    "discord": ({"webhookUrl": "https://discord.com/api/webhooks/42/discord-secret-9"}, "Discord webhook", None),
-    "slack": ({"webhookUrl": "https://hooks.slack.com/services/T0/B0/slack-secret-10"}, "Slack webhook", None),
-    "webhook": ({"url": "https://n8n.example.com/webhook/abc", "secret": "hmac-secret-11"},
-                "Webhook to n8n.example.com", None),
-}
-SECRETS = ("app-pass-1", "lemmy-pass-2", "wp-pass-3", "lm-token-4", NSEC, NSEC_HEX, "devto-key-5", "hashnode-key-6",
-           "masto-token-7", "secret-telegram-token-8", "discord-secret-9", "slack-secret-10", "hmac-secret-11")
+
+@pytest.fixture(scope="module")
+def platforms():
+    fakes = Platforms()
+    yield fakes
+    fakes.close()
+
+
+@pytest.fixture
+def server(start_server, platforms):
+    return start_server(env=platforms.env)
+
+
+def host(fake) -> str:
+    return fake.url.removeprefix("http://")
+
+
+def expected_channel(platforms, provider: str) -> tuple:
+    """(name, profile) of the channel connected with `platforms.credentials(provider)`: what each fake's
+    account says, or the default name where a platform has no account to read (Slack, webhooks)."""
+    fakes = platforms.fakes
+    return {"bluesky": ("Alice Example", "alice.test"), "devto": ("Ada Lovelace", "ada"),
+            "discord": ("Announcements bot", None), "hashnode": ("Grace Hopper", "grace"),
+            "lemmy": ("Alice A.", f"alice@{host(fakes['lemmy'])}"),
+            "listmonk": (f"Listmonk at {host(fakes['listmonk'])}", "rustiz-api"),
+            "mastodon": ("Ada Lovelace", "ada"), "nostr": (NPUB, NPUB), "slack": ("Slack webhook", None),
+            "telegram": ("Rustiz News", "rustiz_news"), "webhook": (f"Webhook to {host(fakes['webhook'])}", None),
+            "wordpress": (host(fakes["wordpress"]), "editor")}[provider]
+
+
+NPUB = "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"  # NSEC's public key
+
+
+def secrets_of(platforms) -> list:
+    """Every secret in the fakes' credentials: what must never be answered or logged."""
+    credentials = {provider: platforms.credentials(provider) for provider in platforms.fakes}
+    return [credentials["bluesky"]["password"], credentials["devto"]["apiKey"],
+            credentials["discord"]["webhookUrl"].rpartition("/")[2], credentials["hashnode"]["apiKey"],
+            credentials["lemmy"]["password"], credentials["listmonk"]["password"],
+            credentials["mastodon"]["accessToken"], credentials["nostr"]["password"],
+            credentials["slack"]["webhookUrl"].rpartition("/")[2],
+            credentials["telegram"]["botToken"].partition(":")[2], credentials["webhook"]["secret"],
+            credentials["wordpress"]["password"]]
+
+
+def webhook_credentials(platforms, number: int) -> dict:
+    """Credentials of another webhook channel on the same receiver (its own URL, so its own account)."""
+    return {**platforms.credentials("webhook"), "url": f"{platforms.fakes['webhook'].url}/hook?n={number}"}
 
 
 def add(server, payload, key=None, prefix="/public/v1") -> tuple:
@@ -52,60 +81,57 @@ def refused(server, payload) -> list | str:
 
 
 @pytest.fixture
-def logged_server(start_server):
+def logged_server(start_server, platforms):
     """A server that logs every request, to prove credentials never reach the log."""
-    return start_server(env={"RUSTIZ_ACCESS_LOG": "1"})
+    return start_server(env={**platforms.env, "RUSTIZ_ACCESS_LOG": "1"})
 
 
-@pytest.mark.parametrize("provider", sorted(VALID))
-def test_each_provider_answers_201_with_the_channel_as_get_integrations_lists_it(server, provider):
-    credentials, default_name, profile = VALID[provider]
-    status, channel = add(server, {"provider": provider, "credentials": credentials})
+@pytest.mark.parametrize("provider", sorted(FAKES))
+def test_each_provider_answers_201_with_the_account_its_platform_reports(server, platforms, provider):
+    status, channel = add(server, {"provider": provider, "credentials": platforms.credentials(provider)})
     assert status == 201, channel
     assert list(channel) == ["id", "name", "identifier", "picture", "disabled", "profile"]
-    assert channel["identifier"] == provider and channel["disabled"] is False and channel["picture"] is None
-    assert channel["profile"] == profile
-    if default_name is not None:
-        assert channel["name"] == default_name
-    else:
-        assert channel["name"].startswith("Nostr key ")
+    assert channel["identifier"] == provider and channel["disabled"] is False
+    assert (channel["name"], channel["profile"]) == expected_channel(platforms, provider)
     assert len(channel["id"]) == 25 and channel["id"].startswith("c")
     assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [channel])
 
 
-def test_both_prefixes_and_a_chosen_name(server):
+def test_both_prefixes_and_a_chosen_name(server, platforms):
     names = []
     for number, prefix in enumerate(PREFIXES):
-        status, channel = add(server, {"provider": "devto", "credentials": {"apiKey": f"key-{number}"},
+        status, channel = add(server, {"provider": "webhook", "credentials": webhook_credentials(platforms, number),
                                        "name": f"  Blog {number}  "}, prefix=prefix)
         assert status == 201, channel
         names.append(channel["name"])
     assert names == ["Blog 0", "Blog 1"]
 
 
-def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server):
+def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server, platforms):
     server = logged_server
     ids = []
-    for provider in sorted(VALID):
-        status, channel = add(server, {"provider": provider, "credentials": VALID[provider][0]})
+    for provider in sorted(FAKES):
+        status, channel = add(server, {"provider": provider, "credentials": platforms.credentials(provider)})
         assert status == 201
         ids.append(channel["id"])
     database = read_config(server.config_path)["RUSTIZ_DATABASE"]
     with sqlite3.connect(database) as db:
         tokens = dict(db.execute("SELECT provider_identifier, token FROM integration"))
     assert {provider: json.loads(token) for provider, token in tokens.items()} == {
-        provider: VALID[provider][0] for provider in VALID}
+        provider: platforms.credentials(provider) for provider in FAKES}
+    assert oct(os.stat(database).st_mode & 0o777) == "0o600"  # credentials: readable by their owner only
     answers = [call(server, "GET", path, server.key)[1] for path in (
         "/public/v1/integrations", "/public/v1/groups", *(f"/public/v1/integration-settings/{i}" for i in ids))]
     answers += [call(server, "DELETE", f"/public/v1/integrations/{i}", server.key)[1] for i in ids]
     everything = json.dumps(answers)
     assert '"token"' not in everything and "refreshToken" not in everything
-    for secret in SECRETS:
+    secrets = secrets_of(platforms)
+    for secret in secrets:
         assert secret not in everything, secret
     server.stop()
     log = "\n".join(server.stderr_lines)
     assert "POST /public/v1/integrations" in log
-    for secret in SECRETS:
+    for secret in secrets:
         assert secret not in log, secret
 
 
@@ -148,15 +174,15 @@ def test_urls_must_be_http_or_https(server, url):
     assert refused(server, {"provider": "slack", "credentials": {"webhookUrl": url}}) == [expected]
 
 
-def test_each_provider_s_url_key_is_checked(server):
+def test_each_provider_s_url_key_is_checked(server, platforms):
     for provider, key in (("bluesky", "service"), ("lemmy", "service"), ("wordpress", "domain"),
                           ("listmonk", "url"), ("mastodon", "instance"), ("webhook", "url")):
-        credentials = {**VALID[provider][0], key: "wss://not-http.example.com"}
+        credentials = {**platforms.credentials(provider), key: "wss://not-http.example.com"}
         assert refused(server, {"provider": provider, "credentials": credentials}) == [
             f"credentials.{key} must be a URL address starting with http:// or https://"], provider
 
 
-def test_nostr_keys_and_relays(server):
+def test_nostr_keys_and_relays(server, platforms):
     def problems(credentials):
         return refused(server, {"provider": "nostr", "credentials": credentials})
 
@@ -174,13 +200,14 @@ def test_nostr_keys_and_relays(server):
         "credentials.relays.1 must be a URL address starting with ws:// or wss://"]
     assert problems({"password": NSEC}) == ["credentials.relays should not be empty"]
     # The same key in hex is the same account as its nsec form.
+    relays = platforms.credentials("nostr")["relays"]
     assert add(server, {"provider": "nostr", "credentials": {"password": NSEC, "relays": relays}})[0] == 201
     status, answer = add(server, {"provider": "nostr", "credentials": {"password": NSEC_HEX.upper(), "relays": relays}})
     assert status == 409, answer
 
 
-def test_telegram_token_and_chat(server):
-    token = VALID["telegram"][0]["botToken"]
+def test_telegram_token_and_chat(server, platforms):
+    token = platforms.credentials("telegram")["botToken"]
     assert refused(server, {"provider": "telegram", "credentials": {"botToken": "not-a-token", "chatId": "mychannel"}}) == [
         "credentials.botToken must look like 123456789:AAE... (the token @BotFather gave you)",
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
@@ -189,57 +216,75 @@ def test_telegram_token_and_chat(server):
     assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": "\u0663\u0664"}}) == [
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]  # not 0-9
     status, channel = add(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": -1001234567890}})
-    assert (status, channel["name"], channel["profile"]) == (201, "Telegram -1001234567890", None)
+    assert (status, channel["name"], channel["profile"]) == (201, "Rustiz News", "rustiz_news")  # the chat by its id
 
 
 def test_the_webhook_secret_is_optional_but_must_be_text(server):
     assert refused(server, {"provider": "webhook", "credentials": {"url": "https://a.example.com/", "secret": 5}}) == [
         "credentials.secret must be a string"]
-    status, channel = add(server, {"provider": "webhook", "credentials": {"url": "https://a.example.com/"}})
-    assert (status, channel["name"]) == (201, "Webhook to a.example.com")
+    unsigned = FakeWebhookReceiver(secret=None)
+    try:
+        status, channel = add(server, {"provider": "webhook", "credentials": {"url": unsigned.url + "/hook"}})
+        assert (status, channel["name"]) == (201, f"Webhook to {host(unsigned)}")
+        assert "x-rustiz-signature" not in unsigned.requests[0].headers
+    finally:
+        unsigned.close()
 
 
-def test_name_and_customer_are_checked(server):
-    credentials = VALID["devto"][0]
+def test_credentials_the_platform_refuses_are_a_400_in_its_words_and_nothing_is_saved(server, platforms):
+    status, answer = add(server, {"provider": "devto", "credentials": {"apiKey": "revoked-key"}})
+    assert status == 400 and answer["message"].startswith("Dev.to refused these credentials (HTTP 401): "), answer
+    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+
+
+def test_an_unreachable_platform_is_a_502_and_nothing_is_saved(server):
+    status, answer = add(server, {"provider": "mastodon", "credentials": {
+        "instance": "http://127.0.0.1:9", "accessToken": "token"}})
+    assert status == 502 and answer["error"] == "Bad Gateway"
+    assert answer["message"].startswith("could not check these credentials with Mastodon, so nothing was saved: ")
+    assert "Connection refused" in answer["message"]
+    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+
+
+def test_name_and_customer_are_checked(server, platforms):
+    credentials = platforms.credentials("devto")
     assert refused(server, {"provider": "devto", "credentials": credentials, "name": "", "customer": 3}) == [
         "name should not be empty", "customer must be a string"]
     assert refused(server, {"provider": "devto", "credentials": credentials, "name": "n" * 201}) == [
         "name must be shorter than or equal to 200 characters"]
 
 
-def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server):
+def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server, platforms):
     status, _, body = server.request("POST", "/public/v1/integrations", auth(server.key), b"{nope")
     assert status == 400 and json.loads(body)["message"].startswith("The request body is not valid JSON")
     status, _, _ = server.request("POST", "/public/v1/integrations", {}, json.dumps(
-        {"provider": "devto", "credentials": VALID["devto"][0]}).encode())
+        {"provider": "devto", "credentials": platforms.credentials("devto")}).encode())
     assert status == 401
     assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
 
 
-def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server):
-    credentials = VALID["bluesky"][0]
+def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, platforms):
+    credentials = platforms.credentials("bluesky")
     status, first = add(server, {"provider": "bluesky", "credentials": credentials})
     assert status == 201
-    # Another name and password, same handle on the same service: still the same account.
-    status, answer = add(server, {"provider": "bluesky", "name": "Again", "credentials": {
-        **credentials, "identifier": "Alice.bsky.social", "password": "another"}})
+    # Another name, and the account's DID instead of its handle: still the same account.
+    did = platforms.fakes["bluesky"].did
+    status, answer = add(server, {"provider": "bluesky", "name": "Again", "credentials": {**credentials,
+                                                                                        "identifier": did}})
     assert status == 409
     assert answer == {"statusCode": 409, "error": "Conflict", "message": (
-        f'this bluesky account is already the channel "alice.bsky.social" ({first["id"]}) of this organization; '
+        f'this bluesky account is already the channel "Alice Example" ({first["id"]}) of this organization; '
         f'delete that channel first (DELETE /public/v1/integrations/{first["id"]}) to add it again')}
-    # The same handle on another service is another account.
-    assert add(server, {"provider": "bluesky", "credentials": {**credentials, "service": "https://pds.example.com"}}
-               )[0] == 201
-    assert len(call(server, "GET", "/public/v1/integrations", server.key)[1]) == 2
+    assert len(call(server, "GET", "/public/v1/integrations", server.key)[1]) == 1
     assert call(server, "DELETE", f"/public/v1/integrations/{first['id']}", server.key)[0] == 200
     status, again = add(server, {"provider": "bluesky", "credentials": credentials})
     assert status == 201 and again["id"] != first["id"]
 
 
-def test_organizations_are_isolated(server):
+def test_organizations_are_isolated(server, platforms):
     db = Database(server)
     _, other_key = db.organization()
-    credentials = VALID["discord"][0]
+    credentials = platforms.credentials("discord")
     status, mine = add(server, {"provider": "discord", "credentials": credentials})
     assert status == 201
     status, theirs = add(server, {"provider": "discord", "credentials": credentials}, key=other_key)
@@ -249,7 +294,7 @@ def test_organizations_are_isolated(server):
     assert call(server, "GET", f"/public/v1/integration-settings/{theirs['id']}", server.key)[0] == 404
 
 
-def test_customer_by_new_name_existing_name_or_id(server):
+def test_customer_by_new_name_existing_name_or_id(server, platforms):
     db = Database(server)
     other_org, other_key = db.organization()
     acme = db.customer("Acme")
@@ -257,8 +302,9 @@ def test_customer_by_new_name_existing_name_or_id(server):
 
     def channel_with(customer, api_key=None) -> dict:
         number = len(call(server, "GET", "/public/v1/integrations", api_key or server.key)[1])
-        status, channel = add(server, {"provider": "devto", "credentials": {"apiKey": f"k{number}-{customer}"},
-                                       "customer": customer}, key=api_key)
+        credentials = webhook_credentials(platforms, f"{number}-{quote(customer)}")
+        status, channel = add(server, {"provider": "webhook", "credentials": credentials, "customer": customer},
+                              key=api_key)
         assert status == 201, channel
         return channel
 

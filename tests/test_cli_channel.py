@@ -4,20 +4,42 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from conftest import read_config, run_cli
+from platforms import Platforms
 from test_api_channels import call
 from test_api_integrations import Database
 
 NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
-BLUESKY = ("--credential", "service=https://bsky.social", "--credential", "identifier=alice.bsky.social",
-           "--credential", "password=app-pass-1")
 
 
-def channel_cli(server, *arguments: str):
-    return run_cli(server.pyz, "channel", *arguments, env={"RUSTIZ_CONFIG": str(server.config_path)})
+@pytest.fixture(scope="module")
+def platforms():
+    fakes = Platforms()
+    yield fakes
+    fakes.close()
 
 
-def listed(server, *arguments: str) -> list:
+def as_arguments(credentials: dict) -> tuple:
+    return tuple(part for key, value in credentials.items() for part in ("--credential", f"{key}={value}"))
+
+
+@pytest.fixture
+def bluesky(platforms) -> tuple:
+    """--credential arguments of the fake Bluesky account (alice.test, "Alice Example")."""
+    return as_arguments(platforms.credentials("bluesky"))
+
+
+@pytest.fixture
+def channel_cli(platforms):
+    def run(server, *arguments: str):
+        return run_cli(server.pyz, "channel", *arguments,
+                       env={**platforms.env, "RUSTIZ_CONFIG": str(server.config_path)})
+    return run
+
+
+def listed(channel_cli, server, *arguments: str) -> list:
     result = channel_cli(server, "list", *arguments)
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
@@ -30,39 +52,46 @@ def stored_tokens(server) -> dict:
         return {row[0]: json.loads(row[1]) for row in db.execute("SELECT id, token FROM integration")}
 
 
-def test_add_prints_the_id_and_the_running_server_lists_the_channel(server):
-    result = channel_cli(server, "add", "bluesky", *BLUESKY)
+def test_add_checks_the_account_prints_the_id_and_the_running_server_lists_the_channel(server, channel_cli,
+                                                                                        platforms, bluesky):
+    result = channel_cli(server, "add", "bluesky", *bluesky)
     assert result.returncode == 0, result.stderr
     channel_id = result.stdout.strip()
-    assert "channel alice.bsky.social (bluesky) added to organization My organization" in result.stderr
-    assert "app-pass-1" not in result.stdout + result.stderr
+    assert "channel Alice Example (bluesky) added to organization My organization" in result.stderr
+    password = platforms.credentials("bluesky")["password"]
+    assert password not in result.stdout + result.stderr
     assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [{
-        "id": channel_id, "name": "alice.bsky.social", "identifier": "bluesky", "picture": None,
-        "disabled": False, "profile": "alice.bsky.social"}])
-    assert stored_tokens(server) == {channel_id: {"service": "https://bsky.social", "identifier": "alice.bsky.social",
-                                                  "password": "app-pass-1"}}
+        "id": channel_id, "name": "Alice Example", "identifier": "bluesky",
+        "picture": "https://cdn.example/avatar/alice.jpg", "disabled": False, "profile": "alice.test"}])
+    assert stored_tokens(server) == {channel_id: platforms.credentials("bluesky")}
 
 
-def test_list_shows_provider_name_profile_and_group(server):
-    assert channel_cli(server, "add", "bluesky", *BLUESKY, "--name", "Alice", "--customer", "Acme").returncode == 0
-    result = channel_cli(server, "add", "discord", "--credential", "webhookUrl=https://discord.com/api/webhooks/1/s")
+def test_credentials_the_platform_refuses_are_one_line(server, channel_cli, platforms):
+    result = channel_cli(server, "add", "devto", "--credential", "apiKey=revoked")
+    assert result.returncode == 2
+    assert result.stderr.startswith("rustiz: cannot add the devto channel: Dev.to refused these credentials (HTTP 401)")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_list_shows_provider_name_profile_and_group(server, channel_cli, platforms, bluesky):
+    assert channel_cli(server, "add", "bluesky", *bluesky, "--name", "Alice", "--customer", "Acme").returncode == 0
+    result = channel_cli(server, "add", "discord", *as_arguments(platforms.credentials("discord")))
     assert result.returncode == 0, result.stderr
-    rows = listed(server)
-    assert [row[1:] for row in rows] == [["bluesky", "Alice", "alice.bsky.social", "Acme", "no"],
-                                         ["discord", "Discord webhook", "-", "-", "no"]]
+    rows = listed(channel_cli, server)
+    assert [row[1:] for row in rows] == [["bluesky", "Alice", "alice.test", "Acme", "no"],
+                                         ["discord", "Announcements bot", "-", "-", "no"]]
     assert rows[1][0] == result.stdout.strip()
 
 
-def test_nostr_relays_comma_separated_or_repeated(server):
+def test_nostr_relays_comma_separated_or_repeated(server, channel_cli, platforms):
+    relay = platforms.credentials("nostr")["relays"][0]  # one relay that answers is enough to connect
     result = channel_cli(server, "add", "nostr", "--credential", f"password={NSEC}", "--credential",
-                         "relays=wss://one.example.com, wss://two.example.com", "--credential",
-                         "relays=ws://127.0.0.1:7447")
+                         f"relays={relay}, ws://127.0.0.1:9", "--credential", "relays=ws://127.0.0.1:7")
     assert result.returncode == 0, result.stderr
-    assert stored_tokens(server)[result.stdout.strip()]["relays"] == [
-        "wss://one.example.com", "wss://two.example.com", "ws://127.0.0.1:7447"]
+    assert stored_tokens(server)[result.stdout.strip()]["relays"] == [relay, "ws://127.0.0.1:9", "ws://127.0.0.1:7"]
 
 
-def test_refusals_are_one_line_without_a_traceback_or_the_secret(server):
+def test_refusals_are_one_line_without_a_traceback_or_the_secret(server, channel_cli):
     cases = [
         (("add", "bluesky", "--credential", "service=bsky.social", "--credential", "identifier=a",
           "--credential", "pasword=hunter2"),
@@ -82,27 +111,27 @@ def test_refusals_are_one_line_without_a_traceback_or_the_secret(server):
         result = channel_cli(server, *arguments)
         assert (result.returncode, result.stderr.strip()) == (2, message), arguments
         assert "hunter2" not in result.stderr and not result.stdout
-    assert listed(server) == []
+    assert listed(channel_cli, server) == []
 
 
-def test_the_same_account_twice_is_refused(server):
-    first = channel_cli(server, "add", "bluesky", *BLUESKY).stdout.strip()
-    result = channel_cli(server, "add", "bluesky", *BLUESKY)
+def test_the_same_account_twice_is_refused(server, channel_cli, bluesky):
+    first = channel_cli(server, "add", "bluesky", *bluesky).stdout.strip()
+    result = channel_cli(server, "add", "bluesky", *bluesky)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        f'rustiz: cannot add the bluesky channel: this bluesky account is already the channel "alice.bsky.social" '
+        f'rustiz: cannot add the bluesky channel: this bluesky account is already the channel "Alice Example" '
         f"({first}) of this organization; delete that channel first (DELETE /public/v1/integrations/{first}) "
         "to add it again")
-    assert len(listed(server)) == 1
+    assert len(listed(channel_cli, server)) == 1
 
 
-def test_org_chooses_the_organization_and_the_default_is_the_config_key_s(server):
+def test_org_chooses_the_organization_and_the_default_is_the_config_key_s(server, channel_cli, platforms):
     db = Database(server)
     other_id, other_key = db.organization()
-    result = channel_cli(server, "add", "devto", "--credential", "apiKey=theirs", "--org", other_id)
+    result = channel_cli(server, "add", "devto", *as_arguments(platforms.credentials("devto")), "--org", other_id)
     assert result.returncode == 0, result.stderr
-    assert [row[0] for row in listed(server, "--org", other_id)] == [result.stdout.strip()]
-    assert listed(server) == []  # two organizations: the default is the one whose key is in the config
+    assert [row[0] for row in listed(channel_cli, server, "--org", other_id)] == [result.stdout.strip()]
+    assert listed(channel_cli, server) == []  # two organizations: the default is the one whose key is in the config
     assert call(server, "GET", "/public/v1/integrations", other_key)[1][0]["id"] == result.stdout.strip()
     assert call(server, "GET", "/public/v1/integrations", server.key)[1] == []
 
@@ -118,7 +147,7 @@ def test_without_a_matching_key_and_several_organizations_it_asks_for_org(server
         "choose one with --org ORG_ID (`rustiz org list` shows the ids)")
 
 
-def test_channel_without_an_action_explains_itself(server):
+def test_channel_without_an_action_explains_itself(server, channel_cli):
     result = channel_cli(server)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "{add,list}" in result.stderr

@@ -1,0 +1,41 @@
+"""One fake platform per provider rustiz publishes to, started together, for tests that connect
+channels of every kind (the API's and the CLI's channel tests, the end-to-end publish of each)."""
+from __future__ import annotations
+
+from fake_bluesky import FakeBluesky
+from fake_devto import FakeDevto
+from fake_discord import FakeDiscord
+from fake_hashnode import FakeHashnode
+from fake_lemmy import FakeLemmy
+from fake_listmonk import FakeListmonk
+from fake_mastodon import FakeMastodon
+from fake_nostr import FakeNostrRelay
+from fake_slack import FakeSlack
+from fake_telegram import FakeTelegram
+from fake_webhook import FakeWebhookReceiver
+from fake_wordpress import FakeWordPress
+
+FAKES = {"bluesky": FakeBluesky, "devto": FakeDevto, "discord": FakeDiscord, "hashnode": FakeHashnode,
+         "lemmy": FakeLemmy, "listmonk": FakeListmonk, "mastodon": FakeMastodon, "nostr": FakeNostrRelay,
+         "slack": FakeSlack, "telegram": FakeTelegram, "webhook": FakeWebhookReceiver, "wordpress": FakeWordPress}
+
+
+class Platforms:
+    """`fakes[provider]`, `env` (every fake's variables, to start rustiz with), `credentials(provider)`."""
+
+    def __init__(self):
+        self.fakes = {}
+        try:
+            for provider, fake in FAKES.items():
+                self.fakes[provider] = fake()
+        except BaseException:
+            self.close()
+            raise
+        self.env = {name: value for fake in self.fakes.values() for name, value in (fake.env or {}).items()}
+
+    def credentials(self, provider: str) -> dict:
+        return self.fakes[provider].credentials()
+
+    def close(self) -> None:
+        for fake in self.fakes.values():
+            fake.close()
