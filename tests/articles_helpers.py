@@ -7,7 +7,15 @@ import sqlite3
 import time
 
 from conftest import RustizServer, read_config
-from test_api_media import multipart, png_file
+from provider_flow import notifications, png_file, upload
+from provider_flow import connect, connected as connected_channel
+from provider_flow import reconnect_needed as refresh_needed
+
+# What the provider tests import from here (some of it shared with the other provider tests).
+__all__ = [
+    "notifications", "png_file", "upload", "connect", "connected_channel", "refresh_needed", "api",
+    "upload_image", "post_body", "schedule", "refused_post", "wait_for_state", "channel_session", "trigger"
+]
 
 
 def api(server: RustizServer, method: str, path: str, body=None) -> tuple:
@@ -18,24 +26,9 @@ def api(server: RustizServer, method: str, path: str, body=None) -> tuple:
     return status, json.loads(raw) if raw else None
 
 
-def connect(server: RustizServer, provider: str, credentials: dict, **extra) -> tuple:
-    return api(server, "POST", "/public/v1/integrations", {"provider": provider, "credentials": credentials, **extra})
-
-
-def connected_channel(server: RustizServer, provider: str, credentials: dict) -> dict:
-    status, channel = connect(server, provider, credentials)
-    assert status == 201, channel
-    return channel
-
-
 def upload_image(server: RustizServer) -> dict:
     """A small PNG uploaded to rustiz: {"id", "path"} as a post's image entry."""
-    content_type, body = multipart([("file", "picture.png", png_file())])
-    status, _, raw = server.request("POST", "/public/v1/upload", {"Authorization": server.key,
-                                                                  "Content-Type": content_type}, body)
-    assert status in (200, 201), raw
-    media = json.loads(raw)
-    return {"id": media["id"], "path": media["path"]}
+    return upload(server, png_file())
 
 
 def post_body(channel_id: str, provider: str, contents: list, settings: dict, images: list | None = None) -> dict:
@@ -71,15 +64,6 @@ def wait_for_state(server: RustizServer, post_id: str, *states: str, timeout: fl
             return post
         assert time.monotonic() < deadline, f"post still {post['state']}: {post.get('error')}"
         time.sleep(0.05)
-
-
-def notifications(server: RustizServer) -> list:
-    return [item["content"] for item in api(server, "GET", "/public/v1/notifications")[1]["notifications"]]
-
-
-def refresh_needed(server: RustizServer, channel_id: str) -> bool:
-    with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
-        return bool(db.execute("SELECT refresh_needed FROM integration WHERE id = ?", (channel_id,)).fetchone()[0])
 
 
 def channel_session(server: RustizServer, channel_id: str) -> dict:

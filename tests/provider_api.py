@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import datetime
 import json
-import sqlite3
 import time
 
-from conftest import RustizServer, read_config
-from test_api_media import multipart
+from conftest import RustizServer
+from provider_flow import connect, notifications, upload
+from provider_flow import reconnect_needed as refresh_needed
+
+# What the provider tests import from here (some of it shared with the other provider tests).
+__all__ = [
+    "connect", "notifications", "upload", "refresh_needed", "api", "post_body", "post_now", "finished"
+]
 
 
 def api(server: RustizServer, method: str, path: str, body=None) -> tuple:
@@ -17,19 +22,6 @@ def api(server: RustizServer, method: str, path: str, body=None) -> tuple:
     headers = {"Authorization": server.key, **({"Content-Type": "application/json"} if data is not None else {})}
     status, _, raw = server.request(method, "/public/v1" + path, headers, data)
     return status, json.loads(raw)
-
-
-def connect(server: RustizServer, provider: str, credentials: dict) -> tuple:
-    return api(server, "POST", "/integrations", {"provider": provider, "credentials": credentials})
-
-
-def upload(server: RustizServer, data: bytes, filename: str = "file.png") -> dict:
-    content_type, body = multipart([("file", filename, data)])
-    status, _, raw = server.request("POST", "/public/v1/upload",
-                                    {"Authorization": server.key, "Content-Type": content_type}, body)
-    assert status == 201 or status == 200, raw
-    item = json.loads(raw)
-    return {"id": item["id"], "path": item["path"]}
 
 
 def post_body(channel_id: str, *parts, settings: dict | None = None) -> dict:
@@ -58,12 +50,3 @@ def finished(server: RustizServer, post_id: str, timeout: float = 20.0) -> dict:
             return post
         assert time.monotonic() < deadline, f"still {states} after {timeout} s: {post}"
         time.sleep(0.05)
-
-
-def notifications(server: RustizServer) -> list:
-    return [item["content"] for item in api(server, "GET", "/notifications")[1]["notifications"]]
-
-
-def refresh_needed(server: RustizServer, channel_id: str) -> bool:
-    with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
-        return bool(db.execute("SELECT refresh_needed FROM integration WHERE id = ?", (channel_id,)).fetchone()[0])
