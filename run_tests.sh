@@ -16,5 +16,14 @@ if [ ! -x .peers/nostr/bin/nostr-relay ]; then
         nostr-relay==1.14 websockets==17.4 coincurve==21.0.0
 fi
 export RUSTIZ_TEST_NOSTR_RELAY=$PWD/.peers/nostr/bin/nostr-relay
+# A real Bluesky PDS (npm's @atproto/dev-env, ~3 min and 360 MB the first time) where node and npm
+# are installed; without them, or when the install fails, its test is skipped and says why.
+export RUSTIZ_TEST_BSKY_DEVENV=${RUSTIZ_TEST_BSKY_DEVENV:-$PWD/.peers/bsky}
+if command -v npm >/dev/null && [ ! -d "$RUSTIZ_TEST_BSKY_DEVENV/node_modules/@atproto/dev-env" ]; then
+    mkdir -p "$RUSTIZ_TEST_BSKY_DEVENV"
+    (cd "$RUSTIZ_TEST_BSKY_DEVENV" && timeout 900 npm install --no-audit --no-fund --loglevel=error \
+        @atproto/dev-env@0.3.215 >npm-install.log 2>&1) || echo "run_tests.sh: npm install @atproto/dev-env failed" \
+        "(see $RUSTIZ_TEST_BSKY_DEVENV/npm-install.log); the real Bluesky PDS test will be skipped" >&2
+fi
 .venv/bin/python build_zipapp.py
 RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest "$@"
