@@ -338,6 +338,9 @@ def test_pings_and_fragmented_answers_are_handled(rustiz_server, relay):
     relay.script = ["ping-and-fragment"]
     [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
     assert post["state"] == "PUBLISHED", post
+    deadline = time.monotonic() + 5  # the relay reads the pong on its own thread, maybe after the OK went out
+    while relay.pongs != [b"are you there"] and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert relay.pongs == [b"are you there"]
 
 
