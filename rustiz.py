@@ -3197,6 +3197,71 @@ def x_weighted_length(text: str) -> int:
     return length + 23 * len(re.findall(_URL, text))
 
 
+def _is_grapheme_extender(code: int) -> bool:
+    """Grapheme_Cluster_Break Extend/SpacingMark/ZWJ: combining marks, variation selectors, skin tones, tags."""
+    import unicodedata
+    return (unicodedata.category(chr(code)) in ("Mn", "Me", "Mc") or code in (0x200C, 0x200D)
+            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x1F3FB <= code <= 0x1F3FF
+            or 0xE0020 <= code <= 0xE007F)
+
+
+def _is_pictographic(code: int) -> bool:
+    """Extended_Pictographic, near enough: the emoji blocks and the older symbols that emoji reuse."""
+    return (0x1F000 <= code <= 0x1FAFF and not 0x1F1E6 <= code <= 0x1F1FF) or 0x2600 <= code <= 0x27BF \
+        or 0x2300 <= code <= 0x23FF or 0x2B00 <= code <= 0x2BFF or 0x1FC00 <= code <= 0x1FFFD \
+        or code in (0xA9, 0xAE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299) \
+        or 0x2194 <= code <= 0x21AA
+
+
+def _hangul_kind(code: int) -> str:
+    if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C:
+        return "L"
+    if 0x1160 <= code <= 0x11A7 or 0xD7B0 <= code <= 0xD7C6:
+        return "V"
+    if 0x11A8 <= code <= 0x11FF or 0xD7CB <= code <= 0xD7FB:
+        return "T"
+    if 0xAC00 <= code <= 0xD7A3:
+        return "LV" if (code - 0xAC00) % 28 == 0 else "LVT"
+    return ""
+
+
+_HANGUL_JOINS = {"L": ("L", "V", "LV", "LVT"), "LV": ("V", "T"), "V": ("V", "T"), "LVT": ("T",), "T": ("T",)}
+
+
+def grapheme_count(text: str) -> int:
+    """User-perceived characters, as Bluesky counts its 300 and Mastodon its 500 (Unicode extended
+    grapheme clusters, the rules that matter for posts: CR LF, combining marks, ZWJ emoji sequences,
+    flags, Hangul syllables), so "👍🏽" and "🇫🇷" are one character each."""
+    count = 0
+    previous = None  # the code point before, within the current cluster
+    pictographic_run = False  # the cluster so far is a pictograph followed only by extenders
+    regional_indicators = 0  # regional indicators in a row (a flag is a pair)
+    for char in text:
+        code = ord(char)
+        joins = False
+        if previous is not None:
+            if previous == 0x0D and code == 0x0A:
+                joins = True
+            elif previous in (0x0A, 0x0D):
+                joins = False
+            elif _is_grapheme_extender(code):
+                joins = True
+            elif previous == 0x200D and pictographic_run and _is_pictographic(code):
+                joins = True
+            elif 0x1F1E6 <= code <= 0x1F1FF and 0x1F1E6 <= previous <= 0x1F1FF:
+                joins = regional_indicators % 2 == 1
+            elif _hangul_kind(previous) and _hangul_kind(code) in _HANGUL_JOINS.get(_hangul_kind(previous), ()):
+                joins = True
+        if not joins:
+            count += 1
+            pictographic_run = _is_pictographic(code)
+        elif not (_is_grapheme_extender(code) or _is_pictographic(code)):
+            pictographic_run = False
+        regional_indicators = regional_indicators + 1 if 0x1F1E6 <= code <= 0x1F1FF else 0
+        previous = code
+    return count
+
+
 def _is_verified(additional_settings: Any) -> bool:
     return isinstance(additional_settings, list) and any(
         isinstance(item, dict) and item.get("title") == "Verified" and item.get("value") is True
@@ -7079,19 +7144,6 @@ MASTODON_DEFAULT_LIMITS = {"maxLength": 500, "maxMedia": 4, "charactersReservedP
 MASTODON_MEDIA_WAIT_SECONDS = 60.0  # how long a status waits for the instance to process its media
 _MASTODON_URL = re.compile(r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]")
 _MASTODON_REMOTE_MENTION = re.compile(r"(?<![\w@/])@(\w+)@[\w.-]*\w")
-# What follows a character without starting a new grapheme (a user-perceived character):
-# combining marks, variation selectors, skin tones, tag characters, and whatever a zero-width joiner joins.
-_GRAPHEME_EXTENDERS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
-                                 "\U0001F3FB-\U0001F3FF\U000E0020-\U000E007F]|\u200d.?", re.DOTALL)
-_REGIONAL_INDICATOR_PAIR = re.compile("[\U0001F1E6-\U0001F1FF]{2}")
-
-
-def grapheme_count(text: str) -> int:
-    """About how many user-perceived characters `text` has (Unicode grapheme clusters, the common cases):
-    what Mastodon counts, so "👍🏽" and "🇫🇷" are one character each."""
-    return len(_REGIONAL_INDICATOR_PAIR.sub("x", _GRAPHEME_EXTENDERS.sub("", text)))
-
-
 def mastodon_length(text: str, characters_per_url: int) -> int:
     """A status's length as Mastodon counts it: every http(s) link is `characters_per_url` long whatever
     its length, a mention of a remote account counts only its @username, the rest in graphemes."""
@@ -8199,70 +8251,6 @@ BLUESKY_MAX_GRAPHEMES = 300
 BLUESKY_MAX_TEXT_BYTES = 3000
 BLUESKY_MAX_IMAGE_BYTES = 1_000_000  # app.bsky.embed.images: maxSize of each image blob
 BLUESKY_MAX_VIDEO_BYTES = 100_000_000  # app.bsky.embed.video: maxSize of the video blob
-
-
-def _is_grapheme_extender(code: int) -> bool:
-    """Grapheme_Cluster_Break Extend/SpacingMark/ZWJ: combining marks, variation selectors, skin tones, tags."""
-    import unicodedata
-    return (unicodedata.category(chr(code)) in ("Mn", "Me", "Mc") or code in (0x200C, 0x200D)
-            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x1F3FB <= code <= 0x1F3FF
-            or 0xE0020 <= code <= 0xE007F)
-
-
-def _is_pictographic(code: int) -> bool:
-    """Extended_Pictographic, near enough: the emoji blocks and the older symbols that emoji reuse."""
-    return (0x1F000 <= code <= 0x1FAFF and not 0x1F1E6 <= code <= 0x1F1FF) or 0x2600 <= code <= 0x27BF \
-        or 0x2300 <= code <= 0x23FF or 0x2B00 <= code <= 0x2BFF or 0x1FC00 <= code <= 0x1FFFD \
-        or code in (0xA9, 0xAE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299) \
-        or 0x2194 <= code <= 0x21AA
-
-
-def _hangul_kind(code: int) -> str:
-    if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C:
-        return "L"
-    if 0x1160 <= code <= 0x11A7 or 0xD7B0 <= code <= 0xD7C6:
-        return "V"
-    if 0x11A8 <= code <= 0x11FF or 0xD7CB <= code <= 0xD7FB:
-        return "T"
-    if 0xAC00 <= code <= 0xD7A3:
-        return "LV" if (code - 0xAC00) % 28 == 0 else "LVT"
-    return ""
-
-
-_HANGUL_JOINS = {"L": ("L", "V", "LV", "LVT"), "LV": ("V", "T"), "V": ("V", "T"), "LVT": ("T",), "T": ("T",)}
-
-
-def grapheme_count(text: str) -> int:
-    """User-perceived characters, as Bluesky counts its 300 (Unicode extended grapheme clusters, the
-    rules that matter for posts: CR LF, combining marks, ZWJ emoji sequences, flags, Hangul syllables)."""
-    count = 0
-    previous = None  # the code point before, within the current cluster
-    pictographic_run = False  # the cluster so far is a pictograph followed only by extenders
-    regional_indicators = 0  # regional indicators in a row (a flag is a pair)
-    for char in text:
-        code = ord(char)
-        joins = False
-        if previous is not None:
-            if previous == 0x0D and code == 0x0A:
-                joins = True
-            elif previous in (0x0A, 0x0D):
-                joins = False
-            elif _is_grapheme_extender(code):
-                joins = True
-            elif previous == 0x200D and pictographic_run and _is_pictographic(code):
-                joins = True
-            elif 0x1F1E6 <= code <= 0x1F1FF and 0x1F1E6 <= previous <= 0x1F1FF:
-                joins = regional_indicators % 2 == 1
-            elif _hangul_kind(previous) and _hangul_kind(code) in _HANGUL_JOINS.get(_hangul_kind(previous), ()):
-                joins = True
-        if not joins:
-            count += 1
-            pictographic_run = _is_pictographic(code)
-        elif not (_is_grapheme_extender(code) or _is_pictographic(code)):
-            pictographic_run = False
-        regional_indicators = regional_indicators + 1 if 0x1F1E6 <= code <= 0x1F1FF else 0
-        previous = code
-    return count
 
 
 # Common generic TLDs a bare domain may end in (any two-letter country code counts too), so that
