@@ -5896,6 +5896,18 @@ def _api_error_text(error: ApiError) -> str:
     return "; ".join(map(str, message)) if isinstance(message, list) else str(message)
 
 
+_EMPTY_CONTENT = "If images do not exist, content must be a non-empty string."
+
+
+def _mcp_argument_path(message: str) -> str:
+    """A POST /posts validation message in the schedule tool's names: "settings.title ...",
+    "postsAndComments.1.attachments.0: ..." instead of "posts.0.settings.title ...", "posts.0.value.1.image.0.path ..."."""
+    if ".settings." in message:
+        return "settings." + message.split(".settings.", 1)[1]
+    message = re.sub(r"^posts\.\d+\.value\.", "postsAndComments.", message)
+    return re.sub(r"\.image\.(\d+)\.(?:path )?", r".attachments.\1: ", message).replace(".image ", ".attachments ")
+
+
 def _mcp_publish_date(stored: str) -> str:
     """Postiz's postsListTool date: UTC, seconds, no Z."""
     return stored[:19]
@@ -6038,10 +6050,11 @@ class McpTools:
         if channel is None:
             return f"Integration with id {channel_id} not found, use integrationList to get a valid integration id"
         message = refused.body.get("message") if isinstance(refused.body, dict) else None
-        if message == "Your post should have at least one character or one image.":
-            return f"{channel['name']}: {message}"
-        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
-            message = "; ".join(text.split(".settings.", 1)[-1] for text in message) or "Please fix your settings"
+        empty = "Your post should have at least one character or one image."
+        if message == empty or isinstance(message, list) and any(text.endswith(_EMPTY_CONTENT) for text in message):
+            return f"{channel['name']}: {empty}"
+        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages, in MCP's terms
+            message = "; ".join(_mcp_argument_path(text) for text in message) or "Please fix your settings"
         elif message == "post is too long, please fix it":
             message = f"The maximum characters is {provider_max_length(channel['provider_identifier'], channel['additional_settings'])}"
         return f"{channel['name']}: {message}, please fix it, and try integrationSchedulePostTool again."
