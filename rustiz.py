@@ -3855,6 +3855,15 @@ class StreamingRoute:
         self.open_sink = open_sink
 
 
+def _pattern_family(path: str) -> str:
+    """A route template's first two segments when both are literal, else its first (App._find_routes looks
+    for a request's path under its first two segments, then under its first)."""
+    segments = path.strip("/").split("/")
+    if len(segments) > 2 and not segments[0].startswith(":") and not segments[1].startswith(":"):
+        return f"{segments[0]}/{segments[1]}"
+    return segments[0]
+
+
 class App:
     """The routing table, and the order every request goes through: method, limits, route, auth, handler."""
 
@@ -3864,6 +3873,9 @@ class App:
         self.guard = Guard(config, store)
         self.routes: dict = {}  # path -> {method: Route}, for paths without parameters
         self.patterns: dict = {}  # path template -> (compiled pattern, {method: Route})
+        # The same patterns by their literal leading segments ("public/v1", "mcp"), so that a path is
+        # matched against its own family only: /mcp/<key> need not fail thirty API patterns first.
+        self.pattern_families: dict = {}
         self.streaming_paths: dict = {}  # POST path -> StreamingRoute, for routes that take their body in pieces
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
@@ -3888,6 +3900,7 @@ class App:
             regex = "".join(f"/(?P<{segment[1:]}>[^/]+)" if segment.startswith(":") else "/" + re.escape(segment)
                             for segment in path.strip("/").split("/"))
             self.patterns[path] = (re.compile(regex), {})
+            self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
         self.patterns[path][1][method] = Route(handler, authenticated)
 
     def add_api(self, method: str, subpath: str, handler: Callable) -> None:
@@ -3922,12 +3935,15 @@ class App:
         routes = self.routes.get(request.path)
         if routes is not None:
             return routes
-        for pattern, methods in self.patterns.values():
-            match = pattern.fullmatch(request.path)
-            if match is not None:
-                from urllib.parse import unquote
-                request.params = {name: unquote(value) for name, value in match.groupdict().items()}
-                return methods
+        segments = request.path.split("/", 3)  # "", first, second, rest
+        families = ("/".join(segments[1:3]), segments[1]) if len(segments) > 2 else (segments[-1],)
+        for family in families:
+            for pattern, methods in self.pattern_families.get(family, ()):
+                match = pattern.fullmatch(request.path)
+                if match is not None:
+                    from urllib.parse import unquote
+                    request.params = {name: unquote(value) for name, value in match.groupdict().items()}
+                    return methods
         return None
 
     def handle(self, request: Request) -> Union[Response, Awaitable[Response]]:
@@ -5483,6 +5499,7 @@ def _openapi_paths(root: dict) -> dict:
             "Store an image or video fetched from a public URL", ("201", _schema_ref("Media")),
             "BadRequest TooLarge", body=_object({"url": _STRING}))},
         "/uploads/{year}/{month}/{day}/{name}": {"get": _uploaded_file(file_answer)},
+        **_mcp_openapi_paths(),
     }
 
 
@@ -6124,6 +6141,40 @@ def _tool_error(text: str) -> dict:
 
 
 # --- the transport: JSON-RPC over Streamable HTTP, and the legacy HTTP+SSE ---------------------
+
+def _mcp_openapi_paths() -> dict:
+    """The MCP routes in the OpenAPI document: JSON-RPC is described by the MCP specification, not here."""
+    key = _parameter("path", "apiKey", "The organization's API key (or send it as `Authorization: Bearer <key>` "
+                                       "to the path without it)", required=True)
+    message = {"description": "One JSON-RPC 2.0 message or a batch (MCP Streamable HTTP)",
+               "content": {"application/json": {"schema": {"anyOf": [{"type": "object"}, {"type": "array"}]}}}}
+
+    def endpoint(parameters: tuple) -> dict:
+        post = _operation("MCP (Model Context Protocol) for AI agents: JSON-RPC requests, notifications, batches",
+                          ("200", {"description": "The JSON-RPC answer(s); 202 when there is none to give",
+                                   "content": {"application/json": {"schema": _ANY},
+                                               "text/event-stream": {"schema": _STRING}}}),
+                          "BadRequest", parameters, message, public=True)
+        refuse = _operation("Refused with 405: rustiz sends no server-initiated messages",
+                            ("405", {"type": "object"}), "", parameters, public=True)
+        return {"post": post, "delete": _operation("End an MCP session (nothing is kept between requests)",
+                                                   ("200", {"description": "Done"}), "", parameters, public=True),
+                "get": refuse, "put": refuse, "patch": refuse,
+                "options": _operation("CORS preflight", ("200", {"description": "OK"}), "", parameters, public=True)}
+
+    preflight = _operation("CORS preflight", ("200", {"description": "OK"}), "", (key,), public=True)
+    session = _parameter("query", "sessionId", "From the stream's endpoint event", required=True)
+    return {
+        "/mcp": endpoint(()), "/mcp/{apiKey}": endpoint((key,)),
+        "/sse/{apiKey}": {"options": preflight, "get": _operation(
+            "MCP legacy HTTP+SSE transport: a stream that announces its message endpoint, then carries the answers",
+            ("200", {"description": "text/event-stream", "content": {"text/event-stream": {"schema": _STRING}}}),
+            "", (key,), public=True)},
+        "/message/{apiKey}": {"options": preflight, "post": _operation(
+            "MCP legacy HTTP+SSE transport: a message for the stream's session; the answer goes to the stream",
+            ("202", {"description": "Accepted"}), "BadRequest NotFound", (key, session), message, public=True)},
+    }
+
 
 class McpCall(NamedTuple):
     """What one POST carries besides its messages: who, and which protocol era its headers claim."""
