@@ -5959,7 +5959,7 @@ class McpTools:
             output = run(organization_id, checked)
         except ToolFailed as failed:
             return _tool_error(str(failed))
-        if asyncio.iscoroutine(output):
+        if type(output) is not dict:  # a coroutine: the tool waits on the network
             return self._finish(output)
         return _tool_success(output)
 
@@ -6333,13 +6333,13 @@ class McpServer:
     def _answer_all(self, messages: list, call: McpCall) -> Union[list, Awaitable[list]]:
         """The answers (None for notifications), or an awaitable of them when a tool waits on the network."""
         answers = [self._answer(message, call) for message in messages]
-        if any(asyncio.iscoroutine(answer) for answer in answers):
-            return self._gather(answers)
-        return answers
+        if all(answer is None or type(answer) is dict for answer in answers):
+            return answers
+        return self._gather(answers)
 
     @staticmethod
     async def _gather(answers: list) -> list:
-        return [await answer if asyncio.iscoroutine(answer) else answer for answer in answers]
+        return [answer if answer is None or type(answer) is dict else await answer for answer in answers]
 
     def _answer(self, message: dict, call: McpCall) -> Union[None, dict, Awaitable[dict]]:
         if "method" not in message or "id" not in message:
@@ -6355,7 +6355,7 @@ class McpServer:
         except Exception:
             log("unhandled error in an MCP request:\n" + traceback.format_exc().rstrip())
             return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
-        if asyncio.iscoroutine(result):
+        if type(result) is not dict:  # a coroutine: the tool waits on the network
             return self._finish_answer(request_id, result, modern)
         return self._wrapped(request_id, result, modern, message["method"])
 
@@ -6442,8 +6442,12 @@ class McpServer:
             return organization_id
         session = self.sse_sessions.get(request.query.get("sessionId", ""))
         if session is None or session[0] != organization_id:
+            # Sessions live in the worker holding the stream; another worker cannot reach it.
+            workers = (f"; with {self.app.config.workers} workers this message may have reached another worker "
+                       f"than the stream's: use the Streamable HTTP endpoint /mcp/<key> instead"
+                       if self.app.config.workers > 1 else "")
             return _text_response(404, "Session not found: open a new SSE stream at /sse/<key> and post to the "
-                                       "endpoint it announces")
+                                       "endpoint it announces" + workers)
         parsed = self._messages(request)
         if type(parsed) is Response:
             return parsed
