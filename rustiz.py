@@ -2144,12 +2144,19 @@ class HttpConnection(asyncio.Protocol):
         self.event_stream = asyncio.ensure_future(self._write_events(response))
 
     async def _write_events(self, response: EventStreamResponse) -> None:
+        quiet_seconds = 0
         try:
             while not self.closed and not self.state.closing:
                 try:
                     event = await asyncio.wait_for(response.events.get(), 1.0)
-                except asyncio.TimeoutError:
-                    continue  # looks at state.closing once a second, so a shutdown is not held up
+                except asyncio.TimeoutError:  # looks at state.closing once a second, so a shutdown is not held up
+                    quiet_seconds += 1
+                    if quiet_seconds >= EVENT_STREAM_KEEPALIVE_SECONDS:
+                        # A comment line, which clients skip: proxies close streams idle for a minute or so.
+                        self.transport.write(b": keepalive\n\n")
+                        quiet_seconds = 0
+                    continue
+                quiet_seconds = 0
                 if event is None:
                     break
                 self.transport.write(event)
@@ -2236,6 +2243,7 @@ class HttpConnection(asyncio.Protocol):
 
 
 FILE_PIECE_BYTES = 256 * 1024
+EVENT_STREAM_KEEPALIVE_SECONDS = 25
 
 
 class OutgoingFile:
@@ -6424,6 +6432,8 @@ class McpServer:
         organization_id = self._organization(request)
         if type(organization_id) is Response:
             return organization_id
+        if request.method == "HEAD":  # the head of a stream, without opening a session nobody will read
+            return Response(200, b"", "text/event-stream", list(MCP_CORS_HEADERS))
         if len(self.sse_sessions) >= MCP_MAX_SSE_SESSIONS:
             return _text_response(503, f"Too many open MCP SSE streams (at most {MCP_MAX_SSE_SESSIONS} per worker); "
                                        f"use the Streamable HTTP endpoint /mcp/<key> instead")

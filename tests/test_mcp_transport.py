@@ -291,3 +291,35 @@ def test_scheduling_counts_against_api_limit_unless_switched_off(start_server, s
         assert status == 429
     else:
         assert results[2]["isError"] is False
+
+
+# --- workers and shutdown --------------------------------------------------------------------------------
+
+def test_with_two_workers_every_request_stands_alone(start_server):
+    """Stateless Streamable HTTP: an initialize on one connection, the calls on others, whichever worker."""
+    server = start_server(args=("--workers", "2"))
+    initialize = rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "t", "version": "1"}})
+    session = post(server, initialize)[1]["mcp-session-id"]
+    for number in range(20):
+        status, _, answer = post(server, rpc("tools/call", {"name": "integrationList", "arguments": {}}, number),
+                                 headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        assert status == 200 and answer["result"]["structuredContent"] == {"output": []}
+
+
+def test_an_open_sse_stream_does_not_hold_up_a_shutdown(start_server):
+    server = start_server(env={"RUSTIZ_SHUTDOWN_TIMEOUT": "30"})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(f"GET /sse/{server.key} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        stream = connection.makefile("rb")
+        assert stream.readline() == b"HTTP/1.1 200 OK\r\n"
+        started = time.monotonic()
+        assert server.stop() == 0
+        assert time.monotonic() - started < 5
+        stream.read()  # the stream ended: the server closed it
+        stream.close()
+
+
+def test_head_on_the_sse_route_opens_no_stream(server):
+    status, headers, body = server.request("HEAD", f"/sse/{server.key}")
+    assert (status, headers["content-type"], body) == (200, "text/event-stream", b"")
