@@ -5719,6 +5719,11 @@ If validation fails, the result contains output.errors describing what to fix; t
 
 def _mcp_tool_definitions() -> list:
     """tools/list in Postiz's order (without its AI-generation tools), then rustiz's three additions."""
+    return _postiz_tool_definitions() + _rustiz_tool_definitions()
+
+
+def _postiz_tool_definitions() -> list:
+    """Postiz's tools, field by field (descriptions the reference does not give are rustiz's)."""
     trigger_description = (
         "Use this to call a provider helper function (a methodName from the integrationSchema callable tools) "
         "that fetches provider-specific data needed for settings, like ids or search results.\n      Some helper "
@@ -5805,7 +5810,12 @@ def _mcp_tool_definitions() -> list:
          "outputSchema": _root(_z_object({"id": {"type": "string"}, "path": {"type": "string"},
                                           "error": {"type": "string"}}, optional=("id", "path", "error"))),
          "annotations": _annotations("Upload Media From URL", False, False, False, True)},
-        # rustiz's additions, so that an agent can check what became of its posts.
+    ]
+
+
+def _rustiz_tool_definitions() -> list:
+    """rustiz's additions, so that an agent can check what became of its posts (and retry a failed one)."""
+    return [
         {"name": "postGetTool",
          "description": "Read one post by its \"id\" (from integrationSchedulePostTool or postsListTool): its state "
                         "(QUEUE, DRAFT, PUBLISHING, PUBLISHED, ERROR), the error that stopped it, the URL where it "
