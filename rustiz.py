@@ -5975,18 +5975,18 @@ class McpTools:
         run = getattr(self, "tool_" + tool["name"])
         try:
             output = run(organization_id, checked)
-        except ToolFailed as failed:
-            return _tool_error(str(failed))
+        except Exception as error:
+            return _tool_failure(tool["name"], error)
         if type(output) is not dict:  # a coroutine: the tool waits on the network
-            return self._finish(output)
+            return self._finish(tool["name"], output)
         return _tool_success(output)
 
     @staticmethod
-    async def _finish(pending: Awaitable[dict]) -> dict:
+    async def _finish(name: str, pending: Awaitable[dict]) -> dict:
         try:
             return _tool_success(await pending)
-        except ToolFailed as failed:
-            return _tool_error(str(failed))
+        except Exception as error:
+            return _tool_failure(name, error)
 
     def tool_integrationList(self, organization_id: str, arguments: dict) -> dict:
         channels = self.store.integrations(organization_id, arguments.get("group") or None)
@@ -6156,6 +6156,17 @@ def _tool_success(output: dict) -> dict:
 
 def _tool_error(text: str) -> dict:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _tool_failure(name: str, error: Exception) -> dict:
+    """A tool that raised: an isError result (Postiz's thrown errors), never a JSON-RPC error."""
+    if isinstance(error, ToolFailed):
+        return _tool_error(str(error))
+    if isinstance(error, ApiError):
+        return _tool_error(_api_error_text(error))
+    log(f"unhandled error in the MCP tool {name}:\n" + traceback.format_exc().rstrip())
+    return _tool_error(json.dumps({"id": "TOOL_EXECUTION_FAILED", "tool": name,
+                                   "message": f"{name} failed on an internal error; the rustiz log has the details"}))
 
 
 # --- the transport: JSON-RPC over Streamable HTTP, and the legacy HTTP+SSE ---------------------
