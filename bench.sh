@@ -16,6 +16,7 @@
 #                              measurement (it is noted when it does not)
 #   BENCH_STRICT=1             exit 1 when a target FAILs (default: exit 0 once
 #                              every measurement ran)
+#   BENCH_MCP_ONLY=1           only the MCP rows (about 30 s), then stop
 #
 # What it does (the benchmark page's method):
 #   * builds dist/rustiz.pyz (stdlib only) and dist/rustiz-speedups.pyz
@@ -41,6 +42,10 @@
 #     check and the same two SQLite queries on one connection, JSONResponse),
 #     and nginx returning a static `[]` (worker_processes 1, access_log off:
 #     the ceiling on this machine, where the load generator saturates).
+#   * MCP: the same question asked through the MCP server, `tools/call
+#     integrationList` POSTed to /mcp/<key> (a wrk Lua script sets method, body
+#     and headers), beside the REST GET on the same server: `wrk -t1 -c32
+#     --latency` each, for rustiz stdlib and uvloop+orjson.
 # Everything binds 127.0.0.1, every step runs under `timeout`, and every
 # server started here is killed on exit. Raw outputs: .bench/results/.
 set -uo pipefail
@@ -109,9 +114,10 @@ PY=$(readlink -f "$PY")   # the real binary, never a shim
 # ------------------------------------------------------------ tools
 need_apt=()
 command -v wrk >/dev/null || need_apt+=(wrk)
-command -v ab >/dev/null || need_apt+=(apache2-utils)
+MCP_ONLY=${BENCH_MCP_ONLY:-0}   # the MCP rows need neither ab, nginx nor the peer's venv
+[ "$MCP_ONLY" = 1 ] || command -v ab >/dev/null || need_apt+=(apache2-utils)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || need_apt+=(nginx)
+[ "$MCP_ONLY" = 1 ] || [ -x "$NGINX" ] || need_apt+=(nginx)
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v curl >/dev/null || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -128,7 +134,7 @@ fi
 
 VENV=$B/venv
 VPY=$VENV/bin/python
-if ! timeout 60 "$VPY" -c 'import uvicorn, starlette, uvloop, httptools, orjson' 2>/dev/null; then
+if [ "$MCP_ONLY" != 1 ] && ! timeout 60 "$VPY" -c 'import uvicorn, starlette, uvloop, httptools, orjson' 2>/dev/null; then
     if [ "${BENCH_NO_INSTALL:-0}" = 1 ]; then
         die "missing peer venv; create it with: $PY -m venv $VENV && $VPY -m pip install 'uvicorn[standard]' starlette uvloop orjson"
     fi
@@ -548,6 +554,70 @@ http {
 EOF
 }
 
+# ------------------------------------------------------------ MCP
+# tools/call integrationList through /mcp/<key>, beside GET /public/v1/integrations on the same server.
+# wrk, not a Python client: a Python client is slower than the server it measures.
+MCP_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"integrationList","arguments":{}}}'
+cat >"$B/mcp_call.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$MCP_BODY'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+LUA
+MCP_EXPECTED='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"output\":[]}"}],"structuredContent":{"output":[]},"isError":false}}'
+declare -A MCP_RPS MCP_P99 MCP_REST_RPS MCP_REST_P99
+mcp_row() {   # mcp_row ID CMD...  (PORT is taken from $FREE_PORT)
+    local id=$1; shift
+    local port=$FREE_PORT sid body out=$RES/$id.mcp.wrk-c32.txt
+    check_quiet "$id.mcp"
+    log "MCP load: ${LABEL[$id]} on :$port"
+    start_bg "$RES/$id.mcp.server.log" "$@"
+    sid=$SRV_SID
+    if ! wait_health "$port" "$sid" 30; then
+        note "$id: not ready within 30 s for the MCP rows"; stop_bg "$sid"; return
+    fi
+    body=$(curl -s -m 5 -H 'Content-Type: application/json' --data "$MCP_BODY" "http://127.0.0.1:$port/mcp/$KEY")
+    [ "$body" = "$MCP_EXPECTED" ] || note "$id: MCP tools/call integrationList answered '$body'"
+    fg_run timeout 30 wrk -t1 -c32 -d1s -s "$B/mcp_call.lua" "http://127.0.0.1:$port/mcp/$KEY" \
+        >"$RES/$id.mcp.warmup.txt" 2>&1
+    fg_run timeout $((DUR + 20)) wrk -t1 -c32 -d"${DUR}s" --latency -s "$B/mcp_call.lua" \
+        "http://127.0.0.1:$port/mcp/$KEY" >"$out" 2>&1
+    MCP_RPS[$id]=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
+    MCP_P99[$id]=$(awk '$1 == "99%" { print $2 }' "$out")
+    [ -n "${MCP_P99[$id]}" ] && MCP_P99[$id]=$(to_ms "${MCP_P99[$id]}")
+    grep -qE 'Non-2xx|Socket errors' "$out" \
+        && note "$id: MCP wrk: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | paste -sd';' -)"
+    run_wrk "$id.mcp-rest" "$port" 32
+    MCP_REST_RPS[$id]=$W_RPS; MCP_REST_P99[$id]=$W_P99
+    stop_bg "$sid"
+}
+mcp_rows() {
+    free_port
+    mcp_row rz_std env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 "$RZPY" "$PYZ" serve
+    if [ $FAST_OK = 1 ]; then
+        free_port
+        mcp_row rz_fast env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
+    fi
+}
+mcp_table() {
+    local id
+    echo "MCP: \`tools/call integrationList\` POSTed to /mcp/<key> (JSON answer; wrk -t1 -c32 -d${DUR}s with a Lua script) beside REST \`GET $PATH_EP\` on the same server, one after the other:"
+    echo
+    echo "| Server | MCP tools/call req/s | MCP p99 | REST GET req/s | REST p99 | MCP / REST |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for id in rz_std rz_fast; do
+        [ -n "${MCP_RPS[$id]:-}${MCP_REST_RPS[$id]:-}" ] || continue
+        printf '| %s | %s | %s | %s | %s | %s |\n' "${LABEL[$id]}" "$(v "${MCP_RPS[$id]:-}")" \
+            "$(ms "${MCP_P99[$id]:-}")" "$(v "${MCP_REST_RPS[$id]:-}")" "$(ms "${MCP_REST_P99[$id]:-}")" \
+            "$(v "$(ratio "${MCP_RPS[$id]:-}" "${MCP_REST_RPS[$id]:-}")")"
+    done
+    echo
+}
+v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
+ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
+
 # ------------------------------------------------------------ run
 log "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
 log "loads: ${DUR}s wrk, ab -n $AB_N, $STARTS cold starts"
@@ -555,6 +625,14 @@ log "loads: ${DUR}s wrk, ab -n $AB_N, $STARTS cold starts"
 LABEL[rz_std]="rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
 LABEL[rz_fast]="rustiz, uvloop+orjson"
 LABEL[uvicorn]="uvicorn+starlette (uvloop+httptools)"
+
+if [ "$MCP_ONLY" = 1 ]; then
+    mcp_rows
+    echo
+    mcp_table
+    if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
+    exit 0
+fi
 
 # start-up first (quiet machine), same initialised dir for every server
 free_port
@@ -594,6 +672,8 @@ if [ $FAST_OK = 1 ]; then
     run_row rz_fast_w2 "${LABEL[rz_fast_w2]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" \
         "$RZPY" "$PYZ_FAST" serve --workers 2
 fi
+
+mcp_rows
 
 # ------------------------------------------------------------ scheduler
 # Posts published per second to a zero-latency local receiver (1,000 webhook channels, one post
@@ -703,8 +783,6 @@ for id in rz_std rz_std_w2; do SIZE[$id]=$SIZE_PLAIN; done
 for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
 
 # ------------------------------------------------------------ table
-v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
-ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
 ELAPSED=$(( $(date +%s) - T_BEGIN ))
 echo
 echo "### rustiz benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Python $("$PY" -c 'import sys; print(sys.version.split()[0])')$([ "${BENCH_QUICK:-0}" = 1 ] && echo ', QUICK')"
@@ -726,6 +804,7 @@ done
 echo
 [ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
 echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
+mcp_table
 echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
 echo
 
@@ -741,8 +820,6 @@ target() {   # target DESCRIPTION VALUE OP LIMIT UNIT_TEXT
     [ "$res" = FAIL ] && FAILS=$((FAILS + 1))
     echo "- $res  $desc: $txt"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
-
 r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[uvicorn]:-}")
 target "rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32" "$r" ">=" 3.5 "${r}× (${RPS32[rz_fast]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
 r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[nginx]:-}")

@@ -12,11 +12,12 @@ Map of this file (each section starts with a banner comment):
   6. Auth and limits  API keys, REQUEST_LIMIT per client, API_LIMIT per organization
   7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
   8. API              routing table and the public API handlers (Postiz JSON shapes)
-  9. Outbound HTTP    the async client every provider uses (TLS, timeouts, proxies, redirects)
- 10. Publishers       one class per platform behind one interface: connect, publish, limits
- 11. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
- 12. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 13. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
+  9. MCP              the MCP server for AI agents: Streamable HTTP + legacy SSE, Postiz's tools
+ 10. Outbound HTTP    the async client every provider uses (TLS, timeouts, proxies, redirects)
+ 11. Publishers       one class per platform behind one interface: connect, publish, limits
+ 12. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
+ 13. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+ 14. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
 """
 from __future__ import annotations
 
@@ -201,6 +202,7 @@ class Config(NamedTuple):
     retry_base_seconds: float = 30.0  # the first retry's wait; each further retry waits twice as long (30 min at most)
     retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
     publish_concurrency: int = 8  # publishes in flight at once (each on its own channel)
+    mcp_api_limit: bool = True  # MCP's schedule tool counts against API_LIMIT like POST /public/v1/posts
 
 
 def default_config_path(environ: dict) -> str:
@@ -308,6 +310,9 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     access_log = values.get("RUSTIZ_ACCESS_LOG", "0").lower()
     if access_log not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise UserError(f"RUSTIZ_ACCESS_LOG={access_log!r}: use 1 or 0")
+    mcp_api_limit = values.get("MCP_API_LIMIT", "1").lower()
+    if mcp_api_limit not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise UserError(f"MCP_API_LIMIT={mcp_api_limit!r}: use 1 (MCP scheduling counts against API_LIMIT) or 0")
     return Config(
         config_path=path,
         database=resolve("RUSTIZ_DATABASE", "rustiz.db"),
@@ -331,6 +336,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         retry_base_seconds=_seconds_setting(values, "RUSTIZ_RETRY_BASE", 30.0),
         retry_limit=_int_setting(values, "RUSTIZ_RETRY_LIMIT", 5, 0, 50),
         publish_concurrency=_int_setting(values, "RUSTIZ_PUBLISH_CONCURRENCY", 8, 1, 256),
+        mcp_api_limit=mcp_api_limit in ("1", "true", "yes", "on"),
     )
 
 
@@ -1650,6 +1656,17 @@ class FileResponse(Response):
         self.length = length
 
 
+class EventStreamResponse(Response):
+    """A text/event-stream answer that stays open: the connection writes each bytes item put in `events`
+    as it comes, until None is put or the client leaves; `on_close` runs once either way (legacy MCP SSE)."""
+    __slots__ = ("events", "on_close")
+
+    def __init__(self, events: "asyncio.Queue", on_close: Callable[[], None], headers: list):
+        super().__init__(200, b"", "text/event-stream", headers)
+        self.events = events
+        self.on_close = on_close
+
+
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
     return Response(status, json_dumps(value), "application/json; charset=utf-8", headers or [])
 
@@ -1973,6 +1990,7 @@ class HttpConnection(asyncio.Protocol):
         self.body_parts: list = []
         self.sink: Optional[BodySink] = None  # where the current body goes, on a streaming route
         self.outgoing: Optional[OutgoingFile] = None  # a FileResponse body being written
+        self.event_stream: Optional[asyncio.Future] = None  # the task writing an EventStreamResponse
         self.busy = False  # an asynchronous handler is running, or a file is being sent
         self.answered = 0  # responses sent; before the first, an idle client gets the header timeout
         self.continue_due = False  # the current head asked for 100 Continue and has not had it yet
@@ -1998,6 +2016,9 @@ class HttpConnection(asyncio.Protocol):
         if self.outgoing is not None:
             os.close(self.outgoing.descriptor)
             self.outgoing = None
+        if self.event_stream is not None:
+            self.event_stream.cancel()
+            self.event_stream = None
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -2063,6 +2084,8 @@ class HttpConnection(asyncio.Protocol):
                 result = internal_error_response()
             if type(result) is Response or type(result) is FileResponse:
                 self._send(item, result, started)
+            elif type(result) is EventStreamResponse:
+                self._start_event_stream(item, result)
             else:
                 self.busy = True
                 asyncio.ensure_future(self._finish_async(item, result, started))
@@ -2082,7 +2105,9 @@ class HttpConnection(asyncio.Protocol):
         except Exception:
             response = internal_error_response()
         self.busy = False
-        if not self.closed:
+        if not self.closed and type(response) is EventStreamResponse:
+            self._start_event_stream(request, response)
+        elif not self.closed:
             self._send(request, response, started)
             self._answer_pending()
         elif type(request) is StreamedRequest:
@@ -2103,6 +2128,42 @@ class HttpConnection(asyncio.Protocol):
         if type(response) is FileResponse and request.method != "HEAD":
             self._start_file(response, keep_alive)
         elif not keep_alive:
+            self.close()
+
+    def _start_event_stream(self, request: Request, response: EventStreamResponse) -> None:
+        """The head without a length (the body ends when the connection does), then events as they come."""
+        HTTP_DATE.refresh()
+        head = [_status_line(200), HTTP_DATE.line, b"Content-Type: text/event-stream\r\n",
+                b"Cache-Control: no-cache\r\n", b"Connection: close\r\n"]
+        head += [f"{name}: {value}\r\n".encode("latin-1") for name, value in response.headers]
+        self.transport.write(b"".join(head) + b"\r\n")
+        self.answered += 1
+        if self.state.config.access_log:
+            log(f'{request.peer} "{request.method} {request.target}" 200 event stream opened')
+        self.busy = True  # no request after this one on the connection: the stream is its last answer
+        self.event_stream = asyncio.ensure_future(self._write_events(response))
+
+    async def _write_events(self, response: EventStreamResponse) -> None:
+        quiet_seconds = 0
+        try:
+            while not self.closed and not self.state.closing:
+                try:
+                    event = await asyncio.wait_for(response.events.get(), 1.0)
+                except asyncio.TimeoutError:  # looks at state.closing once a second, so a shutdown is not held up
+                    quiet_seconds += 1
+                    if quiet_seconds >= EVENT_STREAM_KEEPALIVE_SECONDS:
+                        # A comment line, which clients skip: proxies close streams idle for a minute or so.
+                        self.transport.write(b": keepalive\n\n")
+                        quiet_seconds = 0
+                    continue
+                quiet_seconds = 0
+                if event is None:
+                    break
+                self.transport.write(event)
+                self.last_activity = time.monotonic()
+        finally:
+            response.on_close()
+            self.event_stream = None
             self.close()
 
     def _start_file(self, response: FileResponse, keep_alive: bool) -> None:
@@ -2182,6 +2243,7 @@ class HttpConnection(asyncio.Protocol):
 
 
 FILE_PIECE_BYTES = 256 * 1024
+EVENT_STREAM_KEEPALIVE_SECONDS = 25
 
 
 class OutgoingFile:
@@ -2455,6 +2517,14 @@ class Guard:
             key = key[7:].strip()
         if not key:
             return _unauthorized(NO_API_KEY)
+        organization_id = self.organization_for_key(key)
+        if organization_id is not None:
+            return organization_id
+        # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
+        return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+
+    def organization_for_key(self, key: str) -> Optional[str]:
+        """The organization an API key belongs to, or None; known keys are remembered per credentials generation."""
         key_hash = hash_api_key(key)
         generation = self.store.credentials_generation()
         if generation != self._known_generation:
@@ -2468,9 +2538,7 @@ class Guard:
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
             self._known_keys[key_hash] = organization_id
-            return organization_id
-        # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
-        return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+        return organization_id
 
     def client_address(self, request: Request) -> str:
         """The peer, or, behind a trusted reverse proxy, the nearest untrusted X-Forwarded-For hop."""
@@ -2891,7 +2959,7 @@ PROVIDERS: dict = _build_providers()
 # --- channels that connect with credentials (POST /integrations, `rustiz channel add`) -----------
 # Providers that need no developer app: the user pastes credentials, rustiz stores them as the
 # channel's token. Here they are checked for shape, and `CredentialSpec.account` derives what the
-# credentials alone tell (the default channel name); then the publisher's `connect()` (section 10)
+# credentials alone tell (the default channel name); then the publisher's `connect()` (section 11)
 # verifies them with the platform and reads the real account (its id, name, handle, avatar).
 # Credentials never leave the store and are never logged.
 
@@ -3860,6 +3928,15 @@ class StreamingRoute:
         self.open_sink = open_sink
 
 
+def _pattern_family(path: str) -> str:
+    """A route template's first two segments when both are literal, else its first (App._find_routes looks
+    for a request's path under its first two segments, then under its first)."""
+    segments = path.strip("/").split("/")
+    if len(segments) > 2 and not segments[0].startswith(":") and not segments[1].startswith(":"):
+        return f"{segments[0]}/{segments[1]}"
+    return segments[0]
+
+
 class App:
     """The routing table, and the order every request goes through: method, limits, route, auth, handler."""
 
@@ -3869,16 +3946,23 @@ class App:
         self.guard = Guard(config, store)
         self.routes: dict = {}  # path -> {method: Route}, for paths without parameters
         self.patterns: dict = {}  # path template -> (compiled pattern, {method: Route})
+        # The same patterns by their literal leading segments ("public/v1", "mcp"), so that a path is
+        # matched against its own family only: /mcp/<key> need not fail thirty API patterns first.
+        self.pattern_families: dict = {}
         self.streaming_paths: dict = {}  # POST path -> StreamingRoute, for routes that take their body in pieces
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
-        ChannelsApi(store).register(self)
+        self.channels_api = ChannelsApi(store)
+        self.channels_api.register(self)
         OrganizationApi(store).register(self)
         WebhooksApi(store).register(self)
-        PostsApi(store).register(self)
-        MediaApi(config, store).register(self)
+        self.posts_api = PostsApi(store)
+        self.posts_api.register(self)
+        self.media_api = MediaApi(config, store)
+        self.media_api.register(self)
         OpenApiRoute(config).register(self)
+        McpServer(self).register(self)  # after the APIs: its tools call them
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -3889,6 +3973,7 @@ class App:
             regex = "".join(f"/(?P<{segment[1:]}>[^/]+)" if segment.startswith(":") else "/" + re.escape(segment)
                             for segment in path.strip("/").split("/"))
             self.patterns[path] = (re.compile(regex), {})
+            self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
         self.patterns[path][1][method] = Route(handler, authenticated)
 
     def add_api(self, method: str, subpath: str, handler: Callable) -> None:
@@ -3923,12 +4008,15 @@ class App:
         routes = self.routes.get(request.path)
         if routes is not None:
             return routes
-        for pattern, methods in self.patterns.values():
-            match = pattern.fullmatch(request.path)
-            if match is not None:
-                from urllib.parse import unquote
-                request.params = {name: unquote(value) for name, value in match.groupdict().items()}
-                return methods
+        segments = request.path.split("/", 3)  # "", first, second, rest
+        families = ("/".join(segments[1:3]), segments[1]) if len(segments) > 2 else (segments[-1],)
+        for family in families:
+            for pattern, methods in self.pattern_families.get(family, ()):
+                match = pattern.fullmatch(request.path)
+                if match is not None:
+                    from urllib.parse import unquote
+                    request.params = {name: unquote(value) for name, value in match.groupdict().items()}
+                    return methods
         return None
 
     def handle(self, request: Request) -> Union[Response, Awaitable[Response]]:
@@ -4047,8 +4135,14 @@ class ChannelsApi:
             raise ApiError(404, {"msg": "Integration provider not found"})
         body = request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
         body = body if isinstance(body, dict) else {}
+        output = await self.run_tool(channel, body.get("methodName"), body.get("data"))
+        return json_response({"output": output})
+
+    async def run_tool(self, channel: dict, method_name: Any, data: Any) -> Any:
+        """A provider helper tool of the channel (one of the caller's, from Store.channel); raises ApiError.
+
+        For POST /integration-trigger/:id and MCP's triggerTool alike."""
         publisher_ = PUBLISHERS.get(channel["provider_identifier"])
-        method_name, data = body.get("methodName"), body.get("data")
         if publisher_ is None or not isinstance(method_name, str):
             raise ApiError(404, {"msg": "Tool not found"})
         if self.http is None:
@@ -4065,7 +4159,7 @@ class ChannelsApi:
             raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
         except PublishError as failed:
             raise nest_error(502, f"{publisher_.label} could not answer {method_name}: {failed.message}") from None
-        return json_response({"output": output})
+        return output
 
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.customers(organization_id))
@@ -4339,12 +4433,17 @@ class PostsApi:
 
         Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window."""
         query = request.query
-        start, end = parse_iso_instant(query.get("startDate")), parse_iso_instant(query.get("endDate"))
+        return json_response({"posts": self.listing(organization_id, query.get("startDate"), query.get("endDate"),
+                                                    query.get("customer") or None)})
+
+    def listing(self, organization_id: str, start_text: Any, end_text: Any, customer: Optional[str]) -> list:
+        """The items of GET /posts (MCP's postsListTool too); raises ApiError (400) for a date that is not ISO 8601."""
+        start, end = parse_iso_instant(start_text), parse_iso_instant(end_text)
         if start is None or end is None:
             raise bad_request([f"{name} must be a valid ISO 8601 date string"
                                for name, value in (("startDate", start), ("endDate", end)) if value is None])
         first, last = iso_ms(start), iso_ms(end)
-        posts = self.store.root_posts_for_listing(organization_id, first, last, query.get("customer") or None)
+        posts = self.store.root_posts_for_listing(organization_id, first, last, customer)
         tags = self.store.post_tags([post["id"] for post in posts])
         listed = []
         for post in posts:
@@ -4356,7 +4455,7 @@ class PostsApi:
                 continue
             for moment in _occurrences(parse_iso_instant(post["publishDate"]), every_days, start, end):
                 listed.append({**item, "publishDate": iso_ms(moment), "actualDate": post["publishDate"]})
-        return json_response({"posts": listed})
+        return listed
 
     def get_post(self, request: Request, organization_id: str) -> Response:
         """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
@@ -4435,11 +4534,19 @@ class PostsApi:
 
     def retry(self, request: Request, organization_id: str) -> Response:
         """POST /posts/:id/retry (rustiz): the failed parts of the post's thread go back to the queue."""
-        post = self._post_or_404(organization_id, request.params["id"])
+        return json_response(self.retry_post(organization_id, request.params["id"]), 201)
+
+    def retry_post(self, organization_id: str, post_id: str) -> dict:
+        """The failed parts of the post's thread back in the queue; the post as GET /posts/:id shows it."""
+        post = self._post_or_404(organization_id, post_id)
         if not self.store.retry_failed_group(organization_id, post["group"]):
             raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
                                   f"only a post in ERROR can be retried")
-        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])), 201)
+        return self.post_view(organization_id, post["id"])
+
+    def post_view(self, organization_id: str, post_id: str) -> dict:
+        """GET /posts/:id's answer (MCP's postGetTool too); raises ApiError 404 for another organization's post."""
+        return self._full_view(organization_id, self._post_or_404(organization_id, post_id))
 
     def notifications(self, request: Request, organization_id: str) -> Response:
         """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
@@ -4538,17 +4645,25 @@ class PostsApi:
                       claim: Optional[IdempotentResponse]) -> Response:
         plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
             organization_id, channel_id, include_deleted=True))
+        created, body, earlier = self.save_plan(organization_id, plan, claim)
+        if earlier is not None:  # a twin request with the same key was saved while this one was validated
+            return self._replay(earlier, claim)
+        return Response(201, body, "application/json; charset=utf-8")
+
+    def save_plan(self, organization_id: str, plan: dict, claim: Optional[IdempotentResponse] = None) -> tuple:
+        """Store what validate_create_post planned (for POST /posts and MCP's schedule tool alike).
+
+        Returns ([{postId, integration}], that list as JSON, the stored answer of an earlier twin request
+        with the same Idempotency-Key or None)."""
         threads, replaced_groups = self._thread_rows(organization_id, plan)
-        body = json_dumps([{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
-                           for thread in threads])
+        created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
+        body = json_dumps(created)
         try:
             earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
-        if earlier is not None:  # a twin request with the same key was saved while this one was validated
-            return self._replay(earlier, claim)
-        return Response(201, body, "application/json; charset=utf-8")
+        return created, body, earlier
 
     def _thread_rows(self, organization_id: str, plan: dict, keep_group: Optional[str] = None) -> tuple:
         """The rows to write for a validated plan, and the groups whose leftover posts are to be deleted.
@@ -4588,7 +4703,11 @@ class PostsApi:
         if not isinstance(settings, dict):
             raise bad_request((["settings should not be null or undefined"] if settings is None else [])
                               + ["settings must be an object"])
-        post = self._post_or_404(organization_id, request.params["id"])
+        return json_response(self.change_settings(organization_id, request.params["id"], settings))
+
+    def change_settings(self, organization_id: str, post_id: str, settings: dict) -> dict:
+        """Merge `settings` into a main post's settings, re-validated; {postId, publishDate}. Raises ApiError."""
+        post = self._post_or_404(organization_id, post_id)
         if post["parentPostId"] is not None:
             raise bad_request("This id belongs to a comment, pass the id of the main post")
         if post["state"] not in ("QUEUE", "DRAFT"):
@@ -4605,7 +4724,7 @@ class PostsApi:
                                              only_in_states=("QUEUE", "DRAFT"),
                                              settings=_encode_json(plan["posts"][0]["settings"])):
             raise _being_published(post["id"])
-        return json_response({"postId": post["id"], "publishDate": post["publishDate"][:19]})
+        return {"postId": post["id"], "publishDate": post["publishDate"][:19]}
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
         """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
@@ -5071,16 +5190,23 @@ class MediaApi:
         return self._fetch_and_save(url.strip(), organization_id)
 
     async def _fetch_and_save(self, url: str, organization_id: str) -> Response:
+        return json_response(await self.fetch_and_store(url, organization_id), 201)
+
+    async def fetch_and_store(self, url: str, organization_id: str) -> dict:
+        """Download `url` (SSRF-safe, size and type checked) into the media library; the Media row. Raises ApiError."""
         loop = asyncio.get_running_loop()
         staged = await loop.run_in_executor(None, fetch_media, url, self.config.uploads,
                                             self.config.max_video_bytes, self.config.fetch_allow)
         try:
-            return self._save(organization_id, staged)
+            return self._store_file(organization_id, staged)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(staged.temporary_path)
 
     def _save(self, organization_id: str, staged: StagedFile) -> Response:
+        return json_response(self._store_file(organization_id, staged), 201)
+
+    def _store_file(self, organization_id: str, staged: StagedFile) -> dict:
         """Move the staged file to YYYY/MM/DD/<random>.<ext>, as Postiz's local storage, and record it."""
         day = time.strftime("%Y/%m/%d", time.gmtime())
         name = f"{os.urandom(16).hex()}.{staged.media_type.extension}"
@@ -5094,7 +5220,7 @@ class MediaApi:
         except BaseException:
             os.unlink(final_path)
             raise
-        return json_response(media, 201)
+        return media
 
     def serve_upload(self, request: Request) -> Response:
         """The stored file, with ETag/Last-Modified revalidation and single byte ranges."""
@@ -5446,6 +5572,7 @@ def _openapi_paths(root: dict) -> dict:
             "Store an image or video fetched from a public URL", ("201", _schema_ref("Media")),
             "BadRequest TooLarge", body=_object({"url": _STRING}))},
         "/uploads/{year}/{month}/{day}/{name}": {"get": _uploaded_file(file_answer)},
+        **_mcp_openapi_paths(),
     }
 
 
@@ -5496,7 +5623,962 @@ class OpenApiRoute:
         return Response(200, self._encoded, "application/json; charset=utf-8")
 
 # =============================================================================
-# 9. Outbound HTTP: the one client every provider and webhook uses
+# 9. MCP: the Model Context Protocol server AI agents use (Postiz's tools, over HTTP)
+# =============================================================================
+#
+# Streamable HTTP at /mcp and /mcp/<key> (also under /api), stateless with JSON answers as Postiz's:
+# every POST stands alone, so any worker can answer it. Both eras of the protocol: the initialize
+# handshake (2024-11-05 .. 2025-11-25) and 2026-07-28's server/discover with a per-request _meta
+# envelope. The legacy HTTP+SSE transport (/sse/<key> + /message/<key>) keeps its session in the
+# worker holding the stream. Every tool calls the same functions as the public API.
+
+MCP_HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07")
+MCP_MODERN_VERSIONS = ("2026-07-28",)
+MCP_LATEST_HANDSHAKE = "2025-11-25"
+MCP_MAX_BODY_BYTES = 4 * 1024 * 1024  # a thread of 100 long posts is well under 1 MiB
+MCP_MAX_BATCH = 100  # JSON-RPC messages in one POST
+MCP_MAX_POSTS_PER_CALL = 50  # socialPost items of one schedule call
+MCP_MAX_THREAD_PARTS = 100  # postsAndComments of one socialPost
+MCP_MAX_SSE_SESSIONS = 256  # open legacy SSE streams per worker
+MCP_CORS_HEADERS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "*"),
+                    ("Access-Control-Allow-Headers", "*"), ("Access-Control-Expose-Headers", "*")]
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+_META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
+
+
+class McpError(Exception):
+    """A JSON-RPC error answer to one request."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def payload(self) -> dict:
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ToolFailed(Exception):
+    """A tool cannot do what was asked: an isError result whose text is the message (Postiz's thrown errors)."""
+
+
+def _rpc_error(code: int, message: str, request_id: Any = None, data: Any = None) -> dict:
+    return {"jsonrpc": "2.0", "error": McpError(code, message, data).payload(), "id": request_id}
+
+
+# --- tool schemas, as zod-to-json-schema writes Postiz's definitions ----------------------------
+
+def _described(schema: dict, description: Optional[str]) -> dict:
+    return {**schema, "description": description} if description is not None else schema
+
+
+def _z_string(description: Optional[str] = None, **extra: Any) -> dict:
+    return _described({"type": "string", **extra}, description)
+
+
+def _z_boolean(description: Optional[str] = None) -> dict:
+    return _described({"type": "boolean"}, description)
+
+
+def _z_any(description: str) -> dict:
+    return {"description": description}
+
+
+def _z_array(items: dict, description: Optional[str] = None) -> dict:
+    return _described({"type": "array", "items": items}, description)
+
+
+def _z_object(properties: dict, optional: tuple = (), description: Optional[str] = None,
+              extra_keys: Any = False) -> dict:
+    """An object: every key required unless optional or an any (zod's .optional() and z.any())."""
+    required = [name for name, schema in properties.items()
+                if name not in optional and ("type" in schema or "anyOf" in schema)]
+    schema: dict = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = extra_keys
+    return _described(schema, description)
+
+
+def _root(schema: dict) -> dict:
+    return {**schema, "$schema": "http://json-schema.org/draft-07/schema#"}
+
+
+def _annotations(title: str, read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> dict:
+    return {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive,
+            "idempotentHint": idempotent, "openWorldHint": open_world}
+
+
+_READ_ONLY = (True, False, True, False)
+_KEY_VALUE_DESCRIPTION = "Value of the key, always prefer the id then label if possible"
+_PLATFORMS_DESCRIPTION = ("platform identifier (x, linkedin, linkedin-page, reddit, instagram, instagram-standalone, "
+                          "facebook, threads, youtube, gmb, tiktok, tiktok-business, pinterest, dribbble, discord, "
+                          "slack, kick, twitch, mastodon, bluesky, lemmy, wrapcast, telegram, nostr, vk, medium, devto, "
+                          "hashnode, wordpress, listmonk, moltbook, whop, skool, mewe, tumblr)")
+_ERRORS_OUTPUT = _z_object({"errors": {"type": "string"}})
+_POST_ITEM_OUTPUT = _z_object({"id": {"type": "string"}, "publishDate": {"type": "string"},
+                               "state": {"type": "string"}, "content": {"type": "string"},
+                               "settings": {}, "group": {"type": "string"}, "integrationId": {"type": "string"},
+                               "platform": {"type": "string"}, "integrationName": {"type": "string"}})
+
+
+def _schedule_input() -> dict:
+    content = ("The content of the post, HTML, Each line must be wrapped in <p> here is the possible tags: h1, h2, "
+               "h3, u, strong, li, ul, p (you can't have u and strong together)")
+    part = _z_object({"content": _z_string(content),
+                      "attachments": _z_array({"type": "string"}, "The image of the post (URLS)")})
+    setting = _z_object({"key": _z_string("Name of the settings key to pass"), "value": _z_any(_KEY_VALUE_DESCRIPTION)})
+    post = _z_object({
+        "integrationId": _z_string("The id of the integration (not internal id)"),
+        "isPremium": _z_boolean("If the integration is X, return if it's premium or not"),
+        "date": _z_string("The date of the post in UTC time"),
+        "shortLink": _z_boolean("If the post has a link inside, we can ask the user if they want to add a short link"),
+        "type": _z_string("The type of the post, if we pass now, we should pass the current date also",
+                          enum=["draft", "schedule", "now"]),
+        "postsAndComments": _z_array(part, "first item is the post, every other item is the comments"),
+        "settings": _z_array(setting, "This relies on the integrationSchema tool to get the settings [input:settings]"),
+    })
+    return _root(_z_object({"socialPost": _z_array(post, "Individual post")}))
+
+
+_SCHEDULE_DESCRIPTION = """
+Use this when the user wants to create a draft, scheduled, or immediate social media post on their connected channels, based on the integrationSchema tool.
+Examples of the input shape:
+
+A single LinkedIn post with one comment
+- socialPost array length will be one
+- postsAndComments array length will be two (one for the post, one for the comment)
+
+20 Facebook posts each on individual days without comments
+- socialPost array length will be 20
+- postsAndComments array length will be one
+
+Do not use this to update or delete existing posts.
+If validation fails, the result contains output.errors describing what to fix; the call can be retried with corrected parameters.
+"""
+
+_POSTS_LIST_DESCRIPTION = """
+List the organization's posts scheduled to be published between two dates (the same data as the "List Posts" API endpoint).
+Returns every post in the window whatever its state (scheduled, draft, published, errored).
+"startDate" and "endDate" are required (UTC) - to list all upcoming posts, pass a wide window (for example from now to a year ahead).
+Each item has an "id", its publish date, state, content, channel and current provider settings.
+Posts cannot be deleted through the Postiz tools - if the user wants to delete a post, tell them to do it themselves in the Postiz app; never offer to delete a post.
+"""
+
+_POST_SETTINGS_DESCRIPTION = """
+Update the provider settings of an existing post (scheduled or draft) that was NOT published yet.
+Only the settings change - the content and the publish date stay exactly as they are.
+Find the post first (list your posts) and pass its "id" here.
+The settings are merged into the existing ones, so only pass the keys you want to change; anything you don't pass stays as it is.
+This relies on the integrationSchema tool [input:settings] to know which keys exist for the platform.
+If validation fails, the result contains output.errors describing what to fix; the call can be retried with corrected parameters.
+"""
+
+
+def _mcp_tool_definitions() -> list:
+    """tools/list in Postiz's order (without its AI-generation tools), then rustiz's three additions."""
+    return _postiz_tool_definitions() + _rustiz_tool_definitions()
+
+
+def _postiz_tool_definitions() -> list:
+    """Postiz's tools, field by field (descriptions the reference does not give are rustiz's)."""
+    trigger_description = (
+        "Use this to call a provider helper function (a methodName from the integrationSchema callable tools) "
+        "that fetches provider-specific data needed for settings, like ids or search results.\n      Some helper "
+        "functions require values provided by the user, like a word to search for. methodName is required "
+        "[input:callable-tools].\n      If provider auth is expired, this tool may refresh the stored integration "
+        "token; if refresh fails, it marks the channel as needing reconnect and notifies the organization.")
+    schema_description = (
+        "Everytime we want to schedule a social media post, we need to understand the schema of the integration.\n"
+        "         This tool helps us get the schema of the integration.\n         Sometimes we might get a schema "
+        "back the requires some id, for that, you can get information from 'tools'\n         And use the "
+        "triggerTool function.\n        ")
+    schema_output = _z_object({"output": _z_object({
+        "rules": {"type": "string"}, "maxLength": {"type": "number"}, "settings": {},
+        "tools": {"type": "array", "items": _z_object({
+            "description": {"type": "string"}, "methodName": {"type": "string"},
+            "dataSchema": {"type": "array", "items": _z_object({
+                "key": {"type": "string"}, "description": {"type": "string"}, "type": {"type": "string"}})}})}})})
+    return [
+        {"name": "integrationList",
+         "description": "This tool list available integrations to schedule posts to. Optionally pass a group id "
+                        "(from the groupList tool) to only list integrations belonging to that group",
+         "inputSchema": _root(_z_object({"group": _z_string(
+             "Optional group (customer) id from the groupList tool to filter the integrations")}, optional=("group",))),
+         "outputSchema": _root(_z_object({"output": {"type": "array", "items": _z_object({
+             "id": {"type": "string"}, "name": {"type": "string"}, "picture": {"type": "string"},
+             "platform": {"type": "string"}})}})),
+         "annotations": _annotations("List Integrations", *_READ_ONLY)},
+        {"name": "groupList",
+         "description": "This tool lists the available groups (customers). Use a group id with the integrationList "
+                        "tool to filter the integrations belonging to that group",
+         "inputSchema": _root(_z_object({})),
+         "outputSchema": _root(_z_object({"output": {"type": "array", "items": _z_object({
+             "id": {"type": "string"}, "name": {"type": "string"}})}})),
+         "annotations": _annotations("List Groups", *_READ_ONLY)},
+        {"name": "integrationSchema", "description": schema_description,
+         "inputSchema": _root(_z_object({"isPremium": _z_boolean("is this the user premium? if not, set to false"),
+                                         "platform": _z_string(_PLATFORMS_DESCRIPTION)})),
+         "outputSchema": _root(schema_output),
+         "annotations": _annotations("Get Integration Schema", *_READ_ONLY)},
+        {"name": "triggerTool", "description": trigger_description,
+         "inputSchema": _root(_z_object({
+             "integrationId": _z_string("The id of the integration"),
+             "methodName": _z_string("The methodName from the `integrationSchema` functions in the tools array, "
+                                     "required"),
+             "dataSchema": _z_array(_z_object({"key": _z_string("Name of the settings key to pass"),
+                                               "value": _z_string("Value of the key")}))})),
+         "outputSchema": _root(_z_object({"output": {"anyOf": [
+             {"type": "array", "items": {"type": "object", "additionalProperties": {}}},
+             {"type": "object", "additionalProperties": {}}, {"type": "string"}]}})),
+         "annotations": _annotations("Trigger Integration Tool", False, True, False, True)},
+        {"name": "integrationSchedulePostTool", "description": _SCHEDULE_DESCRIPTION,
+         "inputSchema": _schedule_input(),
+         "outputSchema": _root(_z_object({"output": {"anyOf": [
+             {"type": "array", "items": _z_object({"postId": {"type": "string"}, "integration": {"type": "string"}})},
+             _ERRORS_OUTPUT]}})),
+         "annotations": _annotations("Schedule Social Media Post", False, True, False, True)},
+        {"name": "postsListTool", "description": _POSTS_LIST_DESCRIPTION,
+         "inputSchema": _root(_z_object({
+             "startDate": _z_string("Start of the window (UTC), for example 2026-07-20T00:00:00"),
+             "endDate": _z_string("End of the window (UTC), for example 2026-08-20T00:00:00"),
+             "customer": _z_string("Optional customer (group) id to filter the channels by")},
+             optional=("customer",))),
+         "outputSchema": _root(_z_object({"output": _z_object({"posts": {"type": "array",
+                                                                         "items": _POST_ITEM_OUTPUT}})})),
+         "annotations": _annotations("List Posts", *_READ_ONLY)},
+        {"name": "postSettingsTool", "description": _POST_SETTINGS_DESCRIPTION,
+         "inputSchema": _root(_z_object({
+             "id": _z_string('The "id" of the post to update its settings'),
+             "settings": _z_array(_z_object({"key": _z_string("Name of the settings key to change"),
+                                             "value": _z_any(_KEY_VALUE_DESCRIPTION)}),
+                                  "Settings keys to change, merged into the existing settings. This relies on the "
+                                  "integrationSchema tool to get the settings [input:settings]")})),
+         "outputSchema": _root(_z_object({"output": {"anyOf": [
+             _z_object({"postId": {"type": "string"}, "publishDate": {"type": "string"}}), _ERRORS_OUTPUT]}})),
+         "annotations": _annotations("Update Post Settings", False, False, False, False)},
+        {"name": "uploadFromUrlTool",
+         "description": "Upload a remote image or video into the media library from a public URL.\nUse this before "
+                        "scheduling a post when the user provides an external media URL (not already hosted on our "
+                        "domain),\nso the attachment passes the upload-domain validation. Returns the hosted media "
+                        "{ id, path } to use as an attachment, or { error } on failure.",
+         "inputSchema": _root(_z_object({"url": _z_string("The public URL of the image or video to upload",
+                                                          format="uri")})),
+         # {id, path} or {error}: one object with all three optional, as MCP wants an object at the root.
+         "outputSchema": _root(_z_object({"id": {"type": "string"}, "path": {"type": "string"},
+                                          "error": {"type": "string"}}, optional=("id", "path", "error"))),
+         "annotations": _annotations("Upload Media From URL", False, False, False, True)},
+    ]
+
+
+def _rustiz_tool_definitions() -> list:
+    """rustiz's additions, so that an agent can check what became of its posts (and retry a failed one)."""
+    return [
+        {"name": "postGetTool",
+         "description": "Read one post by its \"id\" (from integrationSchedulePostTool or postsListTool): its state "
+                        "(QUEUE, DRAFT, PUBLISHING, PUBLISHED, ERROR), the error that stopped it, the URL where it "
+                        "was published (releaseURL), its settings, media and the thread replies that follow it.",
+         "inputSchema": _root(_z_object({"id": _z_string('The "id" of the post')})),
+         "outputSchema": _root(_z_object({"output": {"type": "object", "additionalProperties": {}}})),
+         "annotations": _annotations("Get Post", *_READ_ONLY)},
+        {"name": "postRetryTool",
+         "description": "Put a post in ERROR (and the failed parts of its thread) back in the queue, to be "
+                        "published again now. Only for posts whose state is ERROR; read the error with postGetTool "
+                        "first and fix its cause (a reconnected channel, new settings) before retrying.",
+         "inputSchema": _root(_z_object({"id": _z_string('The "id" of the post in ERROR')})),
+         "outputSchema": _root(_z_object({"output": {"anyOf": [{"type": "object", "additionalProperties": {}},
+                                                               _ERRORS_OUTPUT]}})),
+         "annotations": _annotations("Retry Failed Post", False, False, True, True)},
+        {"name": "notificationsListTool",
+         "description": "List the organization's notifications, newest first, 100 per page (page 0 first): "
+                        "published posts, failures, channels needing to be reconnected.",
+         "inputSchema": _root(_z_object({"page": _described({"type": "integer", "minimum": 0},
+                                                            "Page number, from 0")}, optional=("page",))),
+         "outputSchema": _root(_z_object({"output": _z_object({
+             "notifications": {"type": "array", "items": _z_object({
+                 "id": {"type": "string"}, "content": {"type": "string"}, "link": {"type": ["string", "null"]},
+                 "createdAt": {"type": "string"}})},
+             "total": {"type": "integer"}, "page": {"type": "integer"}, "hasMore": {"type": "boolean"}})})),
+         "annotations": _annotations("List Notifications", *_READ_ONLY)},
+    ]
+
+
+# --- arguments checked against the input schema, with zod's messages ---------------------------
+
+def _js_type(value: Any) -> str:
+    """zod's name for what it received."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "unknown")
+
+
+def _schema_type_ok(kind: Any, value: Any) -> bool:
+    kinds = kind if isinstance(kind, list) else [kind]
+    for each in kinds:
+        if each == "integer" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if each == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if each != "integer" and each != "number" and _js_type(value) == each:
+            return True
+    return False
+
+
+def checked_arguments(schema: dict, value: Any, path: str, problems: list) -> Any:
+    """`value` with the keys the schema does not know dropped (zod strips them); what is wrong goes to
+    `problems` as (path, message)."""
+    if "anyOf" in schema:
+        for option in schema["anyOf"]:
+            attempt: list = []
+            result = checked_arguments(option, value, path, attempt)
+            if not attempt:
+                return result
+        problems.append((path, "Invalid input"))
+        return value
+    kind = schema.get("type")
+    if kind is None:
+        return value  # z.any()
+    if not _schema_type_ok(kind, value):
+        expected = kind if isinstance(kind, str) else " | ".join(kind)
+        problems.append((path, f"Expected {expected}, received {_js_type(value)}"))
+        return value
+    if "enum" in schema and value not in schema["enum"]:
+        options = " | ".join(f"'{option}'" for option in schema["enum"])
+        problems.append((path, f"Invalid enum value. Expected {options}, received '{value}'"))
+    if schema.get("format") == "uri" and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s]+\Z", value):
+        problems.append((path, "Invalid url"))
+    if "minimum" in schema and value < schema["minimum"]:
+        problems.append((path, f"Number must be greater than or equal to {schema['minimum']}"))
+    if kind == "array":
+        return [checked_arguments(schema["items"], item, f"{path}.{index}", problems)
+                for index, item in enumerate(value)]
+    if kind == "object" and "properties" in schema:
+        kept = {}
+        for name, property_schema in schema["properties"].items():
+            where = f"{path}.{name}" if path != "root" else name
+            if name in value:
+                kept[name] = checked_arguments(property_schema, value[name], where, problems)
+            elif name in schema.get("required", ()):
+                problems.append((where, "Required"))
+        return kept
+    return value
+
+
+def _argument_problems_text(problems: list, arguments: Any) -> str:
+    """Mastra's wording, which agents already know how to act on."""
+    lines = "\n".join(f"- {path}: {message}" for path, message in problems)
+    return (f"Tool validation failed. Please fix the following errors and try again:\n{lines}\n\n"
+            f"Provided arguments: {json.dumps(arguments, indent=2, ensure_ascii=False)}")
+
+
+# --- the tools ------------------------------------------------------------------------------------
+
+def _settings_object(pairs: list) -> dict:
+    """MCP's settings [{key, value}] as the object the API keeps (a later key wins)."""
+    return {pair["key"]: pair.get("value") for pair in pairs}
+
+
+def _api_error_text(error: ApiError) -> str:
+    """What a person reads in an API error body: Postiz's message, msg or error, joined when a list."""
+    body = error.body if isinstance(error.body, dict) else {}
+    message = body.get("message", body.get("msg", body.get("error", error.body)))
+    return "; ".join(map(str, message)) if isinstance(message, list) else str(message)
+
+
+_EMPTY_CONTENT = "If images do not exist, content must be a non-empty string."
+
+
+def _mcp_argument_path(message: str) -> str:
+    """A POST /posts validation message in the schedule tool's names: "settings.title ...",
+    "postsAndComments.1.attachments.0: ..." instead of "posts.0.settings.title ...", "posts.0.value.1.image.0.path ..."."""
+    if ".settings." in message:
+        return "settings." + message.split(".settings.", 1)[1]
+    message = re.sub(r"^posts\.\d+\.value\.", "postsAndComments.", message)
+    return re.sub(r"\.image\.(\d+)\.(?:path )?", r".attachments.\1: ", message).replace(".image ", ".attachments ")
+
+
+def _mcp_publish_date(stored: str) -> str:
+    """Postiz's postsListTool date: UTC, seconds, no Z."""
+    return stored[:19]
+
+
+class McpTools:
+    """The tools, each one a call into the API's own functions, scoped by the key's organization."""
+
+    def __init__(self, app: "App"):
+        self.app = app
+        self.store = app.store
+        self.channels: ChannelsApi = app.channels_api
+        self.posts: PostsApi = app.posts_api
+        self.media: MediaApi = app.media_api
+        self.definitions = _mcp_tool_definitions()
+        self.by_name = {tool["name"]: tool for tool in self.definitions}
+        self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
+        self.list_result = {"tools": self.definitions}
+
+    def call(self, organization_id: str, name: Any, arguments: Any) -> Union[dict, Awaitable[dict]]:
+        """tools/call: the CallToolResult, or an awaitable of it for the tools that wait on the network."""
+        tool = self.by_name.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return _tool_error(f"Unknown tool: {name}")
+        problems: list = []
+        arguments = {} if arguments is None else arguments
+        checked = checked_arguments(tool["inputSchema"], arguments, "root", problems)
+        if problems:
+            return _tool_error(_argument_problems_text(problems, arguments))
+        run = getattr(self, "tool_" + tool["name"])
+        try:
+            output = run(organization_id, checked)
+        except Exception as error:
+            return _tool_failure(tool["name"], error)
+        if type(output) is not dict:  # a coroutine: the tool waits on the network
+            return self._finish(tool["name"], output)
+        return _tool_success(output)
+
+    @staticmethod
+    async def _finish(name: str, pending: Awaitable[dict]) -> dict:
+        try:
+            return _tool_success(await pending)
+        except Exception as error:
+            return _tool_failure(name, error)
+
+    def tool_integrationList(self, organization_id: str, arguments: dict) -> dict:
+        channels = self.store.integrations(organization_id, arguments.get("group") or None)
+        return {"output": [{"id": channel["id"], "name": channel["name"],
+                            "picture": channel["picture"] or "/no-picture.jpg", "platform": channel["identifier"]}
+                           for channel in channels]}
+
+    def tool_groupList(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self.store.customers(organization_id)}
+
+    def tool_integrationSchema(self, organization_id: str, arguments: dict) -> dict:
+        spec = PROVIDERS.get(arguments["platform"])
+        if spec is None:
+            return {"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}}
+        premium = [{"title": "Verified", "value": True}] if arguments["isPremium"] else []
+        return {"output": {"rules": spec.rules, "maxLength": provider_max_length(spec.identifier, premium),
+                           "settings": spec.settings, "tools": spec.tools}}
+
+    async def tool_triggerTool(self, organization_id: str, arguments: dict) -> dict:
+        channel = self.store.channel(organization_id, arguments["integrationId"])
+        if channel is None:
+            raise ToolFailed("Integration not found, use integrationList to get a valid integration id")
+        if channel["provider_identifier"] not in PROVIDERS:
+            raise ToolFailed("Integration provider not found, use integrationList to get a valid integration id")
+        data = _settings_object(arguments["dataSchema"])
+        try:
+            output = await self.channels.run_tool(channel, arguments["methodName"], data)
+        except ApiError as refused:
+            if refused.status == 404:
+                raise ToolFailed(f'Method "{arguments["methodName"]}" not found for this integration, use '
+                                 f"integrationSchema to get the callable tools") from None
+            if refused.status == 401:
+                raise ToolFailed("The channel was disconnected because its token expired, the user needs to "
+                                 "reconnect it in rustiz") from None
+            raise ToolFailed(f"Provider call failed: {_api_error_text(refused)}") from None
+        return {"output": output}
+
+    def tool_integrationSchedulePostTool(self, organization_id: str, arguments: dict) -> dict:
+        social_posts = arguments["socialPost"]
+        too_many = self._too_many(social_posts)
+        if too_many:
+            return {"output": {"errors": too_many}}
+        plans = []
+        for item in social_posts:  # the first refused item stops the call before anything is stored
+            plan = self._plan(organization_id, item)
+            if isinstance(plan, str):
+                return {"output": {"errors": plan}}
+            plans.append(plan)
+        if self.app.config.api_limit and self.app.config.mcp_api_limit:
+            limited = self.app.guard.api_limit(organization_id)
+            if type(limited) is Response:
+                retry_after = dict(limited.headers).get("Retry-After", "?")
+                raise ToolFailed(f"ThrottlerException: Too Many Requests. This organization scheduled posts "
+                                 f"{self.app.config.api_limit} times in the last hour (API_LIMIT); try again in "
+                                 f"{retry_after} seconds. Nothing was scheduled.")
+        created = []
+        for plan in plans:
+            try:
+                created.extend(self.posts.save_plan(organization_id, plan)[0])
+            except ApiError as refused:
+                return {"output": {"errors": _api_error_text(refused)}}
+        return {"output": created}
+
+    @staticmethod
+    def _too_many(social_posts: list) -> Optional[str]:
+        if len(social_posts) > MCP_MAX_POSTS_PER_CALL:
+            return (f"At most {MCP_MAX_POSTS_PER_CALL} posts per call, got {len(social_posts)}: split them over "
+                    f"several integrationSchedulePostTool calls")
+        if not social_posts:
+            return "socialPost is empty: pass at least one post"
+        for item in social_posts:
+            if len(item["postsAndComments"]) > MCP_MAX_THREAD_PARTS:
+                return (f"At most {MCP_MAX_THREAD_PARTS} items in postsAndComments (the post and its comments), got "
+                        f"{len(item['postsAndComments'])}")
+        return None
+
+    def _plan(self, organization_id: str, item: dict) -> Union[dict, str]:
+        """One socialPost as the CreatePost body the API validates: its plan, or Postiz's error text."""
+        body = {"type": item["type"], "date": item["date"], "shortLink": item["shortLink"], "tags": [],
+                "posts": [{"integration": {"id": item["integrationId"]},
+                           "value": [{"content": part["content"],
+                                      "image": [{"id": new_cuid(), "path": url} for url in part["attachments"]]}
+                                     for part in item["postsAndComments"]],
+                           "settings": _settings_object(item["settings"])}]}
+        channel = self.store.channel(organization_id, item["integrationId"])
+        try:
+            plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None)
+        except ApiError as refused:
+            return self._refusal_text(refused, channel, item["integrationId"])
+        plan["creationMethod"] = "MCP"
+        return plan
+
+    @staticmethod
+    def _refusal_text(refused: ApiError, channel: Optional[dict], channel_id: str) -> str:
+        """Postiz's MCP wording: "<channel name>: <what is wrong>, please fix it, and try ... again."."""
+        if channel is None:
+            return f"Integration with id {channel_id} not found, use integrationList to get a valid integration id"
+        message = refused.body.get("message") if isinstance(refused.body, dict) else None
+        empty = "Your post should have at least one character or one image."
+        if message == empty or isinstance(message, list) and any(text.endswith(_EMPTY_CONTENT) for text in message):
+            return f"{channel['name']}: {empty}"
+        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages, in MCP's terms
+            message = "; ".join(_mcp_argument_path(text) for text in message) or "Please fix your settings"
+        elif message == "post is too long, please fix it":
+            message = f"The maximum characters is {provider_max_length(channel['provider_identifier'], channel['additional_settings'])}"
+        return f"{channel['name']}: {message}, please fix it, and try integrationSchedulePostTool again."
+
+    def tool_postsListTool(self, organization_id: str, arguments: dict) -> dict:
+        try:
+            listed = self.posts.listing(organization_id, arguments["startDate"], arguments["endDate"],
+                                        arguments.get("customer") or None)
+        except ApiError as refused:
+            raise ToolFailed(f"{_api_error_text(refused)}, for example 2026-07-20T00:00:00") from None
+        return {"output": {"posts": [{
+            "id": item["id"], "publishDate": _mcp_publish_date(item["publishDate"]), "state": item["state"],
+            "content": item["content"], "settings": _parsed_settings(item["settings"]), "group": item["group"],
+            "integrationId": item["integration"]["id"], "platform": item["integration"]["providerIdentifier"],
+            "integrationName": item["integration"]["name"]} for item in listed]}}
+
+    def tool_postSettingsTool(self, organization_id: str, arguments: dict) -> dict:
+        try:
+            return {"output": self.posts.change_settings(organization_id, arguments["id"],
+                                                         _settings_object(arguments["settings"]))}
+        except ApiError as refused:
+            return {"output": {"errors": _api_error_text(refused)}}
+
+    async def tool_uploadFromUrlTool(self, organization_id: str, arguments: dict) -> dict:
+        try:
+            media = await self.media.fetch_and_store(arguments["url"], organization_id)
+        except ApiError as refused:
+            return {"error": _api_error_text(refused)}
+        return {"id": media["id"], "path": media["path"]}
+
+    def tool_postGetTool(self, organization_id: str, arguments: dict) -> dict:
+        try:
+            return {"output": self.posts.post_view(organization_id, arguments["id"])}
+        except ApiError:
+            raise ToolFailed(f"Post {arguments['id']} not found; use postsListTool to find the ids of this "
+                             f"organization's posts") from None
+
+    def tool_postRetryTool(self, organization_id: str, arguments: dict) -> dict:
+        try:
+            return {"output": self.posts.retry_post(organization_id, arguments["id"])}
+        except ApiError as refused:
+            return {"output": {"errors": _api_error_text(refused)}}
+
+    def tool_notificationsListTool(self, organization_id: str, arguments: dict) -> dict:
+        page = min(arguments.get("page", 0), 2**40)
+        offset = page * NOTIFICATIONS_PER_PAGE
+        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        return {"output": {"notifications": items, "total": total, "page": page,
+                           "hasMore": offset + len(items) < total}}
+
+
+def _parsed_settings(text: Optional[str]) -> Any:
+    """Postiz's postsListTool parses the stored settings; {} when they are not JSON."""
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return {}
+
+
+def _tool_success(output: dict) -> dict:
+    return {"content": [{"type": "text", "text": json_dumps(output).decode()}], "structuredContent": output,
+            "isError": False}
+
+
+def _tool_error(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _tool_failure(name: str, error: Exception) -> dict:
+    """A tool that raised: an isError result (Postiz's thrown errors), never a JSON-RPC error."""
+    if isinstance(error, ToolFailed):
+        return _tool_error(str(error))
+    if isinstance(error, ApiError):
+        return _tool_error(_api_error_text(error))
+    log(f"unhandled error in the MCP tool {name}:\n" + traceback.format_exc().rstrip())
+    return _tool_error(json.dumps({"id": "TOOL_EXECUTION_FAILED", "tool": name,
+                                   "message": f"{name} failed on an internal error; the rustiz log has the details"}))
+
+
+# --- the transport: JSON-RPC over Streamable HTTP, and the legacy HTTP+SSE ---------------------
+
+def _mcp_openapi_paths() -> dict:
+    """The MCP routes in the OpenAPI document: JSON-RPC is described by the MCP specification, not here."""
+    key = _parameter("path", "apiKey", "The organization's API key (or send it as `Authorization: Bearer <key>` "
+                                       "to the path without it)", required=True)
+    message = {"description": "One JSON-RPC 2.0 message or a batch (MCP Streamable HTTP)",
+               "content": {"application/json": {"schema": {"anyOf": [{"type": "object"}, {"type": "array"}]}}}}
+
+    def endpoint(parameters: tuple) -> dict:
+        post = _operation("MCP (Model Context Protocol) for AI agents: JSON-RPC requests, notifications, batches",
+                          ("200", {"description": "The JSON-RPC answer(s); 202 when there is none to give",
+                                   "content": {"application/json": {"schema": _ANY},
+                                               "text/event-stream": {"schema": _STRING}}}),
+                          "BadRequest", parameters, message, public=True)
+        refuse = _operation("Refused with 405: rustiz sends no server-initiated messages",
+                            ("405", {"type": "object"}), "", parameters, public=True)
+        return {"post": post, "delete": _operation("End an MCP session (nothing is kept between requests)",
+                                                   ("200", {"description": "Done"}), "", parameters, public=True),
+                "get": refuse, "put": refuse, "patch": refuse,
+                "options": _operation("CORS preflight", ("200", {"description": "OK"}), "", parameters, public=True)}
+
+    preflight = _operation("CORS preflight", ("200", {"description": "OK"}), "", (key,), public=True)
+    session = _parameter("query", "sessionId", "From the stream's endpoint event", required=True)
+    return {
+        "/mcp": endpoint(()), "/mcp/{apiKey}": endpoint((key,)),
+        "/sse/{apiKey}": {"options": preflight, "get": _operation(
+            "MCP legacy HTTP+SSE transport: a stream that announces its message endpoint, then carries the answers",
+            ("200", {"description": "text/event-stream", "content": {"text/event-stream": {"schema": _STRING}}}),
+            "", (key,), public=True)},
+        "/message/{apiKey}": {"options": preflight, "post": _operation(
+            "MCP legacy HTTP+SSE transport: a message for the stream's session; the answer goes to the stream",
+            ("202", {"description": "Accepted"}), "BadRequest NotFound", (key, session), message, public=True)},
+    }
+
+
+class McpCall(NamedTuple):
+    """What one POST carries besides its messages: who, and which protocol era its headers claim."""
+    organization_id: str
+    version_header: Optional[str]
+    method_header: Optional[str]
+
+
+def _text_response(status: int, text: str, headers: Optional[list] = None) -> Response:
+    return Response(status, text.encode(), "text/plain; charset=utf-8", MCP_CORS_HEADERS + (headers or []))
+
+
+def _rpc_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
+    return Response(status, json_dumps(value), "application/json", MCP_CORS_HEADERS + (headers or []))
+
+
+def _sse_event(message: dict) -> bytes:
+    return b"event: message\ndata: " + json_dumps(message) + b"\n\n"
+
+
+def _is_modern(params: Any) -> bool:
+    """A 2026-07-28 request: its params carry the per-request envelope instead of a prior initialize."""
+    return isinstance(params, dict) and isinstance(params.get("_meta"), dict) and _META_VERSION in params["_meta"]
+
+
+def _wants_only_event_stream(request: Request) -> bool:
+    accept = request.headers.get("accept", "").lower()
+    return "text/event-stream" in accept and "application/json" not in accept and "*/*" not in accept
+
+
+class McpServer:
+    """The MCP routes: Postiz's URLs, authentication texts and CORS; JSON-RPC dispatch to McpTools."""
+
+    def __init__(self, app: "App"):
+        self.app = app
+        self.guard = app.guard
+        self.tools = McpTools(app)
+        self.server_info = {"name": "rustiz", "version": VERSION}
+        self.capabilities = {"tools": {}, "logging": {"enabled": True}}
+        self.sse_sessions: dict = {}  # session id -> (organization id, asyncio.Queue of SSE bytes)
+
+    def register(self, app: "App") -> None:
+        for prefix in ("", "/api"):
+            for path in (prefix + "/mcp", prefix + "/mcp/:apiKey"):
+                app.add("POST", path, self.post, authenticated=False)
+                app.add("DELETE", path, self.delete, authenticated=False)
+                for method in ("GET", "PUT", "PATCH"):
+                    app.add(method, path, self.not_allowed, authenticated=False)
+                app.add("OPTIONS", path, self.preflight, authenticated=False)
+            app.add("GET", prefix + "/sse/:apiKey", self.open_sse, authenticated=False)
+            app.add("OPTIONS", prefix + "/sse/:apiKey", self.preflight, authenticated=False)
+            app.add("POST", prefix + "/message/:apiKey", self.post_sse_message, authenticated=False)
+            app.add("OPTIONS", prefix + "/message/:apiKey", self.preflight, authenticated=False)
+
+    # --- HTTP ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def preflight(request: Request) -> Response:
+        return _text_response(200, "OK")
+
+    def _organization(self, request: Request) -> Union[str, Response]:
+        """Postiz's MCP auth: the key in the path (400 when unknown), else `Authorization: [Bearer ]<key>` (401)."""
+        if "apiKey" in request.params:
+            organization_id = self.guard.organization_for_key(request.params["apiKey"])
+            return organization_id if organization_id is not None else _text_response(400, "Invalid API Key")
+        header = request.headers.get("authorization")
+        if not header:
+            return _text_response(401, "Missing Authorization header")
+        key = header[7:].strip() if header[:7].lower() == "bearer " else header.strip()
+        organization_id = self.guard.organization_for_key(key) if key else None
+        if organization_id is None:
+            return _text_response(401, "Invalid API Key or OAuth token")
+        return organization_id
+
+    def not_allowed(self, request: Request) -> Response:
+        refused = self._organization(request)
+        if type(refused) is Response:
+            return refused
+        # GET would open a stream for server-initiated messages; rustiz sends none (the spec allows 405).
+        return _rpc_response(_rpc_error(-32000, "Method not allowed."), 405, [("Allow", "POST, DELETE, OPTIONS")])
+
+    def delete(self, request: Request) -> Response:
+        """Ending a session: nothing is kept between requests, so there is nothing to forget."""
+        refused = self._organization(request)
+        return refused if type(refused) is Response else _text_response(200, "")
+
+    def post(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        organization_id = self._organization(request)
+        if type(organization_id) is Response:
+            return organization_id
+        parsed = self._messages(request)
+        if type(parsed) is Response:
+            return parsed
+        messages, batch = parsed
+        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), request.headers.get("mcp-method"))
+        answers = self._answer_all(messages, call)
+        if not isinstance(answers, list):
+            return self._reply_later(answers, request, batch)
+        return self._reply(answers, request, batch)
+
+    async def _reply_later(self, pending: Awaitable[list], request: Request, batch: bool) -> Response:
+        return self._reply(await pending, request, batch)
+
+    def _reply(self, answers: list, request: Request, batch: bool) -> Response:
+        answers = [answer for answer in answers if answer is not None]
+        if not answers:
+            return _text_response(202, "")  # notifications and responses only
+        headers = []
+        modern_error = not batch and "error" in answers[0] and answers[0].get("_modern", False)
+        if any([answer.pop("_session", False) for answer in answers]):
+            headers.append(("Mcp-Session-Id", new_uuid()))
+        for answer in answers:
+            answer.pop("_modern", None)
+        if _wants_only_event_stream(request):
+            return Response(200, b"".join(_sse_event(answer) for answer in answers), "text/event-stream",
+                            MCP_CORS_HEADERS + headers + [("Cache-Control", "no-cache")])
+        status = 200  # the handshake era answers errors with 200, as Postiz's SDK; 2026-07-28 maps them
+        if modern_error:
+            status = 404 if answers[0]["error"]["code"] == METHOD_NOT_FOUND else 400
+        return _rpc_response(answers if batch else answers[0], status, headers)
+
+    def _messages(self, request: Request) -> Union[tuple, Response]:
+        """(the JSON-RPC messages of a POST, whether they came as a batch), or the HTTP refusal."""
+        if len(request.body) > MCP_MAX_BODY_BYTES:
+            return _rpc_response(_rpc_error(INVALID_REQUEST, f"Request body too large: {len(request.body)} bytes, "
+                                                             f"at most {MCP_MAX_BODY_BYTES}"), 413)
+        if "application/json" not in request.headers.get("content-type", "").lower():
+            return _rpc_response(_rpc_error(-32000, "Unsupported Media Type: Content-Type must be application/json"),
+                                 415)
+        try:
+            body = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return _rpc_response(_rpc_error(PARSE_ERROR, "Parse error: Invalid JSON"), 400)
+        messages = body if isinstance(body, list) else [body]
+        if not messages or not all(_is_jsonrpc_message(message) for message in messages):
+            return _rpc_response(_rpc_error(PARSE_ERROR, "Parse error: Invalid JSON-RPC message"), 400)
+        if len(messages) > MCP_MAX_BATCH:
+            return _rpc_response(_rpc_error(INVALID_REQUEST, f"Invalid Request: a batch holds at most {MCP_MAX_BATCH} "
+                                                             f"messages, got {len(messages)}"), 400)
+        initializing = sum(1 for message in messages if message.get("method") == "initialize")
+        if initializing and len(messages) > 1:
+            return _rpc_response(_rpc_error(INVALID_REQUEST, "Invalid Request: Only one initialization request is "
+                                                             "allowed"), 400)
+        if isinstance(body, list) and any(_is_modern(message.get("params")) for message in messages):
+            return _rpc_response(_rpc_error(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification "
+                                                             "object"), 400)
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and not initializing and version not in MCP_HANDSHAKE_VERSIONS + MCP_MODERN_VERSIONS:
+            supported = ", ".join(MCP_MODERN_VERSIONS + MCP_HANDSHAKE_VERSIONS)
+            return _rpc_response(_rpc_error(-32000, f"Bad Request: Unsupported protocol version: {version} "
+                                                    f"(supported versions: {supported})"), 400)
+        return messages, isinstance(body, list)
+
+    # --- JSON-RPC -----------------------------------------------------------------------------
+
+    def _answer_all(self, messages: list, call: McpCall) -> Union[list, Awaitable[list]]:
+        """The answers (None for notifications), or an awaitable of them when a tool waits on the network."""
+        answers = [self._answer(message, call) for message in messages]
+        if all(answer is None or type(answer) is dict for answer in answers):
+            return answers
+        return self._gather(answers)
+
+    @staticmethod
+    async def _gather(answers: list) -> list:
+        return [answer if answer is None or type(answer) is dict else await answer for answer in answers]
+
+    def _answer(self, message: dict, call: McpCall) -> Union[None, dict, Awaitable[dict]]:
+        if "method" not in message or "id" not in message:
+            return None  # a notification (nothing to do for any of them) or a response to a request never sent
+        request_id, params = message["id"], message.get("params")
+        modern = _is_modern(params) or call.version_header in MCP_MODERN_VERSIONS
+        try:
+            if modern and message["method"] != "initialize":
+                self._check_envelope(message, call)
+            result = self._result(message["method"], params, call.organization_id, modern)
+        except McpError as error:
+            return {"jsonrpc": "2.0", "id": request_id, "error": error.payload(), "_modern": modern}
+        except Exception:
+            log("unhandled error in an MCP request:\n" + traceback.format_exc().rstrip())
+            return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+        if type(result) is not dict:  # a coroutine: the tool waits on the network
+            return self._finish_answer(request_id, result, modern)
+        return self._wrapped(request_id, result, modern, message["method"])
+
+    async def _finish_answer(self, request_id: Any, pending: Awaitable[dict], modern: bool) -> dict:
+        try:
+            result = await pending
+        except Exception:
+            log("unhandled error in an MCP tool:\n" + traceback.format_exc().rstrip())
+            return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+        return self._wrapped(request_id, result, modern, "tools/call")
+
+    def _wrapped(self, request_id: Any, result: dict, modern: bool, method: str) -> dict:
+        if modern:
+            result = {**result, "resultType": "complete", "_meta": {_META_SERVER_INFO: self.server_info}}
+        answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        if method == "initialize":
+            answer["_session"] = True  # _reply adds an Mcp-Session-Id header, then drops this mark
+        return answer
+
+    @staticmethod
+    def _check_envelope(message: dict, call: McpCall) -> None:
+        """2026-07-28's per-request fields: the envelope, then the headers agreeing with it, then the version."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        missing = [key for key in (_META_VERSION, _META_CAPABILITIES) if not isinstance(meta, dict) or key not in meta]
+        if missing:
+            raise McpError(INVALID_PARAMS, f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
+        version = meta[_META_VERSION]
+        if call.version_header is not None and call.version_header != version:
+            raise McpError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's "
+                                            "protocol version")
+        if call.method_header is not None and call.method_header != message["method"]:
+            raise McpError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
+        if version not in MCP_MODERN_VERSIONS:
+            raise McpError(UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
+                           {"supported": list(MCP_MODERN_VERSIONS + MCP_HANDSHAKE_VERSIONS[:4]), "requested": version})
+
+    def _result(self, method: str, params: Any, organization_id: str, modern: bool) -> Union[dict, Awaitable[dict]]:
+        if params is not None and not isinstance(params, dict):
+            raise McpError(INVALID_PARAMS, f"Invalid params: {method} takes an object as params")
+        params = params or {}
+        if method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments")
+            if not isinstance(name, str):
+                raise McpError(INVALID_PARAMS, "Invalid params: tools/call needs params.name, the tool's name "
+                                               "(see tools/list)")
+            if arguments is not None and not isinstance(arguments, dict):
+                raise McpError(INVALID_PARAMS, f"Invalid params: params.arguments of {name} must be an object")
+            return self.tools.call(organization_id, name, arguments)
+        if method == "tools/list":
+            return {**self.tools.list_result, "cacheScope": "public", "ttlMs": 0} if modern else self.tools.list_result
+        if method == "initialize":
+            requested = params.get("protocolVersion")
+            version = requested if requested in MCP_HANDSHAKE_VERSIONS else MCP_LATEST_HANDSHAKE
+            return {"protocolVersion": version, "capabilities": self.capabilities, "serverInfo": self.server_info}
+        if method == "server/discover":
+            return {"supportedVersions": list(MCP_MODERN_VERSIONS + MCP_HANDSHAKE_VERSIONS[:4]),
+                    "capabilities": {"tools": {}}, "cacheScope": "public", "ttlMs": 0}
+        if method in ("ping", "logging/setLevel"):
+            return {}
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    # --- the legacy HTTP+SSE transport (2024-11-05) -------------------------------------------
+
+    def open_sse(self, request: Request) -> Response:
+        organization_id = self._organization(request)
+        if type(organization_id) is Response:
+            return organization_id
+        if request.method == "HEAD":  # the head of a stream, without opening a session nobody will read
+            return Response(200, b"", "text/event-stream", list(MCP_CORS_HEADERS))
+        if len(self.sse_sessions) >= MCP_MAX_SSE_SESSIONS:
+            return _text_response(503, f"Too many open MCP SSE streams (at most {MCP_MAX_SSE_SESSIONS} per worker); "
+                                       f"use the Streamable HTTP endpoint /mcp/<key> instead")
+        from urllib.parse import quote
+        session_id = new_uuid()
+        events: asyncio.Queue = asyncio.Queue()
+        self.sse_sessions[session_id] = (organization_id, events)
+        prefix = "/api" if request.path.startswith("/api/") else ""
+        endpoint = f"{prefix}/message/{quote(request.params['apiKey'], safe='')}?sessionId={session_id}"
+        events.put_nowait(f"event: endpoint\ndata: {endpoint}\n\n".encode())
+        return EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
+
+    def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        organization_id = self._organization(request)
+        if type(organization_id) is Response:
+            return organization_id
+        session = self.sse_sessions.get(request.query.get("sessionId", ""))
+        if session is None or session[0] != organization_id:
+            # Sessions live in the worker holding the stream; another worker cannot reach it.
+            workers = (f"; with {self.app.config.workers} workers this message may have reached another worker "
+                       f"than the stream's: use the Streamable HTTP endpoint /mcp/<key> instead"
+                       if self.app.config.workers > 1 else "")
+            return _text_response(404, "Session not found: open a new SSE stream at /sse/<key> and post to the "
+                                       "endpoint it announces" + workers)
+        parsed = self._messages(request)
+        if type(parsed) is Response:
+            return parsed
+        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None)
+        answers = self._answer_all(parsed[0], call)
+        if isinstance(answers, list):
+            return self._post_to_stream(answers, session[1])
+        return self._post_to_stream_later(answers, session[1])
+
+    async def _post_to_stream_later(self, pending: Awaitable[list], events: asyncio.Queue) -> Response:
+        return self._post_to_stream(await pending, events)
+
+    @staticmethod
+    def _post_to_stream(answers: list, events: asyncio.Queue) -> Response:
+        for answer in answers:
+            if answer is not None:
+                answer.pop("_session", None)
+                answer.pop("_modern", None)
+                events.put_nowait(_sse_event(answer))
+        return _text_response(202, "Accepted")
+
+
+def _is_jsonrpc_message(message: Any) -> bool:
+    """A request, notification or response of JSON-RPC 2.0, as the SDKs' schema accepts them."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return False
+    if "method" in message:
+        request_id = message.get("id")
+        return isinstance(message["method"], str) and ("id" not in message or (
+            isinstance(request_id, (str, int)) and not isinstance(request_id, bool)))
+    return "id" in message and ("result" in message or "error" in message)
+
+
+# =============================================================================
+# 10. Outbound HTTP: the one client every provider and webhook uses
 # =============================================================================
 # http.client in a small thread pool, behind an async call: the event loop never blocks, and TLS
 # comes from the ssl module, imported on first use (see the note on asyncio at the top). What a
@@ -5703,7 +6785,7 @@ def hmac_sha256_hex(secret: str, message: bytes) -> str:
 
 
 # =============================================================================
-# 10. Publishers: one small class per platform, registered by identifier
+# 11. Publishers: one small class per platform, registered by identifier
 # =============================================================================
 # A publisher connects a channel (checks the pasted credentials with the platform and reads the
 # account) and publishes one post or thread part at a time. It never sleeps or retries: it raises
@@ -8672,7 +9754,7 @@ class BlueskyProvider(Provider):
 
 
 # =============================================================================
-# 11. Scheduler: due posts to their platforms, exactly once, every outcome recorded
+# 12. Scheduler: due posts to their platforms, exactly once, every outcome recorded
 # =============================================================================
 # One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
 # when its process dies, even by kill -9), so after a crash the next rustiz takes over at once and
@@ -9007,7 +10089,7 @@ class Scheduler:
 
 
 # =============================================================================
-# 12. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# 13. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
 # =============================================================================
 
 SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
@@ -9076,7 +10158,7 @@ def enable_speedups(environ: dict) -> str:
 
 
 # =============================================================================
-# 13. CLI
+# 14. CLI
 # =============================================================================
 
 def initialize(config_path: str, force: bool) -> tuple:
