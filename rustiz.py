@@ -13,11 +13,12 @@ Map of this file (each section starts with a banner comment):
   7. Provider catalogue  the 35 Postiz providers (limits, settings schemas, tools); POST /posts validation
   8. API              routing table and the public API handlers (Postiz JSON shapes)
   9. MCP              the MCP server for AI agents: Streamable HTTP + legacy SSE, Postiz's tools
- 10. Outbound HTTP    the async client every provider uses (TLS, timeouts, proxies, redirects)
- 11. Publishers       one class per platform behind one interface: connect, publish, limits
- 12. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
- 13. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 14. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, version
+ 10. Web app          the browser UI's files (web/), sign-in sessions (cookie + CSRF token)
+ 11. Outbound HTTP    the async client every provider uses (TLS, timeouts, proxies, redirects)
+ 12. Publishers       one class per platform behind one interface: connect, publish, limits
+ 13. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
+ 14. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
+ 15. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add, version
 """
 from __future__ import annotations
 
@@ -530,6 +531,22 @@ MIGRATIONS: tuple = (
         deleted_at TEXT
     );
     CREATE INDEX webhook_organization ON webhook(organization_id, deleted_at);
+    """,
+    """
+    CREATE TABLE web_user (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        email TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE web_session (
+        token_hash TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        csrf_token TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX web_session_expiry ON web_session(expires_at);
     """,
 )
 
@@ -1251,6 +1268,35 @@ class Store:
             if not covered or channel_id in covered:
                 targets.append((url, secret))
         return targets
+
+    # --- the web app's users and sign-in sessions ---------------------------------------------
+
+    def add_web_user(self, organization_id: str, email: str, password_hash: str) -> None:
+        """A person who signs in to the web app with a password (raises sqlite3.IntegrityError for a taken email)."""
+        with self._writing() as db:
+            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (new_uuid(), organization_id, email.lower(), password_hash,
+                                                  utc_now_iso()))
+
+    def web_user(self, email: str) -> Optional[tuple]:
+        """(organization id, password hash) of the web user with this email, or None."""
+        return self._read("SELECT organization_id, password_hash FROM web_user WHERE email = ?",
+                          (email.lower(),)).fetchone()
+
+    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float) -> None:
+        with self._writing() as db:
+            db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
+            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at) "
+                       "VALUES (?, ?, ?, ?)", (token_hash, organization_id, csrf_token, expires_at))
+
+    def web_session(self, token_hash: str) -> Optional[tuple]:
+        """(organization id, CSRF token) of a live session, or None."""
+        return self._read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
+                          "AND expires_at > ?", (token_hash, time.time())).fetchone()
+
+    def end_web_session(self, token_hash: str) -> None:
+        with self._writing() as db:
+            db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
     # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
 
@@ -2511,17 +2557,33 @@ class Guard:
         self._known_generation = b""
 
     def organization(self, request: Request) -> Union[str, Response]:
-        """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too."""
+        """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
+        web app's session cookie stands for the key when there is no Authorization header."""
         key = request.headers.get("authorization", "")
         if key[:7].lower() == "bearer ":
             key = key[7:].strip()
         if not key:
-            return _unauthorized(NO_API_KEY)
+            token = session_cookie(request)
+            return self.session_organization(request, token) if token else _unauthorized(NO_API_KEY)
         organization_id = self.organization_for_key(key)
         if organization_id is not None:
             return organization_id
         # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
         return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+
+    def session_organization(self, request: Request, token: str) -> Union[str, Response]:
+        """The organization of a web session; a request that changes anything must also carry the
+        session's CSRF token in X-CSRF-Token (a cookie alone is what a forged cross-site form would have)."""
+        session = self.store.web_session(hash_api_key(token))
+        if session is None:
+            return _unauthorized("Your session has ended: sign in again")
+        organization_id, csrf_token = session
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not compare_digest(
+                request.headers.get("x-csrf-token", "").encode(), csrf_token.encode()):
+            return json_response({"statusCode": 403, "error": "Forbidden", "message": (
+                "This request came with the session cookie but without its X-CSRF-Token header "
+                "(the csrfToken of POST /auth/login or GET /auth/session)")}, 403)
+        return organization_id
 
     def organization_for_key(self, key: str) -> Optional[str]:
         """The organization an API key belongs to, or None; known keys are remembered per credentials generation."""
@@ -3950,6 +4012,7 @@ class App:
         # matched against its own family only: /mcp/<key> need not fail thirty API patterns first.
         self.pattern_families: dict = {}
         self.streaming_paths: dict = {}  # POST path -> StreamingRoute, for routes that take their body in pieces
+        self.files: dict = {}  # path -> {"GET": Route}: the web app's files, which are not API routes
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
@@ -3963,6 +4026,7 @@ class App:
         self.media_api.register(self)
         OpenApiRoute(config).register(self)
         McpServer(self).register(self)  # after the APIs: its tools call them
+        WebApp(config, store, self.guard).register(self)
 
     def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
@@ -3975,6 +4039,10 @@ class App:
             self.patterns[path] = (re.compile(regex), {})
             self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
         self.patterns[path][1][method] = Route(handler, authenticated)
+
+    def add_file(self, path: str, handler: Callable) -> None:
+        """A file of the web app at exactly `path` (GET and HEAD, no key): kept apart from the API's routes."""
+        self.files[path] = {"GET": Route(handler, False)}
 
     def add_api(self, method: str, subpath: str, handler: Callable) -> None:
         """A public API route, under both /public/v1 (Postiz cloud) and /api/public/v1 (self-hosted Postiz)."""
@@ -4005,7 +4073,7 @@ class App:
         return self.streaming_paths[request.path].open_sink(request, organization)
 
     def _find_routes(self, request: Request) -> Optional[dict]:
-        routes = self.routes.get(request.path)
+        routes = self.routes.get(request.path) or self.files.get(request.path)
         if routes is not None:
             return routes
         segments = request.path.split("/", 3)  # "", first, second, rest
@@ -5573,6 +5641,7 @@ def _openapi_paths(root: dict) -> dict:
             "BadRequest TooLarge", body=_object({"url": _STRING}))},
         "/uploads/{year}/{month}/{day}/{name}": {"get": _uploaded_file(file_answer)},
         **_mcp_openapi_paths(),
+        **_web_openapi_paths(root),
     }
 
 
@@ -6578,7 +6647,171 @@ def _is_jsonrpc_message(message: Any) -> bool:
 
 
 # =============================================================================
-# 10. Outbound HTTP: the one client every provider and webhook uses
+# 10. Web app: the browser UI's files, and sign-in sessions for it
+# =============================================================================
+# The UI in web/ (packed into the .pyz) talks only to the public API, as any script could. A person
+# signs in with the organization's API key or a password (`rustiz user add`); the session is an
+# HttpOnly, SameSite=Strict cookie that stands for the key, and every change it makes must also
+# carry the session's CSRF token (Guard.session_organization).
+
+SESSION_COOKIE = "rustiz_session"
+SESSION_SECONDS = 30 * 86400
+PASSWORD_ITERATIONS = 200_000
+WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+                               "form-action 'self'")
+_WEB_CONTENT_TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
+                      "css": "text/css; charset=utf-8", "svg": "image/svg+xml", "png": "image/png",
+                      "ico": "image/x-icon", "json": "application/json", "webmanifest": "application/manifest+json",
+                      "txt": "text/plain; charset=utf-8", "woff2": "font/woff2"}
+
+
+def session_cookie(request: Request) -> Optional[str]:
+    """The web session token from the Cookie header, or None."""
+    for part in request.headers.get("cookie", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == SESSION_COOKIE and value:
+            return value
+    return None
+
+
+def hash_password(password: str) -> str:
+    """PBKDF2-SHA256 with a random salt, as `pbkdf2_sha256$iterations$salt$hash` (hex)."""
+    import hashlib
+    salt = os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, PASSWORD_ITERATIONS)
+    return f"pbkdf2_sha256${PASSWORD_ITERATIONS}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    import hashlib
+    scheme, iterations, salt, expected = stored.split("$")
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
+    return scheme == "pbkdf2_sha256" and compare_digest(digest.hex().encode(), expected.encode())
+
+
+def web_files() -> dict:
+    """name -> bytes of every file of the UI: web/ beside rustiz.py, or inside the .pyz it runs from."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.join(here, "web")
+    files = {}
+    if os.path.isdir(folder):
+        for directory, _, names in os.walk(folder):
+            for name in names:
+                path = os.path.join(directory, name)
+                with open(path, "rb") as file:
+                    files[os.path.relpath(path, folder).replace(os.sep, "/")] = file.read()
+    elif os.path.isfile(here):  # `here` is the .pyz itself
+        import zipfile
+        with zipfile.ZipFile(here) as archive:
+            for name in archive.namelist():
+                if name.startswith("web/") and not name.endswith("/"):
+                    files[name[4:]] = archive.read(name)
+    return files
+
+
+def _web_openapi_paths(root: dict) -> dict:
+    """The web app's sign-in routes (its HTML, JavaScript and CSS files are not API, so not listed)."""
+    signed_in = _object({"organization": _schema_ref("Organization"), "csrfToken": _STRING})
+    unauthorized = ("401", {"description": "Wrong key or password, or not signed in",
+                            "content": {"application/json": {"schema": _object({"message": _STRING})}}})
+    login = _operation("Sign in to the web app: sets the HttpOnly session cookie", ("200", signed_in), "BadRequest",
+                       body={"anyOf": [_object({"apiKey": _STRING}), _object({"email": _STRING, "password": _STRING})]},
+                       public=True)
+    login["responses"]["401"] = unauthorized[1]
+    session = _operation("The signed-in organization and the CSRF token changes must send (X-CSRF-Token)",
+                         ("200", signed_in), public=True)
+    session["responses"]["401"] = unauthorized[1]
+    logout = _operation("Sign out: the session ends and its cookie is cleared", ("204", {"description": "Done"}),
+                        public=True)
+    return {"/auth/login": {"servers": [root], "post": login}, "/auth/session": {"servers": [root], "get": session},
+            "/auth/logout": {"servers": [root], "post": logout}}
+
+
+class WebApp:
+    """GET / and /web/<file>; POST /auth/login, GET /auth/session, POST /auth/logout."""
+
+    def __init__(self, config: Config, store: Store, guard: Guard):
+        self.config, self.store, self.guard = config, store, guard
+
+    def register(self, app: "App") -> None:
+        files = web_files()
+        for name, data in files.items():
+            answer = self._file_answer(name, data)
+            app.add_file("/web/" + name, lambda request, answer=answer: self._serve(request, answer))
+        if "index.html" in files:
+            index = self._file_answer("index.html", files["index.html"])
+            app.add_file("/", lambda request: self._serve(request, index))
+        app.add("POST", "/auth/login", self.login, authenticated=False)
+        app.add("GET", "/auth/session", self.session, authenticated=False)
+        app.add("POST", "/auth/logout", self.logout, authenticated=False)
+
+    @staticmethod
+    def _file_answer(name: str, data: bytes) -> tuple:
+        content_type = _WEB_CONTENT_TYPES.get(name.rpartition(".")[2], "application/octet-stream")
+        etag = '"' + _sha256(data).hexdigest()[:20] + '"'
+        return data, content_type, etag
+
+    @staticmethod
+    def _serve(request: Request, answer: tuple) -> Response:
+        data, content_type, etag = answer
+        headers = [("ETag", etag), ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
+                   ("Content-Security-Policy", WEB_CONTENT_SECURITY_POLICY), ("Referrer-Policy", "no-referrer")]
+        if etag in request.headers.get("if-none-match", ""):
+            return Response(304, b"", "", headers)
+        return Response(200, data, content_type, headers)
+
+    def login(self, request: Request) -> Response:
+        body = _json_object(request)
+        organization_id = self._signed_in_organization(body)
+        token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
+        self.store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS)
+        cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
+                  + ("; Secure" if self._over_https(request) else ""))
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
+
+    def _signed_in_organization(self, body: dict) -> str:
+        """The organization whose API key, or whose web user's email and password, the body holds."""
+        if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
+            organization_id = self.guard.organization_for_key(body["apiKey"].strip())
+            if organization_id is None:
+                raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
+                                                                   "organizations (`rustiz key rotate` prints a new one)"})
+            return organization_id
+        email, password = body.get("email"), body.get("password")
+        if not (isinstance(email, str) and isinstance(password, str) and email and password):
+            raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
+        user = self.store.web_user(email.strip())
+        if user is None or not password_matches(password, user[1]):
+            raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
+        return user[0]
+
+    def _over_https(self, request: Request) -> bool:
+        """Whether the browser is on https (told by a trusted proxy): only then is the cookie marked Secure,
+        so plain http to localhost never loops on a cookie the browser refuses to send back."""
+        return (self.guard._trusted(request.peer)
+                and request.headers.get("x-forwarded-proto", "").lower() == "https")
+
+    def session(self, request: Request) -> Response:
+        token = session_cookie(request)
+        found = self.store.web_session(hash_api_key(token)) if token else None
+        if found is None:
+            raise ApiError(401, {"statusCode": 401, "message": "Not signed in"})
+        organization_id, csrf_token = found
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Cache-Control", "no-store")])
+
+    def logout(self, request: Request) -> Response:
+        token = session_cookie(request)
+        if token:
+            self.store.end_web_session(hash_api_key(token))
+        return Response(204, b"", "", [("Set-Cookie", f"{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; "
+                                                      "Max-Age=0")])
+
+
+# =============================================================================
+# 11. Outbound HTTP: the one client every provider and webhook uses
 # =============================================================================
 # http.client in a small thread pool, behind an async call: the event loop never blocks, and TLS
 # comes from the ssl module, imported on first use (see the note on asyncio at the top). What a
@@ -6785,7 +7018,7 @@ def hmac_sha256_hex(secret: str, message: bytes) -> str:
 
 
 # =============================================================================
-# 11. Publishers: one small class per platform, registered by identifier
+# 12. Publishers: one small class per platform, registered by identifier
 # =============================================================================
 # A publisher connects a channel (checks the pasted credentials with the platform and reads the
 # account) and publishes one post or thread part at a time. It never sleeps or retries: it raises
@@ -9754,7 +9987,7 @@ class BlueskyProvider(Provider):
 
 
 # =============================================================================
-# 12. Scheduler: due posts to their platforms, exactly once, every outcome recorded
+# 13. Scheduler: due posts to their platforms, exactly once, every outcome recorded
 # =============================================================================
 # One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
 # when its process dies, even by kill -9), so after a crash the next rustiz takes over at once and
@@ -10089,7 +10322,7 @@ class Scheduler:
 
 
 # =============================================================================
-# 13. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
+# 14. Speedups: orjson and uvloop when importable, or unpacked once from the .pyz
 # =============================================================================
 
 SPEEDUPS_DIR = "_speedups"  # inside the .pyz: manifest.json and files/..., written by build_zipapp.py
@@ -10158,7 +10391,7 @@ def enable_speedups(environ: dict) -> str:
 
 
 # =============================================================================
-# 14. CLI
+# 15. CLI
 # =============================================================================
 
 def initialize(config_path: str, force: bool) -> tuple:
@@ -10257,6 +10490,39 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     print(key)
     log(f"organization {name} ({organization_id}) created; the key above is shown once: only its hash is stored")
     return 0
+
+
+def command_user_add(arguments: argparse.Namespace) -> int:
+    """A web app user: the password is read from standard input (one line) or asked for twice."""
+    email = arguments.email.strip().lower()
+    if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
+        raise UserError(f"{email!r} is not an email address: rustiz user add alice@example.com")
+    password = _new_password()
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        try:
+            store.add_web_user(organization["id"], email, hash_password(password))
+        except sqlite3.IntegrityError:
+            raise UserError(f"{email} already has a web app password") from None
+    finally:
+        store.close()
+    log(f"{email} can now sign in to the web app of organization {organization['name']}")
+    return 0
+
+
+def _new_password() -> str:
+    if sys.stdin.isatty():
+        import getpass
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            raise UserError("the two passwords differ; nothing was saved")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if len(password) < 10:
+        raise UserError("the password needs at least 10 characters; nothing was saved")
+    return password
 
 
 def command_org_list(arguments: argparse.Namespace) -> int:
@@ -10429,6 +10695,17 @@ def build_argument_parser() -> argparse.ArgumentParser:
     org_timezone.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
     org_timezone.set_defaults(run=command_org_timezone)
     _add_channel_commands(commands)
+    user = commands.add_parser("user", formatter_class=_help_formatter, help="web app users",
+                               description="People who sign in to the web app with an email and a password "
+                                           "(the organization's API key signs in too).")
+    user_commands = user.add_subparsers(dest="user_command", metavar="{add}", required=True)
+    user_add = user_commands.add_parser(
+        "add", formatter_class=_help_formatter, help="let an email sign in to the web app with a password",
+        description="Let EMAIL sign in to the web app of the organization with a password, read from standard "
+                    "input (one line) or asked for twice on a terminal. At least 10 characters.")
+    user_add.add_argument("email", metavar="EMAIL")
+    user_add.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    user_add.set_defaults(run=command_user_add)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)

@@ -1,0 +1,104 @@
+"""The web app's server side: its files (with ETag and a strict Content-Security-Policy) and the
+sign-in session: an HttpOnly SameSite=Strict cookie that stands for the API key, with a CSRF token
+every change must carry; `rustiz user add` for password sign-in."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import run_cli
+
+
+def post(server, path: str, body, headers: dict | None = None) -> tuple:
+    return server.request("POST", path, {"Content-Type": "application/json", **(headers or {})},
+                          json.dumps(body).encode())
+
+
+def sign_in(server, body: dict | None = None) -> tuple:
+    """(cookie header value, csrf token) of a new session."""
+    status, headers, answer = post(server, "/auth/login", body or {"apiKey": server.key})
+    assert status == 200, answer
+    cookie = headers["set-cookie"].partition(";")[0]
+    return cookie, json.loads(answer)["csrfToken"]
+
+
+def test_the_api_key_signs_in_with_an_httponly_strict_cookie(server):
+    status, headers, answer = post(server, "/auth/login", {"apiKey": server.key})
+    assert status == 200
+    body = json.loads(answer)
+    assert body["organization"]["name"] == "My organization" and body["organization"]["timezone"] == "UTC"
+    assert len(body["csrfToken"]) == 32
+    attributes = [part.strip() for part in headers["set-cookie"].split(";")]
+    assert attributes[0].startswith("rustiz_session=") and len(attributes[0]) > 60
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
+    assert "Secure" not in attributes  # plain http to localhost: a Secure cookie would never come back
+    assert headers["cache-control"] == "no-store"
+
+
+def test_a_wrong_key_or_an_empty_body_is_refused(server):
+    status, _, answer = post(server, "/auth/login", {"apiKey": "0" * 64})
+    assert status == 401 and "not one of this rustiz's organizations" in json.loads(answer)["message"]
+    status, _, answer = post(server, "/auth/login", {})
+    assert status == 400 and json.loads(answer)["message"] == 'Sign in with {"apiKey"} or with {"email", "password"}'
+
+
+def test_the_cookie_stands_for_the_key_and_changes_need_the_csrf_token(server):
+    cookie, csrf = sign_in(server)
+    status, _, answer = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})
+    assert (status, json.loads(answer)) == (200, [])
+    webhook = {"url": "https://n8n.example.com/hook"}
+    status, _, answer = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie})
+    assert status == 403 and "X-CSRF-Token" in json.loads(answer)["message"]
+    status, _, answer = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie, "X-CSRF-Token": "0" * 32})
+    assert status == 403
+    status, _, _ = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie, "X-CSRF-Token": csrf})
+    assert status == 201
+    status, _, answer = server.request("GET", "/auth/session", {"Cookie": cookie})
+    assert status == 200 and json.loads(answer)["csrfToken"] == csrf
+
+
+def test_logout_ends_the_session(server):
+    cookie, csrf = sign_in(server)
+    status, headers, _ = server.request("POST", "/auth/logout", {"Cookie": cookie, "X-CSRF-Token": csrf})
+    assert status == 204 and "Max-Age=0" in headers["set-cookie"]
+    assert server.request("GET", "/auth/session", {"Cookie": cookie})[0] == 401
+    status, _, answer = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})
+    assert status == 401 and json.loads(answer) == {"msg": "Your session has ended: sign in again"}
+
+
+def test_behind_a_trusted_https_proxy_the_cookie_is_secure(start_server):
+    server = start_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    status, headers, _ = post(server, "/auth/login", {"apiKey": server.key}, {"X-Forwarded-Proto": "https"})
+    assert status == 200 and "Secure" in [part.strip() for part in headers["set-cookie"].split(";")]
+
+
+def test_user_add_lets_an_email_sign_in_with_a_password(server):
+    def add_user(email: str, password: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(server.pyz), "user", "add", email], input=password + "\n",
+                              capture_output=True, text=True, env={**server.env()}, timeout=30)
+
+    result = add_user("Alice@example.com", "correct horse battery")
+    assert result.returncode == 0, result.stderr
+    assert "alice@example.com can now sign in to the web app of organization My organization" in result.stderr
+    assert "correct horse" not in result.stdout + result.stderr
+    cookie, _ = sign_in(server, {"email": "alice@EXAMPLE.com", "password": "correct horse battery"})
+    assert server.request("GET", "/public/v1/integrations", {"Cookie": cookie})[0] == 200
+    status, _, answer = post(server, "/auth/login", {"email": "alice@example.com", "password": "wrong horse battery"})
+    assert status == 401 and json.loads(answer)["message"] == "Wrong email or password"
+    again = add_user("alice@example.com", "another long password")
+    assert (again.returncode, again.stderr.strip()) == (2, "rustiz: alice@example.com already has a web app password")
+    short = add_user("bob@example.com", "short")
+    assert short.returncode == 2 and "at least 10 characters" in short.stderr
+    assert run_cli(server.pyz, "user", "add", "not-an-email", env=server.env()).returncode == 2
+
+
+def test_the_ui_is_served_with_etag_and_a_strict_content_security_policy(server):
+    status, headers, page = server.request("GET", "/")
+    assert status == 200 and headers["content-type"] == "text/html; charset=utf-8" and b"<html" in page.lower()
+    policy = headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert headers["x-content-type-options"] == "nosniff"
+    status, _, _ = server.request("GET", "/", {"If-None-Match": headers["etag"]})
+    assert status == 304
+    assert server.request("GET", "/web/no-such-file.js")[0] == 404
