@@ -863,6 +863,23 @@ class Store:
                          "AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
         return None if row is None else self._channel_row(row)
 
+    def update_channel(self, organization_id: str, channel_id: str, changes: dict) -> Optional[dict]:
+        """Rename, disable or enable a channel, set its posting times or its group (`changes` holds any of
+        name, disabled, posting_times, customer: a group's id or name, "" for none); the row, None when unknown."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            if db.execute("SELECT 1 FROM integration WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
+                          (channel_id, organization_id)).fetchone() is None:
+                return None
+            columns = {name: changes[name] for name in ("name", "disabled", "posting_times") if name in changes}
+            if "customer" in changes:
+                columns["customer_id"] = (self._customer_id(db, organization_id, changes["customer"], now)
+                                          if changes["customer"] else None)
+            for column, value in columns.items():  # column names come from the fixed list above, never input
+                db.execute(f"UPDATE integration SET {column} = ?, updated_at = ? WHERE id = ?", (value, now, channel_id))
+            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        return self._channel_row(row)
+
     def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
         """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
         now = utc_now_iso()
@@ -4337,6 +4354,36 @@ class OrganizationApi:
         return json_response(self.store.organization(organization_id))
 
 
+def validate_channel_changes(body: dict) -> dict:
+    """The changes of PUT /integrations/:id as Store.update_channel takes them; raises a 400 listing problems."""
+    allowed = ("name", "disabled", "postingTimes", "customer")
+    problems = [f"property {name} should not exist (a channel takes {', '.join(allowed)})"
+                for name in body if name not in allowed]
+    problems += [problem for problem in (_optional_text_problem(body, "name"),) if problem]
+    if "disabled" in body and not isinstance(body["disabled"], bool):
+        problems.append("disabled must be a boolean value")
+    times = body.get("postingTimes")
+    if "postingTimes" in body and not (isinstance(times, list) and all(
+            isinstance(item, dict) and set(item) == {"time"} and type(item["time"]) is int and 0 <= item["time"] < 1440
+            for item in times)):
+        problems.append("postingTimes must be a list of {\"time\": minutes after midnight, 0 to 1439}")
+    customer = body.get("customer")
+    if customer not in (None, "") and _text_problem(customer):  # "" or null: no group
+        problems.append(f"customer {_text_problem(customer)}")
+    if problems:
+        raise bad_request(problems)
+    changes = {}
+    if body.get("name") is not None:
+        changes["name"] = body["name"].strip()
+    if "disabled" in body:
+        changes["disabled"] = int(body["disabled"])
+    if "postingTimes" in body:
+        changes["posting_times"] = json.dumps(sorted(times, key=lambda item: item["time"]), separators=(",", ":"))
+    if "customer" in body:
+        changes["customer"] = (body["customer"] or "").strip()
+    return changes
+
+
 def timezone_problem(name: str) -> Optional[str]:
     """Why `name` is not an IANA timezone this machine knows (None when it is one)."""
     if name == "UTC":
@@ -4489,6 +4536,8 @@ class PostsApi:
         app.add_api("GET", "/analytics/post/:postId", self.post_analytics)
         app.add_api("GET", "/analytics/:integration", self.channel_analytics)
         app.add_api("DELETE", "/integrations/:id", self.delete_channel)
+        app.add_api("GET", "/integrations/:id", self.show_channel)
+        app.add_api("PUT", "/integrations/:id", self.update_channel)
 
     def _post_or_404(self, organization_id: str, post_id: str) -> dict:
         post = self.store.post(organization_id, post_id)
@@ -4667,6 +4716,21 @@ class PostsApi:
     def post_analytics(self, request: Request, organization_id: str) -> Response:
         post = self._post_or_404(organization_id, request.params["postId"])
         return json_response({"missing": True} if post["releaseId"] == "missing" else [])
+
+    def show_channel(self, request: Request, organization_id: str) -> Response:
+        """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    def update_channel(self, request: Request, organization_id: str) -> Response:
+        """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?} -> the row."""
+        changes = validate_channel_changes(_json_object(request))
+        channel = self.store.update_channel(organization_id, request.params["id"], changes)
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
 
     def delete_channel(self, request: Request, organization_id: str) -> Response:
         """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
@@ -5562,9 +5626,15 @@ def _openapi_paths(root: dict) -> dict:
             "put": _operation("Rename the organization or set its IANA timezone (rustiz)",
                               ("200", _schema_ref("Organization")), "BadRequest",
                               body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
-        f"{v1}/integrations/{{id}}": {"delete": _operation(
-            "Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
-            (channel_id,))},
+        f"{v1}/integrations/{{id}}": {
+            "delete": _operation("Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
+                                 (channel_id,)),
+            "get": _operation("A channel's row, with refreshNeeded and postingTimes (rustiz)",
+                              ("200", _schema_ref("ChannelRow")), "NotFound", (channel_id,)),
+            "put": _operation("Rename, disable or enable a channel, set its posting times or group (rustiz)",
+                              ("200", _schema_ref("ChannelRow")), "BadRequest NotFound", (channel_id,),
+                              _object({}, {"name": _STRING, "disabled": _BOOLEAN, "customer": {"type": ["string", "null"]},
+                                           "postingTimes": _array_of(_object({"time": _INTEGER}))}))},
         f"{v1}/groups": {"get": _operation("The organization's customers",
                                            ("200", _array_of(_schema_ref("Customer"))))},
         f"{v1}/integration-settings/{{id}}": {"get": _operation(
@@ -6722,8 +6792,8 @@ def _web_openapi_paths(root: dict) -> dict:
     session = _operation("The signed-in organization and the CSRF token changes must send (X-CSRF-Token)",
                          ("200", signed_in), public=True)
     session["responses"]["401"] = unauthorized[1]
-    logout = _operation("Sign out: the session ends and its cookie is cleared", ("204", {"description": "Done"}),
-                        public=True)
+    logout = _operation("Sign out: the session ends and its cookie is cleared",
+                        ("204", {"description": "Done, with no body", "content": {}}), public=True)
     return {"/auth/login": {"servers": [root], "post": login}, "/auth/session": {"servers": [root], "get": session},
             "/auth/logout": {"servers": [root], "post": logout}}
 

@@ -126,3 +126,33 @@ def test_groups_empty_and_auth(server):
     assert call(server, "GET", "/public/v1/groups", server.key) == (200, [])
     assert server.request("GET", "/public/v1/groups")[::2] == (401, b'{"msg":"No API Key found"}')
     assert server.request("GET", "/public/v1/integration-settings/x")[::2] == (401, b'{"msg":"No API Key found"}')
+
+
+def test_a_channel_can_be_renamed_disabled_regrouped_and_given_posting_times(server):
+    db = Database(server)
+    channel_id = db.channel("Old name", "bluesky")
+    status, row = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key, {
+        "name": "  New name ", "disabled": True, "customer": "Acme", "postingTimes": [{"time": 600}, {"time": 90}]})
+    assert status == 200, row
+    assert (row["name"], row["disabled"], row["postingTimes"]) == ("New name", True, '[{"time":90},{"time":600}]')
+    assert row["refreshNeeded"] is False and "token" not in row
+    assert call(server, "GET", f"/public/v1/integrations/{channel_id}", server.key) == (200, row)
+    [listed] = call(server, "GET", "/public/v1/integrations", server.key)[1]
+    assert listed["customer"]["name"] == "Acme" and listed["disabled"] is True
+    status, row = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key,
+                       {"disabled": False, "customer": None})
+    assert status == 200 and row["disabled"] is False and row["customerId"] is None
+
+
+def test_channel_changes_are_checked_and_scoped_to_the_organization(server):
+    db = Database(server)
+    channel_id = db.channel("Mine", "bluesky")
+    other_org, other_key = db.organization()
+    status, answer = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key,
+                          {"disabled": "yes", "postingTimes": [{"time": 1440}], "token": "x"})
+    assert status == 400 and answer["message"] == [
+        "property token should not exist (a channel takes name, disabled, postingTimes, customer)",
+        "disabled must be a boolean value",
+        'postingTimes must be a list of {"time": minutes after midnight, 0 to 1439}']
+    assert call(server, "PUT", f"/public/v1/integrations/{channel_id}", other_key, {"name": "x"})[0] == 404
+    assert call(server, "GET", f"/public/v1/integrations/{channel_id}", other_key)[0] == 404
