@@ -72,12 +72,13 @@ async function render() {
   if (token !== current) return;
   const title = NAV.find(([r]) => r === route)?.[1] || 'Post';
   document.title = `${title} · rustiz`;
-  main.replaceChildren();
+  const container = h('div.page');  // a render overtaken by another writes into a detached element
+  main.replaceChildren(container);
   try {
-    await page(main, { id: rest.join('/').split('?')[0], query });
+    await page(container, { id: rest.join('/').split('?')[0], query });
   } catch (error) {
     const box = errorBox();
-    main.append(box);
+    container.append(box);
     box.show(error);
   }
 }

@@ -153,7 +153,7 @@ export async function calendarPage(main, { query }) {
       const first = grid.querySelector('.post');
       const scroller = body.firstChild;
       const hourRow = first ? first.closest('.row') : grid.children[9];
-      if (hourRow) scroller.scrollTop = Math.max(0, hourRow.offsetTop - 60);
+      if (hourRow) scroller.scrollTop = Math.max(0, hourRow.offsetTop - grid.firstChild.offsetHeight - 8);
     } else if (view === 'month') {
       const names = Array.from({ length: 7 }, (_, i) => dayLabel(addDays(start, i), { weekday: 'short' }));
       body.replaceChildren(h('div.scroll', h('div.month', { role: 'grid', 'aria-label': title.textContent },
