@@ -175,6 +175,9 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         chip = page.locator("a.post").first
         expect(chip).to_have_class("post st-PUBLISHED")
         assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == GREEN
+
+        page.get_by_role("link", name="Notifications").click()
+        expect(page.locator(".notifications")).to_contain_text("Published a post on Webhook (My hook)")
     finally:
         receiver.close()
 
@@ -432,3 +435,45 @@ def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_s
     page.get_by_role("link", name="Channels").click()
     expect(page.get_by_role("heading", name="Connect a channel")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_filter_by_group_and_channel_and_the_list_view(start_server, open_page):
+    server = start_server()
+    receivers = [FakeWebhookReceiver() for _ in range(2)]
+    try:
+        channels = []
+        for receiver, name, group in zip(receivers, ["Acme hook", "Globex hook"], ["Acme", "Globex"]):
+            status, channel = call(server, "POST", "/public/v1/integrations",
+                                   {"provider": "webhook", "credentials": receiver.credentials(), "name": name,
+                                    "customer": group})
+            assert status == 201, channel
+            channels.append(channel)
+        schedule_api(server, channels[0]["id"], "For Acme", "2030-02-05T09:00:00Z")
+        schedule_api(server, channels[1]["id"], "For Globex", "2030-02-06T09:00:00Z")
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto("/#/calendar?view=list&date=2030-02-01")
+        expect(page.locator(".agenda a.post")).to_have_count(2)
+        expect(page.locator(".agenda")).to_contain_text("For Acme")
+        page.get_by_label("Group").select_option(label="Globex")
+        expect(page.locator(".agenda a.post")).to_have_count(1)
+        expect(page.locator(".agenda")).to_contain_text("For Globex")
+        page.get_by_label("Group").select_option(label="All groups")
+        page.get_by_label("Channel").select_option(label="Acme hook")
+        expect(page.locator(".agenda a.post")).to_have_count(1)
+        expect(page.locator(".agenda")).to_contain_text("For Acme")
+        page.get_by_role("button", name="Month").click()
+        expect(page.locator(".cal-title")).to_have_text("February 2030")
+        expect(page.locator(".day[data-day='2030-02-05'] a.post")).to_contain_text("For Acme")
+    finally:
+        for receiver in receivers:
+            receiver.close()
+
+
+def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server, open_page):
+    server = start_server()
+    page = open_page(server)
+    page.goto("/")
+    expect(page.get_by_label("API key")).to_be_visible()
+    load = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+    assert 0 < load < 200, load

@@ -98,7 +98,7 @@ export async function calendarPage(main, { query }) {
       ondragstart: movable ? (event) => { event.dataTransfer.setData('text/x-rustiz-post', post.id); event.dataTransfer.effectAllowed = 'move'; } : null,
     }, h('time', { datetime: new Date(post.at).toISOString() }, fmtTime(post.at)), ' ',
     h('span.sr-state', `${STATES[post.state] || post.state}: `),
-    h('b', post.integration?.name || ''), ' ', h('span.snippet', text));
+    h('b', post.integration?.name || ''), h('span.snippet', ` ${text}`));
   }
 
   function dropTarget(el, day, hour) {
