@@ -155,6 +155,10 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         page.get_by_label("Alt text").fill("a blue square")
         page.get_by_role("button", name="+ Add thread part").click()
         page.get_by_label("Thread part 2").fill("and a reply")
+        preview = page.locator("article.preview")
+        expect(preview.locator(".preview-part")).to_have_count(2)
+        expect(preview.locator(".preview-part.reply")).to_have_text("and a reply")
+        expect(preview.locator("img")).to_have_attribute("alt", "a blue square")
         page.get_by_label("Date and time (UTC)").fill(local_input(time.time() + 4, "UTC"))
         page.get_by_role("button", name="Schedule").click()
 

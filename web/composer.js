@@ -99,12 +99,12 @@ export async function composerPage(main, { id }) {
     const counters = h('div.counters', { 'aria-live': 'polite' });
     countersFor.set(part, counters);
     const previews = h('ul.media');
-    const drawMedia = () => previews.replaceChildren(...part.media.map((m, i) => {
-      const alt = h('input', { type: 'text', value: m.alt || '', oninput: () => { m.alt = alt.value; } });
+    const drawMedia = () => { updateCounters(); previews.replaceChildren(...part.media.map((m, i) => {
+      const alt = h('input', { type: 'text', value: m.alt || '', oninput: () => { m.alt = alt.value; updatePreviews(); } });
       const isVideo = /\.(mp4|mov|webm)$/i.test(m.path);
       return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : h('img', { src: m.path, alt: m.alt || 'uploaded image' }),
         field('Alt text', alt), h('button.link', { type: 'button', onclick: () => { part.media.splice(i, 1); drawMedia(); } }, 'Remove'));
-    }));
+    })); };
     drawMedia();
     const uploadErrors = errorBox();
     const file = h('input', { type: 'file', accept: 'image/*,video/mp4', multiple: true, onchange: async () => {
@@ -130,14 +130,24 @@ export async function composerPage(main, { id }) {
     const li = h('li.part', field(label, textarea), counters,
       h('div.part-tools', field(index === 0 ? 'Add images or video' : `Add images or video to part ${index + 1}`, file),
         index > 0 ? field('Delay after the part before (minutes)', delay) : null,
-        index > 0 && !editing ? h('button.link', { type: 'button', onclick: () => { partsState.splice(partsState.indexOf(part), 1); countersFor.delete(part); li.remove(); } }, 'Remove part') : null),
+        index > 0 && !editing ? h('button.link', { type: 'button', onclick: () => { partsState.splice(partsState.indexOf(part), 1); countersFor.delete(part); li.remove(); updateCounters(); } }, 'Remove part') : null),
       uploadErrors, previews);
     partsList.append(li);
     updateCounters();
     return textarea;
   }
 
+  const previewBox = h('section.previews', { 'aria-label': 'Previews' });
+  function updatePreviews() {
+    const chosen = channels.filter((x) => selected.has(x.id));
+    previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map((c) => h('article.preview', { dataset: { channel: c.id } },
+      h('header', c.picture ? h('img', { src: c.picture, alt: '', width: 24, height: 24 }) : h('span.avatar.small', { 'aria-hidden': 'true' }, (c.name || '?')[0]), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
+      partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', p.text || '…'),
+        p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)))));
+  }
+
   function updateCounters() {
+    updatePreviews();
     for (const [part, box] of countersFor) {
       const rows = [];
       for (const c of channels.filter((x) => selected.has(x.id))) {
@@ -221,7 +231,7 @@ export async function composerPage(main, { id }) {
   settingsBox,
   h('div.when', field(`Date and time (${zone()})`, when, `Read in the organization's timezone, ${zone()}.`), slotButton),
   errors, h('div.actions', buttons));
-  main.append(form);
+  main.append(h('div.compose-layout', form, previewBox));
 
   if (editing) {
     for (const part of [editing, ...(editing.thread || [])]) addPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) });
