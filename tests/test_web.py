@@ -228,6 +228,9 @@ def test_validation_errors_show_inline_in_the_composer(start_server, open_page):
         page.get_by_role("checkbox", name="Hook").check()
         page.get_by_role("button", name="Schedule").click()  # empty text, no image: the API says why
         expect(page.get_by_role("alert")).to_contain_text("content must be a non-empty string")
+        page.get_by_role("button", name="Next free slot").click()
+        slot = call(server, "GET", f"/public/v1/find-slot/{page.get_by_role('checkbox', name='Hook').get_attribute('value')}")[1]
+        expect(page.get_by_label("Date and time (UTC)")).to_have_value(slot["localDate"][:16])
     finally:
         receiver.close()
 
