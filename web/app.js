@@ -1,5 +1,5 @@
 // rustiz web app: sign-in, the shell (navigation, timezone shown), and a hash router.
-import { h, api, session, errorBox, field, zone, go } from './util.js';
+import { h, api, session, errorBox, field, zone } from './util.js';
 
 const app = document.getElementById('app');
 const routes = {
@@ -105,11 +105,14 @@ function shell() {
   render();
 }
 
-window.addEventListener('hashchange', render);
+window.addEventListener('hashchange', async () => {
+  await render();
+  const main = document.getElementById('main');  // keyboard and screen-reader users land on the new page
+  if (main && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
+});
 window.addEventListener('rustiz:signed-out', () => {
   if (session.organization) { session.organization = null; loginPage('Your session ended: sign in again.'); }
 });
-export const refreshShell = () => window.dispatchEvent(new CustomEvent('rustiz:zone'));
 
 (async () => {
   try {
@@ -119,4 +122,3 @@ export const refreshShell = () => window.dispatchEvent(new CustomEvent('rustiz:z
     loginPage();
   }
 })();
-export { go };

@@ -117,6 +117,7 @@ export async function calendarPage(main, { query }) {
       const old = parts(post.at);
       const when = zoned(day.y, day.m, day.d, hour ?? old.h, old.mi);
       if (when === post.at) return;
+      if (when < Date.now()) { errors.show(new Error('That time has passed: drop the post on a future slot (or use Post now in the composer).')); return; }
       try {
         await api('PUT', `/posts/${id}`, { date: new Date(when).toISOString() });
         errors.show(null);

@@ -48,7 +48,7 @@ export async function postPage(main, { id }) {
     errors, actions, reschedule);
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
-    const check = setTimeout(async function poll() {
+    setTimeout(async function poll() {
       if (!main.isConnected || !location.hash.startsWith(`#/post/${id}`)) return;
       try {
         const fresh = await api('GET', `/posts/${id}`);
@@ -57,7 +57,6 @@ export async function postPage(main, { id }) {
       } catch { /* keep trying */ }
       setTimeout(poll, 1500);
     }, 1500);
-    void check;
   }
 }
 
