@@ -1,0 +1,486 @@
+"""The web app end to end, in a real browser: Debian's Chromium driven by Playwright for Python
+(pointed at /usr/bin/chromium: no browser download). The server is the built .pyz; the platform is
+rustiz's own `webhook` provider posting to a local FakeWebhookReceiver.
+
+Set RUSTIZ_SCREENSHOTS=1 to (re)write docs/screenshots/calendar.png and composer.png."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import struct
+import time
+import zlib
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+CHROMIUM = os.environ.get("RUSTIZ_CHROMIUM", "/usr/bin/chromium")
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - machines without the browser tests' tools
+    sync_playwright = None
+if sync_playwright is None or not os.path.exists(CHROMIUM):
+    pytest.skip(f"browser tests need Playwright for Python (pip install playwright==1.63.0) and Chromium at {CHROMIUM} "
+                "(apt-get install chromium)", allow_module_level=True)
+
+from fake_webhook import FakeWebhookReceiver  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = {"RUSTIZ_RETRY_BASE": "0.2"}
+GREEN = "rgb(220, 252, 231)"  # --published
+RED = "rgb(254, 226, 226)"  # --error
+
+
+def call(server, method: str, path: str, body=None) -> tuple:
+    status, _, answer = server.request(method, path, {"Authorization": server.key, "Content-Type": "application/json"},
+                                       None if body is None else json.dumps(body).encode())
+    return status, json.loads(answer or b"null")
+
+
+def png(width: int = 96, height: int = 64, rgb=(29, 78, 216)) -> bytes:
+    """A solid-colour PNG, for uploads with a visible preview."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def connect_api(server, receiver, name: str) -> str:
+    status, channel = call(server, "POST", "/public/v1/integrations",
+                           {"provider": "webhook", "credentials": receiver.credentials(), "name": name})
+    assert status == 201, channel
+    return channel["id"]
+
+
+def schedule_api(server, channel_id: str, text: str, date: str, kind: str = "schedule") -> str:
+    body = {"type": kind, "date": date, "shortLink": False, "tags": [],
+            "posts": [{"integration": {"id": channel_id}, "settings": {},
+                       "value": [{"content": f"<p>{text}</p>", "image": []}]}]}
+    status, answer = call(server, "POST", "/public/v1/posts", body)
+    assert status == 201, answer
+    return answer[0]["postId"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """open_page(server, timezone_id=...) -> a Page of a fresh browser context; page errors fail the test."""
+    contexts, errors = [], []
+
+    def open_(server, timezone_id: str = "America/New_York", width: int = 1280, height: int = 860):
+        context = browser.new_context(timezone_id=timezone_id, viewport={"width": width, "height": height},
+                                      base_url=server.url)
+        context.set_default_timeout(15000)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: errors.append(message.text)
+                if message.type == "error" and "Failed to load resource" not in message.text else None)
+        return page
+
+    yield open_
+    for context in contexts:
+        context.close()
+    assert errors == []  # no script error, no CSP violation
+
+
+def sign_in(page, server) -> None:
+    page.goto("/")
+    page.get_by_label("API key").fill(server.key)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def local_input(moment: float, zone: str) -> str:
+    """What a person types into the composer's date field, in the organization's zone, to the second."""
+    text = datetime.datetime.fromtimestamp(moment, ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M:%S")
+    return text.removesuffix(":00")  # as Chromium writes it back (Playwright checks the value it filled)
+
+
+def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_out(start_server, open_page):
+    server = start_server()
+    page = open_page(server)
+    page.goto("/")
+    page.get_by_label("API key").fill("0" * 64)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("alert")).to_contain_text("not one of this rustiz's organizations")
+    page.get_by_label("API key").fill(server.key)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.locator(".zone")).to_have_text("Times in UTC")
+    expect(page.get_by_role("link", name="Calendar")).to_have_attribute("aria-current", "page")
+    page.reload()  # the session cookie is checked at load: no second sign-in, no loop
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("API key")).to_be_visible()
+    page.reload()
+    expect(page.get_by_label("API key")).to_be_visible()
+
+
+def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server, open_page, tmp_path):
+    server = start_server(env=FAST)
+    receiver = FakeWebhookReceiver()
+    try:
+        page = open_page(server)
+        sign_in(page, server)
+
+        page.get_by_role("link", name="Channels").click()
+        page.get_by_label("Provider").select_option("webhook")
+        expect(page.locator(".guide")).to_contain_text("POSTed as signed JSON")
+        page.get_by_label("Receiver URL").fill(receiver.url + "/hook")
+        page.get_by_label("Signing secret (optional)").fill(receiver.secret)
+        page.get_by_label("Name (optional)").fill("My hook")
+        page.get_by_role("button", name="Connect").click()
+        expect(page.locator(".channel-list")).to_contain_text("My hook")
+        assert [event["event"] for event in receiver.events] == ["ping"]
+
+        page.get_by_role("link", name="New post").first.click()
+        expect(page.get_by_role("heading", name="New post")).to_be_visible()
+        page.get_by_role("checkbox", name="My hook").check()
+        page.get_by_label("Post", exact=True).fill("Hello from the browser")
+        expect(page.locator(".count").first).to_contain_text("My hook: 22")
+        image = tmp_path / "blue.png"
+        image.write_bytes(png())
+        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
+        expect(page.locator("ul.media img")).to_have_count(1)
+        page.get_by_label("Alt text").fill("a blue square")
+        page.get_by_role("button", name="+ Add thread part").click()
+        page.get_by_label("Thread part 2").fill("and a reply")
+        preview = page.locator("article.preview")
+        expect(preview.locator(".preview-part")).to_have_count(2)
+        expect(preview.locator(".preview-part.reply")).to_have_text("and a reply")
+        expect(preview.locator("img")).to_have_attribute("alt", "a blue square")
+        page.get_by_label("Date and time (UTC)").fill(local_input(time.time() + 4, "UTC"))
+        page.get_by_role("button", name="Schedule").click()
+
+        expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
+        expect(page.get_by_role("heading", name="Post")).to_contain_text("Published", timeout=20000)
+        first = page.locator(".part-view").first
+        expect(first).to_have_attribute("data-state", "PUBLISHED")
+        assert first.evaluate("e => getComputedStyle(e).backgroundColor") == GREEN
+        expect(page.locator(".part-view").nth(1)).to_have_attribute("data-state", "PUBLISHED", timeout=10000)
+        expect(page.locator("a.release").first).to_have_attribute("href", receiver.url + "/m/1")
+        receiver.wait_for(lambda: len(receiver.published) == 2)
+        root, reply = receiver.published
+        assert root["text"] == "Hello from the browser" and reply["text"] == "and a reply"
+        assert reply["replyTo"] == "msg-1"
+        assert [(m["type"], m["alt"]) for m in root["media"]] == [("image", "a blue square")]
+
+        page.get_by_role("link", name="Back to calendar").click()
+        chip = page.locator("a.post").first
+        expect(chip).to_have_class("post st-PUBLISHED")
+        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == GREEN
+
+        page.get_by_role("link", name="Notifications").click()
+        expect(page.locator(".notifications")).to_contain_text("Published a post on Webhook (My hook)")
+    finally:
+        receiver.close()
+
+
+def test_a_refusal_turns_red_with_the_platform_s_message_and_retry_publishes_it(start_server, open_page):
+    server = start_server(env=FAST)
+    receiver = FakeWebhookReceiver()
+    try:
+        connect_api(server, receiver, "Refusing hook")
+        receiver.fail_next("POST", "/hook", 422, {"message": "text is too long for this receiver"})
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto("/#/compose")
+        page.get_by_role("checkbox", name="Refusing hook").check()
+        page.get_by_label("Post", exact=True).fill("This one is refused")
+        page.get_by_role("button", name="Post now").click()
+        expect(page.get_by_role("heading", name="Post")).to_contain_text("Error", timeout=20000)
+        part = page.locator(".part-view").first
+        expect(part.locator(".error-text")).to_have_text("Failed on Webhook (HTTP 422): text is too long for this receiver")
+        assert part.evaluate("e => getComputedStyle(e).backgroundColor") == RED
+
+        page.get_by_role("link", name="Back to calendar").click()
+        chip = page.locator("a.post").first
+        expect(chip).to_have_class("post st-ERROR")
+        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == RED
+        chip.click()
+        page.get_by_role("button", name="Retry").click()
+        expect(page.get_by_role("heading", name="Post")).to_contain_text("Published", timeout=20000)
+        assert [post["text"] for post in receiver.published] == ["This one is refused"]
+    finally:
+        receiver.close()
+
+
+def test_validation_errors_show_inline_in_the_composer(start_server, open_page):
+    server = start_server()
+    receiver = FakeWebhookReceiver()
+    try:
+        connect_api(server, receiver, "Hook")
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto("/#/compose")
+        page.get_by_role("button", name="Schedule").click()
+        expect(page.get_by_role("alert")).to_have_text("Choose at least one channel.")
+        page.get_by_role("checkbox", name="Hook").check()
+        page.get_by_role("button", name="Schedule").click()  # empty text, no image: the API says why
+        expect(page.get_by_role("alert")).to_contain_text("content must be a non-empty string")
+        page.get_by_role("button", name="Next free slot").click()
+        slot = call(server, "GET", f"/public/v1/find-slot/{page.get_by_role('checkbox', name='Hook').get_attribute('value')}")[1]
+        expect(page.get_by_label("Date and time (UTC)")).to_have_value(slot["localDate"][:16])
+    finally:
+        receiver.close()
+
+
+def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_server, open_page):
+    server = start_server()
+    receiver = FakeWebhookReceiver()
+    try:
+        assert call(server, "PUT", "/public/v1/organization", {"timezone": "Asia/Tokyo"})[0] == 200
+        channel = connect_api(server, receiver, "Tokyo hook")
+        post_id = schedule_api(server, channel, "Ten in Tokyo", "2030-01-15T01:00:00Z")
+        page = open_page(server, timezone_id="America/New_York")  # the browser's zone must not matter
+        sign_in(page, server)
+        expect(page.locator(".zone")).to_have_text("Times in Asia/Tokyo")
+
+        page.goto("/#/calendar?view=week&date=2030-01-15")
+        chip = page.locator(f"a.post[data-id='{post_id}']")
+        expect(chip.locator("time")).to_have_text("10:00")
+        expect(chip).to_have_class("post st-QUEUE")
+        assert chip.evaluate("e => e.closest('.slot').dataset.day + ' ' + e.closest('.slot').dataset.hour") == "2030-01-15 10"
+
+        chip.drag_to(page.locator(".slot[data-day='2030-01-17'][data-hour='14']"))
+        moved = page.locator(".slot[data-day='2030-01-17'][data-hour='14'] a.post")
+        expect(moved.locator("time")).to_have_text("14:00")
+        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-17T05:00:00.000Z"
+
+        page.goto("/#/calendar?view=month&date=2030-01-15")
+        chip = page.locator(f"a.post[data-id='{post_id}']")
+        chip.drag_to(page.locator(".day[data-day='2030-01-20']"))
+        expect(page.locator(".day[data-day='2030-01-20'] a.post time")).to_have_text("14:00")
+        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-20T05:00:00.000Z"
+
+        page.locator(f"a.post[data-id='{post_id}']").click()
+        expect(page.locator("time.when")).to_contain_text("14:00")
+        expect(page.locator(".facts")).to_contain_text("Asia/Tokyo")
+    finally:
+        receiver.close()
+
+
+def test_calendar_and_composer_screenshots(start_server, open_page, tmp_path):
+    """Real screens for README: a week with posts in every state, and the composer."""
+    server = start_server(env=FAST)
+    receivers = [FakeWebhookReceiver() for _ in range(2)]
+    try:
+        assert call(server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
+        news = connect_api(server, receivers[0], "Company news")
+        blog = connect_api(server, receivers[1], "Product blog")
+        zone = ZoneInfo("Europe/Paris")
+        today = datetime.datetime.now(zone).date()
+        monday = today - datetime.timedelta(days=today.weekday())
+
+        def at(day: int, hour: int, minute: int = 0) -> str:
+            moment = datetime.datetime.combine(monday + datetime.timedelta(days=day), datetime.time(hour, minute), zone)
+            return moment.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+        receivers[1].fail_next("POST", "/hook", 422, {"message": "title is required"})
+        schedule_api(server, news, "Launch day: rustiz 1.0 is out", now, kind="now")
+        schedule_api(server, blog, "How we ship one file", now, kind="now")
+        soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
+        for day, hour, text, channel in [(1, 9, "Tuesday tips", news), (2, 11, "Mid-week recap", blog),
+                                         (3, 15, "Release notes", news), (4, 10, "Friday thread", blog),
+                                         (5, 12, "Weekend reading", news), (6, 18, "Next week", blog)]:
+            if datetime.datetime.fromisoformat(at(day, hour).replace("Z", "+00:00")) > soon:  # never a missed post
+                schedule_api(server, channel, text, at(day, hour), kind="schedule" if day != 5 else "draft")
+        page = open_page(server, timezone_id="UTC", width=1280, height=1000)
+        sign_in(page, server)
+        target = ROOT / "docs" / "screenshots" if os.environ.get("RUSTIZ_SCREENSHOTS") == "1" else tmp_path
+        target.mkdir(parents=True, exist_ok=True)
+        page.goto(f"/#/calendar?view=week&date={today.isoformat()}")
+        expect(page.locator("a.post.st-ERROR")).to_have_count(1, timeout=20000)
+        expect(page.locator("a.post.st-PUBLISHED")).to_have_count(1, timeout=20000)
+        page.locator("a.post.st-ERROR").evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.screenshot(path=str(target / "calendar.png"))
+
+        page.goto("/#/compose")
+        page.get_by_role("checkbox", name="Company news").check()
+        page.get_by_label("Post", exact=True).fill("rustiz 1.0: one file, one process, the Postiz API.\n"
+                                                  "Schedule to Bluesky, Mastodon, Telegram and more.")
+        image = tmp_path / "shot.png"
+        image.write_bytes(png(160, 100, (16, 185, 129)))
+        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
+        page.get_by_label("Alt text").fill("rustiz logo")
+        page.get_by_role("button", name="+ Add thread part").click()
+        page.get_by_label("Thread part 2").fill("Docs: https://example.com/rustiz")
+        expect(page.locator("ul.media img")).to_have_count(1)
+        page.screenshot(path=str(target / "composer.png"), full_page=True)
+        assert (target / "calendar.png").stat().st_size > 10000
+    finally:
+        for receiver in receivers:
+            receiver.close()
+
+
+def test_the_whole_ui_is_small_and_loads_fast(start_server):
+    server = start_server()
+    web = ROOT / "web"
+    assert sum(path.stat().st_size for path in web.rglob("*") if path.is_file()) < 150 * 1024
+    started = time.perf_counter()
+    for path in ["/", "/web/app.css", "/web/app.js", "/web/util.js", "/web/calendar.js", "/web/icon.svg"]:
+        status, headers, _ = server.request("GET", path)
+        assert status == 200 and headers["cache-control"] == "no-cache" and "etag" in headers
+    assert time.perf_counter() - started < 0.2
+
+
+def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_server, open_page):
+    from fake_discord import FakeDiscord
+    server = start_server()
+    discord = FakeDiscord()
+    try:
+        status, channel = call(server, "POST", "/public/v1/integrations",
+                               {"provider": "discord", "credentials": discord.credentials(), "name": "Team chat"})
+        assert status == 201, channel
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto("/#/compose")
+        page.get_by_role("checkbox", name="Team chat").check()
+        page.get_by_label("Post", exact=True).fill("x" * 1990)
+        expect(page.locator(".count.over")).to_contain_text("Team chat: 1990 / 1980 characters — too long")
+        page.get_by_label("Post", exact=True).fill("Standup at ten")
+        expect(page.locator(".count")).to_have_text("Team chat: 14 / 1980 characters")
+        page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
+        page.get_by_role("button", name="Schedule").click()  # the required setting is missing: the API says so
+        expect(page.get_by_role("alert")).to_contain_text("channel")
+        page.get_by_label("channel (required)").fill("1300000000000000042")
+        page.get_by_role("button", name="Schedule").click()
+        expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
+        expect(page.locator("time.when")).to_contain_text("09:30")
+        post_id = page.url.rsplit("/", 1)[1]
+        answer = call(server, "GET", f"/public/v1/posts/{post_id}")[1]
+        assert answer["settings"] == {"__type": "discord", "channel": "1300000000000000042"}
+        assert answer["publishDate"] == "2030-03-01T09:30:00.000Z"
+    finally:
+        discord.close()
+
+
+def test_counting_rules_x_weighted_length_and_graphemes(start_server, open_page):
+    server = start_server()
+    page = open_page(server)
+    sign_in(page, server)
+    counts = page.evaluate("""async () => {
+        const m = await import('/web/count.js');
+        return [m.xWeightedLength('hello'), m.xWeightedLength('日本語'), m.xWeightedLength('see https://example.com/a/very/long/path ok'),
+                m.xWeightedLength('👍🏽'), m.measure('bluesky', '👍🏽🇫🇷e\\u0301').length, m.measure('x', 'a\\nb').length,
+                m.measure('telegram', '👍🏽').length];
+    }""")
+    assert counts == [5, 6, 30, 2, 3, 2, 2]
+
+
+def test_edit_reschedule_and_delete_a_post_from_its_page(start_server, open_page):
+    server = start_server()
+    receiver = FakeWebhookReceiver()
+    try:
+        channel = connect_api(server, receiver, "Hook")
+        post_id = schedule_api(server, channel, "First draft of the text", "2030-05-05T08:00:00Z")
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto(f"/#/post/{post_id}")
+        page.get_by_role("link", name="Edit").click()
+        expect(page.get_by_label("Post", exact=True)).to_have_value("First draft of the text")
+        page.get_by_label("Post", exact=True).fill("The final text")
+        page.get_by_role("button", name="Save changes").click()
+        expect(page.locator(".content")).to_have_text("The final text")
+        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["content"] == "<p>The final text</p>"
+
+        page.get_by_label("Reschedule (UTC)").fill("2030-05-06T07:15")
+        page.get_by_role("button", name="Move").click()
+        expect(page.locator("time.when")).to_contain_text("07:15")
+        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-05-06T07:15:00.000Z"
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Delete").click()
+        expect(page.locator(".cal-title")).to_be_visible()
+        assert call(server, "GET", f"/public/v1/posts/{post_id}")[0] == 404
+    finally:
+        receiver.close()
+
+
+def test_settings_timezone_webhooks_and_mcp_url(start_server, open_page):
+    server = start_server()
+    page = open_page(server)
+    sign_in(page, server)
+    page.get_by_role("link", name="Settings").click()
+    expect(page.locator(".mcp-url")).to_have_text(server.url + "/mcp")
+    page.get_by_label("Organization timezone (IANA name)").fill("Mars/Olympus")
+    page.get_by_role("button", name="Save timezone").click()
+    expect(page.get_by_role("alert")).to_contain_text("Mars/Olympus")
+    page.get_by_label("Organization timezone (IANA name)").fill("America/Sao_Paulo")
+    page.get_by_role("button", name="Save timezone").click()
+    expect(page.locator(".zone")).to_have_text("Times in America/Sao_Paulo")
+    assert call(server, "GET", "/public/v1/organization")[1]["timezone"] == "America/Sao_Paulo"
+
+    page.get_by_label("Name", exact=True).fill("n8n")
+    page.get_by_label("URL", exact=True).fill("https://n8n.example.com/webhook/posts")
+    page.get_by_label("Secret (optional)").fill("S3CRET")
+    page.get_by_role("button", name="Add webhook").click()
+    expect(page.locator(".hooks")).to_contain_text("n8n → https://n8n.example.com/webhook/posts (signed)")
+    assert [hook["name"] for hook in call(server, "GET", "/public/v1/webhooks")[1]] == ["n8n"]
+    page.get_by_role("button", name="Delete webhook n8n").click()
+    expect(page.get_by_text("None yet.")).to_be_visible()
+    assert call(server, "GET", "/public/v1/webhooks")[1] == []
+
+
+def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_server, open_page):
+    server = start_server()
+    page = open_page(server, width=390, height=800)
+    sign_in(page, server)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.get_by_role("button", name="Menu").click()
+    page.get_by_role("link", name="Channels").click()
+    expect(page.get_by_role("heading", name="Connect a channel")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_filter_by_group_and_channel_and_the_list_view(start_server, open_page):
+    server = start_server()
+    receivers = [FakeWebhookReceiver() for _ in range(2)]
+    try:
+        channels = []
+        for receiver, name, group in zip(receivers, ["Acme hook", "Globex hook"], ["Acme", "Globex"]):
+            status, channel = call(server, "POST", "/public/v1/integrations",
+                                   {"provider": "webhook", "credentials": receiver.credentials(), "name": name,
+                                    "customer": group})
+            assert status == 201, channel
+            channels.append(channel)
+        schedule_api(server, channels[0]["id"], "For Acme", "2030-02-05T09:00:00Z")
+        schedule_api(server, channels[1]["id"], "For Globex", "2030-02-06T09:00:00Z")
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto("/#/calendar?view=list&date=2030-02-01")
+        expect(page.locator(".agenda a.post")).to_have_count(2)
+        expect(page.locator(".agenda")).to_contain_text("For Acme")
+        page.get_by_label("Group").select_option(label="Globex")
+        expect(page.locator(".agenda a.post")).to_have_count(1)
+        expect(page.locator(".agenda")).to_contain_text("For Globex")
+        page.get_by_label("Group").select_option(label="All groups")
+        page.get_by_label("Channel").select_option(label="Acme hook")
+        expect(page.locator(".agenda a.post")).to_have_count(1)
+        expect(page.locator(".agenda")).to_contain_text("For Acme")
+        page.get_by_role("button", name="Month").click()
+        expect(page.locator(".cal-title")).to_have_text("February 2030")
+        expect(page.locator(".day[data-day='2030-02-05'] a.post")).to_contain_text("For Acme")
+    finally:
+        for receiver in receivers:
+            receiver.close()
+
+
+def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server, open_page):
+    server = start_server()
+    page = open_page(server)
+    page.goto("/")
+    expect(page.get_by_label("API key")).to_be_visible()
+    load = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+    assert 0 < load < 200, load

@@ -1,0 +1,240 @@
+// Composer: channels, the post and its thread parts, media with alt text, per-channel counters, the
+// provider's settings as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
+import { h, api, errorBox, field, nextId, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
+import { measure } from './count.js';
+
+const settingsCache = new Map();
+async function providerSettings(channelId) {
+  if (!settingsCache.has(channelId)) settingsCache.set(channelId, api('GET', `/integration-settings/${channelId}`).then((a) => a.output).catch(() => ({ maxLength: 0, settings: '', rules: '' })));
+  return settingsCache.get(channelId);
+}
+
+/** Form fields for a settings JSON Schema: strings, numbers, booleans, enums, arrays of simple items. */
+function schemaForm(schema, values) {
+  const props = schema && typeof schema === 'object' ? schema.properties || {} : {};
+  const required = new Set(schema?.required || []);
+  const fields = [];
+  const readers = [];
+  const skipped = [];
+  for (const [name, spec] of Object.entries(props)) {
+    const label = name.replace(/_/g, ' ') + (required.has(name) ? ' (required)' : '');
+    const current = values?.[name];
+    let input;
+    let read;
+    if (spec.enum) {
+      input = h('select', { name }, h('option', { value: '' }, '—'), spec.enum.map((v) => h('option', { value: v, selected: current === v }, v)));
+      read = () => input.value || undefined;
+    } else if (spec.type === 'string') {
+      input = h('input', { type: spec.format === 'url' ? 'url' : 'text', name, value: current ?? '', pattern: undefined });
+      read = () => input.value.trim() || undefined;
+    } else if (spec.type === 'number' || spec.type === 'integer') {
+      input = h('input', { type: 'number', name, value: current ?? '', step: spec.type === 'integer' ? '1' : 'any' });
+      read = () => (input.value === '' ? undefined : Number(input.value));
+    } else if (spec.type === 'boolean') {
+      input = h('input', { type: 'checkbox', name, checked: !!current });
+      read = () => input.checked;
+      input.id = nextId();
+      fields.push(h('div.field.check', input, h('label', { for: input.id }, label), spec.description ? h('small.hint', spec.description) : null));
+      readers.push([name, read]);
+      continue;
+    } else if (spec.type === 'array' && spec.items && ['string', 'number', 'integer'].includes(spec.items.type)) {
+      const numeric = spec.items.type !== 'string';
+      input = h('input', { type: 'text', name, value: Array.isArray(current) ? current.join(', ') : '' });
+      read = () => {
+        const list = input.value.split(',').map((s) => s.trim()).filter(Boolean);
+        return list.length ? (numeric ? list.map(Number) : list) : undefined;
+      };
+      fields.push(field(label, input, `${spec.description ? spec.description + ' ' : ''}Comma-separated.`));
+      readers.push([name, read]);
+      continue;
+    } else {
+      skipped.push(name);
+      continue;
+    }
+    if (required.has(name)) input.required = true;
+    fields.push(field(label, input, spec.description));
+    readers.push([name, read]);
+  }
+  const read = () => {
+    const out = {};
+    for (const [name, fn] of readers) { const v = fn(); if (v !== undefined) out[name] = v; }
+    return out;
+  };
+  return { fields, read, skipped };
+}
+
+export async function composerPage(main, { id }) {
+  const [channels, editing] = await Promise.all([api('GET', '/integrations'), id ? api('GET', `/posts/${id}`) : null]);
+  const usable = channels.filter((c) => !c.disabled);
+  const errors = errorBox();
+  const selected = new Set(editing ? [editing.integration.id] : []);
+  const settingsForms = new Map();
+  const partsState = [];
+  const partsList = h('ol.parts');
+  const countersFor = new Map();
+  const settingsBox = h('div.settings-forms');
+
+  const head = h('h1', editing ? 'Edit post' : 'New post');
+  main.append(head);
+  if (editing) main.append(h('p', stateBadge(editing.state), ` on ${editing.integration.name}`));
+  if (!usable.length && !editing) {
+    main.append(h('p.notice', 'Connect a channel first: ', h('a', { href: '#/channels' }, 'Channels'), '.'));
+    return;
+  }
+
+  // channels
+  const channelBoxes = h('fieldset.channels', h('legend', 'Channels'),
+    (editing ? channels.filter((c) => c.id === editing.integration.id) : usable).map((c) => {
+      const box = h('input', { type: 'checkbox', value: c.id, checked: selected.has(c.id), disabled: !!editing, onchange: () => { if (box.checked) selected.add(c.id); else selected.delete(c.id); refreshChannels(); } });
+      box.id = nextId('ch');
+      return h('label.chip', { for: box.id }, box, c.picture ? h('img', { src: c.picture, alt: '', width: 20, height: 20 }) : null, ` ${c.name} `, h('small.muted', c.identifier), c.customer ? h('small.muted', ` · ${c.customer.name}`) : null);
+    }));
+
+  // parts
+  function addPart(initial = {}) {
+    const part = { text: initial.text || '', media: initial.media || [], delay: initial.delay || 0, id: initial.id };
+    partsState.push(part);
+    const textarea = h('textarea', { rows: 5, oninput: () => { part.text = textarea.value; updateCounters(); } });
+    textarea.value = part.text;
+    const counters = h('div.counters', { 'aria-live': 'polite' });
+    countersFor.set(part, counters);
+    const previews = h('ul.media');
+    const drawMedia = () => { updateCounters(); previews.replaceChildren(...part.media.map((m, i) => {
+      const alt = h('input', { type: 'text', value: m.alt || '', oninput: () => { m.alt = alt.value; updatePreviews(); } });
+      const isVideo = /\.(mp4|mov|webm)$/i.test(m.path);
+      return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : h('img', { src: m.path, alt: m.alt || 'uploaded image' }),
+        field('Alt text', alt), h('button.link', { type: 'button', onclick: () => { part.media.splice(i, 1); drawMedia(); } }, 'Remove'));
+    })); };
+    drawMedia();
+    const uploadErrors = errorBox();
+    const file = h('input', { type: 'file', accept: 'image/*,video/mp4', multiple: true, onchange: async () => {
+      uploadErrors.show(null);
+      for (const f of file.files) {
+        const form = new FormData();
+        form.append('file', f);
+        const status = h('li.muted', `Uploading ${f.name}…`);
+        previews.append(status);
+        try {
+          const media = await api('POST', '/upload', form);
+          part.media.push({ id: media.id, path: media.path, alt: '' });
+        } catch (error) {
+          uploadErrors.show(error);
+        }
+      }
+      file.value = '';
+      drawMedia();
+    } });
+    const index = partsState.length - 1;
+    const label = index === 0 ? 'Post' : `Thread part ${index + 1}`;
+    const delay = h('input', { type: 'number', min: 0, step: 1, value: part.delay, oninput: () => { part.delay = Math.max(0, Number(delay.value) || 0); } });
+    const li = h('li.part', field(label, textarea), counters,
+      h('div.part-tools', field(index === 0 ? 'Add images or video' : `Add images or video to part ${index + 1}`, file),
+        index > 0 ? field('Delay after the part before (minutes)', delay) : null,
+        index > 0 && !editing ? h('button.link', { type: 'button', onclick: () => { partsState.splice(partsState.indexOf(part), 1); countersFor.delete(part); li.remove(); updateCounters(); } }, 'Remove part') : null),
+      uploadErrors, previews);
+    partsList.append(li);
+    updateCounters();
+    return textarea;
+  }
+
+  const previewBox = h('section.previews', { 'aria-label': 'Previews' });
+  function updatePreviews() {
+    const chosen = channels.filter((x) => selected.has(x.id));
+    previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map((c) => h('article.preview', { dataset: { channel: c.id } },
+      h('header', c.picture ? h('img', { src: c.picture, alt: '', width: 24, height: 24 }) : h('span.avatar.small', { 'aria-hidden': 'true' }, (c.name || '?')[0]), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
+      partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', p.text || '…'),
+        p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)))));
+  }
+
+  function updateCounters() {
+    updatePreviews();
+    for (const [part, box] of countersFor) {
+      const rows = [];
+      for (const c of channels.filter((x) => selected.has(x.id))) {
+        const spec = settingsForms.get(c.id)?.spec;
+        const limit = spec?.maxLength || 0;
+        const { length, unit } = measure(c.identifier, part.text);
+        const over = limit && length > limit;
+        rows.push(h(`span.count${over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${c.name}: ${length}${limit ? ` / ${limit}` : ''} ${unit}${over ? ' — too long' : ''}`));
+      }
+      box.replaceChildren(...rows);
+    }
+  }
+
+  async function refreshChannels() {
+    for (const channelId of selected) {
+      if (settingsForms.has(channelId)) continue;
+      const c = channels.find((x) => x.id === channelId);
+      const spec = await providerSettings(channelId);
+      const values = editing ? editing.settings : {};
+      const form = typeof spec.settings === 'object' && spec.settings.properties ? schemaForm(spec.settings, values) : null;
+      settingsForms.set(channelId, { spec, form, el: h('fieldset.provider-settings', h('legend', `${c.name} settings`),
+        spec.rules ? h('p.hint', spec.rules) : null,
+        form ? form.fields : h('p.muted', typeof spec.settings === 'string' && spec.settings ? spec.settings : 'No additional settings required'),
+        form?.skipped.length ? h('p.hint', `Set through the API: ${form.skipped.join(', ')}.`) : null) });
+    }
+    settingsBox.replaceChildren(...[...selected].map((cid) => settingsForms.get(cid)?.el).filter(Boolean));
+    updateCounters();
+  }
+
+  const when = h('input', { type: 'datetime-local', required: true, step: 1 });
+  const start = editing ? Date.parse(editing.publishDate) : Math.ceil((Date.now() + 60000) / 3600000) * 3600000;
+  when.value = toLocalInput(start);
+  const slotButton = h('button', { type: 'button', onclick: async () => {
+    const first = [...selected][0];
+    if (!first) { errors.show(new Error('Choose a channel first: the next free slot is per channel.')); return; }
+    try {
+      const slot = await api('GET', `/find-slot/${first}`);
+      when.value = toLocalInput(Date.parse(slot.date.endsWith('Z') ? slot.date : slot.date + 'Z'));
+      errors.show(null);
+    } catch (error) { errors.show(error); }
+  } }, 'Next free slot');
+
+  const buttons = editing
+    ? [h('button.primary', { type: 'submit', value: 'save' }, 'Save changes'), h('a.button', { href: `#/post/${editing.id}` }, 'Cancel')]
+    : [h('button.primary', { type: 'submit', value: 'schedule' }, 'Schedule'), h('button', { type: 'submit', value: 'now' }, 'Post now'), h('button', { type: 'submit', value: 'draft', formnovalidate: true }, 'Save draft')];
+
+  const form = h('form.composer', { novalidate: true, onsubmit: async (event) => {
+    event.preventDefault();
+    const action = event.submitter?.value || 'schedule';
+    errors.show(null);
+    if (!selected.size) { errors.show(new Error('Choose at least one channel.')); errors.focus(); return; }
+    const date = fromLocalInput(when.value);
+    if (Number.isNaN(date) && action !== 'now') { errors.show(new Error('Enter a date and time.')); return; }
+    const settingsOf = (cid) => ({ ...(settingsForms.get(cid)?.form?.read() || {}) });
+    const value = (p, i) => ({ content: textToHtml(p.text), image: p.media.map((m) => ({ id: m.id, path: m.path, ...(m.alt ? { alt: m.alt } : {}) })), delay: i ? p.delay : 0 });
+    for (const b of form.querySelectorAll('button')) b.disabled = true;
+    try {
+      if (editing) {
+        const edit = (p, i) => { const { content, image } = value(p, i); return { content, image }; };
+        await api('PUT', `/posts/${editing.id}`, { ...edit(partsState[0], 0), date: new Date(date).toISOString(), settings: settingsOf(editing.integration.id) });
+        for (const [i, part] of partsState.entries()) if (i && part.id) await api('PUT', `/posts/${part.id}`, edit(part, i));
+        go(`#/post/${editing.id}`);
+        return;
+      }
+      const body = {
+        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false, tags: [],
+        posts: channels.filter((c) => selected.has(c.id)).map((c) => ({ integration: { id: c.id }, value: partsState.map(value), settings: { __type: c.identifier, ...settingsOf(c.id) } })),
+      };
+      const created = await api('POST', '/posts', body);
+      const p = toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10);
+      go(created.length === 1 ? `#/post/${created[0].postId}` : `#/calendar?date=${p}`);
+    } catch (error) {
+      errors.show(error);
+      errors.focus();
+    } finally {
+      for (const b of form.querySelectorAll('button')) b.disabled = false;
+    }
+  } },
+  channelBoxes, partsList,
+  editing ? null : h('button', { type: 'button', onclick: () => addPart().focus() }, '+ Add thread part'),
+  settingsBox,
+  h('div.when', field(`Date and time (${zone()})`, when, `Read in the organization's timezone, ${zone()}.`), slotButton),
+  errors, h('div.actions', buttons));
+  main.append(h('div.compose-layout', form, previewBox));
+
+  if (editing) {
+    for (const part of [editing, ...(editing.thread || [])]) addPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) });
+  } else addPart();
+  refreshChannels();
+}

@@ -1,0 +1,236 @@
+// Post detail, channels, settings and notifications.
+import { h, api, errorBox, field, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+
+// --- post detail ----------------------------------------------------------------------------------
+
+export async function postPage(main, { id }) {
+  const post = await api('GET', `/posts/${id}`);
+  const errors = errorBox();
+  const parts = [post, ...(post.thread || [])];
+  const failed = parts.some((p) => p.state === 'ERROR');
+  const editable = parts.every((p) => p.state !== 'PUBLISHED' && p.state !== 'PUBLISHING');
+  const at = Date.parse(post.publishDate);
+
+  const actions = h('div.actions',
+    failed ? h('button.primary', { type: 'button', onclick: async () => {
+      try { await api('POST', `/posts/${id}/retry`); go(`#/post/${id}`); } catch (error) { errors.show(error); }
+    } }, 'Retry') : null,
+    editable ? h('a.button', { href: `#/compose/${id}` }, 'Edit') : null,
+    h('button.danger', { type: 'button', onclick: async () => {
+      if (!confirm('Delete this post and its thread on this channel?')) return;
+      try { await api('DELETE', `/posts/${id}`); go(`#/calendar?date=${toLocalInput(at).slice(0, 10)}`); } catch (error) { errors.show(error); }
+    } }, 'Delete'),
+    h('a.button', { href: `#/calendar?date=${toLocalInput(at).slice(0, 10)}` }, 'Back to calendar'));
+
+  let reschedule = null;
+  if (post.state === 'QUEUE' || post.state === 'DRAFT') {
+    const input = h('input', { type: 'datetime-local', value: toLocalInput(at) });
+    reschedule = h('form.inline', { onsubmit: async (event) => {
+      event.preventDefault();
+      try { await api('PUT', `/posts/${id}`, { date: new Date(fromLocalInput(input.value)).toISOString() }); go(`#/post/${id}`); } catch (error) { errors.show(error); }
+    } }, field(`Reschedule (${zone()})`, input), h('button', { type: 'submit' }, 'Move'));
+  }
+
+  const partView = (p, i) => h(`li.part-view.st-${p.state}`, { dataset: { state: p.state } },
+    h('div.part-head', stateBadge(p.state), ` ${i === 0 ? 'Post' : `Thread part ${i + 1}`}`, i && p.delay ? h('span.muted', ` · ${p.delay} min after the part before`) : null),
+    h('p.content', htmlToText(p.content)),
+    (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : h('img', { src: m.path, alt: m.alt || '' }), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
+    p.error ? h('div.post-error', { role: 'alert' }, h('strong', 'Error: '), h('span.error-text', p.error)) : null,
+    safeUrl(p.releaseURL) ? h('p', h('a.release', { href: safeUrl(p.releaseURL), target: '_blank', rel: 'noopener noreferrer' }, 'View it on the platform ↗')) : null);
+
+  main.append(
+    h('h1', 'Post ', stateBadge(post.state)),
+    h('dl.facts',
+      h('dt', 'Channel'), h('dd', `${post.integration?.name || ''} (${post.integration?.providerIdentifier || ''})`),
+      h('dt', 'Time'), h('dd', h('time.when', { datetime: post.publishDate }, fmtDateTime(at)), ` (${zone()})`),
+      post.intervalInDays ? [h('dt', 'Repeats'), h('dd', `every ${post.intervalInDays} days`)] : null),
+    h('ol.thread', parts.map(partView)),
+    errors, actions, reschedule);
+
+  if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
+    setTimeout(async function poll() {
+      if (!main.isConnected || !location.hash.startsWith(`#/post/${id}`)) return;
+      try {
+        const fresh = await api('GET', `/posts/${id}`);
+        const states = (x) => [x, ...(x.thread || [])].map((p) => p.state).join();
+        if (states(fresh) !== states(post)) { go(`#/post/${id}`); return; }
+      } catch { /* keep trying */ }
+      setTimeout(poll, 1500);
+    }, 1500);
+  }
+}
+
+// --- channels -------------------------------------------------------------------------------------
+
+const PROVIDERS = {
+  bluesky: { name: 'Bluesky', guide: 'Settings → Privacy and security → App passwords → Add App Password; not your main password.',
+    fields: [['service', 'Service (PDS) URL', 'url', 'https://bsky.social'], ['identifier', 'Handle or e-mail', 'text', 'alice.bsky.social'], ['password', 'App password', 'password']] },
+  mastodon: { name: 'Mastodon', guide: 'Preferences → Development → New application, scopes read:accounts, write:statuses, write:media; copy "Your access token".',
+    fields: [['instance', 'Instance URL', 'url', 'https://mastodon.social'], ['accessToken', 'Access token', 'password']] },
+  telegram: { name: 'Telegram', guide: 'Message @BotFather, /newbot, copy the token; make the bot an admin of the channel with "Post Messages".',
+    fields: [['botToken', 'Bot token', 'password', '123456789:AAE...'], ['chatId', 'Chat id', 'text', '@mychannel or -100…']] },
+  discord: { name: 'Discord', guide: 'Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.',
+    fields: [['webhookUrl', 'Webhook URL', 'url', 'https://discord.com/api/webhooks/…']] },
+  slack: { name: 'Slack', guide: 'api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.',
+    fields: [['webhookUrl', 'Webhook URL', 'url', 'https://hooks.slack.com/services/…']] },
+  lemmy: { name: 'Lemmy', guide: 'An account on a Lemmy 0.19+ instance with two-factor authentication off.',
+    fields: [['service', 'Instance URL', 'url', 'https://lemmy.world'], ['identifier', 'Username or e-mail', 'text'], ['password', 'Password', 'password']] },
+  nostr: { name: 'Nostr', guide: 'Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.',
+    fields: [['password', 'Private key', 'password', 'nsec1…'], ['relays', 'Relays (one per line)', 'lines', 'wss://relay.damus.io']] },
+  wordpress: { name: 'WordPress', guide: 'Users → Profile → Application Passwords → Add New Application Password (HTTPS sites).',
+    fields: [['domain', 'Site URL', 'url', 'https://blog.example.com'], ['username', 'Username', 'text'], ['password', 'Application password', 'password']] },
+  devto: { name: 'Dev.to', guide: 'dev.to Settings → Extensions → DEV Community API Keys → Generate API Key.', fields: [['apiKey', 'API key', 'password']] },
+  hashnode: { name: 'Hashnode', guide: 'hashnode.com Account settings → Developer → Generate new token.', fields: [['apiKey', 'Personal access token', 'password']] },
+  listmonk: { name: 'Listmonk', guide: 'Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).',
+    fields: [['url', 'Listmonk URL', 'url', 'https://lists.example.com'], ['username', 'Username', 'text'], ['password', 'API token or password', 'password']] },
+  webhook: { name: 'Webhook (your own receiver)', guide: 'Each post is POSTed as signed JSON to your URL (n8n, Zapier, your code); it must answer 2xx.',
+    fields: [['url', 'Receiver URL', 'url', 'https://n8n.example.com/webhook/rustiz'], ['secret', 'Signing secret (optional)', 'password']] },
+};
+
+export async function channelsPage(main) {
+  const [channels, groups] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups')]);
+  const errors = errorBox();
+  main.append(h('h1', 'Channels'), errors);
+  const list = h('ul.channel-list');
+  for (const c of channels) {
+    const reconnect = c.refreshNeeded || c.inBetweenSteps;
+    list.append(h('li.channel', { dataset: { id: c.id } },
+      c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
+      h('div', h('strong', c.name), h('div.muted', `${PROVIDERS[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
+        c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
+        reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null),
+      h('button.danger', { type: 'button', 'aria-label': `Delete ${c.name}`, onclick: async () => {
+        if (!confirm(`Delete the channel ${c.name} and its posts?`)) return;
+        try { await api('DELETE', `/integrations/${c.id}`); go('#/channels'); } catch (error) { errors.show(error); }
+      } }, 'Delete')));
+  }
+  main.append(channels.length ? list : h('p.muted', 'No channels yet.'));
+
+  // connect form
+  const provider = h('select', { name: 'provider', onchange: () => drawFields() }, Object.entries(PROVIDERS).map(([id, p]) => h('option', { value: id }, p.name)));
+  const fieldsBox = h('div');
+  const name = h('input', { type: 'text', name: 'name' });
+  const group = h('input', { type: 'text', name: 'customer', list: 'group-names' });
+  const formErrors = errorBox();
+  let inputs = [];
+  function drawFields() {
+    const p = PROVIDERS[provider.value];
+    inputs = p.fields.map(([key, label, type, placeholder]) => {
+      const input = type === 'lines' ? h('textarea', { name: key, rows: 3, placeholder }) : h('input', { type, name: key, placeholder, autocomplete: 'off', spellcheck: 'false' });
+      return [key, type, input, label];
+    });
+    fieldsBox.replaceChildren(h('p.hint.guide', p.guide), ...inputs.map(([, , input, label]) => field(label, input)));
+  }
+  drawFields();
+  const submit = h('button.primary', { type: 'submit' }, 'Connect');
+  const form = h('form.card.connect', { onsubmit: async (event) => {
+    event.preventDefault();
+    formErrors.show(null);
+    const credentials = {};
+    for (const [key, type, input] of inputs) {
+      const v = input.value.trim();
+      if (!v) continue;
+      credentials[key] = type === 'lines' ? v.split(/\s+/).filter(Boolean) : v;
+    }
+    const body = { provider: provider.value, credentials };
+    if (name.value.trim()) body.name = name.value.trim();
+    if (group.value.trim()) body.customer = group.value.trim();
+    submit.disabled = true;
+    submit.textContent = 'Checking with the platform…';
+    try {
+      await api('POST', '/integrations', body);
+      go('#/channels');
+    } catch (error) {
+      formErrors.show(error);
+      formErrors.focus();
+    } finally {
+      submit.disabled = false;
+      submit.textContent = 'Connect';
+    }
+  } },
+  h('h2', 'Connect a channel'), field('Provider', provider), fieldsBox,
+  field('Name (optional)', name, "Defaults to the account's name."),
+  field('Group (optional)', group, 'A customer or project; a new name makes a new group.'),
+  h('datalist#group-names', groups.map((g) => h('option', { value: g.name }))),
+  formErrors, submit,
+  h('p.hint', 'X, LinkedIn and other OAuth providers need a developer app, which rustiz does not support yet.'));
+  main.append(form);
+}
+
+// --- settings -------------------------------------------------------------------------------------
+
+export async function settingsPage(main) {
+  const [org, hooks, channels] = await Promise.all([api('GET', '/organization'), api('GET', '/webhooks'), api('GET', '/integrations')]);
+  main.append(h('h1', 'Settings'));
+
+  // timezone
+  const tzErrors = errorBox();
+  const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  if (!zones.includes('UTC')) zones.unshift('UTC');
+  if (!zones.includes(org.timezone)) zones.unshift(org.timezone);
+  const tz = h('input', { type: 'text', name: 'timezone', value: org.timezone, list: 'zones', autocomplete: 'off' });
+  const saved = h('span.muted', { role: 'status' });
+  main.append(h('form.card', { onsubmit: async (event) => {
+    event.preventDefault();
+    tzErrors.show(null);
+    try {
+      const answer = await api('PUT', '/organization', { timezone: tz.value.trim() });
+      session.organization = { ...session.organization, ...answer };
+      window.dispatchEvent(new CustomEvent('rustiz:zone'));
+      saved.textContent = `Saved: times are now shown in ${answer.timezone}.`;
+    } catch (error) { tzErrors.show(error); }
+  } }, h('h2', 'Timezone'),
+  field('Organization timezone (IANA name)', tz, 'Every time in rustiz is shown and entered in this zone, never the browser\'s; posting slots are local times in it.'),
+  h('datalist#zones', zones.map((z) => h('option', { value: z }))), tzErrors, h('button.primary', { type: 'submit' }, 'Save timezone'), ' ', saved));
+
+  // MCP
+  const url = `${location.origin}/mcp`;
+  const copy = (text, button) => async () => {
+    try { await navigator.clipboard.writeText(text); button.textContent = 'Copied'; } catch { button.textContent = 'Select and copy it'; }
+    setTimeout(() => { button.textContent = 'Copy'; }, 2000);
+  };
+  const copyButton = h('button', { type: 'button' }, 'Copy');
+  copyButton.addEventListener('click', copy(url, copyButton));
+  main.append(h('section.card', h('h2', 'MCP (AI agents)'),
+    h('p', 'Point an MCP client (Claude Code, Cursor, …) at this URL, with the header ', h('code', 'Authorization: Bearer <your API key>'), '.'),
+    h('div.copy', h('code.mcp-url', url), copyButton),
+    h('pre', `claude mcp add --transport http rustiz ${url} --header "Authorization: Bearer YOUR_API_KEY"`)));
+
+  // webhooks
+  const hookErrors = errorBox();
+  const hookList = h('ul.hooks', hooks.map((w) => h('li', h('strong', w.name), ` → ${w.url} `, w.signed ? h('small.muted', '(signed) ') : null,
+    h('small.muted', w.integrations?.length ? `${w.integrations.length} channel(s)` : 'all channels'), ' ',
+    h('button.danger', { type: 'button', 'aria-label': `Delete webhook ${w.name}`, onclick: async () => {
+      try { await api('DELETE', `/webhooks/${w.id}`); go('#/settings'); } catch (error) { hookErrors.show(error); }
+    } }, 'Delete'))));
+  const hookName = h('input', { type: 'text', required: true });
+  const hookUrl = h('input', { type: 'url', required: true, placeholder: 'https://n8n.example.com/webhook/posts' });
+  const hookSecret = h('input', { type: 'password', autocomplete: 'off' });
+  const hookChannels = h('select', { multiple: true, size: Math.min(5, Math.max(2, channels.length)) }, channels.map((c) => h('option', { value: c.id }, c.name)));
+  main.append(h('section.card', h('h2', 'Outgoing webhooks'),
+    h('p.hint', 'Told of every published and failed post (post.published, post.failed), signed with the secret.'),
+    hooks.length ? hookList : h('p.muted', 'None yet.'),
+    h('form', { onsubmit: async (event) => {
+      event.preventDefault();
+      hookErrors.show(null);
+      const body = { name: hookName.value.trim(), url: hookUrl.value.trim(), integrations: [...hookChannels.selectedOptions].map((o) => o.value) };
+      if (hookSecret.value) body.secret = hookSecret.value;
+      try { await api('POST', '/webhooks', body); go('#/settings'); } catch (error) { hookErrors.show(error); }
+    } }, field('Name', hookName), field('URL', hookUrl), field('Secret (optional)', hookSecret),
+    channels.length ? field('Channels (none selected: all)', hookChannels) : null, hookErrors, h('button.primary', { type: 'submit' }, 'Add webhook'))));
+
+  main.append(h('p.hint', 'Renaming or disabling channels, posting times, API key rotation and users are managed from the command line (', h('code', 'rustiz --help'), ').'));
+}
+
+// --- notifications --------------------------------------------------------------------------------
+
+export async function notificationsPage(main, { query }) {
+  const page = Number(query.get('page') || 0);
+  const answer = await api('GET', `/notifications?page=${page}`);
+  main.append(h('h1', 'Notifications'),
+    answer.notifications.length ? h('ol.notifications', answer.notifications.map((n) => h('li',
+      h('time', { datetime: n.createdAt }, fmtDateTime(Date.parse(n.createdAt))), ' ',
+      h('span', n.content), safeUrl(n.link) ? [' ', h('a', { href: safeUrl(n.link), target: '_blank', rel: 'noopener noreferrer' }, 'open ↗')] : null))) : h('p.muted', 'Nothing yet.'),
+    h('div.actions', page > 0 ? h('a.button', { href: `#/notifications?page=${page - 1}` }, 'Newer') : null,
+      answer.hasMore ? h('a.button', { href: `#/notifications?page=${page + 1}` }, 'Older') : null));
+}
