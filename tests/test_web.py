@@ -484,3 +484,32 @@ def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server, open_page
     expect(page.get_by_label("API key")).to_be_visible()
     load = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
     assert 0 < load < 200, load
+
+
+def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_server, open_page):
+    server = start_server(env=FAST)
+    receiver = FakeWebhookReceiver()
+    try:
+        channel_id = connect_api(server, receiver, "Team hook")
+        receiver.fail_next("POST", "/hook", 401, {"message": "token revoked"})  # the next post flags the channel
+        schedule_api(server, channel_id, "flagged", datetime.datetime.now(datetime.timezone.utc).isoformat(), "now")
+        deadline = time.monotonic() + 15
+        while not call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["refreshNeeded"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        channel = page.locator(".channel", has_text="Team hook")
+        expect(channel).to_contain_text("Needs reconnect")
+        page.get_by_label("New name for Team hook").fill("Ops hook")
+        page.get_by_role("button", name="Rename Team hook").click()
+        expect(page.locator(".channel", has_text="Ops hook")).to_be_visible()
+        page.get_by_role("button", name="Disable Ops hook").click()
+        expect(page.locator(".channel", has_text="Ops hook")).to_contain_text("Disabled")
+        row = call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]
+        assert (row["name"], row["disabled"]) == ("Ops hook", True)
+        page.get_by_role("button", name="Enable Ops hook").click()
+        expect(page.get_by_role("button", name="Disable Ops hook")).to_be_visible()
+    finally:
+        receiver.close()

@@ -89,16 +89,26 @@ const PROVIDERS = {
 
 export async function channelsPage(main) {
   const [channels, groups] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups')]);
+  // Each channel's own row says whether it needs reconnecting (the list keeps Postiz's shape).
+  const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
   main.append(h('h1', 'Channels'), errors);
   const list = h('ul.channel-list');
-  for (const c of channels) {
-    const reconnect = c.refreshNeeded || c.inBetweenSteps;
+  const change = async (c, body) => {
+    try { await api('PUT', `/integrations/${c.id}`, body); go('#/channels'); } catch (error) { errors.show(error); }
+  };
+  for (const [index, c] of channels.entries()) {
+    const reconnect = rows[index].refreshNeeded || rows[index].inBetweenSteps;
+    const rename = h('input', { type: 'text', value: c.name, 'aria-label': `New name for ${c.name}`, required: true });
     list.append(h('li.channel', { dataset: { id: c.id } },
       c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
       h('div', h('strong', c.name), h('div.muted', `${PROVIDERS[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
         c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
         reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null),
+      h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
+        rename, h('button', { type: 'submit', 'aria-label': `Rename ${c.name}` }, 'Rename')),
+      h('button', { type: 'button', 'aria-label': `${c.disabled ? 'Enable' : 'Disable'} ${c.name}`,
+        onclick: () => change(c, { disabled: !c.disabled }) }, c.disabled ? 'Enable' : 'Disable'),
       h('button.danger', { type: 'button', 'aria-label': `Delete ${c.name}`, onclick: async () => {
         if (!confirm(`Delete the channel ${c.name} and its posts?`)) return;
         try { await api('DELETE', `/integrations/${c.id}`); go('#/channels'); } catch (error) { errors.show(error); }
