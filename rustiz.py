@@ -748,6 +748,10 @@ class Store:
             return row[0]
         return None
 
+    def api_key_hash(self, organization_id: str) -> Optional[str]:
+        row = self._read("SELECT api_key_hash FROM organization WHERE id = ?", (organization_id,)).fetchone()
+        return row[0] if row else None
+
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         with self._writing() as db:
             db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
@@ -4035,7 +4039,7 @@ class App:
         self.add_api("GET", "/integrations", self.integrations)
         self.channels_api = ChannelsApi(store)
         self.channels_api.register(self)
-        OrganizationApi(store).register(self)
+        OrganizationApi(config, store).register(self)
         WebhooksApi(store).register(self)
         self.posts_api = PostsApi(store)
         self.posts_api.register(self)
@@ -4336,14 +4340,29 @@ class WebhooksApi:
 
 
 class OrganizationApi:
-    """rustiz: the caller's organization, and its IANA timezone (posting slots are local times in it)."""
+    """rustiz: the caller's organization, its IANA timezone (posting slots are local times in it), its key."""
 
-    def __init__(self, store: Store):
+    def __init__(self, config: Config, store: Store):
+        self.config = config
         self.store = store
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/organization", self.show)
         app.add_api("PUT", "/organization", self.update)
+        app.add_api("POST", "/organization/api-key", self.rotate_key)
+
+    def rotate_key(self, request: Request, organization_id: str) -> Response:
+        """A new API key, answered once (only its hash is kept); the old one stops working at once, in every
+        worker. Web sessions stay signed in. When the config file holds the old key, it gets the new one."""
+        key = new_api_key()
+        old_hash = self.store.api_key_hash(organization_id)
+        self.store.set_api_key_hash(organization_id, hash_api_key(key))
+        saved_key = read_config_file(self.config.config_path).get("RUSTIZ_API_KEY", "")
+        if saved_key and hash_api_key(saved_key) == old_hash:
+            update_config_value(self.config.config_path, "RUSTIZ_API_KEY", key)
+        log(f"new API key for organization {self.store.organization(organization_id)['name']} "
+            "(rotated through the API); the old key no longer works")
+        return json_response({"apiKey": key}, 201, [("Cache-Control", "no-store")])
 
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.organization(organization_id))
@@ -5626,6 +5645,9 @@ def _openapi_paths(root: dict) -> dict:
             "put": _operation("Rename the organization or set its IANA timezone (rustiz)",
                               ("200", _schema_ref("Organization")), "BadRequest",
                               body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
+        f"{v1}/organization/api-key": {"post": _operation(
+            "A new API key, shown once; the old one stops working at once (rustiz)",
+            ("201", _object({"apiKey": _STRING})))},
         f"{v1}/integrations/{{id}}": {
             "delete": _operation("Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
                                  (channel_id,)),

@@ -96,3 +96,14 @@ def test_cli_refuses_unknown_zones_and_organizations(server):
     assert (result.returncode, result.stderr.strip()) == (
         2, "rustiz: no organization has the id no-such-org; `rustiz org list` shows the ids")
     assert json.loads(json.dumps(call(server, "GET", "/public/v1/organization", server.key)[1]))["timezone"] == "UTC"
+
+
+def test_rotating_the_key_through_the_api_answers_it_once_and_the_old_one_stops_at_once(server):
+    old_key = server.key
+    status, _, answer = server.request("POST", "/public/v1/organization/api-key", {"Authorization": old_key})
+    assert status == 201
+    new_key = json.loads(answer)["apiKey"]
+    assert len(new_key) == 64 and new_key != old_key
+    assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
+    assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+    assert server.key == new_key  # the config file held the old key, so it now holds the new one

@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import struct
+import re
 import time
 import zlib
 from pathlib import Path
@@ -511,5 +512,38 @@ def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_serv
         assert (row["name"], row["disabled"]) == ("Ops hook", True)
         page.get_by_role("button", name="Enable Ops hook").click()
         expect(page.get_by_role("button", name="Disable Ops hook")).to_be_visible()
+    finally:
+        receiver.close()
+
+
+def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(start_server, open_page):
+    server = start_server()
+    receiver = FakeWebhookReceiver()
+    try:
+        channel_id = connect_api(server, receiver, "Team hook")
+        page = open_page(server)
+        page.on("dialog", lambda dialog: dialog.accept())
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        times = page.get_by_role("textbox", name="Posting times of Team hook")
+        expect(times).to_have_value("02:00, 06:40, 11:40")  # rustiz's default slots
+        times.fill("18:00, 09:30")
+        page.get_by_role("button", name="Save posting times of Team hook").click()
+        expect(page.get_by_role("textbox", name="Posting times of Team hook")).to_have_value("09:30, 18:00")
+        assert call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["postingTimes"] == \
+            '[{"time":570},{"time":1080}]'
+
+        old_key = server.key
+        page.get_by_role("link", name="Settings").click()
+        page.get_by_label("Organization name").fill("Acme Social")
+        page.get_by_role("button", name="Save name").click()
+        expect(page.get_by_label("Organization name")).to_have_value("Acme Social")
+        page.get_by_role("button", name="Rotate API key").click()
+        expect(page.locator(".api-key")).to_have_text(re.compile(r"^[0-9a-f]{64}$"))
+        new_key = page.locator(".api-key").inner_text()
+        assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
+        assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+        page.reload()  # the browser's session outlives the key it was made with
+        expect(page.get_by_label("Organization name")).to_have_value("Acme Social")
     finally:
         receiver.close()

@@ -87,6 +87,20 @@ const PROVIDERS = {
     fields: [['url', 'Receiver URL', 'url', 'https://n8n.example.com/webhook/rustiz'], ['secret', 'Signing secret (optional)', 'password']] },
 };
 
+// Posting slots are minutes after midnight in the organization's timezone; people read them as HH:MM.
+function postingTimes(json) {
+  let slots = [];
+  try { slots = JSON.parse(json || '[]'); } catch { slots = []; }
+  return slots.map(({ time }) => `${String(Math.floor(time / 60)).padStart(2, '0')}:${String(time % 60).padStart(2, '0')}`).join(', ');
+}
+
+function parseTimes(text) {
+  return text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
+    const [hours, minutes] = part.split(':').map(Number);
+    return { time: hours * 60 + minutes };
+  });
+}
+
 export async function channelsPage(main) {
   const [channels, groups] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups')]);
   // Each channel's own row says whether it needs reconnecting (the list keeps Postiz's shape).
@@ -100,6 +114,8 @@ export async function channelsPage(main) {
   for (const [index, c] of channels.entries()) {
     const reconnect = rows[index].refreshNeeded || rows[index].inBetweenSteps;
     const rename = h('input', { type: 'text', value: c.name, 'aria-label': `New name for ${c.name}`, required: true });
+    const slots = h('input', { type: 'text', value: postingTimes(rows[index].postingTimes), 'aria-label': `Posting times of ${c.name}`,
+      pattern: '^\\s*([01]?\\d|2[0-3]):[0-5]\\d(\\s*,\\s*([01]?\\d|2[0-3]):[0-5]\\d)*\\s*$', title: 'Times like 09:00, 13:30, 18:00' });
     list.append(h('li.channel', { dataset: { id: c.id } },
       c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
       h('div', h('strong', c.name), h('div.muted', `${PROVIDERS[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
@@ -107,6 +123,8 @@ export async function channelsPage(main) {
         reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
         rename, h('button', { type: 'submit', 'aria-label': `Rename ${c.name}` }, 'Rename')),
+      h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { postingTimes: parseTimes(slots.value) }); } },
+        slots, h('button', { type: 'submit', 'aria-label': `Save posting times of ${c.name}` }, 'Save times')),
       h('button', { type: 'button', 'aria-label': `${c.disabled ? 'Enable' : 'Disable'} ${c.name}`,
         onclick: () => change(c, { disabled: !c.disabled }) }, c.disabled ? 'Enable' : 'Disable'),
       h('button.danger', { type: 'button', 'aria-label': `Delete ${c.name}`, onclick: async () => {
@@ -229,7 +247,32 @@ export async function settingsPage(main) {
     } }, field('Name', hookName), field('URL', hookUrl), field('Secret (optional)', hookSecret),
     channels.length ? field('Channels (none selected: all)', hookChannels) : null, hookErrors, h('button.primary', { type: 'submit' }, 'Add webhook'))));
 
-  main.append(h('p.hint', 'Renaming or disabling channels, posting times, API key rotation and users are managed from the command line (', h('code', 'rustiz --help'), ').'));
+  // organization name and API key
+  const orgErrors = errorBox();
+  const orgName = h('input', { type: 'text', value: org.name, required: true });
+  const newKey = h('div', { role: 'status' });
+  main.append(h('section.card', h('h2', 'Organization and API key'),
+    h('form', { onsubmit: async (event) => {
+      event.preventDefault();
+      orgErrors.show(null);
+      try {
+        const answer = await api('PUT', '/organization', { name: orgName.value.trim() });
+        session.organization = { ...session.organization, ...answer };
+        go('#/settings');
+      } catch (error) { orgErrors.show(error); }
+    } }, field('Organization name', orgName), h('button', { type: 'submit' }, 'Save name')),
+    h('p.hint', 'rustiz keeps only a hash of the API key, so it cannot show it again. A new key is shown once; the old one stops working at once (scripts and MCP clients need the new one; this browser stays signed in).'),
+    h('button.danger', { type: 'button', onclick: async () => {
+      if (!confirm('Make a new API key? The current one stops working at once.')) return;
+      orgErrors.show(null);
+      try {
+        const { apiKey } = await api('POST', '/organization/api-key');
+        const keyButton = h('button', { type: 'button' }, 'Copy');
+        keyButton.addEventListener('click', copy(apiKey, keyButton));
+        newKey.replaceChildren(h('p', 'Your new API key (shown once):'), h('div.copy', h('code.api-key', apiKey), keyButton));
+      } catch (error) { orgErrors.show(error); }
+    } }, 'Rotate API key'), newKey, orgErrors));
+  main.append(h('p.hint', 'Web app users (email and password) are added from the command line: ', h('code', 'rustiz user add EMAIL'), '.'));
 }
 
 // --- notifications --------------------------------------------------------------------------------
