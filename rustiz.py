@@ -2633,6 +2633,10 @@ class Guard:
                 return hop
         return request.peer
 
+    def over_https(self, request: Request) -> bool:
+        """Whether the client's connection is https, as a trusted reverse proxy says (X-Forwarded-Proto)."""
+        return self._trusted(request.peer) and request.headers.get("x-forwarded-proto", "").lower() == "https"
+
     def _trusted(self, address: str) -> bool:
         if not self.config.trusted_proxies:
             return False
@@ -4234,10 +4238,8 @@ class ChannelsApi:
         publisher_ = PUBLISHERS.get(channel["provider_identifier"])
         if publisher_ is None or not isinstance(method_name, str):
             raise ApiError(404, {"msg": "Tool not found"})
-        if self.http is None:
-            self.http = HttpClient()
         credentials, session = self.store.channel_secrets(channel["id"])
-        target = Channel(channel["id"], channel["name"], credentials, session, self.http,
+        target = Channel(channel["id"], channel["name"], credentials, session, self._http(),
                          lambda new_session: self.store.save_channel_session(channel["id"], new_session))
         try:
             output = await publisher_.run_tool(target, method_name, data if isinstance(data, dict) else {})
@@ -4255,17 +4257,20 @@ class ChannelsApi:
 
     async def add_channel(self, request: Request, organization_id: str) -> Response:
         """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
+        channel = await connect_channel(self.store, organization_id, _json_object(request), self._http())
+        return json_response(channel, 201)
+
+    def _http(self) -> HttpClient:
+        """The client for calls to platforms, made on first need: most processes never connect a channel."""
         if self.http is None:
             self.http = HttpClient()
-        channel = await connect_channel(self.store, organization_id, _json_object(request), self.http)
-        return json_response(channel, 201)
+        return self.http
 
 
 async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
     """The channel as its platform knows it: credentials checked, the real account read; raises ApiError."""
     publisher_ = PUBLISHERS[channel.provider]  # every provider of CREDENTIAL_SPECS has one
-    name = channel.account.name if name_given else None
-    probe = Channel("", name or channel.account.name, channel.credentials, None, http)
+    probe = Channel("", channel.account.name, channel.credentials, None, http)
     try:
         connected = await publisher_.connect(probe)
     except (Rejected, NeedsReconnect) as refused:
@@ -4274,7 +4279,7 @@ async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpCl
     except PublishError as failed:
         raise nest_error(502, f"could not check these credentials with {publisher_.label}, so nothing was "
                               f"saved: {failed.message}; try again") from None
-    account = connected.account._replace(name=name) if name else connected.account
+    account = connected.account._replace(name=channel.account.name) if name_given else connected.account
     return channel._replace(account=account, session=connected.session, limits=connected.limits)
 
 
@@ -6859,7 +6864,7 @@ class WebApp:
         token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
         self.store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS)
         cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
-                  + ("; Secure" if self._over_https(request) else ""))
+                  + ("; Secure" if self.guard.over_https(request) else ""))  # never on plain http: no login loop
         return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
                              200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
 
@@ -6878,12 +6883,6 @@ class WebApp:
         if user is None or not password_matches(password, user[1]):
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
         return user[0]
-
-    def _over_https(self, request: Request) -> bool:
-        """Whether the browser is on https (told by a trusted proxy): only then is the cookie marked Secure,
-        so plain http to localhost never loops on a cookie the browser refuses to send back."""
-        return (self.guard._trusted(request.peer)
-                and request.headers.get("x-forwarded-proto", "").lower() == "https")
 
     def session(self, request: Request) -> Response:
         token = session_cookie(request)
@@ -7413,7 +7412,7 @@ class WebhookProvider(Provider):
 # and underline markers of each dialect: CommonMark for Lemmy (no underline), Discord's markdown, and
 # Slack's mrkdwn (*bold*, no underline).
 _INLINE_MARKERS = {"markdown": {"strong": "**"}, "discord": {"strong": "**", "u": "__"}, "mrkdwn": {"strong": "*"}}
-_HTML_PIECE = re.compile(r"""<(/?)([A-Za-z][A-Za-z0-9]*)((?:"[^"]*"|'[^']*'|[^'">])*)>|([^<]+)|<""")
+_HTML_PIECE = r"""<(/?)([A-Za-z][A-Za-z0-9]*)((?:"[^"]*"|'[^']*'|[^'">])*)>|([^<]+)|<"""
 
 
 def markdown_from_html(html: str, dialect: str) -> str:
@@ -7424,13 +7423,13 @@ def markdown_from_html(html: str, dialect: str) -> str:
     paragraph_end = "\n\n" if dialect == "markdown" else "\n"  # CommonMark joins the lines of a paragraph
     out: list = []
     inline: list = []  # open bold, underline, links and headings: (tag, where their text starts in `out`, href)
-    for match in _HTML_PIECE.finditer(html):
+    for match in re.finditer(_HTML_PIECE, html):
         closing, tag, attributes, text = match.groups()
         if tag is None:
             if text is not None and not text.strip() and "\n" in text:
                 continue  # the source's line breaks between tags, not text
             piece = re.sub(r"\s*\n\s*", " ", html_module.unescape(text if text is not None else "<"))
-            out.append(_slack_escape(piece) if dialect == "mrkdwn" else piece)
+            out.append(escape_markup_characters(piece) if dialect == "mrkdwn" else piece)
             continue
         tag = tag.lower()
         if tag == "br":  # CommonMark reads a lone line break as a space: a backslash makes it a real one
@@ -7490,8 +7489,9 @@ def _link(inner: str, href: str, dialect: str) -> str:
     return f"<{href}|{inner.strip()}>" if dialect == "mrkdwn" else f"[{inner.strip()}]({href})"
 
 
-def _slack_escape(text: str) -> str:
-    """Slack reads <...> as links and mentions, so its text escapes &, < and > (and only those)."""
+def escape_markup_characters(text: str) -> str:
+    """&, < and > as entities, and nothing else: Slack reads <...> as links and mentions, and Telegram's
+    HTML knows only a few named entities (so no &nbsp; and the like, unlike _escape_html)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -7648,7 +7648,7 @@ class DiscordProvider(Provider):
 SLACK_SECTION_LIMIT = 3000
 SLACK_BLOCK_LIMIT = 50
 SLACK_FALLBACK_TEXT_LIMIT = 3000  # `text` is only the notification's preview once there are blocks
-_SLACK_WEBHOOK_PATH = re.compile(r"/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+/?")
+_SLACK_WEBHOOK_PATH = r"/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+/?"
 # Incoming webhooks answer errors as a short code in plain text: what each means, and what to do.
 _SLACK_GONE = {
     "no_service": "the webhook was removed or its app uninstalled",
@@ -7707,7 +7707,7 @@ class SlackProvider(Provider):
         from urllib.parse import urlsplit
         parts = urlsplit(url)
         if parts.hostname == "hooks.slack.com" and (parts.scheme != "https" or
-                                                    not _SLACK_WEBHOOK_PATH.fullmatch(parts.path)):
+                                                    not re.fullmatch(_SLACK_WEBHOOK_PATH, parts.path)):
             raise Rejected("this is not a Slack incoming webhook URL: it looks like "
                            "https://hooks.slack.com/services/T.../B.../... (copy it from your Slack app's "
                            "Incoming Webhooks page)")
@@ -8549,14 +8549,14 @@ class NostrProvider(Provider):
 
 MASTODON_DEFAULT_LIMITS = {"maxLength": 500, "maxMedia": 4, "charactersReservedPerUrl": 23}  # stock Mastodon
 MASTODON_MEDIA_WAIT_SECONDS = 60.0  # how long a status waits for the instance to process its media
-_MASTODON_URL = re.compile(r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]")
-_MASTODON_REMOTE_MENTION = re.compile(r"(?<![\w@/])@(\w+)@[\w.-]*\w")
+_MASTODON_URL = r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]"
+_MASTODON_REMOTE_MENTION = r"(?<![\w@/])@(\w+)@[\w.-]*\w"
 def mastodon_length(text: str, characters_per_url: int) -> int:
     """A status's length as Mastodon counts it: every http(s) link is `characters_per_url` long whatever
     its length, a mention of a remote account counts only its @username, the rest in graphemes."""
-    text = _MASTODON_REMOTE_MENTION.sub(r"@\1", text)
-    links = len(_MASTODON_URL.findall(text))
-    return grapheme_count(_MASTODON_URL.sub("", text)) + links * characters_per_url
+    text = re.sub(_MASTODON_REMOTE_MENTION, r"@\1", text)
+    links = len(re.findall(_MASTODON_URL, text))
+    return grapheme_count(re.sub(_MASTODON_URL, "", text)) + links * characters_per_url
 
 
 def _positive_int(value: Any, fallback: int) -> int:
@@ -8708,9 +8708,9 @@ _TELEGRAM_LINE_ENDS = frozenset("p div li h1 h2 h3 h4 h5 h6 blockquote pre".spli
 _TELEGRAM_LINK = r"(?i)(?:https?|tg|mailto):"
 # 400 answers that no post can get past: the chat or the bot's place in it is gone, so the channel
 # must be connected again (connecting checks the bot can post there) rather than each post failing alike.
-_TELEGRAM_CHAT_GONE = re.compile(r"(?i)chat not found|not enough rights|have no rights|need administrator rights|"
-                                 r"bot is not a member|upgraded to a supergroup|CHAT_WRITE_FORBIDDEN|"
-                                 r"CHAT_ADMIN_REQUIRED|CHAT_RESTRICTED")
+_TELEGRAM_CHAT_GONE = (r"(?i)chat not found|not enough rights|have no rights|need administrator rights|"
+                       r"bot is not a member|upgraded to a supergroup|CHAT_WRITE_FORBIDDEN|"
+                       r"CHAT_ADMIN_REQUIRED|CHAT_RESTRICTED")
 
 
 def telegram_html(html: str) -> str:
@@ -8751,7 +8751,7 @@ def telegram_html(html: str) -> str:
                 self.output.append("\n")
 
         def handle_data(self, data: str) -> None:
-            self.output.append(data.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+            self.output.append(escape_markup_characters(data))
 
         def text(self) -> str:
             self.close()
@@ -8819,7 +8819,7 @@ class TelegramProvider(Provider):
         if code == 401:
             raise NeedsReconnect(f"Telegram refused the bot token (HTTP 401, {description}): it is mistyped, or was "
                                  "revoked or replaced in @BotFather; paste the bot's current token", 401, body)
-        if code == 403 or (code == 400 and _TELEGRAM_CHAT_GONE.search(description)):
+        if code == 403 or (code == 400 and re.search(_TELEGRAM_CHAT_GONE, description)):
             new_chat = (answer.get("parameters") or {}).get("migrate_to_chat_id")
             hint = (f"; the group is now the supergroup {new_chat}: use that as the chatId" if new_chat else
                     "; check the bot is still in the chat with the right to post")
@@ -9057,13 +9057,13 @@ def _markdown_list(node: _HtmlNode) -> str:
     return "\n".join(items)
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
+_MARKDOWN_SPECIAL = r"([\\`*_\[\]])"
 _EMPHASIS = {"strong": "**", "b": "**", "em": "*", "i": "*", "s": "~~", "del": "~~", "strike": "~~"}
 
 
 def _markdown_inline(node: Any) -> str:
     if isinstance(node, str):
-        return _MARKDOWN_SPECIAL.sub(r"\\\1", re.sub(r"\s+", " ", node))
+        return re.sub(_MARKDOWN_SPECIAL, r"\\\1", re.sub(r"\s+", " ", node))
     tag = node.tag
     if tag == "br":
         return "  \n"
@@ -9262,9 +9262,9 @@ class WordPressProvider(Provider):
             if featured_id is None and media.kind == "image" and (not featured_path or featured_path == media.url):
                 featured_id = media_id
             elif media.kind == "video":
-                inline_html.append(f'<p>[video src="{escape_html(source_url)}"]</p>')
+                inline_html.append(f'<p>[video src="{_escape_html(source_url, quote=True)}"]</p>')
             else:
-                inline_html.append(f'<p><img src="{escape_html(source_url)}" alt="{escape_html(media.alt)}" /></p>')
+                inline_html.append(image_paragraph(source_url, media.alt))
         article = {"title": settings.get("title") or "", "content": post.html + "".join(inline_html),
                    "status": settings.get("status") or "publish"}
         if featured_id is not None:
@@ -9335,12 +9335,12 @@ class WordPressProvider(Provider):
         return reply.json() or []
 
 
-def escape_html(text: str) -> str:
-    import html
-    return html.escape(text, quote=True)
+def image_paragraph(source: str, alt: str, attributes: str = "") -> str:
+    """An image of an article or an e-mail (WordPress, Listmonk) as HTML, its address and alt text escaped."""
+    return f'<p><img src="{_escape_html(source, quote=True)}" alt="{_escape_html(alt, quote=True)}"{attributes} /></p>'
 
 
-_DEVTO_TAG = re.compile(r"[a-z0-9]+")
+_DEVTO_TAG = r"[a-z0-9]+"
 
 
 def _devto_tags(settings: dict) -> list:
@@ -9400,7 +9400,7 @@ class DevtoProvider(Provider):
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         for number, tag in enumerate(_devto_tags(settings), 1):
-            if not _DEVTO_TAG.fullmatch(tag):
+            if not re.fullmatch(_DEVTO_TAG, tag):
                 return (f"Dev.to tags are letters and digits only (no spaces, dashes or other signs): tag {number}, "
                         f"\"{tag}\", is not; use a tag from the \"tags\" tool, like \"javascript\"")
         organization = settings.get("organization")
@@ -9617,10 +9617,10 @@ class ListmonkProvider(Provider):
         """The e-mail's HTML: the preview text as a hidden preheader (what inboxes show after the subject),
         the post, then its images."""
         preview = str(post.settings.get("preview") or "").strip()
-        preheader = (f'<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">{escape_html(preview)}'
+        preheader = (f'<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">{_escape_html(preview)}'
                      "</div>\n" if preview else "")
-        images = "".join(f'\n<p><img src="{escape_html(media.url)}" alt="{escape_html(media.alt)}" '
-                         'style="max-width:100%" /></p>' for media in post.media if media.kind == "image")
+        images = "".join("\n" + image_paragraph(media.url, media.alt, ' style="max-width:100%"')
+                         for media in post.media if media.kind == "image")
         return preheader + post.html + images
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
@@ -9667,9 +9667,9 @@ _BARE_DOMAIN_TLDS = frozenset(
     "news art shop store live life world today space cloud design media network systems digital email link "
     "one top wiki zone fun lol moe gay eu asia mobi travel museum coop aero jobs tel".split())
 _TRAILING_PUNCTUATION = ".,;:!?"
-_LINK = re.compile(r"(?:^|(?<=[\s(]))(?:(https?://\S+)|([a-z][a-z0-9]*(?:\.[a-z0-9]+)+\S*))", re.IGNORECASE)
-_MENTION = re.compile(r"(?:^|(?<=[\s(]))@([a-zA-Z0-9.-]+)")
-_HASHTAG = re.compile(r"(?:^|(?<=\s))[#\uff03]((?!\ufe0f)[^\s\u00ad\u2060\u200a\u200b\u200c\u200d\u20e2]+)")
+_LINK = r"(?i)(?:^|(?<=[\s(]))(?:(https?://\S+)|([a-z][a-z0-9]*(?:\.[a-z0-9]+)+\S*))"
+_MENTION = r"(?:^|(?<=[\s(]))@([a-zA-Z0-9.-]+)"
+_HASHTAG = r"(?:^|(?<=\s))[#\uff03]((?!\ufe0f)[^\s\u00ad\u2060\u200a\u200b\u200c\u200d\u20e2]+)"
 
 
 def _trim_link(uri: str) -> str:
@@ -9690,7 +9690,7 @@ def bluesky_text_spans(text: str) -> list:
     """[(kind, start, end, value)] of the links, @mentions and #hashtags in `text` as Bluesky's app detects
     them: character offsets, and the link's full URI, the handle, or the tag without its '#'."""
     spans = []
-    for match in _LINK.finditer(text):
+    for match in re.finditer(_LINK, text):
         uri = _trim_link(match.group(0))
         if match.group(2):  # a bare domain: only with a real-looking TLD, and made https://
             domain = re.match(r"[a-z0-9.]+", uri, re.IGNORECASE).group(0).rstrip(".")
@@ -9699,11 +9699,11 @@ def bluesky_text_spans(text: str) -> list:
             spans.append(("link", match.start(), match.start() + len(uri), "https://" + uri))
         elif len(uri) > len("https://"):
             spans.append(("link", match.start(), match.start() + len(uri), uri))
-    for match in _MENTION.finditer(text):
+    for match in re.finditer(_MENTION, text):
         handle = match.group(1).rstrip(".-")
         if "." in handle and handle.rsplit(".", 1)[-1].isalpha():  # resolveHandle tells the real ones
             spans.append(("mention", match.start(), match.start(1) + len(handle), handle.lower()))
-    for match in _HASHTAG.finditer(text):
+    for match in re.finditer(_HASHTAG, text):
         tag = match.group(1).rstrip(_TRAILING_PUNCTUATION + "'\")]}")
         if tag and not tag.isdigit() and len(tag) <= 64:
             spans.append(("tag", match.start(), match.start(1) + len(tag), tag))
@@ -10276,7 +10276,7 @@ class Scheduler:
         from urllib.parse import urlsplit
         files = []
         for index, item in enumerate(json.loads(claim["image"] or "[]"), 1):
-            url = item.get("path") or "" if isinstance(item, dict) else ""
+            url = (item.get("path") or "") if isinstance(item, dict) else ""
             match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
             path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
             if not (path and os.path.isfile(path)):
@@ -10293,7 +10293,7 @@ class Scheduler:
             if isinstance(kind, str):
                 raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})",
                                item=f"media item {index}")
-            alt = item.get("alt") if isinstance(item.get("alt"), str) else ""
+            alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
             files.append(MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path)))
         return tuple(files)
 
