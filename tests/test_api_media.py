@@ -383,6 +383,14 @@ def test_served_file_has_etag_last_modified_and_cache_headers(shared, stored):
     assert headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.parametrize("extra", [{}, {"Range": "bytes=0-9"}], ids=["whole", "range"])
+def test_served_file_may_run_nothing_if_a_browser_renders_it(shared, stored, extra):
+    path, _ = stored
+    status, headers, _ = call(shared, "GET", path, headers=extra)
+    assert status in (200, 206)
+    assert headers["content-security-policy"] == "default-src 'none'; sandbox"
+
+
 def test_served_under_api_uploads_too(shared, stored):
     path, data = stored
     status, _, body = call(shared, "GET", "/api" + path)
