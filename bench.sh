@@ -773,18 +773,12 @@ LABEL[rz_std]="rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
 LABEL[rz_fast]="rustiz, uvloop+orjson"
 LABEL[uvicorn]="uvicorn+starlette (uvloop+httptools)"
 
-if [ "$HOSTILE_ONLY" = 1 ]; then
-    hostile_rows
+if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY and/or BENCH_HOSTILE_ONLY
+    [ "$MCP_ONLY" = 1 ] && mcp_rows
+    [ "$HOSTILE_ONLY" = 1 ] && hostile_rows
     echo
-    hostile_lines
-    if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
-    exit 0
-fi
-
-if [ "$MCP_ONLY" = 1 ]; then
-    mcp_rows
-    echo
-    mcp_table
+    [ "$MCP_ONLY" = 1 ] && mcp_table
+    [ "$HOSTILE_ONLY" = 1 ] && hostile_lines
     if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
     exit 0
 fi
