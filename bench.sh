@@ -17,6 +17,9 @@
 #   BENCH_STRICT=1             exit 1 when a target FAILs (default: exit 0 once
 #                              every measurement ran)
 #   BENCH_MCP_ONLY=1           only the MCP rows (about 30 s), then stop
+#   BENCH_HOSTILE_ONLY=1       only the hostile-clients line (about 25 s), then stop
+#   BENCH_HOSTILE_BASELINE=/path/to/other.pyz  also measure the hostile-clients
+#                              line on that build (e.g. main's), printed beside
 #
 # What it does (the benchmark page's method):
 #   * builds dist/rustiz.pyz (stdlib only) and dist/rustiz-speedups.pyz
@@ -46,6 +49,12 @@
 #     integrationList` POSTed to /mcp/<key> (a wrk Lua script sets method, body
 #     and headers), beside the REST GET on the same server: `wrk -t1 -c32
 #     --latency` each, for rustiz stdlib and uvloop+orjson.
+#   * hostile clients: .bench/hostile_bench.py (asyncio, stdlib) starts the
+#     stdlib rustiz, then for 20 s keeps 200 connections trickling 25 MiB
+#     bodies at 160 KiB/s each (half without a key, half with the key) and
+#     2,000 idle, each reconnecting 0.5 s after the server closes it, while a
+#     thread asks GET /health every 50 ms: the server's peak RSS (VmHWM) and
+#     the /health p99 (a failed probe counts as 5 s).
 # Everything binds 127.0.0.1, every step runs under `timeout`, and every
 # server started here is killed on exit. Raw outputs: .bench/results/.
 set -uo pipefail
@@ -114,10 +123,13 @@ PY=$(readlink -f "$PY")   # the real binary, never a shim
 # ------------------------------------------------------------ tools
 need_apt=()
 command -v wrk >/dev/null || need_apt+=(wrk)
-MCP_ONLY=${BENCH_MCP_ONLY:-0}   # the MCP rows need neither ab, nginx nor the peer's venv
-[ "$MCP_ONLY" = 1 ] || command -v ab >/dev/null || need_apt+=(apache2-utils)
+MCP_ONLY=${BENCH_MCP_ONLY:-0}
+HOSTILE_ONLY=${BENCH_HOSTILE_ONLY:-0}
+PARTIAL=0   # the MCP rows and the hostile-clients line need neither ab, nginx nor the peer's venv
+if [ "$MCP_ONLY" = 1 ] || [ "$HOSTILE_ONLY" = 1 ]; then PARTIAL=1; fi
+[ "$PARTIAL" = 1 ] || command -v ab >/dev/null || need_apt+=(apache2-utils)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ "$MCP_ONLY" = 1 ] || [ -x "$NGINX" ] || need_apt+=(nginx)
+[ "$PARTIAL" = 1 ] || [ -x "$NGINX" ] || need_apt+=(nginx)
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v curl >/dev/null || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -134,7 +146,7 @@ fi
 
 VENV=$B/venv
 VPY=$VENV/bin/python
-if [ "$MCP_ONLY" != 1 ] && ! timeout 60 "$VPY" -c 'import uvicorn, starlette, uvloop, httptools, orjson' 2>/dev/null; then
+if [ "$PARTIAL" != 1 ] && ! timeout 60 "$VPY" -c 'import uvicorn, starlette, uvloop, httptools, orjson' 2>/dev/null; then
     if [ "${BENCH_NO_INSTALL:-0}" = 1 ]; then
         die "missing peer venv; create it with: $PY -m venv $VENV && $VPY -m pip install 'uvicorn[standard]' starlette uvloop orjson"
     fi
@@ -614,6 +626,141 @@ mcp_table() {
     done
     echo
 }
+# ------------------------------------------------------------ hostile clients
+cat >"$B/hostile_bench.py" <<'EOF'
+"""Hostile clients: the server's peak RSS and the /health p99 while 200 connections trickle large bodies
+(half without a key, half with the organization's key) and 2,000 sit idle; each reconnects when the
+server closes it, as a patient attacker would. Usage: hostile_bench.py PYTHON PYZ WORKDIR [SECONDS]"""
+import asyncio, os, resource, socket, subprocess, sys, threading, time
+
+python, pyz, work = sys.argv[1:4]
+SECONDS = float(sys.argv[4]) if len(sys.argv) > 4 else 20
+TRICKLERS, IDLE = 200, 2000
+ANNOUNCED = 25 * 1024 * 1024  # RUSTIZ_MAX_BODY's default
+PIECE, EVERY = 16 * 1024, 0.1  # 160 KiB/s per trickler
+
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft < hard:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 2,200 sockets here, as many in the server
+if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < TRICKLERS + IDLE + 200:
+    sys.exit(f"ulimit -n is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}: {TRICKLERS + IDLE + 200} needed")
+
+env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0",
+       "REQUEST_LIMIT": "0", "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1"}
+subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
+key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
+server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard)))
+port = int(server.stderr.readline().split("ready on ")[1].split()[0].rsplit(":", 1)[1])
+threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()  # keep its stderr drained
+
+
+def status_kib(name):
+    with open(f"/proc/{server.pid}/status") as status:
+        return int(next(line for line in status if line.startswith(name + ":")).split()[1])
+
+
+latencies, failures = [], [0]
+
+
+def probe(stop):
+    """GET /health on a new connection every 50 ms; a failure counts as 5 s."""
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+                connection.sendall(b"GET /health HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")
+                reply = b""
+                while chunk := connection.recv(4096):
+                    reply += chunk
+            ok = reply.startswith(b"HTTP/1.1 200 ")
+        except OSError:
+            ok = False
+        latencies.append(time.monotonic() - started if ok else 5.0)
+        failures[0] += not ok
+        stop.wait(0.05)
+
+
+async def connection_loop(head, trickle, deadline, counts):
+    loop = asyncio.get_running_loop()
+    piece = b"x" * PIECE
+    while loop.time() < deadline:
+        connection = socket.socket()
+        connection.setblocking(False)
+        try:
+            await loop.sock_connect(connection, ("127.0.0.1", port))
+            counts["opened"] += 1
+            if trickle:
+                await loop.sock_sendall(connection, head)
+                sent = 0
+                while sent < ANNOUNCED and loop.time() < deadline:
+                    await asyncio.wait_for(loop.sock_sendall(connection, piece), deadline - loop.time())
+                    sent += PIECE
+                    await asyncio.sleep(EVERY)
+            else:
+                while await asyncio.wait_for(loop.sock_recv(connection, 4096), deadline - loop.time()):
+                    pass  # idle: only the server's closing (or its answer) ends this
+        except (OSError, asyncio.TimeoutError):
+            pass
+        finally:
+            connection.close()
+        await asyncio.sleep(0.5)  # then come back
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SECONDS
+    counts = {"opened": 0}
+    heads = [(f"POST /public/v1/posts HTTP/1.1\r\nHost: b\r\n{'Authorization: ' + key + chr(13) + chr(10) if n % 2 else ''}"
+              f"Content-Type: application/json\r\nContent-Length: {ANNOUNCED}\r\n\r\n").encode() for n in range(TRICKLERS)]
+    tasks = [connection_loop(head, True, deadline, counts) for head in heads]
+    tasks += [connection_loop(b"", False, deadline, counts) for _ in range(IDLE)]
+    await asyncio.gather(*tasks)
+    return counts
+
+
+stop = threading.Event()
+prober = threading.Thread(target=probe, args=(stop,), daemon=True)
+try:
+    prober.start()
+    counts = asyncio.run(main())
+    stop.set()
+    prober.join(10)
+    peak = status_kib("VmHWM") / 1024
+    ordered = sorted(latencies)
+    p99 = ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000 if ordered else float("nan")
+    print(f"HOSTILE_PEAK_RSS={peak:.0f} HOSTILE_HEALTH_P99={p99:.0f} HOSTILE_HEALTH_N={len(ordered)} "
+          f"HOSTILE_HEALTH_FAILS={failures[0]} HOSTILE_CONNECTIONS={counts['opened']} HOSTILE_SECONDS={SECONDS:.0f}")
+finally:
+    server.terminate()
+    try:
+        server.wait(20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+EOF
+declare -A HOSTILE_LINE
+hostile_row() {   # hostile_row ID PYZ -> HOSTILE_LINE[ID]
+    local id=$1 pyz=$2 out
+    check_quiet "hostile clients ($id)"
+    log "hostile clients: $pyz"
+    rm -rf "$B/hostile-$id" && mkdir -p "$B/hostile-$id"
+    out=$(timeout 120 "$RZPY" "$B/hostile_bench.py" "$RZPY" "$pyz" "$B/hostile-$id" 2>"$RES/hostile-$id.err" | tail -n 1)
+    [ -n "$out" ] || { note "hostile clients ($id) failed: $(tail -n 1 "$RES/hostile-$id.err")"; return; }
+    local HOSTILE_PEAK_RSS HOSTILE_HEALTH_P99 HOSTILE_HEALTH_N HOSTILE_HEALTH_FAILS HOSTILE_CONNECTIONS HOSTILE_SECONDS
+    eval "$out"
+    HOSTILE_LINE[$id]="peak RSS $HOSTILE_PEAK_RSS MiB; /health p99 $HOSTILE_HEALTH_P99 ms over $HOSTILE_HEALTH_N probes ($HOSTILE_HEALTH_FAILS failed); $HOSTILE_CONNECTIONS connections opened in $HOSTILE_SECONDS s"
+}
+hostile_rows() {
+    hostile_row this "$PYZ"
+    [ -n "${BENCH_HOSTILE_BASELINE:-}" ] && hostile_row baseline "$BENCH_HOSTILE_BASELINE"
+    return 0
+}
+hostile_lines() {
+    echo "Hostile clients (stdlib rustiz; 200 connections trickle 25 MiB bodies at 160 KiB/s, half without a key, while 2,000 sit idle, each reconnecting when closed; /health asked every 50 ms): ${HOSTILE_LINE[this]:-not measured}."
+    [ -n "${HOSTILE_LINE[baseline]:-}" ] && echo "Hostile clients on $BENCH_HOSTILE_BASELINE: ${HOSTILE_LINE[baseline]}."
+    return 0
+}
+
 v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
 ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
@@ -626,10 +773,12 @@ LABEL[rz_std]="rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
 LABEL[rz_fast]="rustiz, uvloop+orjson"
 LABEL[uvicorn]="uvicorn+starlette (uvloop+httptools)"
 
-if [ "$MCP_ONLY" = 1 ]; then
-    mcp_rows
+if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY and/or BENCH_HOSTILE_ONLY
+    [ "$MCP_ONLY" = 1 ] && mcp_rows
+    [ "$HOSTILE_ONLY" = 1 ] && hostile_rows
     echo
-    mcp_table
+    [ "$MCP_ONLY" = 1 ] && mcp_table
+    [ "$HOSTILE_ONLY" = 1 ] && hostile_lines
     if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
     exit 0
 fi
@@ -779,6 +928,8 @@ SCHED=$(timeout 300 "$RZPY" "$B/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RE
 [ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
 eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
 
+hostile_rows
+
 for id in rz_std rz_std_w2; do SIZE[$id]=$SIZE_PLAIN; done
 for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
 
@@ -805,6 +956,8 @@ echo
 [ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
 echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
 mcp_table
+hostile_lines
+echo
 echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
 echo
 

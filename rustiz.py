@@ -75,6 +75,10 @@ DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 MAX_IMAGE_BYTES = 10 * 1024 * 1024  # Postiz's limit for uploaded images
 DEFAULT_MAX_VIDEO_BYTES = 1024 * 1024 * 1024  # Postiz's limit for uploaded video
 MAX_HEAD_BYTES = 16 * 1024
+DEFAULT_MAX_CONNECTIONS = 4096  # per worker
+DEFAULT_BODY_MEMORY_BUDGET = 256 * 1024 * 1024  # request bodies held in memory at once, per worker
+DEFAULT_BODY_MIN_RATE = 4096  # bytes/s: a 1 GiB video over a 33 kbit/s link still gets through
+DEFAULT_BODY_RATE_WINDOW = 30.0  # seconds over which that rate is averaged
 API_LIMIT_WINDOW_SECONDS = 3600
 REQUEST_LIMIT_WINDOW_SECONDS = 60
 
@@ -204,6 +208,10 @@ class Config(NamedTuple):
     retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
     publish_concurrency: int = 8  # publishes in flight at once (each on its own channel)
     mcp_api_limit: bool = True  # MCP's schedule tool counts against API_LIMIT like POST /public/v1/posts
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # per worker; beyond it new requests get 503 (/health still answers)
+    body_memory_budget: int = DEFAULT_BODY_MEMORY_BUDGET  # bytes of request bodies in memory at once, per worker
+    body_min_rate: int = DEFAULT_BODY_MIN_RATE  # bytes/s a body must average over each body_rate_window, or 408
+    body_rate_window: float = DEFAULT_BODY_RATE_WINDOW
 
 
 def default_config_path(environ: dict) -> str:
@@ -314,6 +322,11 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     mcp_api_limit = values.get("MCP_API_LIMIT", "1").lower()
     if mcp_api_limit not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
         raise UserError(f"MCP_API_LIMIT={mcp_api_limit!r}: use 1 (MCP scheduling counts against API_LIMIT) or 0")
+    max_body_bytes = _int_setting(values, "RUSTIZ_MAX_BODY", DEFAULT_MAX_BODY_BYTES, 1024, 2**40)
+    body_memory_budget = _int_setting(values, "RUSTIZ_BODY_MEMORY_BUDGET", DEFAULT_BODY_MEMORY_BUDGET, 1024, 2**44)
+    if body_memory_budget < max_body_bytes:
+        raise UserError(f"RUSTIZ_BODY_MEMORY_BUDGET={body_memory_budget} is below RUSTIZ_MAX_BODY={max_body_bytes}: "
+                        "a body of the largest size allowed could never be accepted; raise the budget")
     return Config(
         config_path=path,
         database=resolve("RUSTIZ_DATABASE", "rustiz.db"),
@@ -325,7 +338,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         request_limit=_int_setting(values, "REQUEST_LIMIT", DEFAULT_REQUEST_LIMIT, 0, 10**9),
         api_limit=_int_setting(values, "API_LIMIT", DEFAULT_API_LIMIT, 0, 10**9),
         workers=workers,
-        max_body_bytes=_int_setting(values, "RUSTIZ_MAX_BODY", DEFAULT_MAX_BODY_BYTES, 1024, 2**40),
+        max_body_bytes=max_body_bytes,
         header_timeout=_seconds_setting(values, "RUSTIZ_HEADER_TIMEOUT", 10.0),
         keepalive_timeout=_seconds_setting(values, "RUSTIZ_KEEPALIVE_TIMEOUT", 75.0),
         shutdown_timeout=_seconds_setting(values, "RUSTIZ_SHUTDOWN_TIMEOUT", 10.0),
@@ -338,6 +351,10 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         retry_limit=_int_setting(values, "RUSTIZ_RETRY_LIMIT", 5, 0, 50),
         publish_concurrency=_int_setting(values, "RUSTIZ_PUBLISH_CONCURRENCY", 8, 1, 256),
         mcp_api_limit=mcp_api_limit in ("1", "true", "yes", "on"),
+        max_connections=_int_setting(values, "RUSTIZ_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 10**6),
+        body_memory_budget=body_memory_budget,
+        body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
+        body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
     )
 
 
@@ -1588,10 +1605,14 @@ class RequestParser:
         return events
 
     def _fail(self, events: list, status: int, reason: str) -> list:
-        self._state = _FAILED
-        self._buffer = b""
+        self.stop()
         events.append(ParseError(status, reason))
         return events
+
+    def stop(self) -> None:
+        """Ignore every byte from now on (the connection answers what it has, then closes)."""
+        self._state = _FAILED
+        self._buffer = b""
 
     def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
         text = raw.decode("latin-1")
@@ -1609,6 +1630,10 @@ class RequestParser:
             return ParseError(400, "malformed request method")
         if not target or "\t" in target:
             return ParseError(400, "malformed request target")
+        if target[0] != "/":
+            target = _origin_form(method, target)
+            if type(target) is ParseError:
+                return target
         if version_text == "HTTP/1.1":
             http10 = False
         else:
@@ -1658,6 +1683,23 @@ class RequestParser:
         expect_continue = not http10 and headers.get("expect", "").lower() == "100-continue"
         return RequestHead(method, target, "1.0" if http10 else "1.1", headers, keep_alive,
                            expect_continue, content_length, chunked)
+
+
+def _origin_form(method: str, target: str) -> Union[str, ParseError]:
+    """The path and query of a target that is not in origin form (RFC 9112 3.2): an absolute URL, as proxies
+    send (its authority stands in for Host, which rustiz does not route on); `*` for OPTIONS; `host:port`
+    for CONNECT (which the App refuses: rustiz is no proxy)."""
+    if target == "*":
+        return target if method == "OPTIONS" else ParseError(400, f"the target * is for OPTIONS only, not {method}")
+    if method == "CONNECT":
+        return target
+    scheme, separator, rest = target.partition("://")
+    authority_length = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
+    if not separator or scheme.lower() not in ("http", "https") or not authority_length:
+        return ParseError(400, f"malformed request target {target[:60]!r}: send a path starting with /, "
+                               "or an absolute http:// or https:// URL")
+    path = rest[authority_length:]
+    return path if path.startswith("/") else "/" + path
 
 
 _REASONS = {
@@ -1897,9 +1939,12 @@ class MultipartParser:
 # =============================================================================
 
 class Request:
-    """One complete request, as handlers see it."""
+    """One complete request, as handlers see it.
+
+    `route`, `organization` and `rate_headers` are set by App.admit, which decides from the head alone
+    whether the request goes on (its body may not have arrived yet)."""
     __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
-                 "keep_alive", "params", "_query")
+                 "keep_alive", "params", "_query", "route", "organization", "rate_headers")
 
     def __init__(self, head: RequestHead, body: bytes, peer: str):
         self.method = head.method
@@ -1990,13 +2035,26 @@ class BodySink:
         pass
 
 
+_DROPPED_BODY = BodySink()
+
+
 class StreamedRequest(Request):
-    """A request whose body went to `sink` as it arrived; `body` is empty."""
+    """A request whose body went to `sink` as it arrived; `body` is empty. The sink is opened once the
+    request is admitted; until then (and for good, if it is refused) its body is dropped."""
     __slots__ = ("sink",)
 
-    def __init__(self, head: RequestHead, peer: str, sink: BodySink):
+    def __init__(self, head: RequestHead, peer: str, sink: BodySink = _DROPPED_BODY):
         super().__init__(head, b"", peer)
         self.sink = sink
+
+
+class Refused:
+    """A request answered from its head alone (refused, or over a limit), waiting its turn to be answered."""
+    __slots__ = ("request", "response")
+
+    def __init__(self, request: Request, response: Response):
+        self.request = request
+        self.response = response
 
 
 class ApiError(Exception):
@@ -2025,36 +2083,62 @@ def not_found(message: str) -> ApiError:
     return nest_error(404, message)
 
 
-Handler = Callable[[Request], Union[Response, Awaitable[Response]]]
-
-
 class ServerState:
-    """What the connections of one worker share: the app, the config, the live connections.
+    """What the connections of one worker share: the app, the config, the live connections, and the
+    bytes of request bodies they hold in memory (at most config.body_memory_budget)."""
 
-    `streaming` (the App) names the POST paths whose bodies go to a BodySink (`streaming_paths`), their
-    body limits (`body_limit_for(head)`) and opens their sinks (`open_body_sink(head, peer)`)."""
-
-    def __init__(self, config: Config, handle: Handler, streaming: Any = None):
+    def __init__(self, config: Config, app: "App", max_connections: Optional[int] = None):
         self.config = config
-        self.handle = handle
+        self.app = app
+        self.admit = app.admit
+        self.respond = app.respond
+        self.streaming_paths = app.streaming_paths  # POST paths whose bodies go to a BodySink, not to memory
         self.connections: set = set()
+        self.max_connections = max_connections or config.max_connections
+        self.overflow: dict = {}  # the connections beyond max_connections, oldest first (an ordered set)
+        self.body_memory = 0
         self.closing = False
-        self.streaming = streaming
-        self.streaming_paths = streaming.streaming_paths if streaming is not None else {}
+
+
+# Connections beyond RUSTIZ_MAX_CONNECTIONS are still accepted, up to this many at once, to answer /health
+# (anything else gets 503). Each has OVERFLOW_HEAD_SECONDS to send its request, and when they are all taken
+# the oldest makes room for the newest: a crowd of idle connections cannot keep a health check out.
+OVERFLOW_CONNECTIONS = 64
+OVERFLOW_HEAD_SECONDS = 2.0
+DROPPED_BODY_BYTES = 64 * 1024  # a refused request's body up to this size is read and dropped; larger: close
+LINGER_SECONDS = 1.0  # after answering a client that is still sending, time for the answer to reach it
+
+
+def service_unavailable(message: str, retry_after: int = 5) -> Response:
+    return json_response({"statusCode": 503, "error": "Service Unavailable", "message": message}, 503,
+                         [("Retry-After", str(retry_after))])
 
 
 class HttpConnection(asyncio.Protocol):
-    """Feeds socket bytes to a RequestParser and answers the requests strictly in order."""
+    """Feeds socket bytes to a RequestParser and answers the requests strictly in order.
+
+    Each request is admitted (App.admit: method, rate limits, route, key) as soon as its head is parsed,
+    so a request that will be refused is answered without its body being read. A connection reads only
+    while it has nothing left to answer: once a request waits behind an earlier answer, or the client
+    leaves our answers unread, reading pauses. So besides the body of the request being received, a
+    connection holds at most what one read brought (256 KiB) of pipelined requests; and bodies held in
+    memory count against the worker's body_memory_budget."""
 
     def __init__(self, state: ServerState):
         self.state = state
-        self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes,
-                                    state.streaming.body_limit_for if state.streaming is not None else None)
+        self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes, state.app.body_limit_for)
+        self.admit = state.admit  # an over-capacity connection admits /health only
         self.transport: Optional[asyncio.Transport] = None
         self.peer = ""
-        self.pending: list = []  # complete Requests (or a final ParseError) waiting their turn
-        self.head: Optional[RequestHead] = None
+        self.pending: list = []  # Requests and Refused waiting their turn (or a final ParseError)
+        self.request: Optional[Request] = None  # the request whose body is being received
+        self.refusal: Optional[Response] = None  # its answer when it was refused from its head: its body is dropped
         self.body_parts: list = []
+        self.body_charge = 0  # bytes of that body counted in state.body_memory
+        self.charge_each_piece = False  # a chunked body held in memory, counted as it comes
+        self.body_received = 0  # bytes of that body so far, for the minimum rate
+        self.window_started = 0.0  # when the current rate window began, and body_received then
+        self.window_received = 0
         self.sink: Optional[BodySink] = None  # where the current body goes, on a streaming route
         self.outgoing: Optional[OutgoingFile] = None  # a FileResponse body being written
         self.event_stream: Optional[asyncio.Future] = None  # the task writing an EventStreamResponse
@@ -2062,23 +2146,54 @@ class HttpConnection(asyncio.Protocol):
         self.answered = 0  # responses sent; before the first, an idle client gets the header timeout
         self.continue_due = False  # the current head asked for 100 Continue and has not had it yet
         self.closed = False
+        self.body_unread = False  # the client may still be sending: close gracefully (see close)
+        self.lingering_until = 0.0
         self.reading_paused = False
         self.writing_paused = False
+        self.head_timeout = state.config.header_timeout
         self.last_activity = self.message_started = time.monotonic()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = peer[0] if isinstance(peer, tuple) else "unix"
-        self.state.connections.add(self)
+        state = self.state
+        if len(state.connections) - len(state.overflow) >= state.max_connections:
+            self._take_overflow_place()
+        state.connections.add(self)
+
+    def _take_overflow_place(self) -> None:
+        """Beyond max_connections: answer /health (anything else gets 503), once, if asked soon."""
+        overflow = self.state.overflow
+        if len(overflow) >= OVERFLOW_CONNECTIONS:
+            oldest = next(iter(overflow))
+            del overflow[oldest]
+            if not oldest.answered and not oldest.busy and not oldest.pending:
+                oldest.transport.write(serialize_response(self._over_capacity(), False, False, False))
+            oldest.close()
+        overflow[self] = None
+        self.admit = self._admit_health_only
+        self.head_timeout = min(self.head_timeout, OVERFLOW_HEAD_SECONDS)
+
+    def _admit_health_only(self, request: Request) -> Optional[Response]:
+        request.keep_alive = False
+        return self.state.admit(request) if request.path == "/health" else self._over_capacity()
+
+    def _over_capacity(self) -> Response:
+        return service_unavailable(f"rustiz already serves as many connections as RUSTIZ_MAX_CONNECTIONS "
+                                   f"({self.state.max_connections}) allows; retry in a few seconds")
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.closed = True
-        self.state.connections.discard(self)
+        state = self.state
+        state.connections.discard(self)
+        if state.overflow:
+            state.overflow.pop(self, None)
         # A client gone mid-upload (or before its upload was answered) leaves nothing behind.
         if self.sink is not None:
             self.sink.close()
             self.sink = None
+        self._drop_body()
         self._drop_pending()
         if self.outgoing is not None:
             os.close(self.outgoing.descriptor)
@@ -2089,13 +2204,29 @@ class HttpConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.writing_paused = True
+        if not self.reading_paused and not self.closed:
+            self._pause_reading()  # the client is not reading our answers: read no more requests
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self.last_activity = time.monotonic()
         if self.outgoing is not None:
             self._send_file_pieces()
         else:
             self._answer_pending()
+
+    def _pause_reading(self) -> None:
+        self.reading_paused = True
+        self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        self.reading_paused = False
+        self._restart_rate_window()  # the time reading was paused counts against us, not the client
+        self.transport.resume_reading()
+
+    def _restart_rate_window(self) -> None:
+        self.window_started = time.monotonic()
+        self.window_received = self.body_received
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic()
@@ -2107,62 +2238,155 @@ class HttpConnection(asyncio.Protocol):
         for event in events:
             kind = type(event)
             if kind is RequestHead:
-                self.head = event
-                self.body_parts = []
-                self.continue_due = event.expect_continue and event.content_length != 0
                 if event.method == "POST" and self.state.streaming_paths and \
                         event.target.partition("?")[0] in self.state.streaming_paths:
-                    self.sink = self.state.streaming.open_body_sink(event, self.peer)
+                    request = self.request = StreamedRequest(event, self.peer)
+                else:
+                    request = self.request = Request(event, b"", self.peer)
+                refusal = self.admit(request)
+                if (refusal is not None or event.content_length != 0) and self._start_body(event, refusal):
+                    break  # the rest of the stream is not read
             elif kind is Body:
                 self.continue_due = False
-                if self.sink is None:
-                    self.body_parts.append(event.data)
-                else:
+                self.body_received += len(event.data)
+                if self.sink is not None:
                     self.sink.feed(event.data)
+                elif self.refusal is None:
+                    self.body_parts.append(event.data)
+                    if self.charge_each_piece and self._charge_piece(len(event.data)):
+                        break
+                elif self.body_received > DROPPED_BODY_BYTES:  # a refused chunked body that goes on and on
+                    self._refuse_rest()
+                    break
             elif kind is EndOfMessage:
                 self.continue_due = False
-                if self.sink is None:
-                    body = b"".join(self.body_parts) if self.body_parts else b""
-                    self.pending.append(Request(self.head, body, self.peer))
+                request = self.request
+                self.request = None
+                if self.refusal is not None:
+                    self.pending.append(Refused(request, self.refusal))
+                    self.refusal = None
                 else:
-                    self.pending.append(StreamedRequest(self.head, self.peer, self.sink))
+                    if self.body_parts:
+                        parts = self.body_parts
+                        request.body = parts[0] if len(parts) == 1 else b"".join(parts)
+                        self.body_parts = []
+                        self.body_charge = 0  # counted as len(request.body) until the request is answered
                     self.sink = None
-                self.head, self.body_parts = None, []
+                    self.pending.append(request)
             else:
                 self.pending.append(event)
         if self.pending or self.continue_due:
             self._answer_pending()
-        if len(self.pending) > 64 and not self.reading_paused:
-            # A client pipelining faster than we answer: stop reading until we catch up.
-            self.reading_paused = True
-            self.transport.pause_reading()
+        if (self.pending or (self.busy and not self.parser.idle)) and not self.reading_paused and not self.closed:
+            self._pause_reading()  # requests wait behind an answer still being made: read no further
+
+    def _start_body(self, head: RequestHead, refusal: Optional[Response]) -> bool:
+        """Where the body of the request just admitted goes (a sink, or memory within the worker's budget),
+        or how a refused one is answered: True when the rest of the stream is not to be read."""
+        request = self.request
+        self.charge_each_piece = False
+        if refusal is None:
+            if type(request) is StreamedRequest:
+                try:
+                    request.sink = self.sink = self.state.app.open_body_sink(request)
+                except ApiError as error:
+                    refusal = error.response()
+                except Exception:
+                    refusal = internal_error_response()
+            elif head.content_length:
+                refusal = self._charge(head.content_length)
+            self.charge_each_piece = head.chunked and refusal is None and type(request) is not StreamedRequest
+        self.refusal = refusal
+        if refusal is not None and ((head.content_length or 0) > DROPPED_BODY_BYTES
+                                    or head.expect_continue and head.content_length != 0):
+            self._refuse_rest()  # a large body, or one the client waits to be invited to send
+            return True
+        # Admitted, or refused with a small body (or none, or a chunked one so far) that is read and dropped.
+        self.continue_due = head.expect_continue and refusal is None
+        self.body_received = 0
+        self._restart_rate_window()
+        return False
+
+    def _refuse_rest(self) -> None:
+        """Answer the current request's refusal in its turn without reading the rest of its body, then close."""
+        request = self.request
+        request.keep_alive = False
+        self.pending.append(Refused(request, self.refusal))
+        self.request, self.refusal = None, None
+        self._drop_body()
+        self.parser.stop()
+        self.continue_due = False
+        self.body_unread = True
+        if not self.reading_paused:
+            self._pause_reading()
+
+    def _charge(self, size: int) -> Optional[Response]:
+        """Count `size` more bytes of body in memory against the worker's budget, or the 503 when they do not fit."""
+        state = self.state
+        if state.body_memory + size > state.config.body_memory_budget:
+            return service_unavailable(f"rustiz already holds {state.body_memory} bytes of request bodies in memory, "
+                                       f"near RUSTIZ_BODY_MEMORY_BUDGET ({state.config.body_memory_budget}); "
+                                       "retry in a few seconds")
+        state.body_memory += size
+        self.body_charge += size
+        return None
+
+    def _charge_piece(self, size: int) -> bool:
+        """A piece of a chunked body: counted, or, over the budget, the request refused; True if refused."""
+        refusal = self._charge(size)
+        if refusal is None:
+            return False
+        self.refusal = refusal
+        self._refuse_rest()
+        return True
+
+    def _drop_body(self) -> None:
+        """Forget the body being received, and give its bytes back to the budget."""
+        self.body_parts = []
+        if self.body_charge:
+            self.state.body_memory -= self.body_charge
+            self.body_charge = 0
+
+    def _release(self, request: Request) -> None:
+        """A request is done with (answered, or dropped with its connection): its body leaves the budget and
+        its sink closes."""
+        if request.body:
+            self.state.body_memory -= len(request.body)
+        if type(request) is StreamedRequest:
+            request.sink.close()
 
     def _answer_pending(self) -> None:
         pending = self.pending
         while pending and not self.busy and not self.writing_paused and not self.closed:
             item = pending.pop(0)
-            if type(item) is ParseError:
+            kind = type(item)
+            if kind is ParseError:
                 self._answer_parse_error(item)
                 return
             started = time.perf_counter()
-            try:
-                result = self.state.handle(item)
-            except Exception:
-                result = internal_error_response()
+            if kind is Refused:
+                request, result = item.request, item.response
+            else:
+                request = item
+                try:
+                    result = self.state.respond(item)
+                except Exception:
+                    result = internal_error_response()
             if type(result) is Response or type(result) is FileResponse:
-                self._send(item, result, started)
+                self._send(request, result, started)
             elif type(result) is EventStreamResponse:
-                self._start_event_stream(item, result)
+                self._start_event_stream(request, result)
             else:
                 self.busy = True
-                asyncio.ensure_future(self._finish_async(item, result, started))
+                asyncio.ensure_future(self._finish_async(request, result, started))
         if self.continue_due and not pending and not self.busy and not self.closed:
             # Only once every earlier response is out, so the interim response stays in order.
             self.continue_due = False
             self.transport.write(CONTINUE_RESPONSE)
-        if self.reading_paused and len(pending) < 8 and not self.closed:
-            self.reading_paused = False
-            self.transport.resume_reading()
+            self._restart_rate_window()  # the client sends its body from now
+        if self.reading_paused and not pending and not self.writing_paused and not self.closed and (
+                not self.busy or self.event_stream is not None):  # (a stream is the last answer: read to see it end)
+            self._resume_reading()
 
     async def _finish_async(self, request: Request, awaitable: Awaitable[Response], started: float) -> None:
         try:
@@ -2177,12 +2401,12 @@ class HttpConnection(asyncio.Protocol):
         elif not self.closed:
             self._send(request, response, started)
             self._answer_pending()
-        elif type(request) is StreamedRequest:
-            request.sink.close()
+        else:
+            self._release(request)
 
     def _send(self, request: Request, response: Response, started: float) -> None:
-        if type(request) is StreamedRequest:
-            request.sink.close()  # before the answer leaves, so a client that got it finds no temporary file
+        if request.body or type(request) is StreamedRequest:
+            self._release(request)  # before the answer leaves, so a client that got it finds no temporary file
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
         self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
@@ -2279,34 +2503,63 @@ class HttpConnection(asyncio.Protocol):
         self.transport.write(serialize_response(response, False, False, False))
         if self.state.config.access_log:
             log(f"{self.peer} rejected with {error.status}: {error.reason}")
+        self.body_unread = True  # (whatever follows a broken request is not read)
         self.close()
 
     def close(self) -> None:
+        """Close once what was written is sent. When the client may still be sending a body we did not read,
+        half-close first and close LINGER_SECONDS later: closing a socket with unread bytes makes the
+        kernel reset the connection, which can destroy the answer on its way to the client."""
         if not self.closed:
             self.closed = True
             self._drop_pending()
-            self.transport.close()  # flushes what was written, then closes
+            if self.body_unread and self.transport.can_write_eof():
+                if not self.reading_paused:
+                    self._pause_reading()
+                self.transport.write_eof()
+                self.lingering_until = time.monotonic() + LINGER_SECONDS
+            else:
+                self.transport.close()
+
+    def _abort(self) -> None:
+        """Close at once, dropping unsent answers: for a client that stopped reading them."""
+        self.closed = True
+        self._drop_pending()
+        self.transport.abort()
 
     def _drop_pending(self) -> None:
         for item in self.pending:
-            if type(item) is StreamedRequest:
-                item.sink.close()
+            if type(item) is Request or type(item) is StreamedRequest:
+                self._release(item)
         self.pending.clear()
 
     def check_timeouts(self, now: float) -> None:
-        """Called once a second: drop idle keep-alive connections and clients too slow to send a request."""
+        """Called once a second: drop idle keep-alive connections, clients that stopped reading our answers,
+        and clients too slow to send a request (a head within the header timeout, a body at the minimum rate)."""
         config = self.state.config
-        if self.outgoing is not None and now - self.last_activity > config.keepalive_timeout:
-            self.close()  # a client that stopped reading a file we send it
-        if self.closed or self.busy or self.pending:
+        if self.closed:
+            if self.lingering_until and (now >= self.lingering_until or self.state.closing):
+                self.transport.close()
+            return
+        if (self.outgoing is not None or self.writing_paused) and now - self.last_activity > config.keepalive_timeout:
+            self._abort()
+            return
+        if self.busy or self.pending or self.reading_paused:
             return
         if self.parser.idle:
-            limit = config.keepalive_timeout if self.answered else config.header_timeout
+            limit = config.keepalive_timeout if self.answered else self.head_timeout
             if now - self.last_activity > limit or self.state.closing:
                 self.close()
-        elif (now - self.message_started > config.header_timeout if self.parser.reading_head
-              else now - self.last_activity > config.header_timeout):
-            self._answer_parse_error(ParseError(408, "the request was not received in time"))
+        elif self.parser.reading_head:
+            if now - self.message_started > self.head_timeout:
+                self._answer_parse_error(ParseError(408, "the request was not received in time"))
+        elif now - self.window_started >= config.body_rate_window:
+            if self.body_received - self.window_received < config.body_min_rate * config.body_rate_window:
+                self._answer_parse_error(ParseError(408, (
+                    f"the request body arrived slower than {config.body_min_rate} bytes/s over "
+                    f"{config.body_rate_window:g} s (RUSTIZ_BODY_MIN_RATE): send it faster, or in smaller requests")))
+            else:
+                self._restart_rate_window()
 
 
 FILE_PIECE_BYTES = 256 * 1024
@@ -2392,7 +2645,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     store = Store(config.database)
     store.share_reads_per_loop_turn(loop.call_soon)
     app = App(config, store)
-    state = ServerState(config, app.handle, app)
+    state = ServerState(config, app, connections_within_open_file_limit(config.max_connections))
     stop = loop.create_future()
 
     def request_stop() -> None:
@@ -2447,7 +2700,34 @@ async def drain(server: asyncio.AbstractServer, state: ServerState, timeout: flo
         await asyncio.sleep(0.05)
     for connection in list(state.connections):
         connection.close()
+        connection.transport.close()  # (ends a graceful close's lingering too)
     await asyncio.sleep(0)
+
+
+FILES_BESIDES_CONNECTIONS = 64  # the listening socket, the database and its WAL, files being uploaded or sent...
+
+
+def connections_within_open_file_limit(max_connections: int) -> int:
+    """RUSTIZ_MAX_CONNECTIONS, raising the open-file limit (ulimit -n) towards its hard limit if it must;
+    when even the hard limit is too low, as many connections as it leaves room for (and a log line)."""
+    needed = max_connections + OVERFLOW_CONNECTIONS + FILES_BESIDES_CONNECTIONS
+    allowed = os.sysconf("SC_OPEN_MAX")  # the soft RLIMIT_NOFILE, without importing resource
+    if allowed < 0 or allowed >= needed:
+        return max_connections
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        allowed = raised
+    except (ValueError, OSError):
+        pass
+    if allowed >= needed:
+        return max_connections
+    fitting = max(1, allowed - OVERFLOW_CONNECTIONS - FILES_BESIDES_CONNECTIONS)
+    log(f"RUSTIZ_MAX_CONNECTIONS={max_connections} needs {needed} open files, but this process may open "
+        f"{allowed} (ulimit -n): serving at most {fitting} connections at once")
+    return fitting
 
 
 def serve(config: Config, startup_note: str) -> int:
@@ -4090,12 +4370,9 @@ class App:
         route = self.streaming_paths.get(head.target.partition("?")[0])
         return route.body_limit if route is not None else None
 
-    def open_body_sink(self, head: RequestHead, peer: str) -> BodySink:
-        request = Request(head, b"", peer)
-        organization = self.guard.organization(request)
-        if type(organization) is Response:
-            return BodySink()  # the handler's dispatch answers the 401 once the body is in
-        return self.streaming_paths[request.path].open_sink(request, organization)
+    def open_body_sink(self, request: StreamedRequest) -> BodySink:
+        """The sink for the body of an admitted request on a streaming route."""
+        return self.streaming_paths[request.path].open_sink(request, request.organization)
 
     def _find_routes(self, request: Request) -> Optional[dict]:
         routes = self.routes.get(request.path) or self.files.get(request.path)
@@ -4113,60 +4390,79 @@ class App:
         return None
 
     def handle(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        """Admit `request`, then answer it (a connection calls the two apart: admit as soon as the head is in)."""
+        refused = self.admit(request)
+        return refused if refused is not None else self.respond(request)
+
+    def admit(self, request: Request) -> Optional[Response]:
+        """None when `request` goes on, decided from its head alone (method, limits, route, key), with its
+        route and organization recorded on it for `respond`; else its answer (405, 429, 404, 401...)."""
         try:
-            return self._dispatch(request)
+            method = request.method
+            if method not in KNOWN_METHODS:
+                return self._method_not_allowed(request, KNOWN_METHODS)
+            if self.config.request_limit and request.path != "/health":
+                refused = self.guard.request_limit(request)
+                if refused is not None:
+                    return refused
+            rate_headers: list = []
+            if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
+                # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
+                organization = self.guard.organization(request)
+                if type(organization) is Response:
+                    return organization
+                limited = self.guard.api_limit(organization)
+                if type(limited) is Response:
+                    return limited
+                rate_headers = limited
+            routes = self._find_routes(request)
+            if routes is None:
+                if request.path == "*":  # OPTIONS * (the parser lets no other method through with it)
+                    return Response(204, b"", "", [("Allow", ", ".join(KNOWN_METHODS))])
+                return json_response({"message": f"Cannot {method} {request.target}", "error": "Not Found",
+                                      "statusCode": 404}, 404, rate_headers)
+            route = routes.get("GET" if method == "HEAD" else method)
+            if route is None:
+                allowed = sorted(routes) + (["HEAD"] if "GET" in routes else [])
+                if method == "OPTIONS":
+                    return Response(204, b"", "", [("Allow", ", ".join(allowed + ["OPTIONS"]))])
+                return self._method_not_allowed(request, allowed)
+            organization = None
+            if route.authenticated:
+                organization = self.guard.organization(request)
+                if type(organization) is Response:
+                    return organization
+            request.route, request.organization, request.rate_headers = route, organization, rate_headers
+            return None
         except ApiError as error:
             return error.response()
         except Exception:
             return internal_error_response()
 
-    def _dispatch(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        method = request.method
-        if method not in KNOWN_METHODS:
-            return self._method_not_allowed(request, KNOWN_METHODS)
-        if self.config.request_limit and request.path != "/health":
-            refused = self.guard.request_limit(request)
-            if refused is not None:
-                return refused
-        rate_headers: list = []
-        if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
-            # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
-            organization = self.guard.organization(request)
-            if type(organization) is Response:
-                return organization
-            limited = self.guard.api_limit(organization)
-            if type(limited) is Response:
-                return limited
-            rate_headers = limited
-        routes = self._find_routes(request)
-        if routes is None:
-            return json_response({"message": f"Cannot {method} {request.target}", "error": "Not Found",
-                                  "statusCode": 404}, 404, rate_headers)
-        route = routes.get("GET" if method == "HEAD" else method)
-        if route is None:
-            allowed = sorted(routes) + (["HEAD"] if "GET" in routes else [])
-            if method == "OPTIONS":
-                return Response(204, b"", "", [("Allow", ", ".join(allowed + ["OPTIONS"]))])
-            return self._method_not_allowed(request, allowed)
-        if route.authenticated:
-            organization = self.guard.organization(request)
-            if type(organization) is Response:
-                return organization
-            try:
-                response = route.handler(request, organization)
-            except ApiError as refused:  # a refused create post still shows what it cost, as in Postiz
-                response = refused.response()
-        else:
-            response = route.handler(request)
-        if rate_headers:
-            response.headers.extend(rate_headers)
-        return response
+    def respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        """The answer to an admitted request, body and all."""
+        try:
+            if request.route.authenticated:
+                try:
+                    response = request.route.handler(request, request.organization)
+                except ApiError as refused:  # a refused create post still shows what it cost, as in Postiz
+                    response = refused.response()
+            else:
+                response = request.route.handler(request)
+            if request.rate_headers:
+                response.headers.extend(request.rate_headers)
+            return response
+        except ApiError as error:
+            return error.response()
+        except Exception:
+            return internal_error_response()
 
     @staticmethod
     def _method_not_allowed(request: Request, allowed: tuple | list) -> Response:
+        refused = ("rustiz is not a proxy: CONNECT is not supported" if request.method == "CONNECT"
+                   else f"{request.method} is not allowed on {request.path}")
         return json_response({"statusCode": 405, "error": "Method Not Allowed",
-                              "message": f"{request.method} is not allowed on {request.path}; "
-                                         f"use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
+                              "message": f"{refused}; use {', '.join(allowed)}"}, 405, [("Allow", ", ".join(allowed))])
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
@@ -5392,7 +5688,10 @@ class MediaApi:
         size = status.st_size
         etag = f'"{size:x}-{status.st_mtime_ns:x}"'
         headers = [("ETag", etag), ("Last-Modified", http_date(status.st_mtime)), ("Accept-Ranges", "bytes"),
-                   ("Cache-Control", "public, max-age=31536000, immutable"), ("X-Content-Type-Options", "nosniff")]
+                   ("Cache-Control", "public, max-age=31536000, immutable"), ("X-Content-Type-Options", "nosniff"),
+                   # Media are served from rustiz's own origin: were a file ever rendered as a document
+                   # (an SVG, a browser ignoring the type), it may run nothing and reach nothing.
+                   ("Content-Security-Policy", "default-src 'none'; sandbox")]
         content_type = MEDIA_TYPES[params["name"].rpartition(".")[2]].content_type
         if_none_match = request.headers.get("if-none-match")
         if if_none_match is not None and (if_none_match.strip() == "*" or etag in

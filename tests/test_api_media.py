@@ -320,9 +320,11 @@ def test_client_gone_mid_upload_leaves_no_temporary_file_and_no_row(shared):
 
 @pytest.fixture(scope="module")
 def small(pyz, tmp_path_factory) -> RustizServer:
-    """Video up to 100 000 bytes; ordinary bodies up to 2 KiB (uploads have their own limit)."""
+    """Video up to 100 000 bytes; ordinary bodies up to 2 KiB (uploads have their own limit), and no
+    more than 2 KiB of bodies in memory at once (uploads go to disk and do not count)."""
     server = RustizServer(pyz, tmp_path_factory.mktemp("small"),
-                          {"RUSTIZ_MAX_VIDEO_BYTES": "100000", "RUSTIZ_MAX_BODY": "2048"})
+                          {"RUSTIZ_MAX_VIDEO_BYTES": "100000", "RUSTIZ_MAX_BODY": "2048",
+                           "RUSTIZ_BODY_MEMORY_BUDGET": "2048"})
     server.start()
     yield server
     server.stop()
@@ -331,6 +333,11 @@ def small(pyz, tmp_path_factory) -> RustizServer:
 def test_upload_route_has_its_own_body_limit_above_rustiz_max_body(small):
     status, media = upload(small, png_file(b"p" * 50_000))
     assert status == 201, media
+
+
+def test_uploads_stream_to_disk_outside_the_body_memory_budget(small):
+    statuses = [upload(small, mp4_file(100_000), filename="mp4")[0] for _ in range(3)]  # 50 times the budget each
+    assert statuses == [201, 201, 201]
 
 
 def test_video_over_the_configured_limit_is_413_naming_the_setting(small):
@@ -381,6 +388,14 @@ def test_served_file_has_etag_last_modified_and_cache_headers(shared, stored):
     assert headers["content-length"] == str(len(data)) and headers["accept-ranges"] == "bytes"
     assert headers["etag"].startswith('"') and headers["last-modified"].endswith(" GMT")
     assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize("extra", [{}, {"Range": "bytes=0-9"}], ids=["whole", "range"])
+def test_served_file_may_run_nothing_if_a_browser_renders_it(shared, stored, extra):
+    path, _ = stored
+    status, headers, _ = call(shared, "GET", path, headers=extra)
+    assert status in (200, 206)
+    assert headers["content-security-policy"] == "default-src 'none'; sandbox"
 
 
 def test_served_under_api_uploads_too(shared, stored):

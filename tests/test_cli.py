@@ -229,6 +229,10 @@ def test_serve_with_a_mode_000_config_exits_2_with_one_clear_line(pyz, tmp_path)
     ("API_LIMIT", "lots", "env"),
     ("RUSTIZ_WORKERS", "0", "env"),
     ("RUSTIZ_TRUSTED_PROXIES", "not-an-address", "file"),
+    ("RUSTIZ_MAX_CONNECTIONS", "0", "env"),
+    ("RUSTIZ_BODY_MEMORY_BUDGET", "1048576", "env"),  # below RUSTIZ_MAX_BODY: no largest body could ever fit
+    ("RUSTIZ_BODY_MIN_RATE", "0", "file"),
+    ("RUSTIZ_BODY_RATE_WINDOW", "-3", "env"),
 ])
 def test_serve_with_a_bad_setting_exits_2_with_one_line_naming_it(pyz, tmp_path, name, value, where):
     directory = tmp_path / "data"

@@ -275,14 +275,29 @@ def test_expect_100_continue_gets_100_continue_before_the_body_is_sent(shared, f
     else:
         head, body = b"Transfer-Encoding: chunked\r\n", b"5\r\nhello\r\n0\r\n\r\n"
     with Client(shared.port, timeout=3) as client:
-        client.send(b"POST /public/v1/xyz HTTP/1.1\r\nExpect: 100-continue\r\n" + head + b"\r\n")
+        client.send(b"POST /public/v1/posts HTTP/1.1\r\nAuthorization: " + shared.key.encode()
+                    + b"\r\nExpect: 100-continue\r\n" + head + b"\r\n")
         interim = client.read_response()
         assert interim.status == 100
         assert interim.head == b"HTTP/1.1 100 Continue\r\n\r\n"
         client.send(body)
         final = client.read_response()
-        assert (final.status, final.body) == (404, NOT_FOUND_XYZ)
+        assert final.status == 400 and "not valid JSON" in final.json()["message"], final.body
         assert client.request(get()).status == 200
+
+
+@pytest.mark.parametrize("path, key, status", [("/public/v1/xyz", None, 404), ("/public/v1/posts", None, 401),
+                                                ("/public/v1/posts", "0" * 64, 401)])
+def test_expect_100_continue_on_a_request_refused_at_its_head_gets_the_refusal_without_100_continue(
+        shared, path, key, status):
+    authorization = f"Authorization: {key}\r\n" if key else ""
+    with Client(shared.port, timeout=3) as client:
+        client.send(f"POST {path} HTTP/1.1\r\n{authorization}Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+                    .encode())
+        response = client.read_response()
+        assert response.status == status, response.head
+        assert response.header("Connection") == "close"  # the client might send its body anyway
+        assert client.closed_by_server()
 
 
 def test_expect_100_continue_from_an_http10_client_is_ignored(shared):
@@ -446,6 +461,73 @@ def test_unknown_path_is_404_with_the_postiz_body(shared):
     assert_health_ok(shared.port)
 
 
+def test_a_refused_request_with_a_small_body_is_answered_and_the_connection_goes_on(shared):
+    with Client(shared.port) as client:
+        response = client.request(b"POST /public/v1/posts HTTP/1.1\r\nContent-Length: 1000\r\n\r\n" + b"x" * 1000)
+        assert response.status == 401 and response.header("Connection") is None
+        assert client.request(get()).status == 200
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_refused_request_with_a_large_body_is_answered_before_the_body_and_the_connection_closed(
+        start_server, framing):
+    server = start_server()  # with the default body limit, 25 MiB
+    head = b"Content-Length: 20000000\r\n" if framing == "content-length" else b"Transfer-Encoding: chunked\r\n"
+    body = b"x" * 100_000 if framing == "content-length" else b"186a0\r\n" + b"x" * 100_000 + b"\r\n"
+    with Client(server.port) as client:
+        client.send(b"POST /public/v1/posts HTTP/1.1\r\nAuthorization: wrong\r\n" + head + b"\r\n" + body)
+        response = client.read_response()
+        assert response.status == 401 and response.header("Connection") == "close", response.head
+        assert response.json() == {"msg": "Invalid API key"}
+        assert client.closed_by_server()
+    assert_health_ok(server.port)
+
+
+# --- request targets: origin, absolute, asterisk and authority forms (RFC 9112 3.2) --------------
+
+
+@pytest.mark.parametrize("target", ["http://rustiz.example/health", "HTTP://rustiz.example:5077/health",
+                                    "https://user@[::1]:8443/health"])
+def test_absolute_form_target_is_routed_by_its_path(shared, target):
+    with Client(shared.port) as client:
+        response = client.request(f"GET {target} HTTP/1.1\r\nHost: other.example\r\n\r\n".encode())
+        assert (response.status, response.body) == (200, b"ok")
+
+
+def test_absolute_form_target_keeps_its_query_and_an_empty_path_is_slash(shared):
+    with Client(shared.port) as client:
+        response = client.request(get("http://rustiz.example/public/v1/xyz?a=1&b=2"))
+        assert response.status == 404
+        assert response.json()["message"] == "Cannot GET /public/v1/xyz?a=1&b=2"
+        index = client.request(get("/"))
+        assert client.request(get("http://rustiz.example?x=1")).body == index.body  # the web app's page
+        authorized = client.request(get("http://rustiz.example/public/v1/integrations",
+                                         f"Authorization: {shared.key}\r\n"))
+        assert (authorized.status, authorized.body) == (200, b"[]")
+
+
+def test_options_asterisk_lists_the_methods_the_server_knows(shared):
+    reply = raw_exchange(shared.port, b"OPTIONS * HTTP/1.1\r\nHost: rustiz\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 204 "), reply
+    allow = re.search(rb"\r\nAllow: ([^\r]*)\r\n", reply).group(1).decode()
+    assert {"GET", "POST", "OPTIONS"} <= {method.strip() for method in allow.split(",")}
+
+
+def test_connect_is_refused_with_405_naming_the_server_as_no_proxy(shared):
+    with Client(shared.port) as client:
+        response = client.request(b"CONNECT rustiz.example:443 HTTP/1.1\r\nHost: rustiz.example:443\r\n\r\n")
+        assert response.status == 405
+        assert "CONNECT" not in response.header("Allow")
+        assert "not a proxy" in response.json()["message"]
+
+
+@pytest.mark.parametrize("target", ["*", "health", "rustiz.example:443", "ftp://rustiz.example/health",
+                                    "http:///health", "http:health"])
+def test_a_target_in_no_form_the_method_allows_is_400_and_the_connection_closed(shared, target):
+    response = assert_rejected(shared, f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), 400)
+    assert "target" in response.json()["message"]
+
+
 # --- timeouts ----------------------------------------------------------------------------------
 
 
@@ -492,4 +574,35 @@ def test_idle_keep_alive_connection_is_closed_after_the_keepalive_timeout(start_
         assert client.closed_by_server(within=1 + SWEEP_SLACK + 1)
         elapsed = time.monotonic() - idle_since
         assert 0.9 <= elapsed <= 1 + SWEEP_SLACK, elapsed
+    assert_health_ok(server.port)
+
+
+def test_a_body_sent_above_the_minimum_rate_is_accepted_however_far_apart_its_pieces(start_server):
+    # Pieces 1.5 s apart, beyond the 1 s header timeout, but 2 KiB/s on average where 1 KiB/s is asked.
+    server = start_server(env={**TIMEOUT_ENV, "RUSTIZ_BODY_MIN_RATE": "1024", "RUSTIZ_BODY_RATE_WINDOW": "2"})
+    body = b'{"type": "draft"' + b" " * 9000 + b"}"
+    with Client(server.port, timeout=10) as client:
+        client.send(b"POST /public/v1/posts HTTP/1.1\r\nAuthorization: " + server.key.encode()
+                    + b"\r\nContent-Length: %d\r\n\r\n" % len(body))
+        for start in range(0, len(body), 3000):
+            time.sleep(1.5)
+            client.send(body[start:start + 3000])
+        response = client.read_response()
+        assert response.json()["message"] == "All posts must have an integration id", response.body  # read whole
+
+
+def test_a_body_slower_than_the_minimum_rate_is_answered_408_and_disconnected(start_server):
+    server = start_server(env={**TIMEOUT_ENV, "RUSTIZ_BODY_MIN_RATE": "1024", "RUSTIZ_BODY_RATE_WINDOW": "2"})
+    with Client(server.port, timeout=10) as client:
+        client.send(b"POST /public/v1/posts HTTP/1.1\r\nAuthorization: " + server.key.encode()
+                    + b"\r\nContent-Length: 100000\r\n\r\n")
+        started = time.monotonic()
+        while not select.select([client.sock], [], [], 0.5)[0]:  # 200 bytes/s, a piece well within 1 s
+            assert time.monotonic() - started < 2 + SWEEP_SLACK + 1, "still reading a body sent at 200 bytes/s"
+            client.send(b"x" * 100)
+        response = client.read_response()
+        assert response.status == 408
+        assert "1024 bytes/s" in response.json()["message"]
+        assert response.header("Connection") == "close"
+        assert client.closed_by_server()
     assert_health_ok(server.port)

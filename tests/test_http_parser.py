@@ -232,6 +232,27 @@ def test_get_request_gives_head_and_end_of_message_with_lowercased_headers():
                                   True, False, 0, False), EndOfMessage()]
 
 
+@pytest.mark.parametrize("target, path", [
+    ("http://example.com/public/v1/posts?x=1", "/public/v1/posts?x=1"), ("HTTPS://example.com:8443/a/b", "/a/b"),
+    ("http://example.com", "/"), ("http://example.com?q=1", "/?q=1"), ("http://u:p@[::1]:80/health", "/health"),
+])
+def test_absolute_form_target_is_reported_as_its_path_and_query(target, path):
+    assert single_head(f"GET {target} HTTP/1.1\r\nHost: other\r\n\r\n".encode()).target == path
+
+
+def test_asterisk_form_is_accepted_for_options_and_authority_form_for_connect():
+    assert single_head(b"OPTIONS * HTTP/1.1\r\n\r\n").target == "*"
+    assert single_head(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n").target == "example.com:443"
+
+
+@pytest.mark.parametrize("line", [b"GET * HTTP/1.1", b"POST * HTTP/1.1", b"GET example.com:443 HTTP/1.1",
+                                  b"GET health HTTP/1.1", b"GET ftp://example.com/ HTTP/1.1",
+                                  b"GET http:///health HTTP/1.1", b"GET http://?x HTTP/1.1"])
+def test_a_target_in_a_form_its_method_may_not_use_is_400(line):
+    error = only_error(feed_whole(line + b"\r\n\r\n"))
+    assert error.status == 400 and "target" in error.reason
+
+
 def test_repeated_headers_are_joined_with_comma():
     head = single_head(b"GET / HTTP/1.1\r\nAccept: a\r\naccept: b\r\n\r\n")
     assert head.headers["accept"] == "a, b"

@@ -1,0 +1,261 @@
+"""Hostile clients against the built .pyz, over real sockets: each attack of issue 10 is reproduced
+while the server's memory is read from /proc/<pid>/status and /health is asked every 0.2 s.
+
+Each test starts its own server, so VmHWM (the kernel's record of the process's peak RSS) is the peak
+of that attack alone. An idle server holds about 25 MiB; every bound below leaves room for that and
+for the read buffers of the attacking connections, and none leaves room for the bodies themselves.
+Settings are shrunk through the environment (shorter timeouts, smaller windows) so that the whole
+module runs in well under a minute.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+MIB = 1024 * 1024
+ANNOUNCED_BODY = 25 * MIB  # RUSTIZ_MAX_BODY's default: the largest body anyone may announce
+CONNECTIONS = 40
+PIECE = 64 * 1024
+
+
+# --- what the server holds, and whether /health still answers -----------------------------------
+
+def _status_kib(pid: int, field_name: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field_name} in /proc/{pid}/status")
+
+
+def peak_rss_mib(server) -> float:
+    """The server's peak resident memory since it started (VmHWM), in MiB."""
+    return _status_kib(server.process.pid, "VmHWM") / 1024
+
+
+class HealthProbe(threading.Thread):
+    """GET /health on a new connection every 0.2 s while the attack runs: the slowest answer, every failure."""
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        self.port = port
+        self.stopping = threading.Event()
+        self.seconds: list = []
+        self.failures: list = []
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=3) as connection:
+                    connection.sendall(b"GET /health HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
+                    reply = b""
+                    while chunk := connection.recv(4096):
+                        reply += chunk
+                if not (reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b"\r\n\r\nok")):
+                    self.failures.append(reply[:200])
+            except OSError as error:
+                self.failures.append(repr(error))
+            self.seconds.append(time.monotonic() - started)
+            self.stopping.wait(0.2)
+
+    def __enter__(self) -> "HealthProbe":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        deadline = time.monotonic() + 5
+        while len(self.seconds) < 3 and time.monotonic() < deadline and self.is_alive():
+            time.sleep(0.05)  # a few answers at least, even when the attack was over at once
+        self.stopping.set()
+        self.join(10)
+
+    def assert_answered_within_a_second(self) -> None:
+        assert len(self.seconds) >= 3, "the probe hardly ran"
+        assert not self.failures, f"/health failed during the attack: {self.failures[:3]}"
+        assert max(self.seconds) < 1.0, f"/health took {max(self.seconds):.2f} s during the attack"
+
+
+# --- attacking connections (asyncio, so that forty of them cost the test little) ---------------
+
+@dataclass
+class Outcome:
+    sent: int = 0  # body bytes the client managed to send
+    answer: bytes = b""
+    closed_after: float | None = None  # seconds from the head to the server closing the connection
+    errors: list = field(default_factory=list)
+
+    @property
+    def status(self) -> int:
+        return int(self.answer[9:12]) if self.answer.startswith(b"HTTP/1.1 ") else 0
+
+
+async def stream(port: int, pieces, interval: float, seconds: float, reading: bool) -> Outcome:
+    """Send the byte strings of `pieces`, `interval` s apart, reading whatever comes back (unless not
+    `reading`), until the server closes the connection or `seconds` have passed."""
+    loop = asyncio.get_running_loop()
+    outcome = Outcome()
+    connection = socket.socket()
+    connection.setblocking(False)
+    await loop.sock_connect(connection, ("127.0.0.1", port))
+    started = time.monotonic()
+
+    async def send() -> None:
+        try:
+            for piece in pieces:
+                await loop.sock_sendall(connection, piece)
+                outcome.sent += len(piece)
+                if interval:
+                    await asyncio.sleep(interval)
+        except OSError as error:  # the server closed the connection on us: that is the point
+            outcome.errors.append(error)
+
+    async def receive() -> None:
+        if not reading:
+            await sending
+            return
+        try:
+            while chunk := await loop.sock_recv(connection, 65536):
+                outcome.answer += chunk
+        except OSError as error:
+            outcome.errors.append(error)
+        outcome.closed_after = time.monotonic() - started
+
+    sending = asyncio.ensure_future(send())
+    try:
+        await asyncio.wait_for(receive(), seconds)
+    except asyncio.TimeoutError:
+        pass
+    sending.cancel()
+    await asyncio.gather(sending, return_exceptions=True)
+    connection.close()
+    return outcome
+
+
+def body_pieces(head: bytes, body_bytes: int, piece: int = PIECE):
+    """`head`, then `body_bytes` of body in pieces of `piece` bytes."""
+    yield head
+    data = b"x" * piece
+    for _ in range(body_bytes // piece):
+        yield data
+
+
+def attack(port: int, streams: list, interval: float = 0.0, seconds: float = 8.0, reading: bool = True) -> list:
+    """One connection per stream of pieces, all at once; their outcomes."""
+    async def everyone() -> list:
+        return await asyncio.gather(*(stream(port, pieces, interval, seconds, reading) for pieces in streams))
+    return asyncio.run(everyone())
+
+
+def post_head(key: str | None, length: int = ANNOUNCED_BODY, path: str = "/public/v1/posts") -> bytes:
+    authorization = f"Authorization: {key}\r\n" if key is not None else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: rustiz\r\n{authorization}Content-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+
+
+# --- the attacks -----------------------------------------------------------------------------------
+
+def test_bodies_without_a_valid_key_are_refused_at_the_head_and_never_buffered(start_server):
+    server = start_server()
+    heads = [post_head(None)] * (CONNECTIONS // 2) + [post_head("0" * 64)] * (CONNECTIONS // 2)
+    with HealthProbe(server.port) as probe:
+        outcomes = attack(server.port, [body_pieces(head, ANNOUNCED_BODY) for head in heads])
+    assert peak_rss_mib(server) < 80, f"peak RSS {peak_rss_mib(server):.0f} MiB: refused bodies were buffered"
+    for outcome in outcomes:
+        assert outcome.status == 401, outcome.answer[:300]
+        assert b"Connection: close" in outcome.answer
+        assert outcome.closed_after is not None and outcome.closed_after < 5, "the connection was kept open"
+        assert outcome.sent < ANNOUNCED_BODY, "the whole body was read before the refusal"
+    probe.assert_answered_within_a_second()
+
+
+SLOW_BODY_ENV = {"RUSTIZ_BODY_MIN_RATE": "32768", "RUSTIZ_BODY_RATE_WINDOW": "2", "RUSTIZ_HEADER_TIMEOUT": "2",
+                 "RUSTIZ_BODY_MEMORY_BUDGET": str(2048 * MIB)}  # room for every announced body: the rate alone stops them
+
+
+def test_authenticated_bodies_trickled_below_the_minimum_rate_are_cut_off_with_408(start_server):
+    server = start_server(env=SLOW_BODY_ENV)
+    # 4 KiB/s each: a byte well within every header timeout, so only a rate floor stops them.
+    with HealthProbe(server.port) as probe:
+        outcomes = attack(server.port, [body_pieces(post_head(server.key), ANNOUNCED_BODY, piece=1024)
+                                        for _ in range(CONNECTIONS)], interval=0.25, seconds=9)
+    assert peak_rss_mib(server) < 80, f"peak RSS {peak_rss_mib(server):.0f} MiB"
+    for outcome in outcomes:
+        assert outcome.status == 408, outcome.answer[:300]
+        assert b"32768 bytes/s" in outcome.answer, outcome.answer
+        assert outcome.closed_after is not None and outcome.closed_after < 2 + 4, outcome.closed_after
+    probe.assert_answered_within_a_second()
+
+
+def test_bodies_in_flight_beyond_the_memory_budget_are_refused_with_503_and_retry_after(start_server):
+    budget = 64 * MIB
+    server = start_server(env={"RUSTIZ_BODY_MEMORY_BUDGET": str(budget)})
+    # 40 x 25 MiB announced by a key holder, sent at 1 MiB/s: two fit in the budget, the rest wait outside.
+    with HealthProbe(server.port) as probe:
+        outcomes = attack(server.port, [body_pieces(post_head(server.key), ANNOUNCED_BODY)
+                                        for _ in range(CONNECTIONS)], interval=0.0625, seconds=4)
+    assert peak_rss_mib(server) < 64 + 40, f"peak RSS {peak_rss_mib(server):.0f} MiB is over the budget"
+    refused = [outcome for outcome in outcomes if outcome.status == 503]
+    assert len(refused) >= CONNECTIONS - budget // ANNOUNCED_BODY, [outcome.status for outcome in outcomes]
+    for outcome in refused:
+        head, _, body = outcome.answer.partition(b"\r\n\r\n")
+        assert b"\r\nRetry-After: " in head and b"\r\nConnection: close" in head, head
+        assert "RUSTIZ_BODY_MEMORY_BUDGET" in json.loads(body)["message"]
+    probe.assert_answered_within_a_second()
+
+
+def uploaded_video(server, size: int) -> str:
+    """The path of a `size`-byte MP4 uploaded to `server` (its bytes are zeros after the boxes that name it MP4)."""
+    def box(kind: bytes, payload: bytes) -> bytes:
+        return (8 + len(payload)).to_bytes(4, "big") + kind + payload
+    head = box(b"ftyp", b"isom\x00\x00\x02\x00isomiso2avc1mp41") + box(b"moov", b"")
+    video = head + box(b"mdat", bytes(size - len(head) - 8))
+    boundary = "hostileClientsBoundary"
+    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="mp4"\r\n'
+            f"Content-Type: video/mp4\r\n\r\n").encode() + video + f"\r\n--{boundary}--\r\n".encode()
+    status, _, answer = server.request("POST", "/public/v1/upload", {
+        "Authorization": server.key, "Content-Type": f"multipart/form-data; boundary={boundary}"}, body, timeout=30)
+    assert status == 201, answer
+    return json.loads(answer)["path"][len(server.url):]
+
+
+def test_pipelined_bodies_behind_an_unread_response_are_not_read(start_server):
+    server = start_server()
+    video = uploaded_video(server, 16 * MIB)
+    # A 16 MiB answer the client never reads, then eight 25 MiB POSTs on the same connection.
+    unread = f"GET {video} HTTP/1.1\r\nHost: rustiz\r\n\r\n".encode()
+    pieces = [unread] + [piece for _ in range(8) for piece in body_pieces(post_head(server.key), ANNOUNCED_BODY)]
+    with HealthProbe(server.port) as probe:
+        [outcome] = attack(server.port, [pieces], seconds=4, reading=False)
+    assert peak_rss_mib(server) < 80, f"peak RSS {peak_rss_mib(server):.0f} MiB: pipelined bodies were buffered"
+    assert outcome.sent < ANNOUNCED_BODY, f"the server read {outcome.sent / MIB:.0f} MiB behind its answer"
+    probe.assert_answered_within_a_second()
+
+
+def test_connections_beyond_the_maximum_get_503_with_retry_after_while_health_answers(start_server):
+    limit = 30
+    server = start_server(env={"RUSTIZ_MAX_CONNECTIONS": str(limit), "RUSTIZ_HEADER_TIMEOUT": "30"})
+    idle = []
+    try:
+        with HealthProbe(server.port) as probe:
+            for _ in range(limit + 100):
+                idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+            time.sleep(0.5)
+            status, headers, body = server.request("GET", "/public/v1/integrations",
+                                                   {"Authorization": server.key})
+            assert status == 503, (status, body)
+            assert int(headers["retry-after"]) > 0
+            assert f"RUSTIZ_MAX_CONNECTIONS ({limit})" in json.loads(body)["message"]
+            time.sleep(1)
+        probe.assert_answered_within_a_second()
+    finally:
+        for connection in idle:
+            connection.close()
+    deadline = time.monotonic() + 5
+    while server.request("GET", "/public/v1/integrations", {"Authorization": server.key})[0] != 200:
+        assert time.monotonic() < deadline, "still refusing once the idle connections left"
+        time.sleep(0.1)
