@@ -28,8 +28,8 @@ def platforms():
 
 
 @pytest.fixture
-def server(start_server, platforms):
-    return start_server(env=platforms.env)
+def server(start_server_with_fakes, platforms):
+    return start_server_with_fakes(env=platforms.env)
 
 
 def host(fake) -> str:
@@ -81,9 +81,9 @@ def refused(server, payload) -> list | str:
 
 
 @pytest.fixture
-def logged_server(start_server, platforms):
+def logged_server(start_server_with_fakes, platforms):
     """A server that logs every request, to prove credentials never reach the log."""
-    return start_server(env={**platforms.env, "RUSTIZ_ACCESS_LOG": "1"})
+    return start_server_with_fakes(env={**platforms.env, "RUSTIZ_ACCESS_LOG": "1"})
 
 
 @pytest.mark.parametrize("provider", sorted(FAKES))
