@@ -210,7 +210,7 @@ def test_connect_is_refused_with_each_relay_s_reason_when_none_accepts(rustiz_se
     assert status == 400, answer
     message = answer["message"] if isinstance(answer, dict) else str(answer)
     assert "Nostr refused these credentials: none of the relays accepted a WebSocket connection" in message
-    assert f"{relay.url}: " in message and "404 Not Found" in message
+    assert f"{relay.url}: " in message and "HTTP 404 instead of 101" in message
     assert f"{dead}: " in message and "Connection refused" in message
 
 
