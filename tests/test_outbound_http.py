@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import socket
 import ssl
 import subprocess
 import threading
+import zlib
 
 import pytest
 
@@ -45,6 +47,66 @@ def test_gzip_answers_are_unpacked_and_a_user_agent_is_sent(platform):
                                                            {"Content-Encoding": "gzip"}))
     reply = fetch("GET", platform.url + "/zipped")
     assert reply.status == 200 and reply.body.decode().startswith("rustiz/")
+
+
+def test_deflate_answers_are_unpacked_zlib_wrapped_or_raw(platform):
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    platform.route("GET", "/wrapped", lambda request: answer(200, zlib.compress(b"wrapped" * 1000),
+                                                            {"Content-Encoding": "deflate"}))
+    platform.route("GET", "/raw", lambda request: answer(200, raw.compress(b"raw" * 1000) + raw.flush(),
+                                                        {"Content-Encoding": "deflate"}))
+    assert fetch("GET", platform.url + "/wrapped").body == b"wrapped" * 1000
+    assert fetch("GET", platform.url + "/raw").body == b"raw" * 1000
+    assert platform.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+def zeros_bomb(gibibytes: float, wbits: int = 31) -> bytes:
+    """A gzip (or zlib) stream of `gibibytes` GiB of zeros in about a thousandth of that: the same
+    compressed mebibyte of zeros, repeated (each ends flushed to a byte boundary); no trailer."""
+    packer, mebibyte = zlib.compressobj(9, zlib.DEFLATED, wbits), bytes(2**20)
+    first = packer.compress(mebibyte) + packer.flush(zlib.Z_SYNC_FLUSH)
+    again = packer.compress(mebibyte) + packer.flush(zlib.Z_SYNC_FLUSH)
+    return first + again * int(gibibytes * 1024 - 1)
+
+
+@pytest.mark.parametrize("encoding, wbits", [("gzip", 31), ("deflate", 15)])
+def test_an_answer_that_unpacks_past_the_limit_fails_naming_the_host_and_the_limit(platform, encoding, wbits):
+    bomb = zeros_bomb(0.25, wbits)
+    platform.route("GET", "/bomb", lambda request: answer(200, bomb, {"Content-Encoding": encoding}))
+    host = platform.url.removeprefix("http://")
+    with pytest.raises(rustiz.NoAnswer, match=f"{host} sent a {encoding} answer that unpacks to more than 32 MiB"):
+        fetch("GET", platform.url + "/bomb")
+
+
+def test_an_encoding_rustiz_did_not_ask_for_is_refused(platform):
+    platform.route("GET", "/brotli", lambda request: answer(200, b"\x1b\x03", {"Content-Encoding": "br"}))
+    with pytest.raises(rustiz.NoAnswer, match="answered in the 'br' encoding, which rustiz did not ask for"):
+        fetch("GET", platform.url + "/brotli")
+
+
+def test_a_gzip_bomb_from_a_platform_leaves_the_server_s_memory_bounded(start_server_with_fakes, platform):
+    """Connecting a Mastodon channel to an instance that answers 2 MB of gzip holding 2 GiB of zeros: a
+    clear error naming the platform, the host and the limit, and rustiz's peak memory stays under 200 MiB."""
+    bomb = zeros_bomb(2)
+    platform.route("GET", "/api/v1/accounts/verify_credentials", lambda request: answer(
+        200, bomb, {"Content-Encoding": "gzip", "Content-Type": "application/json"}))
+    server = start_server_with_fakes()
+    body = json.dumps({"provider": "mastodon", "credentials": {"instance": platform.url, "accessToken": "t"}})
+    status, _, answer_body = server.request("POST", "/public/v1/integrations", {
+        "Authorization": server.key, "Content-Type": "application/json"}, body.encode(), timeout=60)
+    peak = peak_memory_mib(server.process.pid)
+    assert peak < 200, f"rustiz peaked at {peak:.0f} MiB"
+    message = json.loads(answer_body)["message"]
+    assert status == 502 and "Mastodon did not answer" in message, message
+    assert f"{platform.url.removeprefix('http://')} sent a gzip answer that unpacks to more than 32 MiB" in message
+    assert server.request("GET", "/health")[0] == 200
+
+
+def peak_memory_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def test_get_follows_a_bounded_number_of_redirects_and_post_never_does(platform):
@@ -104,6 +166,31 @@ def test_an_http_proxy_from_the_environment_is_used(platform, monkeypatch):
         with pytest.raises(rustiz.ConnectFailed):
             fetch("GET", "http://platform.invalid/proxied")
     finally:
+        proxy.close()
+
+
+def test_through_a_proxy_targets_known_to_be_private_are_still_refused(monkeypatch):
+    """The proxy is the operator's (its own address is not checked), and it resolves names itself: what
+    rustiz can tell is private, a literal address or a name that resolves here to one, is refused."""
+    seen = []
+
+    class Proxy(FakePlatform):
+        def dispatch(self, request, handler):
+            seen.append(handler.path)
+            return answer(200, "from the proxy")
+
+    proxy = Proxy()
+    client = rustiz.HttpClient(())
+    try:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.setenv("no_proxy", "")
+        for url in ("http://127.0.0.1:8080/x", "http://2130706433/x", "http://[::ffff:10.0.0.1]/x", "http://localhost/x"):
+            with pytest.raises(rustiz.AddressRefused, match="RUSTIZ_FETCH_ALLOW"):
+                asyncio.run(client.request("GET", url))
+        assert asyncio.run(client.request("GET", "http://platform.invalid/x")).body == b"from the proxy"
+        assert seen == ["http://platform.invalid/x"]
+    finally:
+        client.close()
         proxy.close()
 
 
