@@ -147,51 +147,49 @@ def test_a_dropped_connection_is_no_answer(platform):
         fetch("POST", platform.url + "/drop")
 
 
-def test_an_http_proxy_from_the_environment_is_used(platform, monkeypatch):
+class Proxy(FakePlatform):
+    """A forward proxy that answers every request itself and records the targets it was sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list = []
+
+    def dispatch(self, request, handler):
+        self.seen.append(handler.path)
+        return answer(200, "from the proxy")
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    """A Proxy that HTTP_PROXY names for every host."""
+    fake = Proxy()
+    monkeypatch.setenv("http_proxy", fake.url)
+    monkeypatch.setenv("no_proxy", "")
+    yield fake
+    fake.close()
+
+
+def test_an_http_proxy_from_the_environment_is_used(platform, proxy, monkeypatch):
     platform.route("GET", "/proxied", lambda request: answer(200, "via proxy"))
-    seen = []
-
-    class Proxy(FakePlatform):
-        def dispatch(self, request, handler):
-            seen.append(handler.path)
-            return answer(200, "from the proxy")
-
-    proxy = Proxy()
-    try:
-        monkeypatch.setenv("http_proxy", proxy.url)
-        monkeypatch.setenv("no_proxy", "")
-        assert fetch("GET", "http://platform.invalid/proxied?x=1").body == b"from the proxy"
-        assert seen == ["http://platform.invalid/proxied?x=1"]  # the absolute form a proxy needs
-        monkeypatch.setenv("no_proxy", "platform.invalid")
-        with pytest.raises(rustiz.ConnectFailed):
-            fetch("GET", "http://platform.invalid/proxied")
-    finally:
-        proxy.close()
+    assert fetch("GET", "http://platform.invalid/proxied?x=1").body == b"from the proxy"
+    assert proxy.seen == ["http://platform.invalid/proxied?x=1"]  # the absolute form a proxy needs
+    monkeypatch.setenv("no_proxy", "platform.invalid")
+    with pytest.raises(rustiz.ConnectFailed):
+        fetch("GET", "http://platform.invalid/proxied")
 
 
-def test_through_a_proxy_targets_known_to_be_private_are_still_refused(monkeypatch):
+def test_through_a_proxy_targets_known_to_be_private_are_still_refused(proxy):
     """The proxy is the operator's (its own address is not checked), and it resolves names itself: what
     rustiz can tell is private, a literal address or a name that resolves here to one, is refused."""
-    seen = []
-
-    class Proxy(FakePlatform):
-        def dispatch(self, request, handler):
-            seen.append(handler.path)
-            return answer(200, "from the proxy")
-
-    proxy = Proxy()
     client = rustiz.HttpClient(())
     try:
-        monkeypatch.setenv("http_proxy", proxy.url)
-        monkeypatch.setenv("no_proxy", "")
         for url in ("http://127.0.0.1:8080/x", "http://2130706433/x", "http://[::ffff:10.0.0.1]/x", "http://localhost/x"):
             with pytest.raises(rustiz.AddressRefused, match="RUSTIZ_FETCH_ALLOW"):
                 asyncio.run(client.request("GET", url))
         assert asyncio.run(client.request("GET", "http://platform.invalid/x")).body == b"from the proxy"
-        assert seen == ["http://platform.invalid/x"]
+        assert proxy.seen == ["http://platform.invalid/x"]
     finally:
         client.close()
-        proxy.close()
 
 
 def test_an_untrusted_certificate_is_refused_before_anything_is_sent(tmp_path):
