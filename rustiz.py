@@ -198,7 +198,7 @@ class Config(NamedTuple):
     access_log: bool
     trusted_proxies: tuple = ()
     max_video_bytes: int = DEFAULT_MAX_VIDEO_BYTES
-    fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks upload-from-url may fetch from anyway
+    fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks every outbound call may reach although private
     publish_grace_seconds: float = 6 * 3600.0  # a post later than this (rustiz was down) is not sent: ERROR "missed"
     retry_base_seconds: float = 30.0  # the first retry's wait; each further retry waits twice as long (30 min at most)
     retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
@@ -277,7 +277,7 @@ def _trusted_proxies(raw: str) -> tuple:
 
 
 def _fetch_allow(raw: str) -> tuple:
-    """RUSTIZ_FETCH_ALLOW: host names, addresses or networks that upload-from-url may reach although private."""
+    """RUSTIZ_FETCH_ALLOW: host names, addresses or networks that outbound calls may reach although private."""
     if not raw.strip():
         return ()
     import ipaddress  # only when an allow-list is configured: it costs start-up time
@@ -4249,6 +4249,8 @@ class ChannelsApi:
         except NeedsReconnect:
             self.store.mark_refresh_needed(channel["id"])
             raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
+        except AddressNotAllowed as refused:  # not the platform's failure: the operator's allow-list decides
+            raise nest_error(400, f"{publisher_.label} may not be reached for {method_name}: {refused.message}") from None
         except PublishError as failed:
             raise nest_error(502, f"{publisher_.label} could not answer {method_name}: {failed.message}") from None
         return output

@@ -292,6 +292,9 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
             assert post["state"] == "ERROR", (provider, post)
             assert post["error"].startswith(f"Failed on {LABELS[provider]}") and "a loopback address" in post["error"] \
                 and HINT in post["error"], (provider, post["error"])
+        status, answer = call(server, "POST", f"/public/v1/integration-trigger/{channels['lemmy']}",
+                              {"methodName": "subreddits", "data": {"word": "rust"}})
+        assert status == 400 and "a loopback address" in answer["message"] and HINT in answer["message"], answer
         assert contacts(platforms) == sent_before
         deadline = time.monotonic() + 10
         while not any("webhook 127.0.0.1" in line and HINT in line for line in server.stderr_lines):
