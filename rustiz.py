@@ -202,7 +202,7 @@ class Config(NamedTuple):
     access_log: bool
     trusted_proxies: tuple = ()
     max_video_bytes: int = DEFAULT_MAX_VIDEO_BYTES
-    fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks upload-from-url may fetch from anyway
+    fetch_allow: tuple = ()  # hosts (lower-case str) and ip_networks every outbound call may reach although private
     publish_grace_seconds: float = 6 * 3600.0  # a post later than this (rustiz was down) is not sent: ERROR "missed"
     retry_base_seconds: float = 30.0  # the first retry's wait; each further retry waits twice as long (30 min at most)
     retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
@@ -285,7 +285,7 @@ def _trusted_proxies(raw: str) -> tuple:
 
 
 def _fetch_allow(raw: str) -> tuple:
-    """RUSTIZ_FETCH_ALLOW: host names, addresses or networks that upload-from-url may reach although private."""
+    """RUSTIZ_FETCH_ALLOW: host names, addresses or networks that outbound calls may reach although private."""
     if not raw.strip():
         return ()
     import ipaddress  # only when an allow-list is configured: it costs start-up time
@@ -3424,17 +3424,15 @@ def _string_problem(value: Any) -> Optional[str]:
 
 
 def _url_problem(value: Any, schemes: tuple) -> Optional[str]:
+    """What is wrong with a URL a tenant gave (a webhook, an instance, a relay...), or None: the same
+    check the outbound client makes (section 11), so that what is accepted here can be connected to."""
     problem = _string_problem(value)
     if problem:
         return problem
-    from urllib.parse import urlsplit
     try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme.lower() not in schemes or not parts.hostname or re.search(r"\s", value):
-        return f"must be a URL address starting with {' or '.join(scheme + '://' for scheme in schemes)}"
+        parsed_url(value, schemes)
+    except ValueError as error:
+        return str(error)
     return None
 
 
@@ -4321,13 +4319,16 @@ class App:
         self.add("GET", "/health", self.health, authenticated=False)
         self.add_api("GET", "/is-connected", self.is_connected)
         self.add_api("GET", "/integrations", self.integrations)
-        self.channels_api = ChannelsApi(store)
+        # Every call to another server (channel connect, helper tools, upload-from-url) goes through this
+        # client and its address guard; its threads start on the first call: most processes never make one.
+        self.http = HttpClient(config.fetch_allow)
+        self.channels_api = ChannelsApi(store, self.http)
         self.channels_api.register(self)
         OrganizationApi(config, store).register(self)
-        WebhooksApi(store).register(self)
+        WebhooksApi(store, self.http).register(self)
         self.posts_api = PostsApi(store)
         self.posts_api.register(self)
-        self.media_api = MediaApi(config, store)
+        self.media_api = MediaApi(config, store, self.http)
         self.media_api.register(self)
         OpenApiRoute(config).register(self)
         McpServer(self).register(self)  # after the APIs: its tools call them
@@ -4493,9 +4494,9 @@ class App:
 class ChannelsApi:
     """What clients ask about a channel before posting (settings schema, helper tools) and the groups."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, http: "HttpClient"):
         self.store = store
-        self.http: Optional[HttpClient] = None  # made on the first connect: most processes never need one
+        self.http = http
 
     def register(self, app: App) -> None:
         app.add_api("GET", "/integration-settings/:id", self.integration_settings)
@@ -4535,7 +4536,7 @@ class ChannelsApi:
         if publisher_ is None or not isinstance(method_name, str):
             raise ApiError(404, {"msg": "Tool not found"})
         credentials, session = self.store.channel_secrets(channel["id"])
-        target = Channel(channel["id"], channel["name"], credentials, session, self._http(),
+        target = Channel(channel["id"], channel["name"], credentials, session, self.http,
                          lambda new_session: self.store.save_channel_session(channel["id"], new_session))
         try:
             output = await publisher_.run_tool(target, method_name, data if isinstance(data, dict) else {})
@@ -4544,6 +4545,8 @@ class ChannelsApi:
         except NeedsReconnect:
             self.store.mark_refresh_needed(channel["id"])
             raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
+        except AddressNotAllowed as refused:  # not the platform's failure: the operator's allow-list decides
+            raise nest_error(400, f"{publisher_.label} may not be reached for {method_name}: {refused.message}") from None
         except PublishError as failed:
             raise nest_error(502, f"{publisher_.label} could not answer {method_name}: {failed.message}") from None
         return output
@@ -4553,14 +4556,8 @@ class ChannelsApi:
 
     async def add_channel(self, request: Request, organization_id: str) -> Response:
         """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
-        channel = await connect_channel(self.store, organization_id, _json_object(request), self._http())
+        channel = await connect_channel(self.store, organization_id, _json_object(request), self.http)
         return json_response(channel, 201)
-
-    def _http(self) -> HttpClient:
-        """The client for calls to platforms, made on first need: most processes never connect a channel."""
-        if self.http is None:
-            self.http = HttpClient()
-        return self.http
 
 
 async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
@@ -4569,6 +4566,8 @@ async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpCl
     probe = Channel("", channel.account.name, channel.credentials, None, http)
     try:
         connected = await publisher_.connect(probe)
+    except AddressNotAllowed as refused:
+        raise nest_error(400, f"Cannot connect a {publisher_.label} channel: {refused.message}") from None
     except (Rejected, NeedsReconnect) as refused:
         status = f" (HTTP {refused.status})" if refused.status else ""
         raise nest_error(400, f"{publisher_.label} refused these credentials{status}: {refused.message}") from None
@@ -4596,8 +4595,9 @@ class WebhooksApi:
     """rustiz: an organization's outgoing webhooks. Each URL gets a signed JSON event (post.published,
     post.failed) for the posts of the channels it covers: the hook for n8n, Zapier and the like."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, http: "HttpClient"):
         self.store = store
+        self.http = http  # its address guard checks a URL when it is registered (and at each delivery)
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/webhooks", self.list_webhooks)
@@ -4607,7 +4607,7 @@ class WebhooksApi:
     def list_webhooks(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.webhooks(organization_id))
 
-    def create(self, request: Request, organization_id: str) -> Response:
+    async def create(self, request: Request, organization_id: str) -> Response:
         body = _json_object(request)
         problems = [f"url {problem}" for problem in [_url_problem(body.get("url"), ("http", "https"))] if problem]
         problems += [problem for problem in (_optional_text_problem(body, "name"),) if problem]
@@ -4617,6 +4617,10 @@ class WebhooksApi:
         channel_ids, channel_problems = self._channel_ids(organization_id, body.get("integrations", []))
         if problems or channel_problems:
             raise bad_request(problems + channel_problems)
+        try:
+            await self.http.check_url(body["url"])
+        except AddressRefused as refused:
+            raise bad_request(f"url cannot receive webhooks: {refused}") from None
         name = body["name"].strip() if body.get("name") is not None else f"Webhook to {_url_host(body['url'])}"
         return json_response(self.store.create_webhook(organization_id, name, body["url"], channel_ids, secret), 201)
 
@@ -5430,8 +5434,7 @@ class UploadSink(BodySink):
         except ApiError as error:
             self._fail(error)
         except OSError as error:
-            log(f"cannot store an upload in {self.uploads}: {error}")
-            self._fail(nest_error(500, f"The server cannot store the upload: {error.strerror}"))
+            self._fail(_cannot_store(self.uploads, error))
 
     def _on_event(self, event: Any) -> None:
         kind = type(event)
@@ -5468,127 +5471,51 @@ class UploadSink(BodySink):
 
 FETCH_TIMEOUT_SECONDS = 30.0
 FETCH_MAX_REDIRECTS = 3
-_FETCH_PIECE_BYTES = 64 * 1024
 
 
-def refusal_for_address(address: str) -> Optional[str]:
-    """Why upload-from-url may not connect to `address` (\"a private address\"...), or None for a public one."""
-    import ipaddress
-    ip = ipaddress.ip_address(address.partition("%")[0])
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    for check, description in (("is_unspecified", "an unspecified address"), ("is_loopback", "a loopback address"),
-                               ("is_link_local", "a link-local address"), ("is_multicast", "a multicast address"),
-                               ("is_reserved", "a reserved address"), ("is_private", "a private address")):
-        if getattr(ip, check):
-            return description
-    return None if ip.is_global else "not a public address"
-
-
-def _fetch_allowed(host: str, address: str, allow: tuple) -> bool:
-    import ipaddress
-    ip = ipaddress.ip_address(address.partition("%")[0])
-    return any(item == host if type(item) is str else ip in item for item in allow)
-
-
-def checked_address(host: str, port: int, allow: tuple) -> str:
-    """Resolve `host` and return the address to connect to, refusing non-public ones the allow-list does not name.
-
-    Every address is checked, and the connection goes to the checked one, so a DNS answer that changes
-    between check and connect (rebinding) cannot reach a private service."""
+async def fetch_media(http: "HttpClient", url: str, uploads: str, max_video_bytes: int) -> StagedFile:
+    """Download `url` (upload-from-url, or a post's media from the web) into a staged file, through the
+    client's address guard, with its size and type checked as it arrives; raises ApiError (400, 413)."""
+    problem = _url_problem(url, ("http", "https"))
+    if problem:
+        raise bad_request(f"upload-from-url: url {problem}")
+    timeouts = Timeouts(connect=10, read=FETCH_TIMEOUT_SECONDS, total=FETCH_TIMEOUT_SECONDS)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as error:
-        raise bad_request(f"upload-from-url: cannot resolve {host}: {error.strerror}") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    host_key = host.lower().rstrip(".")
-    for address in addresses:
-        refusal = refusal_for_address(address)
-        if refusal is not None and not _fetch_allowed(host_key, address, allow):
-            problem = (f"{address} is {refusal}" if host_key == address.lower()
-                       else f"{host} resolves to {address}, {refusal}")
-            raise bad_request(f"upload-from-url: {problem}; set RUSTIZ_FETCH_ALLOW to allow it")
-    return addresses[0]
+        return await http.download(url, lambda head, pieces: _download(head, pieces, uploads, max_video_bytes),
+                                   {"Accept": "image/*, video/mp4"}, timeouts, FETCH_MAX_REDIRECTS)
+    except (ConnectFailed, NoAnswer) as error:  # AddressRefused too: it names the address and RUSTIZ_FETCH_ALLOW
+        raise bad_request(f"upload-from-url: {error}") from None
 
 
-def _pinned_connection(scheme: str, host: str, port: int, address: str, timeout: float) -> Any:
-    """An http.client connection to `address` that still speaks to `host` (Host header, TLS name check)."""
-    import http.client
-    if scheme == "http":
-        connection = http.client.HTTPConnection(host, port, timeout=timeout)
-
-        def connect() -> None:
-            connection.sock = socket.create_connection((address, port), timeout)
-    else:
-        import ssl
-        context = ssl.create_default_context()
-        connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-
-        def connect() -> None:
-            raw = socket.create_connection((address, port), timeout)
-            connection.sock = context.wrap_socket(raw, server_hostname=host)
-    connection.connect = connect
-    return connection
-
-
-def fetch_media(url: str, uploads: str, max_video_bytes: int, allow: tuple) -> StagedFile:
-    """Download `url` for upload-from-url into a staged file. Blocking: run it in a worker thread."""
-    from urllib.parse import urljoin, urlsplit
-    import http.client
-    deadline = time.monotonic() + FETCH_TIMEOUT_SECONDS
-    for _ in range(FETCH_MAX_REDIRECTS + 1):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise bad_request(f"upload-from-url: only http and https URLs can be fetched, not {url!r}")
-        try:
-            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            raise bad_request(f"upload-from-url: {url!r} has an invalid port") from None
-        if not host:
-            raise bad_request(f"upload-from-url: {url!r} has no host")
-        address = checked_address(host, port, allow)
-        connection = _pinned_connection(parts.scheme, host, port, address, max(0.1, deadline - time.monotonic()))
-        try:
-            connection.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-                               headers={"User-Agent": f"rustiz/{VERSION}", "Accept": "image/*, video/mp4"})
-            sock = connection.sock  # the response takes it over (and the connection forgets it) on Connection: close
-            response = connection.getresponse()
-            if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
-                url = urljoin(url, response.getheader("location"))
-                continue
-            if response.status != 200:
-                raise bad_request(f"upload-from-url: {url} answered {response.status} {response.reason}")
-            return _download(response, sock, uploads, max_video_bytes, deadline)
-        except (OSError, http.client.HTTPException) as error:
-            raise bad_request(f"upload-from-url: fetching {url} failed: {error or type(error).__name__}") from None
-        finally:
-            connection.close()
-    raise bad_request(f"upload-from-url: more than {FETCH_MAX_REDIRECTS} redirects, last to {url}")
-
-
-def _download(response: Any, sock: socket.socket, uploads: str, max_video_bytes: int, deadline: float) -> StagedFile:
-    announced = response.getheader("content-length", "")
+def _download(head: "HttpReply", pieces: Any, uploads: str, max_video_bytes: int) -> StagedFile:
+    """The answer's body into a MediaWriter, which refuses it as soon as its type or size is unacceptable."""
+    if head.status != 200:
+        import http.client
+        raise bad_request(f"upload-from-url: {head.url} answered {head.status} "
+                          f"{http.client.responses.get(head.status, '')}".rstrip())
+    announced = head.headers.get("content-length", "")
     if announced.isdigit() and int(announced) > max(MAX_IMAGE_BYTES, max_video_bytes):
         raise nest_error(413, f"upload-from-url: the file is {announced} bytes, over the maximum allowed size "
                               f"of {max(MAX_IMAGE_BYTES, max_video_bytes)} bytes (RUSTIZ_MAX_VIDEO_BYTES)")
     try:
         writer = MediaWriter(uploads, max_video_bytes)
     except OSError as error:  # not the remote server's fault: say so, rather than "fetching failed"
-        log(f"cannot store an upload in {uploads}: {error}")
-        raise nest_error(500, f"The server cannot store the upload: {error.strerror}") from None
+        raise _cannot_store(uploads, error) from None
     try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise bad_request(f"upload-from-url: the download took longer than {FETCH_TIMEOUT_SECONDS:g} s")
-            sock.settimeout(remaining)
-            piece = response.read1(_FETCH_PIECE_BYTES)
-            if not piece:
-                return writer.finish()
-            writer.write(piece)
+        for piece in pieces:
+            try:
+                writer.write(piece)
+            except OSError as error:
+                raise _cannot_store(uploads, error) from None
+        return writer.finish()
     except BaseException:
         writer.discard()
         raise
+
+
+def _cannot_store(uploads: str, error: OSError) -> ApiError:
+    log(f"cannot store an upload in {uploads}: {error}")
+    return nest_error(500, f"The server cannot store the upload: {error.strerror}")
 
 
 ABANDONED_UPLOAD_SECONDS = 24 * 3600  # far longer than any upload in progress can take
@@ -5616,9 +5543,10 @@ _UPLOAD_FILE_NAME = r"[0-9a-f]{32}\.(?:" + "|".join(MEDIA_TYPES) + r")\Z"  # com
 class MediaApi:
     """POST /upload, POST /upload-from-url, and GET /uploads/YYYY/MM/DD/<name> (public, as Postiz's nginx)."""
 
-    def __init__(self, config: Config, store: Store):
+    def __init__(self, config: Config, store: Store, http: "HttpClient"):
         self.config = config
         self.store = store
+        self.http = http  # upload-from-url's downloads, through the client's address guard
 
     def register(self, app: App) -> None:
         # Room for the multipart framing around the largest file.
@@ -5646,9 +5574,7 @@ class MediaApi:
 
     async def fetch_and_store(self, url: str, organization_id: str) -> dict:
         """Download `url` (SSRF-safe, size and type checked) into the media library; the Media row. Raises ApiError."""
-        loop = asyncio.get_running_loop()
-        staged = await loop.run_in_executor(None, fetch_media, url, self.config.uploads,
-                                            self.config.max_video_bytes, self.config.fetch_allow)
+        staged = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
         try:
             return self._store_file(organization_id, staged)
         finally:
@@ -7207,11 +7133,26 @@ class WebApp:
 # comes from the ssl module, imported on first use (see the note on asyncio at the top). What a
 # caller must know is whether the platform may have seen the request: ConnectFailed means nothing
 # was sent; NoAnswer means it was sent and no complete answer came back.
+#
+# The address guard. Every connection rustiz opens to another server (platform APIs, media and
+# link-card downloads, outgoing webhooks, Nostr relays) starts in HttpClient.checked_addresses: the
+# host name is resolved once, every address it resolves to is checked, and the socket is connected to
+# a checked address (the Host header and the TLS name check still use the host name), so a DNS answer
+# that changes between the check and the connection cannot reach a private service. Redirects go
+# through the same check. Private, loopback, link-local, unspecified, multicast and reserved addresses,
+# in any spelling (2130706433, 0x7f000001, 127.1, ::ffff:127.0.0.1, 64:ff9b::7f00:1...), are refused
+# unless RUSTIZ_FETCH_ALLOW lists the host or the address: the URLs are a tenant's, and must not make
+# rustiz a way into its own host or network.
 
 OUTBOUND_THREADS = 8
-MAX_OUTBOUND_REPLY_BYTES = 32 * 1024 * 1024
+MAX_OUTBOUND_REPLY_BYTES = 32 * 1024 * 1024  # an answer's size as sent, and again once unpacked (gzip, deflate)
 MAX_REDIRECTS = 5
 USER_AGENT = f"rustiz/{VERSION} (+https://github.com/rustiz/rustiz)"
+ACCEPT_ENCODING = "gzip, deflate"  # the encodings rustiz asks for, and so the only ones it unpacks
+ERROR_WORDS_LIMIT = 300  # characters of a platform's own error message that an error quotes
+FETCH_ALLOW_HINT = "rustiz does not reach private networks unless RUSTIZ_FETCH_ALLOW lists them"
+_REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+_READ_PIECE_BYTES = 64 * 1024
 
 
 class HttpReply(NamedTuple):
@@ -7227,14 +7168,21 @@ class HttpReply(NamedTuple):
         except ValueError:
             return None
 
-    def text(self, limit: int = 300) -> str:
-        """The start of the body as text, for error messages."""
-        text = self.body[:limit * 4].decode("utf-8", "replace").strip()
-        return text if len(text) <= limit else text[:limit] + "…"
+    def described(self, expected: str) -> str:
+        """What came back, without quoting it (it may be any server's page): "HTTP 200, 1,234 bytes that
+        are not <expected>". There is deliberately no way to quote a raw body in an error."""
+        size = len(self.body)
+        return f"HTTP {self.status}, " + (f"{size:,} bytes that are not {expected}" if size
+                                          else f"an empty answer instead of {expected}")
 
 
 class ConnectFailed(Exception):
     """Nothing reached the server (name lookup, refused connection, TLS handshake): safe to retry."""
+
+
+class AddressRefused(ConnectFailed):
+    """The address guard refused the host before connecting: nothing was sent, and every retry would be
+    refused too, until the operator lists the host in RUSTIZ_FETCH_ALLOW."""
 
 
 class NoAnswer(Exception):
@@ -7245,6 +7193,111 @@ class Timeouts(NamedTuple):
     connect: float = 10.0
     read: float = 30.0  # the longest silence while waiting for or reading the answer
     total: float = 120.0
+
+
+class _Redirect(NamedTuple):
+    url: str
+
+
+def parsed_url(url: str, schemes: tuple = ("http", "https")) -> Any:
+    """`url` split (urllib's SplitResult) once it is known to name a host and port rustiz can connect to;
+    otherwise a ValueError says what is wrong, in words that follow the field's name ("has no host name")."""
+    from urllib.parse import urlsplit
+    if re.search(r"[\x00-\x20\x7f]", url):
+        raise ValueError("must not contain spaces or control characters")
+    malformed_ipv6 = f"has a malformed IPv6 address: write it in brackets, like {schemes[-1]}://[2001:db8::1]:8080/"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "Invalid IPv6 URL", or brackets around something that is no IP address
+        raise ValueError(malformed_ipv6) from None
+    if parts.scheme.lower() not in schemes:
+        raise ValueError(f"must be a URL address starting with {' or '.join(scheme + '://' for scheme in schemes)}")
+    host_and_port = parts.netloc.rpartition("@")[2]
+    if not parts.hostname:
+        raise ValueError("has no host name")
+    if host_and_port.startswith("["):
+        import ipaddress
+        try:
+            ipaddress.IPv6Address(parts.hostname.partition("%")[0])
+        except ValueError:
+            raise ValueError(malformed_ipv6) from None
+        if not re.fullmatch(r"\[[^\]]*\](:[0-9]*)?", host_and_port):
+            raise ValueError(malformed_ipv6)
+    elif not _valid_host_name(parts.hostname):
+        raise ValueError(f"has a host name that cannot exist: {parts.hostname[:100]!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError("has a port that is not a number from 1 to 65535")
+    return parts
+
+
+def _valid_host_name(host: str) -> bool:
+    """Labels of letters, digits, '-' and '_' (international names as IDNA), none empty or over 63 characters."""
+    try:
+        encoded = host.encode("idna")
+    except UnicodeError:
+        return False
+    return re.fullmatch(rb"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?", encoded.lower()) is not None
+
+
+def _ascii_host(host: str) -> str:
+    """An international host name as the ASCII (IDNA) name that Host headers and certificates carry."""
+    return host if host.isascii() else host.encode("idna").decode("ascii")
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _carried_ipv4(ip: Any) -> Any:
+    """The IPv4 address an IPv6 one leads to (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, IPv4-compatible
+    ::a.b.c.d, 6to4 2002::/16), or None."""
+    import ipaddress
+    if ip.version != 6:
+        return None
+    if ip.ipv4_mapped is not None or ip.sixtofour is not None:
+        return ip.ipv4_mapped or ip.sixtofour
+    number = int(ip)
+    if number >> 32 == 0x64FF9B << 64 or 1 < number < 2**32:  # NAT64's well-known prefix, or IPv4-compatible
+        return ipaddress.IPv4Address(number & 0xFFFFFFFF)
+    return None
+
+
+def address_refusal(address: str) -> Optional[str]:
+    """Why rustiz may not connect to the IP `address` ("a loopback address"...), or None for a public one.
+    An IPv6 address that leads to an IPv4 one is judged by that IPv4 address."""
+    import ipaddress
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    ip = _carried_ipv4(ip) or ip
+    for check, description in (("is_unspecified", "an unspecified address"), ("is_loopback", "a loopback address"),
+                               ("is_link_local", "a link-local address"), ("is_multicast", "a multicast address"),
+                               ("is_reserved", "a reserved address"), ("is_private", "a private address")):
+        if getattr(ip, check):
+            return description
+    if getattr(ip, "is_site_local", False):
+        return "a site-local address"
+    return None if ip.is_global else "not a public address"
+
+
+def _is_address(host: str, address: str) -> bool:
+    """Whether `host` is `address` written as an IP address (::7f00:1 is ::127.0.0.1), not a name for it."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host) == ipaddress.ip_address(address.partition("%")[0])
+    except ValueError:
+        return False
+
+
+def _listed(allow: tuple, host: str, address: str) -> bool:
+    """Whether RUSTIZ_FETCH_ALLOW names the host, or a network holding the address (or the IPv4 it leads to)."""
+    import ipaddress
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    candidates = (ip, _carried_ipv4(ip))
+    return any(item == host if type(item) is str else any(candidate in item for candidate in candidates if candidate)
+               for item in allow)
 
 
 def encode_multipart(fields: list) -> tuple:
@@ -7264,13 +7317,49 @@ def encode_multipart(fields: list) -> tuple:
     return b"".join(pieces), f"multipart/form-data; boundary={boundary}"
 
 
+class _Inflater:
+    """A gzip or deflate body unpacked piece by piece, never more than a piece at a time: a few megabytes
+    of gzip can hold gigabytes (a decompression bomb), so the caller counts what comes out as it comes."""
+
+    def __init__(self, encoding: str, where: str):
+        import zlib
+        self.zlib, self.encoding, self.where = zlib, encoding, where
+        self.inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding != "deflate" else None
+        self.fed = False
+
+    def pieces(self, data: bytes) -> Any:
+        """The unpacked pieces of the next `data` (a generator)."""
+        zlib = self.zlib
+        if self.inflate is None:  # deflate is zlib-wrapped (RFC 9110), but some servers send it raw
+            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self.inflate = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        self.fed = self.fed or bool(data)
+        while not self.inflate.eof:
+            try:
+                piece = self.inflate.decompress(data, _READ_PIECE_BYTES)
+            except zlib.error as error:
+                raise NoAnswer(f"{self.where} sent a broken {self.encoding} body: {error}") from None
+            data = self.inflate.unconsumed_tail
+            if piece:
+                yield piece
+            if not data and len(piece) < _READ_PIECE_BYTES:  # a full piece may leave more inside zlib
+                return
+
+    def finish(self) -> None:
+        if self.fed and not self.inflate.eof:
+            raise NoAnswer(f"{self.where} sent a {self.encoding} body that ends too early")
+
+
 class HttpClient:
-    """`await client.request(method, url, ...)` -> HttpReply, for any status; raises ConnectFailed or NoAnswer.
+    """`await client.request(method, url, ...)` -> HttpReply, for any status; raises ConnectFailed (and its
+    AddressRefused) or NoAnswer.
 
     Certificates are verified (the system store, or SSL_CERT_FILE), HTTPS_PROXY/HTTP_PROXY/NO_PROXY
-    are honoured, gzip answers are unpacked, GET and HEAD follow up to 5 redirects."""
+    are honoured, gzip and deflate answers are unpacked (32 MiB at most), GET and HEAD follow up to 5
+    redirects, and every connection passes the address guard (see the top of this section)."""
 
-    def __init__(self, threads: int = OUTBOUND_THREADS):
+    def __init__(self, allow: tuple, threads: int = OUTBOUND_THREADS):
+        self.allow = allow  # Config.fetch_allow: host names and networks the guard lets through although private
         self._threads = threads
         self._executor: Any = None
         self._tls: Any = None
@@ -7287,6 +7376,29 @@ class HttpClient:
             headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
         return await self.run_blocking(self._exchange, method, url, headers, body, timeouts)
 
+    async def download(self, url: str, read: Callable[[HttpReply, Any], Any], headers: Optional[dict] = None,
+                       timeouts: Timeouts = Timeouts(), max_redirects: int = MAX_REDIRECTS) -> Any:
+        """GET `url` and hand the answer to `read(head, pieces)` in a client thread, as it arrives: `head` is
+        the answer without its body, `pieces` an iterator over the body's (unpacked) bytes. For bodies that
+        go to disk rather than memory; `read` bounds their size. Returns what `read` returns."""
+        return await self.run_blocking(self._exchange, "GET", url, dict(headers or {}), b"", timeouts, read,
+                                       max_redirects)
+
+    async def check_url(self, url: str) -> None:
+        """Raise AddressRefused when the guard would refuse `url`'s host, without connecting to it (for a URL
+        that is only used later); a host that cannot be resolved now passes (connecting checks it again)."""
+        try:
+            parts = parsed_url(url, ("http", "https", "ws", "wss"))
+        except ValueError:
+            return  # a malformed URL is its validator's to refuse, and the client's to fail on
+        secure = parts.scheme.lower() in ("https", "wss")
+        try:
+            await self.run_blocking(self.checked_addresses, parts.hostname, parts.port or (443 if secure else 80))
+        except AddressRefused:
+            raise
+        except ConnectFailed:
+            pass
+
     async def run_blocking(self, function: Callable, *arguments: Any) -> Any:
         """`function(*arguments)` in this client's threads (a download, a blocking library call)."""
         if self._executor is None:
@@ -7298,16 +7410,49 @@ class HttpClient:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts) -> HttpReply:
-        deadline = time.monotonic() + timeouts.total
-        for _ in range(MAX_REDIRECTS + 1):
-            reply = self._one_exchange(method, url, headers, body, timeouts, deadline)
-            location = reply.headers.get("location")
-            if method not in ("GET", "HEAD") or reply.status not in (301, 302, 303, 307, 308) or not location:
-                return reply
-            from urllib.parse import urljoin
-            url = urljoin(url, location)
-        raise NoAnswer(f"{url}: more than {MAX_REDIRECTS} redirects")
+    # --- the address guard -------------------------------------------------------------------------
+
+    def checked_addresses(self, host: str, port: int) -> list:
+        """Every address `host` resolves to, each checked: AddressRefused when any is not public and
+        RUSTIZ_FETCH_ALLOW lists neither the host nor the address (a name that resolves to a public and a
+        private address is refused, whichever would have been tried first); ConnectFailed when it does not
+        resolve. Blocking: the client's threads call it."""
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError, ValueError) as error:
+            raise ConnectFailed(f"cannot resolve {host}: {getattr(error, 'strerror', None) or error}") from None
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        name = host.lower().rstrip(".")
+        for address in addresses:
+            refusal = address_refusal(address)
+            if refusal is not None and not _listed(self.allow, name, address):
+                problem = (f"{host} is {refusal}" if _is_address(host, address)
+                           else f"{host} resolves to {address}, {refusal}")
+                raise AddressRefused(f"{problem}; {FETCH_ALLOW_HINT}")
+        return addresses
+
+    def open_socket(self, host: str, port: int, timeout: float, tls: bool) -> socket.socket:
+        """A socket to `host`, connected to an address the guard checked (TLS, with `host`'s certificate
+        checked, when `tls`); raises AddressRefused, or ConnectFailed when no address could be connected."""
+        return self._open_checked(self.checked_addresses(host, port), host, port, timeout, tls)
+
+    def _open_checked(self, addresses: list, host: str, port: int, timeout: float, tls: bool) -> socket.socket:
+        failure: BaseException = OSError("no address")
+        for address in addresses:  # each was checked: try them in the resolver's order, as browsers do
+            try:
+                sock = socket.create_connection((address, port), timeout)
+            except OSError as error:
+                failure = error
+                continue
+            if not tls:
+                return sock
+            try:
+                return self._tls_context().wrap_socket(sock, server_hostname=host)
+            except (OSError, ValueError) as error:  # a refused certificate: another address would not do better
+                sock.close()
+                failure = error
+                break
+        raise ConnectFailed(f"cannot connect to {_host_port(host, port)}: {_network_reason(failure)}")
 
     def _tls_context(self) -> Any:
         if self._tls is None:
@@ -7316,82 +7461,127 @@ class HttpClient:
         return self._tls
 
     def _connection(self, scheme: str, host: str, port: int, timeout: float) -> tuple:
-        """(connection, whether requests carry the full URL): direct, or through the environment's proxy."""
+        """(connection, whether requests carry the full URL): pinned to a checked address, or through the
+        environment's proxy."""
         import http.client
         import urllib.request
         proxy = urllib.request.getproxies().get(scheme)
-        if proxy and not urllib.request.proxy_bypass(host):
-            from urllib.parse import urlsplit
-            proxy_parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
-            connection = http.client.HTTPConnection(proxy_parts.hostname, proxy_parts.port or 80, timeout=timeout)
-            if scheme == "https":  # a CONNECT tunnel, then TLS to the real host inside it
-                connection = http.client.HTTPSConnection(proxy_parts.hostname, proxy_parts.port or 80,
-                                                         timeout=timeout, context=self._tls_context())
-                connection.set_tunnel(host, port)
-                return connection, False
-            return connection, True
-        if scheme == "https":
-            return http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls_context()), False
-        return http.client.HTTPConnection(host, port, timeout=timeout), False
+        if not proxy or urllib.request.proxy_bypass(host):
+            addresses = self.checked_addresses(host, port)
+            https = scheme == "https"
+            connection = (http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls_context())
+                          if https else http.client.HTTPConnection(host, port, timeout=timeout))
+            connection.connect = lambda: setattr(connection, "sock",
+                                                 self._open_checked(addresses, host, port, timeout, https))
+            return connection, False
+        # The proxy is the operator's, and it resolves the name and connects by itself: what can still be
+        # checked here is, and is refused (a literal private address, or a name that resolves here to
+        # one). A name that only the proxy can resolve is the proxy's to police, like any egress policy.
+        try:
+            self.checked_addresses(host, port)
+        except AddressRefused:
+            raise
+        except ConnectFailed:
+            pass
+        from urllib.parse import urlsplit
+        proxy_parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        if scheme == "https":  # a CONNECT tunnel, then TLS to the real host inside it
+            connection = http.client.HTTPSConnection(proxy_parts.hostname, proxy_parts.port or 80,
+                                                     timeout=timeout, context=self._tls_context())
+            connection.set_tunnel(host, port)
+            return connection, False
+        return http.client.HTTPConnection(proxy_parts.hostname, proxy_parts.port or 80, timeout=timeout), True
+
+    # --- one exchange ------------------------------------------------------------------------------
+
+    def _exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts,
+                  read: Optional[Callable] = None, max_redirects: int = MAX_REDIRECTS) -> Any:
+        deadline = time.monotonic() + timeouts.total
+        for _ in range(max_redirects + 1):
+            outcome = self._one_exchange(method, url, headers, body, timeouts, deadline, read)
+            if type(outcome) is not _Redirect:
+                return outcome
+            url = outcome.url
+        raise NoAnswer(f"more than {max_redirects} redirects, the last to {url[:200]}")
 
     def _one_exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts,
-                      deadline: float) -> HttpReply:
-        from urllib.parse import urlsplit
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
-            raise ConnectFailed(f"{url} is not an http:// or https:// address")
+                      deadline: float, read: Optional[Callable]) -> Any:
+        """One request and its answer: a redirect to follow, `read`'s result, or the whole HttpReply."""
+        import http.client
+        try:
+            parts = parsed_url(url)
+        except ValueError as problem:
+            raise ConnectFailed(f"{url[:200]} {problem}") from None
+        scheme, host = parts.scheme.lower(), _ascii_host(parts.hostname)
         port = parts.port or (443 if scheme == "https" else 80)
-        connection, absolute = self._connection(scheme, parts.hostname, port, timeouts.connect)
+        where = _host_port(host, port)
+        connection, absolute = self._connection(scheme, host, port, timeouts.connect)
         target = url if absolute else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
             try:
                 connection.connect()
-            except OSError as error:
-                raise ConnectFailed(f"cannot connect to {parts.netloc}: {_network_reason(error)}") from None
-            connection.sock.settimeout(max(0.01, min(timeouts.read, deadline - time.monotonic())))
-            all_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip", **headers}
+            except OSError as error:  # through a proxy (a direct connection raises ConnectFailed itself)
+                raise ConnectFailed(f"cannot connect to {where}: {_network_reason(error)}") from None
+            sock = connection.sock  # the response takes it over (and the connection forgets it) on Connection: close
+            sock.settimeout(max(0.01, min(timeouts.read, deadline - time.monotonic())))
             try:
-                connection.request(method, target, body=body or None, headers=all_headers)
+                connection.request(method, target, body=body or None,
+                                   headers={"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **headers})
                 response = connection.getresponse()
-                data = self._read_body(response, connection.sock, deadline, timeouts.read)
-            except NoAnswer:
-                raise
-            except Exception as error:  # OSError, and http.client's own HTTPException family
-                raise NoAnswer(f"{parts.netloc} did not answer {method} {parts.path or '/'}: "
+                head = HttpReply(response.status, {name.lower(): value for name, value in response.getheaders()},
+                                 b"", url)
+                location = head.headers.get("location")
+                if method in ("GET", "HEAD") and response.status in _REDIRECT_STATUSES and location:
+                    from urllib.parse import urljoin
+                    return _Redirect(urljoin(url, location))
+                pieces = self._body_pieces(response, sock, deadline, timeouts.read, where,
+                                           None if read else MAX_OUTBOUND_REPLY_BYTES)
+                return read(head, pieces) if read else head._replace(body=b"".join(pieces))
+            except (OSError, http.client.HTTPException) as error:
+                raise NoAnswer(f"{where} did not answer {method} {parts.path or '/'}: "
                                f"{_network_reason(error)}") from None
-            reply_headers = {name.lower(): value for name, value in response.getheaders()}
-            if reply_headers.get("content-encoding", "").lower() == "gzip":
-                import zlib
-                try:
-                    data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
-                except zlib.error as error:
-                    raise NoAnswer(f"{parts.netloc} sent a broken gzip body: {error}") from None
-            return HttpReply(response.status, reply_headers, data, url)
         finally:
             connection.close()
 
     @staticmethod
-    def _read_body(response: Any, sock: Any, deadline: float, read_timeout: float) -> bytes:
-        chunks, size = [], 0
+    def _body_pieces(response: Any, sock: Any, deadline: float, read_timeout: float, where: str,
+                     limit: Optional[int]) -> Any:
+        """The body as it arrives (a generator), unpacked when gzip or deflate: at most `limit` bytes as sent,
+        and again at most `limit` once unpacked. Any other encoding is refused: rustiz did not ask for it."""
+        encoding = (response.getheader("content-encoding") or "").strip().lower()
+        if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+            raise NoAnswer(f"{where} answered in the {encoding[:40]!r} encoding, which rustiz did not ask for "
+                           f"(it asks for {ACCEPT_ENCODING})")
+        inflater = _Inflater(encoding, where) if encoding not in ("", "identity") else None
+        sent = unpacked = 0
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise NoAnswer("the answer took longer than the total time allowed")
+                raise NoAnswer(f"{where}: the answer took longer than the total time allowed")
             if sock is not None:
                 sock.settimeout(min(read_timeout, remaining))
-            chunk = response.read1(65536) if hasattr(response, "read1") else response.read(65536)
+            chunk = response.read1(_READ_PIECE_BYTES)
             if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > MAX_OUTBOUND_REPLY_BYTES:
-                raise NoAnswer(f"the answer is larger than {MAX_OUTBOUND_REPLY_BYTES // 2**20} MiB")
-            chunks.append(chunk)
+                break
+            sent += len(chunk)
+            if limit is not None and sent > limit:
+                raise NoAnswer(f"{where}: the answer is larger than {limit // 2**20} MiB, rustiz's limit for one answer")
+            for piece in (inflater.pieces(chunk) if inflater else (chunk,)):
+                unpacked += len(piece)
+                if limit is not None and unpacked > limit:
+                    raise NoAnswer(f"{where} sent a {encoding} answer that unpacks to more than "
+                                   f"{limit // 2**20} MiB, rustiz's limit for one answer")
+                yield piece
+        if inflater is not None:
+            inflater.finish()
 
 
 def _network_reason(error: BaseException) -> str:
+    """Why a connection or exchange failed, in words that never quote what the other side sent."""
     if isinstance(error, socket.timeout) or type(error).__name__ == "TimeoutError":
         return "timed out"
+    if type(error).__name__ in ("BadStatusLine", "UnknownProtocol"):  # their text is the line that came back
+        return "its answer is not HTTP"
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
     return str(error) or type(error).__name__
@@ -7456,7 +7646,8 @@ class Connected(NamedTuple):
 
 
 class PublishError(Exception):
-    """Why a part was not published: `message` in the platform's words, its HTTP status, an excerpt of its body."""
+    """Why a part was not published: `message` in the platform's words, its HTTP status, and `body`: the
+    platform's error answer when it has the platform's own error shape (Provider.error_excerpt), else ""."""
 
     def __init__(self, message: str, status: Optional[int] = None, body: str = "", item: str = ""):
         super().__init__(message)
@@ -7482,6 +7673,11 @@ class Rejected(PublishError):
 
 class OutcomeUnknown(PublishError):
     """The request was sent and no verdict came back: it may be published."""
+
+
+class AddressNotAllowed(Rejected):
+    """The address guard refused the platform's address (a private one, see section 11): nothing was sent,
+    and nothing will be until the operator lists it in RUSTIZ_FETCH_ALLOW."""
 
 
 class Channel:
@@ -7511,20 +7707,13 @@ def publisher(cls: type) -> type:
     return cls
 
 
-_MESSAGE_KEYS = ("message", "error_description", "description", "error", "detail", "title", "errors", "msg")
-
-
-def platform_message(reply: HttpReply) -> str:
-    """The platform's own words from an error answer: a JSON message field, or the start of the body."""
-    body = reply.json()
-    if isinstance(body, dict):
-        for key in _MESSAGE_KEYS:
-            value = body.get(key)
-            if isinstance(value, str) and value:
-                return value[:500]
-            if isinstance(value, (list, dict)) and value:
-                return json.dumps(value, ensure_ascii=False)[:500]
-    return reply.text() or f"HTTP {reply.status} with an empty body"
+def error_fields(answer: Any, first: str, *more: str) -> Optional[str]:
+    """"<first>: <more>..." from a JSON error object whose `first` field is a non-empty string (one
+    platform's error shape); None for any other answer (a proxy's page, some other server's JSON)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get(first), str) or not answer[first].strip():
+        return None
+    return ": ".join(answer[key].strip() for key in (first, *more) if isinstance(answer.get(key), str)
+                     and answer[key].strip())
 
 
 def retry_after_seconds(reply: HttpReply) -> Optional[float]:
@@ -7588,6 +7777,27 @@ class Provider:
         """Where a person can see whether a post went out, for 'it may have been published' errors."""
         return f"the {self.label} account of the channel \"{channel.name}\""
 
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        """The platform's own words in an error answer when the answer has the platform's error shape, e.g.
+        Mastodon's {"error": ...}; None otherwise. Only these words are ever quoted."""
+        return None
+
+    def platform_words(self, reply: HttpReply) -> str:
+        """What an error answer says, for messages: the platform's own words (bounded) when it has the
+        platform's error shape; else its status and size only, never the body of whatever server answered."""
+        words = self.error_words(reply)
+        if not words:
+            return reply.described(f"{self.label}'s error format")
+        return words if len(words) <= ERROR_WORDS_LIMIT else words[:ERROR_WORDS_LIMIT] + "…"
+
+    def error_excerpt(self, reply: HttpReply) -> str:
+        """The error answer as compact JSON (bounded), for a failure's details, when it has the platform's
+        error shape; "" otherwise."""
+        answer = reply.json()
+        if not isinstance(answer, dict) or not self.error_words(reply):
+            return ""
+        return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))[:2 * ERROR_WORDS_LIMIT]
+
     async def run_tool(self, channel: Channel, method_name: str, data: dict) -> Any:
         """A helper tool of POST /integration-trigger (the methodNames of the provider catalogue's `tools`):
         the `tool_<methodName>(channel, data)` coroutine of the subclass; LookupError when there is none."""
@@ -7605,6 +7815,8 @@ class Provider:
         what = what or f"{method} {url.split('?')[0]}"
         try:
             reply = await channel.http.request(method, url, **request)
+        except AddressRefused as error:
+            raise AddressNotAllowed(str(error)) from None
         except ConnectFailed as error:
             raise Retryable(f"{self.label} could not be reached ({error})") from None
         except NoAnswer as error:
@@ -7630,7 +7842,7 @@ class Provider:
         status = reply.status
         if 200 <= status < 300:
             return reply
-        message, body = platform_message(reply), reply.text(500)
+        message, body = self.platform_words(reply), self.error_excerpt(reply)
         if not visible:
             message += f" (on {what})"
         if status == 429:
@@ -7673,7 +7885,8 @@ def signed_json_request(payload: dict, secret: Optional[str], event: str, delive
 class WebhookProvider(Provider):
     """rustiz's own: each part POSTed as signed JSON to the channel's URL, for self-built integrations.
 
-    The receiver answers 2xx, optionally with {"id": ..., "url": ...} naming what it made."""
+    The receiver answers 2xx, optionally with {"id": ..., "url": ...} naming what it made; a refusal's
+    reason is quoted when it answers {"message": ...} or {"error": ...}."""
     identifier = "webhook"
     label = "Webhook"
     resend_is_safe = True  # X-Rustiz-Delivery is the same on every attempt: a receiver can drop repeats
@@ -7704,6 +7917,9 @@ class WebhookProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the service behind the webhook {_url_host(channel.credentials['url'])}"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "message") or error_fields(reply.json(), "error")
 
 # --- Postiz HTML as the markdown of chat platforms and Lemmy -------------------
 
@@ -7835,7 +8051,8 @@ class DiscordProvider(Provider):
         webhook = reply.json()
         if not isinstance(webhook, dict) or not webhook.get("id"):
             raise Rejected(f"this URL did not answer like a Discord webhook (expected its id, name and channel; "
-                           f"got: {reply.text(200)}); copy the URL again from the channel's Integrations > Webhooks")
+                           f"got {reply.described('a Discord webhook')}); copy the URL again from the channel's "
+                           "Integrations > Webhooks")
         return webhook
 
     @staticmethod
@@ -7882,8 +8099,8 @@ class DiscordProvider(Provider):
         reply = await self.send(channel, "POST", url, visible=True, what="the message", **request)
         message = reply.json()
         if not isinstance(message, dict) or not message.get("id"):
-            raise OutcomeUnknown(f"Discord answered HTTP {reply.status} without the message it made "
-                                 f"({reply.text(200)})", reply.status, reply.text(500))
+            raise OutcomeUnknown(f"Discord answered without the message it made ({reply.described('a message')})",
+                                 reply.status)
         return message
 
     @staticmethod
@@ -7920,13 +8137,20 @@ class DiscordProvider(Provider):
         if reply.status == 404 and isinstance(answer, dict) and answer.get("code") == _DISCORD_UNKNOWN_WEBHOOK:
             raise NeedsReconnect("Discord says this webhook no longer exists (Unknown Webhook, code 10015): it was "
                                  "deleted or its channel was; make a new webhook in the channel's Integrations "
-                                 "settings", reply.status, reply.text(500))
+                                 "settings", reply.status, self.error_excerpt(reply))
         if reply.status in (400, 413) and isinstance(answer, dict) and answer.get("errors"):
             # "Invalid Form Body" alone says nothing: the errors object names the field and the rule
             detail = json.dumps(answer["errors"], ensure_ascii=False)[:400]
             raise Rejected(f"Discord refused {what} (HTTP {reply.status}): {answer.get('message')} "
-                           f"(code {answer.get('code')}): {detail}", reply.status, reply.text(500))
+                           f"(code {answer.get('code')}): {detail}", reply.status, self.error_excerpt(reply))
         return super().check_reply(reply, visible, what)
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        """Discord's errors are {"message", "code"} (a rate limit: {"message", "retry_after"})."""
+        answer = reply.json()
+        if isinstance(answer, dict) and ("code" in answer or "retry_after" in answer):
+            return error_fields(answer, "message")
+        return None
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         for number, value in enumerate(values, 1):
@@ -8000,16 +8224,19 @@ class SlackProvider(Provider):
     async def connect(self, channel: Channel) -> Connected:
         # An incoming webhook has no read endpoint: the only way to test one is to post to the
         # channel, and a test message in somebody's workspace is not ours to send. So the URL's shape
-        # is checked (for Slack's own host), and a revoked webhook shows up on the first publish,
-        # which then flags the channel for reconnecting.
+        # is checked (for Slack's own host), and its address (the guard of every outbound call), and a
+        # revoked webhook shows up on the first publish, which then flags the channel for reconnecting.
         url = channel.credentials["webhookUrl"]
-        from urllib.parse import urlsplit
-        parts = urlsplit(url)
+        parts = parsed_url(url)
         if parts.hostname == "hooks.slack.com" and (parts.scheme != "https" or
                                                     not re.fullmatch(_SLACK_WEBHOOK_PATH, parts.path)):
             raise Rejected("this is not a Slack incoming webhook URL: it looks like "
                            "https://hooks.slack.com/services/T.../B.../... (copy it from your Slack app's "
                            "Incoming Webhooks page)")
+        try:
+            await channel.http.check_url(url)
+        except AddressRefused as refused:
+            raise AddressNotAllowed(str(refused)) from None
         account = _secret_account("webhookUrl", lambda credentials: channel.name)(channel.credentials)
         return Connected(account)
 
@@ -8031,13 +8258,12 @@ class SlackProvider(Provider):
         return Release(post.idempotency_key, "")
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
-        code = reply.body[:200].decode("utf-8", "replace").strip()
+        code = self.error_words(reply)
         if 200 <= reply.status < 300:
             if code == "ok":
                 return reply
-            if not re.fullmatch(r"[a-z_]+", code):  # not Slack's words: a proxy or portal answered
-                raise OutcomeUnknown(f"Slack answered HTTP {reply.status} but not \"ok\": {reply.text(200)}",
-                                     reply.status, reply.text(500))
+            if code is None:  # not Slack's words: a proxy or portal answered
+                raise OutcomeUnknown(f"Slack answered {reply.described('its ok or an error code')}", reply.status)
         if code in _SLACK_GONE:
             raise NeedsReconnect(f"Slack refused the webhook ({code}): {_SLACK_GONE[code]}; add a new incoming "
                                  "webhook in your Slack app and connect the channel with its URL",
@@ -8047,6 +8273,11 @@ class SlackProvider(Provider):
         if 200 <= reply.status < 300:
             raise Rejected(f"Slack refused {what} ({code})", reply.status, code)
         return super().check_reply(reply, visible, what)
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        """Slack's incoming webhooks answer an error as a bare code in plain text, like no_service."""
+        code = reply.body.decode("utf-8", "replace").strip() if len(reply.body) <= 64 else ""
+        return code if re.fullmatch(r"[a-z_]+", code) else None
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         media = values[0]["image"]
@@ -8122,7 +8353,8 @@ class LemmyProvider(Provider):
             if isinstance(site, dict) else None
         if not isinstance(person, dict) or not person.get("name"):
             raise Rejected(f"Lemmy at {self._service(channel)} logged in, but its site answer has no account "
-                           f"(my_user); is it a Lemmy instance of version 0.19 or later? ({reply.text(200)})")
+                           f"(my_user); is it a Lemmy instance of version 0.19 or later? "
+                           f"({reply.described('a Lemmy site with my_user')})")
         host, name = _url_host(self._service(channel)), str(person["name"])
         account = ChannelAccount(f"{host}/{name.lower()}", str(person.get("display_name") or name),
                                  f"{name}@{host}", person.get("avatar") or None)
@@ -8143,7 +8375,7 @@ class LemmyProvider(Provider):
         jwt = answer.get("jwt") if isinstance(answer, dict) else None
         if not isinstance(jwt, str) or not jwt:
             raise NeedsReconnect("Lemmy accepted the login but gave no token: the account may wait for its "
-                                 "email to be verified or for the admins to approve it", reply.status, reply.text(500))
+                                 "email to be verified or for the admins to approve it", reply.status)
         return jwt
 
     async def _call(self, channel: Channel, method: str, path: str, visible: bool, what: str,
@@ -8226,8 +8458,8 @@ class LemmyProvider(Provider):
         answer = reply.json()
         made = ((answer or {}).get(view) or {}).get(kind) if isinstance(answer, dict) else None
         if not isinstance(made, dict) or made.get("id") is None:
-            raise OutcomeUnknown(f"Lemmy answered HTTP {reply.status} without the {kind} it made "
-                                 f"({reply.text(200)})", reply.status, reply.text(500))
+            raise OutcomeUnknown(f"Lemmy answered without the {kind} it made ({reply.described(f'a {view}')})",
+                                 reply.status)
         return str(made["id"])
 
     async def tool_subreddits(self, channel: Channel, data: dict) -> list:
@@ -8245,7 +8477,7 @@ class LemmyProvider(Provider):
         answer = reply.json()
         code = answer.get("error") if isinstance(answer, dict) and not 200 <= reply.status < 300 else None
         if isinstance(code, str):
-            status, body = reply.status, reply.text(500)
+            status, body = reply.status, self.error_excerpt(reply)
             if code in _LEMMY_LOGIN_ERRORS:
                 raise NeedsReconnect(f"Lemmy refused the login ({code}): {_LEMMY_LOGIN_ERRORS[code]}", status, body)
             if code == "rate_limit_error" or status == 429:
@@ -8275,6 +8507,9 @@ class LemmyProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the profile of {channel.credentials['identifier']} on {self._service(channel)}"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "error", "message")  # {"error": "couldnt_find_community"}
 
 
 # --- Nostr: secp256k1 and BIP-340 Schnorr signatures, in pure Python ------------------------------
@@ -8454,7 +8689,6 @@ _WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_WEBSOCKET_MESSAGE_BYTES = 8 * 1024 * 1024
 _OPCODE_CONTINUATION, _OPCODE_TEXT, _OPCODE_BINARY = 0x0, 0x1, 0x2
 _OPCODE_CLOSE, _OPCODE_PING, _OPCODE_PONG = 0x8, 0x9, 0xA
-_TLS_CONTEXTS: list = []  # one default context, made on the first wss:// connection
 
 
 class WebSocketClosed(Exception):
@@ -8480,27 +8714,19 @@ def _websocket_accept(key: str) -> str:
 class WebSocketClient:
     """One client connection that exchanges text messages; pings are answered, fragments joined.
 
-    `WebSocketClient(url, deadline)` connects and upgrades, raising ConnectFailed (nothing was sent);
-    after that, every failure raises WebSocketClosed. Deadlines are time.monotonic() values."""
+    `WebSocketClient(url, deadline, http)` connects (through `http`'s address guard) and upgrades, raising
+    ConnectFailed or AddressRefused (nothing was sent); after that, every failure raises WebSocketClosed.
+    Deadlines are time.monotonic() values."""
 
-    def __init__(self, url: str, deadline: float):
-        from urllib.parse import urlsplit
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        secure = scheme == "wss"
-        if scheme not in ("ws", "wss") or not parts.hostname:
-            raise ConnectFailed(f"{url} is not a ws:// or wss:// address")
-        self._buffer = bytearray()
+    def __init__(self, url: str, deadline: float, http: "HttpClient"):
         try:
-            self._sock = socket.create_connection((parts.hostname, parts.port or (443 if secure else 80)),
-                                                  timeout=max(0.01, deadline - time.monotonic()))
-            if secure:
-                if not _TLS_CONTEXTS:
-                    import ssl
-                    _TLS_CONTEXTS.append(ssl.create_default_context())
-                self._sock = _TLS_CONTEXTS[0].wrap_socket(self._sock, server_hostname=parts.hostname)
-        except (OSError, ValueError) as error:
-            raise ConnectFailed(f"cannot connect to {parts.netloc}: {_network_reason(error)}") from None
+            parts = parsed_url(url, ("ws", "wss"))
+        except ValueError as problem:
+            raise ConnectFailed(f"{url[:200]} {problem}") from None
+        secure = parts.scheme.lower() == "wss"
+        self._buffer = bytearray()
+        self._sock = http.open_socket(_ascii_host(parts.hostname), parts.port or (443 if secure else 80),
+                                      max(0.01, deadline - time.monotonic()), secure)
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             self._upgrade(parts.netloc.rpartition("@")[2], target, deadline)
@@ -8522,8 +8748,10 @@ class WebSocketClient:
         self._buffer = bytearray(rest)  # a server may send its first message right behind the header
         status_line, *lines = head.decode("latin-1").split("\r\n")
         headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
-        if status_line.split(" ")[1:2] != ["101"]:
-            raise WebSocketClosed(f"it answered {status_line.strip()[:200]!r} instead of 101 Switching Protocols")
+        status = status_line.split(" ")[1:2]
+        if status != ["101"]:  # the status code only: the rest of the line is whatever server answered
+            shown = f"HTTP {status[0]}" if status and status[0].isdigit() and len(status[0]) == 3 else "something"
+            raise WebSocketClosed(f"it answered {shown} instead of 101 Switching Protocols")
         connection_tokens = [token.strip().lower() for token in headers.get("connection", "").split(",")]
         if headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in connection_tokens:
             raise WebSocketClosed("its 101 answer lacks 'Upgrade: websocket' and 'Connection: Upgrade'")
@@ -8626,7 +8854,8 @@ class WebSocketClient:
 
 class RelayAnswer(NamedTuple):
     relay: str
-    state: str  # "accepted", "refused", "unanswered" (sent, no verdict), "unreachable" (nothing sent), "connected"
+    state: str  # "accepted", "refused", "unanswered" (sent, no verdict), "unreachable" (nothing sent), "connected",
+    # or "blocked" (the address guard refused the relay's address: nothing sent, and a retry would not help)
     message: str  # the relay's own words, or what went wrong
     events: tuple = ()  # what a query returned
 
@@ -8640,13 +8869,21 @@ def _relay_message(text: str) -> list:
     return message if isinstance(message, list) and message and isinstance(message[0], str) else []
 
 
-def publish_to_relay(relay: str, event: dict, timeouts: Timeouts) -> RelayAnswer:
-    """Send ["EVENT", event] and wait for the relay's ["OK", id, accepted, message] (NIP-01, NIP-20)."""
-    start = time.monotonic()
+def _relay_connection(http: "HttpClient", relay: str, timeouts: Timeouts) -> Union[WebSocketClient, RelayAnswer]:
+    """A connection to the relay, or the RelayAnswer that says why there is none."""
     try:
-        connection = WebSocketClient(relay, start + timeouts.connect)
+        return WebSocketClient(relay, time.monotonic() + timeouts.connect, http)
+    except AddressRefused as error:
+        return RelayAnswer(relay, "blocked", str(error))
     except ConnectFailed as error:
         return RelayAnswer(relay, "unreachable", str(error))
+
+
+def publish_to_relay(http: "HttpClient", relay: str, event: dict, timeouts: Timeouts) -> RelayAnswer:
+    """Send ["EVENT", event] and wait for the relay's ["OK", id, accepted, message] (NIP-01, NIP-20)."""
+    connection = _relay_connection(http, relay, timeouts)
+    if isinstance(connection, RelayAnswer):
+        return connection
     deadline = time.monotonic() + timeouts.read
     notices: list = []
     try:
@@ -8667,12 +8904,11 @@ def publish_to_relay(relay: str, event: dict, timeouts: Timeouts) -> RelayAnswer
         connection.close()
 
 
-def query_relay(relay: str, query: dict, timeouts: Timeouts) -> RelayAnswer:
+def query_relay(http: "HttpClient", relay: str, query: dict, timeouts: Timeouts) -> RelayAnswer:
     """The events a relay holds for one NIP-01 filter, read until EOSE or the time allowed runs out."""
-    try:
-        connection = WebSocketClient(relay, time.monotonic() + timeouts.connect)
-    except ConnectFailed as error:
-        return RelayAnswer(relay, "unreachable", str(error))
+    connection = _relay_connection(http, relay, timeouts)
+    if isinstance(connection, RelayAnswer):
+        return connection
     deadline = time.monotonic() + timeouts.read
     subscription = "rustiz-" + os.urandom(4).hex()
     events: list = []
@@ -8753,8 +8989,10 @@ class NostrProvider(Provider):
                                          NOSTR_PROFILE_TIMEOUTS)
         reachable = [answer for answer in answers if answer.state == "connected"]
         if not reachable:
-            raise Rejected("none of the relays accepted a WebSocket connection: "
-                           + "; ".join(f"{answer.relay}: {answer.message}" for answer in answers))
+            report = "; ".join(f"{answer.relay}: {answer.message}" for answer in answers)
+            if all(answer.state == "blocked" for answer in answers):
+                raise AddressNotAllowed(report)
+            raise Rejected(f"none of the relays accepted a WebSocket connection: {report}")
         profile = _newest_profile(public_key, [event for answer in reachable for event in answer.events])
         npub = bech32_encode("npub", bytes.fromhex(public_key))
         name = (profile.get("display_name") or profile.get("name") or npub)[:CHANNEL_NAME_MAX_LENGTH]
@@ -8806,9 +9044,10 @@ class NostrProvider(Provider):
 
     @staticmethod
     async def _each_relay(channel: Channel, exchange: Callable, argument: Any, timeouts: Timeouts) -> list:
-        """`exchange(relay, argument, timeouts)` with every relay of the channel at once, each in a thread."""
+        """`exchange(http, relay, argument, timeouts)` with every relay of the channel at once, each in a thread."""
         relays = dict.fromkeys(channel.credentials.get("relays") or [])
-        return list(await asyncio.gather(*(channel.http.run_blocking(exchange, relay, argument, timeouts)
+        http = channel.http
+        return list(await asyncio.gather(*(http.run_blocking(exchange, http, relay, argument, timeouts)
                                            for relay in relays)))
 
     @staticmethod
@@ -8832,14 +9071,18 @@ class NostrProvider(Provider):
 
     def _failure(self, answers: list) -> PublishError:
         """Why no relay accepted the note, as the error the scheduler acts on, naming each relay's answer."""
-        described = {"refused": "refused it", "unanswered": "gave no verdict", "unreachable": "could not be reached"}
+        described = {"refused": "refused it", "unanswered": "gave no verdict", "unreachable": "could not be reached",
+                     "blocked": "was not contacted"}
         report = "; ".join(f"{answer.relay} {described[answer.state]}: {answer.message or 'no reason given'}"
                            for answer in answers)
         if any(answer.state == "unanswered" for answer in answers):
             return OutcomeUnknown(f"no relay confirmed the note, and some may have stored it ({report})")
+        if all(answer.state == "blocked" for answer in answers):
+            return AddressNotAllowed(report)
         if all(answer.state == "unreachable" for answer in answers):
             return Retryable(f"no relay could be reached ({report})")
-        if all(answer.state == "refused" and not _temporary_refusal(answer.message) for answer in answers):
+        if all(answer.state == "blocked" or answer.state == "refused" and not _temporary_refusal(answer.message)
+               for answer in answers):
             return Rejected(f"every relay refused the note ({report})")
         return Retryable(f"no relay accepted the note ({report})")
 
@@ -8890,7 +9133,7 @@ class MastodonProvider(Provider):
         account = reply.json()
         if not isinstance(account, dict) or account.get("id") is None:
             raise Rejected(f"{instance} does not answer like a Mastodon server: verify_credentials returned "
-                           f"{reply.text(200)!r} instead of an account", reply.status)
+                           f"{reply.described('a Mastodon account')}", reply.status)
         host = _url_host(instance)
         username = account.get("acct") or account.get("username") or str(account["id"])
         return Connected(ChannelAccount(f"{host}/{account['id']}", account.get("display_name") or username,
@@ -8944,7 +9187,7 @@ class MastodonProvider(Provider):
                                 headers={**self._authorization(channel), "Idempotency-Key": post.idempotency_key})
         answer = reply.json()
         if not isinstance(answer, dict) or answer.get("id") is None:
-            raise OutcomeUnknown(f"Mastodon accepted the status but answered {reply.text(200)!r} instead of it",
+            raise OutcomeUnknown(f"Mastodon accepted the status but answered {reply.described('the status')}",
                                  reply.status)
         return Release(str(answer["id"]), self._status_url(channel, answer))
 
@@ -8966,7 +9209,7 @@ class MastodonProvider(Provider):
                                     timeouts=Timeouts(read=120, total=600))
             attachment = reply.json()
             if not isinstance(attachment, dict) or attachment.get("id") is None:
-                raise Rejected(f"Mastodon answered the upload with {reply.text(200)!r} instead of a media attachment",
+                raise Rejected(f"Mastodon answered the upload with {reply.described('a media attachment')}",
                                reply.status)
             if reply.status == 202:  # accepted, still being processed: the status must wait for it
                 await self._wait_until_processed(channel, str(attachment["id"]), item)
@@ -8990,6 +9233,9 @@ class MastodonProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the profile of the channel \"{channel.name}\" on {_url_host(self._instance(channel))}"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "error", "error_description")  # {"error": "Validation failed: ..."}
 
 
 # --- Telegram: the user's own bot, posting to a channel or group ---------------------------------
@@ -9108,13 +9354,13 @@ class TelegramProvider(Provider):
         answer = reply.json()
         if not isinstance(answer, dict) or "ok" not in answer:  # a proxy's page, not the Bot API
             super().check_reply(reply, visible, what)
-            problem = f"Telegram answered {what} with {reply.text(200)!r} instead of a Bot API answer"
+            problem = f"Telegram answered {what} with {reply.described('a Bot API answer')}"
             raise OutcomeUnknown(problem, reply.status) if visible else Retryable(problem, reply.status)
         if answer["ok"] is True and 200 <= reply.status < 300 and "result" in answer:
             return reply
-        description = str(answer.get("description") or "ok:false without a description")
+        description = str(answer.get("description") or "ok:false without a description")[:ERROR_WORDS_LIMIT]
         code = answer.get("error_code") if isinstance(answer.get("error_code"), int) else reply.status
-        body = reply.text(500)
+        body = self.error_excerpt(reply)
         if code == 401:
             raise NeedsReconnect(f"Telegram refused the bot token (HTTP 401, {description}): it is mistyped, or was "
                                  "revoked or replaced in @BotFather; paste the bot's current token", 401, body)
@@ -9238,6 +9484,10 @@ class TelegramProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Telegram chat {channel.credentials.get('chatId')} (the channel \"{channel.name}\")"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        answer = reply.json()  # {"ok": false, "error_code": 400, "description": "Bad Request: chat not found"}
+        return error_fields(answer, "description") if isinstance(answer, dict) and answer.get("ok") is False else None
 
 
 def _check_telegram_sizes(media: tuple) -> None:
@@ -9520,22 +9770,18 @@ class WordPressProvider(Provider):
         return Connected(account, session={"api": api})
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
-        """WordPress errors are {"code", "message" (with HTML), "data": {"status"}}; a 403 is a permission
-        the user lacks for this post (a role, a category), not refused credentials, which are a 401."""
-        if 200 <= reply.status < 300:
-            return reply
-        body = reply.json()
-        if not (isinstance(body, dict) and isinstance(body.get("message"), str)):
-            return super().check_reply(reply, visible, what)
-        message = html_to_text(body["message"])
-        message = f"{body['code']}: {message}" if isinstance(body.get("code"), str) else message
-        if reply.status == 403:
-            raise Rejected(f"WordPress refused {what} (HTTP 403): {message}", 403, reply.text(500))
-        try:
-            return super().check_reply(reply, visible, what)
-        except PublishError as error:
-            error.message = error.message.replace(platform_message(reply), message)
-            raise
+        """A 403 is a permission the user lacks for this post (a role, a category), not refused credentials,
+        which are a 401."""
+        if reply.status == 403 and self.error_words(reply):
+            raise Rejected(f"WordPress refused {what} (HTTP 403): {self.platform_words(reply)}", 403,
+                           self.error_excerpt(reply))
+        return super().check_reply(reply, visible, what)
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        """WordPress errors are {"code", "message" (with HTML), "data": {"status"}}."""
+        answer = reply.json()
+        words = error_fields(answer, "code", "message")
+        return html_to_text(words) if words and isinstance(answer.get("message"), str) else None
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         try:
@@ -9578,7 +9824,8 @@ class WordPressProvider(Provider):
         answer = reply.json()
         answer = answer if isinstance(answer, dict) else {}
         if "id" not in answer:
-            raise OutcomeUnknown(f"WordPress answered the {post_type} without its id: {reply.text()}", reply.status)
+            raise OutcomeUnknown(f"WordPress answered the {post_type} without its id: "
+                                 f"{reply.described(f'a WordPress {post_type}')}", reply.status)
         return Release(str(answer["id"]), answer.get("link") or "")
 
     async def _upload(self, channel: Channel, api: str, media: MediaFile, index: int) -> tuple:
@@ -9598,7 +9845,8 @@ class WordPressProvider(Provider):
         answer = reply.json()
         answer = answer if isinstance(answer, dict) else {}
         if "id" not in answer:
-            raise Retryable(f"WordPress answered the upload of media item {index} without a media id: {reply.text()}",
+            raise Retryable(f"WordPress answered the upload of media item {index} without a media id: "
+                            f"{reply.described('a WordPress media item')}",
                             reply.status, item=f"media item {index}")
         return answer["id"], answer.get("source_url") or ""
 
@@ -9670,7 +9918,8 @@ class DevtoProvider(Provider):
                                 headers=self._headers(channel))
         me = reply.json()
         if not (isinstance(me, dict) and "id" in me):
-            raise Rejected(f"Dev.to answered the account check without an account: {reply.text()}", reply.status)
+            raise Rejected(f"Dev.to answered the account check with {reply.described('a Dev.to account')}",
+                           reply.status)
         account = ChannelAccount(f"{_url_host(self._base())}/{me['id']}", me.get("name") or me.get("username") or
                                  channel.name, me.get("username"), me.get("profile_image"))
         return Connected(account)
@@ -9694,7 +9943,8 @@ class DevtoProvider(Provider):
         answer = reply.json()
         answer = answer if isinstance(answer, dict) else {}
         if "id" not in answer:
-            raise OutcomeUnknown(f"Dev.to answered the article without its id: {reply.text()}", reply.status)
+            raise OutcomeUnknown(f"Dev.to answered the article without its id: "
+                                 f"{reply.described('a Dev.to article')}", reply.status)
         return Release(str(answer["id"]), answer.get("url") or "")
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
@@ -9710,6 +9960,9 @@ class DevtoProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the dashboard of the Dev.to account of the channel \"{channel.name}\" ({self._base()}/dashboard)"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "error")  # {"error": "unauthorized", "status": 401}
 
     async def tool_tags(self, channel: Channel, data: dict) -> list:
         reply = await self.send(channel, "GET", self._base() + "/api/tags?per_page=1000",
@@ -9777,23 +10030,31 @@ class HashnodeProvider(Provider):
             reply = super().check_reply(reply, visible, what)
             if not isinstance(body, dict):  # a proxy's page, say: whether a mutation ran behind it is unknown
                 raise (OutcomeUnknown if visible else Retryable)(
-                    f"Hashnode answered {what} with something that is not GraphQL JSON: {reply.text()}",
-                    reply.status, reply.text(500))
+                    f"Hashnode answered {what} with {reply.described('GraphQL JSON')}", reply.status)
             return reply
         data = body.get("data")
         if isinstance(data, dict) and data and all(value is not None for value in data.values()):
             return reply  # errors on optional fields only: what was asked for is there
         first = errors[0] if isinstance(errors[0], dict) else {}
-        code = str((first.get("extensions") or {}).get("code") or "")
-        message = "; ".join(str(error.get("message")) for error in errors if isinstance(error, dict))
-        text = f"Hashnode refused {what} ({code or 'GraphQL error'}): {message}"
+        code = str((first.get("extensions") or {}).get("code") or "")[:100]
+        text = f"Hashnode refused {what} ({code or 'GraphQL error'}): {self.platform_words(reply)}"
+        excerpt = self.error_excerpt(reply)
         if code == "UNAUTHENTICATED":
-            raise NeedsReconnect(text, reply.status, reply.text(500))
+            raise NeedsReconnect(text, reply.status, excerpt)
         if code in ("TOO_MANY_REQUESTS", "RATE_LIMITED"):
-            raise Retryable(text, reply.status, reply.text(500), after=retry_after_seconds(reply))
+            raise Retryable(text, reply.status, excerpt, after=retry_after_seconds(reply))
         if code == "INTERNAL_SERVER_ERROR":
-            raise (OutcomeUnknown if visible else Retryable)(text, reply.status, reply.text(500))
-        raise Rejected(text, reply.status, reply.text(500))
+            raise (OutcomeUnknown if visible else Retryable)(text, reply.status, excerpt)
+        raise Rejected(text, reply.status, excerpt)
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        """GraphQL's {"errors": [{"message": ...}]}."""
+        answer = reply.json()
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if not isinstance(errors, list):
+            return None
+        return "; ".join(error["message"] for error in errors
+                         if isinstance(error, dict) and isinstance(error.get("message"), str)) or None
 
     async def connect(self, channel: Channel) -> Connected:
         me = (await self._graphql(channel, _HASHNODE_ME, {}, what="the account check (me)")).get("me")
@@ -9872,8 +10133,8 @@ class ListmonkProvider(Provider):
                                 "Listmonk 3: an admin login), with the permission to manage campaigns")
             raise
         if not isinstance(reply.json(), dict) or "data" not in reply.json():
-            raise Rejected(f"{self._base(channel)} does not answer like Listmonk: /api/lists gave {reply.text()}",
-                           reply.status)
+            raise Rejected(f"{self._base(channel)} does not answer like Listmonk: /api/lists gave "
+                           f"{reply.described('a Listmonk list page')}", reply.status)
         host, user = _url_host(self._base(channel)), channel.credentials["username"].strip()
         return Connected(ChannelAccount(f"{host}/{user.lower()}", channel.name, user))
 
@@ -9908,7 +10169,8 @@ class ListmonkProvider(Provider):
                                 json_body=campaign, headers=self._headers(channel))
         created = (reply.json() or {}).get("data") if isinstance(reply.json(), dict) else None
         if not isinstance(created, dict) or _whole_number(created.get("id")) is None:
-            raise Retryable(f"Listmonk answered the campaign draft without its id: {reply.text()}", reply.status)
+            raise Retryable(f"Listmonk answered the campaign draft without its id: "
+                            f"{reply.described('a Listmonk campaign')}", reply.status)
         return _whole_number(created["id"])
 
     @staticmethod
@@ -9934,6 +10196,9 @@ class ListmonkProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the campaigns of Listmonk at {self._base(channel)}/admin/campaigns"
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "message")  # {"message": "Invalid list"}
 
     async def tool_list(self, channel: Channel, data: dict) -> list:
         reply = await self.send(channel, "GET", self._base(channel) + "/api/lists?per_page=all",
@@ -10154,7 +10419,7 @@ class BlueskyProvider(Provider):
                                            "password": credentials["password"]})
         session = _bluesky_session(reply.json() or {})
         if "accessJwt" not in session or "did" not in session:
-            raise Retryable(f"{self.label} answered the login without a session: {reply.text(200)}")
+            raise Retryable(f"{self.label} answered the login with {reply.described('a session')}")
         channel.save_session(session)
         return channel.session
 
@@ -10202,21 +10467,21 @@ class BlueskyProvider(Provider):
         if 200 <= reply.status < 300:
             return reply
         body = reply.json()
-        body = body if isinstance(body, dict) else {}
-        name = body.get("error") if isinstance(body.get("error"), str) else ""
-        message = body.get("message") if isinstance(body.get("message"), str) else ""
-        words = f"{name}: {message}" if name and message else (name or platform_message(reply))
+        name = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), str) else ""
+        words, excerpt = self.platform_words(reply), self.error_excerpt(reply)
         if name in ("ExpiredToken", "InvalidToken") and reply.status in (400, 401):
             raise _BlueskyTokenRefused(f"{self.label} refused the session token on {what} "
-                                       f"(HTTP {reply.status}): {words}", reply.status, reply.text(500))
+                                       f"(HTTP {reply.status}): {words}", reply.status, excerpt)
         if name in _BLUESKY_ACCOUNT_ERRORS or reply.status == 401:
             raise NeedsReconnect(f"{self.label} refused the account's credentials on {what} (HTTP {reply.status}): "
                                  f"{words}. Check the handle and the app password (Settings > Privacy and "
-                                 "security > App passwords)", reply.status, reply.text(500))
+                                 "security > App passwords)", reply.status, excerpt)
         if 400 <= reply.status < 500 and reply.status != 429:
-            raise Rejected(f"{self.label} refused {what} (HTTP {reply.status}): {words}", reply.status,
-                           reply.text(500))
+            raise Rejected(f"{self.label} refused {what} (HTTP {reply.status}): {words}", reply.status, excerpt)
         return super().check_reply(reply, visible, what)
+
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        return error_fields(reply.json(), "error", "message")  # XRPC's {"error": name, "message": text}
 
     def where_to_check(self, channel: Channel) -> str:
         handle = channel.session.get("handle") or channel.credentials.get("identifier", "")
@@ -10281,7 +10546,8 @@ class BlueskyProvider(Provider):
             return existing
         created = reply.json() or {}
         if not (isinstance(created.get("uri"), str) and isinstance(created.get("cid"), str)):
-            raise OutcomeUnknown(f"{self.label} accepted the post but did not say where it is: {reply.text(200)}")
+            raise OutcomeUnknown(f"{self.label} accepted the post but did not say where it is: "
+                                 f"{reply.described('a record reference')}")
         return created
 
     async def _existing_post(self, channel: Channel, rkey: str) -> Optional[dict]:
@@ -10427,7 +10693,7 @@ class Scheduler:
 
     def __init__(self, config: Config, store: Store, loop: asyncio.AbstractEventLoop):
         self.config, self.store, self.loop = config, store, loop
-        self.http = HttpClient(threads=max(OUTBOUND_THREADS, config.publish_concurrency))
+        self.http = HttpClient(config.fetch_allow, threads=max(OUTBOUND_THREADS, config.publish_concurrency))
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.lock_descriptor: Optional[int] = None
         self.timer: Optional[asyncio.TimerHandle] = None
@@ -10576,15 +10842,18 @@ class Scheduler:
         files = []
         for index, item in enumerate(json.loads(claim["image"] or "[]"), 1):
             url = (item.get("path") or "") if isinstance(item, dict) else ""
-            match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
+            try:
+                match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
+            except ValueError:  # a malformed URL: fetch_media says what is wrong with it
+                match = None
             path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
             if not (path and os.path.isfile(path)):
                 try:
-                    download = await self.http.run_blocking(fetch_media, url, self.config.uploads,
-                                                            self.config.max_video_bytes, self.config.fetch_allow)
+                    download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
                 except ApiError as refused:
-                    raise Rejected(f"the media could not be read from {url[:200]}: "
-                                   f"{refused.body.get('message', refused.body)}", item=f"media item {index}")
+                    reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
+                    raise Rejected(f"the media could not be read from {url[:200]}: {reason}",
+                                   item=f"media item {index}") from None
                 staged.append(download.temporary_path)
                 path = download.temporary_path
             with open(path, "rb") as file:
@@ -10695,12 +10964,15 @@ class Scheduler:
             try:
                 reply = await self.http.request("POST", url, body=body, headers=headers,
                                                 timeouts=Timeouts(10, 15, 30))
+            except AddressRefused as error:  # refused again on every try: one log line says so
+                problem = str(error)
+                break
             except (ConnectFailed, NoAnswer) as error:
                 problem = str(error)
                 continue
             if reply.status < 300:
                 return
-            problem = f"HTTP {reply.status}: {reply.text(200)}"
+            problem = f"HTTP {reply.status}"  # the receiver's body is not quoted: it may be any server's page
         log(f"webhook {_url_host(url)} did not take the {event} event of post {payload['post']['id']}: {problem}")
 
     async def stop(self, timeout: float) -> None:
@@ -10993,7 +11265,7 @@ def command_channel_add(arguments: argparse.Namespace) -> int:
     store = Store(config.database)
     try:
         organization = _chosen_organization(config, store, arguments.org)
-        http = HttpClient()
+        http = HttpClient(config.fetch_allow)
         try:
             channel = asyncio.run(connect_channel(store, organization["id"], body, http))
         finally:

@@ -154,6 +154,25 @@ def start_server(pyz, tmp_path):
         server.stop(signal.SIGKILL if server.process and server.process.poll() is None else signal.SIGTERM)
 
 
+# The fake platforms (tests/fake_*.py) listen on 127.0.0.1, a loopback address, which rustiz's address
+# guard refuses unless RUSTIZ_FETCH_ALLOW lists it: servers that talk to them say so explicitly.
+LOCAL_FAKES = {"RUSTIZ_FETCH_ALLOW": "127.0.0.1"}
+
+
+def client_for_fakes():
+    """An in-process rustiz.HttpClient allowed to reach the local fakes, as LOCAL_FAKES allows a server."""
+    import rustiz
+    return rustiz.HttpClient(rustiz._fetch_allow(LOCAL_FAKES["RUSTIZ_FETCH_ALLOW"]))
+
+
+@pytest.fixture
+def start_server_with_fakes(start_server):
+    """start_server, with local fakes allowed: start_server_with_fakes(env={...}) adds LOCAL_FAKES to `env`."""
+    def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
+        return start_server(env={**LOCAL_FAKES, **(env or {})}, args=args, data_dir=data_dir)
+    return start
+
+
 @pytest.fixture
 def app(tmp_path):
     """An App on a fresh data directory, in-process (no server), for pipeline tests."""

@@ -28,8 +28,8 @@ def platforms():
 
 
 @pytest.fixture
-def server(start_server, platforms):
-    return start_server(env=platforms.env)
+def server(start_server_with_fakes, platforms):
+    return start_server_with_fakes(env=platforms.env)
 
 
 def host(fake) -> str:
@@ -81,9 +81,9 @@ def refused(server, payload) -> list | str:
 
 
 @pytest.fixture
-def logged_server(start_server, platforms):
+def logged_server(start_server_with_fakes, platforms):
     """A server that logs every request, to prove credentials never reach the log."""
-    return start_server(env={**platforms.env, "RUSTIZ_ACCESS_LOG": "1"})
+    return start_server_with_fakes(env={**platforms.env, "RUSTIZ_ACCESS_LOG": "1"})
 
 
 @pytest.mark.parametrize("provider", sorted(FAKES))
@@ -166,12 +166,32 @@ def test_missing_extra_and_ill_typed_credentials_are_listed_with_their_paths(ser
         "credentials.apiKey should not be empty"]
 
 
-@pytest.mark.parametrize("url", ["discord.com/api/webhooks/1/x", "ftp://discord.com/x", "javascript:alert(1)",
-                                 "https://", "https://exa mple.com/", "https://example.com:99999/", "", 12, ["a"]])
+@pytest.mark.parametrize("url", ["discord.com/api/webhooks/1/x", "ftp://discord.com/x", "javascript:alert(1)", "",
+                                 12, ["a"]])
 def test_urls_must_be_http_or_https(server, url):
     expected = ("credentials.webhookUrl must be a string" if not isinstance(url, str)
                 else "credentials.webhookUrl must be a URL address starting with http:// or https://")
     assert refused(server, {"provider": "slack", "credentials": {"webhookUrl": url}}) == [expected]
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("https://", "has no host name"), ("https://:443/x", "has no host name"),
+    ("https://exa mple.com/", "must not contain spaces or control characters"),
+    ("https://example.com:99999/", "has a port that is not a number from 1 to 65535"),
+    ("https://example.com:0/", "has a port that is not a number from 1 to 65535"),
+    ("https://[::1/x", "has a malformed IPv6 address: write it in brackets, like https://[2001:db8::1]:8080/"),
+    ("https://[zz]/", "has a malformed IPv6 address: write it in brackets, like https://[2001:db8::1]:8080/"),
+    ("https://a..b/", "has a host name that cannot exist: 'a..b'"),
+])
+def test_malformed_urls_are_400s_that_say_what_is_wrong(server, platforms, url, problem):
+    for provider, key in (("discord", "webhookUrl"), ("bluesky", "service"), ("lemmy", "service"),
+                          ("wordpress", "domain"), ("listmonk", "url"), ("mastodon", "instance"), ("webhook", "url")):
+        credentials = {**platforms.credentials(provider), key: url}
+        assert refused(server, {"provider": provider, "credentials": credentials}) == [
+            f"credentials.{key} {problem}"], provider
+    relays = ["wss://relay.example.com", url.replace("https://", "wss://")]
+    assert refused(server, {"provider": "nostr", "credentials": {"password": NSEC, "relays": relays}}) == [
+        f"credentials.relays.1 {problem.replace('https://', 'wss://')}"]
 
 
 def test_each_provider_s_url_key_is_checked(server, platforms):

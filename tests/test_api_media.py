@@ -565,7 +565,7 @@ def test_upload_from_url_refuses_loopback_without_the_allow_list(shared, origin)
     status, error = upload_from_url(shared, origin.url + "/file/png")
     assert status == 400
     assert error["message"] == ("upload-from-url: 127.0.0.1 is a loopback address; "
-                                "set RUSTIZ_FETCH_ALLOW to allow it")
+                                "rustiz does not reach private networks unless RUSTIZ_FETCH_ALLOW lists them")
 
 
 @pytest.mark.parametrize("url, problem", [
@@ -612,9 +612,17 @@ def test_upload_from_url_unsupported_type_and_upstream_error(fetcher, origin):
 
 
 @pytest.mark.parametrize("url, problem", [
-    ("ftp://example.com/x.png", "only http and https"), ("file:///etc/passwd", "only http and https"),
-    ("http:///x.png", "has no host"), ("", "missing or empty"), (None, "missing or empty"),
+    ("ftp://example.com/x.png", "url must be a URL address starting with http:// or https://"),
+    ("file:///etc/passwd", "url must be a URL address starting with http:// or https://"),
+    ("http:///x.png", "url has no host name"), ("", "missing or empty"), (None, "missing or empty"),
     (42, "missing or empty"), ("http://no-such-host.invalid/x.png", "cannot resolve no-such-host.invalid"),
+    ("http://[::1/x", "url has a malformed IPv6 address"), ("http://[zz]/x.png", "url has a malformed IPv6 address"),
+    ("http://[::1]x/y.png", "url has a malformed IPv6 address"),
+    ("http://example.com:99999/x.png", "url has a port that is not a number from 1 to 65535"),
+    ("http://example.com:0/x.png", "url has a port that is not a number from 1 to 65535"),
+    ("http://example.com:port/x.png", "url has a port that is not a number from 1 to 65535"),
+    ("http://:80/x.png", "url has no host name"), ("http://a..b/x.png", "url has a host name that cannot exist"),
+    ("http://exa mple.com/x.png", "url must not contain spaces or control characters"),
 ])
 def test_upload_from_url_bad_urls_are_400_naming_the_problem(fetcher, url, problem):
     status, error = upload_from_url(fetcher, url)

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from conftest import read_config, run_cli
+from conftest import LOCAL_FAKES, read_config, run_cli
 from platforms import Platforms
 from test_api_channels import call
 from test_api_integrations import Database
@@ -35,7 +35,7 @@ def bluesky(platforms) -> tuple:
 def channel_cli(platforms):
     def run(server, *arguments: str):
         return run_cli(server.pyz, "channel", *arguments,
-                       env={**platforms.env, "RUSTIZ_CONFIG": str(server.config_path)})
+                       env={**platforms.env, **LOCAL_FAKES, "RUSTIZ_CONFIG": str(server.config_path)})
     return run
 
 

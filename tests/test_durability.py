@@ -45,16 +45,16 @@ class CountingReceiver(FakeWebhookReceiver):
                 self.in_flight -= 1
 
 
-def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_server, tmp_path):
+def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_server_with_fakes, tmp_path):
     receiver = CountingReceiver(answer_after=1.5)
     data = tmp_path / "data"
     try:
-        server = start_server(env=FAST, data_dir=data)
+        server = start_server_with_fakes(env=FAST, data_dir=data)
         channels = [connect(server, receiver, path=f"/hook?c={number}") for number in range(6)]
         posts = schedule_many(server, channels, iso(1), "first") + schedule_many(server, channels, iso(1), "second")
         receiver.wait_for(lambda: len(receiver.published) >= 2)  # some accepted, others in flight or queued
         server.stop(signal.SIGKILL)
-        restarted = start_server(env=FAST, data_dir=data)
+        restarted = start_server_with_fakes(env=FAST, data_dir=data)
         outcomes = [settled(restarted, post_id, timeout=60) for post_id in posts]
         assert {outcome["state"] for outcome in outcomes} == {"PUBLISHED"}
         published = Counter(item["text"] for item in receiver.published)
@@ -67,10 +67,10 @@ def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_se
         receiver.close()
 
 
-def test_a_thousand_posts_due_in_the_same_minute_on_fifty_channels_all_go_out_once_within_the_caps(start_server):
+def test_a_thousand_posts_due_in_the_same_minute_on_fifty_channels_all_go_out_once_within_the_caps(start_server_with_fakes):
     receiver = CountingReceiver()
     try:
-        server = start_server(env={**FAST, "API_LIMIT": "0"})
+        server = start_server_with_fakes(env={**FAST, "API_LIMIT": "0"})
         channels = [connect(server, receiver, path=f"/hook?c={number}") for number in range(50)]
         due = iso(5)
         posts = [post_id for batch in range(20) for post_id in schedule_many(server, channels, due, f"batch {batch}")]

@@ -113,9 +113,15 @@ def picture_host():
 
 
 @pytest.fixture
-def agent_server(start_server):
-    """Fast retries, and upload-from-url allowed to fetch from this machine (the picture host)."""
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+def agent_server(start_server_with_fakes):
+    """Fast retries, and the fakes on this machine allowed (the receiver, the picture host)."""
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
+
+
+@pytest.fixture
+def server(start_server_with_fakes):
+    """A server that may reach the fakes on this machine (the receiver)."""
+    return start_server_with_fakes()
 
 
 # --- connecting -------------------------------------------------------------------------------------
@@ -377,7 +383,9 @@ def test_post_settings_tool_merges_settings_and_reports_errors(server, receiver)
     assert rest(server, "GET", f"/public/v1/posts/{post_id}")[1]["settings"]["note"] == "kept"
 
 
-def test_upload_from_url_refusals_are_an_error_field(server):
+def test_upload_from_url_refusals_are_an_error_field(start_server):
+    server = start_server()  # the address guard as shipped: loopback refused
+
     async def scenario():
         async with sdk_client(server) as client:
             refused = await output(client, "uploadFromUrlTool", {"url": "http://127.0.0.1:9/x.png"})
@@ -386,8 +394,7 @@ def test_upload_from_url_refusals_are_an_error_field(server):
     asyncio.run(scenario())
 
 
-def test_unknown_tools_and_other_organizations_data(start_server, receiver):
-    server = start_server()
+def test_unknown_tools_and_other_organizations_data(server, receiver):
     channel_id = connect_webhook(server, receiver)
 
     async def scenario():

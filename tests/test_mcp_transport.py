@@ -269,8 +269,8 @@ def schedule_call(channel_id: str) -> dict:
 
 
 @pytest.mark.parametrize("switch, counted", [(None, True), ("0", False)])
-def test_scheduling_counts_against_api_limit_unless_switched_off(start_server, switch, counted):
-    server = start_server(env={"API_LIMIT": "2", **({"MCP_API_LIMIT": switch} if switch else {})})
+def test_scheduling_counts_against_api_limit_unless_switched_off(start_server_with_fakes, switch, counted):
+    server = start_server_with_fakes(env={"API_LIMIT": "2", **({"MCP_API_LIMIT": switch} if switch else {})})
     receiver = FakeWebhookReceiver()
     try:
         status, _, channel = server.request("POST", "/public/v1/integrations", {**JSON, "Authorization": server.key},

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import socket
 import ssl
 import subprocess
 import threading
+import zlib
 
 import pytest
 
 import rustiz
+from conftest import client_for_fakes
 from fakes import FakePlatform, answer
 
 
 def fetch(method: str, url: str, **options) -> rustiz.HttpReply:
-    client = rustiz.HttpClient()
+    client = client_for_fakes()
     try:
         return asyncio.run(client.request(method, url, **options))
     finally:
@@ -46,11 +49,71 @@ def test_gzip_answers_are_unpacked_and_a_user_agent_is_sent(platform):
     assert reply.status == 200 and reply.body.decode().startswith("rustiz/")
 
 
+def test_deflate_answers_are_unpacked_zlib_wrapped_or_raw(platform):
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    platform.route("GET", "/wrapped", lambda request: answer(200, zlib.compress(b"wrapped" * 1000),
+                                                            {"Content-Encoding": "deflate"}))
+    platform.route("GET", "/raw", lambda request: answer(200, raw.compress(b"raw" * 1000) + raw.flush(),
+                                                        {"Content-Encoding": "deflate"}))
+    assert fetch("GET", platform.url + "/wrapped").body == b"wrapped" * 1000
+    assert fetch("GET", platform.url + "/raw").body == b"raw" * 1000
+    assert platform.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+def zeros_bomb(gibibytes: float, wbits: int = 31) -> bytes:
+    """A gzip (or zlib) stream of `gibibytes` GiB of zeros in about a thousandth of that: the same
+    compressed mebibyte of zeros, repeated (each ends flushed to a byte boundary); no trailer."""
+    packer, mebibyte = zlib.compressobj(9, zlib.DEFLATED, wbits), bytes(2**20)
+    first = packer.compress(mebibyte) + packer.flush(zlib.Z_SYNC_FLUSH)
+    again = packer.compress(mebibyte) + packer.flush(zlib.Z_SYNC_FLUSH)
+    return first + again * int(gibibytes * 1024 - 1)
+
+
+@pytest.mark.parametrize("encoding, wbits", [("gzip", 31), ("deflate", 15)])
+def test_an_answer_that_unpacks_past_the_limit_fails_naming_the_host_and_the_limit(platform, encoding, wbits):
+    bomb = zeros_bomb(0.25, wbits)
+    platform.route("GET", "/bomb", lambda request: answer(200, bomb, {"Content-Encoding": encoding}))
+    host = platform.url.removeprefix("http://")
+    with pytest.raises(rustiz.NoAnswer, match=f"{host} sent a {encoding} answer that unpacks to more than 32 MiB"):
+        fetch("GET", platform.url + "/bomb")
+
+
+def test_an_encoding_rustiz_did_not_ask_for_is_refused(platform):
+    platform.route("GET", "/brotli", lambda request: answer(200, b"\x1b\x03", {"Content-Encoding": "br"}))
+    with pytest.raises(rustiz.NoAnswer, match="answered in the 'br' encoding, which rustiz did not ask for"):
+        fetch("GET", platform.url + "/brotli")
+
+
+def test_a_gzip_bomb_from_a_platform_leaves_the_server_s_memory_bounded(start_server_with_fakes, platform):
+    """Connecting a Mastodon channel to an instance that answers 2 MB of gzip holding 2 GiB of zeros: a
+    clear error naming the platform, the host and the limit, and rustiz's peak memory stays under 200 MiB."""
+    bomb = zeros_bomb(2)
+    platform.route("GET", "/api/v1/accounts/verify_credentials", lambda request: answer(
+        200, bomb, {"Content-Encoding": "gzip", "Content-Type": "application/json"}))
+    server = start_server_with_fakes()
+    body = json.dumps({"provider": "mastodon", "credentials": {"instance": platform.url, "accessToken": "t"}})
+    status, _, answer_body = server.request("POST", "/public/v1/integrations", {
+        "Authorization": server.key, "Content-Type": "application/json"}, body.encode(), timeout=60)
+    peak = peak_memory_mib(server.process.pid)
+    assert peak < 200, f"rustiz peaked at {peak:.0f} MiB"
+    message = json.loads(answer_body)["message"]
+    assert status == 502 and "Mastodon did not answer" in message, message
+    assert f"{platform.url.removeprefix('http://')} sent a gzip answer that unpacks to more than 32 MiB" in message
+    assert server.request("GET", "/health")[0] == 200
+
+
+def peak_memory_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
 def test_get_follows_a_bounded_number_of_redirects_and_post_never_does(platform):
     platform.route("GET", "/hop/(\\d+)", lambda request: answer(
         302, b"", {"Location": f"/hop/{int(request.match[1]) - 1}"}) if request.match[1] != "0" else answer(200, "here"))
     platform.route("POST", "/moved", lambda request: answer(307, b"", {"Location": "/elsewhere"}))
-    assert fetch("GET", platform.url + "/hop/5").text() == "here"
+    assert fetch("GET", platform.url + "/hop/5").body == b"here"
     with pytest.raises(rustiz.NoAnswer, match="more than 5 redirects"):
         fetch("GET", platform.url + "/hop/6")
     assert fetch("POST", platform.url + "/moved").status == 307
@@ -59,7 +122,7 @@ def test_get_follows_a_bounded_number_of_redirects_and_post_never_does(platform)
 def test_error_statuses_are_answers_not_exceptions(platform):
     platform.route("GET", "/missing", lambda request: answer(404, {"error": "not here"}))
     reply = fetch("GET", platform.url + "/missing")
-    assert (reply.status, rustiz.platform_message(reply)) == (404, "not here")
+    assert (reply.status, reply.json()) == (404, {"error": "not here"})
 
 
 def test_a_refused_connection_means_nothing_was_sent():
@@ -84,26 +147,49 @@ def test_a_dropped_connection_is_no_answer(platform):
         fetch("POST", platform.url + "/drop")
 
 
-def test_an_http_proxy_from_the_environment_is_used(platform, monkeypatch):
+class Proxy(FakePlatform):
+    """A forward proxy that answers every request itself and records the targets it was sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list = []
+
+    def dispatch(self, request, handler):
+        self.seen.append(handler.path)
+        return answer(200, "from the proxy")
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    """A Proxy that HTTP_PROXY names for every host."""
+    fake = Proxy()
+    monkeypatch.setenv("http_proxy", fake.url)
+    monkeypatch.setenv("no_proxy", "")
+    yield fake
+    fake.close()
+
+
+def test_an_http_proxy_from_the_environment_is_used(platform, proxy, monkeypatch):
     platform.route("GET", "/proxied", lambda request: answer(200, "via proxy"))
-    seen = []
+    assert fetch("GET", "http://platform.invalid/proxied?x=1").body == b"from the proxy"
+    assert proxy.seen == ["http://platform.invalid/proxied?x=1"]  # the absolute form a proxy needs
+    monkeypatch.setenv("no_proxy", "platform.invalid")
+    with pytest.raises(rustiz.ConnectFailed):
+        fetch("GET", "http://platform.invalid/proxied")
 
-    class Proxy(FakePlatform):
-        def dispatch(self, request, handler):
-            seen.append(handler.path)
-            return answer(200, "from the proxy")
 
-    proxy = Proxy()
+def test_through_a_proxy_targets_known_to_be_private_are_still_refused(proxy):
+    """The proxy is the operator's (its own address is not checked), and it resolves names itself: what
+    rustiz can tell is private, a literal address or a name that resolves here to one, is refused."""
+    client = rustiz.HttpClient(())
     try:
-        monkeypatch.setenv("http_proxy", proxy.url)
-        monkeypatch.setenv("no_proxy", "")
-        assert fetch("GET", "http://platform.invalid/proxied?x=1").text() == "from the proxy"
-        assert seen == ["http://platform.invalid/proxied?x=1"]  # the absolute form a proxy needs
-        monkeypatch.setenv("no_proxy", "platform.invalid")
-        with pytest.raises(rustiz.ConnectFailed):
-            fetch("GET", "http://platform.invalid/proxied")
+        for url in ("http://127.0.0.1:8080/x", "http://2130706433/x", "http://[::ffff:10.0.0.1]/x", "http://localhost/x"):
+            with pytest.raises(rustiz.AddressRefused, match="RUSTIZ_FETCH_ALLOW"):
+                asyncio.run(client.request("GET", url))
+        assert asyncio.run(client.request("GET", "http://platform.invalid/x")).body == b"from the proxy"
+        assert proxy.seen == ["http://platform.invalid/x"]
     finally:
-        proxy.close()
+        client.close()
 
 
 def test_an_untrusted_certificate_is_refused_before_anything_is_sent(tmp_path):

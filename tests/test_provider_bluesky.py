@@ -23,8 +23,8 @@ def pds():
 
 
 @pytest.fixture
-def rustiz_server(start_server, pds):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", **pds.env})
+def rustiz_server(start_server_with_fakes, pds):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **pds.env})
 
 
 def api(server, method: str, path: str, body=None, headers: dict | None = None) -> tuple:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import rustiz
+from conftest import client_for_fakes
 from test_api_media import mp4_file
 from test_provider_bluesky import api, png, publish, upload
 
@@ -122,10 +123,10 @@ def real_pds(tmp_path_factory):
         log.close()
 
 
-def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server, real_pds):
+def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server_with_fakes, real_pds):
     alice = real_pds.create_account("alice.test", "alice-app-password")
     bob = real_pds.create_account("bob.test", "bob-app-password")
-    server = start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+    server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
     status, channel = api(server, "POST", "/integrations", {"provider": "bluesky", "credentials": {
         "service": real_pds.url, "identifier": "alice.test", "password": "alice-app-password"}})
     assert status == 201, channel
@@ -162,7 +163,7 @@ def test_sending_a_part_again_finds_the_first_record_on_a_real_pds(real_pds):
     did = real_pds.create_account("carol.test", "carol-app-password")
 
     async def publish_twice() -> tuple:
-        http = rustiz.HttpClient()
+        http = client_for_fakes()  # the real PDS listens on 127.0.0.1
         channel = rustiz.Channel("c1", "carol", {"service": real_pds.url, "identifier": "carol.test",
                                                  "password": "carol-app-password"}, None, http)
         part = rustiz.OutgoingPost(rustiz.new_cuid(), "<p>only once</p>", (), {}, 0, rustiz.new_uuid(),

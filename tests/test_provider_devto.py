@@ -20,8 +20,8 @@ def devto():
 
 
 @pytest.fixture
-def server(start_server, devto):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", **devto.env})
+def server(start_server_with_fakes, devto):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **devto.env})
 
 
 def test_connect_reads_the_account_behind_the_api_key(server, devto):

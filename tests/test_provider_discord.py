@@ -18,8 +18,8 @@ def discord():
 
 
 @pytest.fixture
-def rustiz(start_server, discord):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def rustiz(start_server_with_fakes, discord):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
 
 
 def message_link(message_id: str, channel_id: str = CHANNEL_ID) -> str:
@@ -82,10 +82,10 @@ def test_thread_parts_follow_the_post_in_the_same_channel(rustiz, discord):
     assert "thread_id" not in discord.requests_to("POST", r"/api/webhooks/.*")[-1].query
 
 
-def test_in_a_forum_channel_the_post_opens_a_topic_and_thread_parts_go_into_it(start_server):
+def test_in_a_forum_channel_the_post_opens_a_topic_and_thread_parts_go_into_it(start_server_with_fakes):
     forum = FakeDiscord(forum=True)
     try:
-        rustiz = start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+        rustiz = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
         channel = connected(rustiz, "discord", forum.credentials())
         rows = finished(rustiz, scheduled(rustiz, channel["id"], ["<p>Release notes</p><p>more</p>", "<p>Details</p>"],
                                           SETTINGS))

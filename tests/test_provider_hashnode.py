@@ -20,8 +20,8 @@ def hashnode():
 
 
 @pytest.fixture
-def server(start_server, hashnode):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", **hashnode.env})
+def server(start_server_with_fakes, hashnode):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **hashnode.env})
 
 
 def test_connect_reads_the_account_with_the_token_in_authorization(server, hashnode):

@@ -26,8 +26,8 @@ def lemmy():
 
 
 @pytest.fixture
-def rustiz(start_server, lemmy):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def rustiz(start_server_with_fakes, lemmy):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
 
 
 def posts(lemmy: FakeLemmy) -> list:
@@ -49,10 +49,10 @@ def test_a_wrong_password_is_refused_at_connect_with_lemmys_reason(rustiz, lemmy
                                                    "(incorrect_login): the username or password is wrong")
 
 
-def test_an_account_with_two_factor_authentication_is_refused_with_a_clear_reason(start_server):
+def test_an_account_with_two_factor_authentication_is_refused_with_a_clear_reason(start_server_with_fakes):
     guarded = FakeLemmy(two_factor=True)
     try:
-        rustiz = start_server()
+        rustiz = start_server_with_fakes()
         status, answer = connect(rustiz, "lemmy", guarded.credentials())
         assert status == 400 and "missing_totp_token" in answer["message"], answer
         assert "two-factor authentication" in answer["message"] and "turn 2FA off" in answer["message"]

@@ -19,8 +19,8 @@ def listmonk():
 
 
 @pytest.fixture
-def server(start_server, listmonk):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def server(start_server_with_fakes, listmonk):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
 
 
 def test_connect_checks_access_with_basic_auth_of_the_api_user(server, listmonk):

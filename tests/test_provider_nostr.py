@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import rustiz
+from conftest import client_for_fakes
 from fake_nostr import SECRET_KEY_HEX, FakeNostrRelay, closed_port_url, profile_event
 from test_api_media import png_file, upload
 
@@ -101,17 +102,17 @@ def test_websocket_accept_key_and_masking_follow_rfc_6455():
 def test_the_websocket_client_refuses_a_server_that_does_not_upgrade():
     relay = FakeNostrRelay()
     relay.refuse_upgrade = True
-    with pytest.raises(rustiz.ConnectFailed, match="404 Not Found"):
-        rustiz.WebSocketClient(relay.url, time.monotonic() + 5)
+    with pytest.raises(rustiz.ConnectFailed, match="answered HTTP 404 instead of 101"):
+        rustiz.WebSocketClient(relay.url, time.monotonic() + 5, client_for_fakes())
 
 
 def test_the_websocket_client_sends_large_masked_messages_and_reads_them_back():
     relay = FakeNostrRelay()
     content = "x" * 70000  # a 64-bit length frame out, and back in the REQ's answer
     event = rustiz.nostr_event(bytes.fromhex(SECRET_KEY_HEX), int(time.time()), 1, [], content)
-    answer = rustiz.publish_to_relay(relay.url, event, rustiz.Timeouts(5, 5))
+    answer = rustiz.publish_to_relay(client_for_fakes(), relay.url, event, rustiz.Timeouts(5, 5))
     assert answer.state == "accepted"
-    found = rustiz.query_relay(relay.url, {"ids": [event["id"]]}, rustiz.Timeouts(5, 5))
+    found = rustiz.query_relay(client_for_fakes(), relay.url, {"ids": [event["id"]]}, rustiz.Timeouts(5, 5))
     assert [found_event["content"] for found_event in found.events] == [content]
 
 
@@ -164,8 +165,8 @@ def relay():
 
 
 @pytest.fixture
-def rustiz_server(start_server):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", "RUSTIZ_RETRY_LIMIT": "2",
+def rustiz_server(start_server_with_fakes):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", "RUSTIZ_RETRY_LIMIT": "2",
                              "RUSTIZ_NOSTR_ANSWER_TIMEOUT": "1.5"})
 
 
@@ -209,7 +210,7 @@ def test_connect_is_refused_with_each_relay_s_reason_when_none_accepts(rustiz_se
     assert status == 400, answer
     message = answer["message"] if isinstance(answer, dict) else str(answer)
     assert "Nostr refused these credentials: none of the relays accepted a WebSocket connection" in message
-    assert f"{relay.url}: " in message and "404 Not Found" in message
+    assert f"{relay.url}: " in message and "HTTP 404 instead of 101" in message
     assert f"{dead}: " in message and "Connection refused" in message
 
 
@@ -299,8 +300,8 @@ def test_a_lost_answer_is_sent_again_as_the_same_event_and_stored_once(rustiz_se
     assert len(relay.published) == 1 and post["releaseId"] == first["id"]
 
 
-def test_a_relay_that_never_answers_is_retried_then_reported(start_server, relay):
-    server = start_server(env={"RUSTIZ_RETRY_BASE": "0.1", "RUSTIZ_RETRY_LIMIT": "1",
+def test_a_relay_that_never_answers_is_retried_then_reported(start_server_with_fakes, relay):
+    server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.1", "RUSTIZ_RETRY_LIMIT": "1",
                                "RUSTIZ_NOSTR_ANSWER_TIMEOUT": "0.5"})
     channel_id = connected(server, relay)
     relay.script = ["silent", "silent"]
@@ -446,8 +447,8 @@ def real_relay(tmp_path):
     log.close()
 
 
-def test_a_post_and_its_reply_reach_a_real_relay_and_read_back_verified(start_server, real_relay):
-    server = start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def test_a_post_and_its_reply_reach_a_real_relay_and_read_back_verified(start_server_with_fakes, real_relay):
+    server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
     status, channel = connect(server, {"password": SECRET_KEY_HEX, "relays": [real_relay]})
     assert status == 201, channel
     post_id = schedule(server, channel["id"], "Hello from rustiz", "and a reply")
@@ -468,5 +469,5 @@ def test_a_post_and_its_reply_reach_a_real_relay_and_read_back_verified(start_se
     assert reply["tags"] == [["e", root_id, real_relay, "root"], ["p", PUBLIC_KEY_HEX]]
 
     # rustiz's own client reads it back too
-    again = rustiz.query_relay(real_relay, {"ids": [reply_id]}, rustiz.Timeouts(5, 5))
+    again = rustiz.query_relay(client_for_fakes(), real_relay, {"ids": [reply_id]}, rustiz.Timeouts(5, 5))
     assert [event["id"] for event in again.events] == [reply_id]

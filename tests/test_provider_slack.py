@@ -18,8 +18,8 @@ def slack():
 
 
 @pytest.fixture
-def rustiz(start_server, slack):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def rustiz(start_server_with_fakes, slack):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
 
 
 def test_connect_posts_nothing_and_tells_two_webhooks_apart_by_their_url(rustiz, slack):

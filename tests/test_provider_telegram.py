@@ -18,8 +18,8 @@ def fake():
 
 
 @pytest.fixture
-def server(start_server, fake):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2", **fake.env})
+def server(start_server_with_fakes, fake):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **fake.env})
 
 
 @pytest.fixture

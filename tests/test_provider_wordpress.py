@@ -21,8 +21,8 @@ def wordpress():
 
 
 @pytest.fixture
-def server(start_server):
-    return start_server(env={"RUSTIZ_RETRY_BASE": "0.2"})
+def server(start_server_with_fakes):
+    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
 
 
 def test_connect_reads_the_user_and_its_avatar(server, wordpress):

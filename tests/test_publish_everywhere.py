@@ -51,8 +51,8 @@ def upload(server) -> dict:
     return media
 
 
-def test_a_scheduled_post_reaches_every_provider_at_its_time_with_its_media_and_thread(start_server, platforms):
-    server = start_server(env={**platforms.env, "RUSTIZ_RETRY_BASE": "0.2", "API_LIMIT": "0"})
+def test_a_scheduled_post_reaches_every_provider_at_its_time_with_its_media_and_thread(start_server_with_fakes, platforms):
+    server = start_server_with_fakes(env={**platforms.env, "RUSTIZ_RETRY_BASE": "0.2", "API_LIMIT": "0"})
     media = upload(server)
     image = [{"id": media["id"], "path": media["path"]}]
     due = iso(3)

@@ -3,6 +3,7 @@ a retry, a reconnect or a refusal, how long to wait, and the words of a failure.
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 
 import pytest
@@ -69,9 +70,62 @@ def test_a_failure_names_the_platform_status_part_and_item():
     assert rustiz.failure_text("Mastodon", error, 1) == (
         "Failed on Mastodon (HTTP 422) at thread part 2, media item 1: Validation failed: Text character limit of "
         "500 exceeded")
-    html = "<html><body><h1>502 Bad Gateway</h1><p>nginx/1.24.0 upstream timed out</p></body></html>"
-    assert rustiz.failure_text("Lemmy", rustiz.Retryable("Bad Gateway", 502, html), 0) == (
-        f"Failed on Lemmy (HTTP 502): Bad Gateway — Lemmy answered: {html}")
+    detail = '{"message":"Invalid Form Body","code":50035,"errors":{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"}]}}}'
+    assert rustiz.failure_text("Discord", rustiz.Rejected("Invalid Form Body", 400, detail), 0) == (
+        f"Failed on Discord (HTTP 400): Invalid Form Body — Discord answered: {detail}")
+
+
+PAGE = b"<html><body><pre>RUSTIZ_API_KEY=the-secret-of-another-server</pre></body></html>"
+
+
+@pytest.mark.parametrize("status", [200, 400, 401, 403, 404, 422, 429, 500, 502])
+@pytest.mark.parametrize("provider", sorted(rustiz.PUBLISHERS))
+def test_an_answer_in_no_error_shape_of_the_platform_is_described_never_quoted(provider, status):
+    """A proxy's page, or whatever server a tenant's URL names: its status and size, not its words."""
+    try:
+        rustiz.PUBLISHERS[provider].check_reply(reply(status, PAGE, content_type="text/html"), True, "the post")
+    except rustiz.PublishError as error:
+        assert "the-secret" not in error.message + error.body, error.message
+        assert f"HTTP {status}" in error.message or error.status == status, error.message
+    else:
+        assert status == 200, provider
+
+
+LONG = "x" * 2000
+
+
+@pytest.mark.parametrize("provider, answer, words", [
+    ("mastodon", {"error": "Validation failed: Text character limit of 500 exceeded"},
+     "Validation failed: Text character limit of 500 exceeded"),
+    ("bluesky", {"error": "InvalidRequest", "message": "Record/text must not be longer than 3000 graphemes"},
+     "InvalidRequest: Record/text must not be longer than 3000 graphemes"),
+    ("telegram", {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"},
+     "Bad Request: message is too long"),
+    ("discord", {"message": "Cannot send an empty message", "code": 50006}, "Cannot send an empty message"),
+    ("wordpress", {"code": "rest_invalid_param", "message": "Invalid parameter(s): <b>status</b>",
+                   "data": {"status": 400}}, "rest_invalid_param: Invalid parameter(s): status"),
+    ("lemmy", {"error": "couldnt_find_community"}, "couldnt_find_community"),
+    ("devto", {"error": "Title can't be blank", "status": 422}, "Title can't be blank"),
+    ("hashnode", {"errors": [{"message": "Publication not found", "extensions": {"code": "NOT_FOUND"}}]},
+     "Publication not found"),
+    ("listmonk", {"message": "Invalid list"}, "Invalid list"),
+    ("webhook", {"message": "text is too long for this receiver"}, "text is too long for this receiver"),
+    ("mastodon", {"error": LONG}, "x" * 300 + "…"),
+])
+def test_a_platform_s_own_error_is_quoted_bounded(provider, answer, words):
+    with pytest.raises(rustiz.PublishError) as raised:
+        rustiz.PUBLISHERS[provider].check_reply(reply(422, json.dumps(answer).encode()), True, "the post")
+    assert words in raised.value.message and LONG not in raised.value.message, raised.value.message
+    assert len(raised.value.body) <= 600
+
+
+@pytest.mark.parametrize("provider", ["mastodon", "telegram", "discord", "wordpress", "listmonk", "bluesky"])
+def test_another_platform_s_error_shape_is_not_quoted(provider):
+    """JSON in some other shape (here a bare {"detail"}, which none of these platforms answers)."""
+    with pytest.raises(rustiz.PublishError) as raised:
+        rustiz.PUBLISHERS[provider].check_reply(reply(400, b'{"detail": "the-secret"}'), False, "the account")
+    assert "the-secret" not in raised.value.message + raised.value.body
+    assert "HTTP 400, 24 bytes that are not" in raised.value.message, raised.value.message
 
 
 def test_a_recurring_post_re_anchors_on_its_next_future_occurrence():

@@ -72,8 +72,8 @@ def receiver():
 
 
 @pytest.fixture
-def fast_server(start_server):
-    return start_server(env=FAST)
+def fast_server(start_server_with_fakes):
+    return start_server_with_fakes(env=FAST)
 
 
 def test_a_post_goes_out_at_its_time_and_its_thread_parts_reply_in_order(fast_server, receiver):
@@ -153,8 +153,8 @@ def test_a_refusal_is_an_error_in_the_platform_s_words_and_later_parts_are_not_s
                for text in notifications(fast_server))
 
 
-def test_retrying_stops_at_the_limit_with_the_last_reason(start_server, receiver):
-    server = start_server(env={**FAST, "RUSTIZ_RETRY_LIMIT": "1"})
+def test_retrying_stops_at_the_limit_with_the_last_reason(start_server_with_fakes, receiver):
+    server = start_server_with_fakes(env={**FAST, "RUSTIZ_RETRY_LIMIT": "1"})
     channel = connect(server, receiver)
     receiver.fail_next("POST", "/hook", 502, b"<html>Bad Gateway</html>", times=5)
     answer = settled(server, schedule(server, channel, "doomed"))
@@ -196,8 +196,8 @@ def test_a_lost_answer_is_sent_again_and_the_receiver_sees_one_delivery(fast_ser
     assert len(receiver.requests_to("POST", "/hook")) == 3  # ping, lost attempt, repeat
 
 
-def test_a_post_missed_by_more_than_the_grace_period_is_not_sent(start_server, receiver):
-    server = start_server(env={**FAST, "PUBLISH_GRACE": "60"})
+def test_a_post_missed_by_more_than_the_grace_period_is_not_sent(start_server_with_fakes, receiver):
+    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "60"})
     channel = connect(server, receiver)
     missed = schedule(server, channel, "stale", date=iso(-3600))
     recent = schedule(server, channel, "a little late", date=iso(-30))
@@ -219,8 +219,8 @@ def test_a_recurring_post_goes_again_at_its_next_occurrence(fast_server, receive
     assert answer["publishDate"] > iso(6.9 * 86400) and answer["releaseId"] == "msg-1"
 
 
-def test_a_recurring_post_missed_while_down_skips_to_its_next_future_occurrence(start_server, receiver):
-    server = start_server(env={**FAST, "PUBLISH_GRACE": "60"})
+def test_a_recurring_post_missed_while_down_skips_to_its_next_future_occurrence(start_server_with_fakes, receiver):
+    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "60"})
     channel = connect(server, receiver)
     post_id = schedule(server, channel, "daily", date=iso(-3 * 86400 - 3600), inter=1)
     deadline = time.monotonic() + 10
@@ -265,8 +265,8 @@ def test_webhook_registrations_are_checked(fast_server, receiver):
     assert status == 404 and answer["message"] == "No webhook nope in this organization"
 
 
-def test_with_two_workers_each_post_is_published_once(start_server, receiver):
-    server = start_server(env=FAST, args=("--workers", "2"))
+def test_with_two_workers_each_post_is_published_once(start_server_with_fakes, receiver):
+    server = start_server_with_fakes(env=FAST, args=("--workers", "2"))
     channel = connect(server, receiver)
     posts = [schedule(server, channel, f"post {number}", date=iso(1)) for number in range(6)]
     for post_id in posts:
@@ -274,10 +274,10 @@ def test_with_two_workers_each_post_is_published_once(start_server, receiver):
     assert sorted(item["text"] for item in receiver.published) == sorted(f"post {n}" for n in range(6))
 
 
-def test_a_second_server_on_the_same_database_stands_by_and_takes_over_when_the_first_dies(start_server, receiver,
+def test_a_second_server_on_the_same_database_stands_by_and_takes_over_when_the_first_dies(start_server_with_fakes, receiver,
                                                                                           tmp_path):
-    first = start_server(env=FAST, data_dir=tmp_path / "shared")
-    second = start_server(env=FAST, data_dir=tmp_path / "shared")
+    first = start_server_with_fakes(env=FAST, data_dir=tmp_path / "shared")
+    second = start_server_with_fakes(env=FAST, data_dir=tmp_path / "shared")
     channel = connect(first, receiver)
     settled(first, schedule(first, channel, "by the first"))
     first.stop(signal.SIGKILL)

@@ -108,8 +108,8 @@ def local_input(moment: float, zone: str) -> str:
     return text.removesuffix(":00")  # as Chromium writes it back (Playwright checks the value it filled)
 
 
-def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_out(start_server, open_page):
-    server = start_server()
+def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_out(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     page = open_page(server)
     page.goto("/")
     page.get_by_label("API key").fill("0" * 64)
@@ -127,8 +127,8 @@ def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_
     expect(page.get_by_label("API key")).to_be_visible()
 
 
-def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server, open_page, tmp_path):
-    server = start_server(env=FAST)
+def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server_with_fakes, open_page, tmp_path):
+    server = start_server_with_fakes(env=FAST)
     receiver = FakeWebhookReceiver()
     try:
         page = open_page(server)
@@ -187,8 +187,8 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         receiver.close()
 
 
-def test_a_refusal_turns_red_with_the_platform_s_message_and_retry_publishes_it(start_server, open_page):
-    server = start_server(env=FAST)
+def test_a_refusal_turns_red_with_the_platform_s_message_and_retry_publishes_it(start_server_with_fakes, open_page):
+    server = start_server_with_fakes(env=FAST)
     receiver = FakeWebhookReceiver()
     try:
         connect_api(server, receiver, "Refusing hook")
@@ -216,8 +216,8 @@ def test_a_refusal_turns_red_with_the_platform_s_message_and_retry_publishes_it(
         receiver.close()
 
 
-def test_validation_errors_show_inline_in_the_composer(start_server, open_page):
-    server = start_server()
+def test_validation_errors_show_inline_in_the_composer(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
         connect_api(server, receiver, "Hook")
@@ -236,8 +236,8 @@ def test_validation_errors_show_inline_in_the_composer(start_server, open_page):
         receiver.close()
 
 
-def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_server, open_page):
-    server = start_server()
+def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
         assert call(server, "PUT", "/public/v1/organization", {"timezone": "Asia/Tokyo"})[0] == 200
@@ -271,9 +271,9 @@ def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_ser
         receiver.close()
 
 
-def test_calendar_and_composer_screenshots(start_server, open_page, tmp_path):
+def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, tmp_path):
     """Real screens for README: a week with posts in every state, and the composer."""
-    server = start_server(env=FAST)
+    server = start_server_with_fakes(env=FAST)
     receivers = [FakeWebhookReceiver() for _ in range(2)]
     try:
         assert call(server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
@@ -325,8 +325,8 @@ def test_calendar_and_composer_screenshots(start_server, open_page, tmp_path):
             receiver.close()
 
 
-def test_the_whole_ui_is_small_and_loads_fast(start_server):
-    server = start_server()
+def test_the_whole_ui_is_small_and_loads_fast(start_server_with_fakes):
+    server = start_server_with_fakes()
     web = ROOT / "web"
     assert sum(path.stat().st_size for path in web.rglob("*") if path.is_file()) < 150 * 1024
     started = time.perf_counter()
@@ -336,9 +336,9 @@ def test_the_whole_ui_is_small_and_loads_fast(start_server):
     assert time.perf_counter() - started < 0.2
 
 
-def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_server, open_page):
+def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_server_with_fakes, open_page):
     from fake_discord import FakeDiscord
-    server = start_server()
+    server = start_server_with_fakes()
     discord = FakeDiscord()
     try:
         status, channel = call(server, "POST", "/public/v1/integrations",
@@ -367,8 +367,8 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         discord.close()
 
 
-def test_counting_rules_x_weighted_length_and_graphemes(start_server, open_page):
-    server = start_server()
+def test_counting_rules_x_weighted_length_and_graphemes(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     page = open_page(server)
     sign_in(page, server)
     counts = page.evaluate("""async () => {
@@ -380,8 +380,8 @@ def test_counting_rules_x_weighted_length_and_graphemes(start_server, open_page)
     assert counts == [5, 6, 30, 2, 3, 2, 2]
 
 
-def test_edit_reschedule_and_delete_a_post_from_its_page(start_server, open_page):
-    server = start_server()
+def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
         channel = connect_api(server, receiver, "Hook")
@@ -409,8 +409,8 @@ def test_edit_reschedule_and_delete_a_post_from_its_page(start_server, open_page
         receiver.close()
 
 
-def test_settings_timezone_webhooks_and_mcp_url(start_server, open_page):
-    server = start_server()
+def test_settings_timezone_webhooks_and_mcp_url(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     page = open_page(server)
     sign_in(page, server)
     page.get_by_role("link", name="Settings").click()
@@ -434,8 +434,8 @@ def test_settings_timezone_webhooks_and_mcp_url(start_server, open_page):
     assert call(server, "GET", "/public/v1/webhooks")[1] == []
 
 
-def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_server, open_page):
-    server = start_server()
+def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     page = open_page(server, width=390, height=800)
     sign_in(page, server)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -445,8 +445,8 @@ def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_s
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
-def test_filter_by_group_and_channel_and_the_list_view(start_server, open_page):
-    server = start_server()
+def test_filter_by_group_and_channel_and_the_list_view(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     receivers = [FakeWebhookReceiver() for _ in range(2)]
     try:
         channels = []
@@ -478,8 +478,8 @@ def test_filter_by_group_and_channel_and_the_list_view(start_server, open_page):
             receiver.close()
 
 
-def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server, open_page):
-    server = start_server()
+def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     page = open_page(server)
     page.goto("/")
     expect(page.get_by_label("API key")).to_be_visible()
@@ -487,8 +487,8 @@ def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server, open_page
     assert 0 < load < 200, load
 
 
-def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_server, open_page):
-    server = start_server(env=FAST)
+def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_server_with_fakes, open_page):
+    server = start_server_with_fakes(env=FAST)
     receiver = FakeWebhookReceiver()
     try:
         channel_id = connect_api(server, receiver, "Team hook")
@@ -516,8 +516,8 @@ def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_serv
         receiver.close()
 
 
-def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(start_server, open_page):
-    server = start_server()
+def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
         channel_id = connect_api(server, receiver, "Team hook")
