@@ -3216,7 +3216,12 @@ def _relays_problem(value: Any) -> Optional[str]:
 
 
 def _telegram_chat_problem(value: Any) -> Optional[str]:
-    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+|@[A-Za-z][A-Za-z0-9_]{3,}", value)):
+    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value)):
+        # Telegram's chat ids have at most 52 significant bits; text is measured before int() reads it.
+        if len(str(value).lstrip("-0")) <= 16 and abs(int(value)) <= MAX_SAFE_INTEGER:
+            return None
+        return f"must be a Telegram chat id: a whole number from {-MAX_SAFE_INTEGER} to {MAX_SAFE_INTEGER}"
+    if isinstance(value, str) and re.fullmatch(r"@[A-Za-z][A-Za-z0-9_]{3,}", value):
         return None
     return "must be a numeric chat id (like -1001234567890) or a public @channelname"
 
