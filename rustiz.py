@@ -4558,8 +4558,10 @@ def _listing_item(post: dict, tags: list) -> dict:
 
 # --- recurring posts: every n days at the same local time in the organization's timezone --------------------
 
-MAX_LISTED_OCCURRENCES = 10_000  # occurrences of recurring posts one listing answer may hold...
-MAX_LISTED_OCCURRENCE_BYTES = 32 * 1024 * 1024  # ...and what they may weigh in it
+# What the occurrences of recurring posts may add to one listing: building and encoding the largest such
+# answer holds the event loop (every other request) for about a tenth of a second on a small machine.
+MAX_LISTED_OCCURRENCES = 10_000
+MAX_LISTED_OCCURRENCE_BYTES = 8 * 1024 * 1024
 
 
 def zoned_instant(local: "datetime.datetime", zone: "datetime.tzinfo") -> "datetime.datetime":
@@ -4643,7 +4645,7 @@ def recurrence_of(publish_date: str, anchor: Optional[str], every_days: int,
                   zone: "datetime.tzinfo") -> Recurrence:
     """The recurrence of a stored post: counted from its anchor (posts saved before anchors were kept:
     from their publish date)."""
-    return Recurrence(parse_iso_instant(anchor or publish_date), every_days, zone)
+    return Recurrence(parse_iso_instant(anchor) or parse_iso_instant(publish_date), every_days, zone)
 
 
 def _posting_minutes(posting_times: str) -> list:
@@ -4926,10 +4928,10 @@ class PostsApi:
             midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
             for minute in minutes:
                 local = midnight + datetime.timedelta(minutes=minute)
-                slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+                slot = zoned_instant(local, zone)  # as recurring posts: a skipped time is the minute after the skip
                 if slot > now and iso_ms(slot)[:16] not in taken:
                     return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
-                                          "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+                                          "localDate": slot.astimezone(zone).strftime("%Y-%m-%dT%H:%M:00")})
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
 
