@@ -10651,7 +10651,7 @@ class Scheduler:
             stopped = self.last_alive_before
             if stopped is None:
                 return f"no rustiz scheduler was running then (this one started at {started})"
-            if due >= stopped - SCHEDULER_HEARTBEAT_SECONDS:
+            if due >= stopped:
                 return (f"rustiz was not running from {iso_at(stopped)} (its last sign of life) to {started} "
                         "(stopped, restarting, or its machine asleep)")
             return (f"it was still waiting for its turn when rustiz stopped at {iso_at(stopped)}, and rustiz only "
