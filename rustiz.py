@@ -96,7 +96,9 @@ def utc_now_iso() -> str:
 
 def iso_at(epoch: float) -> str:
     """A Unix time as Postiz serialises instants (and rustiz stores them, so text order is time order)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+    moment = time.gmtime(epoch)  # years written with 4 digits: strftime's %Y writes year 999 as "999"
+    return (f"{moment.tm_year:04d}-{moment.tm_mon:02d}-{moment.tm_mday:02d}T{moment.tm_hour:02d}:"
+            f"{moment.tm_min:02d}:{moment.tm_sec:02d}.{int(epoch % 1 * 1000):03d}Z")
 
 
 
@@ -109,7 +111,8 @@ def parse_iso_instant(text: Any) -> Optional["datetime.datetime"]:
 
 def iso_ms(moment: "datetime.datetime") -> str:
     """A UTC datetime as Postiz serialises instants (and rustiz stores them, so text order is time order)."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+            f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
 
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -565,6 +568,11 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX web_session_expiry ON web_session(expires_at);
     """,
+    # The date a recurring post counts its occurrences from (the date it was given): the scheduler moves
+    # publish_date to each next occurrence, and this keeps the local time they all share.
+    """
+    ALTER TABLE post ADD COLUMN recurrence_anchor TEXT;
+    """,
 )
 
 
@@ -1001,8 +1009,9 @@ class Store:
                                customer_id: Optional[str]) -> list:
         """Root posts of live channels dated in [start, end], plus every recurring one (the caller expands them).
 
-        Each row is a post with `integration` {id, providerIdentifier, name, picture} added."""
-        sql = (f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture FROM post p "
+        Each row is a post with `integration` {id, providerIdentifier, name, picture} and `recurrenceAnchor` added."""
+        sql = (f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.recurrence_anchor "
+               "FROM post p "
                "JOIN integration i ON i.id = p.integration_id "
                "WHERE p.organization_id = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
                "AND i.deleted_at IS NULL AND (p.publish_date BETWEEN ? AND ? OR p.interval_in_days IS NOT NULL)")
@@ -1014,6 +1023,7 @@ class Store:
         for row in self._read(sql + " ORDER BY p.publish_date, p.id", parameters):
             post = self._post_row(row)
             post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
+            post["recurrenceAnchor"] = row[22]
             posts.append(post)
         return posts
 
@@ -1072,15 +1082,20 @@ class Store:
         if row["existing"]:
             # Back in the queue (or a draft) means the last failure no longer describes the post.
             # An edited queued post is a new post to the scheduler: no retry wait, a fresh idempotency key.
+            # A recurring post keeps counting from its anchor unless its date or interval changes (the
+            # right-hand sides all read the row as it was before this UPDATE).
             db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._POST_FIELDS)}, "
                        "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
+                       "recurrence_anchor = CASE WHEN publish_date = ? AND interval_in_days IS ? "
+                       "THEN COALESCE(recurrence_anchor, publish_date) ELSE ? END, "
                        "not_before = NULL, attempts = 0, idempotency_key = NULL, "
                        "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
-                       (*values, row["state"], now, row["id"], organization_id))
+                       (*values, row["state"], row["publish_date"], row["interval_in_days"], row["publish_date"],
+                        now, row["id"], organization_id))
         else:
-            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, "
-                       f"{', '.join(self._POST_FIELDS)}) VALUES (?, ?, ?, ?{', ?' * len(values)})",
-                       (row["id"], organization_id, now, now, *values))
+            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, "
+                       f"{', '.join(self._POST_FIELDS)}) VALUES (?, ?, ?, ?, ?{', ?' * len(values)})",
+                       (row["id"], organization_id, now, now, row["publish_date"], *values))
 
     @staticmethod
     def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
@@ -1166,13 +1181,13 @@ class Store:
                 "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
                 "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
                 "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
-                "parent.release_id, parent.release_url, parent.reply_ref "
+                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor "
                 "FROM post p JOIN integration i ON i.id = p.integration_id "
             "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
         names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
                  "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
                  "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-                 "parent_release_url", "parent_reply_ref")
+                 "parent_release_url", "parent_reply_ref", "recurrence_anchor")
         claim = dict(zip(names, row))
         claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
                                    "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
@@ -1222,13 +1237,14 @@ class Store:
         return failed
 
     def finished_recurring_root(self, group: str) -> Optional[tuple]:
-        """(root id, publish date, interval in days) when the group recurs and none of it waits or is publishing."""
+        """(root id, publish date, interval in days, recurrence anchor or None) when the group recurs and none
+        of it waits or is publishing."""
         if self._read("SELECT 1 FROM post WHERE post_group = ? AND deleted_at IS NULL "
                       "AND state IN ('QUEUE', 'PUBLISHING') LIMIT 1", (group,)).fetchone() is not None:
             return None
-        return self._read("SELECT id, publish_date, interval_in_days FROM post WHERE post_group = ? "
-                          "AND parent_post_id IS NULL AND deleted_at IS NULL AND interval_in_days > 0",
-                          (group,)).fetchone()
+        return self._read("SELECT id, publish_date, interval_in_days, recurrence_anchor FROM post "
+                          "WHERE post_group = ? AND parent_post_id IS NULL AND deleted_at IS NULL "
+                          "AND interval_in_days > 0", (group,)).fetchone()
 
     def rearm_recurring(self, root_id: str, next_date: str) -> None:
         """A recurring post's whole thread back to the queue for its next occurrence."""
@@ -3064,6 +3080,33 @@ def _youtube_tags_too_long(tags: Any, settings: dict) -> Optional[str]:
     return "The maximum allowed is 500 characters in total for all tags." if total > 500 else None
 
 
+# The largest whole number every JSON reader (JavaScript's too) holds exactly: the bound of ids sent as numbers.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _whole_in(value: Any, low: int, high: int) -> bool:
+    return _is_number(value) and value == int(value) and low <= value <= high
+
+
+def _whole_number_check(name: str, low: int, high: int, what: str) -> Callable[[Any, dict], Optional[str]]:
+    """An extra_check: `name` is a whole number from `low` to `high` (what is no number at all fails the
+    number check itself, with class-validator's message)."""
+    def check(value: Any, parent: dict) -> Optional[str]:
+        if not _is_number(value) or _whole_in(value, low, high):
+            return None
+        return f"{name} must be {what}: a whole number from {low} to {high}"
+    return check
+
+
+def _whole_numbers_check(name: str, low: int, high: int, what: str) -> Callable[[Any, dict], Optional[str]]:
+    """An extra_check for an array of numbers: each a whole number from `low` to `high`."""
+    def check(values: Any, parent: dict) -> Optional[str]:
+        if not isinstance(values, list) or all(_whole_in(value, low, high) for value in values if _is_number(value)):
+            return None
+        return f"each value in {name} must be {what}: a whole number from {low} to {high}"
+    return check
+
+
 _X_FIELDS = (
     _Field("community", "string", optional=True, pattern=r"^(https:\/\/x\.com\/i\/communities\/\d+)?$",
            custom={"pattern": "Invalid X community URL. It should be in the format: "
@@ -3141,14 +3184,18 @@ _MEDIUM_FIELDS = (
     _text("publication", optional=True), _Field("tags", "array", optional=True, max_items=4))
 _DEVTO_FIELDS = (
     _required_text("title", 2), _media("main_image"), _canonical("canonical"), _text("organization", optional=True),
-    _Field("tags", "array", items="object", max_items=4, fields=(_Field("value", "number"), _text("label"))))
+    _Field("tags", "array", items="object", max_items=4, fields=(
+        _Field("value", "number", extra_check=_whole_number_check("value", 0, MAX_SAFE_INTEGER, "a Dev.to tag id")),
+        _text("label"))))
 _HASHNODE_FIELDS = (
     _required_text("title", 6), _text("subtitle", optional=True, min_length=2), _media("main_image"),
     _canonical("canonical"), _required_text("publication"),
     _Field("tags", "array", items="object", fields=_TAG_FIELDS, min_items=1))
 _WORDPRESS_FIELDS = (
     _required_text("title", 2), _media("main_image"), _required_text("type"),
-    _Field("categories", "array", optional=True, items="number"), _Field("tags", "array", optional=True, items="number"),
+    *(_Field(name, "array", optional=True, items="number",
+             extra_check=_whole_numbers_check(name, 1, MAX_SAFE_INTEGER, "a WordPress term id"))
+      for name in ("categories", "tags")),
     _choice("status", "publish draft pending private", optional=True, order=("enum", "type")))
 _LISTMONK_FIELDS = (_required_text("subject", 1), _required_text("preview"), _required_text("list"),
                     _text("template", optional=True))
@@ -3447,7 +3494,12 @@ def _relays_problem(value: Any) -> Optional[str]:
 
 
 def _telegram_chat_problem(value: Any) -> Optional[str]:
-    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+|@[A-Za-z][A-Za-z0-9_]{3,}", value)):
+    if type(value) is int or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value)):
+        # Telegram's chat ids have at most 52 significant bits; text is measured before int() reads it.
+        if len(str(value).lstrip("-0")) <= 16 and abs(int(value)) <= MAX_SAFE_INTEGER:
+            return None
+        return f"must be a Telegram chat id: a whole number from {-MAX_SAFE_INTEGER} to {MAX_SAFE_INTEGER}"
+    if isinstance(value, str) and re.fullmatch(r"@[A-Za-z][A-Za-z0-9_]{3,}", value):
         return None
     return "must be a numeric chat id (like -1001234567890) or a public @channelname"
 
@@ -3844,12 +3896,16 @@ def _implicit_conversion(kind: str, value: Any) -> Any:
     return value
 
 
-_ISO_8601 = (r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
-             r"(Z|z|[+-]\d{2}(?::?\d{2})?)?)?")
+# ASCII digits only ("\d" would take Arabic-Indic or fullwidth digits too), and UTC offsets as
+# validator.js's isISO8601 (Postiz's IsDateString) takes them: hours 00-23, minutes 00-59.
+_ISO_8601 = (r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?"
+             r"(Z|z|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)?)?")
 
 
 def _parse_iso_date(text: str) -> Optional[str]:
-    """An ISO 8601 date or date-time as a UTC instant 'YYYY-MM-DDTHH:MM:SS.mmmZ' (no offset = UTC), or None."""
+    """An ISO 8601 date or date-time as a UTC instant 'YYYY-MM-DDTHH:MM:SS.mmmZ' (no offset = UTC), or None.
+
+    None too for a date that is not in the calendar, or not within years 1 to 9999 once in UTC."""
     from datetime import datetime, timedelta, timezone
     match = re.fullmatch(_ISO_8601, text)
     if match is None:
@@ -3862,7 +3918,7 @@ def _parse_iso_date(text: str) -> Optional[str]:
             sign = 1 if offset[0] == "+" else -1
             digits = offset[1:].replace(":", "")
             moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-    except (ValueError, OverflowError):  # 2026-02-30, 25:00, an offset before year 1 ...
+    except (ValueError, OverflowError):  # 2026-02-30, 25:00, year 0, an offset before year 1 or after 9999
         return None
     return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
             f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
@@ -4146,16 +4202,25 @@ def _valid_content(content: Any, value: dict) -> Optional[str]:
     return " If images do not exist, content must be a non-empty string."
 
 
+# A post repeats every `inter` days: Postiz's editor offers 1 to 30 (its "cancel" sends 0, no repetition);
+# up to ten years lets a yearly or multi-year post through, and nothing larger is anything but a mistake.
+MAX_INTERVAL_DAYS = 3650
+MAX_DELAY_MINUTES = 7 * 24 * 60  # a thread part waits at most a week after the part before it
+
 _POST_CONTENT_FIELDS = (
     _Field("content", "string", defined=True, extra_check=_valid_content), _text("id", optional=True),
-    _Field("image", "array", items="object", fields=_MEDIA_FIELDS))
+    _Field("image", "array", items="object", fields=_MEDIA_FIELDS),
+    _Field("delay", "number", optional=True, extra_check=_whole_number_check(
+        "delay", 0, MAX_DELAY_MINUTES, "the minutes this part waits after the one before it")))
 _POST_FIELDS = (
     _Field("integration", "object", defined=True, fields=(_Field("id", "string", defined=True),)),
     _Field("value", "array", defined=True, items="object", min_items=1, fields=_POST_CONTENT_FIELDS,
            order=("type", "min_items")),
     _text("group", optional=True))
 _CREATE_POST_FIELDS = (
-    _text("order", optional=True), _flag("shortLink", defined=True), _Field("inter", "number", optional=True),
+    _text("order", optional=True), _flag("shortLink", defined=True),
+    _Field("inter", "number", optional=True, extra_check=_whole_number_check(
+        "inter", 0, MAX_INTERVAL_DAYS, "the days between repetitions (0: the post does not repeat)")),
     _Field("date", "date", defined=True),
     _Field("tags", "array", defined=True, items="object",
            fields=(_Field("value", "string", defined=True), _Field("label", "string", defined=True))))
@@ -4199,15 +4264,10 @@ def _checked_posts(posts: list, channels: list, errors: list) -> list:
 
 
 def _planned_values(values: list) -> list:
+    """The checked values as stored: `delay` is a whole number of minutes by now (or absent: 0)."""
     return [{"id": value.get("id") if isinstance(value.get("id"), str) else None,
              "content": sanitize_html(value["content"]),
-             "delay": _delay_minutes(value.get("delay")), "image": value["image"]} for value in values]
-
-
-def _delay_minutes(delay: Any) -> int:
-    """A comment's delay in minutes; Postiz reads it from the raw body, so anything not a number is 0."""
-    minutes = _js_number(delay) if delay is not None else 0
-    return int(minutes) if _is_number(minutes) else 0
+             "delay": int(value.get("delay") or 0), "image": value["image"]} for value in values]
 
 
 def _check_before_publishing(post_type: str, posts: list, channels: list) -> None:
@@ -4271,7 +4331,7 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     _check_before_publishing(post_type, plan_posts, channels)
     inter = top.get("inter")
     return {"type": post_type, "date": date, "shortLink": top["shortLink"],
-            "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter is not None else None,
+            "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter else None,
             "republish": body.get("republish") is True,
             "creationMethod": "CLI" if body.get("creationMethod") == "CLI" else "API", "posts": plan_posts}
 
@@ -4326,7 +4386,7 @@ class App:
         self.channels_api.register(self)
         OrganizationApi(config, store).register(self)
         WebhooksApi(store, self.http).register(self)
-        self.posts_api = PostsApi(store)
+        self.posts_api = PostsApi(store, config.publish_grace_seconds)
         self.posts_api.register(self)
         self.media_api = MediaApi(config, store, self.http)
         self.media_api.register(self)
@@ -4753,6 +4813,7 @@ def validate_organization_changes(body: dict) -> dict:
 POST_NOT_FOUND = "Post not found"
 INTEGRATION_NOT_FOUND = "Integration not found"
 NOTIFICATIONS_PER_PAGE = 100
+MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
 SLOT_SEARCH_DAYS = 400
 
 
@@ -4795,17 +4856,96 @@ def _listing_item(post: dict, tags: list) -> dict:
             "integration": post["integration"]}
 
 
-def _occurrences(first: "datetime.datetime", every_days: int, start: "datetime.datetime",
-                 end: "datetime.datetime") -> list:
-    """The dates of a post repeating every `every_days` from `first` that fall within [start, end]."""
+# --- recurring posts: every n days at the same local time in the organization's timezone --------------------
+
+# What the occurrences of recurring posts may add to one listing: building and encoding the largest such
+# answer holds the event loop (every other request) for about a tenth of a second on a small machine.
+MAX_LISTED_OCCURRENCES = 10_000
+MAX_LISTED_OCCURRENCE_BYTES = 8 * 1024 * 1024
+
+
+def zoned_instant(local: "datetime.datetime", zone: "datetime.tzinfo") -> "datetime.datetime":
+    """The UTC instant of a local wall-clock time (naive) in `zone`. A time the clocks pass twice (fall back)
+    is the first of the two; a time they skip (spring forward) becomes the first minute after the skip.
+    Raises OverflowError at the calendar's ends."""
     import datetime
-    step = datetime.timedelta(days=every_days)
-    skipped = max(0, math.ceil((start - first) / step))
-    dates, moment = [], first + skipped * step
-    while moment <= end:
-        dates.append(moment)
-        moment += step
-    return dates
+    utc = datetime.timezone.utc
+    instant = local.replace(tzinfo=zone).astimezone(utc)  # fold=0: the earlier of two
+    if instant.astimezone(zone).replace(tzinfo=None) == local:
+        return instant
+    # A skipped time: until the jump the clock reads less than `local`, from the jump on more. fold=1
+    # reads it with the offset after the jump, an instant before the jump: search the minutes in between.
+    before = local.replace(tzinfo=zone, fold=1).astimezone(utc).replace(second=0, microsecond=0)
+    minute = datetime.timedelta(minutes=1)
+    low, high = 0, -(-(instant - before) // minute)  # `before` reads less; `before + high` minutes reads more
+    while high - low > 1:
+        middle = (low + high) // 2
+        if (before + middle * minute).astimezone(zone).replace(tzinfo=None) > local:
+            high = middle
+        else:
+            low = middle
+    return before + high * minute
+
+
+class Recurrence:
+    """A post repeating every `every_days` days at the local time its anchor has in the organization's
+    timezone: occurrence k (from 0) is on the local day anchor + k * every_days, at that time of day, so
+    daylight-saving changes do not move it (zoned_instant says what a skipped or doubled time becomes).
+    The occurrences end with the calendar, at 9999-12-31."""
+    __slots__ = ("first_day", "time_of_day", "every_days", "zone")
+
+    def __init__(self, anchor: "datetime.datetime", every_days: int, zone: "datetime.tzinfo"):
+        import datetime
+        try:
+            local = anchor.astimezone(zone)
+        except OverflowError:  # an anchor in the first or last hours of the calendar: counted in UTC
+            zone, local = datetime.timezone.utc, anchor
+        self.first_day, self.time_of_day = local.date(), local.time().replace(tzinfo=None)
+        self.every_days, self.zone = every_days, zone
+
+    def at(self, index: int) -> Optional["datetime.datetime"]:
+        """Occurrence `index` as a UTC datetime, or None past the end of the calendar."""
+        import datetime
+        try:
+            day = self.first_day + datetime.timedelta(days=index * self.every_days)
+            return zoned_instant(datetime.datetime.combine(day, self.time_of_day), self.zone)
+        except OverflowError:
+            return None
+
+    def first_index_from(self, moment: "datetime.datetime") -> int:
+        """The first occurrence at or after `moment` (its at() may be None: none is left)."""
+        # A local day is within a day of the UTC one, so the estimate is off by a step or two at most.
+        index = max(0, (moment.date() - self.first_day).days // self.every_days - 1)
+        while index > 0 and not self._earlier(index - 1, moment):
+            index -= 1
+        while self._earlier(index, moment):
+            index += 1
+        return index
+
+    def last_index_until(self, moment: "datetime.datetime") -> int:
+        """The last occurrence at or before `moment` (-1: none)."""
+        index = self.first_index_from(moment)
+        return index if self.at(index) == moment else index - 1
+
+    def next_after(self, moment: "datetime.datetime") -> Optional["datetime.datetime"]:
+        """The first occurrence later than `moment`, or None when the calendar ends first."""
+        return self.at(self.last_index_until(moment) + 1)
+
+    def indexes(self, after: "datetime.datetime", start: "datetime.datetime", end: "datetime.datetime") -> range:
+        """The occurrences later than `after` within [start, end], counted without computing each one."""
+        return range(max(self.last_index_until(after) + 1, self.first_index_from(start)),
+                     self.last_index_until(end) + 1)
+
+    def _earlier(self, index: int, moment: "datetime.datetime") -> bool:
+        occurrence = self.at(index)
+        return occurrence is not None and occurrence < moment
+
+
+def recurrence_of(publish_date: str, anchor: Optional[str], every_days: int,
+                  zone: "datetime.tzinfo") -> Recurrence:
+    """The recurrence of a stored post: counted from its anchor (posts saved before anchors were kept:
+    from their publish date)."""
+    return Recurrence(parse_iso_instant(anchor) or parse_iso_instant(publish_date), every_days, zone)
 
 
 def _posting_minutes(posting_times: str) -> list:
@@ -4821,7 +4961,8 @@ def _posting_minutes(posting_times: str) -> list:
 
 
 def _timezone(name: str) -> "datetime.tzinfo":
-    """The organization's IANA zone; UTC needs no tz database, and an unknown name falls back to UTC."""
+    """The organization's IANA zone (posting slots, recurring posts); UTC needs no tz database, and an unknown
+    name falls back to UTC."""
     import datetime
     if name == "UTC":
         return datetime.timezone.utc
@@ -4829,8 +4970,27 @@ def _timezone(name: str) -> "datetime.tzinfo":
         from zoneinfo import ZoneInfo
         return ZoneInfo(name)
     except (ImportError, ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError
-        log(f"unknown organization timezone {name!r}; using UTC for posting slots")
+        log(f"unknown organization timezone {name!r}; using UTC for posting slots and recurring posts")
         return datetime.timezone.utc
+
+
+def _too_many_occurrences(count: int, size: int, start: "datetime.datetime", end: "datetime.datetime",
+                          per_day: list) -> ApiError:
+    """The answer for a window whose recurring posts repeat more than one answer may list, with a window short
+    enough: `per_day` is [occurrences a day, their bytes a day, posts, their bytes] (a window of d days holds
+    at most d occurrences a day plus one more of each post)."""
+    rate, weight, posts, posts_size = per_day
+    days = min((MAX_LISTED_OCCURRENCES - posts) / rate, (MAX_LISTED_OCCURRENCE_BYTES - posts_size) / weight)
+    shorter = (f"ask for a shorter window: at most {math.floor(days)} days at a time" if days >= 2 else
+               f"ask for a shorter window: at most {math.floor(days * 24)} hours at a time" if days * 24 >= 1 else
+               "list fewer channels at a time (customer=...)")
+    return bad_request(
+        f"Between startDate {iso_ms(start)} and endDate {iso_ms(end)} recurring posts repeat {count} times (about "
+        f"{math.ceil(size / 2**20)} MiB), more than one answer lists: at most {MAX_LISTED_OCCURRENCES} occurrences "
+        f"and {MAX_LISTED_OCCURRENCE_BYTES // 2**20} MiB of them. To see them all, {shorter}")
+
+
+_PAST_DATE_REMEDY = 'give a later date, type "now" to publish at once, or type "draft" to keep it unscheduled'
 
 
 class PostsApi:
@@ -4839,8 +4999,17 @@ class PostsApi:
     Every lookup is scoped by the caller's organization: another organization's id answers exactly
     like an id that never existed."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, publish_grace_seconds: float):
         self.store = store
+        self.publish_grace_seconds = publish_grace_seconds
+
+    def refuse_missed_date(self, date: str, what: str = "date", remedy: str = _PAST_DATE_REMEDY) -> None:
+        """A post about to be queued goes out at once when its date passed less than PUBLISH_GRACE ago (as in
+        Postiz, and for clients that send the current time); dated earlier, the scheduler would only skip
+        it, so it is refused now (400)."""
+        if date < iso_at(time.time() - self.publish_grace_seconds):
+            raise bad_request(f"{what} {date} is in the past, more than the {_duration(self.publish_grace_seconds)} "
+                              f"grace period (PUBLISH_GRACE) ago, so the post would never be sent: {remedy}")
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/posts", self.list_posts)
@@ -4872,13 +5041,15 @@ class PostsApi:
     def list_posts(self, request: Request, organization_id: str) -> Response:
         """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
 
-        Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window."""
+        Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window, and
+        to MAX_LISTED_OCCURRENCES of them (a 400 says how to narrow a window that holds more)."""
         query = request.query
         return json_response({"posts": self.listing(organization_id, query.get("startDate"), query.get("endDate"),
                                                     query.get("customer") or None)})
 
     def listing(self, organization_id: str, start_text: Any, end_text: Any, customer: Optional[str]) -> list:
-        """The items of GET /posts (MCP's postsListTool too); raises ApiError (400) for a date that is not ISO 8601."""
+        """The items of GET /posts (MCP's postsListTool too); raises ApiError (400) for a date that is not ISO 8601,
+        or a window in which recurring posts repeat more than one answer lists."""
         start, end = parse_iso_instant(start_text), parse_iso_instant(end_text)
         if start is None or end is None:
             raise bad_request([f"{name} must be a valid ISO 8601 date string"
@@ -4886,16 +5057,38 @@ class PostsApi:
         first, last = iso_ms(start), iso_ms(end)
         posts = self.store.root_posts_for_listing(organization_id, first, last, customer)
         tags = self.store.post_tags([post["id"] for post in posts])
-        listed = []
+        zone = None
+        # Each entry: (item, None) for a post listed once, or (item, its occurrences in the window), which
+        # are counted (and weighed) before any is computed, so that no answer grows beyond the limits.
+        entries, count, size = [], 0, 0
+        per_day = [0.0, 0.0, 0, 0]  # occurrences a day, their bytes a day, and each post's one extra: the shorter window
         for post in posts:
             item = _listing_item(post, tags.get(post["id"], []))
-            every_days = post["intervalInDays"]
-            if not every_days or every_days < 1:  # not recurring after all: listed only when in the window
+            every_days, published = post["intervalInDays"], parse_iso_instant(post["publishDate"])
+            if not every_days or every_days < 1 or published is None:  # not recurring: listed when in the window
                 if first <= post["publishDate"] <= last:
-                    listed.append(item)
+                    entries.append((item, None))
                 continue
-            for moment in _occurrences(parse_iso_instant(post["publishDate"]), every_days, start, end):
-                listed.append({**item, "publishDate": iso_ms(moment), "actualDate": post["publishDate"]})
+            zone = zone or _timezone(self.store.organization_timezone(organization_id))
+            series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone)
+            # The pending occurrence is the post's own date; the later ones follow the series.
+            occurrences = ([published] if start <= published <= end else [], series,
+                           series.indexes(published, start, end))
+            entries.append((item, occurrences))
+            repeats, weight = len(occurrences[0]) + len(occurrences[2]), len(json_dumps(item)) + 60
+            count, size = count + repeats, size + repeats * weight
+            per_day = [per_day[0] + 1 / every_days, per_day[1] + weight / every_days, per_day[2] + 1,
+                       per_day[3] + weight]
+        if count > MAX_LISTED_OCCURRENCES or size > MAX_LISTED_OCCURRENCE_BYTES:
+            raise _too_many_occurrences(count, size, start, end, per_day)
+        listed = []
+        for item, occurrences in entries:
+            if occurrences is None:
+                listed.append(item)
+                continue
+            pending, series, indexes = occurrences
+            listed.extend({**item, "publishDate": iso_ms(moment), "actualDate": item["publishDate"]}
+                          for moment in pending + [series.at(index) for index in indexes])
         return listed
 
     def get_post(self, request: Request, organization_id: str) -> Response:
@@ -4940,9 +5133,13 @@ class PostsApi:
         state = "DRAFT" if status == "draft" else "QUEUE"
         thread = self.store.thread(organization_id, post["group"])
         if state == "QUEUE" and post["state"] == "DRAFT":
-            # Drafts skip the media and length rules; a draft entering the queue must pass them now.
+            # Drafts skip the media and length rules, and may keep a past date; a draft entering the queue
+            # must pass them now.
             self._revalidate(organization_id, thread, settings=_load_json(thread[0]["settings"], {}),
                              request_type="update")
+            self.refuse_missed_date(thread[0]["publishDate"], f"the date of post {post['id']},",
+                                    f'give it a later date first (PUT /posts/{post["id"]} {{"date": "..."}}), '
+                                    "then schedule it")
         if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"), state=state):
             raise _being_published(post["id"])
@@ -4992,13 +5189,20 @@ class PostsApi:
     def notifications(self, request: Request, organization_id: str) -> Response:
         """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
         page_text = request.query.get("page", "0").strip()
-        if not page_text.isdigit() or not page_text.isascii():
+        if not re.fullmatch(r"[0-9]+", page_text):
             raise bad_request("Validation failed (numeric string is expected)")
-        page = int(page_text)
-        offset = page * NOTIFICATIONS_PER_PAGE if page < 2**40 else 2**62  # SQLite offsets are 64-bit
+        # Measured as text first: int() refuses numbers of more than 4,300 digits.
+        if len(page_text.lstrip("0")) > 7 or int(page_text) > MAX_NOTIFICATIONS_PAGE:
+            raise bad_request(f"page must be a whole number from 0 to {MAX_NOTIFICATIONS_PAGE} (pages of "
+                              f"{NOTIFICATIONS_PER_PAGE} notifications, the newest first)")
+        return json_response({**self.notifications_page(organization_id, int(page_text)),
+                              "limit": NOTIFICATIONS_PER_PAGE})
+
+    def notifications_page(self, organization_id: str, page: int) -> dict:
+        """One page of notifications (a checked page number), for GET /notifications and MCP alike."""
+        offset = page * NOTIFICATIONS_PER_PAGE
         items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
-        return json_response({"notifications": items, "total": total, "page": page,
-                              "limit": NOTIFICATIONS_PER_PAGE, "hasMore": offset + len(items) < total})
+        return {"notifications": items, "total": total, "page": page, "hasMore": offset + len(items) < total}
 
     def find_slot(self, request: Request, organization_id: str) -> Response:
         """GET /find-slot/:id: the next posting time of the channel, in the future, without a queued post.
@@ -5024,10 +5228,10 @@ class PostsApi:
             midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
             for minute in minutes:
                 local = midnight + datetime.timedelta(minutes=minute)
-                slot = local.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+                slot = zoned_instant(local, zone)  # as recurring posts: a skipped time is the minute after the skip
                 if slot > now and iso_ms(slot)[:16] not in taken:
                     return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
-                                          "localDate": local.strftime("%Y-%m-%dT%H:%M:00")})
+                                          "localDate": slot.astimezone(zone).strftime("%Y-%m-%dT%H:%M:00")})
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
 
@@ -5138,6 +5342,8 @@ class PostsApi:
             self._refuse_unsafe_rewrite(plan, post, current)
             replaced_groups.update(row["group"] for row in current if row)
             state = self._state_after_write(plan["type"], current[0])
+            if state == "QUEUE":
+                self.refuse_missed_date(plan["date"])
             group, parent, rows = keep_group or new_uuid(), None, []
             for value, row in zip(post["values"], current):
                 post_id = row["id"] if row else new_cuid()
@@ -5641,21 +5847,27 @@ def http_date(timestamp: float) -> str:
     return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(timestamp))
 
 
+def _byte_position(digits: str) -> int:
+    """A Range position; any beyond 10**18 bytes is past every file, so int() never meets 5,000 digits."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
+
+
 def parse_byte_range(header: str, size: int) -> Union[tuple, str, None]:
     """(first, last) byte of a single `bytes=` range, "unsatisfiable", or None to send the whole file
     (malformed ranges and multiple ranges are ignored, as RFC 9110 allows)."""
-    match = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header)
+    match = re.fullmatch(r"\s*bytes\s*=\s*([0-9]*)\s*-\s*([0-9]*)\s*", header)
     if match is None or match.group(1) == match.group(2) == "":
         return None
-    first, last = match.groups()
-    if first == "":  # the last N bytes
-        if int(last) == 0 or size == 0:
+    first, last = (_byte_position(text) if text else None for text in match.groups())
+    if first is None:  # the last N bytes
+        if last == 0 or size == 0:
             return "unsatisfiable"
-        return max(0, size - int(last)), size - 1
-    if int(first) >= size:
+        return max(0, size - last), size - 1
+    if first >= size:
         return "unsatisfiable"
-    end = size - 1 if last == "" else min(int(last), size - 1)
-    return (int(first), end) if end >= int(first) else None
+    end = size - 1 if last is None else min(last, size - 1)
+    return (first, end) if end >= first else None
 
 
 
@@ -5706,7 +5918,9 @@ def _openapi_schemas() -> dict:
                                    "deletedAt": _nullable("string"), **stored})})
     media = _object({"id": _STRING, "path": _STRING},
                     {"alt": _STRING, "thumbnail": _STRING, "thumbnailTimestamp": _ANY})
-    value = _object({"content": _STRING, "image": _array_of(media)}, {"id": _STRING, "delay": {"type": "number"}})
+    value = _object({"content": _STRING, "image": _array_of(media)}, {"id": _STRING, "delay": {
+        "type": "integer", "minimum": 0, "maximum": MAX_DELAY_MINUTES,
+        "description": "Minutes this thread part waits after the one before it is published"}})
     return {
         "Msg": _object({"msg": _STRING}, description="Postiz's controller errors: {msg}"),
         "NestError": _object({"statusCode": _INTEGER, "message": {"anyOf": [_STRING, _array_of(_STRING)]}},
@@ -5758,7 +5972,10 @@ def _openapi_schemas() -> dict:
              "posts": {**_array_of(_object({"integration": _object({"id": _ID}), "value": {
                  **_array_of(value), "minItems": 1}}, {"group": _STRING, "settings": {"type": "object"}})),
                        "minItems": 1}},
-            {"order": _STRING, "inter": {"type": "number"}, "republish": _BOOLEAN,
+            {"order": _STRING, "inter": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INTERVAL_DAYS,
+                                         "description": "Repeat every this many days, at the same local time "
+                                                        "in the organization's timezone (0 or null: never)"},
+             "republish": _BOOLEAN,
              "creationMethod": {"type": "string", "enum": ["API", "CLI"]}}),
         "PostEdit": {"type": "object", "additionalProperties": False, "properties": {
             "content": _STRING, "image": _array_of(media), "date": _DATE, "settings": {"type": "object"}}},
@@ -5944,7 +6161,8 @@ def _openapi_paths(root: dict) -> dict:
             "Notifications, newest first, 100 a page",
             ("200", _object({"notifications": _array_of(_schema_ref("Notification")), "total": _INTEGER,
                              "page": _INTEGER, "limit": _INTEGER, "hasMore": _BOOLEAN})), "BadRequest",
-            (_parameter("query", "page", "From 0", schema={"type": "integer", "minimum": 0}),))},
+            (_parameter("query", "page", "From 0", schema={"type": "integer", "minimum": 0,
+                                                           "maximum": MAX_NOTIFICATIONS_PAGE}),))},
         f"{v1}/find-slot/{{id}}": {"get": _operation(
             "The channel's next free posting time",
             ("200", _object({"date": _STRING, "timezone": _STRING, "localDate": _STRING})),
@@ -6290,8 +6508,9 @@ def _rustiz_tool_definitions() -> list:
         {"name": "notificationsListTool",
          "description": "List the organization's notifications, newest first, 100 per page (page 0 first): "
                         "published posts, failures, channels needing to be reconnected.",
-         "inputSchema": _root(_z_object({"page": _described({"type": "integer", "minimum": 0},
-                                                            "Page number, from 0")}, optional=("page",))),
+         "inputSchema": _root(_z_object({"page": _described(
+             {"type": "integer", "minimum": 0, "maximum": MAX_NOTIFICATIONS_PAGE}, "Page number, from 0")},
+             optional=("page",))),
          "outputSchema": _root(_z_object({"output": _z_object({
              "notifications": {"type": "array", "items": _z_object({
                  "id": {"type": "string"}, "content": {"type": "string"}, "link": {"type": ["string", "null"]},
@@ -6351,6 +6570,8 @@ def checked_arguments(schema: dict, value: Any, path: str, problems: list) -> An
         problems.append((path, "Invalid url"))
     if "minimum" in schema and value < schema["minimum"]:
         problems.append((path, f"Number must be greater than or equal to {schema['minimum']}"))
+    if "maximum" in schema and value > schema["maximum"]:
+        problems.append((path, f"Number must be less than or equal to {schema['maximum']}"))
     if kind == "array":
         return [checked_arguments(schema["items"], item, f"{path}.{index}", problems)
                 for index, item in enumerate(value)]
@@ -6530,6 +6751,8 @@ class McpTools:
         channel = self.store.channel(organization_id, item["integrationId"])
         try:
             plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None)
+            if plan["type"] != "draft":  # checked before anything of the call is stored
+                self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:
             return self._refusal_text(refused, channel, item["integrationId"])
         plan["creationMethod"] = "MCP"
@@ -6555,7 +6778,8 @@ class McpTools:
             listed = self.posts.listing(organization_id, arguments["startDate"], arguments["endDate"],
                                         arguments.get("customer") or None)
         except ApiError as refused:
-            raise ToolFailed(f"{_api_error_text(refused)}, for example 2026-07-20T00:00:00") from None
+            text = _api_error_text(refused)
+            raise ToolFailed(text + (", for example 2026-07-20T00:00:00" if "ISO 8601" in text else "")) from None
         return {"output": {"posts": [{
             "id": item["id"], "publishDate": _mcp_publish_date(item["publishDate"]), "state": item["state"],
             "content": item["content"], "settings": _parsed_settings(item["settings"]), "group": item["group"],
@@ -6590,11 +6814,7 @@ class McpTools:
             return {"output": {"errors": _api_error_text(refused)}}
 
     def tool_notificationsListTool(self, organization_id: str, arguments: dict) -> dict:
-        page = min(arguments.get("page", 0), 2**40)
-        offset = page * NOTIFICATIONS_PER_PAGE
-        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
-        return {"output": {"notifications": items, "total": total, "page": page,
-                           "hasMore": offset + len(items) < total}}
+        return {"output": self.posts.notifications_page(organization_id, arguments.get("page", 0))}
 
 
 def _parsed_settings(text: Optional[str]) -> Any:
@@ -6794,6 +7014,11 @@ class McpServer:
         except (ValueError, RecursionError):
             return _rpc_response(_rpc_error(PARSE_ERROR, "Parse error: Invalid JSON"), 400)
         messages = body if isinstance(body, list) else [body]
+        may_hold_surrogates = b"\\u" in request.body or b"\x00" in request.body[:4]  # as in Request.json
+        for message in messages:
+            problem = _unanswerable_request(message, may_hold_surrogates)
+            if problem is not None:  # JSON-RPC 2.0: an Invalid Request is answered with the id null
+                return _rpc_response(_rpc_error(INVALID_REQUEST, f"Invalid Request: {problem}"), 400)
         if not messages or not all(_is_jsonrpc_message(message) for message in messages):
             return _rpc_response(_rpc_error(PARSE_ERROR, "Parse error: Invalid JSON-RPC message"), 400)
         if len(messages) > MCP_MAX_BATCH:
@@ -6955,6 +7180,37 @@ class McpServer:
                 answer.pop("_modern", None)
                 events.put_nowait(_sse_event(answer))
         return _text_response(202, "Accepted")
+
+
+# The ids a request may carry: strings, and the integers every JSON-RPC peer holds (64-bit, signed).
+MCP_ID_MIN, MCP_ID_MAX = -2**63, 2**63 - 1
+
+
+def _unanswerable_request(message: Any, may_hold_surrogates: bool) -> Optional[str]:
+    """Why a request parsed but cannot be answered: an id its answer could not carry back exactly (1e400,
+    2**64, 1.5), or text that is no Unicode (a lone surrogate from a \\u escape). None when it can be."""
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, float) or (type(request_id) is int and not MCP_ID_MIN <= request_id <= MCP_ID_MAX):
+        return f"the id must be a string or an integer from {MCP_ID_MIN} to {MCP_ID_MAX}"
+    if not may_hold_surrogates:
+        return None
+    for where, value in (("the id", request_id if isinstance(request_id, str) else ""), ("the message", message)):
+        surrogate = _lone_surrogate(value)
+        if surrogate is not None:
+            return (f"{where} holds a lone UTF-16 surrogate ({surrogate} without its pair), which is no "
+                    "character; send the character itself or a whole \\uXXXX\\uXXXX pair")
+    return None
+
+
+def _lone_surrogate(value: Any) -> Optional[str]:
+    """The first lone surrogate in a parsed JSON value, as its \\u escape, or None."""
+    try:
+        _encode_json(value).encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"\\u{ord(error.object[error.start]):x}"
+    return None
 
 
 def _is_jsonrpc_message(message: Any) -> bool:
@@ -10652,6 +10908,9 @@ class BlueskyProvider(Provider):
 # is woken when posts change (directly in its process, through the shared counter in others).
 
 SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on the post as lease_until
+# The scheduler writes "alive at <time>" into its lock file this often, so that the next one knows since
+# when no scheduler ran (what a post missed meanwhile is told).
+SCHEDULER_HEARTBEAT_SECONDS = 10
 RESEND_WINDOW_SECONDS = 1800  # an interrupted publish is repeated only this soon: Mastodon forgets keys after 1 h
 RETRY_CAP_SECONDS = 1800
 
@@ -10670,12 +10929,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def next_occurrence(anchor: str, every_days: int, after: float) -> str:
-    """The first of anchor, anchor + every_days, ... that is later than `after` (re-anchoring a recurring post)."""
-    step = every_days * 86400
-    start = _epoch(anchor)
-    count = max(0, math.floor((after - start) / step) + 1)
-    return iso_at(start + count * step)
+def next_occurrence(publish_date: str, anchor: Optional[str], every_days: int, zone_name: str,
+                    after: float) -> Optional[str]:
+    """A recurring post's first occurrence later than `after` (a Unix time), at its local time in the
+    organization's timezone; None when the calendar ends first."""
+    import datetime
+    series = recurrence_of(publish_date, anchor, every_days, _timezone(zone_name))
+    moment = series.next_after(datetime.datetime.fromtimestamp(after, datetime.timezone.utc))
+    return None if moment is None else iso_ms(moment)
 
 
 def failure_text(label: str, error: PublishError, part: int) -> str:
@@ -10703,6 +10964,10 @@ class Scheduler:
         self.channel_free_at: dict = {}  # channel id -> Unix time its next publish may start (spacing, throttling)
         self.tasks: set = set()
         self.seen_generation = b""
+        self.started_at = 0.0  # when this process took the lock
+        self.last_alive_before: Optional[float] = None  # the previous scheduler's last heartbeat, when known
+        self.beaten_at = 0.0
+        self.throttled: dict = {}  # channel id -> (until, platform label): the platform asked us to wait
 
     # --- running: the lock, waking, and the loop over due posts ---------------------------------
 
@@ -10715,6 +10980,8 @@ class Scheduler:
             self.store.on_posts_changed = self.wake
             log(f"scheduler running in process {os.getpid()}")
             self.wake()
+        if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
+            self._beat()
         generation = self.store.posts_generation()
         if generation != self.seen_generation:
             self.seen_generation = generation
@@ -10729,7 +10996,21 @@ class Scheduler:
             os.close(descriptor)
             return False
         self.lock_descriptor = descriptor
+        self.started_at = time.time()
+        heartbeat = re.search(rb"alive at (\d+)", os.pread(descriptor, 200, 0))
+        self.last_alive_before = int(heartbeat[1]) if heartbeat else None
+        self._beat()
         return True
+
+    def _beat(self) -> None:
+        """Write this scheduler's sign of life into the lock file (read by whoever takes the lock next)."""
+        self.beaten_at = time.time()
+        line = f"rustiz scheduler {self.owner} alive at {self.beaten_at:.0f} ({iso_at(self.beaten_at)})\n".encode()
+        try:
+            os.pwrite(self.lock_descriptor, line, 0)
+            os.ftruncate(self.lock_descriptor, len(line))
+        except OSError as error:  # a full disk: missed posts are told less precisely, nothing else changes
+            log(f"scheduler: cannot write its heartbeat into its lock file: {error.strerror}")
 
     def wake(self) -> None:
         if not self.wake_pending and self.lock_descriptor is not None:
@@ -10794,6 +11075,9 @@ class Scheduler:
             self.busy_per_provider[claim["provider"]] -= 1
             spacing = publisher_.spacing if publisher_ else 0.0
             self.channel_free_at[claim["channel_id"]] = time.time() + max(spacing, channel.throttled_for)
+            if channel.throttled_for:
+                self.throttled[claim["channel_id"]] = (time.time() + channel.throttled_for,
+                                                       publisher_.label if publisher_ else claim["provider"])
             self.wake()
 
     async def _attempt(self, claim: dict, publisher_: Optional[Provider], channel: Channel) -> None:
@@ -10876,8 +11160,11 @@ class Scheduler:
         self._send_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
         recurring = self.store.finished_recurring_root(claim["group"])
         if recurring is not None:
-            root_id, anchor, every_days = recurring
-            self.store.rearm_recurring(root_id, next_occurrence(anchor, every_days, time.time()))
+            root_id, publish_date, every_days, anchor = recurring
+            upcoming = next_occurrence(publish_date, anchor, every_days,
+                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+            if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
+                self.store.rearm_recurring(root_id, upcoming)
 
     def _failed_attempt(self, claim: dict, publisher_: Provider, channel: Channel, error: PublishError) -> None:
         attempts, label = claim["attempts"], publisher_.label
@@ -10909,17 +11196,40 @@ class Scheduler:
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
         grace = _duration(self.config.publish_grace_seconds)
+        why = self._why_late(claim["channel_id"], _epoch(due))
+        upcoming = None
         if claim["interval_days"] and not claim["parent_id"]:
-            upcoming = next_occurrence(claim["publish_date"], claim["interval_days"], time.time())
+            upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
+                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+        if upcoming is not None:
             self.store.rearm_recurring(claim["id"], upcoming)
             self.store.add_notification(claim["organization_id"],
-                                        f"{claim['channel_name']}: skipped the occurrence due at {due} "
-                                        f"({_duration(late)} late, more than the {grace} grace period); "
-                                        f"the recurring post next goes out at {upcoming}")
+                                        f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
+                                        f"was {_duration(late)} late, more than the {grace} grace period "
+                                        f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
             return
-        self._fail(claim, None, f"Missed: this post was due at {due}, but rustiz was not running then; it is "
-                                f"{_duration(late)} late, more than the {grace} grace period (PUBLISH_GRACE), "
-                                "so it was not sent. Retry it to publish it now")
+        self._fail(claim, None, f"Missed: this post was due at {due}, but {why}; it was {_duration(late)} late, "
+                                f"more than the {grace} grace period (PUBLISH_GRACE), so it was not sent. Retry it "
+                                "to publish it now")
+
+    def _why_late(self, channel_id: str, due: float) -> str:
+        """What kept a post from going out at its time, from what this scheduler knows."""
+        if due < self.started_at:
+            started = iso_at(self.started_at)
+            stopped = self.last_alive_before
+            if stopped is None:
+                return f"no rustiz scheduler was running then (this one started at {started})"
+            if due >= stopped:
+                return (f"rustiz was not running from {iso_at(stopped)} (its last sign of life) to {started} "
+                        "(stopped, restarting, or its machine asleep)")
+            return (f"it was still waiting for its turn when rustiz stopped at {iso_at(stopped)}, and rustiz only "
+                    f"started again at {started}")
+        until, label = self.throttled.get(channel_id, (0.0, ""))
+        if until > due:
+            return (f"rustiz was running, and {label} had asked it to wait before the next post on this channel "
+                    f"(a rate limit, until {iso_at(until)})")
+        return (f"rustiz was running, and the post waited behind other posts and their retries (rustiz publishes "
+                f"{self.config.publish_concurrency} posts at once at most, one at a time per channel)")
 
     def _recover_interrupted(self) -> None:
         """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR."""
@@ -10981,6 +11291,8 @@ class Scheduler:
             self.timer.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
+        if self.lock_descriptor is not None:
+            self._beat()  # the moment this scheduler stopped, for the next one
         self.http.close()
 
 
@@ -11029,6 +11341,17 @@ def _unpack_bundled_speedups() -> str:
     return ""
 
 
+def _with_stdlib_fallback(fast_dumps: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """orjson.dumps, except for what orjson refuses and the standard library writes: integers beyond 64 bits
+    (a post's settings may hold any JSON number a client sent) and keys that are not strings."""
+    def dumps(value: Any) -> bytes:
+        try:
+            return fast_dumps(value)
+        except TypeError:  # orjson.JSONEncodeError
+            return _json_dumps_stdlib(value)
+    return dumps
+
+
 def enable_speedups(environ: dict) -> str:
     """Switch to uvloop and orjson when they import; returns the startup line's description."""
     global json_dumps
@@ -11046,7 +11369,7 @@ def enable_speedups(environ: dict) -> str:
         used.append("asyncio")
     try:
         import orjson
-        json_dumps = orjson.dumps
+        json_dumps = _with_stdlib_fallback(orjson.dumps)
         used.append("orjson")
     except ImportError:
         used.append("json")

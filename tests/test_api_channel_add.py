@@ -235,6 +235,10 @@ def test_telegram_token_and_chat(server, platforms):
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]
     assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": "\u0663\u0664"}}) == [
         "credentials.chatId must be a numeric chat id (like -1001234567890) or a public @channelname"]  # not 0-9
+    for chat in (10**30, -2**53, "9" * 5000):  # ids are numbers: at most 52 bits, as Telegram's
+        assert refused(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": chat}}) == [
+            "credentials.chatId must be a Telegram chat id: a whole number from -9007199254740991 to "
+            "9007199254740991"], chat
     status, channel = add(server, {"provider": "telegram", "credentials": {"botToken": token, "chatId": -1001234567890}})
     assert (status, channel["name"], channel["profile"]) == (201, "Rustiz News", "rustiz_news")  # the chat by its id
 

@@ -413,6 +413,9 @@ def test_head_gives_the_length_without_the_body(shared, stored):
 @pytest.mark.parametrize("header, start, end", [
     ("bytes=0-3", 0, 3), ("bytes=100-199", 100, 199), ("bytes=2999990-", 2999990, 2999999),
     ("bytes=-10", 2999990, 2999999), ("bytes=2999990-9999999", 2999990, 2999999),
+    # Positions of thousands of digits (int() refuses more than 4,300) and leading zeros: a 500 before.
+    ("bytes=0-" + "9" * 5000, 0, 2999999), ("bytes=-" + "9" * 5000, 0, 2999999),
+    ("bytes=" + "0" * 30 + "1-" + "0" * 30 + "2", 1, 2),
 ])
 def test_range_is_206_with_content_range(shared, stored, header, start, end):
     path, data = stored
@@ -422,7 +425,7 @@ def test_range_is_206_with_content_range(shared, stored, header, start, end):
     assert body == data[start:end + 1] and headers["content-length"] == str(end - start + 1)
 
 
-@pytest.mark.parametrize("header", ["bytes=3000000-", "bytes=-0"])
+@pytest.mark.parametrize("header", ["bytes=3000000-", "bytes=-0", "bytes=" + "9" * 5000 + "-"])
 def test_unsatisfiable_range_is_416_with_the_size(shared, stored, header):
     path, data = stored
     status, headers, _ = call(shared, "GET", path, headers={"Range": header})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import secrets
 import sqlite3
 
@@ -356,8 +357,10 @@ def test_notifications_are_paged_newest_first(server, world):
     assert ([item["id"] for item in body["notifications"]], body["page"], body["hasMore"]) == (
         newest_first[200:], 2, False)
     assert call(server, "GET", "/public/v1/notifications?page=3", world["key"])[1]["notifications"] == []
-    assert call(server, "GET", "/public/v1/notifications?page=99999999999999999999", world["key"])[1][
-        "notifications"] == []
+    assert call(server, "GET", "/public/v1/notifications?page=1000000", world["key"])[1]["notifications"] == []
+    for too_far in ("1000001", "9" * 30, "9" * 5000):  # thirty 9s were a 500 with orjson; 5,000 digits, int()'s limit
+        assert call(server, "GET", f"/public/v1/notifications?page={too_far}", world["key"]) == (400, nest(
+            400, "page must be a whole number from 0 to 1000000 (pages of 100 notifications, the newest first)"))
     for bad in ("abc", "-1", "1.5", ""):
         assert call(server, "GET", f"/public/v1/notifications?page={bad}", world["key"]) == (
             400, nest(400, "Validation failed (numeric string is expected)"))
@@ -816,3 +819,207 @@ def test_bodies_the_server_could_not_store_or_answer_are_400s(server, world):
                           b'{"posts": [{"integration": {"id": "\\ud800"}}]}')
     assert status == 400 and "lone UTF-16 surrogate" in answer["message"], answer
     assert post_rows(world["db"]) == []
+
+
+# --- every number and date has a range (issue 10) ---------------------------------------------------------------
+
+def refused_fields(server, key: str, body) -> list:
+    """The validation messages of a POST /posts that must be refused with Nest's 400 array."""
+    status, answer = call(server, "POST", "/public/v1/posts", key, body)
+    assert status == 400 and answer["error"] == "Bad Request" and isinstance(answer["message"], list), answer
+    return answer["message"]
+
+
+def test_create_post_refuses_intervals_and_delays_out_of_range(server, world):
+    """inter 3,000,000 was stored (then every listing with it was a 500, and its post re-armed in the year
+    10240); inter 1e308 or 10**30 and delay 1e308 were 500s."""
+    inter_rule = ("inter must be the days between repetitions (0: the post does not repeat): a whole number from 0 "
+                  "to 3650")
+    for inter in (3000000, 1e308, 10**30, -1, 1.5, 3651, "10000"):
+        assert refused_fields(server, world["key"], create_body(channel_post(world["bluesky"], "hi"), inter=inter)) \
+            == [inter_rule], inter
+    assert refused_fields(server, world["key"], create_body(channel_post(world["bluesky"], "hi"), inter="soon")) == [
+        "inter must be a number conforming to the specified constraints"]
+    delay_rule = ("posts.0.value.1.delay must be the minutes this part waits after the one before it: a whole number "
+                  "from 0 to 10080")
+    for delay in (1e308, 10**30, -5, 10081, 2.5):
+        body = create_body(channel_post(world["x"], "one", "two", settings=x_settings()))
+        body["posts"][0]["value"][1]["delay"] = delay
+        assert refused_fields(server, world["key"], body) == [delay_rule], delay
+    assert post_rows(world["db"]) == []
+    # The bounds themselves are fine; 0 (what Postiz's editor sends to cancel a repetition) means none.
+    body = create_body(channel_post(world["x"], "one", "two", settings=x_settings()), inter=3650)
+    body["posts"][0]["value"][1]["delay"] = 10080
+    assert call(server, "POST", "/public/v1/posts", world["key"], body)[0] == 201
+    assert call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["bluesky"], "once"), inter=0))[0] == 201
+    assert [(row["interval_in_days"], row["delay"]) for row in post_rows(world["db"])] == [
+        (3650, 0), (3650, 10080), (None, 0)]
+
+
+def test_ids_sent_as_numbers_in_provider_settings_have_ranges(server, world):
+    db = world["db"]
+    wordpress, devto = db.channel("Blog", "wordpress"), db.channel("Dev", "devto")
+    article = {"__type": "wordpress", "title": "Hello", "type": "post"}
+    for categories in ([10**30], [1e308], [0], [1.5]):
+        assert refused_fields(server, world["key"], create_body(channel_post(
+            wordpress, "<p>Hi</p>", settings={**article, "categories": categories}))) == [
+            "posts.0.settings.each value in categories must be a WordPress term id: a whole number from 1 to "
+            "9007199254740991"], categories
+    tags = {"__type": "devto", "title": "Hello", "tags": [{"value": 10**30, "label": "python"}]}
+    assert refused_fields(server, world["key"], create_body(channel_post(devto, "<p>Hi</p>", settings=tags))) == [
+        "posts.0.settings.tags.0.value must be a Dev.to tag id: a whole number from 0 to 9007199254740991"]
+    assert call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(
+        wordpress, "<p>Hi</p>", settings={**article, "categories": [1, 9007199254740991], "tags": [7]})))[0] == 201
+
+
+def test_listings_survive_a_stored_interval_beyond_the_calendar(server, world):
+    """A post stored with inter 3,000,000 before the range existed: listed once, at its date."""
+    db = world["db"]
+    post_id = db.post(world["bluesky"], FUTURE, interval=3000000, settings='{"__type":"bluesky"}')
+    status, body = call(server, "GET", "/public/v1/posts?startDate=2030-01-01&endDate=9999-12-31T23:59:59Z",
+                        world["key"])
+    assert status == 200 and [(post["id"], post["publishDate"]) for post in body["posts"]] == [(post_id, FUTURE)]
+
+
+@pytest.mark.parametrize("date", [
+    "2030-09-01T10:00:00+99:99", "2030-09-01T10:00:00+24:00", "2030-09-01T10:00:00-23:60", "2030-09-01T10:00+1",
+    "٢٠٣٠-09-01T10:00:00Z", "２０３０-09-01T10:00:00Z", "2030-09-01T1٠:00:00Z", "2030-02-30T10:00:00Z",
+    "0000-01-01T00:00:00Z", "0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-00:01"])
+def test_dates_with_impossible_offsets_foreign_digits_or_beyond_the_calendar_are_400s(server, world, date):
+    message = "date must be a valid ISO 8601 date string"
+    assert message in refused_fields(server, world["key"], create_body(channel_post(world["bluesky"], "hi"),
+                                                                       date=date))
+    from urllib.parse import quote
+    assert call(server, "GET", f"/public/v1/posts?startDate={quote(date)}&endDate=2031-01-01", world["key"]) == (
+        400, nest(400, ["startDate must be a valid ISO 8601 date string"]))
+    root = call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["bluesky"], "hi"), type="draft"))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{root}", world["key"], {"date": date}) == (400, nest(400, [message]))
+
+
+def test_real_offsets_and_the_calendar_s_first_and_last_days_are_dates(server, world):
+    for date, stored in (("2030-09-01T23:30:00+14:00", "2030-09-01T09:30:00.000Z"),
+                         ("2030-09-01T10:00:00-12:00", "2030-09-01T22:00:00.000Z"),
+                         ("2030-09-01T15:45:00+0545", "2030-09-01T10:00:00.000Z")):
+        answer = call(server, "POST", "/public/v1/posts", world["key"], create_body(channel_post(
+            world["bluesky"], "hi"), date=date))[1]
+        assert post_rows(world["db"], "id = ?", answer[0]["postId"])[0]["publish_date"] == stored
+    window = "startDate=0001-01-01T00:00:00Z&endDate=9999-12-31T23:59:59.999Z"
+    assert len(call(server, "GET", f"/public/v1/posts?{window}", world["key"])[1]["posts"]) == 3
+    # Years before 1000 are written with four digits, so the window's text still sorts as time.
+    assert len(call(server, "GET", "/public/v1/posts?startDate=0999-01-01&endDate=2031-01-01",
+                    world["key"])[1]["posts"]) == 3
+
+
+# --- recurring posts: the organization's local time, and bounded listings (issue 10) -------------------------------
+
+def listed_dates(server, key: str, start: str, end: str) -> list:
+    status, body = call(server, "GET", f"/public/v1/posts?startDate={start}&endDate={end}", key)
+    assert status == 200, body
+    return [post["publishDate"] for post in body["posts"]]
+
+
+def daily_post(server, world, date: str) -> str:
+    return call(server, "POST", "/public/v1/posts", world["key"],
+                create_body(channel_post(world["bluesky"], "daily"), date=date, inter=1))[1][0]["postId"]
+
+
+def test_a_daily_post_keeps_its_local_time_across_both_daylight_saving_changes(server, world):
+    """09:00 in Paris stays 09:00 (08:00 UTC in winter, 07:00 in summer); before, occurrences stepped by
+    86,400 s and moved to 10:00 after the March change (Postiz's issue #1145)."""
+    assert call(server, "PUT", "/public/v1/organization", world["key"], {"timezone": "Europe/Paris"})[0] == 200
+    daily_post(server, world, "2030-03-29T09:00:00+01:00")
+    assert listed_dates(server, world["key"], "2030-03-29", "2030-04-01T23:00:00Z") == [
+        "2030-03-29T08:00:00.000Z", "2030-03-30T08:00:00.000Z", "2030-03-31T07:00:00.000Z",
+        "2030-04-01T07:00:00.000Z"]
+    assert listed_dates(server, world["key"], "2030-10-26", "2030-10-28T23:00:00Z") == [
+        "2030-10-26T07:00:00.000Z", "2030-10-27T08:00:00.000Z", "2030-10-28T08:00:00.000Z"]
+
+
+def test_a_local_time_the_clocks_skip_goes_out_at_the_first_minute_after_and_a_doubled_one_once(server, world):
+    assert call(server, "PUT", "/public/v1/organization", world["key"], {"timezone": "America/New_York"})[0] == 200
+    daily_post(server, world, "2030-03-08T02:30:00-05:00")
+    # 2030-03-10 02:30 does not exist in New York (02:00 -> 03:00): 03:00 EDT; then 02:30 EDT again.
+    assert listed_dates(server, world["key"], "2030-03-08", "2030-03-11T12:00:00Z") == [
+        "2030-03-08T07:30:00.000Z", "2030-03-09T07:30:00.000Z", "2030-03-10T07:00:00.000Z",
+        "2030-03-11T06:30:00.000Z"]
+    # 2030-11-03 01:30 happens twice (EDT, then EST): once, the first.
+    world["db"].execute("DELETE FROM post")
+    daily_post(server, world, "2030-11-02T01:30:00-04:00")
+    assert listed_dates(server, world["key"], "2030-11-02", "2030-11-04T12:00:00Z") == [
+        "2030-11-02T05:30:00.000Z", "2030-11-03T05:30:00.000Z", "2030-11-04T06:30:00.000Z"]
+
+
+def test_a_listing_refuses_more_occurrences_than_one_answer_holds_and_says_how_to_narrow_it(server, world):
+    """A daily draft over 0001-9999 made a 1.26 GB answer and held the server for 27 s."""
+    call(server, "POST", "/public/v1/posts", world["key"],
+         create_body(channel_post(world["bluesky"], "draft"), type="draft", inter=1))
+    for end in ("2085-09-01", "9999-12-31"):  # about 20,000 occurrences, and 2.9 million
+        status, body = call(server, "GET", f"/public/v1/posts?startDate=0001-01-01&endDate={end}", world["key"])
+        assert status == 400, len(body.get("posts", []))
+        assert "more than one answer lists: at most 10000 occurrences and 8 MiB of them. To see them all, ask " \
+               "for a shorter window: at most 9999 days at a time" in body["message"], body
+    message = call(server, "GET", "/public/v1/posts?startDate=2030-01-01&endDate=2085-09-01", world["key"])[1][
+        "message"]
+    assert message.startswith("Between startDate 2030-01-01T00:00:00.000Z and endDate 2085-09-01T00:00:00.000Z "
+                              "recurring posts repeat 20089 times (about 9 MiB)"), message
+    start = datetime.datetime(2030, 9, 1, tzinfo=datetime.timezone.utc)
+    end = (start + datetime.timedelta(days=9999)).strftime(ISO_MS)
+    assert len(listed_dates(server, world["key"], "2030-09-01", end)) == 9999
+    # Posts that do not repeat are listed over any window, as Postiz clients list whole years.
+    world["db"].execute("UPDATE post SET interval_in_days = NULL")
+    assert len(listed_dates(server, world["key"], "0001-01-01", "9999-12-31")) == 1
+
+
+def test_a_listing_refuses_occurrences_that_would_weigh_more_than_its_budget(server, world):
+    long_draft = "<p>" + "words " * 10000 + "</p>"  # 60 kB: a draft skips the length rules
+    call(server, "POST", "/public/v1/posts", world["key"],
+         create_body(channel_post(world["bluesky"], long_draft), type="draft", inter=1))
+    status, body = call(server, "GET", "/public/v1/posts?startDate=2030-09-01&endDate=2032-09-01", world["key"])
+    weight = re.search(r"recurring posts repeat 731 times \(about (\d+) MiB\)", body["message"])
+    assert status == 400 and weight and int(weight[1]) > 8, body
+    days = int(re.search(r"at most (\d+) days at a time", body["message"])[1])
+    assert 100 < days < 731
+    start = datetime.datetime(2030, 9, 1, tzinfo=datetime.timezone.utc)
+    assert len(listed_dates(server, world["key"], "2030-09-01",
+                            (start + datetime.timedelta(days=days)).strftime(ISO_MS))) == days
+
+
+# --- dates in the past (issue 10) ----------------------------------------------------------------------------------
+
+def iso_from_now(seconds: float) -> str:
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def test_a_post_dated_before_the_grace_period_is_refused_and_a_recent_one_goes_out_at_once(server, world):
+    """Such a post used to be accepted, then failed as "Missed: rustiz was not running then"."""
+    db = world["db"]
+    stale = "2020-01-01T00:00:00.000Z"
+    message = (f"date {stale} is in the past, more than the 6.0 h grace period (PUBLISH_GRACE) ago, so the post "
+               'would never be sent: give a later date, type "now" to publish at once, or type "draft" to keep it '
+               "unscheduled")
+    for kind in ("schedule", "update"):
+        assert call(server, "POST", "/public/v1/posts", world["key"], create_body(
+            channel_post(world["bluesky"], "late"), type=kind, date=stale)) == (400, nest(400, message))
+    assert post_rows(db) == []
+    # Within PUBLISH_GRACE (a client sending the current time, a clock a little behind): queued, due at once.
+    recent = iso_from_now(-3600)
+    created = call(server, "POST", "/public/v1/posts", world["key"], create_body(
+        channel_post(world["bluesky"], "now-ish"), date=recent))[1][0]["postId"]
+    assert (post_rows(db, "id = ?", created)[0]["state"], post_rows(db, "id = ?", created)[0]["publish_date"]) == (
+        "QUEUE", recent)
+    # Drafts may keep a past date, until they are scheduled.
+    draft = call(server, "POST", "/public/v1/posts", world["key"], create_body(
+        channel_post(world["bluesky"], "someday"), type="draft", date=stale))[1][0]["postId"]
+    assert call(server, "PUT", f"/public/v1/posts/{draft}/status", world["key"], {"status": "schedule"}) == (
+        400, nest(400, f"the date of post {draft}, {stale} is in the past, more than the 6.0 h grace period "
+                       f"(PUBLISH_GRACE) ago, so the post would never be sent: give it a later date first "
+                       f'(PUT /posts/{draft} {{"date": "..."}}), then schedule it'))
+    assert post_rows(db, "id = ?", draft)[0]["state"] == "DRAFT"
+    assert call(server, "PUT", f"/public/v1/posts/{draft}", world["key"], {"date": FUTURE})[0] == 200
+    assert call(server, "PUT", f"/public/v1/posts/{draft}/status", world["key"], {"status": "schedule"})[0] == 200
+    # Moving a queued post into the past is refused the same way.
+    assert call(server, "PUT", f"/public/v1/posts/{draft}", world["key"], {"date": stale}) == (400, nest(400, message))
+    assert post_rows(db, "id = ?", draft)[0]["publish_date"] == FUTURE

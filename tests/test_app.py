@@ -96,3 +96,13 @@ def test_a_lone_surrogate_in_json_is_a_400_not_a_500(body):
 
 def test_escaped_characters_and_surrogate_pairs_are_accepted():
     assert json_of(b'{"text":"caf\\u00e9 \\ud83d\\ude00 \\\\ud800"}') == {"text": "café 😀 \\ud800"}
+
+
+def test_what_orjson_cannot_write_the_standard_encoder_writes():
+    """orjson refuses integers beyond 64 bits, which a post's settings may hold: GET /posts/:id was a 500.
+    (tests/test_build.py sends them to a .pyz that carries the real orjson.)"""
+    def orjson_like(value):
+        raise TypeError("Integer exceeds 64-bit range")  # orjson.JSONEncodeError is a TypeError
+
+    dumps = rustiz._with_stdlib_fallback(orjson_like)
+    assert dumps({"big": 10**30, "id": 2**64}) == b'{"big":1000000000000000000000000000000,"id":18446744073709551616}'

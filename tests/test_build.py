@@ -1,6 +1,7 @@
 """build_zipapp.py: one executable, reproducible, small .pyz; and the optional bundled speedups."""
 from __future__ import annotations
 
+import json
 import re
 import stat
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, RustizServer
+from test_api_integrations import Database
 
 import rustiz
 
@@ -83,6 +85,27 @@ def test_pyz_with_speedups_serves_with_uvloop_and_orjson_unpacked_into_the_cache
     finally:
         assert server.stop() == 0
     assert "Traceback" not in "\n".join(server.stderr_lines)
+
+
+def test_pyz_with_speedups_answers_what_orjson_cannot_write(speedups_pyz, tmp_path):
+    """Integers beyond 64 bits in a post's settings, or an MCP id above 2**64: 500s with orjson before."""
+    server = RustizServer(speedups_pyz, tmp_path / "data", {"XDG_CACHE_HOME": str(tmp_path / "xdg-cache")})
+    try:
+        server.start()
+        channel = Database(server).channel("Sky", "bluesky")
+        headers = {"Authorization": server.key, "Content-Type": "application/json"}
+        status, _, created = server.request("POST", "/public/v1/posts", headers, json.dumps({
+            "type": "draft", "date": "2030-01-01T10:00:00Z", "shortLink": False, "tags": [], "posts": [{
+                "integration": {"id": channel}, "value": [{"content": "hi", "image": []}],
+                "settings": {"__type": "bluesky", "big": 10**30}}]}).encode())
+        assert status == 201, created
+        status, _, post = server.request("GET", f"/public/v1/posts/{json.loads(created)[0]['postId']}", headers)
+        assert status == 200 and json.loads(post)["settings"]["big"] == 10**30
+        status, _, answer = server.request("POST", f"/mcp/{server.key}", headers,
+                                           b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}')
+        assert (status, json.loads(answer)["error"]["code"]) == (400, -32600)
+    finally:
+        assert server.stop() == 0
 
 
 def test_pyz_with_speedups_uses_asyncio_and_json_when_rustiz_no_speedups_is_set(speedups_pyz, tmp_path):

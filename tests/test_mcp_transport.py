@@ -10,6 +10,7 @@ import time
 import pytest
 
 from fake_webhook import FakeWebhookReceiver
+from test_api_posts import PostsDatabase
 
 JSON = {"Content-Type": "application/json"}
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -98,6 +99,31 @@ def test_bodies_and_batches_are_bounded(server):
     status, _, answer = post(server, [rpc("ping", request_id=n) for n in range(101)])
     assert status == 400 and answer["error"] == {
         "code": -32600, "message": "Invalid Request: a batch holds at most 100 messages, got 101"}
+
+
+def test_request_ids_an_answer_could_not_carry_back_are_invalid_requests(server):
+    """An id above 2**64 was a 500 (orjson writes 64-bit integers only), and so was a lone surrogate."""
+    def invalid(problem: str) -> dict:
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"Invalid Request: {problem}"}}
+
+    id_rule = "the id must be a string or an integer from -9223372036854775808 to 9223372036854775807"
+    for request_id in (b"18446744073709551617", b"9" * 30, b"-9223372036854775809", b"1e400", b"1.5", b"-0.0"):
+        raw = b'{"jsonrpc": "2.0", "id": ' + request_id + b', "method": "ping"}'
+        assert post(server, None, raw=raw)[::2] == (400, invalid(id_rule)), request_id
+        assert post(server, None, raw=b"[" + raw + b"]")[::2] == (400, invalid(id_rule)), request_id
+    surrogate = ("holds a lone UTF-16 surrogate (\\ud800 without its pair), which is no character; send the "
+                 "character itself or a whole \\uXXXX\\uXXXX pair")
+    assert post(server, None, raw=b'{"jsonrpc": "2.0", "id": "a\\ud800", "method": "ping"}')[::2] == (
+        400, invalid("the id " + surrogate))
+    for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": "\\ud800"}',
+                b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "postGetTool", '
+                b'"arguments": {"id": "\\udfff"}}}'):
+        status, _, answer = post(server, None, raw=raw)
+        assert (status, answer["id"], answer["error"]["code"]) == (400, None, -32600), raw
+        assert answer["error"]["message"].startswith("Invalid Request: the message holds a lone UTF-16 surrogate")
+    for request_id in (9223372036854775807, -9223372036854775808, "\U0001f600"):  # the ends of the range, a pair
+        assert post(server, rpc("ping", request_id=request_id))[::2] == (
+            200, {"jsonrpc": "2.0", "id": request_id, "result": {}})
 
 
 # --- JSON-RPC ---------------------------------------------------------------------------------------
@@ -291,6 +317,57 @@ def test_scheduling_counts_against_api_limit_unless_switched_off(start_server_wi
         assert status == 429
     else:
         assert results[2]["isError"] is False
+
+
+# --- tool arguments with ranges (issue 10) -------------------------------------------------------------------
+
+def tool_call(server, name: str, arguments: dict) -> dict:
+    status, _, answer = post(server, rpc("tools/call", {"name": name, "arguments": arguments}))
+    assert status == 200, answer
+    return answer["result"]
+
+
+def test_a_notifications_page_beyond_its_range_is_a_tool_error(server):
+    for page in (1000001, 10**30):
+        result = tool_call(server, "notificationsListTool", {"page": page})
+        assert result["isError"] is True, page
+        assert "- page: Number must be less than or equal to 1000000" in result["content"][0]["text"]
+    result = tool_call(server, "notificationsListTool", {"page": 1000000})
+    assert result["structuredContent"]["output"] == {"notifications": [], "total": 0, "page": 1000000,
+                                                     "hasMore": False}
+
+
+def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_holds(server):
+    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    assert server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, json.dumps({
+        "type": "draft", "date": "2030-09-01T10:00:00Z", "shortLink": False, "tags": [], "inter": 1,
+        "posts": [{"integration": {"id": channel}, "value": [{"content": "daily", "image": []}]}]}).encode())[0] == 201
+    for end in ("2085-09-01T00:00:00", "9999-12-31T00:00:00"):
+        result = tool_call(server, "postsListTool", {"startDate": "0001-01-01T00:00:00", "endDate": end})
+        assert result["isError"] is True, str(result)[:300]
+        text = result["content"][0]["text"]
+        assert text.startswith("Between startDate 0001-01-01T00:00:00.000Z and endDate ") and text.endswith(
+            "To see them all, ask for a shorter window: at most 9999 days at a time"), text
+    listed = tool_call(server, "postsListTool", {"startDate": "2030-09-01T00:00:00", "endDate": "2030-09-03T23:00:00"})
+    assert [item["publishDate"] for item in listed["structuredContent"]["output"]["posts"]] == [
+        "2030-09-01T10:00:00", "2030-09-02T10:00:00", "2030-09-03T10:00:00"]
+
+
+def test_the_schedule_tool_refuses_a_date_before_the_grace_period_and_stores_nothing(server):
+    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    post_call = schedule_call(channel)
+    items = [dict(post_call["params"]["arguments"]["socialPost"][0], type="schedule", date=date)
+             for date in ("2030-01-01T10:00:00Z", "2020-01-01T10:00:00Z")]
+    result = tool_call(server, "integrationSchedulePostTool", {"socialPost": items})
+    assert result["structuredContent"] == {"output": {"errors": (
+        "Sky: date 2020-01-01T10:00:00.000Z is in the past, more than the 6.0 h grace period (PUBLISH_GRACE) ago, "
+        'so the post would never be sent: give a later date, type "now" to publish at once, or type "draft" to keep '
+        "it unscheduled, please fix it, and try integrationSchedulePostTool again.")}}
+    status, _, answer = server.request("GET", "/public/v1/posts?startDate=2019-01-01&endDate=2031-01-01",
+                                       {"Authorization": server.key})
+    assert json.loads(answer) == {"posts": []}  # the first item was not stored either
+    items[1]["type"] = "draft"  # a draft may keep a past date
+    assert tool_call(server, "integrationSchedulePostTool", {"socialPost": items[1:]})["isError"] is False
 
 
 # --- workers and shutdown --------------------------------------------------------------------------------

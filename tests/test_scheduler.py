@@ -4,12 +4,16 @@ and a notification; deleted and edited posts never publish their old version; mi
 not sent in a burst; outgoing webhooks are signed."""
 from __future__ import annotations
 
+import datetime
 import json
+import re
 import signal
+import sqlite3
 import time
 
 import pytest
 
+from conftest import read_config
 from fake_webhook import FakeWebhookReceiver, signature_ok
 
 FAST = {"RUSTIZ_RETRY_BASE": "0.2"}
@@ -196,16 +200,44 @@ def test_a_lost_answer_is_sent_again_and_the_receiver_sees_one_delivery(fast_ser
     assert len(receiver.requests_to("POST", "/hook")) == 3  # ping, lost attempt, repeat
 
 
+def down_until(server, moment: float) -> None:
+    """Stop the server (its scheduler notes when), keep it down until the Unix time `moment`, start it again."""
+    server.stop()
+    time.sleep(max(0.0, moment - time.time()))
+    server.start()
+
+
 def test_a_post_missed_by_more_than_the_grace_period_is_not_sent(start_server_with_fakes, receiver):
-    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "60"})
+    """rustiz was down when the post was due: more than PUBLISH_GRACE late, it is not sent (no burst of stale
+    posts), and its error says when rustiz was down; a post only a little late still goes out."""
+    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "6"})
     channel = connect(server, receiver)
-    missed = schedule(server, channel, "stale", date=iso(-3600))
-    recent = schedule(server, channel, "a little late", date=iso(-30))
+    start = time.time()
+    missed = schedule(server, channel, "stale", date=iso(1))
+    recent = schedule(server, channel, "a little late", date=iso(10))
+    down_until(server, start + 11.5)
     assert settled(server, recent)["state"] == "PUBLISHED"
     answer = settled(server, missed)
     assert answer["state"] == "ERROR" and answer["error"].startswith("Missed: this post was due at ")
-    assert "more than the 60 s grace period (PUBLISH_GRACE)" in answer["error"]
+    down = re.search(r"but rustiz was not running from (\S+) \(its last sign of life\) to (\S+) \(stopped, "
+                     r"restarting, or its machine asleep\)", answer["error"])
+    assert down and down[1] < answer["publishDate"] < down[2], answer["error"]
+    assert "more than the 6 s grace period (PUBLISH_GRACE)" in answer["error"]
     assert [item["text"] for item in receiver.published] == ["a little late"]
+
+
+def test_a_post_held_back_by_a_rate_limit_past_the_grace_period_says_so(start_server_with_fakes, receiver):
+    """Missed while rustiz was running: the error names what held the post back, not an outage."""
+    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "2"})
+    channel = connect(server, receiver)
+    receiver.fail_next("POST", "/hook", 429, {"message": "slow down"}, {"Retry-After": "6"})
+    throttled = schedule(server, channel, "first")
+    waiting = schedule(server, channel, "second", date=iso(2))
+    answer = settled(server, waiting)
+    assert answer["state"] == "ERROR" and answer["error"].startswith("Missed: this post was due at ")
+    assert "but rustiz was running, and Webhook had asked it to wait before the next post on this channel " \
+           "(a rate limit, until " in answer["error"], answer["error"]
+    assert settled(server, throttled)["state"] == "PUBLISHED"
 
 
 def test_a_recurring_post_goes_again_at_its_next_occurrence(fast_server, receiver):
@@ -219,17 +251,76 @@ def test_a_recurring_post_goes_again_at_its_next_occurrence(fast_server, receive
     assert answer["publishDate"] > iso(6.9 * 86400) and answer["releaseId"] == "msg-1"
 
 
+def test_a_recurring_post_goes_again_at_its_local_time_in_the_organization_s_timezone(fast_server, receiver):
+    """A daily post first dated 09:00 in Paris in the other half of the year (summer time or winter time)
+    is re-armed for the next 09:00 in Paris, not 24 h steps of UTC from its first date."""
+    from zoneinfo import ZoneInfo
+    paris, utc = ZoneInfo("Europe/Paris"), datetime.timezone.utc
+    now = datetime.datetime.now(utc)
+    other_season = datetime.datetime(now.year - 1, 1 if now.astimezone(paris).dst() else 7, 15, 9, tzinfo=paris)
+    assert call(fast_server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
+    channel = connect(fast_server, receiver)
+    post_id = schedule(fast_server, channel, "daily at nine", date=iso(3), inter=1)
+    database = read_config(fast_server.config_path)["RUSTIZ_DATABASE"]
+    with sqlite3.connect(database) as db:  # as if created on that day, with the first date it was given then
+        db.execute("UPDATE post SET recurrence_anchor = ? WHERE id = ?",
+                   (other_season.astimezone(utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"), post_id))
+    receiver.wait_for(lambda: receiver.published)
+    deadline = time.monotonic() + 10
+    while (answer := post(fast_server, post_id))["state"] != "QUEUE" or answer["releaseId"] is None:
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.05)
+    nine = datetime.datetime.combine(now.astimezone(paris).date(), datetime.time(9), tzinfo=paris)
+    expected = next(moment for moment in (nine, nine + datetime.timedelta(days=1)) if moment > now).astimezone(utc)
+    assert answer["publishDate"] == expected.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def test_next_occurrence_keeps_the_local_time_across_daylight_saving_changes():
+    from rustiz import next_occurrence
+
+    def after(moment: str) -> float:
+        return datetime.datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
+
+    paris_nine = "2030-01-10T08:00:00.000Z"  # 09:00 CET
+    assert next_occurrence(paris_nine, None, 1, "Europe/Paris", after("2030-03-30T08:00:00Z")) == \
+        "2030-03-31T07:00:00.000Z"  # 09:00 CEST
+    assert next_occurrence(paris_nine, None, 7, "Europe/Paris", after("2030-10-24T07:00:00Z")) == \
+        "2030-10-31T08:00:00.000Z"  # 09:00 CET again
+    # The gap: 02:30 does not exist in Paris on 2030-03-31 (02:00 -> 03:00), nor in New York on 2030-03-10.
+    assert next_occurrence("2030-03-20T01:30:00.000Z", None, 1, "Europe/Paris", after("2030-03-30T02:00:00Z")) == \
+        "2030-03-31T01:00:00.000Z"  # 03:00 CEST
+    assert next_occurrence("2030-03-01T07:30:00.000Z", None, 1, "America/New_York",
+                           after("2030-03-09T08:00:00Z")) == "2030-03-10T07:00:00.000Z"  # 03:00 EDT
+    # The doubled hour: 01:30 happens twice in New York on 2030-11-03; the occurrence is the first of them.
+    new_york_half_past_one = "2030-10-01T05:30:00.000Z"
+    assert next_occurrence(new_york_half_past_one, None, 1, "America/New_York", after("2030-11-02T06:00:00Z")) == \
+        "2030-11-03T05:30:00.000Z"
+    assert next_occurrence(new_york_half_past_one, None, 1, "America/New_York", after("2030-11-03T05:30:00Z")) == \
+        "2030-11-04T06:30:00.000Z"  # not 06:30 on the 3rd, the same local time again
+    # The anchor, not the date the scheduler last moved the post to, keeps the local time.
+    assert next_occurrence("2030-03-31T01:00:00.000Z", "2030-03-20T01:30:00.000Z", 1, "Europe/Paris",
+                           after("2030-03-31T01:00:00Z")) == "2030-04-01T00:30:00.000Z"  # 02:30 CEST
+    # The calendar ends: no next occurrence (an interval of 3,000,000 days once re-armed a post in 10240).
+    assert next_occurrence("2026-12-01T10:00:00.000Z", None, 3000000, "UTC", after("2026-12-02T00:00:00Z")) is None
+    assert next_occurrence("9999-12-31T10:00:00.000Z", None, 1, "America/New_York",
+                           after("9999-12-31T10:00:00Z")) is None
+
+
 def test_a_recurring_post_missed_while_down_skips_to_its_next_future_occurrence(start_server_with_fakes, receiver):
-    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "60"})
+    server = start_server_with_fakes(env={**FAST, "PUBLISH_GRACE": "2"})
     channel = connect(server, receiver)
-    post_id = schedule(server, channel, "daily", date=iso(-3 * 86400 - 3600), inter=1)
+    start = time.time()
+    post_id = schedule(server, channel, "daily", date=iso(1), inter=1)
+    due = post(server, post_id)["publishDate"]
+    down_until(server, start + 4.5)
     deadline = time.monotonic() + 10
     while (answer := post(server, post_id))["publishDate"] < iso(0):
         assert time.monotonic() < deadline, answer
         time.sleep(0.05)
     assert answer["state"] == "QUEUE" and answer["publishDate"] < iso(86400)
     assert receiver.published == []
-    assert any("skipped the occurrence" in text for text in notifications(server))
+    assert any(text.startswith(f"{answer['integration']['name']}: skipped the occurrence due at {due}: rustiz was "
+                               "not running from ") for text in notifications(server)), notifications(server)
 
 
 def test_outgoing_webhooks_get_signed_events_for_published_and_failed_posts(fast_server, receiver):
