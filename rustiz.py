@@ -18,7 +18,8 @@ Map of this file (each section starts with a banner comment):
  12. Publishers       one class per platform behind one interface: connect, publish, limits
  13. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
  14. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 15. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add, version
+ 15. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add/password/remove,
+                      version
 """
 from __future__ import annotations
 
@@ -548,6 +549,15 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX web_session_expiry ON web_session(expires_at);
     """,
+    # A session records what signed it in, the API key (its hash) or a web user, so that rotating the key
+    # or changing the password ends it. Sessions made before recorded neither: they end here.
+    """
+    DELETE FROM web_session;
+    ALTER TABLE web_session ADD COLUMN api_key_hash TEXT;
+    ALTER TABLE web_session ADD COLUMN web_user_id TEXT REFERENCES web_user(id);
+    CREATE INDEX web_session_key ON web_session(api_key_hash);
+    CREATE INDEX web_session_user ON web_session(web_user_id);
+    """,
 )
 
 
@@ -753,7 +763,10 @@ class Store:
         return row[0] if row else None
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
+        """A new key for the organization; the web sessions signed in with the old one end with it."""
         with self._writing() as db:
+            db.execute("DELETE FROM web_session WHERE api_key_hash = "
+                       "(SELECT api_key_hash FROM organization WHERE id = ?)", (organization_id,))
             db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
                        (api_key_hash, utc_now_iso(), organization_id))
         self._credentials_changed()
@@ -1300,15 +1313,45 @@ class Store:
                                                   utc_now_iso()))
 
     def web_user(self, email: str) -> Optional[tuple]:
-        """(organization id, password hash) of the web user with this email, or None."""
-        return self._read("SELECT organization_id, password_hash FROM web_user WHERE email = ?",
+        """(user id, organization id, password hash) of the web user with this email, or None."""
+        return self._read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
                           (email.lower(),)).fetchone()
 
-    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float) -> None:
+    def set_web_user_password(self, organization_id: str, email: str, password_hash: str) -> bool:
+        """A new password for the organization's web user (False when there is none with that email); the
+        sessions signed in with the old password end."""
+        with self._writing() as db:
+            user = self._web_user_id(db, organization_id, email)
+            if user is None:
+                return False
+            db.execute("UPDATE web_user SET password_hash = ? WHERE id = ?", (password_hash, user))
+            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
+        return True
+
+    def remove_web_user(self, organization_id: str, email: str) -> bool:
+        """The organization's web user and its sessions gone (False when there is none with that email)."""
+        with self._writing() as db:
+            user = self._web_user_id(db, organization_id, email)
+            if user is None:
+                return False
+            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
+            db.execute("DELETE FROM web_user WHERE id = ?", (user,))
+        return True
+
+    @staticmethod
+    def _web_user_id(db: sqlite3.Connection, organization_id: str, email: str) -> Optional[str]:
+        row = db.execute("SELECT id FROM web_user WHERE email = ? AND organization_id = ?",
+                         (email.lower(), organization_id)).fetchone()
+        return row[0] if row else None
+
+    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float,
+                           api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> None:
+        """A session signed in with the API key of that hash, or by that web user (one of the two)."""
         with self._writing() as db:
             db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
-            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at) "
-                       "VALUES (?, ?, ?, ?)", (token_hash, organization_id, csrf_token, expires_at))
+            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at, api_key_hash, "
+                       "web_user_id) VALUES (?, ?, ?, ?, ?, ?)",
+                       (token_hash, organization_id, csrf_token, expires_at, api_key_hash, web_user_id))
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
         """(organization id, CSRF token) of a live session, or None."""
@@ -2580,9 +2623,7 @@ class Guard:
     def organization(self, request: Request) -> Union[str, Response]:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
         web app's session cookie stands for the key when there is no Authorization header."""
-        key = request.headers.get("authorization", "")
-        if key[:7].lower() == "bearer ":
-            key = key[7:].strip()
+        key = self.presented_key(request)
         if not key:
             token = session_cookie(request)
             return self.session_organization(request, token) if token else _unauthorized(NO_API_KEY)
@@ -2591,6 +2632,12 @@ class Guard:
             return organization_id
         # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
         return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+
+    @staticmethod
+    def presented_key(request: Request) -> str:
+        """The API key in the Authorization header ("" when there is none: the session cookie may stand for it)."""
+        key = request.headers.get("authorization", "")
+        return key[7:].strip() if key[:7].lower() == "bearer " else key
 
     def session_organization(self, request: Request, token: str) -> Union[str, Response]:
         """The organization of a web session; a request that changes anything must also carry the
@@ -4043,7 +4090,7 @@ class App:
         self.add_api("GET", "/integrations", self.integrations)
         self.channels_api = ChannelsApi(store)
         self.channels_api.register(self)
-        OrganizationApi(config, store).register(self)
+        OrganizationApi(config, store, self.guard).register(self)
         WebhooksApi(store).register(self)
         self.posts_api = PostsApi(store)
         self.posts_api.register(self)
@@ -4347,9 +4394,10 @@ class WebhooksApi:
 class OrganizationApi:
     """rustiz: the caller's organization, its IANA timezone (posting slots are local times in it), its key."""
 
-    def __init__(self, config: Config, store: Store):
+    def __init__(self, config: Config, store: Store, guard: Guard):
         self.config = config
         self.store = store
+        self.guard = guard
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/organization", self.show)
@@ -4358,7 +4406,9 @@ class OrganizationApi:
 
     def rotate_key(self, request: Request, organization_id: str) -> Response:
         """A new API key, answered once (only its hash is kept); the old one stops working at once, in every
-        worker. Web sessions stay signed in. When the config file holds the old key, it gets the new one."""
+        worker, and so do the web sessions signed in with it. A browser that rotated with such a session gets
+        a new one for the new key (a cookie, and the csrfToken in the answer). When the config file holds the
+        old key, it gets the new one."""
         key = new_api_key()
         old_hash = self.store.api_key_hash(organization_id)
         self.store.set_api_key_hash(organization_id, hash_api_key(key))
@@ -4366,8 +4416,14 @@ class OrganizationApi:
         if saved_key and hash_api_key(saved_key) == old_hash:
             update_config_value(self.config.config_path, "RUSTIZ_API_KEY", key)
         log(f"new API key for organization {self.store.organization(organization_id)['name']} "
-            "(rotated through the API); the old key no longer works")
-        return json_response({"apiKey": key}, 201, [("Cache-Control", "no-store")])
+            "(rotated through the API); the old key and the web sessions signed in with it no longer work")
+        answer, headers = {"apiKey": key}, [("Cache-Control", "no-store")]
+        token = None if self.guard.presented_key(request) else session_cookie(request)
+        if token and self.store.web_session(hash_api_key(token)) is None:  # it was signed in with the old key
+            cookie, answer["csrfToken"] = start_web_session(self.store, self.guard, request, organization_id,
+                                                            api_key_hash=hash_api_key(key))
+            headers.append(("Set-Cookie", cookie))
+        return json_response(answer, 201, headers)
 
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.organization(organization_id))
@@ -6754,6 +6810,14 @@ def _is_jsonrpc_message(message: Any) -> bool:
 SESSION_COOKIE = "rustiz_session"
 SESSION_SECONDS = 30 * 86400
 PASSWORD_ITERATIONS = 200_000
+# What an unknown email's password is checked against, so that it takes as long to refuse as a known one's
+# (zeros: no password hashes to them).
+UNKNOWN_USER_PASSWORD_HASH = f"pbkdf2_sha256${PASSWORD_ITERATIONS}${'0' * 32}${'0' * 64}"
+PASSWORD_THREADS = 2  # per worker: PBKDF2 runs there, never on the event loop
+MAX_PASSWORD_CHECKS = 16  # per worker, hashing or waiting for a thread; more sign-ins at once get a 503
+SIGN_IN_WINDOW_SECONDS = 15 * 60
+SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # password sign-ins per email per window, from any address
+SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # password sign-ins per client address per window, for any email
 WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; "
                                "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
                                "form-action 'self'")
@@ -6785,6 +6849,41 @@ def password_matches(password: str, stored: str) -> bool:
     scheme, iterations, salt, expected = stored.split("$")
     digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
     return scheme == "pbkdf2_sha256" and compare_digest(digest.hex().encode(), expected.encode())
+
+
+class PasswordChecker:
+    """Checks passwords in a few threads of their own, made on first use (hashlib lets go of the GIL while
+    it hashes, so the event loop keeps serving); at most MAX_PASSWORD_CHECKS wait or run at once."""
+
+    def __init__(self) -> None:
+        self._executor: Any = None
+        self.in_flight = 0
+
+    async def matches(self, password: str, stored: str) -> bool:
+        if self.in_flight >= MAX_PASSWORD_CHECKS:
+            raise ApiError(503, {"statusCode": 503, "error": "Service Unavailable", "message": (
+                f"Too many sign-ins at once ({MAX_PASSWORD_CHECKS} are being checked): try again in a few "
+                "seconds")}, [("Retry-After", "5")])
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._executor = ThreadPoolExecutor(PASSWORD_THREADS, thread_name_prefix="rustiz-password")
+        self.in_flight += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, password_matches, password,
+                                                                    stored)
+        finally:
+            self.in_flight -= 1
+
+
+def start_web_session(store: Store, guard: "Guard", request: Request, organization_id: str,
+                      api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> tuple:
+    """A new session signed in with the key of that hash or by that web user: (Set-Cookie value, CSRF token)."""
+    token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
+    store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS,
+                             api_key_hash, web_user_id)
+    cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
+              + ("; Secure" if guard.over_https(request) else ""))  # never on plain http: no login loop
+    return cookie, csrf_token
 
 
 def web_files() -> dict:
@@ -6830,6 +6929,7 @@ class WebApp:
 
     def __init__(self, config: Config, store: Store, guard: Guard):
         self.config, self.store, self.guard = config, store, guard
+        self.passwords = PasswordChecker()
 
     def register(self, app: "App") -> None:
         files = web_files()
@@ -6858,31 +6958,44 @@ class WebApp:
             return Response(304, b"", "", headers)
         return Response(200, data, content_type, headers)
 
-    def login(self, request: Request) -> Response:
+    def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
         body = _json_object(request)
-        organization_id = self._signed_in_organization(body)
-        token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
-        self.store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS)
-        cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
-                  + ("; Secure" if self.guard.over_https(request) else ""))  # never on plain http: no login loop
-        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
-                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
-
-    def _signed_in_organization(self, body: dict) -> str:
-        """The organization whose API key, or whose web user's email and password, the body holds."""
         if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
-            organization_id = self.guard.organization_for_key(body["apiKey"].strip())
+            key = body["apiKey"].strip()
+            organization_id = self.guard.organization_for_key(key)
             if organization_id is None:
                 raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
                                                                    "organizations (`rustiz key rotate` prints a new one)"})
-            return organization_id
+            return self._signed_in(request, organization_id, api_key_hash=hash_api_key(key))
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
-        user = self.store.web_user(email.strip())
-        if user is None or not password_matches(password, user[1]):
+        email = email.strip().lower()
+        self._count_sign_in("address:" + self.guard.client_address(request), SIGN_IN_ATTEMPTS_PER_ADDRESS,
+                            "from your address")
+        self._count_sign_in("email:" + email, SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
+        return self._password_sign_in(request, email, password)
+
+    def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
+        """One password sign-in counted against `limit` per window (in the database, shared by every worker)."""
+        decision = self.store.count_request("sign-in " + key, limit, SIGN_IN_WINDOW_SECONDS)
+        if not decision.allowed:
+            raise ApiError(429, {"statusCode": 429, "error": "Too Many Requests", "message": (
+                f"Too many sign-in attempts {whose} (at most {limit} in {SIGN_IN_WINDOW_SECONDS // 60} minutes): "
+                f"try again in {_duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
+
+    async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
+        user = self.store.web_user(email)
+        # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
+        matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
+        if user is None or not matches:
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
-        return user[0]
+        return self._signed_in(request, user[1], web_user_id=user[0])
+
+    def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:
+        cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, **made_from)
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
 
     def session(self, request: Request) -> Response:
         token = session_cookie(request)
@@ -10584,11 +10697,16 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def command_user_add(arguments: argparse.Namespace) -> int:
-    """A web app user: the password is read from standard input (one line) or asked for twice."""
+def _email_argument(arguments: argparse.Namespace) -> str:
     email = arguments.email.strip().lower()
     if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
-        raise UserError(f"{email!r} is not an email address: rustiz user add alice@example.com")
+        raise UserError(f"{email!r} is not an email address: rustiz user {arguments.user_command} alice@example.com")
+    return email
+
+
+def command_user_add(arguments: argparse.Namespace) -> int:
+    """A web app user: the password is read from standard input (one line) or asked for twice."""
+    email = _email_argument(arguments)
     password = _new_password()
     config = load_config(dict(os.environ))
     store = Store(config.database)
@@ -10602,6 +10720,43 @@ def command_user_add(arguments: argparse.Namespace) -> int:
         store.close()
     log(f"{email} can now sign in to the web app of organization {organization['name']}")
     return 0
+
+
+def command_user_password(arguments: argparse.Namespace) -> int:
+    """A new password for a web app user, read as `user add` reads it; the user's sessions end."""
+    email = _email_argument(arguments)
+    password = _new_password()
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        if not store.set_web_user_password(organization["id"], email, hash_password(password)):
+            raise _no_such_web_user(email, organization)
+    finally:
+        store.close()
+    log(f"{email} has a new web app password; the browsers signed in with the old one are signed out")
+    return 0
+
+
+def command_user_remove(arguments: argparse.Namespace) -> int:
+    email = _email_argument(arguments)
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        if not store.remove_web_user(organization["id"], email):
+            raise _no_such_web_user(email, organization)
+    finally:
+        store.close()
+    log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
+        "its browsers are signed out")
+    return 0
+
+
+def _no_such_web_user(email: str, organization: dict) -> UserError:
+    return UserError(f"{email} is not a web app user of organization {organization['name']} "
+                     f"({organization['id']}); `rustiz user add {email}` makes one, --org ORG_ID chooses "
+                     "another organization")
 
 
 def _new_password() -> str:
@@ -10790,14 +10945,22 @@ def build_argument_parser() -> argparse.ArgumentParser:
     user = commands.add_parser("user", formatter_class=_help_formatter, help="web app users",
                                description="People who sign in to the web app with an email and a password "
                                            "(the organization's API key signs in too).")
-    user_commands = user.add_subparsers(dest="user_command", metavar="{add}", required=True)
-    user_add = user_commands.add_parser(
-        "add", formatter_class=_help_formatter, help="let an email sign in to the web app with a password",
-        description="Let EMAIL sign in to the web app of the organization with a password, read from standard "
-                    "input (one line) or asked for twice on a terminal. At least 10 characters.")
-    user_add.add_argument("email", metavar="EMAIL")
-    user_add.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    user_add.set_defaults(run=command_user_add)
+    user_commands = user.add_subparsers(dest="user_command", metavar="{add,password,remove}", required=True)
+    for name, run, help_text, description in (
+            ("add", command_user_add, "let an email sign in to the web app with a password",
+             "Let EMAIL sign in to the web app of the organization with a password, read from standard input "
+             "(one line) or asked for twice on a terminal. At least 10 characters."),
+            ("password", command_user_password, "set a web app user's new password; their sessions end",
+             "Give EMAIL a new password, read as `user add` reads it. The browsers signed in with the old "
+             "password are signed out, in running servers too."),
+            ("remove", command_user_remove, "stop an email from signing in; their sessions end",
+             "EMAIL can no longer sign in to the web app; the browsers signed in as EMAIL are signed out, in "
+             "running servers too.")):
+        command = user_commands.add_parser(name, formatter_class=_help_formatter, help=help_text,
+                                           description=description)
+        command.add_argument("email", metavar="EMAIL")
+        command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+        command.set_defaults(run=run)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)

@@ -102,3 +102,92 @@ def test_the_ui_is_served_with_etag_and_a_strict_content_security_policy(server)
     status, _, _ = server.request("GET", "/", {"If-None-Match": headers["etag"]})
     assert status == 304
     assert server.request("GET", "/web/no-such-file.js")[0] == 404
+
+
+def add_user(server, *arguments: str, password: str = "") -> subprocess.CompletedProcess:
+    """`rustiz user ARGUMENTS` against the server's database, the password on standard input."""
+    return subprocess.run([sys.executable, str(server.pyz), "user", *arguments], input=password + "\n",
+                          capture_output=True, text=True, env={**server.env()}, timeout=30)
+
+
+def reads_and_writes(server, cookie: str, csrf: str) -> tuple:
+    """(status of a read, status of a write) made with a session."""
+    read = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})[0]
+    write = post(server, "/public/v1/webhooks", {"url": "https://n8n.example.com/hook"},
+                 {"Cookie": cookie, "X-CSRF-Token": csrf})[0]
+    return read, write
+
+
+def test_rotating_the_key_ends_its_sessions_and_the_rotating_browser_gets_one_for_the_new_key(server):
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    rotating, rotating_csrf = sign_in(server)
+    other, other_csrf = sign_in(server)
+    by_password, password_csrf = sign_in(server, {"email": "alice@example.com", "password": "correct horse battery"})
+    status, headers, answer = post(server, "/public/v1/organization/api-key", {},
+                                   {"Cookie": rotating, "X-CSRF-Token": rotating_csrf})
+    assert status == 201
+    body = json.loads(answer)
+    assert set(body) == {"apiKey", "csrfToken"} and body["csrfToken"] != rotating_csrf
+    renewed = headers["set-cookie"].partition(";")[0]
+    assert renewed.startswith("rustiz_session=") and renewed != rotating
+    assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    # Every session made with the old key has ended: no reads, no writes, no new keys.
+    for cookie, csrf in ((rotating, rotating_csrf), (other, other_csrf)):
+        assert reads_and_writes(server, cookie, csrf) == (401, 401)
+        assert post(server, "/public/v1/organization/api-key", {}, {"Cookie": cookie, "X-CSRF-Token": csrf})[0] == 401
+        assert server.request("GET", "/auth/session", {"Cookie": cookie})[0] == 401
+    assert reads_and_writes(server, renewed, body["csrfToken"]) == (200, 201)
+    status, _, answer = server.request("GET", "/auth/session", {"Cookie": renewed})
+    assert status == 200 and json.loads(answer)["csrfToken"] == body["csrfToken"]
+    assert reads_and_writes(server, by_password, password_csrf) == (200, 201)  # not made with the key
+
+
+def test_rotating_with_the_key_itself_answers_only_the_new_key(server):
+    status, headers, answer = post(server, "/public/v1/organization/api-key", {}, {"Authorization": server.key})
+    assert status == 201 and set(json.loads(answer)) == {"apiKey"} and "set-cookie" not in headers
+
+
+def test_key_rotate_on_the_command_line_ends_the_sessions_of_a_running_server(server):
+    cookie, csrf = sign_in(server)
+    assert reads_and_writes(server, cookie, csrf) == (200, 201)
+    assert run_cli(server.pyz, "key", "rotate", env=server.env()).returncode == 0
+    assert reads_and_writes(server, cookie, csrf) == (401, 401)
+    sign_in(server)  # with the new key (server.key reads it from the config file)
+
+
+def test_a_new_password_or_a_removed_user_ends_that_user_s_sessions(server):
+    for email in ("alice@example.com", "bob@example.com"):
+        assert add_user(server, "add", email, password="correct horse battery").returncode == 0
+    alice = [sign_in(server, {"email": "alice@example.com", "password": "correct horse battery"}) for _ in range(2)]
+    bob = sign_in(server, {"email": "bob@example.com", "password": "correct horse battery"})
+    by_key = sign_in(server)
+
+    result = add_user(server, "password", "Alice@example.com", password="a new long password")
+    assert result.returncode == 0, result.stderr
+    assert "alice@example.com has a new web app password" in result.stderr and "a new long" not in result.stderr
+    assert [reads_and_writes(server, *session) for session in alice] == [(401, 401), (401, 401)]
+    assert reads_and_writes(server, *bob) == (200, 201) and reads_and_writes(server, *by_key) == (200, 201)
+    refused = post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})
+    assert refused[0] == 401
+    sign_in(server, {"email": "alice@example.com", "password": "a new long password"})
+
+    result = add_user(server, "remove", "bob@example.com")
+    assert result.returncode == 0, result.stderr
+    assert "bob@example.com can no longer sign in to the web app of organization My organization" in result.stderr
+    assert reads_and_writes(server, *bob) == (401, 401)
+    assert post(server, "/auth/login", {"email": "bob@example.com", "password": "correct horse battery"})[0] == 401
+    assert reads_and_writes(server, *by_key) == (200, 201)
+
+
+def test_user_password_and_remove_name_a_user_that_does_not_exist(server):
+    for arguments in (("password", "carol@example.com"), ("remove", "carol@example.com")):
+        result = add_user(server, *arguments, password="a long enough password")
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert result.stderr.strip() == (
+            "rustiz: carol@example.com is not a web app user of organization My organization ("
+            + json.loads(server.request("GET", "/public/v1/organization", {"Authorization": server.key})[2])["id"]
+            + "); `rustiz user add carol@example.com` makes one, --org ORG_ID chooses another organization")
+    result = add_user(server, "remove", "carol@example.com", "--org", "no-such-org")
+    assert result.returncode == 2 and "no organization has the id no-such-org" in result.stderr
+    short = add_user(server, "password", "carol@example.com", password="short")
+    assert short.returncode == 2 and "at least 10 characters" in short.stderr
