@@ -4,8 +4,12 @@ every change must carry; `rustiz user add` for password sign-in."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from conftest import run_cli
 
@@ -191,3 +195,80 @@ def test_user_password_and_remove_name_a_user_that_does_not_exist(server):
     assert result.returncode == 2 and "no organization has the id no-such-org" in result.stderr
     short = add_user(server, "password", "carol@example.com", password="short")
     assert short.returncode == 2 and "at least 10 characters" in short.stderr
+
+
+def health_latencies_during(server, flood) -> tuple:
+    """(what flood() returned, the slowest GET /health answered while it ran, in seconds)."""
+    slowest, done = [0.0], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            assert server.request("GET", "/health", timeout=30)[0] == 200
+            slowest[0] = max(slowest[0], time.monotonic() - started)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = flood()
+    finally:
+        done.set()
+        watcher.join()
+    return result, slowest[0]
+
+
+def attempts_in_parallel(server, bodies: list, headers: list) -> list:
+    """(status, headers, body) of a POST /auth/login for each body, all sent at once."""
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        return list(pool.map(lambda pair: post(server, "/auth/login", *pair), zip(bodies, headers)))
+
+
+def test_a_flood_of_wrong_passwords_is_limited_and_health_keeps_answering(server):
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    wrong = [{"email": "alice@example.com", "password": f"guess number {n}"} for n in range(100)]
+    answers, slowest = health_latencies_during(server, lambda: attempts_in_parallel(server, wrong, [{}] * 100))
+    assert slowest < 1.0  # the hashing runs off the event loop (it held /health for 5.6 s)
+    statuses = [status for status, _, _ in answers]
+    assert statuses.count(401) == 10 and statuses.count(429) == 90  # 10 per email in 15 minutes
+    refused = [(headers, json.loads(body)) for status, headers, body in answers if status == 429]
+    assert all(1 <= int(headers["retry-after"]) <= 900 for headers, _ in refused)
+    messages = {body["message"] for _, body in refused}
+    assert "Too many sign-in attempts for alice@example.com (at most 10 in 15 minutes): try again in 15 min" \
+        in messages
+    assert "Too many sign-in attempts from your address (at most 30 in 15 minutes): try again in 15 min" in messages
+    # The right password is refused too while the limit lasts; the API key still signs in.
+    assert post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})[0] == 429
+    sign_in(server)
+
+
+def test_sign_ins_from_many_addresses_are_hashed_off_the_event_loop_a_bounded_number_at_once(start_server):
+    server = start_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    users = [f"user{n}@example.com" for n in range(5)]
+    for email in users:
+        assert add_user(server, "add", email, password="correct horse battery").returncode == 0
+    bodies = [{"email": users[n % 5] if n < 50 else f"nobody{n}@example.com", "password": "a wrong password"}
+              for n in range(60)]  # at most 10 per known email
+    addresses = [{"X-Forwarded-For": f"198.51.100.{n}"} for n in range(60)]  # under every per-address limit
+    answers, slowest = health_latencies_during(server, lambda: attempts_in_parallel(server, bodies, addresses))
+    assert slowest < 1.0
+    statuses = [status for status, _, _ in answers]
+    assert set(statuses) <= {401, 503} and statuses.count(401) >= 16, statuses
+    for status, headers, body in answers:
+        if status == 503:  # more than MAX_PASSWORD_CHECKS at once
+            assert headers["retry-after"] == "5" and "Too many sign-ins at once" in json.loads(body)["message"]
+
+
+def test_an_unknown_email_takes_as_long_to_refuse_as_a_known_one(start_server):
+    server = start_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    timings: dict = {"known": [], "unknown": []}
+    for n in range(9):  # interleaved, so a busy moment of the machine slows both alike
+        for kind, email in (("known", "alice@example.com"), ("unknown", f"nobody{n}@example.com")):
+            started = time.monotonic()
+            status = post(server, "/auth/login", {"email": email, "password": "a wrong password"},
+                          {"X-Forwarded-For": f"203.0.113.{n}"})[0]
+            timings[kind].append(time.monotonic() - started)
+            assert status == 401
+    known, unknown = statistics.median(timings["known"]), statistics.median(timings["unknown"])
+    assert unknown > known / 2 and known > unknown / 2, (known, unknown)  # before: 8 ms against 65 ms
