@@ -1768,13 +1768,20 @@ class FileResponse(Response):
 
 class EventStreamResponse(Response):
     """A text/event-stream answer that stays open: the connection writes each bytes item put in `events`
-    as it comes, until None is put or the client leaves; `on_close` runs once either way (legacy MCP SSE)."""
-    __slots__ = ("events", "on_close")
+    as it comes, until None is put or the client leaves; `on_close` runs once either way (legacy MCP SSE).
+    While the client does not read, events stay in `events`, where their producer can bound them."""
+    __slots__ = ("events", "on_close", "abandoned")
 
     def __init__(self, events: "asyncio.Queue", on_close: Callable[[], None], headers: list):
         super().__init__(200, b"", "text/event-stream", headers)
         self.events = events
         self.on_close = on_close
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """End the stream at once, dropping what was not written (its client stopped reading it)."""
+        self.abandoned = True
+        self.events.put_nowait(None)  # wakes the writer if it waits for an event
 
 
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
@@ -2256,7 +2263,10 @@ class HttpConnection(asyncio.Protocol):
     async def _write_events(self, response: EventStreamResponse) -> None:
         quiet_seconds = 0
         try:
-            while not self.closed and not self.state.closing:
+            while not self.closed and not self.state.closing and not response.abandoned:
+                if self.writing_paused:  # the client is not reading: events wait in their (bounded) queue
+                    await asyncio.sleep(0.1)
+                    continue
                 try:
                     event = await asyncio.wait_for(response.events.get(), 1.0)
                 except asyncio.TimeoutError:  # looks at state.closing once a second, so a shutdown is not held up
@@ -2274,6 +2284,8 @@ class HttpConnection(asyncio.Protocol):
         finally:
             response.on_close()
             self.event_stream = None
+            if response.abandoned:
+                self.transport.abort()  # what the client left unread is dropped, not held until it reads
             self.close()
 
     def _start_file(self, response: FileResponse, keep_alive: bool) -> None:
@@ -5862,6 +5874,8 @@ MCP_MAX_BATCH = 100  # JSON-RPC messages in one POST
 MCP_MAX_POSTS_PER_CALL = 50  # socialPost items of one schedule call
 MCP_MAX_THREAD_PARTS = 100  # postsAndComments of one socialPost
 MCP_MAX_SSE_SESSIONS = 256  # open legacy SSE streams per worker
+MCP_SSE_QUEUE_BYTES = 4 * 1024 * 1024  # answers a legacy SSE stream's client may leave unread; more ends the stream
+MCP_SSE_ENDED_REMEMBERED = 1024  # streams ended that way, remembered per worker to tell their POSTs why
 MCP_CORS_HEADERS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "*"),
                     ("Access-Control-Allow-Headers", "*"), ("Access-Control-Expose-Headers", "*")]
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -6530,7 +6544,8 @@ class McpServer:
         self.tools = McpTools(app)
         self.server_info = {"name": "rustiz", "version": VERSION}
         self.capabilities = {"tools": {}, "logging": {"enabled": True}}
-        self.sse_sessions: dict = {}  # session id -> (organization id, asyncio.Queue of SSE bytes)
+        self.sse_sessions: dict = {}  # session id -> (organization id, its EventStreamResponse)
+        self.sse_unread: dict = {}  # session id -> organization id, of streams ended because nobody read them
 
     def register(self, app: "App") -> None:
         for prefix in ("", "/api"):
@@ -6747,18 +6762,22 @@ class McpServer:
                                        f"use the Streamable HTTP endpoint /mcp/<key> instead")
         from urllib.parse import quote
         session_id = new_uuid()
-        events: asyncio.Queue = asyncio.Queue()
-        self.sse_sessions[session_id] = (organization_id, events)
+        events = CountingQueue()
         prefix = "/api" if request.path.startswith("/api/") else ""
         endpoint = f"{prefix}/message/{quote(request.params['apiKey'], safe='')}?sessionId={session_id}"
         events.put_nowait(f"event: endpoint\ndata: {endpoint}\n\n".encode())
-        return EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
+        stream = EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
+        self.sse_sessions[session_id] = (organization_id, stream)
+        return stream
 
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = self._organization(request)
         if type(organization_id) is Response:
             return organization_id
-        session = self.sse_sessions.get(request.query.get("sessionId", ""))
+        session_id = request.query.get("sessionId", "")
+        if self.sse_unread.get(session_id) == organization_id:
+            return _stream_ended_unread()
+        session = self.sse_sessions.get(session_id)
         if session is None or session[0] != organization_id:
             # Sessions live in the worker holding the stream; another worker cannot reach it.
             workers = (f"; with {self.app.config.workers} workers this message may have reached another worker "
@@ -6772,20 +6791,63 @@ class McpServer:
         call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None)
         answers = self._answer_all(parsed[0], call)
         if isinstance(answers, list):
-            return self._post_to_stream(answers, session[1])
-        return self._post_to_stream_later(answers, session[1])
+            return self._post_to_stream(answers, session_id)
+        return self._post_to_stream_later(answers, session_id)
 
-    async def _post_to_stream_later(self, pending: Awaitable[list], events: asyncio.Queue) -> Response:
-        return self._post_to_stream(await pending, events)
+    async def _post_to_stream_later(self, pending: Awaitable[list], session_id: str) -> Response:
+        return self._post_to_stream(await pending, session_id)
 
-    @staticmethod
-    def _post_to_stream(answers: list, events: asyncio.Queue) -> Response:
+    def _post_to_stream(self, answers: list, session_id: str) -> Response:
+        """The answers onto the session's stream; a client that leaves too many unread loses the stream."""
+        session = self.sse_sessions.get(session_id)
+        if session is None:  # the stream closed while a tool ran
+            return _stream_ended_unread() if session_id in self.sse_unread else \
+                _text_response(404, "Session not found: the SSE stream closed; open a new one at /sse/<key>")
+        stream = session[1]
         for answer in answers:
             if answer is not None:
                 answer.pop("_session", None)
                 answer.pop("_modern", None)
-                events.put_nowait(_sse_event(answer))
+                event = _sse_event(answer)
+                waiting = stream.events.waiting_bytes
+                if waiting and waiting + len(event) > MCP_SSE_QUEUE_BYTES:
+                    self._end_unread_stream(session_id, session[0], stream)
+                    return _stream_ended_unread()
+                stream.events.put_nowait(event)
         return _text_response(202, "Accepted")
+
+    def _end_unread_stream(self, session_id: str, organization_id: str, stream: EventStreamResponse) -> None:
+        log(f"legacy MCP SSE stream {session_id} ended: its client left more than {MCP_SSE_QUEUE_BYTES} bytes "
+            "of answers unread")
+        self.sse_sessions.pop(session_id, None)
+        self.sse_unread[session_id] = organization_id
+        if len(self.sse_unread) > MCP_SSE_ENDED_REMEMBERED:
+            del self.sse_unread[next(iter(self.sse_unread))]  # the oldest
+        stream.abandon()
+
+
+class CountingQueue(asyncio.Queue):
+    """An asyncio.Queue of bytes (or None) that keeps count of the bytes waiting in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting_bytes = 0
+
+    def _put(self, item: Optional[bytes]) -> None:  # asyncio.Queue's hooks for subclasses (as PriorityQueue's)
+        self.waiting_bytes += len(item) if item else 0
+        super()._put(item)
+
+    def _get(self) -> Optional[bytes]:
+        item = super()._get()
+        self.waiting_bytes -= len(item) if item else 0
+        return item
+
+
+def _stream_ended_unread() -> Response:
+    return _rpc_response(_rpc_error(-32000, (
+        f"This SSE stream was closed because its client did not read it: more than {MCP_SSE_QUEUE_BYTES // 1048576} "
+        "MiB of answers were waiting. Open a new stream at /sse/<key> and read it while posting to the endpoint it "
+        "announces (or use the Streamable HTTP endpoint /mcp/<key>)")), 410)
 
 
 def _is_jsonrpc_message(message: Any) -> bool:
