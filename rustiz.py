@@ -351,6 +351,30 @@ def _write_private_file(path: str, text: str) -> None:
     os.replace(temporary, path)
 
 
+def make_private_folders(path: str) -> None:
+    """os.makedirs(path, exist_ok=True), each folder it makes 0700 (makedirs' mode applies to the last one only)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile, by another thread or worker
+            os.mkdir(folder, 0o700)
+
+
+def keep_private(path: str) -> None:
+    """Take the group's and others' permissions off a file or folder of ours that has them (an older rustiz
+    made the database 0644 and the uploads 0755), and say so; nothing when it does not exist."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        os.chmod(path, status.st_mode & 0o700)
+        log(f"{path} was readable by other users (mode {status.st_mode & 0o777:o}); it is now "
+            f"{status.st_mode & 0o700:o}: only its owner may read it")
+
+
 def write_config_file(path: str, values: dict) -> None:
     lines = ["# rustiz configuration. Environment variables of the same name override these values.",
              *(f"{name}={value}" for name, value in values.items())]
@@ -612,7 +636,7 @@ class Store:
         self.on_posts_changed: Optional[Callable[[], None]] = None  # the scheduler's wake-up, where it runs
         directory = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(directory, exist_ok=True)
+            make_private_folders(directory)
             self._keep_private(path)
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                       cached_statements=256)
@@ -629,14 +653,11 @@ class Store:
 
     @staticmethod
     def _keep_private(path: str) -> None:
-        """The database holds channel credentials: only its owner may read it (SQLite gives its -wal and
-        -shm files the same mode)."""
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(descriptor).st_mode & 0o077 and os.fstat(descriptor).st_uid == os.getuid():
-                os.fchmod(descriptor, 0o600)
-        finally:
-            os.close(descriptor)
+        """The database holds channel credentials: only its owner may read it, nor its -wal and -shm files
+        (SQLite makes new ones with the database's mode; ones left by an older rustiz may be 0644)."""
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # created 0600 before SQLite writes a byte
+        for name in (path, path + "-wal", path + "-shm"):
+            keep_private(name)
 
     def close(self) -> None:
         self._end_shared_read()
@@ -5120,9 +5141,9 @@ class MediaWriter:
 
     def __init__(self, uploads: str, max_video_bytes: int):
         directory = os.path.join(uploads, ".incoming")
-        os.makedirs(directory, exist_ok=True)
+        make_private_folders(directory)
         self.temporary_path = os.path.join(directory, os.urandom(16).hex() + ".part")
-        self._file = open(self.temporary_path, "xb")
+        self._file = os.fdopen(os.open(self.temporary_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
         self.max_video_bytes = max_video_bytes
         self.limit = max(MAX_IMAGE_BYTES, max_video_bytes)  # until the type is known
         self.size = 0
@@ -5435,7 +5456,7 @@ class MediaApi:
         day = time.strftime("%Y/%m/%d", time.gmtime())
         name = f"{os.urandom(16).hex()}.{staged.media_type.extension}"
         directory = os.path.join(self.config.uploads, *day.split("/"))
-        os.makedirs(directory, exist_ok=True)
+        make_private_folders(directory)
         final_path = os.path.join(directory, name)
         os.replace(staged.temporary_path, final_path)
         try:
@@ -10673,8 +10694,7 @@ def initialize(config_path: str, force: bool) -> tuple:
     database = os.path.join(directory, "rustiz.db")
     uploads = os.path.join(directory, "uploads")
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        os.makedirs(uploads, exist_ok=True)
+        make_private_folders(uploads)
     except OSError as error:
         raise UserError(f"cannot create {directory}: {error.strerror}") from None
     key = new_api_key()
@@ -10710,6 +10730,7 @@ def command_serve(arguments: argparse.Namespace) -> int:
     config = load_config(environ, arguments.workers)
     note = enable_speedups(environ)
     store = Store(config.database)  # migrations run once here, before any worker starts
+    keep_private(config.uploads)  # (what is inside a 0700 folder is out of others' reach, whatever its mode)
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
             log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")

@@ -1,12 +1,18 @@
-"""The storage layer: schema versions and migrations, in-process (no server needed)."""
+"""The storage layer: schema versions and migrations, in-process (no server needed); the modes of the
+files a server keeps (the database and its -wal and -shm, the uploads)."""
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import stat
+from pathlib import Path
 
 import pytest
 
 import rustiz
-from conftest import run_cli
+from conftest import read_config, run_cli
+from test_api_media import png_file, upload
 
 
 def schema_version(path) -> int:
@@ -80,3 +86,48 @@ def test_reads_in_one_loop_turn_share_a_snapshot_and_writes_end_it(tmp_path):
     finally:
         store.close()
         other.close()
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def umask_022():
+    """The usual umask, which leaves new files readable by everyone unless their creator says otherwise."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_the_database_its_wal_and_shm_and_the_uploads_are_readable_by_their_owner_only(start_server, umask_022):
+    server = start_server()
+    config = read_config(server.config_path)
+    database, uploads = config["RUSTIZ_DATABASE"], Path(config["RUSTIZ_UPLOADS"])
+    status, media = upload(server, png_file())
+    assert status == 201, media
+    stored = uploads / media["path"].split("/uploads/", 1)[1]
+    assert [mode(database + suffix) for suffix in ("", "-wal", "-shm")] == [0o600] * 3
+    assert mode(stored) == 0o600
+    folders = [uploads, uploads / ".incoming"] + [stored.parents[level] for level in range(3)]  # .../YYYY/MM/DD
+    assert [mode(folder) for folder in folders] == [0o700] * 5
+    assert mode(server.data_dir) == 0o700
+
+
+def test_files_an_older_rustiz_left_readable_are_made_private_at_start_and_the_log_says_so(start_server):
+    server = start_server()
+    config = read_config(server.config_path)
+    database, uploads = config["RUSTIZ_DATABASE"], config["RUSTIZ_UPLOADS"]
+    assert server.request("GET", "/public/v1/integrations", {"Authorization": server.key})[0] == 200
+    server.stop(signal.SIGKILL)  # leaves the -wal and -shm files behind, as a crash does
+    for path in (database, database + "-wal", database + "-shm"):
+        os.chmod(path, 0o644)
+    os.chmod(uploads, 0o755)
+    server.start()
+    assert [mode(database + suffix) for suffix in ("", "-wal", "-shm")] == [0o600] * 3
+    assert mode(uploads) == 0o700
+    for path, was, now in ((database, "644", "600"), (database + "-wal", "644", "600"),
+                           (database + "-shm", "644", "600"), (uploads, "755", "700")):
+        line = f"{path} was readable by other users (mode {was}); it is now {now}: only its owner may read it"
+        assert any(line in logged for logged in server.stderr_lines), (line, server.stderr_lines)
+    assert server.request("GET", "/public/v1/integrations", {"Authorization": server.key})[0] == 200
