@@ -575,7 +575,9 @@ MIGRATIONS: tuple = (
     """,
     # A session records what signed it in, the API key (its hash) or a web user, so that rotating the key
     # or changing the password ends it. Sessions made before recorded neither: they end here.
+    # write_probe: the one row /health rewrites to learn whether the database can be written again.
     """
+    CREATE TABLE write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), written_at REAL NOT NULL);
     DELETE FROM web_session;
     ALTER TABLE web_session ADD COLUMN api_key_hash TEXT;
     ALTER TABLE web_session ADD COLUMN web_user_id TEXT REFERENCES web_user(id);
@@ -619,6 +621,20 @@ class IdempotentResponse(NamedTuple):
     body: bytes
 
 
+class DatabaseUnwritable(sqlite3.OperationalError):
+    """SQLite could not write the database (a full disk, a read-only file or mount, an I/O error); the
+    message names the file, the cause and what to do. Requests that meet it are answered 503."""
+
+
+# SQLite's messages for a database it cannot write, and what rustiz tells the operator about each.
+_UNWRITABLE_CAUSES = (("readonly", "the database is read-only; check the permissions of the file and its folder, "
+                                   "and that the file system is not mounted read-only"),
+                      ("disk is full", "the disk is full; free space and retry"),
+                      ("disk i/o error", "the disk reported an I/O error; check the disk, the file system's "
+                                         "quotas and the kernel log"))
+WRITE_PROBE_SECONDS = 5  # how often /health tries a write while writes fail
+
+
 class Store:
     """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
 
@@ -634,6 +650,8 @@ class Store:
         self._schedule_end_of_turn: Optional[Callable[[Callable[[], None]], Any]] = None
         self._read_open = False
         self.on_posts_changed: Optional[Callable[[], None]] = None  # the scheduler's wake-up, where it runs
+        self.write_problem: Optional[str] = None  # why writes fail, until one succeeds WRITE_PROBE_SECONDS later
+        self._write_failed_at = self._next_write_probe = 0.0  # (time.monotonic)
         directory = os.path.dirname(os.path.abspath(path))
         try:
             make_private_folders(directory)
@@ -646,6 +664,8 @@ class Store:
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
             self._shared_counters = self._map_shared_counters()
+        except DatabaseUnwritable as error:
+            raise UserError(str(error)) from None
         except sqlite3.DatabaseError as error:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
@@ -682,15 +702,46 @@ class Store:
 
     @contextlib.contextmanager
     def _writing(self):
-        """One write transaction, committed when the block ends (rolled back if it raises)."""
+        """One write transaction, committed when the block ends (rolled back if it raises). Raises
+        DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`."""
         self._end_shared_read()
-        self.db.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:  # (a failed COMMIT may have rolled back already)
+                    self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as error:
+            cause = next((cause for words, cause in _UNWRITABLE_CAUSES if words in str(error).lower()), None)
+            if cause is None:
+                raise
+            problem = f"rustiz cannot write its database ({self.path}): {cause}"
+            if problem != self.write_problem:
+                log(f"{problem} (SQLite: {error})")
+            self.write_problem, self._write_failed_at = problem, time.monotonic()
+            raise DatabaseUnwritable(problem) from error
+        # On a full disk, small writes may still fit where the WAL file has room while larger ones fail: only
+        # a write some time after the last failure says the problem is over.
+        if self.write_problem is not None and time.monotonic() - self._write_failed_at >= WRITE_PROBE_SECONDS:
+            log(f"the database {self.path} can be written again")
+            self.write_problem = None
+
+    def current_write_problem(self) -> Optional[str]:
+        """Why the database cannot be written, or None. While writes fail, a small write is tried again (at
+        most every WRITE_PROBE_SECONDS, and on a disk with free space), so that the answer clears once
+        writes succeed."""
+        now = time.monotonic()
+        if self.write_problem is not None and now >= self._next_write_probe \
+                and now - self._write_failed_at >= WRITE_PROBE_SECONDS:
+            self._next_write_probe = now + WRITE_PROBE_SECONDS
+            if os.statvfs(os.path.dirname(os.path.abspath(self.path))).f_bavail > 0:
+                with contextlib.suppress(sqlite3.OperationalError), self._writing() as db:
+                    # (a new value: SQLite leaves a page alone when an UPDATE writes back the same bytes)
+                    db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
+        return self.write_problem
 
     def _map_shared_counters(self) -> mmap.mmap:
         """Two 8-byte counters beside the database, shared by every process through mmap.
@@ -2401,8 +2452,16 @@ class OutgoingFile:
 
 
 def internal_error_response() -> Response:
+    """The answer to an exception no handler turned into one (called in the except block that caught it)."""
+    if isinstance(sys.exc_info()[1], DatabaseUnwritable):  # not rustiz's bug: the operator can fix it (Store logs it)
+        return unavailable_response(str(sys.exc_info()[1]))
     log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
     return json_response({"statusCode": 500, "message": "Internal server error"}, 500)
+
+
+def unavailable_response(message: str) -> Response:
+    return json_response({"statusCode": 503, "error": "Service Unavailable", "message": message}, 503,
+                         [("Retry-After", "30")])
 
 
 def bind_sockets(config: Config) -> list:
@@ -4261,8 +4320,10 @@ class App:
 
     # --- handlers ---------------------------------------------------------------
 
-    @staticmethod
-    def health(request: Request) -> Response:
+    def health(self, request: Request) -> Response:
+        problem = self.store.current_write_problem()
+        if problem is not None:
+            return unavailable_response(problem)
         return Response(200, b"ok", "text/plain; charset=utf-8")
 
     @staticmethod
@@ -6486,6 +6547,8 @@ def _tool_failure(name: str, error: Exception) -> dict:
         return _tool_error(str(error))
     if isinstance(error, ApiError):
         return _tool_error(_api_error_text(error))
+    if isinstance(error, DatabaseUnwritable):  # the operator's to fix, and the Store has logged it
+        return _tool_error(str(error))
     log(f"unhandled error in the MCP tool {name}:\n" + traceback.format_exc().rstrip())
     return _tool_error(json.dumps({"id": "TOOL_EXECUTION_FAILED", "tool": name,
                                    "message": f"{name} failed on an internal error; the rustiz log has the details"}))
