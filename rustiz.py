@@ -10853,17 +10853,15 @@ def _email_argument(arguments: argparse.Namespace) -> str:
 def command_user_add(arguments: argparse.Namespace) -> int:
     """A web app user: the password is read from standard input (one line) or asked for twice."""
     email = _email_argument(arguments)
-    password = _new_password()
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    password_hash = hash_password(_new_password())
+
+    def add(store: Store, organization: dict) -> None:
         try:
-            store.add_web_user(organization["id"], email, hash_password(password))
+            store.add_web_user(organization["id"], email, password_hash)
         except sqlite3.IntegrityError:
             raise UserError(f"{email} already has a web app password") from None
-    finally:
-        store.close()
+
+    organization = _in_chosen_organization(arguments.org, add)
     log(f"{email} can now sign in to the web app of organization {organization['name']}")
     return 0
 
@@ -10871,32 +10869,40 @@ def command_user_add(arguments: argparse.Namespace) -> int:
 def command_user_password(arguments: argparse.Namespace) -> int:
     """A new password for a web app user, read as `user add` reads it; the user's sessions end."""
     email = _email_argument(arguments)
-    password = _new_password()
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        if not store.set_web_user_password(organization["id"], email, hash_password(password)):
+    password_hash = hash_password(_new_password())
+
+    def change(store: Store, organization: dict) -> None:
+        if not store.set_web_user_password(organization["id"], email, password_hash):
             raise _no_such_web_user(email, organization)
-    finally:
-        store.close()
+
+    _in_chosen_organization(arguments.org, change)
     log(f"{email} has a new web app password; the browsers signed in with the old one are signed out")
     return 0
 
 
 def command_user_remove(arguments: argparse.Namespace) -> int:
     email = _email_argument(arguments)
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+
+    def remove(store: Store, organization: dict) -> None:
         if not store.remove_web_user(organization["id"], email):
             raise _no_such_web_user(email, organization)
-    finally:
-        store.close()
+
+    organization = _in_chosen_organization(arguments.org, remove)
     log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
         "its browsers are signed out")
     return 0
+
+
+def _in_chosen_organization(organization_id: Optional[str], action: Callable[[Store, dict], None]) -> dict:
+    """Run `action(store, organization)` for the organization --org names (see _chosen_organization); returns it."""
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, organization_id)
+        action(store, organization)
+    finally:
+        store.close()
+    return organization
 
 
 def _no_such_web_user(email: str, organization: dict) -> UserError:
