@@ -5801,8 +5801,9 @@ def _openapi_paths(root: dict) -> dict:
                               ("200", _schema_ref("Organization")), "BadRequest",
                               body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
         f"{v1}/organization/api-key": {"post": _operation(
-            "A new API key, shown once; the old one stops working at once (rustiz)",
-            ("201", _object({"apiKey": _STRING})))},
+            "A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
+            "(rustiz). Called from such a session: a new session cookie, and its csrfToken",
+            ("201", _object({"apiKey": _STRING}, {"csrfToken": _STRING})))},
         f"{v1}/integrations/{{id}}": {
             "delete": _operation("Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
                                  (channel_id,)),
