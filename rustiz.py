@@ -6952,7 +6952,10 @@ def _is_jsonrpc_message(message: Any) -> bool:
 # The UI in web/ (packed into the .pyz) talks only to the public API, as any script could. A person
 # signs in with the organization's API key or a password (`rustiz user add`); the session is an
 # HttpOnly, SameSite=Strict cookie that stands for the key, and every change it makes must also
-# carry the session's CSRF token (Guard.session_organization).
+# carry the session's CSRF token (Guard.session_organization). A session lives in the database (every
+# request looks it up there, so every worker sees it end at once) and ends with what signed it in: the
+# key rotated, the password changed, the user removed. Passwords are hashed off the event loop, and
+# password sign-ins are counted per email and per client address.
 
 SESSION_COOKIE = "rustiz_session"
 SESSION_SECONDS = 30 * 86400
@@ -10793,8 +10796,8 @@ def command_serve(arguments: argparse.Namespace) -> int:
         log(f"no config at {config_path}, so `rustiz init` ran first: created {created}; API key: {key}")
     config = load_config(environ, arguments.workers)
     note = enable_speedups(environ)
-    store = Store(config.database)  # migrations run once here, before any worker starts
     keep_private(config.uploads)  # (what is inside a 0700 folder is out of others' reach, whatever its mode)
+    store = Store(config.database)  # migrations run once here, before any worker starts
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
             log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")
