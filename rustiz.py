@@ -2453,8 +2453,9 @@ class OutgoingFile:
 
 def internal_error_response() -> Response:
     """The answer to an exception no handler turned into one (called in the except block that caught it)."""
-    if isinstance(sys.exc_info()[1], DatabaseUnwritable):  # not rustiz's bug: the operator can fix it (Store logs it)
-        return unavailable_response(str(sys.exc_info()[1]))
+    error = sys.exc_info()[1]
+    if isinstance(error, DatabaseUnwritable):  # not rustiz's bug: the operator can fix it (the Store logged it)
+        return unavailable_response(str(error))
     log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
     return json_response({"statusCode": 500, "message": "Internal server error"}, 500)
 
@@ -6544,12 +6545,10 @@ def _tool_error(text: str) -> dict:
 
 def _tool_failure(name: str, error: Exception) -> dict:
     """A tool that raised: an isError result (Postiz's thrown errors), never a JSON-RPC error."""
-    if isinstance(error, ToolFailed):
+    if isinstance(error, (ToolFailed, DatabaseUnwritable)):  # (the Store has logged a DatabaseUnwritable)
         return _tool_error(str(error))
     if isinstance(error, ApiError):
         return _tool_error(_api_error_text(error))
-    if isinstance(error, DatabaseUnwritable):  # the operator's to fix, and the Store has logged it
-        return _tool_error(str(error))
     log(f"unhandled error in the MCP tool {name}:\n" + traceback.format_exc().rstrip())
     return _tool_error(json.dumps({"id": "TOOL_EXECUTION_FAILED", "tool": name,
                                    "message": f"{name} failed on an internal error; the rustiz log has the details"}))
