@@ -18,7 +18,8 @@ Map of this file (each section starts with a banner comment):
  12. Publishers       one class per platform behind one interface: connect, publish, limits
  13. Scheduler        due posts claimed, published, retried or failed, exactly once; webhooks
  14. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
- 15. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add, version
+ 15. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add/password/remove,
+                      version
 """
 from __future__ import annotations
 
@@ -370,6 +371,30 @@ def _write_private_file(path: str, text: str) -> None:
     os.replace(temporary, path)
 
 
+def make_private_folders(path: str) -> None:
+    """os.makedirs(path, exist_ok=True), each folder it makes 0700 (makedirs' mode applies to the last one only)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile, by another thread or worker
+            os.mkdir(folder, 0o700)
+
+
+def keep_private(path: str) -> None:
+    """Take the group's and others' permissions off a file or folder of ours that has them (an older rustiz
+    made the database 0644 and the uploads 0755), and say so; nothing when it does not exist."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        os.chmod(path, status.st_mode & 0o700)
+        log(f"{path} was readable by other users (mode {status.st_mode & 0o777:o}); it is now "
+            f"{status.st_mode & 0o700:o}: only its owner may read it")
+
+
 def write_config_file(path: str, values: dict) -> None:
     lines = ["# rustiz configuration. Environment variables of the same name override these values.",
              *(f"{name}={value}" for name, value in values.items())]
@@ -573,6 +598,17 @@ MIGRATIONS: tuple = (
     """
     ALTER TABLE post ADD COLUMN recurrence_anchor TEXT;
     """,
+    # A session records what signed it in, the API key (its hash) or a web user, so that rotating the key
+    # or changing the password ends it. Sessions made before recorded neither: they end here.
+    # write_probe: the one row /health rewrites to learn whether the database can be written again.
+    """
+    CREATE TABLE write_probe (id INTEGER PRIMARY KEY CHECK (id = 1), written_at REAL NOT NULL);
+    DELETE FROM web_session;
+    ALTER TABLE web_session ADD COLUMN api_key_hash TEXT;
+    ALTER TABLE web_session ADD COLUMN web_user_id TEXT REFERENCES web_user(id);
+    CREATE INDEX web_session_key ON web_session(api_key_hash);
+    CREATE INDEX web_session_user ON web_session(web_user_id);
+    """,
 )
 
 
@@ -610,6 +646,20 @@ class IdempotentResponse(NamedTuple):
     body: bytes
 
 
+class DatabaseUnwritable(sqlite3.OperationalError):
+    """SQLite could not write the database (a full disk, a read-only file or mount, an I/O error); the
+    message names the file, the cause and what to do. Requests that meet it are answered 503."""
+
+
+# SQLite's messages for a database it cannot write, and what rustiz tells the operator about each.
+_UNWRITABLE_CAUSES = (("readonly", "the database is read-only; check the permissions of the file and its folder, "
+                                   "and that the file system is not mounted read-only"),
+                      ("disk is full", "the disk is full; free space and retry"),
+                      ("disk i/o error", "the disk reported an I/O error; check the disk, the file system's "
+                                         "quotas and the kernel log"))
+WRITE_PROBE_SECONDS = 5  # how often /health tries a write while writes fail
+
+
 class Store:
     """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
 
@@ -625,9 +675,11 @@ class Store:
         self._schedule_end_of_turn: Optional[Callable[[Callable[[], None]], Any]] = None
         self._read_open = False
         self.on_posts_changed: Optional[Callable[[], None]] = None  # the scheduler's wake-up, where it runs
+        self.write_problem: Optional[str] = None  # why writes fail, until one succeeds WRITE_PROBE_SECONDS later
+        self._write_failed_at = self._next_write_probe = 0.0  # (time.monotonic)
         directory = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(directory, exist_ok=True)
+            make_private_folders(directory)
             self._keep_private(path)
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                       cached_statements=256)
@@ -637,6 +689,8 @@ class Store:
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
             self._shared_counters = self._map_shared_counters()
+        except DatabaseUnwritable as error:
+            raise UserError(str(error)) from None
         except sqlite3.DatabaseError as error:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
@@ -644,14 +698,11 @@ class Store:
 
     @staticmethod
     def _keep_private(path: str) -> None:
-        """The database holds channel credentials: only its owner may read it (SQLite gives its -wal and
-        -shm files the same mode)."""
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(descriptor).st_mode & 0o077 and os.fstat(descriptor).st_uid == os.getuid():
-                os.fchmod(descriptor, 0o600)
-        finally:
-            os.close(descriptor)
+        """The database holds channel credentials: only its owner may read it, nor its -wal and -shm files
+        (SQLite makes new ones with the database's mode; ones left by an older rustiz may be 0644)."""
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # created 0600 before SQLite writes a byte
+        for name in (path, path + "-wal", path + "-shm"):
+            keep_private(name)
 
     def close(self) -> None:
         self._end_shared_read()
@@ -676,15 +727,46 @@ class Store:
 
     @contextlib.contextmanager
     def _writing(self):
-        """One write transaction, committed when the block ends (rolled back if it raises)."""
+        """One write transaction, committed when the block ends (rolled back if it raises). Raises
+        DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`."""
         self._end_shared_read()
-        self.db.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:  # (a failed COMMIT may have rolled back already)
+                    self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as error:
+            cause = next((cause for words, cause in _UNWRITABLE_CAUSES if words in str(error).lower()), None)
+            if cause is None:
+                raise
+            problem = f"rustiz cannot write its database ({self.path}): {cause}"
+            if problem != self.write_problem:
+                log(f"{problem} (SQLite: {error})")
+            self.write_problem, self._write_failed_at = problem, time.monotonic()
+            raise DatabaseUnwritable(problem) from error
+        # On a full disk, small writes may still fit where the WAL file has room while larger ones fail: only
+        # a write some time after the last failure says the problem is over.
+        if self.write_problem is not None and time.monotonic() - self._write_failed_at >= WRITE_PROBE_SECONDS:
+            log(f"the database {self.path} can be written again")
+            self.write_problem = None
+
+    def current_write_problem(self) -> Optional[str]:
+        """Why the database cannot be written, or None. While writes fail, a small write is tried again (at
+        most every WRITE_PROBE_SECONDS, and on a disk with free space), so that the answer clears once
+        writes succeed."""
+        now = time.monotonic()
+        if self.write_problem is not None and now >= self._next_write_probe \
+                and now - self._write_failed_at >= WRITE_PROBE_SECONDS:
+            self._next_write_probe = now + WRITE_PROBE_SECONDS
+            if os.statvfs(os.path.dirname(os.path.abspath(self.path))).f_bavail > 0:
+                with contextlib.suppress(sqlite3.OperationalError), self._writing() as db:
+                    # (a new value: SQLite leaves a page alone when an UPDATE writes back the same bytes)
+                    db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
+        return self.write_problem
 
     def _map_shared_counters(self) -> mmap.mmap:
         """Two 8-byte counters beside the database, shared by every process through mmap.
@@ -778,7 +860,10 @@ class Store:
         return row[0] if row else None
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
+        """A new key for the organization; the web sessions signed in with the old one end with it."""
         with self._writing() as db:
+            db.execute("DELETE FROM web_session WHERE api_key_hash = "
+                       "(SELECT api_key_hash FROM organization WHERE id = ?)", (organization_id,))
             db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
                        (api_key_hash, utc_now_iso(), organization_id))
         self._credentials_changed()
@@ -1333,15 +1418,45 @@ class Store:
                                                   utc_now_iso()))
 
     def web_user(self, email: str) -> Optional[tuple]:
-        """(organization id, password hash) of the web user with this email, or None."""
-        return self._read("SELECT organization_id, password_hash FROM web_user WHERE email = ?",
+        """(user id, organization id, password hash) of the web user with this email, or None."""
+        return self._read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
                           (email.lower(),)).fetchone()
 
-    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float) -> None:
+    def set_web_user_password(self, organization_id: str, email: str, password_hash: str) -> bool:
+        """A new password for the organization's web user (False when there is none with that email); the
+        sessions signed in with the old password end."""
+        with self._writing() as db:
+            user = self._web_user_id(db, organization_id, email)
+            if user is None:
+                return False
+            db.execute("UPDATE web_user SET password_hash = ? WHERE id = ?", (password_hash, user))
+            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
+        return True
+
+    def remove_web_user(self, organization_id: str, email: str) -> bool:
+        """The organization's web user and its sessions gone (False when there is none with that email)."""
+        with self._writing() as db:
+            user = self._web_user_id(db, organization_id, email)
+            if user is None:
+                return False
+            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
+            db.execute("DELETE FROM web_user WHERE id = ?", (user,))
+        return True
+
+    @staticmethod
+    def _web_user_id(db: sqlite3.Connection, organization_id: str, email: str) -> Optional[str]:
+        row = db.execute("SELECT id FROM web_user WHERE email = ? AND organization_id = ?",
+                         (email.lower(), organization_id)).fetchone()
+        return row[0] if row else None
+
+    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float,
+                           api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> None:
+        """A session signed in with the API key of that hash, or by that web user (one of the two)."""
         with self._writing() as db:
             db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
-            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at) "
-                       "VALUES (?, ?, ?, ?)", (token_hash, organization_id, csrf_token, expires_at))
+            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at, api_key_hash, "
+                       "web_user_id) VALUES (?, ?, ?, ?, ?, ?)",
+                       (token_hash, organization_id, csrf_token, expires_at, api_key_hash, web_user_id))
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
         """(organization id, CSRF token) of a live session, or None."""
@@ -1783,13 +1898,20 @@ class FileResponse(Response):
 
 class EventStreamResponse(Response):
     """A text/event-stream answer that stays open: the connection writes each bytes item put in `events`
-    as it comes, until None is put or the client leaves; `on_close` runs once either way (legacy MCP SSE)."""
-    __slots__ = ("events", "on_close")
+    as it comes, until None is put or the client leaves; `on_close` runs once either way (legacy MCP SSE).
+    While the client does not read, events stay in `events`, where their producer can bound them."""
+    __slots__ = ("events", "on_close", "abandoned")
 
     def __init__(self, events: "asyncio.Queue", on_close: Callable[[], None], headers: list):
         super().__init__(200, b"", "text/event-stream", headers)
         self.events = events
         self.on_close = on_close
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """End the stream at once, dropping what was not written (its client stopped reading it)."""
+        self.abandoned = True
+        self.events.put_nowait(None)  # wakes the writer if it waits for an event
 
 
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
@@ -2453,7 +2575,10 @@ class HttpConnection(asyncio.Protocol):
     async def _write_events(self, response: EventStreamResponse) -> None:
         quiet_seconds = 0
         try:
-            while not self.closed and not self.state.closing:
+            while not self.closed and not self.state.closing and not response.abandoned:
+                if self.writing_paused:  # the client is not reading: events wait in their (bounded) queue
+                    await asyncio.sleep(0.1)
+                    continue
                 try:
                     event = await asyncio.wait_for(response.events.get(), 1.0)
                 except asyncio.TimeoutError:  # looks at state.closing once a second, so a shutdown is not held up
@@ -2471,6 +2596,8 @@ class HttpConnection(asyncio.Protocol):
         finally:
             response.on_close()
             self.event_stream = None
+            if response.abandoned:
+                self.transport.abort()  # what the client left unread is dropped, not held until it reads
             self.close()
 
     def _start_file(self, response: FileResponse, keep_alive: bool) -> None:
@@ -2594,8 +2721,17 @@ class OutgoingFile:
 
 
 def internal_error_response() -> Response:
+    """The answer to an exception no handler turned into one (called in the except block that caught it)."""
+    error = sys.exc_info()[1]
+    if isinstance(error, DatabaseUnwritable):  # not rustiz's bug: the operator can fix it (the Store logged it)
+        return unavailable_response(str(error))
     log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
     return json_response({"statusCode": 500, "message": "Internal server error"}, 500)
+
+
+def unavailable_response(message: str) -> Response:
+    return json_response({"statusCode": 503, "error": "Service Unavailable", "message": message}, 503,
+                         [("Retry-After", "30")])
 
 
 def bind_sockets(config: Config) -> list:
@@ -2876,9 +3012,7 @@ class Guard:
     def organization(self, request: Request) -> Union[str, Response]:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
         web app's session cookie stands for the key when there is no Authorization header."""
-        key = request.headers.get("authorization", "")
-        if key[:7].lower() == "bearer ":
-            key = key[7:].strip()
+        key = self.presented_key(request)
         if not key:
             token = session_cookie(request)
             return self.session_organization(request, token) if token else _unauthorized(NO_API_KEY)
@@ -2887,6 +3021,12 @@ class Guard:
             return organization_id
         # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
         return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+
+    @staticmethod
+    def presented_key(request: Request) -> str:
+        """The API key in the Authorization header ("" when there is none: the session cookie may stand for it)."""
+        key = request.headers.get("authorization", "")
+        return key[7:].strip() if key[:7].lower() == "bearer " else key
 
     def session_organization(self, request: Request, token: str) -> Union[str, Response]:
         """The organization of a web session; a request that changes anything must also carry the
@@ -4384,7 +4524,7 @@ class App:
         self.http = HttpClient(config.fetch_allow)
         self.channels_api = ChannelsApi(store, self.http)
         self.channels_api.register(self)
-        OrganizationApi(config, store).register(self)
+        OrganizationApi(config, store, self.guard).register(self)
         WebhooksApi(store, self.http).register(self)
         self.posts_api = PostsApi(store, config.publish_grace_seconds)
         self.posts_api.register(self)
@@ -4538,8 +4678,10 @@ class App:
 
     # --- handlers ---------------------------------------------------------------
 
-    @staticmethod
-    def health(request: Request) -> Response:
+    def health(self, request: Request) -> Response:
+        problem = self.store.current_write_problem()
+        if problem is not None:
+            return unavailable_response(problem)
         return Response(200, b"ok", "text/plain; charset=utf-8")
 
     @staticmethod
@@ -4707,9 +4849,10 @@ class WebhooksApi:
 class OrganizationApi:
     """rustiz: the caller's organization, its IANA timezone (posting slots are local times in it), its key."""
 
-    def __init__(self, config: Config, store: Store):
+    def __init__(self, config: Config, store: Store, guard: Guard):
         self.config = config
         self.store = store
+        self.guard = guard
 
     def register(self, app: "App") -> None:
         app.add_api("GET", "/organization", self.show)
@@ -4718,7 +4861,9 @@ class OrganizationApi:
 
     def rotate_key(self, request: Request, organization_id: str) -> Response:
         """A new API key, answered once (only its hash is kept); the old one stops working at once, in every
-        worker. Web sessions stay signed in. When the config file holds the old key, it gets the new one."""
+        worker, and so do the web sessions signed in with it. A browser that rotated with such a session gets
+        a new one for the new key (a cookie, and the csrfToken in the answer). When the config file holds the
+        old key, it gets the new one."""
         key = new_api_key()
         old_hash = self.store.api_key_hash(organization_id)
         self.store.set_api_key_hash(organization_id, hash_api_key(key))
@@ -4726,8 +4871,14 @@ class OrganizationApi:
         if saved_key and hash_api_key(saved_key) == old_hash:
             update_config_value(self.config.config_path, "RUSTIZ_API_KEY", key)
         log(f"new API key for organization {self.store.organization(organization_id)['name']} "
-            "(rotated through the API); the old key no longer works")
-        return json_response({"apiKey": key}, 201, [("Cache-Control", "no-store")])
+            "(rotated through the API); the old key and the web sessions signed in with it no longer work")
+        answer, headers = {"apiKey": key}, [("Cache-Control", "no-store")]
+        token = None if self.guard.presented_key(request) else session_cookie(request)
+        if token and self.store.web_session(hash_api_key(token)) is None:  # it was signed in with the old key
+            cookie, answer["csrfToken"] = start_web_session(self.store, self.guard, request, organization_id,
+                                                            api_key_hash=hash_api_key(key))
+            headers.append(("Set-Cookie", cookie))
+        return json_response(answer, 201, headers)
 
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.organization(organization_id))
@@ -5558,9 +5709,9 @@ class MediaWriter:
 
     def __init__(self, uploads: str, max_video_bytes: int):
         directory = os.path.join(uploads, ".incoming")
-        os.makedirs(directory, exist_ok=True)
+        make_private_folders(directory)
         self.temporary_path = os.path.join(directory, os.urandom(16).hex() + ".part")
-        self._file = open(self.temporary_path, "xb")
+        self._file = os.fdopen(os.open(self.temporary_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
         self.max_video_bytes = max_video_bytes
         self.limit = max(MAX_IMAGE_BYTES, max_video_bytes)  # until the type is known
         self.size = 0
@@ -5795,7 +5946,7 @@ class MediaApi:
         day = time.strftime("%Y/%m/%d", time.gmtime())
         name = f"{os.urandom(16).hex()}.{staged.media_type.extension}"
         directory = os.path.join(self.config.uploads, *day.split("/"))
-        os.makedirs(directory, exist_ok=True)
+        make_private_folders(directory)
         final_path = os.path.join(directory, name)
         os.replace(staged.temporary_path, final_path)
         try:
@@ -6093,8 +6244,9 @@ def _openapi_paths(root: dict) -> dict:
                               ("200", _schema_ref("Organization")), "BadRequest",
                               body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
         f"{v1}/organization/api-key": {"post": _operation(
-            "A new API key, shown once; the old one stops working at once (rustiz)",
-            ("201", _object({"apiKey": _STRING})))},
+            "A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
+            "(rustiz). Called from such a session: a new session cookie, and its csrfToken",
+            ("201", _object({"apiKey": _STRING}, {"csrfToken": _STRING})))},
         f"{v1}/integrations/{{id}}": {
             "delete": _operation("Soft-delete a channel and its posts", ("200", _schema_ref("ChannelRow")), "NotFound",
                                  (channel_id,)),
@@ -6249,6 +6401,8 @@ MCP_MAX_BATCH = 100  # JSON-RPC messages in one POST
 MCP_MAX_POSTS_PER_CALL = 50  # socialPost items of one schedule call
 MCP_MAX_THREAD_PARTS = 100  # postsAndComments of one socialPost
 MCP_MAX_SSE_SESSIONS = 256  # open legacy SSE streams per worker
+MCP_SSE_QUEUE_BYTES = 4 * 1024 * 1024  # answers a legacy SSE stream's client may leave unread; more ends the stream
+MCP_SSE_ENDED_REMEMBERED = 1024  # streams ended that way, remembered per worker to tell their POSTs why
 MCP_CORS_HEADERS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "*"),
                     ("Access-Control-Allow-Headers", "*"), ("Access-Control-Expose-Headers", "*")]
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -6836,7 +6990,7 @@ def _tool_error(text: str) -> dict:
 
 def _tool_failure(name: str, error: Exception) -> dict:
     """A tool that raised: an isError result (Postiz's thrown errors), never a JSON-RPC error."""
-    if isinstance(error, ToolFailed):
+    if isinstance(error, (ToolFailed, DatabaseUnwritable)):  # (the Store has logged a DatabaseUnwritable)
         return _tool_error(str(error))
     if isinstance(error, ApiError):
         return _tool_error(_api_error_text(error))
@@ -6919,7 +7073,8 @@ class McpServer:
         self.tools = McpTools(app)
         self.server_info = {"name": "rustiz", "version": VERSION}
         self.capabilities = {"tools": {}, "logging": {"enabled": True}}
-        self.sse_sessions: dict = {}  # session id -> (organization id, asyncio.Queue of SSE bytes)
+        self.sse_sessions: dict = {}  # session id -> (organization id, its EventStreamResponse)
+        self.sse_unread: dict = {}  # session id -> organization id, of streams ended because nobody read them
 
     def register(self, app: "App") -> None:
         for prefix in ("", "/api"):
@@ -7141,18 +7296,22 @@ class McpServer:
                                        f"use the Streamable HTTP endpoint /mcp/<key> instead")
         from urllib.parse import quote
         session_id = new_uuid()
-        events: asyncio.Queue = asyncio.Queue()
-        self.sse_sessions[session_id] = (organization_id, events)
+        events = CountingQueue()
         prefix = "/api" if request.path.startswith("/api/") else ""
         endpoint = f"{prefix}/message/{quote(request.params['apiKey'], safe='')}?sessionId={session_id}"
         events.put_nowait(f"event: endpoint\ndata: {endpoint}\n\n".encode())
-        return EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
+        stream = EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
+        self.sse_sessions[session_id] = (organization_id, stream)
+        return stream
 
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = self._organization(request)
         if type(organization_id) is Response:
             return organization_id
-        session = self.sse_sessions.get(request.query.get("sessionId", ""))
+        session_id = request.query.get("sessionId", "")
+        if self.sse_unread.get(session_id) == organization_id:
+            return _stream_ended_unread()
+        session = self.sse_sessions.get(session_id)
         if session is None or session[0] != organization_id:
             # Sessions live in the worker holding the stream; another worker cannot reach it.
             workers = (f"; with {self.app.config.workers} workers this message may have reached another worker "
@@ -7166,20 +7325,63 @@ class McpServer:
         call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None)
         answers = self._answer_all(parsed[0], call)
         if isinstance(answers, list):
-            return self._post_to_stream(answers, session[1])
-        return self._post_to_stream_later(answers, session[1])
+            return self._post_to_stream(answers, session_id)
+        return self._post_to_stream_later(answers, session_id)
 
-    async def _post_to_stream_later(self, pending: Awaitable[list], events: asyncio.Queue) -> Response:
-        return self._post_to_stream(await pending, events)
+    async def _post_to_stream_later(self, pending: Awaitable[list], session_id: str) -> Response:
+        return self._post_to_stream(await pending, session_id)
 
-    @staticmethod
-    def _post_to_stream(answers: list, events: asyncio.Queue) -> Response:
+    def _post_to_stream(self, answers: list, session_id: str) -> Response:
+        """The answers onto the session's stream; a client that leaves too many unread loses the stream."""
+        session = self.sse_sessions.get(session_id)
+        if session is None:  # the stream closed while a tool ran
+            return _stream_ended_unread() if session_id in self.sse_unread else \
+                _text_response(404, "Session not found: the SSE stream closed; open a new one at /sse/<key>")
+        stream = session[1]
         for answer in answers:
             if answer is not None:
                 answer.pop("_session", None)
                 answer.pop("_modern", None)
-                events.put_nowait(_sse_event(answer))
+                event = _sse_event(answer)
+                waiting = stream.events.waiting_bytes
+                if waiting and waiting + len(event) > MCP_SSE_QUEUE_BYTES:
+                    self._end_unread_stream(session_id, session[0], stream)
+                    return _stream_ended_unread()
+                stream.events.put_nowait(event)
         return _text_response(202, "Accepted")
+
+    def _end_unread_stream(self, session_id: str, organization_id: str, stream: EventStreamResponse) -> None:
+        log(f"legacy MCP SSE stream {session_id} ended: its client left more than {MCP_SSE_QUEUE_BYTES} bytes "
+            "of answers unread")
+        self.sse_sessions.pop(session_id, None)
+        self.sse_unread[session_id] = organization_id
+        if len(self.sse_unread) > MCP_SSE_ENDED_REMEMBERED:
+            del self.sse_unread[next(iter(self.sse_unread))]  # the oldest
+        stream.abandon()
+
+
+class CountingQueue(asyncio.Queue):
+    """An asyncio.Queue of bytes (or None) that keeps count of the bytes waiting in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting_bytes = 0
+
+    def _put(self, item: Optional[bytes]) -> None:  # asyncio.Queue's hooks for subclasses (as PriorityQueue's)
+        self.waiting_bytes += len(item) if item else 0
+        super()._put(item)
+
+    def _get(self) -> Optional[bytes]:
+        item = super()._get()
+        self.waiting_bytes -= len(item) if item else 0
+        return item
+
+
+def _stream_ended_unread() -> Response:
+    return _rpc_response(_rpc_error(-32000, (
+        f"This SSE stream was closed because its client did not read it: more than {MCP_SSE_QUEUE_BYTES // 1048576} "
+        "MiB of answers were waiting. Open a new stream at /sse/<key> and read it while posting to the endpoint it "
+        "announces (or use the Streamable HTTP endpoint /mcp/<key>)")), 410)
 
 
 # The ids a request may carry: strings, and the integers every JSON-RPC peer holds (64-bit, signed).
@@ -7230,11 +7432,22 @@ def _is_jsonrpc_message(message: Any) -> bool:
 # The UI in web/ (packed into the .pyz) talks only to the public API, as any script could. A person
 # signs in with the organization's API key or a password (`rustiz user add`); the session is an
 # HttpOnly, SameSite=Strict cookie that stands for the key, and every change it makes must also
-# carry the session's CSRF token (Guard.session_organization).
+# carry the session's CSRF token (Guard.session_organization). A session lives in the database (every
+# request looks it up there, so every worker sees it end at once) and ends with what signed it in: the
+# key rotated, the password changed, the user removed. Passwords are hashed off the event loop, and
+# password sign-ins are counted per email and per client address.
 
 SESSION_COOKIE = "rustiz_session"
 SESSION_SECONDS = 30 * 86400
 PASSWORD_ITERATIONS = 200_000
+# What an unknown email's password is checked against, so that it takes as long to refuse as a known one's
+# (zeros: no password hashes to them).
+UNKNOWN_USER_PASSWORD_HASH = f"pbkdf2_sha256${PASSWORD_ITERATIONS}${'0' * 32}${'0' * 64}"
+PASSWORD_THREADS = 2  # per worker: PBKDF2 runs there, never on the event loop
+MAX_PASSWORD_CHECKS = 16  # per worker, hashing or waiting for a thread; more sign-ins at once get a 503
+SIGN_IN_WINDOW_SECONDS = 15 * 60
+SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # password sign-ins per email per window, from any address
+SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # password sign-ins per client address per window, for any email
 WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; "
                                "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
                                "form-action 'self'")
@@ -7266,6 +7479,41 @@ def password_matches(password: str, stored: str) -> bool:
     scheme, iterations, salt, expected = stored.split("$")
     digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
     return scheme == "pbkdf2_sha256" and compare_digest(digest.hex().encode(), expected.encode())
+
+
+class PasswordChecker:
+    """Checks passwords in a few threads of their own, made on first use (hashlib lets go of the GIL while
+    it hashes, so the event loop keeps serving); at most MAX_PASSWORD_CHECKS wait or run at once."""
+
+    def __init__(self) -> None:
+        self._executor: Any = None
+        self.in_flight = 0
+
+    async def matches(self, password: str, stored: str) -> bool:
+        if self.in_flight >= MAX_PASSWORD_CHECKS:
+            raise ApiError(503, {"statusCode": 503, "error": "Service Unavailable", "message": (
+                f"Too many sign-ins at once ({MAX_PASSWORD_CHECKS} are being checked): try again in a few "
+                "seconds")}, [("Retry-After", "5")])
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._executor = ThreadPoolExecutor(PASSWORD_THREADS, thread_name_prefix="rustiz-password")
+        self.in_flight += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, password_matches, password,
+                                                                    stored)
+        finally:
+            self.in_flight -= 1
+
+
+def start_web_session(store: Store, guard: "Guard", request: Request, organization_id: str,
+                      api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> tuple:
+    """A new session signed in with the key of that hash or by that web user: (Set-Cookie value, CSRF token)."""
+    token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
+    store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS,
+                             api_key_hash, web_user_id)
+    cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
+              + ("; Secure" if guard.over_https(request) else ""))  # never on plain http: no login loop
+    return cookie, csrf_token
 
 
 def web_files() -> dict:
@@ -7311,6 +7559,7 @@ class WebApp:
 
     def __init__(self, config: Config, store: Store, guard: Guard):
         self.config, self.store, self.guard = config, store, guard
+        self.passwords = PasswordChecker()
 
     def register(self, app: "App") -> None:
         files = web_files()
@@ -7339,31 +7588,44 @@ class WebApp:
             return Response(304, b"", "", headers)
         return Response(200, data, content_type, headers)
 
-    def login(self, request: Request) -> Response:
+    def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
         body = _json_object(request)
-        organization_id = self._signed_in_organization(body)
-        token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
-        self.store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS)
-        cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
-                  + ("; Secure" if self.guard.over_https(request) else ""))  # never on plain http: no login loop
-        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
-                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
-
-    def _signed_in_organization(self, body: dict) -> str:
-        """The organization whose API key, or whose web user's email and password, the body holds."""
         if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
-            organization_id = self.guard.organization_for_key(body["apiKey"].strip())
+            key = body["apiKey"].strip()
+            organization_id = self.guard.organization_for_key(key)
             if organization_id is None:
                 raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
                                                                    "organizations (`rustiz key rotate` prints a new one)"})
-            return organization_id
+            return self._signed_in(request, organization_id, api_key_hash=hash_api_key(key))
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
-        user = self.store.web_user(email.strip())
-        if user is None or not password_matches(password, user[1]):
+        email = email.strip().lower()
+        self._count_sign_in("address:" + self.guard.client_address(request), SIGN_IN_ATTEMPTS_PER_ADDRESS,
+                            "from your address")
+        self._count_sign_in("email:" + email, SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
+        return self._password_sign_in(request, email, password)
+
+    def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
+        """One password sign-in counted against `limit` per window (in the database, shared by every worker)."""
+        decision = self.store.count_request("sign-in " + key, limit, SIGN_IN_WINDOW_SECONDS)
+        if not decision.allowed:
+            raise ApiError(429, {"statusCode": 429, "error": "Too Many Requests", "message": (
+                f"Too many sign-in attempts {whose} (at most {limit} in {SIGN_IN_WINDOW_SECONDS // 60} minutes): "
+                f"try again in {_duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
+
+    async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
+        user = self.store.web_user(email)
+        # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
+        matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
+        if user is None or not matches:
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
-        return user[0]
+        return self._signed_in(request, user[1], web_user_id=user[0])
+
+    def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:
+        cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, **made_from)
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
 
     def session(self, request: Request) -> Response:
         token = session_cookie(request)
@@ -11392,8 +11654,7 @@ def initialize(config_path: str, force: bool) -> tuple:
     database = os.path.join(directory, "rustiz.db")
     uploads = os.path.join(directory, "uploads")
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        os.makedirs(uploads, exist_ok=True)
+        make_private_folders(uploads)
     except OSError as error:
         raise UserError(f"cannot create {directory}: {error.strerror}") from None
     key = new_api_key()
@@ -11428,6 +11689,7 @@ def command_serve(arguments: argparse.Namespace) -> int:
         log(f"no config at {config_path}, so `rustiz init` ran first: created {created}; API key: {key}")
     config = load_config(environ, arguments.workers)
     note = enable_speedups(environ)
+    keep_private(config.uploads)  # (what is inside a 0700 folder is out of others' reach, whatever its mode)
     store = Store(config.database)  # migrations run once here, before any worker starts
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
@@ -11478,24 +11740,72 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def command_user_add(arguments: argparse.Namespace) -> int:
-    """A web app user: the password is read from standard input (one line) or asked for twice."""
+def _email_argument(arguments: argparse.Namespace) -> str:
     email = arguments.email.strip().lower()
     if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
-        raise UserError(f"{email!r} is not an email address: rustiz user add alice@example.com")
-    password = _new_password()
+        raise UserError(f"{email!r} is not an email address: rustiz user {arguments.user_command} alice@example.com")
+    return email
+
+
+def command_user_add(arguments: argparse.Namespace) -> int:
+    """A web app user: the password is read from standard input (one line) or asked for twice."""
+    email = _email_argument(arguments)
+    password_hash = hash_password(_new_password())
+
+    def add(store: Store, organization: dict) -> None:
+        try:
+            store.add_web_user(organization["id"], email, password_hash)
+        except sqlite3.IntegrityError:
+            raise UserError(f"{email} already has a web app password") from None
+
+    organization = _in_chosen_organization(arguments.org, add)
+    log(f"{email} can now sign in to the web app of organization {organization['name']}")
+    return 0
+
+
+def command_user_password(arguments: argparse.Namespace) -> int:
+    """A new password for a web app user, read as `user add` reads it; the user's sessions end."""
+    email = _email_argument(arguments)
+    password_hash = hash_password(_new_password())
+
+    def change(store: Store, organization: dict) -> None:
+        if not store.set_web_user_password(organization["id"], email, password_hash):
+            raise _no_such_web_user(email, organization)
+
+    _in_chosen_organization(arguments.org, change)
+    log(f"{email} has a new web app password; the browsers signed in with the old one are signed out")
+    return 0
+
+
+def command_user_remove(arguments: argparse.Namespace) -> int:
+    email = _email_argument(arguments)
+
+    def remove(store: Store, organization: dict) -> None:
+        if not store.remove_web_user(organization["id"], email):
+            raise _no_such_web_user(email, organization)
+
+    organization = _in_chosen_organization(arguments.org, remove)
+    log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
+        "its browsers are signed out")
+    return 0
+
+
+def _in_chosen_organization(organization_id: Optional[str], action: Callable[[Store, dict], None]) -> dict:
+    """Run `action(store, organization)` for the organization --org names (see _chosen_organization); returns it."""
     config = load_config(dict(os.environ))
     store = Store(config.database)
     try:
-        organization = _chosen_organization(config, store, arguments.org)
-        try:
-            store.add_web_user(organization["id"], email, hash_password(password))
-        except sqlite3.IntegrityError:
-            raise UserError(f"{email} already has a web app password") from None
+        organization = _chosen_organization(config, store, organization_id)
+        action(store, organization)
     finally:
         store.close()
-    log(f"{email} can now sign in to the web app of organization {organization['name']}")
-    return 0
+    return organization
+
+
+def _no_such_web_user(email: str, organization: dict) -> UserError:
+    return UserError(f"{email} is not a web app user of organization {organization['name']} "
+                     f"({organization['id']}); `rustiz user add {email}` makes one, --org ORG_ID chooses "
+                     "another organization")
 
 
 def _new_password() -> str:
@@ -11684,14 +11994,22 @@ def build_argument_parser() -> argparse.ArgumentParser:
     user = commands.add_parser("user", formatter_class=_help_formatter, help="web app users",
                                description="People who sign in to the web app with an email and a password "
                                            "(the organization's API key signs in too).")
-    user_commands = user.add_subparsers(dest="user_command", metavar="{add}", required=True)
-    user_add = user_commands.add_parser(
-        "add", formatter_class=_help_formatter, help="let an email sign in to the web app with a password",
-        description="Let EMAIL sign in to the web app of the organization with a password, read from standard "
-                    "input (one line) or asked for twice on a terminal. At least 10 characters.")
-    user_add.add_argument("email", metavar="EMAIL")
-    user_add.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    user_add.set_defaults(run=command_user_add)
+    user_commands = user.add_subparsers(dest="user_command", metavar="{add,password,remove}", required=True)
+    for name, run, help_text, description in (
+            ("add", command_user_add, "let an email sign in to the web app with a password",
+             "Let EMAIL sign in to the web app of the organization with a password, read from standard input "
+             "(one line) or asked for twice on a terminal. At least 10 characters."),
+            ("password", command_user_password, "set a web app user's new password; their sessions end",
+             "Give EMAIL a new password, read as `user add` reads it. The browsers signed in with the old "
+             "password are signed out, in running servers too."),
+            ("remove", command_user_remove, "stop an email from signing in; their sessions end",
+             "EMAIL can no longer sign in to the web app; the browsers signed in as EMAIL are signed out, in "
+             "running servers too.")):
+        command = user_commands.add_parser(name, formatter_class=_help_formatter, help=help_text,
+                                           description=description)
+        command.add_argument("email", metavar="EMAIL")
+        command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+        command.set_defaults(run=run)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)

@@ -286,6 +286,49 @@ def test_the_sse_stream_carries_the_answers_of_its_session(server, prefix):
         time.sleep(0.05)
 
 
+def memory_kib(pid: int) -> dict:
+    """VmRSS and VmHWM (the peak) of a process, in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        return {line.split(":")[0]: int(line.split()[1]) for line in status if line.startswith(("VmRSS", "VmHWM"))}
+
+
+def test_a_legacy_sse_stream_its_client_does_not_read_is_ended_and_memory_stays_bounded(server):
+    connection = socket.socket()
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a client that reads nothing more
+    connection.settimeout(10)
+    connection.connect(("127.0.0.1", server.port))
+    connection.sendall(f"GET /sse/{server.key} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    received = b""
+    while b"sessionId=" not in received or not received.endswith(b"\n\n"):
+        received += connection.recv(1)
+    endpoint = received.split(b"data: ")[1].strip().decode()
+    before = memory_kib(server.process.pid)["VmRSS"]
+    batch = [rpc("tools/list", request_id=n) for n in range(100)]  # about 1.7 MB of answers per POST
+    statuses = []
+    for _ in range(60):  # 100 MB of answers if nothing stopped them
+        statuses.append(post(server, batch, endpoint)[0])
+        if statuses[-1] != 202:
+            break
+    assert statuses[-1] == 410 and set(statuses[:-1]) == {202} and len(statuses) < 20, statuses
+    growth_mib = (memory_kib(server.process.pid)["VmHWM"] - before) / 1024
+    assert growth_mib < 40, growth_mib  # the bound is 4 MiB of unread answers, plus what the socket holds
+    # The stream has ended: after what the kernel buffered, the connection closes.
+    deadline = time.monotonic() + 10
+    with pytest.raises((ConnectionResetError, EOFError)):
+        while time.monotonic() < deadline:
+            if not connection.recv(1 << 20):
+                raise EOFError
+    connection.close()
+    for path in (endpoint, "/api" + endpoint):
+        status, headers, body = post(server, rpc("ping"), path)
+        assert status == 410 and headers["access-control-allow-origin"] == "*"
+        assert body["error"]["code"] == -32000 and body["error"]["message"].startswith(
+            "This SSE stream was closed because its client did not read it: more than 4 MiB of answers were "
+            "waiting. Open a new stream at /sse/<key>")
+    assert post(server, rpc("ping"), endpoint.split("?")[0] + "?sessionId=unknown")[0] == 404
+    assert server.request("GET", "/health", timeout=5)[0] == 200
+
+
 # --- API_LIMIT ----------------------------------------------------------------------------------------------
 
 def schedule_call(channel_id: str) -> dict:

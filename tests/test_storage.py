@@ -1,12 +1,23 @@
-"""The storage layer: schema versions and migrations, in-process (no server needed)."""
+"""The storage layer: schema versions and migrations, in-process (no server needed); the modes of the
+files a server keeps (the database and its -wal and -shm, the uploads); a database that cannot be
+written (a full disk, an I/O error) answered with 503 and reported by /health."""
 from __future__ import annotations
 
+import json
+import os
+import resource
+import signal
 import sqlite3
+import stat
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
 import rustiz
-from conftest import run_cli
+from conftest import read_config, run_cli
+from test_api_media import png_file, upload
 
 
 def schema_version(path) -> int:
@@ -80,3 +91,132 @@ def test_reads_in_one_loop_turn_share_a_snapshot_and_writes_end_it(tmp_path):
     finally:
         store.close()
         other.close()
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def umask_022():
+    """The usual umask, which leaves new files readable by everyone unless their creator says otherwise."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_the_database_its_wal_and_shm_and_the_uploads_are_readable_by_their_owner_only(start_server, umask_022):
+    server = start_server()
+    config = read_config(server.config_path)
+    database, uploads = config["RUSTIZ_DATABASE"], Path(config["RUSTIZ_UPLOADS"])
+    status, media = upload(server, png_file())
+    assert status == 201, media
+    stored = uploads / media["path"].split("/uploads/", 1)[1]
+    assert [mode(database + suffix) for suffix in ("", "-wal", "-shm")] == [0o600] * 3
+    assert mode(stored) == 0o600
+    folders = [uploads, uploads / ".incoming"] + [stored.parents[level] for level in range(3)]  # .../YYYY/MM/DD
+    assert [mode(folder) for folder in folders] == [0o700] * 5
+    assert mode(server.data_dir) == 0o700
+
+
+def test_files_an_older_rustiz_left_readable_are_made_private_at_start_and_the_log_says_so(start_server):
+    server = start_server()
+    config = read_config(server.config_path)
+    database, uploads = config["RUSTIZ_DATABASE"], config["RUSTIZ_UPLOADS"]
+    assert server.request("GET", "/public/v1/integrations", {"Authorization": server.key})[0] == 200
+    server.stop(signal.SIGKILL)  # leaves the -wal and -shm files behind, as a crash does
+    for path in (database, database + "-wal", database + "-shm"):
+        os.chmod(path, 0o644)
+    os.chmod(uploads, 0o755)
+    server.start()
+    assert [mode(database + suffix) for suffix in ("", "-wal", "-shm")] == [0o600] * 3
+    assert mode(uploads) == 0o700
+    for path, was, now in ((database, "644", "600"), (database + "-wal", "644", "600"),
+                           (database + "-shm", "644", "600"), (uploads, "755", "700")):
+        line = f"{path} was readable by other users (mode {was}); it is now {now}: only its owner may read it"
+        assert any(line in logged for logged in server.stderr_lines), (line, server.stderr_lines)
+    assert server.request("GET", "/public/v1/integrations", {"Authorization": server.key})[0] == 200
+
+
+def add_webhook(server, url: str = "https://n8n.example.com/hook") -> tuple:
+    status, headers, answer = server.request("POST", "/public/v1/webhooks", {
+        "Authorization": server.key, "Content-Type": "application/json"}, json.dumps({"url": url}).encode())
+    return status, headers, json.loads(answer)
+
+
+def webhook_urls(server) -> list:
+    answer = server.request("GET", "/public/v1/webhooks", {"Authorization": server.key})[2]
+    return [webhook["url"] for webhook in json.loads(answer)]
+
+
+def health(server) -> tuple:
+    status, headers, answer = server.request("GET", "/health")
+    return status, headers, answer.decode()
+
+
+def assert_unwritable_answers(server, cause: str) -> None:
+    """A write is refused with a 503 naming the database and `cause`; /health says the same; reads go on."""
+    database = read_config(server.config_path)["RUSTIZ_DATABASE"]
+    message = f"rustiz cannot write its database ({database}): {cause}"
+    status, headers, answer = add_webhook(server, "https://n8n.example.com/lost")
+    assert (status, answer) == (503, {"statusCode": 503, "error": "Service Unavailable", "message": message})
+    assert headers["retry-after"] == "30"
+    status, headers, answer = health(server)
+    assert (status, json.loads(answer)["message"], headers["retry-after"]) == (503, message, "30")
+    assert "https://n8n.example.com/lost" not in webhook_urls(server)  # reads still work; nothing half-written
+    assert sum(message in line for line in server.stderr_lines) == 1  # logged once, not once per request
+
+
+def wait_for_health(server, seconds: float = 12) -> None:
+    """/health turns back to 200 once a write succeeds again (it tries one every 5 seconds)."""
+    deadline = time.monotonic() + seconds
+    while health(server)[0] != 200 or not any("can be written again" in line for line in server.stderr_lines):
+        assert time.monotonic() < deadline, (health(server), server.stderr_lines)  # (the log is read by a thread)
+        time.sleep(0.25)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (a disk that fills up for real), where mounting one is allowed (root in this sandbox)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill up ({mounted.stderr.strip()}): needs root")
+    yield mount_point
+    subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+def test_a_full_disk_is_a_503_naming_it_and_health_reports_it_until_space_is_freed(start_server, small_disk):
+    server = start_server(data_dir=small_disk / "data")
+    try:
+        assert add_webhook(server)[0] == 201
+        filler = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                os.write(filler, b"\0" * 65536)
+        os.close(filler)
+        assert_unwritable_answers(server, "the disk is full; free space and retry")
+        time.sleep(5.5)  # past the next probe: a disk still full stays reported
+        assert health(server)[0] == 503
+        os.unlink(small_disk / "filler")
+        wait_for_health(server)
+        assert add_webhook(server)[0] == 201
+    finally:
+        server.stop()  # before the tmpfs is unmounted
+
+
+def test_a_disk_write_error_is_a_503_and_health_recovers_once_writes_succeed(server):
+    # RLIMIT_FSIZE 0 makes every write to a regular file fail (EFBIG): SQLite reports "disk I/O error", as
+    # for a failing disk. Set from outside on the running server, as prlimit(1) does.
+    soft, hard = resource.prlimit(server.process.pid, resource.RLIMIT_FSIZE)
+    assert add_webhook(server)[0] == 201
+    resource.prlimit(server.process.pid, resource.RLIMIT_FSIZE, (0, hard))
+    try:
+        assert_unwritable_answers(server, "the disk reported an I/O error; check the disk, the file system's "
+                                          "quotas and the kernel log")
+    finally:
+        resource.prlimit(server.process.pid, resource.RLIMIT_FSIZE, (soft, hard))
+    wait_for_health(server)
+    assert add_webhook(server)[0] == 201 and len(webhook_urls(server)) == 2

@@ -534,6 +534,8 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
             '[{"time":570},{"time":1080}]'
 
         old_key = server.key
+        other_browser = open_page(server)
+        sign_in(other_browser, server)
         page.get_by_role("link", name="Settings").click()
         page.get_by_label("Organization name").fill("Acme Social")
         page.get_by_role("button", name="Save name").click()
@@ -543,7 +545,15 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         new_key = page.locator(".api-key").inner_text()
         assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
         assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
-        page.reload()  # the browser's session outlives the key it was made with
-        expect(page.get_by_label("Organization name")).to_have_value("Acme Social")
+        # This browser got a session for the new key: it changes things without signing in again...
+        page.get_by_label("Organization name").fill("Acme Social Media")
+        page.get_by_role("button", name="Save name").click()
+        expect(page.get_by_label("Organization name")).to_have_value("Acme Social Media")
+        assert call(server, "GET", "/public/v1/organization")[1]["name"] == "Acme Social Media"
+        page.reload()
+        expect(page.get_by_label("Organization name")).to_have_value("Acme Social Media")
+        # ...while the other browser, signed in with the old key, is signed out.
+        other_browser.reload()
+        expect(other_browser.get_by_label("API key")).to_be_visible()
     finally:
         receiver.close()

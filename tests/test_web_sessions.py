@@ -4,8 +4,12 @@ every change must carry; `rustiz user add` for password sign-in."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from conftest import run_cli
 
@@ -102,3 +106,169 @@ def test_the_ui_is_served_with_etag_and_a_strict_content_security_policy(server)
     status, _, _ = server.request("GET", "/", {"If-None-Match": headers["etag"]})
     assert status == 304
     assert server.request("GET", "/web/no-such-file.js")[0] == 404
+
+
+def add_user(server, *arguments: str, password: str = "") -> subprocess.CompletedProcess:
+    """`rustiz user ARGUMENTS` against the server's database, the password on standard input."""
+    return subprocess.run([sys.executable, str(server.pyz), "user", *arguments], input=password + "\n",
+                          capture_output=True, text=True, env={**server.env()}, timeout=30)
+
+
+def reads_and_writes(server, cookie: str, csrf: str) -> tuple:
+    """(status of a read, status of a write) made with a session."""
+    read = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})[0]
+    write = post(server, "/public/v1/webhooks", {"url": "https://n8n.example.com/hook"},
+                 {"Cookie": cookie, "X-CSRF-Token": csrf})[0]
+    return read, write
+
+
+def test_rotating_the_key_ends_its_sessions_and_the_rotating_browser_gets_one_for_the_new_key(server):
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    rotating, rotating_csrf = sign_in(server)
+    other, other_csrf = sign_in(server)
+    by_password, password_csrf = sign_in(server, {"email": "alice@example.com", "password": "correct horse battery"})
+    status, headers, answer = post(server, "/public/v1/organization/api-key", {},
+                                   {"Cookie": rotating, "X-CSRF-Token": rotating_csrf})
+    assert status == 201
+    body = json.loads(answer)
+    assert set(body) == {"apiKey", "csrfToken"} and body["csrfToken"] != rotating_csrf
+    renewed = headers["set-cookie"].partition(";")[0]
+    assert renewed.startswith("rustiz_session=") and renewed != rotating
+    assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    # Every session made with the old key has ended: no reads, no writes, no new keys.
+    for cookie, csrf in ((rotating, rotating_csrf), (other, other_csrf)):
+        assert reads_and_writes(server, cookie, csrf) == (401, 401)
+        assert post(server, "/public/v1/organization/api-key", {}, {"Cookie": cookie, "X-CSRF-Token": csrf})[0] == 401
+        assert server.request("GET", "/auth/session", {"Cookie": cookie})[0] == 401
+    assert reads_and_writes(server, renewed, body["csrfToken"]) == (200, 201)
+    status, _, answer = server.request("GET", "/auth/session", {"Cookie": renewed})
+    assert status == 200 and json.loads(answer)["csrfToken"] == body["csrfToken"]
+    assert reads_and_writes(server, by_password, password_csrf) == (200, 201)  # not made with the key
+
+
+def test_rotating_with_the_key_itself_answers_only_the_new_key(server):
+    status, headers, answer = post(server, "/public/v1/organization/api-key", {}, {"Authorization": server.key})
+    assert status == 201 and set(json.loads(answer)) == {"apiKey"} and "set-cookie" not in headers
+
+
+def test_key_rotate_on_the_command_line_ends_the_sessions_of_a_running_server(server):
+    cookie, csrf = sign_in(server)
+    assert reads_and_writes(server, cookie, csrf) == (200, 201)
+    assert run_cli(server.pyz, "key", "rotate", env=server.env()).returncode == 0
+    assert reads_and_writes(server, cookie, csrf) == (401, 401)
+    sign_in(server)  # with the new key (server.key reads it from the config file)
+
+
+def test_a_new_password_or_a_removed_user_ends_that_user_s_sessions(server):
+    for email in ("alice@example.com", "bob@example.com"):
+        assert add_user(server, "add", email, password="correct horse battery").returncode == 0
+    alice = [sign_in(server, {"email": "alice@example.com", "password": "correct horse battery"}) for _ in range(2)]
+    bob = sign_in(server, {"email": "bob@example.com", "password": "correct horse battery"})
+    by_key = sign_in(server)
+
+    result = add_user(server, "password", "Alice@example.com", password="a new long password")
+    assert result.returncode == 0, result.stderr
+    assert "alice@example.com has a new web app password" in result.stderr and "a new long" not in result.stderr
+    assert [reads_and_writes(server, *session) for session in alice] == [(401, 401), (401, 401)]
+    assert reads_and_writes(server, *bob) == (200, 201) and reads_and_writes(server, *by_key) == (200, 201)
+    refused = post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})
+    assert refused[0] == 401
+    sign_in(server, {"email": "alice@example.com", "password": "a new long password"})
+
+    result = add_user(server, "remove", "bob@example.com")
+    assert result.returncode == 0, result.stderr
+    assert "bob@example.com can no longer sign in to the web app of organization My organization" in result.stderr
+    assert reads_and_writes(server, *bob) == (401, 401)
+    assert post(server, "/auth/login", {"email": "bob@example.com", "password": "correct horse battery"})[0] == 401
+    assert reads_and_writes(server, *by_key) == (200, 201)
+
+
+def test_user_password_and_remove_name_a_user_that_does_not_exist(server):
+    for arguments in (("password", "carol@example.com"), ("remove", "carol@example.com")):
+        result = add_user(server, *arguments, password="a long enough password")
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert result.stderr.strip() == (
+            "rustiz: carol@example.com is not a web app user of organization My organization ("
+            + json.loads(server.request("GET", "/public/v1/organization", {"Authorization": server.key})[2])["id"]
+            + "); `rustiz user add carol@example.com` makes one, --org ORG_ID chooses another organization")
+    result = add_user(server, "remove", "carol@example.com", "--org", "no-such-org")
+    assert result.returncode == 2 and "no organization has the id no-such-org" in result.stderr
+    short = add_user(server, "password", "carol@example.com", password="short")
+    assert short.returncode == 2 and "at least 10 characters" in short.stderr
+
+
+def health_latencies_during(server, flood) -> tuple:
+    """(what flood() returned, the slowest GET /health answered while it ran, in seconds)."""
+    slowest, done = [0.0], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            assert server.request("GET", "/health", timeout=30)[0] == 200
+            slowest[0] = max(slowest[0], time.monotonic() - started)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = flood()
+    finally:
+        done.set()
+        watcher.join()
+    return result, slowest[0]
+
+
+def attempts_in_parallel(server, bodies: list, headers: list) -> list:
+    """(status, headers, body) of a POST /auth/login for each body, all sent at once."""
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        return list(pool.map(lambda pair: post(server, "/auth/login", *pair), zip(bodies, headers)))
+
+
+def test_a_flood_of_wrong_passwords_is_limited_and_health_keeps_answering(server):
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    wrong = [{"email": "alice@example.com", "password": f"guess number {n}"} for n in range(100)]
+    answers, slowest = health_latencies_during(server, lambda: attempts_in_parallel(server, wrong, [{}] * 100))
+    assert slowest < 1.0  # the hashing runs off the event loop (it held /health for 5.6 s)
+    statuses = [status for status, _, _ in answers]
+    assert statuses.count(401) == 10 and statuses.count(429) == 90  # 10 per email in 15 minutes
+    refused = [(headers, json.loads(body)) for status, headers, body in answers if status == 429]
+    assert all(1 <= int(headers["retry-after"]) <= 900 for headers, _ in refused)
+    messages = {body["message"] for _, body in refused}
+    assert "Too many sign-in attempts for alice@example.com (at most 10 in 15 minutes): try again in 15 min" \
+        in messages
+    assert "Too many sign-in attempts from your address (at most 30 in 15 minutes): try again in 15 min" in messages
+    # The right password is refused too while the limit lasts; the API key still signs in.
+    assert post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})[0] == 429
+    sign_in(server)
+
+
+def test_sign_ins_from_many_addresses_are_hashed_off_the_event_loop_a_bounded_number_at_once(start_server):
+    server = start_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    users = [f"user{n}@example.com" for n in range(5)]
+    for email in users:
+        assert add_user(server, "add", email, password="correct horse battery").returncode == 0
+    bodies = [{"email": users[n % 5] if n < 50 else f"nobody{n}@example.com", "password": "a wrong password"}
+              for n in range(60)]  # at most 10 per known email
+    addresses = [{"X-Forwarded-For": f"198.51.100.{n}"} for n in range(60)]  # under every per-address limit
+    answers, slowest = health_latencies_during(server, lambda: attempts_in_parallel(server, bodies, addresses))
+    assert slowest < 1.0
+    statuses = [status for status, _, _ in answers]
+    assert set(statuses) <= {401, 503} and statuses.count(401) >= 16, statuses
+    for status, headers, body in answers:
+        if status == 503:  # more than MAX_PASSWORD_CHECKS at once
+            assert headers["retry-after"] == "5" and "Too many sign-ins at once" in json.loads(body)["message"]
+
+
+def test_an_unknown_email_takes_as_long_to_refuse_as_a_known_one(start_server):
+    server = start_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    assert add_user(server, "add", "alice@example.com", password="correct horse battery").returncode == 0
+    timings: dict = {"known": [], "unknown": []}
+    for n in range(9):  # interleaved, so a busy moment of the machine slows both alike
+        for kind, email in (("known", "alice@example.com"), ("unknown", f"nobody{n}@example.com")):
+            started = time.monotonic()
+            status = post(server, "/auth/login", {"email": email, "password": "a wrong password"},
+                          {"X-Forwarded-For": f"203.0.113.{n}"})[0]
+            timings[kind].append(time.monotonic() - started)
+            assert status == 401
+    known, unknown = statistics.median(timings["known"]), statistics.median(timings["unknown"])
+    assert unknown > known / 2 and known > unknown / 2, (known, unknown)  # before: 8 ms against 65 ms

@@ -261,12 +261,13 @@ export async function settingsPage(main) {
         go('#/settings');
       } catch (error) { orgErrors.show(error); }
     } }, field('Organization name', orgName), h('button', { type: 'submit' }, 'Save name')),
-    h('p.hint', 'rustiz keeps only a hash of the API key, so it cannot show it again. A new key is shown once; the old one stops working at once (scripts and MCP clients need the new one; this browser stays signed in).'),
+    h('p.hint', 'rustiz keeps only a hash of the API key, so it cannot show it again. A new key is shown once; the old one stops working at once (scripts and MCP clients need the new one; other browsers signed in with it are signed out, this one stays signed in).'),
     h('button.danger', { type: 'button', onclick: async () => {
       if (!confirm('Make a new API key? The current one stops working at once.')) return;
       orgErrors.show(null);
       try {
-        const { apiKey } = await api('POST', '/organization/api-key');
+        const { apiKey, csrfToken } = await api('POST', '/organization/api-key');
+        if (csrfToken) session.csrfToken = csrfToken; // this browser's new session, for the new key
         const keyButton = h('button', { type: 'button' }, 'Copy');
         keyButton.addEventListener('click', copy(apiKey, keyButton));
         newKey.replaceChildren(h('p', 'Your new API key (shown once):'), h('div.copy', h('code.api-key', apiKey), keyButton));
