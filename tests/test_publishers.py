@@ -131,8 +131,8 @@ def test_another_platform_s_error_shape_is_not_quoted(provider):
 def test_a_recurring_post_re_anchors_on_its_next_future_occurrence():
     anchor = "2026-01-01T09:00:00.000Z"
     after = rustiz._epoch("2026-01-15T10:00:00.000Z")
-    assert rustiz.next_occurrence(anchor, 7, after) == "2026-01-22T09:00:00.000Z"
-    assert rustiz.next_occurrence(anchor, 1, rustiz._epoch(anchor) - 10) == anchor
+    assert rustiz.next_occurrence(anchor, None, 7, "UTC", after) == "2026-01-22T09:00:00.000Z"
+    assert rustiz.next_occurrence(anchor, None, 1, "UTC", rustiz._epoch(anchor) - 10) == anchor
 
 
 def test_html_becomes_plain_text_with_line_breaks():
