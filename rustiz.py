@@ -2432,7 +2432,7 @@ class HttpConnection(asyncio.Protocol):
                 except Exception:
                     refusal = internal_error_response()
             elif head.content_length:
-                refusal = self._charge(head.content_length)
+                refusal = self._over_route_limit(head.content_length) or self._charge(head.content_length)
             self.charge_each_piece = head.chunked and refusal is None and type(request) is not StreamedRequest
         self.refusal = refusal
         if refusal is not None and ((head.content_length or 0) > DROPPED_BODY_BYTES
@@ -2458,6 +2458,17 @@ class HttpConnection(asyncio.Protocol):
         if not self.reading_paused:
             self._pause_reading()
 
+    def _over_route_limit(self, size: int) -> Optional[Response]:
+        """The 413 when a body of `size` bytes is more than the current request's route takes (sign-in, MCP)."""
+        request = self.request
+        limit = request.route.body_limit
+        if limit is None or size <= limit:
+            return None
+        if request.route.too_large is not None:
+            return request.route.too_large(request, size, limit)
+        return nest_error(413, f"request body of {size} bytes is over the limit of {limit} bytes for "
+                               f"{request.method} {request.path}").response()
+
     def _charge(self, size: int) -> Optional[Response]:
         """Count `size` more bytes of body in memory against the worker's budget, or the 503 when they do not fit."""
         state = self.state
@@ -2471,7 +2482,7 @@ class HttpConnection(asyncio.Protocol):
 
     def _charge_piece(self, size: int) -> bool:
         """A piece of a chunked body: counted, or, over the budget, the request refused; True if refused."""
-        refusal = self._charge(size)
+        refusal = self._over_route_limit(self.body_charge + size) or self._charge(size)
         if refusal is None:
             return False
         self.refusal = refusal
@@ -2724,14 +2735,9 @@ def internal_error_response() -> Response:
     """The answer to an exception no handler turned into one (called in the except block that caught it)."""
     error = sys.exc_info()[1]
     if isinstance(error, DatabaseUnwritable):  # not rustiz's bug: the operator can fix it (the Store logged it)
-        return unavailable_response(str(error))
+        return service_unavailable(str(error), 30)
     log("unhandled error in a request handler:\n" + traceback.format_exc().rstrip())
     return json_response({"statusCode": 500, "message": "Internal server error"}, 500)
-
-
-def unavailable_response(message: str) -> Response:
-    return json_response({"statusCode": 503, "error": "Service Unavailable", "message": message}, 503,
-                         [("Retry-After", "30")])
 
 
 def bind_sockets(config: Config) -> list:
@@ -4482,7 +4488,12 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
 
 class Route(NamedTuple):
     handler: Callable[..., Union[Response, Awaitable[Response]]]
-    authenticated: bool
+    authenticated: bool  # by the organization's key or a web session, before the handler runs
+    # Routes that take credentials their own way (the MCP key in the URL) check them from the head with
+    # `authenticate(request) -> organization id or the refusal`, so a refused body is never read.
+    authenticate: Optional[Callable[["Request"], Union[str, Response]]] = None
+    body_limit: Optional[int] = None  # a smaller limit than RUSTIZ_MAX_BODY for this route's bodies
+    too_large: Optional[Callable[["Request", int, int], Response]] = None  # the route's own 413 (MCP's JSON-RPC)
 
 
 class StreamingRoute:
@@ -4534,17 +4545,20 @@ class App:
         McpServer(self).register(self)  # after the APIs: its tools call them
         WebApp(config, store, self.guard).register(self)
 
-    def add(self, method: str, path: str, handler: Callable, authenticated: bool = True) -> None:
+    def add(self, method: str, path: str, handler: Callable, authenticated: bool = True,
+            authenticate: Optional[Callable] = None, body_limit: Optional[int] = None,
+            too_large: Optional[Callable] = None) -> None:
         """Register `handler`; a segment written `:name` matches any one segment, given as request.params[name]."""
+        route = Route(handler, authenticated, authenticate, body_limit, too_large)
         if ":" not in path:
-            self.routes.setdefault(path, {})[method] = Route(handler, authenticated)
+            self.routes.setdefault(path, {})[method] = route
             return
         if path not in self.patterns:
             regex = "".join(f"/(?P<{segment[1:]}>[^/]+)" if segment.startswith(":") else "/" + re.escape(segment)
                             for segment in path.strip("/").split("/"))
             self.patterns[path] = (re.compile(regex), {})
             self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
-        self.patterns[path][1][method] = Route(handler, authenticated)
+        self.patterns[path][1][method] = route
 
     def add_file(self, path: str, handler: Callable) -> None:
         """A file of the web app at exactly `path` (GET and HEAD, no key): kept apart from the API's routes."""
@@ -4631,8 +4645,10 @@ class App:
             organization = None
             if route.authenticated:
                 organization = self.guard.organization(request)
-                if type(organization) is Response:
-                    return organization
+            elif route.authenticate is not None:
+                organization = route.authenticate(request)
+            if type(organization) is Response:
+                return organization
             request.route, request.organization, request.rate_headers = route, organization, rate_headers
             return None
         except ApiError as error:
@@ -4681,7 +4697,7 @@ class App:
     def health(self, request: Request) -> Response:
         problem = self.store.current_write_problem()
         if problem is not None:
-            return unavailable_response(problem)
+            return service_unavailable(problem, 30)
         return Response(200, b"ok", "text/plain; charset=utf-8")
 
     @staticmethod
@@ -6151,7 +6167,7 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
     ("NotFound Conflict"). Every route can answer 429 (REQUEST_LIMIT); a non-public one also 401."""
     status, answer = success
     responses = {status: answer if "content" in answer else _json_body(answer, "Success")}
-    for name in errors.split() + ([] if public else ["Unauthorized"]) + ["TooManyRequests"]:
+    for name in errors.split() + ([] if public else ["Unauthorized"]) + ["TooManyRequests", "Unavailable"]:
         responses[_ERROR_STATUS[name]] = {"$ref": f"#/components/responses/{name}"}
     operation = {"summary": summary, "parameters": list(parameters), "responses": responses}
     if body is not None:
@@ -6163,7 +6179,8 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
 
 _ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "NotFound": "404",
                  "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
-                 "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502"}
+                 "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502",
+                 "Unavailable": "503"}
 
 
 def _openapi_responses() -> dict:
@@ -6187,6 +6204,10 @@ def _openapi_responses() -> dict:
                                                                    "hour)"),
                             "headers": {"Retry-After": {"description": "Seconds until a retry can succeed",
                                                         "schema": _INTEGER}}},
+        "Unavailable": {**_json_body(nest, "rustiz is at RUSTIZ_MAX_CONNECTIONS or RUSTIZ_BODY_MEMORY_BUDGET, or "
+                                           "cannot write its database (a full disk, say); `message` says which"),
+                        "headers": {"Retry-After": {"description": "Seconds until a retry may succeed",
+                                                    "schema": _INTEGER}}},
     }
 
 
@@ -7050,6 +7071,10 @@ def _rpc_response(value: Any, status: int = 200, headers: Optional[list] = None)
     return Response(status, json_dumps(value), "application/json", MCP_CORS_HEADERS + (headers or []))
 
 
+def _mcp_body_too_large(request: Request, size: int, limit: int) -> Response:
+    return _rpc_response(_rpc_error(INVALID_REQUEST, f"Request body too large: {size} bytes, at most {limit}"), 413)
+
+
 def _sse_event(message: dict) -> bytes:
     return b"event: message\ndata: " + json_dumps(message) + b"\n\n"
 
@@ -7077,16 +7102,22 @@ class McpServer:
         self.sse_unread: dict = {}  # session id -> organization id, of streams ended because nobody read them
 
     def register(self, app: "App") -> None:
+        # Postiz's MCP auth texts, checked from the head (so a refused body is never read); CORS preflights
+        # carry no credentials.
+        def add(method: str, path: str, handler: Callable) -> None:
+            app.add(method, path, handler, authenticated=False, authenticate=self._organization,
+                    body_limit=MCP_MAX_BODY_BYTES, too_large=_mcp_body_too_large)
+
         for prefix in ("", "/api"):
             for path in (prefix + "/mcp", prefix + "/mcp/:apiKey"):
-                app.add("POST", path, self.post, authenticated=False)
-                app.add("DELETE", path, self.delete, authenticated=False)
+                add("POST", path, self.post)
+                add("DELETE", path, self.delete)
                 for method in ("GET", "PUT", "PATCH"):
-                    app.add(method, path, self.not_allowed, authenticated=False)
+                    add(method, path, self.not_allowed)
                 app.add("OPTIONS", path, self.preflight, authenticated=False)
-            app.add("GET", prefix + "/sse/:apiKey", self.open_sse, authenticated=False)
+            add("GET", prefix + "/sse/:apiKey", self.open_sse)
             app.add("OPTIONS", prefix + "/sse/:apiKey", self.preflight, authenticated=False)
-            app.add("POST", prefix + "/message/:apiKey", self.post_sse_message, authenticated=False)
+            add("POST", prefix + "/message/:apiKey", self.post_sse_message)
             app.add("OPTIONS", prefix + "/message/:apiKey", self.preflight, authenticated=False)
 
     # --- HTTP ---------------------------------------------------------------------------------
@@ -7109,22 +7140,17 @@ class McpServer:
             return _text_response(401, "Invalid API Key or OAuth token")
         return organization_id
 
-    def not_allowed(self, request: Request) -> Response:
-        refused = self._organization(request)
-        if type(refused) is Response:
-            return refused
+    @staticmethod
+    def not_allowed(request: Request) -> Response:
         # GET would open a stream for server-initiated messages; rustiz sends none (the spec allows 405).
         return _rpc_response(_rpc_error(-32000, "Method not allowed."), 405, [("Allow", "POST, DELETE, OPTIONS")])
 
     def delete(self, request: Request) -> Response:
         """Ending a session: nothing is kept between requests, so there is nothing to forget."""
-        refused = self._organization(request)
-        return refused if type(refused) is Response else _text_response(200, "")
+        return _text_response(200, "")
 
     def post(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        organization_id = self._organization(request)
-        if type(organization_id) is Response:
-            return organization_id
+        organization_id = request.organization
         parsed = self._messages(request)
         if type(parsed) is Response:
             return parsed
@@ -7158,9 +7184,6 @@ class McpServer:
 
     def _messages(self, request: Request) -> Union[tuple, Response]:
         """(the JSON-RPC messages of a POST, whether they came as a batch), or the HTTP refusal."""
-        if len(request.body) > MCP_MAX_BODY_BYTES:
-            return _rpc_response(_rpc_error(INVALID_REQUEST, f"Request body too large: {len(request.body)} bytes, "
-                                                             f"at most {MCP_MAX_BODY_BYTES}"), 413)
         if "application/json" not in request.headers.get("content-type", "").lower():
             return _rpc_response(_rpc_error(-32000, "Unsupported Media Type: Content-Type must be application/json"),
                                  415)
@@ -7286,9 +7309,7 @@ class McpServer:
     # --- the legacy HTTP+SSE transport (2024-11-05) -------------------------------------------
 
     def open_sse(self, request: Request) -> Response:
-        organization_id = self._organization(request)
-        if type(organization_id) is Response:
-            return organization_id
+        organization_id = request.organization
         if request.method == "HEAD":  # the head of a stream, without opening a session nobody will read
             return Response(200, b"", "text/event-stream", list(MCP_CORS_HEADERS))
         if len(self.sse_sessions) >= MCP_MAX_SSE_SESSIONS:
@@ -7305,9 +7326,7 @@ class McpServer:
         return stream
 
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        organization_id = self._organization(request)
-        if type(organization_id) is Response:
-            return organization_id
+        organization_id = request.organization
         session_id = request.query.get("sessionId", "")
         if self.sse_unread.get(session_id) == organization_id:
             return _stream_ended_unread()
@@ -7554,6 +7573,11 @@ def _web_openapi_paths(root: dict) -> dict:
             "/auth/logout": {"servers": [root], "post": logout}}
 
 
+# What sign-in and sign-out bodies may weigh: these routes are open to anyone, so nobody may make them
+# hold megabytes (a key, an email and a password are well under 1 KiB).
+SIGN_IN_BODY_BYTES = 16 * 1024
+
+
 class WebApp:
     """GET / and /web/<file>; POST /auth/login, GET /auth/session, POST /auth/logout."""
 
@@ -7569,9 +7593,9 @@ class WebApp:
         if "index.html" in files:
             index = self._file_answer("index.html", files["index.html"])
             app.add_file("/", lambda request: self._serve(request, index))
-        app.add("POST", "/auth/login", self.login, authenticated=False)
+        app.add("POST", "/auth/login", self.login, authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
         app.add("GET", "/auth/session", self.session, authenticated=False)
-        app.add("POST", "/auth/logout", self.logout, authenticated=False)
+        app.add("POST", "/auth/logout", self.logout, authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
 
     @staticmethod
     def _file_answer(name: str, data: bytes) -> tuple:
@@ -7868,6 +7892,20 @@ class _Inflater:
             raise NoAnswer(f"{self.where} sent a {self.encoding} body that ends too early")
 
 
+HEADERS_KEPT_ACROSS_ORIGINS = frozenset(("accept", "accept-language", "user-agent"))
+
+
+def _origin(url: str) -> tuple:
+    """(scheme, host, port) of an absolute URL, as a browser compares origins."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port or (443 if parts.scheme.lower() == "https" else 80)
+
+
 class HttpClient:
     """`await client.request(method, url, ...)` -> HttpReply, for any status; raises ConnectFailed (and its
     AddressRefused) or NoAnswer.
@@ -8019,6 +8057,11 @@ class HttpClient:
             outcome = self._one_exchange(method, url, headers, body, timeouts, deadline, read)
             if type(outcome) is not _Redirect:
                 return outcome
+            if _origin(outcome.url) != _origin(url):
+                # Credentials (Authorization, Dev.to's api-key, cookies...) were meant for the first server
+                # only: a redirect elsewhere gets none of them.
+                headers = {name: value for name, value in headers.items()
+                           if name.lower() in HEADERS_KEPT_ACROSS_ORIGINS}
             url = outcome.url
         raise NoAnswer(f"more than {max_redirects} redirects, the last to {url[:200]}")
 

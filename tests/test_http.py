@@ -483,6 +483,37 @@ def test_a_refused_request_with_a_large_body_is_answered_before_the_body_and_the
     assert_health_ok(server.port)
 
 
+@pytest.mark.parametrize("target, refusal", [
+    ("/mcp/not-a-key", (400, b"Invalid API Key")),
+    ("/message/not-a-key?sessionId=x", (400, b"Invalid API Key")),
+    ("/mcp", (401, b"Missing Authorization header")),
+])
+def test_mcp_credentials_are_checked_from_the_head_before_a_body_is_read(start_server, target, refusal):
+    """MCP routes take the key in their URL, not as the API does: it is still checked before the body."""
+    server = start_server()
+    with Client(server.port) as client:
+        client.send(f"POST {target} HTTP/1.1\r\nContent-Type: application/json\r\n"
+                    "Content-Length: 20000000\r\n\r\n".encode() + b"x" * 100_000)
+        response = client.read_response()
+        assert (response.status, response.body) == refusal and response.header("Connection") == "close"
+        assert client.closed_by_server()
+    assert_health_ok(server.port)
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_sign_in_takes_no_body_larger_than_a_sign_in_needs(start_server, framing):
+    """/auth/login is open to anyone: it may not make the server hold megabytes."""
+    server = start_server()  # with the default body limit, 25 MiB
+    head = b"Content-Length: 1000000\r\n" if framing == "content-length" else b"Transfer-Encoding: chunked\r\n"
+    body = b"x" * 20_000 if framing == "content-length" else b"4e20\r\n" + b"x" * 20_000 + b"\r\n"
+    with Client(server.port) as client:
+        client.send(b"POST /auth/login HTTP/1.1\r\nContent-Type: application/json\r\n" + head + b"\r\n" + body)
+        response = client.read_response()
+        assert response.status == 413 and response.header("Connection") == "close", response.head
+        assert "over the limit of 16384 bytes for POST /auth/login" in response.json()["message"]
+    assert_health_ok(server.port)
+
+
 # --- request targets: origin, absolute, asterisk and authority forms (RFC 9112 3.2) --------------
 
 

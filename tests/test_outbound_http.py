@@ -119,6 +119,25 @@ def test_get_follows_a_bounded_number_of_redirects_and_post_never_does(platform)
     assert fetch("POST", platform.url + "/moved").status == 307
 
 
+def test_credentials_follow_a_redirect_only_to_the_same_origin(platform):
+    """A platform that redirects elsewhere (a CDN, a moved instance) must not receive the token meant for it."""
+    other = FakePlatform()
+    try:
+        other.route("GET", "/landing", lambda request: answer(200, "there"))
+        platform.route("GET", "/same", lambda request: answer(302, b"", {"Location": "/landing"}))
+        platform.route("GET", "/landing", lambda request: answer(200, "here"))
+        platform.route("GET", "/away", lambda request: answer(302, b"", {"Location": other.url + "/landing"}))
+        secrets = {"Authorization": "Bearer secret", "api-key": "secret", "Cookie": "session=secret",
+                   "Accept": "application/json"}
+        assert fetch("GET", platform.url + "/same", headers=secrets).body == b"here"
+        assert platform.requests[-1].headers["authorization"] == "Bearer secret"
+        assert fetch("GET", platform.url + "/away", headers=secrets).body == b"there"
+        landed = other.requests[-1].headers
+        assert "secret" not in json.dumps(dict(landed)) and landed["accept"] == "application/json"
+    finally:
+        other.close()
+
+
 def test_error_statuses_are_answers_not_exceptions(platform):
     platform.route("GET", "/missing", lambda request: answer(404, {"error": "not here"}))
     reply = fetch("GET", platform.url + "/missing")
