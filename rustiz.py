@@ -2151,13 +2151,21 @@ def _nested_deeper(value: Any, limit: int) -> bool:
     return False
 
 
-def _refuse_lone_surrogates(value: Any) -> None:
-    """A \\ud800 without its pair parses, but is no character: SQLite and the response encoder would fail on it."""
+def lone_surrogate(value: Any) -> Optional[str]:
+    """The first lone surrogate in a parsed JSON value, as its \\u escape, or None. A \\ud800 without its pair
+    parses, but is no character: SQLite and the response encoder would fail on it."""
     try:
         _encode_json(value).encode("utf-8")
     except UnicodeEncodeError as error:
-        raise bad_request(f"The request body has a lone UTF-16 surrogate (\\u{ord(error.object[error.start]):x} "
-                          f"without its pair); send the character itself or a whole \\uXXXX\\uXXXX pair") from None
+        return f"\\u{ord(error.object[error.start]):x}"
+    return None
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    surrogate = lone_surrogate(value)
+    if surrogate is not None:
+        raise bad_request(f"The request body has a lone UTF-16 surrogate ({surrogate} without its pair); send the "
+                          "character itself or a whole \\uXXXX\\uXXXX pair")
 
 
 class BodySink:
@@ -7418,19 +7426,10 @@ def _unanswerable_request(message: Any, may_hold_surrogates: bool) -> Optional[s
     if not may_hold_surrogates:
         return None
     for where, value in (("the id", request_id if isinstance(request_id, str) else ""), ("the message", message)):
-        surrogate = _lone_surrogate(value)
+        surrogate = lone_surrogate(value)
         if surrogate is not None:
             return (f"{where} holds a lone UTF-16 surrogate ({surrogate} without its pair), which is no "
                     "character; send the character itself or a whole \\uXXXX\\uXXXX pair")
-    return None
-
-
-def _lone_surrogate(value: Any) -> Optional[str]:
-    """The first lone surrogate in a parsed JSON value, as its \\u escape, or None."""
-    try:
-        _encode_json(value).encode("utf-8")
-    except UnicodeEncodeError as error:
-        return f"\\u{ord(error.object[error.start]):x}"
     return None
 
 
