@@ -867,7 +867,7 @@ while not ready:
     time.sleep(0.01)
 hook = f"http://127.0.0.1:{ready[0]}/hook"
 env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
-       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1"}
+       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
 subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
 key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
 server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True)
