@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Pack rustiz.py (and web/, when it exists) into one runnable file: dist/rustiz.pyz.
+"""Pack rustiz.py, the rustiz_features package (and web/, when it exists) into one runnable file: dist/rustiz.pyz.
 
     python3 build_zipapp.py                    # standard library only
     python3 build_zipapp.py --with-speedups    # also carries orjson and uvloop for this Python and platform
 
 The archive is byte-for-byte reproducible from the same sources: entries are sorted and carry a
-fixed timestamp and mode. It holds the source and, for the building Python, a hash-checked .pyc so
-that start-up skips compiling (other Python versions compile the source instead).
+fixed timestamp and mode. It holds the sources and, for the building Python, a .pyc of each so that
+start-up skips compiling (other Python versions compile the sources instead).
 """
 from __future__ import annotations
 
@@ -35,23 +35,41 @@ def add_file(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644
     archive.writestr(info, data, compresslevel=9)
 
 
-def compiled_module(source_path: str) -> bytes:
-    """The .pyc that start-up loads instead of compiling the source.
+def python_sources() -> list:
+    """(name in the archive, path) of rustiz.py and every module of the rustiz_features package."""
+    found = [("rustiz.py", os.path.join(ROOT, "rustiz.py"))]
+    for folder, folders, names in os.walk(os.path.join(ROOT, "rustiz_features")):
+        folders[:] = sorted(name for name in folders if name != "__pycache__")
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                found.append((os.path.relpath(path, ROOT).replace(os.sep, "/"), path))
+    return sorted(found)
 
-    Hash-based (PEP 552), so the build stays reproducible, and unchecked: it is packed beside the very
+
+def compiled_modules(sources: list) -> dict:
+    """name -> the .pyc that start-up loads instead of compiling that source.
+
+    Hash-based (PEP 552), so the build stays reproducible, and unchecked: each is packed beside the very
     source it was compiled from, so it cannot go stale, and zipimport need not read and hash that
-    source on every start. optimize=2 leaves out docstrings (rustiz never reads its own), which makes
-    the file smaller and quicker to load; the source in the archive still serves tracebacks."""
+    source on every import. optimize=2 leaves out docstrings (rustiz never reads its own), which makes
+    the files smaller and quicker to load; the sources in the archive still serve tracebacks."""
+    compiled = {}
     with tempfile.TemporaryDirectory() as scratch:
-        target = os.path.join(scratch, "module.pyc")
-        # A fresh interpreter, so the marshalled bytes do not depend on this process's state.
-        subprocess.run([sys.executable, "-c",
-                        "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], "
-                        "dfile='rustiz.py', doraise=True, optimize=2, "
+        jobs = [(path, os.path.join(scratch, f"{index}.pyc"), name) for index, (name, path) in enumerate(sources)]
+        # A fresh interpreter, so the marshalled bytes do not depend on this process's state; without the
+        # column positions of each instruction (-X no_debug_ranges), which are a third of a compressed .pyc
+        # and only draw the ^^^ under a traceback's line (the line numbers stay).
+        subprocess.run([sys.executable, "-X", "no_debug_ranges", "-c",
+                        "import json, py_compile, sys\n"
+                        "for source, target, name in json.loads(sys.argv[1]):\n"
+                        "    py_compile.compile(source, cfile=target, dfile=name, doraise=True, optimize=2, "
                         "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)",
-                        source_path, target], check=True)
-        with open(target, "rb") as handle:
-            return handle.read()
+                        json.dumps(jobs)], check=True)
+        for _, target, name in jobs:
+            with open(target, "rb") as handle:
+                compiled[name[:-3] + ".pyc"] = handle.read()
+    return compiled
 
 
 def web_files() -> list:
@@ -97,15 +115,16 @@ def platform_tag() -> str:
 
 
 def build(output: str, with_speedups: bool) -> int:
-    source_path = os.path.join(ROOT, "rustiz.py")
-    with open(source_path, "rb") as handle:
-        source = handle.read()
+    sources = python_sources()
+    compiled = compiled_modules(sources)
     buffer = io.BytesIO()
     buffer.write(b"#!/usr/bin/env python3\n")  # before the archive, so its offsets account for it
     with zipfile.ZipFile(buffer, "w") as archive:
         add_file(archive, "__main__.py", MAIN.encode())
-        add_file(archive, "rustiz.py", source)
-        add_file(archive, "rustiz.pyc", compiled_module(source_path))
+        for name, path in sources:
+            with open(path, "rb") as handle:
+                add_file(archive, name, handle.read())
+            add_file(archive, name[:-3] + ".pyc", compiled[name[:-3] + ".pyc"])
         for name, path in web_files():
             with open(path, "rb") as handle:
                 add_file(archive, name, handle.read())

@@ -160,9 +160,10 @@ LOCAL_FAKES = {"RUSTIZ_FETCH_ALLOW": "127.0.0.1"}
 
 
 def client_for_fakes():
-    """An in-process rustiz.HttpClient allowed to reach the local fakes, as LOCAL_FAKES allows a server."""
+    """An in-process HttpClient allowed to reach the local fakes, as LOCAL_FAKES allows a server."""
     import rustiz
-    return rustiz.HttpClient(rustiz._fetch_allow(LOCAL_FAKES["RUSTIZ_FETCH_ALLOW"]))
+    from rustiz_features.http_client import HttpClient
+    return HttpClient(rustiz._fetch_allow(LOCAL_FAKES["RUSTIZ_FETCH_ALLOW"]))
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ import threading
 import time
 
 import rustiz
+import rustiz_features.publishers
+from rustiz_features.publishers.nostr import nostr_event, nostr_event_is_valid
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # A known key (NIP-19's example nsec), so tests can also sign events of their own with it.
@@ -176,7 +178,7 @@ class FakeNostrRelay:
         if action == "silent":
             time.sleep(30)
             return False
-        if not rustiz.nostr_event_is_valid(event):
+        if not nostr_event_is_valid(event):
             self._send(connection, ["OK", "", False, "invalid: Bad signature"])  # nostr-relay's empty id
             return True
         if action.startswith("refuse:"):
@@ -218,5 +220,5 @@ def closed_port_url() -> str:
 def profile_event(name: str, picture: str, created_at: int | None = None) -> dict:
     """A kind-0 profile of the fake's key, signed with rustiz's own signer."""
     content = json.dumps({"name": name.lower(), "display_name": name, "picture": picture, "nip05": "me@example.org"})
-    return rustiz.nostr_event(bytes.fromhex(SECRET_KEY_HEX), created_at or int(time.time()) - 60, 0, [], content)
+    return nostr_event(bytes.fromhex(SECRET_KEY_HEX), created_at or int(time.time()) - 60, 0, [], content)
 

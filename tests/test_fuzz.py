@@ -19,8 +19,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rustiz
-from rustiz import (ApiError, Body, EndOfMessage, MultipartError, MultipartParser, ParseError, PartData, PartEnd,
-                    PartHead, RequestHead, RequestParser)
+from rustiz_features.catalogue import PROVIDERS
+from rustiz_features.media import MultipartError, MultipartParser, PartData, PartEnd, PartHead
+from rustiz_features.validation import MAX_DELAY_MINUTES, MAX_INTERVAL_DAYS, validate_create_post
+from rustiz import ApiError, Body, EndOfMessage, ParseError, RequestHead, RequestParser
 from test_api_posts import PostsDatabase
 from test_http_parser import arbitrary_bytes, assert_well_formed, split_at, stream_and_cuts
 
@@ -197,19 +199,19 @@ dates = mostly(future_dates, any_dates, 4)
 @fuzz(3000)
 @given(dates)
 def test_the_date_parser_answers_a_utc_instant_or_none(text):
-    parsed = rustiz._parse_iso_date(text) if isinstance(text, str) else None
+    parsed = rustiz.parse_iso_date(text) if isinstance(text, str) else None
     if parsed is not None:
         assert re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z", parsed), parsed
         assert text.isascii() and "0000" < parsed[:4]
         assert rustiz.iso_ms(rustiz.parse_iso_instant(text)) == parsed
 
 
-IDENTIFIERS = sorted(rustiz.PROVIDERS)
+IDENTIFIERS = sorted(PROVIDERS)
 CHANNELS = {f"chan-{identifier}": {"id": f"chan-{identifier}", "name": f"{identifier} channel",
                                    "provider_identifier": identifier, "additional_settings": [], "disabled": False,
                                    "limits": {}} for identifier in IDENTIFIERS}
-SETTING_NAMES = sorted({field.name for spec in rustiz.PROVIDERS.values() for field in spec.dto} | {"__type"})
-SETTING_VALUES = sorted({value for spec in rustiz.PROVIDERS.values() for field in spec.dto for value in field.enum or ()})
+SETTING_NAMES = sorted({field.name for spec in PROVIDERS.values() for field in spec.dto} | {"__type"})
+SETTING_VALUES = sorted({value for spec in PROVIDERS.values() for field in spec.dto for value in field.enum or ()})
 
 
 def field_values(field) -> st.SearchStrategy:
@@ -229,7 +231,7 @@ def field_values(field) -> st.SearchStrategy:
 def provider_settings(identifier: str) -> st.SearchStrategy:
     """A provider's settings: its own properties mostly, and any names and values sometimes."""
     own = st.fixed_dictionaries({}, optional={field.name: field_values(field)
-                                              for field in rustiz.PROVIDERS[identifier].dto})
+                                              for field in PROVIDERS[identifier].dto})
     return mostly(own, st.one_of(json_values, st.dictionaries(st.sampled_from(SETTING_NAMES), st.one_of(
         st.sampled_from(SETTING_VALUES), json_values), max_size=6)), 5)
 
@@ -279,19 +281,19 @@ def create_post_bodies(draw, channels: dict):
 @fuzz(1500)
 @given(create_post_bodies({channel_id: channel["provider_identifier"] for channel_id, channel in CHANNELS.items()}))
 def test_the_create_post_validator_plans_or_refuses_with_a_400_and_never_raises_anything_else(body):
-    assume(rustiz._lone_surrogate(body) is None)  # Request.json and MCP refuse those before any validation
+    assume(rustiz.lone_surrogate(body) is None)  # Request.json and MCP refuse those before any validation
     try:
-        plan = rustiz.validate_create_post(body, CHANNELS.get)
+        plan = validate_create_post(body, CHANNELS.get)
     except ApiError as refused:
         assert refused.status == 400, refused.body
         rustiz.json_dumps(refused.body)  # the refusal can be written back
         assert {"message", "msg"} & set(refused.body), refused.body
         return
     assert re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z", plan["date"])
-    assert plan["inter"] is None or 1 <= plan["inter"] <= rustiz.MAX_INTERVAL_DAYS
+    assert plan["inter"] is None or 1 <= plan["inter"] <= MAX_INTERVAL_DAYS
     for post in plan["posts"]:
         for value in post["values"]:
-            assert 0 <= value["delay"] <= rustiz.MAX_DELAY_MINUTES
+            assert 0 <= value["delay"] <= MAX_DELAY_MINUTES
     rustiz.json_dumps({**plan, "posts": [{**post, "integration": post["integration"]["id"]}
                                          for post in plan["posts"]]})
 

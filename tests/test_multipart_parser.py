@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rustiz import (MultipartError, MultipartParser, ParseError, PartData, PartEnd, PartHead, RequestHead,
-                    RequestParser, multipart_boundary, parse_byte_range, sniff_media_type)
+from rustiz import ParseError, RequestHead, RequestParser
+from rustiz_features.media import MultipartError, MultipartParser, PartData, PartEnd, PartHead, multipart_boundary, parse_byte_range, sniff_media_type
 
 BOUNDARY = b"----rustizBoundary42"
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, database=None,

@@ -10,6 +10,7 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 import rustiz
+from rustiz_features.openapi import openapi_document
 from test_api_posts import PostsDatabase, call
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -36,7 +37,7 @@ def documented_routes(document: dict) -> dict:
 
 def test_the_document_names_exactly_the_routes_the_router_serves(app):
     """A route added without documenting it (or documented but gone) fails here: add it to _openapi_paths."""
-    served, documented = served_routes(app), documented_routes(rustiz.openapi_document("http://rustiz.test"))
+    served, documented = served_routes(app), documented_routes(openapi_document("http://rustiz.test"))
     assert {path: methods for path, methods in served.items() if documented.get(path) != methods} == {}, \
         "served but not documented (or with other methods)"
     assert {path: methods for path, methods in documented.items() if served.get(path) != methods} == {}, \

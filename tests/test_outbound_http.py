@@ -14,11 +14,12 @@ import zlib
 import pytest
 
 import rustiz
+from rustiz_features.http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, encode_multipart
 from conftest import client_for_fakes
 from fakes import FakePlatform, answer
 
 
-def fetch(method: str, url: str, **options) -> rustiz.HttpReply:
+def fetch(method: str, url: str, **options) -> HttpReply:
     client = client_for_fakes()
     try:
         return asyncio.run(client.request(method, url, **options))
@@ -74,13 +75,13 @@ def test_an_answer_that_unpacks_past_the_limit_fails_naming_the_host_and_the_lim
     bomb = zeros_bomb(0.25, wbits)
     platform.route("GET", "/bomb", lambda request: answer(200, bomb, {"Content-Encoding": encoding}))
     host = platform.url.removeprefix("http://")
-    with pytest.raises(rustiz.NoAnswer, match=f"{host} sent a {encoding} answer that unpacks to more than 32 MiB"):
+    with pytest.raises(NoAnswer, match=f"{host} sent a {encoding} answer that unpacks to more than 32 MiB"):
         fetch("GET", platform.url + "/bomb")
 
 
 def test_an_encoding_rustiz_did_not_ask_for_is_refused(platform):
     platform.route("GET", "/brotli", lambda request: answer(200, b"\x1b\x03", {"Content-Encoding": "br"}))
-    with pytest.raises(rustiz.NoAnswer, match="answered in the 'br' encoding, which rustiz did not ask for"):
+    with pytest.raises(NoAnswer, match="answered in the 'br' encoding, which rustiz did not ask for"):
         fetch("GET", platform.url + "/brotli")
 
 
@@ -114,7 +115,7 @@ def test_get_follows_a_bounded_number_of_redirects_and_post_never_does(platform)
         302, b"", {"Location": f"/hop/{int(request.match[1]) - 1}"}) if request.match[1] != "0" else answer(200, "here"))
     platform.route("POST", "/moved", lambda request: answer(307, b"", {"Location": "/elsewhere"}))
     assert fetch("GET", platform.url + "/hop/5").body == b"here"
-    with pytest.raises(rustiz.NoAnswer, match="more than 5 redirects"):
+    with pytest.raises(NoAnswer, match="more than 5 redirects"):
         fetch("GET", platform.url + "/hop/6")
     assert fetch("POST", platform.url + "/moved").status == 307
 
@@ -148,21 +149,21 @@ def test_a_refused_connection_means_nothing_was_sent():
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    with pytest.raises(rustiz.ConnectFailed, match="cannot connect to 127.0.0.1:.*Connection refused"):
+    with pytest.raises(ConnectFailed, match="cannot connect to 127.0.0.1:.*Connection refused"):
         fetch("POST", f"http://127.0.0.1:{port}/statuses")
 
 
 def test_silence_after_sending_is_no_answer(platform):
     platform.delay_next("POST", "/slow", 3)
     platform.route("POST", "/slow", lambda request: answer(200, "late"))
-    with pytest.raises(rustiz.NoAnswer, match="did not answer POST /slow: timed out"):
-        fetch("POST", platform.url + "/slow", timeouts=rustiz.Timeouts(connect=2, read=0.5, total=5))
+    with pytest.raises(NoAnswer, match="did not answer POST /slow: timed out"):
+        fetch("POST", platform.url + "/slow", timeouts=Timeouts(connect=2, read=0.5, total=5))
     assert len(platform.requests) == 1  # it was sent: the server has it
 
 
 def test_a_dropped_connection_is_no_answer(platform):
     platform.drop_next("POST", "/drop")
-    with pytest.raises(rustiz.NoAnswer):
+    with pytest.raises(NoAnswer):
         fetch("POST", platform.url + "/drop")
 
 
@@ -193,17 +194,17 @@ def test_an_http_proxy_from_the_environment_is_used(platform, proxy, monkeypatch
     assert fetch("GET", "http://platform.invalid/proxied?x=1").body == b"from the proxy"
     assert proxy.seen == ["http://platform.invalid/proxied?x=1"]  # the absolute form a proxy needs
     monkeypatch.setenv("no_proxy", "platform.invalid")
-    with pytest.raises(rustiz.ConnectFailed):
+    with pytest.raises(ConnectFailed):
         fetch("GET", "http://platform.invalid/proxied")
 
 
 def test_through_a_proxy_targets_known_to_be_private_are_still_refused(proxy):
     """The proxy is the operator's (its own address is not checked), and it resolves names itself: what
     rustiz can tell is private, a literal address or a name that resolves here to one, is refused."""
-    client = rustiz.HttpClient(())
+    client = HttpClient(())
     try:
         for url in ("http://127.0.0.1:8080/x", "http://2130706433/x", "http://[::ffff:10.0.0.1]/x", "http://localhost/x"):
-            with pytest.raises(rustiz.AddressRefused, match="RUSTIZ_FETCH_ALLOW"):
+            with pytest.raises(AddressRefused, match="RUSTIZ_FETCH_ALLOW"):
                 asyncio.run(client.request("GET", url))
         assert asyncio.run(client.request("GET", "http://platform.invalid/x")).body == b"from the proxy"
         assert proxy.seen == ["http://platform.invalid/x"]
@@ -231,7 +232,7 @@ def test_an_untrusted_certificate_is_refused_before_anything_is_sent(tmp_path):
     thread = threading.Thread(target=serve_once, daemon=True)
     thread.start()
     try:
-        with pytest.raises(rustiz.ConnectFailed, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+        with pytest.raises(ConnectFailed, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
             fetch("POST", f"https://127.0.0.1:{listener.getsockname()[1]}/statuses")
         thread.join(5)
         assert received == []
@@ -242,6 +243,6 @@ def test_an_untrusted_certificate_is_refused_before_anything_is_sent(tmp_path):
 def test_multipart_bodies_carry_fields_and_files(platform):
     platform.route("POST", "/upload", lambda request: answer(200, {
         name: [filename, data.decode(), kind] for name, (filename, data, kind) in request.multipart().items()}))
-    body, content_type = rustiz.encode_multipart([("description", "a cat"), ("file", ("cat.png", b"PNG", "image/png"))])
+    body, content_type = encode_multipart([("description", "a cat"), ("file", ("cat.png", b"PNG", "image/png"))])
     reply = fetch("POST", platform.url + "/upload", body=body, headers={"Content-Type": content_type})
     assert reply.json() == {"description": [None, "a cat", "text/plain"], "file": ["cat.png", "PNG", "image/png"]}

@@ -11,6 +11,10 @@ import zlib
 import pytest
 
 import rustiz
+from rustiz_features.publishers.bluesky import (
+    _TID_ALPHABET, bluesky_text_spans, deterministic_tid, image_dimensions,
+)
+from rustiz_features.text import grapheme_count
 from fake_bluesky import FakeBluesky, TID
 from test_api_media import mp4_file, multipart
 
@@ -308,12 +312,12 @@ def test_a_video_with_pictures_fails_naming_the_video(rustiz_server, pds):
     ("abc", 3), ("e\u0301", 1), ("👨\u200d👩\u200d👧\u200d👦", 1), ("🇫🇷🇩🇪", 2), ("🇫🇷🇩", 2), ("👍🏽", 1),
     ("❤️", 1), ("한국어", 3), ("\u1100\u1161\u11a8", 1), ("\r\n", 1), ("🏳️\u200d🌈", 1), ("a\u200db", 2)])
 def test_grapheme_count_follows_unicode_clusters(text, count):
-    assert rustiz.grapheme_count(text) == count
+    assert grapheme_count(text) == count
 
 
 def test_spans_trim_punctuation_and_accept_bare_domains_with_real_tlds():
     text = "(https://en.wikipedia.org/wiki/Rust_(language)) example.com. file.txt #tag, #2024 @bob.test."
-    spans = [(kind, text[start:end], value) for kind, start, end, value in rustiz.bluesky_text_spans(text)]
+    spans = [(kind, text[start:end], value) for kind, start, end, value in bluesky_text_spans(text)]
     assert spans == [("link", "https://en.wikipedia.org/wiki/Rust_(language)", "https://en.wikipedia.org/wiki/Rust_(language)"),
                      ("link", "example.com", "https://example.com"), ("tag", "#tag", "tag"),
                      ("mention", "@bob.test", "bob.test")]
@@ -321,17 +325,17 @@ def test_spans_trim_punctuation_and_accept_bare_domains_with_real_tlds():
 
 def test_record_keys_are_valid_tids_stable_per_part_and_distinct_across_parts_and_edits():
     post_id = rustiz.new_cuid()
-    first = rustiz.deterministic_tid(post_id, "key-1")
-    assert TID.fullmatch(first) and first == rustiz.deterministic_tid(post_id, "key-1")
-    assert first != rustiz.deterministic_tid(post_id, "key-2")
-    assert TID.fullmatch(rustiz.deterministic_tid("not-a-cuid", "key-1"))
+    first = deterministic_tid(post_id, "key-1")
+    assert TID.fullmatch(first) and first == deterministic_tid(post_id, "key-1")
+    assert first != deterministic_tid(post_id, "key-2")
+    assert TID.fullmatch(deterministic_tid("not-a-cuid", "key-1"))
     created = int(post_id[1:9], 36) / 1000  # the TID's time is the post's creation, within a second
-    micros = sum(rustiz._TID_ALPHABET.index(char) << shift for char, shift in zip(first, range(60, -1, -5))) >> 10
+    micros = sum(_TID_ALPHABET.index(char) << shift for char, shift in zip(first, range(60, -1, -5))) >> 10
     assert created - 1 <= micros / 1e6 <= created + 1
 
 
 def test_image_dimensions_are_read_from_png_and_jpeg_headers():
     jpeg = (b"\xff\xd8\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
             + b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, 480, 640, 1) + b"\x01\x11\x00" + b"\xff\xd9")
-    assert rustiz.image_dimensions(png(7, 5)) == (7, 5)
-    assert rustiz.image_dimensions(jpeg) == (640, 480)
+    assert image_dimensions(png(7, 5)) == (7, 5)
+    assert image_dimensions(jpeg) == (640, 480)

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 import rustiz
+from rustiz_features.publishers import provider_for
+from rustiz_features.publishers.base import Channel, OutgoingPost
 from conftest import client_for_fakes
 from test_api_media import mp4_file
 from test_provider_bluesky import api, png, publish, upload
@@ -164,12 +166,12 @@ def test_sending_a_part_again_finds_the_first_record_on_a_real_pds(real_pds):
 
     async def publish_twice() -> tuple:
         http = client_for_fakes()  # the real PDS listens on 127.0.0.1
-        channel = rustiz.Channel("c1", "carol", {"service": real_pds.url, "identifier": "carol.test",
+        channel = Channel("c1", "carol", {"service": real_pds.url, "identifier": "carol.test",
                                                  "password": "carol-app-password"}, None, http)
-        part = rustiz.OutgoingPost(rustiz.new_cuid(), "<p>only once</p>", (), {}, 0, rustiz.new_uuid(),
+        part = OutgoingPost(rustiz.new_cuid(), "<p>only once</p>", (), {}, 0, rustiz.new_uuid(),
                                    rustiz.utc_now_iso())
         try:
-            provider = rustiz.PUBLISHERS["bluesky"]
+            provider = provider_for("bluesky")
             return await provider.publish(channel, part, None), await provider.publish(channel, part, None)
         finally:
             http.close()

@@ -7,7 +7,10 @@ import time
 import pytest
 
 import rustiz
-from rustiz import ApiError, validate_create_post
+from rustiz_features.catalogue import PROVIDERS, post_length
+from rustiz_features.text import sanitize_html, strip_html, x_weighted_length
+from rustiz_features.validation import validate_create_post
+from rustiz import ApiError
 
 IDENTIFIERS = [
     "x", "linkedin", "linkedin-page", "reddit", "instagram", "instagram-standalone", "facebook", "threads",
@@ -62,13 +65,13 @@ def assert_draft_07_shape(schema: dict, where: str) -> None:
 
 
 def test_the_35_identifiers_in_postiz_order():
-    assert list(rustiz.PROVIDERS) == IDENTIFIERS
-    assert all(spec.identifier == identifier for identifier, spec in rustiz.PROVIDERS.items())
-    assert isinstance(rustiz.PROVIDERS["x"], tuple)  # a NamedTuple, cheap to create at start-up
+    assert list(PROVIDERS) == IDENTIFIERS
+    assert all(spec.identifier == identifier for identifier, spec in PROVIDERS.items())
+    assert isinstance(PROVIDERS["x"], tuple)  # a NamedTuple, cheap to create at start-up
 
 
 def test_every_provider_has_a_name_editor_limit_rules_and_tools():
-    for spec in rustiz.PROVIDERS.values():
+    for spec in PROVIDERS.values():
         assert spec.name and spec.editor in ("normal", "html", "markdown"), spec.identifier
         assert isinstance(spec.max_length, int) and spec.max_length > 0, spec.identifier
         assert isinstance(spec.rules, str)
@@ -84,12 +87,12 @@ def test_limits_names_and_editors_of_some_providers():
                 "wrapcast": ("Farcaster", "normal", 800), "listmonk": ("ListMonk", "html", 100000000),
                 "tumblr": ("Tumblr", "normal", 32768), "tiktok": ("Tiktok", "normal", 2000)}
     for identifier, (name, editor, max_length) in expected.items():
-        spec = rustiz.PROVIDERS[identifier]
+        spec = PROVIDERS[identifier]
         assert (spec.name, spec.editor, spec.max_length) == (name, editor, max_length)
 
 
 def test_settings_schemas_are_draft_07_shaped_or_postiz_no_settings_text():
-    for identifier, spec in rustiz.PROVIDERS.items():
+    for identifier, spec in PROVIDERS.items():
         if identifier in WITHOUT_SCHEMA:
             assert spec.settings == "No additional settings required", identifier
         else:
@@ -98,12 +101,12 @@ def test_settings_schemas_are_draft_07_shaped_or_postiz_no_settings_text():
 
 
 def test_x_schema_is_exactly_postiz_s():
-    assert rustiz.PROVIDERS["x"].settings == X_SCHEMA
-    assert list(rustiz.PROVIDERS["x"].settings["properties"]) == list(X_SCHEMA["properties"])
+    assert PROVIDERS["x"].settings == X_SCHEMA
+    assert list(PROVIDERS["x"].settings["properties"]) == list(X_SCHEMA["properties"])
 
 
 def test_schema_required_lists_and_nesting():
-    settings = {identifier: spec.settings for identifier, spec in rustiz.PROVIDERS.items()}
+    settings = {identifier: spec.settings for identifier, spec in PROVIDERS.items()}
     assert settings["youtube"]["required"] == ["title", "type"]
     assert settings["youtube"]["properties"]["tags"]["$ref"] == "#/definitions/Array"
     assert settings["tiktok"]["required"] == ["privacy_level", "duet", "stitch", "comment", "autoAddMusic",
@@ -118,7 +121,7 @@ def test_schema_required_lists_and_nesting():
 
 
 def test_rules_and_tools():
-    providers = rustiz.PROVIDERS
+    providers = PROVIDERS
     assert providers["x"].rules.startswith("X can have maximum 4 pictures")
     assert providers["bluesky"].rules == ("Bluesky can have maximum 1 video or 4 pictures in one post, it can also "
                                           "be without attachments")
@@ -438,13 +441,13 @@ def test_content_is_sanitised_in_the_plan():
     ("<!-- note -->x&nbsp;y", "x&nbsp;y"),
 ])
 def test_sanitiser_keeps_only_what_postiz_allows(html, expected):
-    assert rustiz.sanitize_html(html) == expected
+    assert sanitize_html(html) == expected
 
 
 def test_strip_html_removes_tags_like_striptags():
-    assert rustiz.strip_html("<p>Hello <a href='x>y'>you</a></p><p>&amp;</p>") == "Hello you&amp;"
-    assert rustiz.strip_html("a <b") == "a "
-    assert rustiz.strip_html("") == ""
+    assert strip_html("<p>Hello <a href='x>y'>you</a></p><p>&amp;</p>") == "Hello you&amp;"
+    assert strip_html("a <b") == "a "
+    assert strip_html("") == ""
 
 
 @pytest.mark.parametrize("text, weighted", [
@@ -457,12 +460,12 @@ def test_strip_html_removes_tags_like_striptags():
     ("see https://example.com/a/very/long/path?with=query", 4 + 23),
 ])
 def test_x_weighted_length(text, weighted):
-    assert rustiz.x_weighted_length(text) == weighted
+    assert x_weighted_length(text) == weighted
 
 
 def test_post_length_uses_the_right_limit():
-    assert rustiz.post_length("x", "<p>日本</p>", []) == (4, 280)
-    assert rustiz.post_length("x", "abc", [{"title": "Verified", "value": True}]) == (3, 4000)
-    assert rustiz.post_length("x", "abc", [{"title": "Verified", "value": False}]) == (3, 280)
-    assert rustiz.post_length("bluesky", "<p>日本</p>", []) == (2, 300)
-    assert rustiz.post_length("no-such-provider", "abc", []) == (3, 0)
+    assert post_length("x", "<p>日本</p>", []) == (4, 280)
+    assert post_length("x", "abc", [{"title": "Verified", "value": True}]) == (3, 4000)
+    assert post_length("x", "abc", [{"title": "Verified", "value": False}]) == (3, 280)
+    assert post_length("bluesky", "<p>日本</p>", []) == (2, 300)
+    assert post_length("no-such-provider", "abc", []) == (3, 0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 import rustiz
+import rustiz_features.publishers
+from rustiz_features.publishers.articles import html_to_markdown
 from articles_helpers import (connect, connected_channel, notifications, refresh_needed, refused_post, schedule,
                               trigger, upload_image, wait_for_state)
 from fake_devto import FakeDevto
@@ -150,8 +152,8 @@ def test_html_to_markdown_keeps_the_structure_and_escapes_markdown_signs_in_text
             "<ol start=\"3\"><li><p>three</p><ul><li>nested</li></ul></li><li>four</li></ol>"
             "<blockquote><p>q1</p><p>q2</p></blockquote><pre><code>x = *1*\n</code></pre>"
             "<p><code>a`b</code> <a href=\"https://e.com/a(b)\">link</a> <img src=\"https://i/x.png\" alt=\"pic\"></p><hr>")
-    assert rustiz.html_to_markdown(html) == (
+    assert html_to_markdown(html) == (
         "# T & more\n\na\\_b \\*c\\* **bold** *it* ~~old~~ under  \nnext\n\n"
         "3. three\n   - nested\n4. four\n\n> q1\n>\n> q2\n\n```\nx = *1*\n```\n\n"
         "``a`b`` [link](<https://e.com/a(b)>) ![pic](https://i/x.png)\n\n***")
-    assert rustiz.html_to_markdown("<p></p><p>plain</p><p><br></p>") == "plain"
+    assert html_to_markdown("<p></p><p>plain</p><p><br></p>") == "plain"

@@ -19,6 +19,14 @@ from pathlib import Path
 import pytest
 
 import rustiz
+from rustiz_features.bech32 import bech32_encode, bech32_payload
+from rustiz_features.catalogue import nostr_private_key_hex
+from rustiz_features.http_client import ConnectFailed, Timeouts
+from rustiz_features.publishers.nostr import (
+    nevent, nostr_event, nostr_event_is_valid, publish_to_relay, query_relay,
+)
+from rustiz_features.publishers.secp256k1 import SECP256K1_N, schnorr_public_key, schnorr_sign, schnorr_verify
+from rustiz_features.publishers.websocket import WebSocketClient, _websocket_accept, _websocket_mask
 from conftest import client_for_fakes
 from fake_nostr import SECRET_KEY_HEX, FakeNostrRelay, closed_port_url, profile_event
 from test_api_media import png_file, upload
@@ -53,66 +61,66 @@ def test_bip340_official_test_vectors(row):
     _, secret, public, aux, message, signature, valid, _ = row.split(",", 7)
     public, message, signature = bytes.fromhex(public), bytes.fromhex(message), bytes.fromhex(signature)
     if secret:
-        assert rustiz.schnorr_public_key(bytes.fromhex(secret)) == public
-        assert rustiz.schnorr_sign(message, bytes.fromhex(secret), bytes.fromhex(aux)) == signature
-    assert rustiz.schnorr_verify(message, public, signature) is (valid == "TRUE")
+        assert schnorr_public_key(bytes.fromhex(secret)) == public
+        assert schnorr_sign(message, bytes.fromhex(secret), bytes.fromhex(aux)) == signature
+    assert schnorr_verify(message, public, signature) is (valid == "TRUE")
 
 
 def test_signing_refuses_keys_outside_the_curve_order():
-    for key in (bytes(32), rustiz.SECP256K1_N.to_bytes(32, "big")):
+    for key in (bytes(32), SECP256K1_N.to_bytes(32, "big")):
         with pytest.raises(ValueError, match="outside the range"):
-            rustiz.schnorr_public_key(key)
+            schnorr_public_key(key)
 
 
 def test_nip19_example_keys_encode_and_decode():
     # the examples of NIP-19
     npub = "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
     nsec = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
-    assert rustiz.bech32_encode("npub", bytes.fromhex(PUBLIC_KEY_HEX)) == npub
-    assert rustiz.bech32_encode("nsec", bytes.fromhex(SECRET_KEY_HEX)) == nsec
-    assert rustiz.nostr_private_key_hex(nsec) == SECRET_KEY_HEX
-    assert rustiz.schnorr_public_key(bytes.fromhex(SECRET_KEY_HEX)).hex() == PUBLIC_KEY_HEX
+    assert bech32_encode("npub", bytes.fromhex(PUBLIC_KEY_HEX)) == npub
+    assert bech32_encode("nsec", bytes.fromhex(SECRET_KEY_HEX)) == nsec
+    assert nostr_private_key_hex(nsec) == SECRET_KEY_HEX
+    assert schnorr_public_key(bytes.fromhex(SECRET_KEY_HEX)).hex() == PUBLIC_KEY_HEX
 
 
 def test_nevent_carries_the_id_the_relays_and_the_author():
     event_id = "ab" * 32
-    payload = rustiz.bech32_payload(rustiz.nevent(event_id, PUBLIC_KEY_HEX, ["wss://relay.example"]), "nevent")
+    payload = bech32_payload(nevent(event_id, PUBLIC_KEY_HEX, ["wss://relay.example"]), "nevent")
     assert payload == (bytes((0, 32)) + bytes.fromhex(event_id) + bytes((1, 19)) + b"wss://relay.example"
                        + bytes((2, 32)) + bytes.fromhex(PUBLIC_KEY_HEX))
 
 
 def test_an_event_id_is_the_hash_of_its_nip01_serialisation_and_tampering_shows():
-    event = rustiz.nostr_event(bytes.fromhex(SECRET_KEY_HEX), 1700000000, 1, [["p", PUBLIC_KEY_HEX]],
+    event = nostr_event(bytes.fromhex(SECRET_KEY_HEX), 1700000000, 1, [["p", PUBLIC_KEY_HEX]],
                                'line "one"\nthé\\two')
     serialized = json.dumps([0, PUBLIC_KEY_HEX, 1700000000, 1, [["p", PUBLIC_KEY_HEX]], 'line "one"\nthé\\two'],
                             separators=(",", ":"), ensure_ascii=False).encode()
     assert event["id"] == hashlib.sha256(serialized).hexdigest()
-    assert rustiz.nostr_event_is_valid(event)
-    assert not rustiz.nostr_event_is_valid({**event, "content": "other"})
-    assert not rustiz.nostr_event_is_valid({**event, "sig": "00" * 64})
+    assert nostr_event_is_valid(event)
+    assert not nostr_event_is_valid({**event, "content": "other"})
+    assert not nostr_event_is_valid({**event, "sig": "00" * 64})
 
 
 def test_websocket_accept_key_and_masking_follow_rfc_6455():
     # the example of RFC 6455 §1.3
-    assert rustiz._websocket_accept("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    assert _websocket_accept("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
     # the example of RFC 6455 §5.7: "Hello" masked with 37 fa 21 3d
-    assert rustiz._websocket_mask(b"Hello", bytes.fromhex("37fa213d")) == bytes.fromhex("7f9f4d5158")
+    assert _websocket_mask(b"Hello", bytes.fromhex("37fa213d")) == bytes.fromhex("7f9f4d5158")
 
 
 def test_the_websocket_client_refuses_a_server_that_does_not_upgrade():
     relay = FakeNostrRelay()
     relay.refuse_upgrade = True
-    with pytest.raises(rustiz.ConnectFailed, match="answered HTTP 404 instead of 101"):
-        rustiz.WebSocketClient(relay.url, time.monotonic() + 5, client_for_fakes())
+    with pytest.raises(ConnectFailed, match="answered HTTP 404 instead of 101"):
+        WebSocketClient(relay.url, time.monotonic() + 5, client_for_fakes())
 
 
 def test_the_websocket_client_sends_large_masked_messages_and_reads_them_back():
     relay = FakeNostrRelay()
     content = "x" * 70000  # a 64-bit length frame out, and back in the REQ's answer
-    event = rustiz.nostr_event(bytes.fromhex(SECRET_KEY_HEX), int(time.time()), 1, [], content)
-    answer = rustiz.publish_to_relay(client_for_fakes(), relay.url, event, rustiz.Timeouts(5, 5))
+    event = nostr_event(bytes.fromhex(SECRET_KEY_HEX), int(time.time()), 1, [], content)
+    answer = publish_to_relay(client_for_fakes(), relay.url, event, Timeouts(5, 5))
     assert answer.state == "accepted"
-    found = rustiz.query_relay(client_for_fakes(), relay.url, {"ids": [event["id"]]}, rustiz.Timeouts(5, 5))
+    found = query_relay(client_for_fakes(), relay.url, {"ids": [event["id"]]}, Timeouts(5, 5))
     assert [found_event["content"] for found_event in found.events] == [content]
 
 
@@ -180,7 +188,7 @@ def test_connect_reads_the_profile_and_identifies_the_account_by_its_public_key(
     assert channel["profile"] == "me@example.org"  # the NIP-05 address of the profile
     assert ["REQ"] == relay.received[0][:1] and relay.received[0][2] == {
         "authors": [PUBLIC_KEY_HEX], "kinds": [0], "limit": 1}
-    status, again = connect(rustiz_server, {**relay.credentials(), "password": rustiz.bech32_encode(
+    status, again = connect(rustiz_server, {**relay.credentials(), "password": bech32_encode(
         "nsec", bytes.fromhex(SECRET_KEY_HEX))})
     assert status == 409, again  # the same key as nsec is the same account
 
@@ -239,11 +247,11 @@ def test_a_post_with_media_is_a_signed_note_with_the_media_urls_on_their_own_lin
     [event] = relay.published
     assert event["content"] == f"Hello & welcome\n{media['path']}"
     assert event["kind"] == 1 and event["tags"] == [] and event["pubkey"] == PUBLIC_KEY_HEX
-    assert rustiz.nostr_event_is_valid(event)
+    assert nostr_event_is_valid(event)
     assert abs(event["created_at"] - time.time()) < 60
     assert post["releaseId"] == event["id"]
     nevent = post["releaseURL"].removeprefix("https://njump.me/")
-    assert rustiz.bech32_payload(nevent, "nevent")[2:34].hex() == event["id"]
+    assert bech32_payload(nevent, "nevent")[2:34].hex() == event["id"]
 
 
 def test_thread_parts_are_nip10_replies_to_the_root_and_their_parent(rustiz_server, relay):
@@ -469,5 +477,5 @@ def test_a_post_and_its_reply_reach_a_real_relay_and_read_back_verified(start_se
     assert reply["tags"] == [["e", root_id, real_relay, "root"], ["p", PUBLIC_KEY_HEX]]
 
     # rustiz's own client reads it back too
-    again = rustiz.query_relay(client_for_fakes(), real_relay, {"ids": [reply_id]}, rustiz.Timeouts(5, 5))
+    again = query_relay(client_for_fakes(), real_relay, {"ids": [reply_id]}, Timeouts(5, 5))
     assert [event["id"] for event in again.events] == [reply_id]

@@ -9,15 +9,25 @@ import time
 import pytest
 
 import rustiz
+from rustiz_features.catalogue import CREDENTIAL_SPECS
+from rustiz_features.http_client import HttpReply
+from rustiz_features.publishers import PROVIDER_MODULES, provider_for
+from rustiz_features.publishers.base import (
+    NeedsReconnect, OutcomeUnknown, PublishError, Rejected, Retryable, retry_after_seconds,
+)
+from rustiz_features.publishers.markup import html_to_text
+from rustiz_features.recurrence import next_occurrence
+from rustiz_features.scheduler import epoch_seconds, failure_text
 
 
-def reply(status: int, body: bytes = b"", **headers: str) -> rustiz.HttpReply:
-    return rustiz.HttpReply(status, {name.replace("_", "-").lower(): value for name, value in headers.items()}, body, "")
+def reply(status: int, body: bytes = b"", **headers: str) -> HttpReply:
+    return HttpReply(status, {name.replace("_", "-").lower(): value for name, value in headers.items()}, body, "")
 
 
 def test_every_provider_that_connects_with_credentials_has_a_publisher():
-    assert sorted(rustiz.PUBLISHERS) == sorted(rustiz.CREDENTIAL_SPECS)
-    for identifier, publisher in rustiz.PUBLISHERS.items():
+    assert sorted(PROVIDER_MODULES) == sorted(CREDENTIAL_SPECS)
+    for identifier in PROVIDER_MODULES:
+        publisher = provider_for(identifier)
         assert publisher.identifier == identifier and publisher.label
         assert publisher.concurrency >= 1 and publisher.spacing >= 0
 
@@ -31,47 +41,47 @@ def test_every_provider_that_connects_with_credentials_has_a_publisher():
     (reply(429), None),
 ])
 def test_how_long_a_throttled_answer_asks_to_wait(answer, seconds):
-    assert rustiz.retry_after_seconds(answer) == seconds
+    assert retry_after_seconds(answer) == seconds
 
 
-def test_waits_given_as_dates_or_epochs_are_counted_from_now():
+def test_waits_given_as_dates_orepoch_secondss_are_counted_from_now():
     in_a_minute = time.time() + 60
     for answer in (reply(429, Retry_After=email.utils.formatdate(in_a_minute, usegmt=True)),
                    reply(429, ratelimit_reset=str(int(in_a_minute))),  # Bluesky: an epoch
                    reply(429, x_ratelimit_reset=rustiz.iso_at(in_a_minute))):  # Mastodon: an ISO time
-        assert 55 <= rustiz.retry_after_seconds(answer) <= 61
+        assert 55 <= retry_after_seconds(answer) <= 61
 
 
 @pytest.mark.parametrize("status, visible, kind", [
-    (429, True, rustiz.Retryable), (503, True, rustiz.Retryable), (502, True, rustiz.Retryable),
-    (500, False, rustiz.Retryable), (500, True, rustiz.OutcomeUnknown), (504, True, rustiz.OutcomeUnknown),
-    (401, True, rustiz.NeedsReconnect), (403, False, rustiz.NeedsReconnect),
-    (400, True, rustiz.Rejected), (422, True, rustiz.Rejected), (404, False, rustiz.Rejected),
+    (429, True, Retryable), (503, True, Retryable), (502, True, Retryable),
+    (500, False, Retryable), (500, True, OutcomeUnknown), (504, True, OutcomeUnknown),
+    (401, True, NeedsReconnect), (403, False, NeedsReconnect),
+    (400, True, Rejected), (422, True, Rejected), (404, False, Rejected),
 ])
 def test_each_status_means_one_decision(status, visible, kind):
-    provider = rustiz.PUBLISHERS["webhook"]
+    provider = provider_for("webhook")
     with pytest.raises(kind) as raised:
         provider.check_reply(reply(status, b'{"message": "the words"}'), visible, "the media upload")
     assert raised.value.status == status
     words = "the words" if visible else "the words (on the media upload)"
-    if kind is rustiz.OutcomeUnknown:  # said so: the post may be out
+    if kind is OutcomeUnknown:  # said so: the post may be out
         words = "a server error, after the post was sent: " + words
     assert raised.value.message == words
 
 
 def test_a_2xx_answer_is_returned():
     answer = reply(201, b"{}")
-    assert rustiz.PUBLISHERS["webhook"].check_reply(answer, True, "the post") is answer
+    assert provider_for("webhook").check_reply(answer, True, "the post") is answer
 
 
 def test_a_failure_names_the_platform_status_part_and_item():
-    error = rustiz.Rejected("Validation failed: Text character limit of 500 exceeded", 422,
+    error = Rejected("Validation failed: Text character limit of 500 exceeded", 422,
                             '{"error":"Validation failed: Text character limit of 500 exceeded"}', item="media item 1")
-    assert rustiz.failure_text("Mastodon", error, 1) == (
+    assert failure_text("Mastodon", error, 1) == (
         "Failed on Mastodon (HTTP 422) at thread part 2, media item 1: Validation failed: Text character limit of "
         "500 exceeded")
     detail = '{"message":"Invalid Form Body","code":50035,"errors":{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"}]}}}'
-    assert rustiz.failure_text("Discord", rustiz.Rejected("Invalid Form Body", 400, detail), 0) == (
+    assert failure_text("Discord", Rejected("Invalid Form Body", 400, detail), 0) == (
         f"Failed on Discord (HTTP 400): Invalid Form Body — Discord answered: {detail}")
 
 
@@ -79,12 +89,12 @@ PAGE = b"<html><body><pre>RUSTIZ_API_KEY=the-secret-of-another-server</pre></bod
 
 
 @pytest.mark.parametrize("status", [200, 400, 401, 403, 404, 422, 429, 500, 502])
-@pytest.mark.parametrize("provider", sorted(rustiz.PUBLISHERS))
+@pytest.mark.parametrize("provider", sorted(PROVIDER_MODULES))
 def test_an_answer_in_no_error_shape_of_the_platform_is_described_never_quoted(provider, status):
     """A proxy's page, or whatever server a tenant's URL names: its status and size, not its words."""
     try:
-        rustiz.PUBLISHERS[provider].check_reply(reply(status, PAGE, content_type="text/html"), True, "the post")
-    except rustiz.PublishError as error:
+        provider_for(provider).check_reply(reply(status, PAGE, content_type="text/html"), True, "the post")
+    except PublishError as error:
         assert "the-secret" not in error.message + error.body, error.message
         assert f"HTTP {status}" in error.message or error.status == status, error.message
     else:
@@ -113,8 +123,8 @@ LONG = "x" * 2000
     ("mastodon", {"error": LONG}, "x" * 300 + "…"),
 ])
 def test_a_platform_s_own_error_is_quoted_bounded(provider, answer, words):
-    with pytest.raises(rustiz.PublishError) as raised:
-        rustiz.PUBLISHERS[provider].check_reply(reply(422, json.dumps(answer).encode()), True, "the post")
+    with pytest.raises(PublishError) as raised:
+        provider_for(provider).check_reply(reply(422, json.dumps(answer).encode()), True, "the post")
     assert words in raised.value.message and LONG not in raised.value.message, raised.value.message
     assert len(raised.value.body) <= 600
 
@@ -122,19 +132,19 @@ def test_a_platform_s_own_error_is_quoted_bounded(provider, answer, words):
 @pytest.mark.parametrize("provider", ["mastodon", "telegram", "discord", "wordpress", "listmonk", "bluesky"])
 def test_another_platform_s_error_shape_is_not_quoted(provider):
     """JSON in some other shape (here a bare {"detail"}, which none of these platforms answers)."""
-    with pytest.raises(rustiz.PublishError) as raised:
-        rustiz.PUBLISHERS[provider].check_reply(reply(400, b'{"detail": "the-secret"}'), False, "the account")
+    with pytest.raises(PublishError) as raised:
+        provider_for(provider).check_reply(reply(400, b'{"detail": "the-secret"}'), False, "the account")
     assert "the-secret" not in raised.value.message + raised.value.body
     assert "HTTP 400, 24 bytes that are not" in raised.value.message, raised.value.message
 
 
 def test_a_recurring_post_re_anchors_on_its_next_future_occurrence():
     anchor = "2026-01-01T09:00:00.000Z"
-    after = rustiz._epoch("2026-01-15T10:00:00.000Z")
-    assert rustiz.next_occurrence(anchor, None, 7, "UTC", after) == "2026-01-22T09:00:00.000Z"
-    assert rustiz.next_occurrence(anchor, None, 1, "UTC", rustiz._epoch(anchor) - 10) == anchor
+    after = epoch_seconds("2026-01-15T10:00:00.000Z")
+    assert next_occurrence(anchor, None, 7, "UTC", after) == "2026-01-22T09:00:00.000Z"
+    assert next_occurrence(anchor, None, 1, "UTC", epoch_seconds(anchor) - 10) == anchor
 
 
 def test_html_becomes_plain_text_with_line_breaks():
-    assert rustiz.html_to_text("<p>Hello &amp; <strong>welcome</strong></p><p>line<br>two</p><ul><li>a</li></ul>") == (
+    assert html_to_text("<p>Hello &amp; <strong>welcome</strong></p><p>line<br>two</p><ul><li>a</li></ul>") == (
         "Hello & welcome\nline\ntwo\n- a")

@@ -276,7 +276,7 @@ def test_a_recurring_post_goes_again_at_its_local_time_in_the_organization_s_tim
 
 
 def test_next_occurrence_keeps_the_local_time_across_daylight_saving_changes():
-    from rustiz import next_occurrence
+    from rustiz_features.recurrence import next_occurrence
 
     def after(moment: str) -> float:
         return datetime.datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()

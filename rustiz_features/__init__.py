@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+
+"""rustiz's features, beside the core (rustiz.py), each imported the first time it is needed.
+
+The core serves HTTP, stores, authenticates and routes; its route table names the module and handler of
+every route, and a module is imported on the first request to one of its routes. Imports go one way:
+the core imports none of these at load time, and these import the core and one another as a DAG:
+
+  mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue
+  api_posts -> api_channels, validation, recurrence, catalogue
+  api_channels -> catalogue, publishers, http_client, web
+  validation -> catalogue, text, publishers
+  scheduler -> publishers, media, recurrence, http_client, catalogue
+  openapi -> api_posts, media, validation, catalogue
+  media -> catalogue, http_client
+  publishers/<platform> -> publishers/base and its helpers, catalogue, text, http_client
+  catalogue -> text, bech32, http_client
+  web, recurrence, text, bech32, http_client -> the core only
+
+tests/test_layout.py checks this graph has no cycle and that the core imports none of these at load time.
+"""

@@ -1,0 +1,292 @@
+"""Channels, outgoing webhooks and the organization: the public API routes that are not about posts.
+
+Rules:
+- Handlers shape Postiz's JSON; what is stored is the Store's business, what a platform says is a
+  publisher's (connect_channel asks the provider of the channel's platform to verify the credentials).
+- Every lookup is scoped by the caller's organization; another organization's ids answer like unknown ones.
+- Every outbound call goes through the App's one HttpClient (its address guard), made on first use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Optional
+
+from rustiz import (
+    ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key, json_object,
+    json_response, log, nest_error, new_api_key, not_found, read_config_file, session_cookie, update_config_value,
+)
+from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
+from .catalogue import (
+    NewChannel, PROVIDERS, optional_text_problem, provider_max_length, text_problem, url_host, url_problem,
+    validate_new_channel,
+)
+from .http_client import AddressRefused, HttpClient
+from .publishers import provider_for
+from .web import start_web_session
+
+
+class ChannelsApi:
+    """What clients ask about a channel before posting (settings schema, helper tools) and the groups."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.store = app.store
+
+    @property
+    def http(self) -> HttpClient:
+        return self.app.http  # made on first use: listing channels needs no outbound client
+
+    @staticmethod
+    def is_connected(request: Request, organization_id: str) -> Response:
+        return json_response({"connected": True})
+
+    def integrations(self, request: Request, organization_id: str) -> Response:
+        group = request.query.get("group") if request.query_string else None
+        return json_response(self.store.integrations(organization_id, group or None))
+
+    def _channel(self, request: Request, organization_id: str) -> dict:
+        channel = self.store.channel(organization_id, request.params["id"])
+        if channel is None:  # another organization's channel too: its existence is not revealed
+            raise ApiError(404, {"msg": "Integration not found"})
+        return channel
+
+    def integration_settings(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        spec = PROVIDERS.get(channel["provider_identifier"])
+        if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
+            return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
+        return json_response({"output": {
+            "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
+            "settings": spec.settings, "tools": spec.tools}})
+
+    async def integration_trigger(self, request: Request, organization_id: str) -> Response:
+        channel = self._channel(request, organization_id)
+        if channel["provider_identifier"] not in PROVIDERS:
+            raise ApiError(404, {"msg": "Integration provider not found"})
+        body = request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
+        body = body if isinstance(body, dict) else {}
+        output = await self.run_tool(channel, body.get("methodName"), body.get("data"))
+        return json_response({"output": output})
+
+    async def run_tool(self, channel: dict, method_name: Any, data: Any) -> Any:
+        """A provider helper tool of the channel (one of the caller's, from Store.channel); raises ApiError.
+
+        For POST /integration-trigger/:id and MCP's triggerTool alike."""
+        platform = provider_for(channel["provider_identifier"])
+        if platform is None or not isinstance(method_name, str):
+            raise ApiError(404, {"msg": "Tool not found"})
+        credentials, session = self.store.channel_secrets(channel["id"])
+        target = Channel(channel["id"], channel["name"], credentials, session, self.http,
+                         lambda new_session: self.store.save_channel_session(channel["id"], new_session))
+        try:
+            output = await platform.run_tool(target, method_name, data if isinstance(data, dict) else {})
+        except LookupError:
+            raise ApiError(404, {"msg": "Tool not found"}) from None
+        except NeedsReconnect:
+            self.store.mark_refresh_needed(channel["id"])
+            raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
+        except AddressNotAllowed as refused:  # not the platform's failure: the operator's allow-list decides
+            raise nest_error(400, f"{platform.label} may not be reached for {method_name}: {refused.message}") from None
+        except PublishError as failed:
+            raise nest_error(502, f"{platform.label} could not answer {method_name}: {failed.message}") from None
+        return output
+
+    def groups(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.customers(organization_id))
+
+    async def add_channel(self, request: Request, organization_id: str) -> Response:
+        """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
+        channel = await connect_channel(self.store, organization_id, json_object(request), self.http)
+        return json_response(channel, 201)
+
+
+async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
+    """The channel as its platform knows it: credentials checked, the real account read; raises ApiError."""
+    platform = provider_for(channel.provider)  # every provider of CREDENTIAL_SPECS has one
+    probe = Channel("", channel.account.name, channel.credentials, None, http)
+    try:
+        connected = await platform.connect(probe)
+    except AddressNotAllowed as refused:
+        raise nest_error(400, f"Cannot connect a {platform.label} channel: {refused.message}") from None
+    except (Rejected, NeedsReconnect) as refused:
+        status = f" (HTTP {refused.status})" if refused.status else ""
+        raise nest_error(400, f"{platform.label} refused these credentials{status}: {refused.message}") from None
+    except PublishError as failed:
+        raise nest_error(502, f"could not check these credentials with {platform.label}, so nothing was "
+                              f"saved: {failed.message}; try again") from None
+    account = connected.account._replace(name=channel.account.name) if name_given else connected.account
+    return channel._replace(account=account, session=connected.session, limits=connected.limits)
+
+
+async def connect_channel(store: Store, organization_id: str, body: Any, http: HttpClient) -> dict:
+    """Validate, verify with the platform and store a channel added with credentials, for the API and the
+    CLI alike; raises ApiError."""
+    channel = validate_new_channel(body)
+    channel = await verified_channel(channel, isinstance(body, dict) and body.get("name") is not None, http)
+    try:
+        return store.add_channel(organization_id, channel)
+    except ChannelAlreadyAdded as duplicate:
+        raise nest_error(409, f"this {channel.provider} account is already the channel \"{duplicate.name}\" "
+                              f"({duplicate.channel_id}) of this organization; delete that channel first "
+                              f"(DELETE /public/v1/integrations/{duplicate.channel_id}) to add it again") from None
+
+
+class WebhooksApi:
+    """rustiz: an organization's outgoing webhooks. Each URL gets a signed JSON event (post.published,
+    post.failed) for the posts of the channels it covers: the hook for n8n, Zapier and the like."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.store = app.store
+
+    @property
+    def http(self) -> HttpClient:
+        return self.app.http  # its address guard checks a URL when it is registered (and at each delivery)
+
+    def list_webhooks(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.webhooks(organization_id))
+
+    async def create(self, request: Request, organization_id: str) -> Response:
+        body = json_object(request)
+        problems = [f"url {problem}" for problem in [url_problem(body.get("url"), ("http", "https"))] if problem]
+        problems += [problem for problem in (optional_text_problem(body, "name"),) if problem]
+        secret = body.get("secret")
+        if secret is not None and text_problem(secret):
+            problems.append(f"secret {text_problem(secret)}")
+        channel_ids, channel_problems = self._channel_ids(organization_id, body.get("integrations", []))
+        if problems or channel_problems:
+            raise bad_request(problems + channel_problems)
+        try:
+            await self.http.check_url(body["url"])
+        except AddressRefused as refused:
+            raise bad_request(f"url cannot receive webhooks: {refused}") from None
+        name = body["name"].strip() if body.get("name") is not None else f"Webhook to {url_host(body['url'])}"
+        return json_response(self.store.create_webhook(organization_id, name, body["url"], channel_ids, secret), 201)
+
+    def _channel_ids(self, organization_id: str, integrations: Any) -> tuple:
+        """The channel ids a webhook covers (Postiz's [{"id"}] or plain ids; none = every channel), and problems."""
+        if not isinstance(integrations, list):
+            return [], ["integrations must be an array of channel ids (empty: every channel)"]
+        ids, problems = [], []
+        for index, item in enumerate(integrations):
+            channel_id = item.get("id") if isinstance(item, dict) else item
+            if not isinstance(channel_id, str) or self.store.channel(organization_id, channel_id) is None:
+                problems.append(f"integrations.{index} is not a channel of this organization: "
+                                f"{json.dumps(channel_id)[:100]}")
+            else:
+                ids.append(channel_id)
+        return ids, problems
+
+    def delete(self, request: Request, organization_id: str) -> Response:
+        if not self.store.delete_webhook(organization_id, request.params["id"]):
+            raise not_found(f"No webhook {request.params['id']} in this organization")
+        return json_response({"deleted": True})
+
+
+class OrganizationApi:
+    """rustiz: the caller's organization, its IANA timezone (posting slots are local times in it), its key."""
+
+    def __init__(self, app: App):
+        self.config = app.config
+        self.store = app.store
+        self.guard = app.guard
+
+    def rotate_key(self, request: Request, organization_id: str) -> Response:
+        """A new API key, answered once (only its hash is kept); the old one stops working at once, in every
+        worker, and so do the web sessions signed in with it. A browser that rotated with such a session gets
+        a new one for the new key (a cookie, and the csrfToken in the answer). When the config file holds the
+        old key, it gets the new one."""
+        key = new_api_key()
+        old_hash = self.store.api_key_hash(organization_id)
+        self.store.set_api_key_hash(organization_id, hash_api_key(key))
+        saved_key = read_config_file(self.config.config_path).get("RUSTIZ_API_KEY", "")
+        if saved_key and hash_api_key(saved_key) == old_hash:
+            update_config_value(self.config.config_path, "RUSTIZ_API_KEY", key)
+        log(f"new API key for organization {self.store.organization(organization_id)['name']} "
+            "(rotated through the API); the old key and the web sessions signed in with it no longer work")
+        answer, headers = {"apiKey": key}, [("Cache-Control", "no-store")]
+        token = None if self.guard.presented_key(request) else session_cookie(request)
+        if token and self.store.web_session(hash_api_key(token)) is None:  # it was signed in with the old key
+            cookie, answer["csrfToken"] = start_web_session(self.store, self.guard, request, organization_id,
+                                                            api_key_hash=hash_api_key(key))
+            headers.append(("Set-Cookie", cookie))
+        return json_response(answer, 201, headers)
+
+    def show(self, request: Request, organization_id: str) -> Response:
+        return json_response(self.store.organization(organization_id))
+
+    def update(self, request: Request, organization_id: str) -> Response:
+        changes = validate_organization_changes(json_object(request))
+        self.store.update_organization(organization_id, **changes)
+        return json_response(self.store.organization(organization_id))
+
+
+def validate_channel_changes(body: dict) -> dict:
+    """The changes of PUT /integrations/:id as Store.update_channel takes them; raises a 400 listing problems."""
+    allowed = ("name", "disabled", "postingTimes", "customer")
+    problems = [f"property {name} should not exist (a channel takes {', '.join(allowed)})"
+                for name in body if name not in allowed]
+    problems += [problem for problem in (optional_text_problem(body, "name"),) if problem]
+    if "disabled" in body and not isinstance(body["disabled"], bool):
+        problems.append("disabled must be a boolean value")
+    times = body.get("postingTimes")
+    if "postingTimes" in body and not (isinstance(times, list) and all(
+            isinstance(item, dict) and set(item) == {"time"} and type(item["time"]) is int and 0 <= item["time"] < 1440
+            for item in times)):
+        problems.append("postingTimes must be a list of {\"time\": minutes after midnight, 0 to 1439}")
+    customer = body.get("customer")
+    if customer not in (None, "") and text_problem(customer):  # "" or null: no group
+        problems.append(f"customer {text_problem(customer)}")
+    if problems:
+        raise bad_request(problems)
+    changes = {}
+    if body.get("name") is not None:
+        changes["name"] = body["name"].strip()
+    if "disabled" in body:
+        changes["disabled"] = int(body["disabled"])
+    if "postingTimes" in body:
+        changes["posting_times"] = json.dumps(sorted(times, key=lambda item: item["time"]), separators=(",", ":"))
+    if "customer" in body:
+        changes["customer"] = (body["customer"] or "").strip()
+    return changes
+
+
+def timezone_problem(name: str) -> Optional[str]:
+    """Why `name` is not an IANA timezone this machine knows (None when it is one)."""
+    if name == "UTC":
+        return None
+    # Files in the zoneinfo directory that are no zone names: "localtime" would be whatever zone the
+    # server's machine is in, and the posix/ and right/ trees are copies under other names.
+    if re.match(r"(?:localtime|posixrules|posix/|right/)", name):
+        return f"timezone {name!r} is not an IANA timezone name; use one like Europe/Paris, America/New_York or UTC"
+    try:
+        from zoneinfo import ZoneInfo
+        ZoneInfo(name)
+    except ImportError:
+        return "timezones other than UTC need Python's zoneinfo module (Python 3.9 or newer)"
+    except (ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError; "../x" is a ValueError
+        return (f"timezone {name!r} is not an IANA timezone name this machine knows; use one like "
+                "Europe/Paris, America/New_York or UTC (install the tzdata package if none work)")
+    return None
+
+
+def validate_organization_changes(body: dict) -> dict:
+    """The {name?, timezone?} of PUT /organization (`rustiz org timezone` too), checked; raises ApiError (400)."""
+    problems = [f"property {name} should not exist (send name and/or timezone)" for name in body
+                if name not in ("name", "timezone")]
+    changes = {}
+    for field in ("name", "timezone"):
+        value = body.get(field)
+        if value is None:
+            continue
+        problem = text_problem(value)
+        if problem is not None:
+            problems.append(f"{field} {problem}")
+        elif field == "timezone" and timezone_problem(value.strip()):
+            problems.append(timezone_problem(value.strip()))
+        else:
+            changes[field] = value.strip()
+    if problems:
+        raise bad_request(problems)
+    return changes

@@ -1,0 +1,569 @@
+"""Posts, notifications, posting slots and analytics: Postiz's post routes and rustiz's additions.
+
+Rules:
+- A post is validated (validation.py) before anything is stored, then saved in one transaction.
+- Only the scheduler moves a post out of QUEUE; edits and deletes here take effect before it claims one.
+- Listings expand recurring posts (recurrence.py) within a bound on what one answer may hold.
+- Every lookup is scoped by the caller's organization; another organization's ids answer like unknown ones.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from typing import Any, Optional
+
+from rustiz import (
+    ApiError, App, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration, encode_json,
+    iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
+    parse_iso_instant, sha256, utc_now_iso,
+)
+from .api_channels import validate_channel_changes
+from .catalogue import post_length
+from .recurrence import recurrence_of, zone_named, zoned_instant
+from .validation import validate_create_post
+
+
+
+POST_NOT_FOUND = "Post not found"
+INTEGRATION_NOT_FOUND = "Integration not found"
+NOTIFICATIONS_PER_PAGE = 100
+MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
+SLOT_SEARCH_DAYS = 400
+
+
+def postiz_state(state: str) -> str:
+    """Postiz knows four states; a post rustiz's scheduler is publishing right now is still QUEUE there."""
+    return "QUEUE" if state == "PUBLISHING" else state
+
+
+def _load_json(text: Optional[str], default: Any) -> Any:
+    return default if text is None else json.loads(text)
+
+
+def _being_published(post_id: str) -> ApiError:
+    return nest_error(409, f"Post {post_id} is being published right now; wait until it is PUBLISHED or ERROR "
+                           f"(GET /posts/{post_id}), then change it")
+
+
+def _post_view(post: dict) -> dict:
+    """One post in rustiz's own shape: JSON columns decoded, the real state (PUBLISHING by name)."""
+    return {"id": post["id"], "group": post["group"], "parentPostId": post["parentPostId"], "state": post["state"],
+            "publishDate": post["publishDate"], "content": post["content"], "image": _load_json(post["image"], []),
+            "settings": _load_json(post["settings"], {}), "delay": post["delay"],
+            "intervalInDays": post["intervalInDays"], "creationMethod": post["creationMethod"],
+            "releaseId": post["releaseId"], "releaseURL": post["releaseURL"], "error": post["error"],
+            "createdAt": post["createdAt"], "updatedAt": post["updatedAt"]}
+
+
+def _listing_item(post: dict, tags: list) -> dict:
+    """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string."""
+    return {"id": post["id"], "content": post["content"], "publishDate": post["publishDate"],
+            "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
+            "intervalInDays": post["intervalInDays"], "group": post["group"],
+            "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
+            "integration": post["integration"]}
+
+
+# --- listings: how many occurrences of recurring posts one answer may hold -------------------------
+
+# What the occurrences of recurring posts may add to one listing: building and encoding the largest such
+# answer holds the event loop (every other request) for about a tenth of a second on a small machine.
+MAX_LISTED_OCCURRENCES = 10_000
+MAX_LISTED_OCCURRENCE_BYTES = 8 * 1024 * 1024
+
+
+def _posting_minutes(posting_times: str) -> list:
+    """Minutes after local midnight from a channel's postingTimes JSON ([{"time": 120}, ...]), sorted."""
+    try:
+        entries = json.loads(posting_times)
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)}
+    return sorted(minute for minute in minutes if type(minute) is int and 0 <= minute < 24 * 60)
+
+
+def _too_many_occurrences(count: int, size: int, start: "datetime.datetime", end: "datetime.datetime",
+                          per_day: list) -> ApiError:
+    """The answer for a window whose recurring posts repeat more than one answer may list, with a window short
+    enough: `per_day` is [occurrences a day, their bytes a day, posts, their bytes] (a window of d days holds
+    at most d occurrences a day plus one more of each post)."""
+    rate, weight, posts, posts_size = per_day
+    days = min((MAX_LISTED_OCCURRENCES - posts) / rate, (MAX_LISTED_OCCURRENCE_BYTES - posts_size) / weight)
+    shorter = (f"ask for a shorter window: at most {math.floor(days)} days at a time" if days >= 2 else
+               f"ask for a shorter window: at most {math.floor(days * 24)} hours at a time" if days * 24 >= 1 else
+               "list fewer channels at a time (customer=...)")
+    return bad_request(
+        f"Between startDate {iso_ms(start)} and endDate {iso_ms(end)} recurring posts repeat {count} times (about "
+        f"{math.ceil(size / 2**20)} MiB), more than one answer lists: at most {MAX_LISTED_OCCURRENCES} occurrences "
+        f"and {MAX_LISTED_OCCURRENCE_BYTES // 2**20} MiB of them. To see them all, {shorter}")
+
+
+_PAST_DATE_REMEDY = 'give a later date, type "now" to publish at once, or type "draft" to keep it unscheduled'
+
+
+class PostsApi:
+    """The posts routes (Postiz's and rustiz's additions), notifications, posting slots and analytics.
+
+    Every lookup is scoped by the caller's organization: another organization's id answers exactly
+    like an id that never existed."""
+
+    def __init__(self, app: App):
+        self.store = app.store
+        self.publish_grace_seconds = app.config.publish_grace_seconds
+
+    def refuse_missed_date(self, date: str, what: str = "date", remedy: str = _PAST_DATE_REMEDY) -> None:
+        """A post about to be queued goes out at once when its date passed less than PUBLISH_GRACE ago (as in
+        Postiz, and for clients that send the current time); dated earlier, the scheduler would only skip
+        it, so it is refused now (400)."""
+        if date < iso_at(time.time() - self.publish_grace_seconds):
+            raise bad_request(f"{what} {date} is in the past, more than the {duration(self.publish_grace_seconds)} "
+                              f"grace period (PUBLISH_GRACE) ago, so the post would never be sent: {remedy}")
+
+    def _post_or_404(self, organization_id: str, post_id: str) -> dict:
+        post = self.store.post(organization_id, post_id)
+        if post is None:
+            raise not_found(POST_NOT_FOUND)
+        return post
+
+    def list_posts(self, request: Request, organization_id: str) -> Response:
+        """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
+
+        Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window, and
+        to MAX_LISTED_OCCURRENCES of them (a 400 says how to narrow a window that holds more)."""
+        query = request.query
+        return json_response({"posts": self.listing(organization_id, query.get("startDate"), query.get("endDate"),
+                                                    query.get("customer") or None)})
+
+    def listing(self, organization_id: str, start_text: Any, end_text: Any, customer: Optional[str]) -> list:
+        """The items of GET /posts (MCP's postsListTool too); raises ApiError (400) for a date that is not ISO 8601,
+        or a window in which recurring posts repeat more than one answer lists."""
+        start, end = parse_iso_instant(start_text), parse_iso_instant(end_text)
+        if start is None or end is None:
+            raise bad_request([f"{name} must be a valid ISO 8601 date string"
+                               for name, value in (("startDate", start), ("endDate", end)) if value is None])
+        first, last = iso_ms(start), iso_ms(end)
+        posts = self.store.root_posts_for_listing(organization_id, first, last, customer)
+        tags = self.store.post_tags([post["id"] for post in posts])
+        zone = None
+        # Each entry: (item, None) for a post listed once, or (item, its occurrences in the window), which
+        # are counted (and weighed) before any is computed, so that no answer grows beyond the limits.
+        entries, count, size = [], 0, 0
+        per_day = [0.0, 0.0, 0, 0]  # occurrences a day, their bytes a day, and each post's one extra: the shorter window
+        for post in posts:
+            item = _listing_item(post, tags.get(post["id"], []))
+            every_days, published = post["intervalInDays"], parse_iso_instant(post["publishDate"])
+            if not every_days or every_days < 1 or published is None:  # not recurring: listed when in the window
+                if first <= post["publishDate"] <= last:
+                    entries.append((item, None))
+                continue
+            zone = zone or zone_named(self.store.organization_timezone(organization_id))
+            series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone)
+            # The pending occurrence is the post's own date; the later ones follow the series.
+            occurrences = ([published] if start <= published <= end else [], series,
+                           series.indexes(published, start, end))
+            entries.append((item, occurrences))
+            repeats, weight = len(occurrences[0]) + len(occurrences[2]), len(json_dumps(item)) + 60
+            count, size = count + repeats, size + repeats * weight
+            per_day = [per_day[0] + 1 / every_days, per_day[1] + weight / every_days, per_day[2] + 1,
+                       per_day[3] + weight]
+        if count > MAX_LISTED_OCCURRENCES or size > MAX_LISTED_OCCURRENCE_BYTES:
+            raise _too_many_occurrences(count, size, start, end, per_day)
+        listed = []
+        for item, occurrences in entries:
+            if occurrences is None:
+                listed.append(item)
+                continue
+            pending, series, indexes = occurrences
+            listed.extend({**item, "publishDate": iso_ms(moment), "actualDate": item["publishDate"]}
+                          for moment in pending + [series.at(index) for index in indexes])
+        return listed
+
+    def get_post(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
+        return json_response(self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"])))
+
+    def _full_view(self, organization_id: str, post: dict) -> dict:
+        thread = self.store.thread(organization_id, post["group"])
+        position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
+        channel = self.store.channel_row(organization_id, post["integrationId"])
+        view = _post_view(post)
+        view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
+                               "name": channel["name"], "picture": channel["picture"]}
+        view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
+        view["thread"] = [_post_view(reply) for reply in thread[position + 1:]]
+        return view
+
+    def delete_post(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
+        post = self._post_or_404(organization_id, request.params["id"])
+        self.store.delete_group(organization_id, post["group"])
+        return json_response({"error": True})
+
+    def delete_group(self, request: Request, organization_id: str) -> Response:
+        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+        self.store.delete_group(organization_id, request.params["group"])
+        return json_response({"error": True})
+
+    def change_status(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/status {"status": "draft"|"schedule"}: the whole thread becomes DRAFT or QUEUE."""
+        status = json_object(request).get("status")
+        if status not in ("draft", "schedule"):
+            raise bad_request(["status must be one of the following values: draft, schedule"])
+        post = self.store.post(organization_id, request.params["id"])
+        if post is None:  # Postiz answers 400 here, not 404
+            raise bad_request(POST_NOT_FOUND)
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request(f"Only scheduled posts that were not published yet (or drafts) can change status; "
+                              f"post {post['id']} is {post['state']}"
+                              + (" (use POST /posts/:id/retry to try a failed post again)"
+                                 if post["state"] == "ERROR" else ""))
+        state = "DRAFT" if status == "draft" else "QUEUE"
+        thread = self.store.thread(organization_id, post["group"])
+        if state == "QUEUE" and post["state"] == "DRAFT":
+            # Drafts skip the media and length rules, and may keep a past date; a draft entering the queue
+            # must pass them now.
+            self._revalidate(organization_id, thread, settings=_load_json(thread[0]["settings"], {}),
+                             request_type="update")
+            self.refuse_missed_date(thread[0]["publishDate"], f"the date of post {post['id']},",
+                                    f'give it a later date first (PUT /posts/{post["id"]} {{"date": "..."}}), '
+                                    "then schedule it")
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"), state=state):
+            raise _being_published(post["id"])
+        return json_response({"id": post["id"], "state": state})
+
+    def link_release(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/release-id: tell rustiz which platform post a "missing" release is; the Post row."""
+        release_id = json_object(request).get("releaseId")
+        if not isinstance(release_id, str) or not release_id:
+            raise bad_request(["releaseId must be a string", "releaseId should not be empty"])
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["releaseId"] != "missing":
+            raise bad_request(f"Post {post['id']} is not waiting for its release id (releaseId is "
+                              f"{encode_json(post['releaseId'])}); only a post whose releaseId is \"missing\" "
+                              f"can be linked to a platform post")
+        self.store.update_post_fields(organization_id, [post["id"]], release_id=release_id)
+        row = self.store.post(organization_id, post["id"])
+        # Postiz's row also has columns rustiz does not keep (titles, the marketplace's); they are empty there too.
+        return json_response({**row, "state": postiz_state(row["state"]), "title": None, "description": None,
+                              "submittedForOrderId": None, "submittedForOrganizationId": None,
+                              "approvedSubmitForOrder": "NO", "lastMessageId": None})
+
+    def missing_releases(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/:id/missing: recent platform posts to link a "missing" release to.
+
+        Always [] for now: none of rustiz's providers can list a platform's posts yet, and an empty
+        list is what Postiz answers for providers without that ability."""
+        self._post_or_404(organization_id, request.params["id"])
+        return json_response([])
+
+    def retry(self, request: Request, organization_id: str) -> Response:
+        """POST /posts/:id/retry (rustiz): the failed parts of the post's thread go back to the queue."""
+        return json_response(self.retry_post(organization_id, request.params["id"]), 201)
+
+    def retry_post(self, organization_id: str, post_id: str) -> dict:
+        """The failed parts of the post's thread back in the queue; the post as GET /posts/:id shows it."""
+        post = self._post_or_404(organization_id, post_id)
+        if not self.store.retry_failed_group(organization_id, post["group"]):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
+                                  f"only a post in ERROR can be retried")
+        return self.post_view(organization_id, post["id"])
+
+    def post_view(self, organization_id: str, post_id: str) -> dict:
+        """GET /posts/:id's answer (MCP's postGetTool too); raises ApiError 404 for another organization's post."""
+        return self._full_view(organization_id, self._post_or_404(organization_id, post_id))
+
+    def notifications(self, request: Request, organization_id: str) -> Response:
+        """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
+        page_text = request.query.get("page", "0").strip()
+        if not re.fullmatch(r"[0-9]+", page_text):
+            raise bad_request("Validation failed (numeric string is expected)")
+        # Measured as text first: int() refuses numbers of more than 4,300 digits.
+        if len(page_text.lstrip("0")) > 7 or int(page_text) > MAX_NOTIFICATIONS_PAGE:
+            raise bad_request(f"page must be a whole number from 0 to {MAX_NOTIFICATIONS_PAGE} (pages of "
+                              f"{NOTIFICATIONS_PER_PAGE} notifications, the newest first)")
+        return json_response({**self.notifications_page(organization_id, int(page_text)),
+                              "limit": NOTIFICATIONS_PER_PAGE})
+
+    def notifications_page(self, organization_id: str, page: int) -> dict:
+        """One page of notifications (a checked page number), for GET /notifications and MCP alike."""
+        offset = page * NOTIFICATIONS_PER_PAGE
+        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        return {"notifications": items, "total": total, "page": page, "hasMore": offset + len(items) < total}
+
+    def find_slot(self, request: Request, organization_id: str) -> Response:
+        """GET /find-slot/:id: the next posting time of the channel, in the future, without a queued post.
+
+        Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
+        an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
+        `timezone`."""
+        import datetime
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        if channel["disabled"]:
+            raise bad_request(f"Channel {channel['name']} is disabled; enable it before looking for a slot on it")
+        minutes = _posting_minutes(channel["postingTimes"])
+        if not minutes:
+            raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
+        zone_name = self.store.organization_timezone(organization_id)
+        zone = zone_named(zone_name)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        taken = {date[:16] for date in self.store.queued_publish_dates(channel["id"], iso_ms(now)[:16])}
+        today = now.astimezone(zone).date()
+        for day in range(SLOT_SEARCH_DAYS):
+            midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
+            for minute in minutes:
+                local = midnight + datetime.timedelta(minutes=minute)
+                slot = zoned_instant(local, zone)  # as recurring posts: a skipped time is the minute after the skip
+                if slot > now and iso_ms(slot)[:16] not in taken:
+                    return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
+                                          "localDate": slot.astimezone(zone).strftime("%Y-%m-%dT%H:%M:00")})
+        raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
+                              f"days already has a queued post")
+
+    # No provider of rustiz reports analytics yet: an empty list, never invented numbers.
+    def channel_analytics(self, request: Request, organization_id: str) -> Response:
+        if self.store.channel(organization_id, request.params["integration"]) is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response([])
+
+    def post_analytics(self, request: Request, organization_id: str) -> Response:
+        post = self._post_or_404(organization_id, request.params["postId"])
+        return json_response({"missing": True} if post["releaseId"] == "missing" else [])
+
+    def show_channel(self, request: Request, organization_id: str) -> Response:
+        """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    def update_channel(self, request: Request, organization_id: str) -> Response:
+        """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?} -> the row."""
+        changes = validate_channel_changes(json_object(request))
+        channel = self.store.update_channel(organization_id, request.params["id"], changes)
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    def delete_channel(self, request: Request, organization_id: str) -> Response:
+        """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
+        channel = self.store.delete_channel(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
+
+    def create_posts(self, request: Request, organization_id: str) -> Response:
+        """POST /posts: Postiz's CreatePost body -> one thread per channel -> 201 [{postId, integration}].
+
+        With an Idempotency-Key header, a retry within 24 h (same key, same body) gets the first answer
+        again and changes nothing; the same key with another body is refused (422)."""
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return self._create_posts(request, organization_id, None)
+        if not key or len(key) > 255:
+            raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
+        request_hash = sha256(request.body).hexdigest()
+        claim = IdempotentResponse(key, request_hash, 0, b"")
+        earlier = self.store.stored_response(organization_id, key)
+        if earlier is not None:
+            return self._replay(earlier, claim)
+        try:
+            return self._create_posts(request, organization_id, claim)
+        except ApiError as refused:
+            # A refused request is answered the same way when retried, so its answer is kept too.
+            self.store.remember_response(organization_id, claim._replace(status=refused.status,
+                                                                         body=json_dumps(refused.body)))
+            raise
+
+    @staticmethod
+    def _replay(earlier: IdempotentResponse, claim: IdempotentResponse) -> Response:
+        if earlier.request_hash != claim.request_hash:
+            raise nest_error(422, f"Idempotency-Key {claim.key!r} was already used in the last 24 hours for a "
+                                  f"different request body; send a new key for a new request, or the same "
+                                  f"body to get the first answer again")
+        return Response(earlier.status, earlier.body, "application/json; charset=utf-8",
+                        [("Idempotent-Replayed", "true")])
+
+    def _create_posts(self, request: Request, organization_id: str,
+                      claim: Optional[IdempotentResponse]) -> Response:
+        plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
+            organization_id, channel_id, include_deleted=True))
+        created, body, earlier = self.save_plan(organization_id, plan, claim)
+        if earlier is not None:  # a twin request with the same key was saved while this one was validated
+            return self._replay(earlier, claim)
+        return Response(201, body, "application/json; charset=utf-8")
+
+    def save_plan(self, organization_id: str, plan: dict, claim: Optional[IdempotentResponse] = None) -> tuple:
+        """Store what validate_create_post planned (for POST /posts and MCP's schedule tool alike).
+
+        Returns ([{postId, integration}], that list as JSON, the stored answer of an earlier twin request
+        with the same Idempotency-Key or None)."""
+        threads, replaced_groups = self._thread_rows(organization_id, plan)
+        created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
+        body = json_dumps(created)
+        try:
+            earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
+                                            claim and claim._replace(status=201, body=body))
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
+        return created, body, earlier
+
+    def _thread_rows(self, organization_id: str, plan: dict, keep_group: Optional[str] = None) -> tuple:
+        """The rows to write for a validated plan, and the groups whose leftover posts are to be deleted.
+
+        A value id naming a live post of the organization updates that post in place, and the rest of
+        its old group is replaced (a thread edit that drops a reply deletes it); an unknown id is ignored.
+        A `group` given in the body soft-deletes that group's posts (Postiz's edit semantics)."""
+        wanted = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
+        existing = self.store.posts_by_id(organization_id, wanted) if wanted else {}
+        replaced_groups = {post["group"] for post in plan["posts"] if post.get("group")}
+        threads, claimed = [], set()
+        for post in plan["posts"]:
+            current = [existing.get(value.get("id")) if value.get("id") not in claimed else None
+                       for value in post["values"]]
+            claimed.update(row["id"] for row in current if row)
+            self._refuse_unsafe_rewrite(plan, post, current)
+            replaced_groups.update(row["group"] for row in current if row)
+            state = self._state_after_write(plan["type"], current[0])
+            if state == "QUEUE":
+                self.refuse_missed_date(plan["date"])
+            group, parent, rows = keep_group or new_uuid(), None, []
+            for value, row in zip(post["values"], current):
+                post_id = row["id"] if row else new_cuid()
+                rows.append({"id": post_id, "existing": row is not None, "state": state, "publish_date": plan["date"],
+                             "integration_id": post["integration"]["id"], "content": value["content"],
+                             "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
+                             "settings": encode_json(post["settings"]), "image": encode_json(value["image"]),
+                             "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter")})
+                parent = post_id
+            threads.append(rows)
+        return threads, replaced_groups
+
+    def update_settings(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id/settings {"settings": {...}}: merge keys into a main post's settings, re-validated.
+
+        Content, date and group stay; the post is not re-queued. Errors are Postiz's, in its order."""
+        body = json_object(request)
+        settings = body.get("settings")
+        if not isinstance(settings, dict):
+            raise bad_request((["settings should not be null or undefined"] if settings is None else [])
+                              + ["settings must be an object"])
+        return json_response(self.change_settings(organization_id, request.params["id"], settings))
+
+    def change_settings(self, organization_id: str, post_id: str, settings: dict) -> dict:
+        """Merge `settings` into a main post's settings, re-validated; {postId, publishDate}. Raises ApiError."""
+        post = self._post_or_404(organization_id, post_id)
+        if post["parentPostId"] is not None:
+            raise bad_request("This id belongs to a comment, pass the id of the main post")
+        if post["state"] not in ("QUEUE", "DRAFT"):
+            raise bad_request("Only scheduled posts that were not published yet (or drafts) can be updated")
+        if post["state"] == "QUEUE" and post["publishDate"] < utc_now_iso():
+            raise bad_request("The publish time of this post already passed, it cannot be updated")
+        thread = self.store.thread(organization_id, post["group"])
+        merged = {**_load_json(post["settings"], {}), **settings}
+        try:
+            plan = self._revalidate(organization_id, thread, settings=merged)
+        except ApiError as refused:
+            raise bad_request(self._settings_problem(refused, thread)) from None
+        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+                                             only_in_states=("QUEUE", "DRAFT"),
+                                             settings=encode_json(plan["posts"][0]["settings"])):
+            raise _being_published(post["id"])
+        return {"postId": post["id"], "publishDate": post["publishDate"][:19]}
+
+    def _settings_problem(self, refused: ApiError, thread: list) -> str:
+        """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
+        channel = self.store.channel(thread[0]["organizationId"], thread[0]["integrationId"])
+        message = refused.body.get("message") if isinstance(refused.body, dict) else None
+        if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
+            message = message[0].split(".settings.", 1)[-1] if message else None
+        elif message == "post is too long, please fix it":
+            limit = post_length(channel["provider_identifier"], "", channel["additional_settings"])[1]
+            message = f"The maximum characters is {limit}"
+        return f"{channel['name']}: {message or 'Please fix your settings'}"
+
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings")
+
+    def edit_post(self, request: Request, organization_id: str) -> Response:
+        """PUT /posts/:id (rustiz): change content, media, date or settings of a post not published yet.
+
+        Validated like POST /posts; the post keeps its id, group, state, tags and thread. Settings are
+        merged into the current ones. A queued post with a date in the past is published at once."""
+        body = json_object(request)
+        problems = [f"property {name} should not exist" for name in body if name not in self._EDITABLE_FIELDS]
+        for name, wanted, check in (("content", "a string", lambda v: isinstance(v, str)),
+                                    ("image", "an array", lambda v: isinstance(v, list)),
+                                    ("settings", "an object", lambda v: isinstance(v, dict))):
+            if name in body and not check(body[name]):
+                problems.append(f"{name} must be {wanted}")
+        if "date" in body and parse_iso_instant(body["date"]) is None:
+            problems.append("date must be a valid ISO 8601 date string")
+        if problems:
+            raise bad_request(problems)
+        post = self._post_or_404(organization_id, request.params["id"])
+        if post["state"] in ("PUBLISHED", "PUBLISHING"):
+            raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
+                                  f"it again, POST /posts with its id as value[0].id and \"republish\": true")
+        thread = self.store.thread(organization_id, post["group"])
+        edits = {name: body[name] for name in ("content", "image") if name in body}
+        settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
+        plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
+                                date=body.get("date"))
+        threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
+        tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
+        try:
+            self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+        except PostBeingPublished as busy:
+            raise _being_published(busy.post_id) from None
+        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
+
+    def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
+                    edits: Optional[dict] = None, date: Optional[str] = None,
+                    request_type: Optional[str] = None) -> dict:
+        """The stored thread, with edits, through validate_create_post as the CreatePost body that would make it.
+
+        By default a draft is checked as a draft, anything else as an update (so its state does not change)."""
+        root = thread[0]
+        values = [{"id": part["id"], "content": part["content"], "image": _load_json(part["image"], []),
+                   "delay": part["delay"], **(edits if part["id"] == edited_id else {})} for part in thread]
+        body = {"type": request_type or ("draft" if root["state"] == "DRAFT" else "update"),
+                "date": date or root["publishDate"],
+                "shortLink": False, "tags": [],
+                "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
+        if root["intervalInDays"]:
+            body["inter"] = root["intervalInDays"]
+        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id))
+        plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
+        return plan
+
+    @staticmethod
+    def _state_after_write(request_type: str, current_root: Optional[dict]) -> str:
+        """draft -> DRAFT; update keeps the state (a new post starts queued); anything else -> QUEUE."""
+        if request_type == "draft":
+            return "DRAFT"
+        if request_type == "update" and current_root is not None:
+            return current_root["state"]
+        return "QUEUE"
+
+    @staticmethod
+    def _refuse_unsafe_rewrite(plan: dict, post: dict, current: list) -> None:
+        """Postiz's republish guard, and rustiz's refusal to rewrite a post while it is being published."""
+        for row in current:
+            if row and row["state"] == "PUBLISHING":
+                raise _being_published(row["id"])
+        root = current[0]
+        if (root and root["state"] == "PUBLISHED" and plan["type"] not in ("draft", "update")
+                and plan.get("republish") is not True):
+            published = root["publishDate"][:10] + " " + root["publishDate"][11:16]
+            raise bad_request(
+                f"This post was already published on {published} UTC. Saving it this way would publish it again "
+                f"to {post['integration']['provider_identifier']}. To edit without republishing, use type 'update'. "
+                f"To intentionally publish again, pass republish: true.")

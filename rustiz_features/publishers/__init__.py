@@ -1,0 +1,40 @@
+"""Publishers: one module per platform, each with one Provider (publishers/base.py) named PROVIDER.
+
+Rules of this package:
+- A platform's module is imported the first time a channel of that platform is connected, validated or
+  published to (`provider_for`); nothing here imports one before.
+- A platform module imports base.py and the shared helpers beside it (markup, articles, secp256k1,
+  websocket), the catalogue and the outbound client, never another platform's module.
+- A provider never sleeps or retries: it raises one of base.py's errors, and the scheduler decides.
+- Adding a platform: its module here, one line in PROVIDER_MODULES, its descriptor in the catalogue.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+# provider identifier (Postiz's) -> its module in this package
+PROVIDER_MODULES = {
+    "bluesky": "bluesky",
+    "devto": "devto",
+    "discord": "discord",
+    "hashnode": "hashnode",
+    "lemmy": "lemmy",
+    "listmonk": "listmonk",
+    "mastodon": "mastodon",
+    "nostr": "nostr",
+    "slack": "slack",
+    "telegram": "telegram",
+    "webhook": "webhook",
+    "wordpress": "wordpress",
+}
+
+
+def provider_for(identifier: str) -> Optional[Any]:
+    """The Provider that publishes to `identifier`'s platform, its module imported on first use; None when
+    rustiz has none for it."""
+    module_name = PROVIDER_MODULES.get(identifier)
+    if module_name is None:
+        return None
+    import importlib
+    return importlib.import_module(f"{__name__}.{module_name}").PROVIDER

@@ -1,0 +1,411 @@
+"""The scheduler: due posts to their platforms, exactly once, every outcome recorded.
+
+Rules:
+- It is the only code that moves a post out of QUEUE: claimed (PUBLISHING, with a lease), then
+  PUBLISHED or ERROR with the platform's words; it re-reads a post when it claims it.
+- It retries only what is safe to retry, and re-sends after an unknown outcome only where the platform
+  recognises a repeat; elsewhere the post ends in ERROR saying where to check.
+- A provider never sleeps or retries; the scheduler decides, and honours each platform's spacing,
+  concurrency and rate-limit answers.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import socket
+import sqlite3
+import time
+import traceback
+from typing import Optional
+
+from rustiz import ApiError, Config, Store, duration, iso_at, log, new_uuid
+from .publishers.base import (
+    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected, Release,
+    Retryable,
+)
+from .catalogue import url_host
+from .http_client import (
+    AddressRefused, ConnectFailed, HttpClient, NoAnswer, OUTBOUND_THREADS, Timeouts, signed_json_request,
+)
+from .media import fetch_media, sniff_media_type
+from .publishers import PROVIDER_MODULES, provider_for
+from .recurrence import next_occurrence
+
+
+# One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
+# when its process dies, even by kill -9), so after a crash the next rustiz takes over at once and
+# every post still PUBLISHING was left by a dead process. It sleeps until the earliest due time and
+# is woken when posts change (directly in its process, through the shared counter in others).
+
+SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on the post as lease_until
+# The scheduler writes "alive at <time>" into its lock file this often, so that the next one knows since
+# when no scheduler ran (what a post missed meanwhile is told).
+SCHEDULER_HEARTBEAT_SECONDS = 10
+RESEND_WINDOW_SECONDS = 1800  # an interrupted publish is repeated only this soon: Mastodon forgets keys after 1 h
+RETRY_CAP_SECONDS = 1800
+
+
+def epoch_seconds(iso: str) -> float:
+    """The Unix time of an instant as posts store it ('YYYY-MM-DDTHH:MM:SS.mmmZ')."""
+    import calendar
+    return calendar.timegm(time.strptime(iso[:19], "%Y-%m-%dT%H:%M:%S")) + int(iso[20:23] or 0) / 1000
+
+
+def failure_text(label: str, error: PublishError, part: int) -> str:
+    """"Failed on Mastodon (HTTP 422) at thread part 2, media item 1: <message> — <body excerpt>"."""
+    where = ", ".join(filter(None, (f"thread part {part + 1}" if part else "", error.item)))
+    text = f"Failed on {label}" + (f" (HTTP {error.status})" if error.status else "") + (f" at {where}" if where else "")
+    text += f": {error.message}"
+    if error.body and error.body not in error.message and len(error.body) > len(error.message) + 40:
+        text += f" — {label} answered: {error.body}"  # the body says more than the message we picked
+    return text[:2000]
+
+
+class Scheduler:
+    """Claims due posts, hands each to its publisher, records PUBLISHED or ERROR, notifies, calls webhooks."""
+
+    def __init__(self, config: Config, store: Store, loop: asyncio.AbstractEventLoop):
+        self.config, self.store, self.loop = config, store, loop
+        self.http = HttpClient(config.fetch_allow, threads=max(OUTBOUND_THREADS, config.publish_concurrency))
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.lock_descriptor: Optional[int] = None
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.wake_pending = False
+        self.busy_channels: set = set()
+        self.busy_per_provider: dict = {}
+        self.channel_free_at: dict = {}  # channel id -> Unix time its next publish may start (spacing, throttling)
+        self.tasks: set = set()
+        self.seen_generation = b""
+        self.started_at = 0.0  # when this process took the lock
+        self.last_alive_before: Optional[float] = None  # the previous scheduler's last heartbeat, when known
+        self.beaten_at = 0.0
+        self.throttled: dict = {}  # channel id -> (until, platform label): the platform asked us to wait
+
+    # --- running: the lock, waking, and the loop over due posts ---------------------------------
+
+    def tick(self) -> None:
+        """Called every second: take the lock if its holder died, and notice changes other processes made."""
+        if self.lock_descriptor is None:
+            if not self._take_lock():
+                return
+            self._recover_interrupted()
+            self.store.on_posts_changed = self.wake
+            log(f"scheduler running in process {os.getpid()}")
+            self.wake()
+        if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
+            self._beat()
+        generation = self.store.posts_generation()
+        if generation != self.seen_generation:
+            self.seen_generation = generation
+            self.wake()
+
+    def _take_lock(self) -> bool:
+        import fcntl
+        descriptor = os.open(self.store.path + "-scheduler", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            return False
+        self.lock_descriptor = descriptor
+        self.started_at = time.time()
+        heartbeat = re.search(rb"alive at (\d+)", os.pread(descriptor, 200, 0))
+        self.last_alive_before = int(heartbeat[1]) if heartbeat else None
+        self._beat()
+        return True
+
+    def _beat(self) -> None:
+        """Write this scheduler's sign of life into the lock file (read by whoever takes the lock next)."""
+        self.beaten_at = time.time()
+        line = f"rustiz scheduler {self.owner} alive at {self.beaten_at:.0f} ({iso_at(self.beaten_at)})\n".encode()
+        try:
+            os.pwrite(self.lock_descriptor, line, 0)
+            os.ftruncate(self.lock_descriptor, len(line))
+        except OSError as error:  # a full disk: missed posts are told less precisely, nothing else changes
+            log(f"scheduler: cannot write its heartbeat into its lock file: {error.strerror}")
+
+    def wake(self) -> None:
+        if not self.wake_pending and self.lock_descriptor is not None:
+            self.wake_pending = True
+            self.loop.call_soon(self._run_due)
+
+    def _run_due(self) -> None:
+        self.wake_pending = False
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        now = time.time()
+        try:
+            next_free = self._start_due_posts(now)
+            next_due = self.store.next_due_time(iso_at(now))
+        except sqlite3.Error as error:
+            log(f"scheduler: the database failed ({error}); trying again in 5 s")
+            self.timer = self.loop.call_later(5, self.wake)
+            return
+        wakes = [moment for moment in (next_free, next_due and epoch_seconds(next_due)) if moment]
+        if wakes:  # capped at an hour: a clock that jumps cannot make rustiz oversleep
+            self.timer = self.loop.call_later(min(3600.0, max(0.0, min(wakes) - time.time())), self.wake)
+
+    def _start_due_posts(self, now: float) -> Optional[float]:
+        """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
+        next_free = None
+        for post_id, channel_id, provider in self.store.due_posts(iso_at(now)):
+            if len(self.busy_channels) >= self.config.publish_concurrency:
+                break
+            if channel_id in self.busy_channels:
+                continue  # one publish at a time per channel; its end wakes us
+            free_at = self.channel_free_at.get(channel_id, 0.0)
+            if free_at > now:
+                next_free = free_at if next_free is None else min(next_free, free_at)
+                continue
+            platform = provider_for(provider)
+            if self.busy_per_provider.get(provider, 0) >= (platform.concurrency if platform else 1):
+                continue
+            claim = self.store.claim_post(post_id, self.owner, iso_at(now + SCHEDULER_LEASE_SECONDS))
+            if claim is None:
+                continue
+            self.busy_channels.add(channel_id)
+            self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
+            task = self.loop.create_task(self._publish(claim))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        return next_free
+
+    async def _publish(self, claim: dict) -> None:
+        platform = provider_for(claim["provider"])
+        channel = Channel(claim["channel_id"], claim["channel_name"], json.loads(claim["credentials"] or "{}"),
+                          json.loads(claim["session"] or "null"), self.http,
+                          lambda session: self.store.save_channel_session(claim["channel_id"], session))
+        try:
+            await self._attempt(claim, platform, channel)
+        except Exception:  # a bug in rustiz: the post must still end in a state that says so
+            log(f"publishing post {claim['id']} failed unexpectedly:\n{traceback.format_exc()}")
+            self._fail(claim, platform, "rustiz failed while publishing this post (its log has the details); "
+                                          "it may or may not have been published")
+        finally:
+            self.busy_channels.discard(claim["channel_id"])
+            self.busy_per_provider[claim["provider"]] -= 1
+            spacing = platform.spacing if platform else 0.0
+            self.channel_free_at[claim["channel_id"]] = time.time() + max(spacing, channel.throttled_for)
+            if channel.throttled_for:
+                self.throttled[claim["channel_id"]] = (time.time() + channel.throttled_for,
+                                                       platform.label if platform else claim["provider"])
+            self.wake()
+
+    async def _attempt(self, claim: dict, platform: Optional[Provider], channel: Channel) -> None:
+        label = platform.label if platform else claim["provider"]
+        refusal = self._refusal_before_publishing(claim, platform, label)
+        if refusal:
+            self._fail(claim, platform, refusal)
+            return
+        due = max(claim["publish_date"], claim["not_before"] or "")
+        late = time.time() - epoch_seconds(due)
+        if late > self.config.publish_grace_seconds and claim["attempts"] == 1:
+            self._missed(claim, due, late)
+            return
+        staged: list = []
+        try:
+            media = await self._media(claim, staged)
+            post = OutgoingPost(claim["id"], claim["content"], media, json.loads(claim["settings"] or "{}"),
+                                claim["part"], claim["idempotency_key"], claim["publish_date"])
+            parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
+                              json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
+            release = await platform.publish(channel, post, parent)
+        except PublishError as error:
+            self._failed_attempt(claim, platform, channel, error)
+            return
+        finally:
+            for path in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        self._published(claim, label, release)
+
+    @staticmethod
+    def _refusal_before_publishing(claim: dict, platform: Optional[Provider], label: str) -> Optional[str]:
+        if platform is None:
+            return (f"rustiz cannot publish to {label} channels: it publishes to "
+                    f"{', '.join(sorted(PROVIDER_MODULES))}")
+        if claim["disabled"]:
+            return "Channel disabled: enable the channel, then retry the post"
+        if claim["refresh_needed"]:
+            return (f"Reconnect needed: {label} refused this channel's credentials earlier; connect the channel "
+                    "again with new credentials, then retry the post")
+        return None
+
+    async def _media(self, claim: dict, staged: list) -> tuple:
+        """The post's images and videos as local files: our uploads directly, other URLs downloaded now."""
+        from urllib.parse import urlsplit
+        files = []
+        for index, item in enumerate(json.loads(claim["image"] or "[]"), 1):
+            url = (item.get("path") or "") if isinstance(item, dict) else ""
+            try:
+                match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
+            except ValueError:  # a malformed URL: fetch_media says what is wrong with it
+                match = None
+            path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+            if not (path and os.path.isfile(path)):
+                try:
+                    download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
+                except ApiError as refused:
+                    reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
+                    raise Rejected(f"the media could not be read from {url[:200]}: {reason}",
+                                   item=f"media item {index}") from None
+                staged.append(download.temporary_path)
+                path = download.temporary_path
+            with open(path, "rb") as file:
+                kind = sniff_media_type(file.read(64))
+            if isinstance(kind, str):
+                raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})",
+                               item=f"media item {index}")
+            alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
+            files.append(MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path)))
+        return tuple(files)
+
+    # --- outcomes ---------------------------------------------------------------------------------
+
+    def _published(self, claim: dict, label: str, release: Release) -> None:
+        self.store.record_published(claim["id"], release.id, release.url, release.reply_ref)
+        what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
+        self.store.add_notification(claim["organization_id"],
+                                    f"Published {what} on {label} ({claim['channel_name']}): "
+                                    f"{release.url or release.id}", release.url or None)
+        self._send_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
+        recurring = self.store.finished_recurring_root(claim["group"])
+        if recurring is not None:
+            root_id, publish_date, every_days, anchor = recurring
+            upcoming = next_occurrence(publish_date, anchor, every_days,
+                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+            if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
+                self.store.rearm_recurring(root_id, upcoming)
+
+    def _failed_attempt(self, claim: dict, platform: Provider, channel: Channel, error: PublishError) -> None:
+        attempts, label = claim["attempts"], platform.label
+        if isinstance(error, Retryable) or (isinstance(error, OutcomeUnknown) and platform.resend_is_safe):
+            if attempts <= self.config.retry_limit:
+                wait = error.after if getattr(error, "after", None) else min(
+                    RETRY_CAP_SECONDS, self.config.retry_base_seconds * 2 ** (attempts - 1))
+                channel.throttle(wait if getattr(error, "after", None) else 0.0)
+                self.store.requeue_post(claim["id"], iso_at(time.time() + wait),
+                                        f"Attempt {attempts} of {self.config.retry_limit + 1}: "
+                                        f"{failure_text(label, error, claim['part'])}; trying again in "
+                                        f"{duration(wait)}")
+                return
+            error.message = f"gave up after {attempts} attempts; the last one: {error.message}"
+        elif isinstance(error, OutcomeUnknown):
+            error.message += (f". It may have been published: check {platform.where_to_check(channel)} before "
+                              "retrying; rustiz does not send it again by itself, so that it is never posted twice")
+        elif isinstance(error, NeedsReconnect):
+            self.store.mark_refresh_needed(claim["channel_id"])
+            error.message = (f"the channel's credentials were refused: {error.message}. Connect the channel "
+                             "again with working credentials, then retry the post")
+        self._fail(claim, platform, failure_text(label, error, claim["part"]))
+
+    def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
+        later_parts = self.store.record_failed(claim["id"], text)
+        suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
+        self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        self._send_event(claim, "post.failed", {"error": text})
+
+    def _missed(self, claim: dict, due: str, late: float) -> None:
+        grace = duration(self.config.publish_grace_seconds)
+        why = self._why_late(claim["channel_id"], epoch_seconds(due))
+        upcoming = None
+        if claim["interval_days"] and not claim["parent_id"]:
+            upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
+                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+        if upcoming is not None:
+            self.store.rearm_recurring(claim["id"], upcoming)
+            self.store.add_notification(claim["organization_id"],
+                                        f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
+                                        f"was {duration(late)} late, more than the {grace} grace period "
+                                        f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
+            return
+        self._fail(claim, None, f"Missed: this post was due at {due}, but {why}; it was {duration(late)} late, "
+                                f"more than the {grace} grace period (PUBLISH_GRACE), so it was not sent. Retry it "
+                                "to publish it now")
+
+    def _why_late(self, channel_id: str, due: float) -> str:
+        """What kept a post from going out at its time, from what this scheduler knows."""
+        if due < self.started_at:
+            started = iso_at(self.started_at)
+            stopped = self.last_alive_before
+            if stopped is None:
+                return f"no rustiz scheduler was running then (this one started at {started})"
+            if due >= stopped:
+                return (f"rustiz was not running from {iso_at(stopped)} (its last sign of life) to {started} "
+                        "(stopped, restarting, or its machine asleep)")
+            return (f"it was still waiting for its turn when rustiz stopped at {iso_at(stopped)}, and rustiz only "
+                    f"started again at {started}")
+        until, label = self.throttled.get(channel_id, (0.0, ""))
+        if until > due:
+            return (f"rustiz was running, and {label} had asked it to wait before the next post on this channel "
+                    f"(a rate limit, until {iso_at(until)})")
+        return (f"rustiz was running, and the post waited behind other posts and their retries (rustiz publishes "
+                f"{self.config.publish_concurrency} posts at once at most, one at a time per channel)")
+
+    def _recover_interrupted(self) -> None:
+        """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR."""
+        for post_id, provider, owner, channel_name, since, credentials in self.store.publishing_posts():
+            platform = provider_for(provider)
+            recent = time.time() - epoch_seconds(since) < RESEND_WINDOW_SECONDS
+            if platform is not None and platform.resend_is_safe and recent:
+                self.store.requeue_post(post_id, iso_at(time.time()),
+                                        f"rustiz stopped while publishing this post ({owner}); sending it again, "
+                                        f"which {platform.label} recognises as the same post")
+                continue
+            label = platform.label if platform else provider
+            channel = Channel("", channel_name, json.loads(credentials or "{}"), None, self.http)
+            where = platform.where_to_check(channel) if platform else f"the channel \"{channel_name}\""
+            claim = self.store.post_for_publishing(post_id)
+            self._fail(claim, platform, f"Failed on {label}: rustiz stopped (a crash, a kill or a power cut) while "
+                                          f"publishing this post at {since}, so it may have been published: check "
+                                          f"{where} before retrying")
+
+    # --- outgoing webhooks --------------------------------------------------------------------
+
+    def _send_event(self, claim: dict, event: str, details: dict) -> None:
+        targets = self.store.webhook_targets(claim["organization_id"], claim["channel_id"])
+        if not targets:
+            return
+        payload = {"event": event, "organizationId": claim["organization_id"],
+                   "channel": {"id": claim["channel_id"], "name": claim["channel_name"],
+                               "provider": claim["provider"]},
+                   "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
+                            "publishDate": claim["publish_date"], **details}}
+        for url, secret in targets:
+            task = self.loop.create_task(self._deliver(url, secret, event, payload))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _deliver(self, url: str, secret: Optional[str], event: str, payload: dict) -> None:
+        """Best effort, three tries (now, after 5 s, after 30 s); a receiver that stays down gets a log line."""
+        body, headers = signed_json_request(payload, secret, event, new_uuid())
+        problem = ""
+        for wait in (0, 5, 30):
+            await asyncio.sleep(wait)
+            try:
+                reply = await self.http.request("POST", url, body=body, headers=headers,
+                                                timeouts=Timeouts(10, 15, 30))
+            except AddressRefused as error:  # refused again on every try: one log line says so
+                problem = str(error)
+                break
+            except (ConnectFailed, NoAnswer) as error:
+                problem = str(error)
+                continue
+            if reply.status < 300:
+                return
+            problem = f"HTTP {reply.status}"  # the receiver's body is not quoted: it may be any server's page
+        log(f"webhook {url_host(url)} did not take the {event} event of post {payload['post']['id']}: {problem}")
+
+    async def stop(self, timeout: float) -> None:
+        """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=timeout)
+        if self.lock_descriptor is not None:
+            self._beat()  # the moment this scheduler stopped, for the next one
+        self.http.close()

@@ -1,0 +1,218 @@
+"""The web app's sign-in and its files: sessions for the browser UI in web/.
+
+The UI talks only to the public API, as any script could. A person signs in with the organization's API
+key or a password (`rustiz user add`); the session is an HttpOnly, SameSite=Strict cookie that stands for
+the key (rustiz.Guard), and every change it makes must also carry the session's CSRF token. A session
+lives in the database (every worker sees it end at once) and ends with what signed it in: the key
+rotated, the password changed, the user removed.
+
+Rules:
+- Passwords are hashed off the event loop, a bounded number at a time, and password sign-ins are
+  counted per email and per client address; an unknown email costs as much as a known one.
+- The UI's files are read from the .pyz on the first request for one.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any, Awaitable, Optional, Union
+from _operator import _compare_digest as compare_digest
+
+from rustiz import (
+    ApiError, App, Guard, Request, Response, SESSION_COOKIE, Store, bad_request, duration, hash_api_key, json_object,
+    json_response, route_options, session_cookie, sha256,
+)
+
+
+SESSION_SECONDS = 30 * 86400
+PASSWORD_ITERATIONS = 200_000
+# What an unknown email's password is checked against, so that it takes as long to refuse as a known one's
+# (zeros: no password hashes to them).
+UNKNOWN_USER_PASSWORD_HASH = f"pbkdf2_sha256${PASSWORD_ITERATIONS}${'0' * 32}${'0' * 64}"
+PASSWORD_THREADS = 2  # per worker: PBKDF2 runs there, never on the event loop
+MAX_PASSWORD_CHECKS = 16  # per worker, hashing or waiting for a thread; more sign-ins at once get a 503
+SIGN_IN_WINDOW_SECONDS = 15 * 60
+SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # password sign-ins per email per window, from any address
+SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # password sign-ins per client address per window, for any email
+WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+                               "form-action 'self'")
+_WEB_CONTENT_TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
+                      "css": "text/css; charset=utf-8", "svg": "image/svg+xml", "png": "image/png",
+                      "ico": "image/x-icon", "json": "application/json", "webmanifest": "application/manifest+json",
+                      "txt": "text/plain; charset=utf-8", "woff2": "font/woff2"}
+
+
+def hash_password(password: str) -> str:
+    """PBKDF2-SHA256 with a random salt, as `pbkdf2_sha256$iterations$salt$hash` (hex)."""
+    import hashlib
+    salt = os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, PASSWORD_ITERATIONS)
+    return f"pbkdf2_sha256${PASSWORD_ITERATIONS}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    import hashlib
+    scheme, iterations, salt, expected = stored.split("$")
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
+    return scheme == "pbkdf2_sha256" and compare_digest(digest.hex().encode(), expected.encode())
+
+
+class PasswordChecker:
+    """Checks passwords in a few threads of their own, made on first use (hashlib lets go of the GIL while
+    it hashes, so the event loop keeps serving); at most MAX_PASSWORD_CHECKS wait or run at once."""
+
+    def __init__(self) -> None:
+        self._executor: Any = None
+        self.in_flight = 0
+
+    async def matches(self, password: str, stored: str) -> bool:
+        if self.in_flight >= MAX_PASSWORD_CHECKS:
+            raise ApiError(503, {"statusCode": 503, "error": "Service Unavailable", "message": (
+                f"Too many sign-ins at once ({MAX_PASSWORD_CHECKS} are being checked): try again in a few "
+                "seconds")}, [("Retry-After", "5")])
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._executor = ThreadPoolExecutor(PASSWORD_THREADS, thread_name_prefix="rustiz-password")
+        self.in_flight += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, password_matches, password,
+                                                                    stored)
+        finally:
+            self.in_flight -= 1
+
+
+def start_web_session(store: Store, guard: "Guard", request: Request, organization_id: str,
+                      api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> tuple:
+    """A new session signed in with the key of that hash or by that web user: (Set-Cookie value, CSRF token)."""
+    token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
+    store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS,
+                             api_key_hash, web_user_id)
+    cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
+              + ("; Secure" if guard.over_https(request) else ""))  # never on plain http: no login loop
+    return cookie, csrf_token
+
+
+def web_files() -> dict:
+    """name -> bytes of every file of the UI: web/ beside rustiz.py, or inside the .pyz it runs from."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # above rustiz_features/
+    folder = os.path.join(here, "web")
+    files = {}
+    if os.path.isdir(folder):
+        for directory, _, names in os.walk(folder):
+            for name in names:
+                path = os.path.join(directory, name)
+                with open(path, "rb") as file:
+                    files[os.path.relpath(path, folder).replace(os.sep, "/")] = file.read()
+    elif os.path.isfile(here):  # `here` is the .pyz itself
+        import zipfile
+        with zipfile.ZipFile(here) as archive:
+            for name in archive.namelist():
+                if name.startswith("web/") and not name.endswith("/"):
+                    files[name[4:]] = archive.read(name)
+    return files
+
+
+# What sign-in and sign-out bodies may weigh: these routes are open to anyone, so nobody may make them
+# hold megabytes (a key, an email and a password are well under 1 KiB).
+SIGN_IN_BODY_BYTES = 16 * 1024
+
+
+class WebApp:
+    """GET / and /web/<file>; POST /auth/login, GET /auth/session, POST /auth/logout."""
+
+    def __init__(self, app: App):
+        self.config, self.store, self.guard = app.config, app.store, app.guard
+        self.passwords = PasswordChecker()
+        self._answers: Optional[dict] = None  # file name -> (bytes, content type, ETag), read on first request
+
+    @route_options(authenticated=False)
+    def index(self, request: Request) -> Response:
+        return self._serve_file(request, "index.html")
+
+    @route_options(authenticated=False)
+    def file(self, request: Request) -> Response:
+        return self._serve_file(request, request.params["name"])
+
+    def _serve_file(self, request: Request, name: str) -> Response:
+        if self._answers is None:
+            self._answers = {name: self._file_answer(name, data) for name, data in web_files().items()}
+        answer = self._answers.get(name)
+        if answer is None:  # the router's own answer for a path it does not serve
+            return json_response({"message": f"Cannot {request.method} {request.target}", "error": "Not Found",
+                                  "statusCode": 404}, 404)
+        return self._serve(request, answer)
+
+    @staticmethod
+    def _file_answer(name: str, data: bytes) -> tuple:
+        content_type = _WEB_CONTENT_TYPES.get(name.rpartition(".")[2], "application/octet-stream")
+        etag = '"' + sha256(data).hexdigest()[:20] + '"'
+        return data, content_type, etag
+
+    @staticmethod
+    def _serve(request: Request, answer: tuple) -> Response:
+        data, content_type, etag = answer
+        headers = [("ETag", etag), ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
+                   ("Content-Security-Policy", WEB_CONTENT_SECURITY_POLICY), ("Referrer-Policy", "no-referrer")]
+        if etag in request.headers.get("if-none-match", ""):
+            return Response(304, b"", "", headers)
+        return Response(200, data, content_type, headers)
+
+    @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
+    def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        body = json_object(request)
+        if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
+            key = body["apiKey"].strip()
+            organization_id = self.guard.organization_for_key(key)
+            if organization_id is None:
+                raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
+                                                                   "organizations (`rustiz key rotate` prints a new one)"})
+            return self._signed_in(request, organization_id, api_key_hash=hash_api_key(key))
+        email, password = body.get("email"), body.get("password")
+        if not (isinstance(email, str) and isinstance(password, str) and email and password):
+            raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
+        email = email.strip().lower()
+        self._count_sign_in("address:" + self.guard.client_address(request), SIGN_IN_ATTEMPTS_PER_ADDRESS,
+                            "from your address")
+        self._count_sign_in("email:" + email, SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
+        return self._password_sign_in(request, email, password)
+
+    def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
+        """One password sign-in counted against `limit` per window (in the database, shared by every worker)."""
+        decision = self.store.count_request("sign-in " + key, limit, SIGN_IN_WINDOW_SECONDS)
+        if not decision.allowed:
+            raise ApiError(429, {"statusCode": 429, "error": "Too Many Requests", "message": (
+                f"Too many sign-in attempts {whose} (at most {limit} in {SIGN_IN_WINDOW_SECONDS // 60} minutes): "
+                f"try again in {duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
+
+    async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
+        user = self.store.web_user(email)
+        # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
+        matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
+        if user is None or not matches:
+            raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
+        return self._signed_in(request, user[1], web_user_id=user[0])
+
+    def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:
+        cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, **made_from)
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
+
+    @route_options(authenticated=False)
+    def session(self, request: Request) -> Response:
+        token = session_cookie(request)
+        found = self.store.web_session(hash_api_key(token)) if token else None
+        if found is None:
+            raise ApiError(401, {"statusCode": 401, "message": "Not signed in"})
+        organization_id, csrf_token = found
+        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+                             200, [("Cache-Control", "no-store")])
+
+    @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
+    def logout(self, request: Request) -> Response:
+        token = session_cookie(request)
+        if token:
+            self.store.end_web_session(hash_api_key(token))
+        return Response(204, b"", "", [("Set-Cookie", f"{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; "
+                                                      "Max-Age=0")])

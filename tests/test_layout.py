@@ -1,0 +1,115 @@
+"""The layout: rustiz.py is the core, which imports only the standard library when it loads; the
+feature modules of rustiz_features/ import the core and one another as a DAG, and no underscore name
+crosses from one module to another."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "rustiz_features"
+
+
+def modules() -> dict:
+    """Dotted module name -> its parsed source, for the core and every feature module."""
+    found = {"rustiz": ast.parse((ROOT / "rustiz.py").read_text())}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = ast.parse(path.read_text())
+    return found
+
+
+def is_package(name: str) -> bool:
+    return name == PACKAGE or (ROOT / Path(*name.split(".")) / "__init__.py").exists()
+
+
+def load_time_imports(name: str, tree: ast.Module) -> list:
+    """(imported module, names) of the imports that run when `name` loads: those at its top level, not
+    inside functions or an `if TYPE_CHECKING:` block."""
+    imports = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            imports.extend((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name if is_package(name) else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            names = tuple(alias.name for alias in node.names)
+            # `from . import x` and `from .publishers import provider_for` name modules or attributes
+            submodules = [f"{base}.{item}" for item in names if f"{base}.{item}" in modules_by_name]
+            imports.append((base, names))
+            imports.extend((submodule, ()) for submodule in submodules)
+    return imports
+
+
+modules_by_name = modules()
+
+
+def feature_graph() -> dict:
+    return {name: {imported for imported, _ in load_time_imports(name, tree)
+                   if imported.startswith(PACKAGE) and imported != name}
+            for name, tree in modules_by_name.items() if name.startswith(PACKAGE)}
+
+
+def test_the_core_imports_only_the_standard_library_when_it_loads():
+    standard = sys.stdlib_module_names
+    imported = {module.split(".")[0] for module, _ in load_time_imports("rustiz", modules_by_name["rustiz"])}
+    assert imported - {"__future__"} <= standard, imported - standard
+
+
+def test_feature_modules_import_one_another_as_a_graph_without_cycles():
+    graph = feature_graph()
+    visiting, done = [], set()
+
+    def visit(module: str) -> None:
+        if module in done:
+            return
+        assert module not in visiting, "import cycle: " + " -> ".join(visiting[visiting.index(module):] + [module])
+        visiting.append(module)
+        for imported in sorted(graph.get(module, ())):
+            visit(imported)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+
+
+def test_no_underscore_name_crosses_from_one_module_to_another():
+    crossing = [f"{name} imports {imported}.{item}"
+                for name, tree in modules_by_name.items()
+                for imported, items in load_time_imports(name, tree)
+                if imported == "rustiz" or imported.startswith(PACKAGE)
+                for item in items if item.startswith("_") and item != "__future__"]
+    assert not crossing, crossing
+
+
+def test_publishers_import_no_other_platform_and_nothing_imports_a_platform():
+    from rustiz_features.publishers import PROVIDER_MODULES
+    platforms = {f"{PACKAGE}.publishers.{module}" for module in PROVIDER_MODULES.values()}
+    graph = feature_graph()
+    importers = {module: sorted(imported & platforms) for module, imported in graph.items() if imported & platforms}
+    assert not importers, f"platform modules are imported only through publishers.provider_for: {importers}"
+
+
+def test_the_built_server_loads_no_feature_module_to_start(pyz):
+    """`rustiz version` and a start-up load the core alone (python -X importtime lists every import)."""
+    result = subprocess.run([sys.executable, "-X", "importtime", str(pyz), "version"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    loaded = [line for line in result.stderr.splitlines() if PACKAGE in line]
+    assert not loaded, loaded
+
+
+def test_every_provider_module_is_built_into_the_archive(pyz):
+    import zipfile
+    from rustiz_features.publishers import PROVIDER_MODULES
+    with zipfile.ZipFile(pyz) as archive:
+        names = set(archive.namelist())
+    for module in PROVIDER_MODULES.values():
+        assert f"{PACKAGE}/publishers/{module}.py" in names and f"{PACKAGE}/publishers/{module}.pyc" in names
