@@ -22,9 +22,8 @@ from rustiz import VERSION
 
 
 # http.client in a small thread pool, behind an async call: the event loop never blocks, and TLS
-# comes from the ssl module, imported on first use (see the note on asyncio at the top). What a
-# caller must know is whether the platform may have seen the request: ConnectFailed means nothing
-# was sent; NoAnswer means it was sent and no complete answer came back.
+# comes from the ssl module, imported on first use (asyncio itself is imported without ssl: see the
+# note at the top of rustiz.py).
 #
 # The address guard. Every connection rustiz opens to another server (platform APIs, media and
 # link-card downloads, outgoing webhooks, Nostr relays) starts in HttpClient.checked_addresses: the
@@ -262,7 +261,7 @@ class HttpClient:
 
     Certificates are verified (the system store, or SSL_CERT_FILE), HTTPS_PROXY/HTTP_PROXY/NO_PROXY
     are honoured, gzip and deflate answers are unpacked (32 MiB at most), GET and HEAD follow up to 5
-    redirects, and every connection passes the address guard (see the top of this section)."""
+    redirects, and every connection passes the address guard (see the top of this module)."""
 
     def __init__(self, allow: tuple, threads: int = OUTBOUND_THREADS):
         self.allow = allow  # Config.fetch_allow: host names and networks the guard lets through although private
