@@ -2280,6 +2280,8 @@ class HttpConnection(asyncio.Protocol):
         self.window_received = self.body_received
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return  # the rest of a body we refused, arriving while we linger (see close): dropped
         now = time.monotonic()
         if self.parser.idle:
             self.message_started = now
@@ -2291,7 +2293,9 @@ class HttpConnection(asyncio.Protocol):
             if kind is RequestHead:
                 request = self.request = Request(event, b"", self.peer)
                 refusal = self.admit(request)
-                if (refusal is not None or event.content_length != 0) and self._start_body(event, refusal):
+                # (a route that streams its body opens its sink even for an empty one, which then tells why)
+                if (refusal is not None or event.content_length != 0 or request.route.open_sink is not None) \
+                        and self._start_body(event, refusal):
                     break  # the rest of the stream is not read
             elif kind is Body:
                 self.continue_due = False
@@ -2572,14 +2576,16 @@ class HttpConnection(asyncio.Protocol):
 
     def close(self) -> None:
         """Close once what was written is sent. When the client may still be sending a body we did not read,
-        half-close first and close LINGER_SECONDS later: closing a socket with unread bytes makes the
-        kernel reset the connection, which can destroy the answer on its way to the client."""
+        half-close first, read and drop what still comes for LINGER_SECONDS, then close: closing a socket
+        with unread bytes makes the kernel reset the connection, which can destroy the answer on its way
+        to a client still busy sending (as nginx's lingering close)."""
         if not self.closed:
             self.closed = True
             self._drop_pending()
             if self.body_unread and self.transport.can_write_eof():
-                if not self.reading_paused:
-                    self._pause_reading()
+                if self.reading_paused:
+                    self.reading_paused = False
+                    self.transport.resume_reading()
                 self.transport.write_eof()
                 self.lingering_until = time.monotonic() + LINGER_SECONDS
             else:

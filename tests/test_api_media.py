@@ -250,6 +250,15 @@ def test_other_fields_are_ignored_and_the_first_file_field_is_stored(shared):
     assert status == 201 and json.loads(answer)["name"].endswith(".gif")
 
 
+def test_an_empty_upload_body_is_400_saying_what_is_missing(shared):
+    for content_type in ("multipart/form-data; boundary=b", "application/octet-stream"):
+        status, _, answer = call(shared, "POST", "/public/v1/upload", b"", {"Content-Type": content_type},
+                                 key=shared.key)
+        assert status == 400, answer
+        assert "multipart" in json.loads(answer)["message"], answer
+    assert leftovers(shared) == []
+
+
 def test_upload_without_a_key_is_401_and_writes_nothing(shared):
     rows = len(media_rows(shared))
     status, error = upload(shared, png_file(), key="")
