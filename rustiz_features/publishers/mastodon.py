@@ -19,7 +19,6 @@ from .base import (
 MASTODON_MEDIA_WAIT_SECONDS = 60.0  # how long a status waits for the instance to process its media
 
 
-
 def _positive_int(value: Any, fallback: int) -> int:
     return value if type(value) is int and value > 0 else fallback
 
@@ -70,12 +69,12 @@ class MastodonProvider(Provider):
                 raise
             reply = await self.send(channel, "GET", self._instance(channel) + "/api/v1/instance",
                                     what="the instance's limits (/api/v1/instance)")
-        defaults = self._limits({})
         answer = reply.json()
         answer = answer if isinstance(answer, dict) else {}
         configuration = answer.get("configuration") if isinstance(answer.get("configuration"), dict) else {}
         statuses = configuration.get("statuses") if isinstance(configuration.get("statuses"), dict) else {}
         max_characters = statuses.get("max_characters") or answer.get("max_toot_chars")
+        defaults = self._limits({})
         return {"maxLength": _positive_int(max_characters, defaults["maxLength"]),
                 "maxMedia": _positive_int(statuses.get("max_media_attachments"), defaults["maxMedia"]),
                 "charactersReservedPerUrl": _positive_int(statuses.get("characters_reserved_per_url"),
