@@ -3097,6 +3097,7 @@ API_ROUTES = (
     ("GET", "/integration-settings/:id", "api_channels", "ChannelsApi.integration_settings"),
     ("POST", "/integration-trigger/:id", "api_channels", "ChannelsApi.integration_trigger"),
     ("GET", "/groups", "api_channels", "ChannelsApi.groups"),
+    ("GET", "/providers", "api_channels", "ChannelsApi.providers"),
     ("GET", "/posts", "api_posts", "PostsApi.list_posts"),
     ("POST", "/posts", "api_posts", "PostsApi.create_posts"),
     ("DELETE", "/posts/group/:group", "api_posts", "PostsApi.delete_group"),

@@ -12,10 +12,11 @@ the core imports none of these at load time, and these import the core and one a
   api_channels -> catalogue, publishers, http_client, web
   validation -> catalogue, text, publishers
   scheduler -> publishers, media, recurrence, http_client, catalogue
-  openapi -> api_posts, media, validation, catalogue
+  openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client
+  publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base and its helpers, catalogue, text, http_client
-  catalogue -> text, bech32, http_client
+  catalogue (one descriptor per provider) -> text, bech32, http_client
   web, recurrence, text, bech32, http_client -> the core only
 
 tests/test_layout.py checks this graph has no cycle and that the core imports none of these at load time.

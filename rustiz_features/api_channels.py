@@ -14,12 +14,13 @@ from typing import Any, Optional
 
 from rustiz import (
     ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key, json_object,
-    json_response, log, nest_error, new_api_key, not_found, read_config_file, session_cookie, update_config_value,
+    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, session_cookie,
+    update_config_value,
 )
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
 from .catalogue import (
-    NewChannel, PROVIDERS, optional_text_problem, provider_max_length, text_problem, url_host, url_problem,
-    validate_new_channel,
+    NewChannel, PROVIDERS, optional_text_problem, provider_descriptions, provider_max_length, text_problem, url_host,
+    url_problem, validate_new_channel,
 )
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
@@ -32,10 +33,17 @@ class ChannelsApi:
     def __init__(self, app: App):
         self.app = app
         self.store = app.store
+        self._providers: Optional[bytes] = None
 
     @property
     def http(self) -> HttpClient:
         return self.app.http  # made on first use: listing channels needs no outbound client
+
+    def providers(self, request: Request, organization_id: str) -> Response:
+        """rustiz: every provider's descriptor as the web app reads it (encoded once per worker: it never changes)."""
+        if self._providers is None:
+            self._providers = json_dumps(provider_descriptions())
+        return Response(200, self._providers, "application/json; charset=utf-8")
 
     @staticmethod
     def is_connected(request: Request, organization_id: str) -> Response:
@@ -57,7 +65,8 @@ class ChannelsApi:
         if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
             return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
         return json_response({"output": {
-            "rules": spec.rules, "maxLength": provider_max_length(spec.identifier, channel["additional_settings"]),
+            "rules": spec.rules,
+            "maxLength": provider_max_length(spec.identifier, channel["additional_settings"], channel["limits"]),
             "settings": spec.settings, "tools": spec.tools}})
 
     async def integration_trigger(self, request: Request, organization_id: str) -> Response:
@@ -103,7 +112,7 @@ class ChannelsApi:
 
 async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
     """The channel as its platform knows it: credentials checked, the real account read; raises ApiError."""
-    platform = provider_for(channel.provider)  # every provider of CREDENTIAL_SPECS has one
+    platform = provider_for(channel.provider)  # every provider with credentials names its publisher
     probe = Channel("", channel.account.name, channel.credentials, None, http)
     try:
         connected = await platform.connect(probe)

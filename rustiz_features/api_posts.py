@@ -20,7 +20,7 @@ from rustiz import (
     parse_iso_instant, sha256, utc_now_iso,
 )
 from .api_channels import validate_channel_changes
-from .catalogue import post_length
+from .catalogue import provider_max_length
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
 
@@ -486,7 +486,8 @@ class PostsApi:
         if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
             message = message[0].split(".settings.", 1)[-1] if message else None
         elif message == "post is too long, please fix it":
-            limit = post_length(channel["provider_identifier"], "", channel["additional_settings"])[1]
+            limit = provider_max_length(channel["provider_identifier"], channel["additional_settings"],
+                                        channel["limits"])
             message = f"The maximum characters is {limit}"
         return f"{channel['name']}: {message or 'Please fix your settings'}"
 

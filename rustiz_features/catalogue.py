@@ -1,9 +1,12 @@
 """The provider catalogue: one descriptor per provider, the single source the server and the web app read.
 
-Postiz's 35 providers, each with its display name, its settings (a tuple of Field, from which both the
-JSON Schema of integration-settings and the checks of POST /posts derive), its rules and tools, and how
-its text is counted; for the providers rustiz connects with credentials, the credential fields and how
-they name the account.
+Every provider rustiz knows (Postiz's 35, then its own webhook) is one ProviderDescriptor entry of
+_DESCRIPTORS: identifier, Postiz's name and rustiz's label, how its text is counted and its length limits,
+Postiz's rules, media rule, settings (a tuple of Field, from which both the JSON Schema of
+integration-settings and the checks of POST /posts derive) and helper tools; and, for a provider rustiz
+connects, its publisher module and its credentials (the keys with their labels and checks, a guide, how
+they name the account). Everything else is derived from these entries: PROVIDERS (Postiz's),
+CREDENTIAL_SPECS, publishers.PROVIDER_MODULES, GET /public/v1/providers, MCP's list of platforms.
 
 Rules:
 - Data and pure checks only: nothing here reaches a platform (publishers/ do) or the database.
@@ -19,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 from rustiz import bad_request, sha256
 from .bech32 import bech32_payload
 from .http_client import parsed_url
-from .text import strip_html, x_weighted_length
+from .text import counted_length
 
 
 # Postiz describes every provider by a settings DTO (class-validator decorators). rustiz describes
@@ -269,95 +272,6 @@ _MEWE_FIELDS = (_choice("postType", "timeline group", defined=True),
 _TUMBLR_FIELDS = (text_field("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
                   _optional_url("sourceUrl"), text_field("tags", optional=True, max_length=4096))
 
-# Rules strings of §8.2 ("" for every provider not listed).
-_LINKEDIN_RULES = ("LinkedIn can have maximum one attachment when selecting video, when choosing a carousel on LinkedIn "
-                   "minimum amount of attachment must be two, and only pictures, if uploading a video, LinkedIn can "
-                   "have only one attachment")
-_INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a story, it can have only one picture"
-_RULES = {
-    "x": ("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can also be "
-          "published as a long-form article (draft or published) when post_type is set to article "),
-    "linkedin": _LINKEDIN_RULES, "linkedin-page": _LINKEDIN_RULES,
-    "instagram": _INSTAGRAM_RULES, "instagram-standalone": _INSTAGRAM_RULES,
-    "facebook": ("Facebook posts can be text only, or include photos or a video. If it's a story, it must have at "
-                 "least one attachment (photo or video), and each media is published as a separate story."),
-    "youtube": "YouTube must have on video attachment, it cannot be empty",
-    "gmb": ("Google My Business posts can have text content and optionally one image. Posts can be updates, events, "
-            "or offers."),
-    "pinterest": ("Pinterest requires at least one media, if posting a video, you must have two attachment, one for "
-                  "video, one for the cover picture, When posting a video, there can be only one, if posting images, "
-                  "there can be maximum 5"),
-    "bluesky": "Bluesky can have maximum 1 video or 4 pictures in one post, it can also be without attachments",
-    "wrapcast": "Farcaster/Warpcast can only accept pictures",
-    "tiktok": "TikTok can have one video or one picture or multiple pictures, it cannot be without an attachment.",
-    "tiktok-business": ("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
-                        "be without an attachment."),
-}
-
-# Helper tools of §8.4: methodName, description, keys of dataSchema (all strings).
-_TOOLS = {
-    "devto": (("tags", "Tag list", ()), ("organizations", "Organization list", ())),
-    "discord": (("channels", "Channels", ()),),
-    "dribbble": (("teams", "Teams list", ()),),
-    "wrapcast": (("subreddits", "Search channels", ("word",)),),
-    "hashnode": (("tagsList", "Tags", ()), ("publications", "Publications", ())),
-    "instagram": (("audioSearch", 'Search audio (music or original sounds) to attach to a Reel via the "audio" '
-                                  "setting, an empty query returns trending audio", ("q", "type")),),
-    "lemmy": (("subreddits", "Search for Lemmy communities by keyword", ("word",)),),
-    "listmonk": (("list", "List of available lists", ()), ("templates", "List of available templates", ())),
-    "medium": (("publications", "List of publications", ()),),
-    "mewe": (("groups", "Groups", ()),),
-    "pinterest": (("boards", "List of boards", ()),),
-    "reddit": (("subreddits", "Get list of subreddits with information", ("word",)),
-               ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",))),
-    "skool": (("groups", "Groups", ()), ("label", "Label", ())),
-    "slack": (("channels", "Get list of channels", ()),),
-    "tiktok-business": (("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
-    "whop": (("companies", "Companies", ()), ("experiences", "Experiences", ("id",))),
-    "wordpress": (("postTypes", "Get list of post types", ()), ("categoriesList", "Get list of categories", ()),
-                  ("tagsList", "Get list of tags", ())),
-}
-
-# identifier, UI name, editor, maxLength, settings DTO, whether integration-settings shows the DTO's schema
-_PROVIDER_TABLE = (
-    ("x", "X", "html", 280, _X_FIELDS, True),
-    ("linkedin", "LinkedIn", "normal", 3000, _LINKEDIN_FIELDS, False),
-    ("linkedin-page", "LinkedIn Page", "normal", 3000, _LINKEDIN_FIELDS, False),
-    ("reddit", "Reddit", "normal", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), True),
-    ("instagram", "Instagram\n(Facebook Business)", "normal", 2200, _INSTAGRAM_FIELDS, True),
-    ("instagram-standalone", "Instagram\n(Standalone)", "normal", 2200, _INSTAGRAM_FIELDS, True),
-    ("facebook", "Facebook Page", "normal", 63206, _FACEBOOK_FIELDS, True),
-    ("threads", "Threads", "normal", 500, (), False),
-    ("youtube", "YouTube", "normal", 5000, _YOUTUBE_FIELDS, True),
-    ("gmb", "Google My Business", "normal", 1500, _GMB_FIELDS, True),
-    ("tiktok", "Tiktok", "normal", 2000, _TIKTOK_FIELDS, True),
-    ("tiktok-business", "TikTok", "normal", 2200, _TIKTOK_FIELDS, True),
-    ("pinterest", "Pinterest", "normal", 500, _PINTEREST_FIELDS, True),
-    ("dribbble", "Dribbble", "normal", 40000, _DRIBBBLE_FIELDS, True),
-    ("discord", "Discord", "markdown", 1980, _CHANNEL_FIELDS, True),
-    ("slack", "Slack", "normal", 400000, _CHANNEL_FIELDS, True),
-    ("kick", "Kick", "normal", 500, (), False),
-    ("twitch", "Twitch", "normal", 500, _TWITCH_FIELDS, True),
-    ("mastodon", "Mastodon", "normal", 500, (), False),
-    ("bluesky", "Bluesky", "normal", 300, (), False),
-    ("lemmy", "Lemmy", "normal", 10000, (_value_list(_LEMMY_VALUE_FIELDS, 1),), True),
-    ("wrapcast", "Farcaster", "normal", 800, (_value_list((_required_text("id"),), None),), True),
-    ("telegram", "Telegram", "html", 4096, (), False),
-    ("nostr", "Nostr", "normal", 100000, (), False),
-    ("vk", "VK", "normal", 2048, (), False),
-    ("medium", "Medium", "markdown", 100000, _MEDIUM_FIELDS, True),
-    ("devto", "Dev.to", "markdown", 100000, _DEVTO_FIELDS, True),
-    ("hashnode", "Hashnode", "markdown", 10000, _HASHNODE_FIELDS, True),
-    ("wordpress", "WordPress", "html", 100000, _WORDPRESS_FIELDS, True),
-    ("listmonk", "ListMonk", "html", 100000000, _LISTMONK_FIELDS, True),
-    ("moltbook", "Moltbook", "normal", 300, (_required_text("submolt", 1),), False),
-    ("whop", "Whop", "markdown", 50000, _WHOP_FIELDS, True),
-    ("skool", "Skool", "normal", 5000, _SKOOL_FIELDS, True),
-    ("mewe", "MeWe", "normal", 63206, _MEWE_FIELDS, True),
-    ("tumblr", "Tumblr", "normal", 32768, _TUMBLR_FIELDS, True),
-)
-
-
 def _field_schema(field: Field) -> dict:
     """The JSON Schema class-validator-jsonschema 5.1 generates for one property."""
     if field.kind == "object":
@@ -398,47 +312,159 @@ def _object_schema(fields: tuple) -> dict:
     return schema
 
 
-class ProviderSpec(NamedTuple):
-    """One Postiz provider as integration-settings describes it, and the settings DTO its posts must satisfy."""
-    identifier: str
-    name: str
-    editor: str  # normal, html or markdown: how the Postiz editor writes content for it
-    max_length: int
-    rules: str
-    settings: Union[dict, str]  # JSON Schema, or Postiz's "No additional settings required"
-    tools: list  # [{methodName, description, dataSchema}]
-    dto: tuple  # of Field; () when Postiz validates nothing but __type
+# --- media rules before publishing (Postiz's checkValidity, §8.5) --------------------------------
 
 
-def _build_providers() -> dict:
-    providers = {}
-    for identifier, name, editor, max_length, dto, exposed in _PROVIDER_TABLE:
-        settings: Union[dict, str] = _object_schema(dto) if exposed else _NO_SETTINGS
-        if identifier == "youtube":  # a quirk of the generator, kept because clients may look for it
-            settings["properties"]["tags"]["$ref"] = "#/definitions/Array"
-        tools = [{"methodName": method, "description": description,
-                  "dataSchema": [{"key": key, "type": "string", "description": key} for key in keys]}
-                 for method, description, keys in _TOOLS.get(identifier, ())]
-        providers[identifier] = ProviderSpec(identifier, name, editor, max_length, _RULES.get(identifier, ""),
-                                             settings, tools, dto)
-    return providers
+def _is_video(media: Any) -> bool:
+    return isinstance(media, dict) and "mp4" in str(media.get("path", ""))
 
 
-PROVIDERS: dict = _build_providers()
+def _videos(media: list) -> int:
+    return sum(map(_is_video, media))
+
+
+def _all_media(values: list) -> list:
+    return [media for value in values for media in value["image"]]
+
+
+# Each rule takes (settings, values) and returns Postiz's message for the first thing the post
+# breaks, or None. `values[0]["image"]` is the main post's media; later values are comments/replies.
+
+
+def _bluesky_rule(settings: dict, values: list) -> Optional[str]:
+    for value in values:
+        if _videos(value["image"]) > 1:
+            return "You can only upload one video per post."
+        if len(value["image"]) > 4:
+            return "There can be maximum 4 pictures in a post."
+    return None
+
+
+def _dribbble_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) != 1:
+        return "Requires one item"
+    return "Does not support mp4 files" if _videos(first) else None
+
+
+def _facebook_rule(settings: dict, values: list) -> Optional[str]:
+    if settings.get("post_type") == "story" and not values[0]["image"]:
+        return "Story should have at least one media"
+    return None
+
+
+def _farcaster_rule(settings: dict, values: list) -> Optional[str]:
+    return "Can only accept images" if _videos(_all_media(values)) else None
+
+
+def _gmb_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) > 1:
+        return "Google My Business posts can only have one image"
+    if _videos(first):
+        return "Google My Business posts do not support video attachments"
+    if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
+        return "Event posts require an event title"
+    return None
+
+
+def _instagram_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if not first:
+        return "Should have at least one media"
+    if len(first) > 10:
+        return "Instagram carousel only supports up to 10 media attachments"
+    if settings.get("is_trial_reel"):
+        if len(first) != 1:
+            return "Trial Reels can only have one video"
+        if not _videos(first):
+            return "Trial Reels must be a video"
+    return None
+
+
+def _lemmy_rule(settings: dict, values: list) -> Optional[str]:
+    return "You can set only one picture for a cover" if len(values[0]["image"]) > 1 else None
+
+
+def _linkedin_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if settings.get("post_as_images_carousel") and (len(first) < 2 or _videos(first)):
+        return "Carousel can only be created with 2 or more images and no videos."
+    if _videos(first) and len(first) > 1:
+        return "Can have maximum 1 media when selecting a video."
+    if any(value["image"] for value in values[1:]):
+        return "Comments can only contain text."
+    return None
+
+
+def _pinterest_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if not first:
+        return "Requires at least one media"
+    if len(first) > 5:
+        return "You can only have up to 5 media items"
+    if _is_video(first[0]) and len(first) == 1:
+        return "If posting a video you have to also include a cover image as second media"
+    if _is_video(first[0]) and len(first) > 2:
+        return "If posting a video you can only have two media items"
+    return None
+
+
+def _reddit_rule(settings: dict, values: list) -> Optional[str]:
+    entries = settings.get("subreddit")
+    for entry in entries if isinstance(entries, list) else ():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        post_type = value.get("type") if isinstance(value, dict) else None
+        if post_type in ("image", "video", "videogif", "media") and len(values[0]["image"]) != 1:
+            return "When posting a media post, you must attached exactly one media file."
+    return None
+
+
+def _tiktok_rule(settings: dict, values: list, most_pictures: Optional[int] = None) -> Optional[str]:
+    first = values[0]["image"]
+    if not first:
+        return "No video / images selected"
+    if len(first) > 1 and _videos(first):
+        return "Only pictures are supported when selecting multiple items"
+    if most_pictures is not None and len(first) > most_pictures:
+        return f"You can select up to {most_pictures} pictures"
+    return None
+
+
+def _tiktok_business_rule(settings: dict, values: list) -> Optional[str]:
+    return _tiktok_rule(settings, values, most_pictures=35)
+
+
+def _tumblr_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) - _videos(first) > 30:
+        return "Tumblr supports up to 30 images in one post."
+    return "Tumblr supports one uploaded video in one post." if _videos(first) > 1 else None
+
+
+def _x_rule(settings: dict, values: list) -> Optional[str]:
+    if settings.get("post_type") != "article":
+        return None
+    if _videos(_all_media(values)):
+        return "X articles only support images"
+    if settings.get("article_status") == "draft" and len(values) > 1:
+        return "A draft article cannot have thread replies, remove them or publish the article"
+    return None
+
+
+def _youtube_rule(settings: dict, values: list) -> Optional[str]:
+    first = values[0]["image"]
+    if len(first) != 1:
+        return "You need one media"
+    return None if _videos(first) else "Item must be a video"
+
 
 # --- channels that connect with credentials (POST /integrations, `rustiz channel add`) -----------
 # Providers that need no developer app: the user pastes credentials, rustiz stores them as the
 # channel's token. Here they are checked for shape, and `CredentialSpec.account` derives what the
-# credentials alone tell (the default channel name); then the publisher's `connect()` (section 11)
-# verifies them with the platform and reads the real account (its id, name, handle, avatar).
+# credentials alone tell (the default channel name); then the publisher's `connect()` verifies them
+# with the platform and reads the real account (its id, name, handle, avatar).
 # Credentials never leave the store and are never logged.
-
-
-class CredentialKey(NamedTuple):
-    """One key of a provider's `credentials` object; `kind` names its check in _CREDENTIAL_CHECKS."""
-    name: str
-    kind: str
-    required: bool = True
 
 
 class ChannelAccount(NamedTuple):
@@ -447,11 +473,6 @@ class ChannelAccount(NamedTuple):
     name: str
     profile: Optional[str]
     picture: Optional[str] = None
-
-
-class CredentialSpec(NamedTuple):
-    keys: tuple  # of CredentialKey, in the order errors are reported
-    account: Callable[[dict], ChannelAccount]
 
 
 class NewChannel(NamedTuple):
@@ -565,40 +586,245 @@ def _nostr_account(credentials: dict) -> ChannelAccount:
     return ChannelAccount(digest, f"Nostr key {digest[:8]}", None)
 
 
-def _credential_keys(*keys: tuple) -> tuple:
-    return tuple(CredentialKey(*key) for key in keys)
+# --- the descriptors: one per provider ----------------------------------------------------------------
 
 
-_LOGIN_KEYS = _credential_keys(("service", "http_url"), ("identifier", "text"), ("password", "text"))
-_API_KEY = _credential_keys(("apiKey", "text"))
-_WEBHOOK_URL = _credential_keys(("webhookUrl", "http_url"))
+class CredentialKey(NamedTuple):
+    """One key of a provider's `credentials` object: how the server checks it, how the web app asks for it."""
+    name: str
+    kind: str  # its check in _CREDENTIAL_CHECKS (text, http_url, relays...); "relays" is a list
+    label: str
+    input: str  # the connect form's input: url, text, secret, or list (one item a line)
+    placeholder: str = ""
+    help: str = ""  # a hint under the input
+    required: bool = True
 
-CREDENTIAL_SPECS: dict = {
-    "bluesky": CredentialSpec(_LOGIN_KEYS, _login_account("service", "identifier", lambda host, user: user)),
-    "lemmy": CredentialSpec(_LOGIN_KEYS, _login_account("service", "identifier",
-                                                        lambda host, user: f"{user}@{host}")),
-    "wordpress": CredentialSpec(
-        _credential_keys(("domain", "http_url"), ("username", "text"), ("password", "text")),
-        _login_account("domain", "username", lambda host, user: host)),
-    "listmonk": CredentialSpec(
-        _credential_keys(("url", "http_url"), ("username", "text"), ("password", "text")),
-        _login_account("url", "username", lambda host, user: f"Listmonk at {host}")),
-    "nostr": CredentialSpec(_credential_keys(("password", "nostr_key"), ("relays", "relays")), _nostr_account),
-    "devto": CredentialSpec(_API_KEY, secret_account("apiKey", lambda credentials: "Dev.to account")),
-    "hashnode": CredentialSpec(_API_KEY, secret_account("apiKey", lambda credentials: "Hashnode account")),
-    "mastodon": CredentialSpec(
-        _credential_keys(("instance", "http_url"), ("accessToken", "text")),
-        lambda credentials: ChannelAccount(
-            f"{url_host(credentials['instance'])}/{_secret_digest(credentials['accessToken'])}",
-            url_host(credentials["instance"]), None)),
-    "telegram": CredentialSpec(_credential_keys(("botToken", "telegram_bot_token"), ("chatId", "telegram_chat")),
-                               _telegram_account),
-    "discord": CredentialSpec(_WEBHOOK_URL, secret_account("webhookUrl", lambda credentials: "Discord webhook")),
-    "slack": CredentialSpec(_WEBHOOK_URL, secret_account("webhookUrl", lambda credentials: "Slack webhook")),
-    "webhook": CredentialSpec(  # rustiz's own provider: POSTs each post as signed JSON to any URL
-        _credential_keys(("url", "http_url"), ("secret", "text", False)),
-        secret_account("url", lambda credentials: f"Webhook to {url_host(credentials['url'])}")),
-}
+
+class CredentialSpec(NamedTuple):
+    """How a channel of the provider is connected with pasted credentials."""
+    keys: tuple  # of CredentialKey, in the order the form shows them and errors are reported
+    account: Callable[[dict], ChannelAccount]  # what the credentials alone tell of the account
+    guide: str  # one line: where to get them
+
+
+class ProviderDescriptor(NamedTuple):
+    """Everything rustiz knows about one provider, read by validation, the publishers, the API, MCP and the
+    web app (through GET /public/v1/providers)."""
+    identifier: str  # Postiz's, the `__type` of its settings
+    name: str  # Postiz's UI name, as its catalogue has it
+    label: str  # the platform's name in rustiz's forms and messages ("Failed on Listmonk ...")
+    editor: str  # normal, html or markdown: how the Postiz editor writes content for it
+    max_length: int  # Postiz's maxLength, counted by `counting`; 0: no limit of its own
+    counting: str  # how its text is counted: one of text.COUNTING_RULES
+    limits: dict  # more limits, with the names a channel's own (from connecting) overrides them by
+    rules: str  # Postiz's rules text
+    media_rule: Optional[Callable[[dict, list], Optional[str]]]  # Postiz's checkValidity: (settings, values)
+    settings: Union[dict, str]  # the JSON Schema of its settings, or Postiz's "No additional settings required"
+    tools: list  # helper tools: [{methodName, description, dataSchema}]
+    dto: tuple  # of Field: the settings POST /posts checks; () when Postiz validates nothing but __type
+    publisher: Optional[str]  # its module in publishers/; None: rustiz cannot connect it yet
+    credentials: Optional[CredentialSpec]  # None: not connectable with credentials
+    postiz: bool  # one of Postiz's providers (integration-settings and MCP describe only those)
+
+
+def _describe(identifier: str, name: str, max_length: int, dto: tuple = (), *, schema_shown: bool = True,
+              editor: str = "normal", counting: str = "characters", limits: Optional[dict] = None, rules: str = "",
+              media_rule: Optional[Callable] = None, tools: tuple = (), label: str = "",
+              publisher: Optional[str] = None, credentials: Optional[CredentialSpec] = None,
+              postiz: bool = True) -> ProviderDescriptor:
+    """A descriptor; `tools` as (methodName, description, keys of its dataSchema), `schema_shown`: whether
+    integration-settings shows the DTO's schema (else "No additional settings required")."""
+    settings: Union[dict, str] = _object_schema(dto) if schema_shown else _NO_SETTINGS
+    if identifier == "youtube":  # a quirk of the generator, kept because clients may look for it
+        settings["properties"]["tags"]["$ref"] = "#/definitions/Array"
+    tool_list = [{"methodName": method, "description": description,
+                  "dataSchema": [{"key": key, "type": "string", "description": key} for key in keys]}
+                 for method, description, keys in tools]
+    return ProviderDescriptor(identifier, name, label or name.replace("\n", " "), editor, max_length, counting,
+                              limits or {}, rules, media_rule, settings, tool_list, dto, publisher, credentials,
+                              postiz)
+
+
+def _url_key(name: str, label: str, placeholder: str = "", **options: Any) -> CredentialKey:
+    return CredentialKey(name, "http_url", label, "url", placeholder, **options)
+
+
+def _text_key(name: str, label: str, placeholder: str = "", kind: str = "text", **options: Any) -> CredentialKey:
+    return CredentialKey(name, kind, label, "text", placeholder, **options)
+
+
+def _secret_key(name: str, label: str, placeholder: str = "", kind: str = "text", **options: Any) -> CredentialKey:
+    return CredentialKey(name, kind, label, "secret", placeholder, **options)
+
+
+# Postiz's rules texts (§8.2) that two providers share.
+_LINKEDIN_RULES = ("LinkedIn can have maximum one attachment when selecting video, when choosing a carousel on LinkedIn "
+                   "minimum amount of attachment must be two, and only pictures, if uploading a video, LinkedIn can "
+                   "have only one attachment")
+_INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a story, it can have only one picture"
+
+# Postiz's 35 providers in its order, then rustiz's own. A provider rustiz connects names its publisher
+# module and its credentials; adding a platform is its entry here and its module in publishers/.
+_DESCRIPTORS = (
+    _describe("x", "X", 280, _X_FIELDS, editor="html", counting="x-weighted", media_rule=_x_rule,
+              limits={"verifiedMaxLength": 4000},  # a channel marked Verified (X premium)
+              rules=("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can "
+                     "also be published as a long-form article (draft or published) when post_type is set to "
+                     "article ")),
+    _describe("linkedin", "LinkedIn", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
+              media_rule=_linkedin_rule),
+    _describe("linkedin-page", "LinkedIn Page", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
+              media_rule=_linkedin_rule),
+    _describe("reddit", "Reddit", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), media_rule=_reddit_rule,
+              tools=(("subreddits", "Get list of subreddits with information", ("word",)),
+                     ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",)))),
+    _describe("instagram", "Instagram\n(Facebook Business)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
+              media_rule=_instagram_rule,
+              tools=(("audioSearch", 'Search audio (music or original sounds) to attach to a Reel via the "audio" '
+                                     "setting, an empty query returns trending audio", ("q", "type")),)),
+    _describe("instagram-standalone", "Instagram\n(Standalone)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
+              media_rule=_instagram_rule),
+    _describe("facebook", "Facebook Page", 63206, _FACEBOOK_FIELDS, media_rule=_facebook_rule,
+              rules=("Facebook posts can be text only, or include photos or a video. If it's a story, it must have "
+                     "at least one attachment (photo or video), and each media is published as a separate story.")),
+    _describe("threads", "Threads", 500, schema_shown=False),
+    _describe("youtube", "YouTube", 5000, _YOUTUBE_FIELDS, media_rule=_youtube_rule,
+              rules="YouTube must have on video attachment, it cannot be empty"),
+    _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule,
+              rules=("Google My Business posts can have text content and optionally one image. Posts can be "
+                     "updates, events, or offers.")),
+    _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule,
+              rules=("TikTok can have one video or one picture or multiple pictures, it cannot be without an "
+                     "attachment.")),
+    _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule,
+              tools=(("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
+              rules=("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
+                     "be without an attachment.")),
+    _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule,
+              tools=(("boards", "List of boards", ()),),
+              rules=("Pinterest requires at least one media, if posting a video, you must have two attachment, one "
+                     "for video, one for the cover picture, When posting a video, there can be only one, if posting "
+                     "images, there can be maximum 5")),
+    _describe("dribbble", "Dribbble", 40000, _DRIBBBLE_FIELDS, media_rule=_dribbble_rule,
+              tools=(("teams", "Teams list", ()),)),
+    _describe("discord", "Discord", 1980, _CHANNEL_FIELDS, editor="markdown", tools=(("channels", "Channels", ()),),
+              publisher="discord", credentials=CredentialSpec(
+                  (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
+                  secret_account("webhookUrl", lambda credentials: "Discord webhook"),
+                  "Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.")),
+    _describe("slack", "Slack", 400000, _CHANNEL_FIELDS, tools=(("channels", "Get list of channels", ()),),
+              publisher="slack", credentials=CredentialSpec(
+                  (_url_key("webhookUrl", "Webhook URL", "https://hooks.slack.com/services/…"),),
+                  secret_account("webhookUrl", lambda credentials: "Slack webhook"),
+                  "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.")),
+    _describe("kick", "Kick", 500, schema_shown=False),
+    _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
+    _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
+              limits={"maxMedia": 4, "charactersReservedPerUrl": 23},  # stock Mastodon's; an instance tells its own
+              publisher="mastodon", credentials=CredentialSpec(
+                  (_url_key("instance", "Instance URL", "https://mastodon.social"),
+                   _secret_key("accessToken", "Access token")),
+                  lambda credentials: ChannelAccount(
+                      f"{url_host(credentials['instance'])}/{_secret_digest(credentials['accessToken'])}",
+                      url_host(credentials["instance"]), None),
+                  "Preferences → Development → New application, scopes read:accounts, write:statuses, write:media; "
+                  "copy \"Your access token\".")),
+    _describe("bluesky", "Bluesky", 300, schema_shown=False, counting="graphemes", media_rule=_bluesky_rule,
+              rules="Bluesky can have maximum 1 video or 4 pictures in one post, it can also be without attachments",
+              publisher="bluesky", credentials=CredentialSpec(
+                  (_url_key("service", "Service (PDS) URL", "https://bsky.social"),
+                   _text_key("identifier", "Handle or e-mail", "alice.bsky.social"),
+                   _secret_key("password", "App password", "xxxx-xxxx-xxxx-xxxx")),
+                  _login_account("service", "identifier", lambda host, user: user),
+                  "Settings → Privacy and security → App passwords → Add App Password; not your main password.")),
+    _describe("lemmy", "Lemmy", 10000, (_value_list(_LEMMY_VALUE_FIELDS, 1),), media_rule=_lemmy_rule,
+              tools=(("subreddits", "Search for Lemmy communities by keyword", ("word",)),),
+              publisher="lemmy", credentials=CredentialSpec(
+                  (_url_key("service", "Instance URL", "https://lemmy.world"),
+                   _text_key("identifier", "Username or e-mail"), _secret_key("password", "Password")),
+                  _login_account("service", "identifier", lambda host, user: f"{user}@{host}"),
+                  "An account on a Lemmy 0.19+ instance with two-factor authentication off.")),
+    _describe("wrapcast", "Farcaster", 800, (_value_list((_required_text("id"),), None),), media_rule=_farcaster_rule,
+              rules="Farcaster/Warpcast can only accept pictures", tools=(("subreddits", "Search channels", ("word",)),)),
+    _describe("telegram", "Telegram", 4096, schema_shown=False, editor="html", counting="telegram-html",
+              publisher="telegram", credentials=CredentialSpec(
+                  (_secret_key("botToken", "Bot token", "123456789:AAE...", kind="telegram_bot_token"),
+                   _text_key("chatId", "Chat id", "@mychannel or -100…", kind="telegram_chat",
+                             help="A public channel's @name, or a private chat's number (-100… for a channel)")),
+                  _telegram_account,
+                  "Message @BotFather, /newbot, copy the token; make the bot an admin of the channel with "
+                  "\"Post Messages\".")),
+    _describe("nostr", "Nostr", 100000, schema_shown=False, publisher="nostr", credentials=CredentialSpec(
+        (_secret_key("password", "Private key", "nsec1…", kind="nostr_key"),
+         CredentialKey("relays", "relays", "Relays", "list", "wss://relay.damus.io", "One relay URL a line")),
+        _nostr_account, "Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.")),
+    _describe("vk", "VK", 2048, schema_shown=False),
+    _describe("medium", "Medium", 100000, _MEDIUM_FIELDS, editor="markdown",
+              tools=(("publications", "List of publications", ()),)),
+    _describe("devto", "Dev.to", 100000, _DEVTO_FIELDS, editor="markdown",
+              tools=(("tags", "Tag list", ()), ("organizations", "Organization list", ())),
+              publisher="devto", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "API key"),), secret_account("apiKey", lambda credentials: "Dev.to account"),
+                  "dev.to Settings → Extensions → DEV Community API Keys → Generate API Key.")),
+    _describe("hashnode", "Hashnode", 10000, _HASHNODE_FIELDS, editor="markdown",
+              tools=(("tagsList", "Tags", ()), ("publications", "Publications", ())),
+              publisher="hashnode", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "Personal access token"),),
+                  secret_account("apiKey", lambda credentials: "Hashnode account"),
+                  "hashnode.com Account settings → Developer → Generate new token.")),
+    _describe("wordpress", "WordPress", 100000, _WORDPRESS_FIELDS, editor="html",
+              tools=(("postTypes", "Get list of post types", ()), ("categoriesList", "Get list of categories", ()),
+                     ("tagsList", "Get list of tags", ())),
+              publisher="wordpress", credentials=CredentialSpec(
+                  (_url_key("domain", "Site URL", "https://blog.example.com"), _text_key("username", "Username"),
+                   _secret_key("password", "Application password")),
+                  _login_account("domain", "username", lambda host, user: host),
+                  "Users → Profile → Application Passwords → Add New Application Password (HTTPS sites).")),
+    _describe("listmonk", "ListMonk", 100000000, _LISTMONK_FIELDS, editor="html", label="Listmonk",
+              tools=(("list", "List of available lists", ()), ("templates", "List of available templates", ())),
+              publisher="listmonk", credentials=CredentialSpec(
+                  (_url_key("url", "Listmonk URL", "https://lists.example.com"), _text_key("username", "Username"),
+                   _secret_key("password", "API token or password")),
+                  _login_account("url", "username", lambda host, user: f"Listmonk at {host}"),
+                  "Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).")),
+    _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False),
+    _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown",
+              tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
+    _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
+    _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),
+    _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule),
+    # rustiz's own: POSTs each post as signed JSON to any URL
+    _describe("webhook", "Webhook", 0, schema_shown=False, postiz=False, publisher="webhook",
+              credentials=CredentialSpec(
+                  (_url_key("url", "Receiver URL", "https://n8n.example.com/webhook/rustiz"),
+                   _secret_key("secret", "Signing secret", required=False,
+                               help="Signs each delivery (X-Rustiz-Signature), as outgoing webhooks are signed")),
+                  secret_account("url", lambda credentials: f"Webhook to {url_host(credentials['url'])}"),
+                  "Each post is POSTed as signed JSON to your URL (n8n, Zapier, your code); it must answer 2xx.")),
+)
+
+DESCRIPTORS: dict = {descriptor.identifier: descriptor for descriptor in _DESCRIPTORS}  # every provider
+PROVIDERS: dict = {identifier: descriptor for identifier, descriptor in DESCRIPTORS.items()
+                   if descriptor.postiz}  # Postiz's 35: what integration-settings and MCP describe
+CREDENTIAL_SPECS: dict = {identifier: descriptor.credentials for identifier, descriptor in DESCRIPTORS.items()
+                          if descriptor.credentials is not None}  # what `rustiz channel add` and POST /integrations take
+# The counting rules Postiz's own length check uses ("post is too long, please fix it"); a platform's own
+# rule (graphemes, mastodon, telegram-html) is checked by its publisher, in the platform's words.
+POSTIZ_COUNTING_RULES = frozenset({"characters", "x-weighted"})
+
+
+def provider_descriptions() -> list:
+    """Every provider as GET /public/v1/providers answers it: what the web app needs to connect a channel
+    and to count a post's characters as the server will."""
+    return [{"identifier": descriptor.identifier, "name": descriptor.label,
+             "connectable": descriptor.credentials is not None,
+             "guide": descriptor.credentials.guide if descriptor.credentials else "",
+             "credentials": [{"key": key.name, "label": key.label, "kind": key.input, "placeholder": key.placeholder,
+                              "help": key.help, "required": key.required}
+                             for key in (descriptor.credentials.keys if descriptor.credentials else ())],
+             "counting": descriptor.counting, "maxLength": descriptor.max_length, "limits": descriptor.limits}
+            for descriptor in DESCRIPTORS.values()]
+
 
 CHANNEL_NAME_MAX_LENGTH = 200
 
@@ -677,19 +903,28 @@ def _is_verified(additional_settings: Any) -> bool:
         for item in additional_settings)
 
 
-def provider_max_length(identifier: str, channel_additional_settings: Any) -> int:
-    """The provider's maxLength; X allows 4000 to a channel marked Verified (X premium). 0: unknown provider."""
-    if identifier == "x" and _is_verified(channel_additional_settings):
-        return 4000
-    spec = PROVIDERS.get(identifier)
-    return spec.max_length if spec else 0
+def provider_max_length(identifier: str, channel_additional_settings: Any, channel_limits: Optional[dict] = None) -> int:
+    """The maxLength of a channel of the provider: its own limit when connecting read one (a Mastodon
+    instance's), X's 4000 for a channel marked Verified (X premium), else the descriptor's. 0: unknown provider."""
+    descriptor = DESCRIPTORS.get(identifier)
+    if descriptor is None:
+        return 0
+    if channel_limits and channel_limits.get("maxLength"):
+        return channel_limits["maxLength"]
+    if "verifiedMaxLength" in descriptor.limits and _is_verified(channel_additional_settings):
+        return descriptor.limits["verifiedMaxLength"]
+    return descriptor.max_length
 
 
-def post_length(identifier: str, html: str, channel_additional_settings: Any) -> tuple:
-    """(length, limit) of one post's content as Postiz checks it before publishing."""
-    text = strip_html(html)
-    length = x_weighted_length(text) if identifier == "x" else len(text)
-    return length, provider_max_length(identifier, channel_additional_settings)
+def post_length(identifier: str, html: str, channel_additional_settings: Any,
+                channel_limits: Optional[dict] = None) -> tuple:
+    """(length, limit) of one post's content (its stored HTML) as the provider's descriptor counts it, for a
+    channel with these additional settings and its own limits (from connecting)."""
+    descriptor = DESCRIPTORS.get(identifier)
+    limits = {**(descriptor.limits if descriptor else {}), **(channel_limits or {})}
+    length = counted_length(descriptor.counting if descriptor else "characters", html,
+                            limits.get("charactersReservedPerUrl", 0))
+    return length, provider_max_length(identifier, channel_additional_settings, channel_limits)
 
 
 def is_number(value: Any) -> bool:

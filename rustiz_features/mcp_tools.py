@@ -111,10 +111,7 @@ def _annotations(title: str, read_only: bool, destructive: bool, idempotent: boo
 
 _READ_ONLY = (True, False, True, False)
 _KEY_VALUE_DESCRIPTION = "Value of the key, always prefer the id then label if possible"
-_PLATFORMS_DESCRIPTION = ("platform identifier (x, linkedin, linkedin-page, reddit, instagram, instagram-standalone, "
-                          "facebook, threads, youtube, gmb, tiktok, tiktok-business, pinterest, dribbble, discord, "
-                          "slack, kick, twitch, mastodon, bluesky, lemmy, wrapcast, telegram, nostr, vk, medium, devto, "
-                          "hashnode, wordpress, listmonk, moltbook, whop, skool, mewe, tumblr)")
+_PLATFORMS_DESCRIPTION = f"platform identifier ({', '.join(PROVIDERS)})"
 _ERRORS_OUTPUT = _z_object({"errors": {"type": "string"}})
 _POST_ITEM_OUTPUT = _z_object({"id": {"type": "string"}, "publishDate": {"type": "string"},
                                "state": {"type": "string"}, "content": {"type": "string"},
@@ -556,7 +553,8 @@ class McpTools:
         if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages, in MCP's terms
             message = "; ".join(_mcp_argument_path(text) for text in message) or "Please fix your settings"
         elif message == "post is too long, please fix it":
-            message = f"The maximum characters is {provider_max_length(channel['provider_identifier'], channel['additional_settings'])}"
+            limit = provider_max_length(channel["provider_identifier"], channel["additional_settings"], channel["limits"])
+            message = f"The maximum characters is {limit}"
         return f"{channel['name']}: {message}, please fix it, and try integrationSchedulePostTool again."
 
     def tool_postsListTool(self, organization_id: str, arguments: dict) -> dict:

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from rustiz import App, Request, Response, VERSION, json_dumps, route_options
 from .api_posts import MAX_NOTIFICATIONS_PAGE
 from .catalogue import CREDENTIAL_SPECS
+from .text import COUNTING_RULES
 from .media import MEDIA_TYPES
 from .validation import MAX_DELAY_MINUTES, MAX_INTERVAL_DAYS
 
@@ -86,6 +87,26 @@ def _openapi_schemas() -> dict:
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
             {"name": _STRING, "customer": {**_STRING, "description": "A customer's id or name; a new name makes one"}}),
         "Organization": _object({"id": _STRING, "name": _STRING, "timezone": _STRING}),
+        "Provider": _object(
+            {"identifier": _STRING, "name": {**_STRING, "description": "The platform's name as rustiz shows it"},
+             "connectable": {**_BOOLEAN, "description": "Whether POST /integrations connects it with credentials"},
+             "guide": {**_STRING, "description": "Where to get the credentials (\"\" when not connectable)"},
+             "credentials": _array_of(_object({
+                 "key": _STRING, "label": _STRING,
+                 "kind": {"type": "string", "enum": ["url", "text", "secret", "list"],
+                          "description": "The input that asks for it; a list is an array of strings"},
+                 "placeholder": _STRING, "help": _STRING, "required": _BOOLEAN})),
+             "counting": {"type": "string", "enum": list(COUNTING_RULES), "description": (
+                 "How the server counts a post's length: characters (code points) and x-weighted (twitter-text) "
+                 "of the HTML without its tags, entities as written; graphemes of the text sent; mastodon: "
+                 "graphemes, each link as limits.charactersReservedPerUrl, a remote mention as its @user; "
+                 "telegram-html: UTF-16 code units of Telegram's HTML without its tags")},
+             "maxLength": {"type": "integer", "minimum": 0, "description": (
+                 "The default limit (a channel's own is its integration-settings maxLength); 0: none")},
+             "limits": {"type": "object", "additionalProperties": _INTEGER, "description": (
+                 "More limits: verifiedMaxLength (X premium), maxMedia and charactersReservedPerUrl (Mastodon's "
+                 "defaults, which an instance's own replace)")}},
+            description="One provider's descriptor (rustiz)"),
         "ChannelRow": _object({"id": _STRING, "internalId": _STRING, "organizationId": _STRING, "name": _STRING,
                                "picture": _nullable("string"), "providerIdentifier": _STRING, "type": _STRING,
                                "disabled": _BOOLEAN, "tokenExpiration": _nullable("string"),
@@ -255,6 +276,9 @@ def _openapi_paths(root: dict) -> dict:
                                            "postingTimes": _array_of(_object({"time": _INTEGER}))}))},
         f"{v1}/groups": {"get": _operation("The organization's customers",
                                            ("200", _array_of(_schema_ref("Customer"))))},
+        f"{v1}/providers": {"get": _operation(
+            "Every provider rustiz knows: its credential fields, how its text is counted, its limits (rustiz)",
+            ("200", _array_of(_schema_ref("Provider"))))},
         f"{v1}/integration-settings/{{id}}": {"get": _operation(
             "A channel's provider rules, length limit, settings JSON Schema and helper tools",
             ("200", _object({"output": _object({"rules": _STRING, "maxLength": _INTEGER,

@@ -1,4 +1,6 @@
-"""Text as Postiz counts and keeps it: stripping and sanitising HTML, X's weighted length, graphemes.
+"""Text as Postiz keeps it and as the platforms count it: stripping and sanitising HTML, HTML as plain
+text and as Telegram's HTML, X's weighted length, graphemes, Mastodon's and Telegram's lengths, and the
+counting rules the provider descriptors name.
 
 Pure functions on strings; patterns stay text until first used.
 """
@@ -104,6 +106,124 @@ def grapheme_count(text: str) -> int:
         regional_indicators = regional_indicators + 1 if 0x1F1E6 <= code <= 0x1F1FF else 0
         previous = code
     return count
+
+
+# --- Postiz's HTML as the text a platform receives, and how each platform counts it -------------
+
+def html_to_text(html: str) -> str:
+    """Postiz's HTML as plain text: paragraphs and <br> become line breaks, tags go, entities are decoded."""
+    import html as html_module
+    text = re.sub(r"(?i)<br\s*/?>", "\n", html)
+    text = re.sub(r"(?i)</(p|div|h[1-6]|li|blockquote)>\s*", "\n", text)
+    text = re.sub(r"(?i)<li[^>]*>", "- ", text)
+    text = html_module.unescape(strip_html(text))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def escape_markup_characters(text: str) -> str:
+    """&, < and > as entities, and nothing else: Slack reads <...> as links and mentions, and Telegram's
+    HTML knows only a few named entities (so no &nbsp; and the like, unlike escape_html)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# Postiz's tags -> Telegram's (its HTML parse mode knows only a few); headings become bold lines.
+_TELEGRAM_TAGS = {"strong": "b", "b": "b", "em": "i", "i": "i", "u": "u", "ins": "u", "s": "s", "strike": "s",
+                  "del": "s", "code": "code", "pre": "pre", "blockquote": "blockquote",
+                  "h1": "b", "h2": "b", "h3": "b", "h4": "b", "h5": "b", "h6": "b"}
+_TELEGRAM_LINE_ENDS = frozenset("p div li h1 h2 h3 h4 h5 h6 blockquote pre".split())
+_TELEGRAM_LINK = r"(?i)(?:https?|tg|mailto):"
+
+
+def telegram_html(html: str) -> str:
+    """Postiz's HTML in the subset Telegram's parse_mode HTML takes: <b> <i> <u> <s> <a href> <code>
+    <pre> <blockquote>; paragraphs and <br> become line breaks, list items "• " lines, other tags go
+    (their text stays), and <, >, & in the text are escaped."""
+    from html.parser import HTMLParser
+
+    class Converter(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.output: list = []
+            self.open: list = []  # (Postiz tag, Telegram tag written for it)
+
+        def handle_starttag(self, tag: str, attributes: list) -> None:
+            if tag == "br":
+                self.output.append("\n")
+                return
+            if tag == "li":
+                self.output.append("• ")
+            if any(written in ("code", "pre") for _, written in self.open):
+                return  # Telegram takes no formatting inside code
+            href = dict(attributes).get("href") or ""
+            written = "a" if tag == "a" and re.match(_TELEGRAM_LINK, href.strip()) else _TELEGRAM_TAGS.get(tag)
+            if written:
+                self.output.append(f'<a href="{escape_html(href.strip(), quote=True)}">' if written == "a"
+                                   else f"<{written}>")
+                self.open.append((tag, written))
+
+        def handle_endtag(self, tag: str) -> None:
+            if any(source == tag for source, _ in self.open):
+                while self.open:
+                    source, written = self.open.pop()
+                    self.output.append(f"</{written}>")
+                    if source == tag:
+                        break
+            if tag in _TELEGRAM_LINE_ENDS:
+                self.output.append("\n")
+
+        def handle_data(self, data: str) -> None:
+            self.output.append(escape_markup_characters(data))
+
+        def text(self) -> str:
+            self.close()
+            self.output.extend(f"</{written}>" for _, written in reversed(self.open))
+            return re.sub(r"\n{3,}", "\n\n", "".join(self.output)).strip()
+
+    converter = Converter()
+    converter.feed(html)
+    return converter.text()
+
+
+def telegram_length(telegram_message: str) -> int:
+    """How long Telegram finds a parse_mode HTML message: its text without tags, in UTF-16 code units."""
+    import html as html_module
+    text = html_module.unescape(re.sub(r"<[^>]*>", "", telegram_message))
+    return len(text.encode("utf-16-le")) // 2
+
+
+_MASTODON_URL = r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]"
+_MASTODON_REMOTE_MENTION = r"(?<![\w@/])@(\w+)@[\w.-]*\w"
+
+
+def mastodon_length(text: str, characters_per_url: int) -> int:
+    """A status's length as Mastodon counts it: every http(s) link is `characters_per_url` long whatever
+    its length, a mention of a remote account counts only its @username, the rest in graphemes."""
+    text = re.sub(_MASTODON_REMOTE_MENTION, r"@\1", text)
+    links = len(re.findall(_MASTODON_URL, text))
+    return grapheme_count(re.sub(_MASTODON_URL, "", text)) + links * characters_per_url
+
+
+# The counting rules a provider's descriptor names (catalogue.py); web/count.js implements the same ones
+# for the composer's counters, which must agree with what the server refuses.
+COUNTING_RULES = ("characters", "x-weighted", "graphemes", "mastodon", "telegram-html")
+
+
+def counted_length(rule: str, html: str, characters_per_url: int) -> int:
+    """The length of a post's stored HTML by one of COUNTING_RULES:
+    - characters, x-weighted: Postiz's own check: the HTML with its tags stripped (entities as written,
+      line breaks gone), in code points or as X's weighted length;
+    - graphemes: the text the platform receives (html_to_text), in user-perceived characters (Bluesky);
+    - mastodon: that text as Mastodon counts it, each link `characters_per_url` long;
+    - telegram-html: the post in Telegram's HTML, without its tags, in UTF-16 code units."""
+    if rule == "x-weighted":
+        return x_weighted_length(strip_html(html))
+    if rule == "graphemes":
+        return grapheme_count(html_to_text(html))
+    if rule == "mastodon":
+        return mastodon_length(html_to_text(html), characters_per_url)
+    if rule == "telegram-html":
+        return telegram_length(telegram_html(html))
+    return len(strip_html(html))
 
 
 # DOMPurify's configuration in Postiz: these tags and attributes survive, links only to these URIs;

@@ -2,8 +2,8 @@
 
 Rules:
 - Nothing is stored until the whole request passes; every refusal names the field (Postiz's shapes).
-- Settings are checked against the provider's Fields (catalogue.py); what the platform itself would
-  refuse is asked of its publisher (publishers.provider_for), which is imported then.
+- Settings, media and length are checked with the provider's descriptor (catalogue.py); what the
+  platform itself would refuse is asked of its publisher (publishers.provider_for), imported then.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any, Callable, Optional, Union
 
 from rustiz import ApiError, bad_request, parse_iso_date, utc_now_iso
 from .catalogue import (
-    DEFAULT_ORDER, Field, MEDIA_FIELDS, PROVIDERS, flag_field, is_number, post_length, text_field,
-    whole_number_check,
+    DEFAULT_ORDER, DESCRIPTORS, Field, MEDIA_FIELDS, POSTIZ_COUNTING_RULES, PROVIDERS, flag_field, is_number,
+    post_length, text_field, whole_number_check,
 )
 from .publishers import provider_for
 from .text import sanitize_html, strip_html
@@ -165,165 +165,6 @@ def _checked_item(field: Field, index: int, item: Any, prefix: str, errors: list
     return item
 
 
-# --- media rules before publishing (Postiz's checkValidity, §8.5) --------------
-
-
-def _is_video(media: Any) -> bool:
-    return isinstance(media, dict) and "mp4" in str(media.get("path", ""))
-
-
-def _videos(media: list) -> int:
-    return sum(map(_is_video, media))
-
-
-def _all_media(values: list) -> list:
-    return [media for value in values for media in value["image"]]
-
-
-# Each rule takes (settings, values) and returns Postiz's message for the first thing the post
-# breaks, or None. `values[0]["image"]` is the main post's media; later values are comments/replies.
-
-
-def _bluesky_rule(settings: dict, values: list) -> Optional[str]:
-    for value in values:
-        if _videos(value["image"]) > 1:
-            return "You can only upload one video per post."
-        if len(value["image"]) > 4:
-            return "There can be maximum 4 pictures in a post."
-    return None
-
-
-def _dribbble_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if len(first) != 1:
-        return "Requires one item"
-    return "Does not support mp4 files" if _videos(first) else None
-
-
-def _facebook_rule(settings: dict, values: list) -> Optional[str]:
-    if settings.get("post_type") == "story" and not values[0]["image"]:
-        return "Story should have at least one media"
-    return None
-
-
-def _farcaster_rule(settings: dict, values: list) -> Optional[str]:
-    return "Can only accept images" if _videos(_all_media(values)) else None
-
-
-def _gmb_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if len(first) > 1:
-        return "Google My Business posts can only have one image"
-    if _videos(first):
-        return "Google My Business posts do not support video attachments"
-    if settings.get("topicType") == "EVENT" and not settings.get("eventTitle"):
-        return "Event posts require an event title"
-    return None
-
-
-def _instagram_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if not first:
-        return "Should have at least one media"
-    if len(first) > 10:
-        return "Instagram carousel only supports up to 10 media attachments"
-    if settings.get("is_trial_reel"):
-        if len(first) != 1:
-            return "Trial Reels can only have one video"
-        if not _videos(first):
-            return "Trial Reels must be a video"
-    return None
-
-
-def _lemmy_rule(settings: dict, values: list) -> Optional[str]:
-    return "You can set only one picture for a cover" if len(values[0]["image"]) > 1 else None
-
-
-def _linkedin_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if settings.get("post_as_images_carousel") and (len(first) < 2 or _videos(first)):
-        return "Carousel can only be created with 2 or more images and no videos."
-    if _videos(first) and len(first) > 1:
-        return "Can have maximum 1 media when selecting a video."
-    if any(value["image"] for value in values[1:]):
-        return "Comments can only contain text."
-    return None
-
-
-def _pinterest_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if not first:
-        return "Requires at least one media"
-    if len(first) > 5:
-        return "You can only have up to 5 media items"
-    if _is_video(first[0]) and len(first) == 1:
-        return "If posting a video you have to also include a cover image as second media"
-    if _is_video(first[0]) and len(first) > 2:
-        return "If posting a video you can only have two media items"
-    return None
-
-
-def _reddit_rule(settings: dict, values: list) -> Optional[str]:
-    entries = settings.get("subreddit")
-    for entry in entries if isinstance(entries, list) else ():
-        value = entry.get("value") if isinstance(entry, dict) else None
-        post_type = value.get("type") if isinstance(value, dict) else None
-        if post_type in ("image", "video", "videogif", "media") and len(values[0]["image"]) != 1:
-            return "When posting a media post, you must attached exactly one media file."
-    return None
-
-
-def _tiktok_rule(settings: dict, values: list, most_pictures: Optional[int] = None) -> Optional[str]:
-    first = values[0]["image"]
-    if not first:
-        return "No video / images selected"
-    if len(first) > 1 and _videos(first):
-        return "Only pictures are supported when selecting multiple items"
-    if most_pictures is not None and len(first) > most_pictures:
-        return f"You can select up to {most_pictures} pictures"
-    return None
-
-
-def _tumblr_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if len(first) - _videos(first) > 30:
-        return "Tumblr supports up to 30 images in one post."
-    return "Tumblr supports one uploaded video in one post." if _videos(first) > 1 else None
-
-
-def _x_rule(settings: dict, values: list) -> Optional[str]:
-    if settings.get("post_type") != "article":
-        return None
-    if _videos(_all_media(values)):
-        return "X articles only support images"
-    if settings.get("article_status") == "draft" and len(values) > 1:
-        return "A draft article cannot have thread replies, remove them or publish the article"
-    return None
-
-
-def _youtube_rule(settings: dict, values: list) -> Optional[str]:
-    first = values[0]["image"]
-    if len(first) != 1:
-        return "You need one media"
-    return None if _videos(first) else "Item must be a video"
-
-
-_MEDIA_RULES = {
-    "bluesky": _bluesky_rule, "dribbble": _dribbble_rule, "facebook": _facebook_rule, "wrapcast": _farcaster_rule,
-    "gmb": _gmb_rule, "instagram": _instagram_rule, "instagram-standalone": _instagram_rule, "lemmy": _lemmy_rule,
-    "linkedin": _linkedin_rule, "linkedin-page": _linkedin_rule, "pinterest": _pinterest_rule,
-    "reddit": _reddit_rule, "tiktok": _tiktok_rule,
-    "tiktok-business": lambda settings, values: _tiktok_rule(settings, values, most_pictures=35),
-    "tumblr": _tumblr_rule, "x": _x_rule, "youtube": _youtube_rule,
-}
-
-
-def _media_rule_problem(identifier: str, settings: dict, values: list) -> Optional[str]:
-    """The first media rule of the provider that this post breaks, with Postiz's message; None when it fits."""
-    rule = _MEDIA_RULES.get(identifier)
-    return rule(settings, values) if rule else None
-
-
 # --- POST /posts: the whole pipeline before anything is stored -----------------
 
 
@@ -414,17 +255,20 @@ def _check_before_publishing(post_type: str, posts: list, channels: list) -> Non
                 raise _post_validation_error(channel, "Your post should have at least one character or one image.")
         if post_type == "draft":
             continue
-        problem = _media_rule_problem(identifier, post["settings"], post["values"])
+        descriptor = DESCRIPTORS.get(identifier)
+        problem = descriptor.media_rule(post["settings"], post["values"]) if descriptor and descriptor.media_rule \
+            else None
         if problem:
             raise _post_validation_error(channel, problem)
-        article = identifier == "x" and post["settings"].get("post_type") == "article"
-        # A channel that read its own length limit when connecting (a Mastodon instance allowing 5,000
-        # characters) is measured by its publisher's post_problem, as its platform counts, instead.
-        own_limit = bool((channel.get("limits") or {}).get("maxLength"))
-        for value in post["values"]:
-            length, limit = post_length(identifier, value["content"], channel.get("additional_settings"))
-            if limit and not own_limit and length > (100000 if article else limit):
-                raise _post_validation_error(channel, "post is too long, please fix it")
+        # Postiz's own length check, for the providers it counts as their platform does; one counted by a
+        # platform's own rule (a Bluesky post in graphemes) is measured by its publisher's post_problem.
+        if descriptor is None or descriptor.counting in POSTIZ_COUNTING_RULES:
+            article = identifier == "x" and post["settings"].get("post_type") == "article"
+            for value in post["values"]:
+                length, limit = post_length(identifier, value["content"], channel.get("additional_settings"),
+                                            channel.get("limits"))
+                if limit and length > (100000 if article else limit):
+                    raise _post_validation_error(channel, "post is too long, please fix it")
         problem = _platform_problem(channel, post)
         if problem:
             raise _post_validation_error(channel, problem)

@@ -118,6 +118,12 @@ def test_success_answers_match_their_documented_schemas(world):
         assert_documented(document, documented_path, method, status, answer)
 
 
+def test_the_providers_answer_matches_its_documented_schema(world):
+    status, answer = call(world["server"], "GET", "/public/v1/providers", world["key"])
+    assert status == 200 and len(answer) == 36
+    assert_documented(world["document"], "/public/v1/providers", "get", status, answer)
+
+
 def test_error_answers_match_their_documented_schemas(world):
     server, key, document = world["server"], world["key"], world["document"]
     answers = [

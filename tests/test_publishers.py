@@ -15,7 +15,7 @@ from rustiz_features.publishers import PROVIDER_MODULES, provider_for
 from rustiz_features.publishers.base import (
     NeedsReconnect, OutcomeUnknown, PublishError, Rejected, Retryable, retry_after_seconds,
 )
-from rustiz_features.publishers.markup import html_to_text
+from rustiz_features.text import html_to_text
 from rustiz_features.recurrence import next_occurrence
 from rustiz_features.scheduler import epoch_seconds, failure_text
 

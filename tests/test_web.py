@@ -374,10 +374,74 @@ def test_counting_rules_x_weighted_length_and_graphemes(start_server_with_fakes,
     counts = page.evaluate("""async () => {
         const m = await import('/web/count.js');
         return [m.xWeightedLength('hello'), m.xWeightedLength('日本語'), m.xWeightedLength('see https://example.com/a/very/long/path ok'),
-                m.xWeightedLength('👍🏽'), m.measure('bluesky', '👍🏽🇫🇷e\\u0301').length, m.measure('x', 'a\\nb').length,
-                m.measure('telegram', '👍🏽').length];
+                m.xWeightedLength('👍🏽'), m.measure('graphemes', '👍🏽🇫🇷e\\u0301').length, m.measure('x-weighted', 'a\\nb').length,
+                m.measure('telegram-html', '👍🏽').length];
     }""")
-    assert counts == [5, 6, 30, 2, 3, 2, 2]
+    assert counts == [5, 6, 30, 2, 3, 2, 4]  # Telegram counts UTF-16 code units, as the server does: 👍🏽 is 4
+
+
+# Texts on which the rules differ: entities, line breaks, links, remote mentions, emoji, combining marks, Hangul.
+COUNTED_TEXTS = [
+    "Hello", "a & b <c> \"q\"", "line one\nline two\n\n\n\nafter", "  padded  \n", "\u00a0no-break\u00a0space",
+    "👍🏽🇫🇷e\u0301 日本語 한국어 नमस्ते 👨‍👩‍👧", "see https://example.com/" + "x" * 300 + " and http://a.b/c. ok (https://c.d/e)",
+    "@alice@mastodon.social hi @bob and mail@example.com", "www.example.com/path 😀 ok", "é" * 5 + "\r\n" + "🏳️‍🌈",
+]
+
+
+def test_the_composer_counts_every_rule_as_the_server_does(start_server_with_fakes, open_page):
+    """The composer's counters and the server's checks, on the HTML the composer sends (util.js textToHtml)."""
+    from rustiz_features.text import COUNTING_RULES, counted_length, sanitize_html
+    server = start_server_with_fakes()
+    page = open_page(server)
+    sign_in(page, server)
+    counts = page.evaluate("""async ([rules, texts]) => {
+        const m = await import('/web/count.js');
+        return rules.map((rule) => texts.map((text) => m.measure(rule, text, { charactersReservedPerUrl: 23 }).length));
+    }""", [list(COUNTING_RULES), COUNTED_TEXTS])
+    escape = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+    stored = [sanitize_html("".join("<p>" + "".join(escape.get(c, c) for c in line) + "</p>" for line in text.split("\n")))
+              for text in COUNTED_TEXTS]
+    assert counts == [[counted_length(rule, html, 23) for html in stored] for rule in COUNTING_RULES]
+
+
+def test_the_connect_form_is_built_from_the_providers_descriptors(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
+    connectable = [provider for provider in call(server, "GET", "/public/v1/providers")[1] if provider["connectable"]]
+    page = open_page(server)
+    sign_in(page, server)
+    page.get_by_role("link", name="Channels").click()
+    options = page.get_by_label("Provider").locator("option")
+    expect(options).to_have_count(len(connectable))
+    assert sorted(options.evaluate_all("options => options.map((o) => [o.value, o.textContent])")) == sorted(
+        [provider["identifier"], provider["name"]] for provider in connectable)
+    inputs = {"url": "url", "text": "text", "secret": "password", "list": "textarea"}
+    for provider in connectable:
+        page.get_by_label("Provider").select_option(provider["identifier"])
+        expect(page.locator(".guide")).to_have_text(provider["guide"])
+        expect(page.locator(".guide ~ .field")).to_have_count(len(provider["credentials"]))
+        for field in provider["credentials"]:
+            control = page.get_by_label(field["label"] + ("" if field["required"] else " (optional)"), exact=True)
+            assert control.evaluate("e => e.tagName === 'TEXTAREA' ? 'textarea' : e.type") == inputs[field["kind"]]
+            assert control.evaluate("e => [e.name, e.placeholder]") == [field["key"], field["placeholder"]]
+
+
+def test_the_composer_counts_mastodon_links_as_the_server_does(start_server_with_fakes, open_page):
+    from test_api_posts import PostsDatabase
+    server = start_server_with_fakes()
+    PostsDatabase(server).channel("Toots", "mastodon")
+    page = open_page(server)
+    sign_in(page, server)
+    page.goto("/#/compose")
+    page.get_by_role("checkbox", name="Toots").check()
+    link = "https://example.com/" + "a-long-path/" * 40  # 500 characters, 23 as Mastodon counts a link
+    text = "w" * 428 + f" {link} {link} {link}"
+    page.get_by_label("Post", exact=True).fill(text + "!")
+    expect(page.locator(".count.over")).to_have_text("Toots: 501 / 500 characters — too long")
+    page.get_by_label("Post", exact=True).fill(text)
+    expect(page.locator(".count")).to_have_text("Toots: 500 / 500 characters")
+    page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
+    page.get_by_role("button", name="Schedule").click()  # and the server takes what the counter says fits
+    expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
 
 
 def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes, open_page):

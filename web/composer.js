@@ -1,6 +1,6 @@
 // Composer: channels, the post and its thread parts, media with alt text, per-channel counters, the
 // provider's settings as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
-import { h, api, errorBox, field, nextId, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
+import { h, api, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
 import { measure } from './count.js';
 
 const settingsCache = new Map();
@@ -64,7 +64,7 @@ function schemaForm(schema, values) {
 }
 
 export async function composerPage(main, { id }) {
-  const [channels, editing] = await Promise.all([api('GET', '/integrations'), id ? api('GET', `/posts/${id}`) : null]);
+  const [channels, editing, known] = await Promise.all([api('GET', '/integrations'), id ? api('GET', `/posts/${id}`) : null, providers()]);
   const usable = channels.filter((c) => !c.disabled);
   const errors = errorBox();
   const selected = new Set(editing ? [editing.integration.id] : []);
@@ -151,9 +151,10 @@ export async function composerPage(main, { id }) {
     for (const [part, box] of countersFor) {
       const rows = [];
       for (const c of channels.filter((x) => selected.has(x.id))) {
-        const spec = settingsForms.get(c.id)?.spec;
-        const limit = spec?.maxLength || 0;
-        const { length, unit } = measure(c.identifier, part.text);
+        // The descriptor says how the server counts; integration-settings, the channel's own limit.
+        const descriptor = known[c.identifier];
+        const limit = settingsForms.get(c.id)?.spec?.maxLength || descriptor?.maxLength || 0;
+        const { length, unit } = measure(descriptor?.counting, part.text, descriptor?.limits);
         const over = limit && length > limit;
         rows.push(h(`span.count${over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${c.name}: ${length}${limit ? ` / ${limit}` : ''} ${unit}${over ? ' — too long' : ''}`));
       }

@@ -1,5 +1,5 @@
 // Post detail, channels, settings and notifications.
-import { h, api, errorBox, field, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+import { h, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
 
 // --- post detail ----------------------------------------------------------------------------------
 
@@ -62,30 +62,7 @@ export async function postPage(main, { id }) {
 
 // --- channels -------------------------------------------------------------------------------------
 
-const PROVIDERS = {
-  bluesky: { name: 'Bluesky', guide: 'Settings → Privacy and security → App passwords → Add App Password; not your main password.',
-    fields: [['service', 'Service (PDS) URL', 'url', 'https://bsky.social'], ['identifier', 'Handle or e-mail', 'text', 'alice.bsky.social'], ['password', 'App password', 'password']] },
-  mastodon: { name: 'Mastodon', guide: 'Preferences → Development → New application, scopes read:accounts, write:statuses, write:media; copy "Your access token".',
-    fields: [['instance', 'Instance URL', 'url', 'https://mastodon.social'], ['accessToken', 'Access token', 'password']] },
-  telegram: { name: 'Telegram', guide: 'Message @BotFather, /newbot, copy the token; make the bot an admin of the channel with "Post Messages".',
-    fields: [['botToken', 'Bot token', 'password', '123456789:AAE...'], ['chatId', 'Chat id', 'text', '@mychannel or -100…']] },
-  discord: { name: 'Discord', guide: 'Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.',
-    fields: [['webhookUrl', 'Webhook URL', 'url', 'https://discord.com/api/webhooks/…']] },
-  slack: { name: 'Slack', guide: 'api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.',
-    fields: [['webhookUrl', 'Webhook URL', 'url', 'https://hooks.slack.com/services/…']] },
-  lemmy: { name: 'Lemmy', guide: 'An account on a Lemmy 0.19+ instance with two-factor authentication off.',
-    fields: [['service', 'Instance URL', 'url', 'https://lemmy.world'], ['identifier', 'Username or e-mail', 'text'], ['password', 'Password', 'password']] },
-  nostr: { name: 'Nostr', guide: 'Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.',
-    fields: [['password', 'Private key', 'password', 'nsec1…'], ['relays', 'Relays (one per line)', 'lines', 'wss://relay.damus.io']] },
-  wordpress: { name: 'WordPress', guide: 'Users → Profile → Application Passwords → Add New Application Password (HTTPS sites).',
-    fields: [['domain', 'Site URL', 'url', 'https://blog.example.com'], ['username', 'Username', 'text'], ['password', 'Application password', 'password']] },
-  devto: { name: 'Dev.to', guide: 'dev.to Settings → Extensions → DEV Community API Keys → Generate API Key.', fields: [['apiKey', 'API key', 'password']] },
-  hashnode: { name: 'Hashnode', guide: 'hashnode.com Account settings → Developer → Generate new token.', fields: [['apiKey', 'Personal access token', 'password']] },
-  listmonk: { name: 'Listmonk', guide: 'Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).',
-    fields: [['url', 'Listmonk URL', 'url', 'https://lists.example.com'], ['username', 'Username', 'text'], ['password', 'API token or password', 'password']] },
-  webhook: { name: 'Webhook (your own receiver)', guide: 'Each post is POSTed as signed JSON to your URL (n8n, Zapier, your code); it must answer 2xx.',
-    fields: [['url', 'Receiver URL', 'url', 'https://n8n.example.com/webhook/rustiz'], ['secret', 'Signing secret (optional)', 'password']] },
-};
+const INPUT_TYPES = { url: 'url', text: 'text', secret: 'password' };
 
 // Posting slots are minutes after midnight in the organization's timezone; people read them as HH:MM.
 function postingTimes(json) {
@@ -102,7 +79,7 @@ function parseTimes(text) {
 }
 
 export async function channelsPage(main) {
-  const [channels, groups] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups')]);
+  const [channels, groups, known] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups'), providers()]);
   // Each channel's own row says whether it needs reconnecting (the list keeps Postiz's shape).
   const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
@@ -118,7 +95,7 @@ export async function channelsPage(main) {
       pattern: '^\\s*([01]?\\d|2[0-3]):[0-5]\\d(\\s*,\\s*([01]?\\d|2[0-3]):[0-5]\\d)*\\s*$', title: 'Times like 09:00, 13:30, 18:00' });
     list.append(h('li.channel', { dataset: { id: c.id } },
       c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
-      h('div', h('strong', c.name), h('div.muted', `${PROVIDERS[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
+      h('div', h('strong', c.name), h('div.muted', `${known[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
         c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
         reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
@@ -134,20 +111,21 @@ export async function channelsPage(main) {
   }
   main.append(channels.length ? list : h('p.muted', 'No channels yet.'));
 
-  // connect form
-  const provider = h('select', { name: 'provider', onchange: () => drawFields() }, Object.entries(PROVIDERS).map(([id, p]) => h('option', { value: id }, p.name)));
+  // connect form: the providers rustiz connects, with the credential fields their descriptors name
+  const connectable = Object.values(known).filter((p) => p.connectable).sort((a, b) => a.name.localeCompare(b.name));
+  const provider = h('select', { name: 'provider', onchange: () => drawFields() }, connectable.map((p) => h('option', { value: p.identifier }, p.name)));
   const fieldsBox = h('div');
   const name = h('input', { type: 'text', name: 'name' });
   const group = h('input', { type: 'text', name: 'customer', list: 'group-names' });
   const formErrors = errorBox();
   let inputs = [];
   function drawFields() {
-    const p = PROVIDERS[provider.value];
-    inputs = p.fields.map(([key, label, type, placeholder]) => {
-      const input = type === 'lines' ? h('textarea', { name: key, rows: 3, placeholder }) : h('input', { type, name: key, placeholder, autocomplete: 'off', spellcheck: 'false' });
-      return [key, type, input, label];
-    });
-    fieldsBox.replaceChildren(h('p.hint.guide', p.guide), ...inputs.map(([, , input, label]) => field(label, input)));
+    const p = known[provider.value];
+    inputs = p.credentials.map((f) => [f, f.kind === 'list'
+      ? h('textarea', { name: f.key, rows: 3, placeholder: f.placeholder || undefined })
+      : h('input', { type: INPUT_TYPES[f.kind] || 'text', name: f.key, placeholder: f.placeholder || undefined, autocomplete: 'off', spellcheck: 'false' })]);
+    fieldsBox.replaceChildren(h('p.hint.guide', p.guide),
+      ...inputs.map(([f, input]) => field(f.required ? f.label : `${f.label} (optional)`, input, f.help)));
   }
   drawFields();
   const submit = h('button.primary', { type: 'submit' }, 'Connect');
@@ -155,10 +133,10 @@ export async function channelsPage(main) {
     event.preventDefault();
     formErrors.show(null);
     const credentials = {};
-    for (const [key, type, input] of inputs) {
+    for (const [f, input] of inputs) {
       const v = input.value.trim();
       if (!v) continue;
-      credentials[key] = type === 'lines' ? v.split(/\s+/).filter(Boolean) : v;
+      credentials[f.key] = f.kind === 'list' ? v.split(/\s+/).filter(Boolean) : v;
     }
     const body = { provider: provider.value, credentials };
     if (name.value.trim()) body.name = name.value.trim();

@@ -87,6 +87,14 @@ export async function api(method, path, body) {
   return data;
 }
 
+let providerList = null;
+/** Every provider's descriptor (GET /public/v1/providers) by identifier, fetched once per page load. */
+export function providers() {
+  providerList ||= api('GET', '/providers').then((list) => Object.fromEntries(list.map((p) => [p.identifier, p])))
+    .catch((error) => { providerList = null; throw error; });
+  return providerList;
+}
+
 /** An element listing an error's lines (role=alert), or an empty one; show(error) fills it. */
 export function errorBox() {
   const box = h('div.errors', { role: 'alert', tabindex: '-1', hidden: true });

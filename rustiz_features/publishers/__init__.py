@@ -6,28 +6,17 @@ Rules of this package:
 - A platform module imports base.py and the shared helpers beside it (markup, articles, secp256k1,
   websocket), the catalogue and the outbound client, never another platform's module.
 - A provider never sleeps or retries: it raises one of base.py's errors, and the scheduler decides.
-- Adding a platform: its module here, one line in PROVIDER_MODULES, its descriptor in the catalogue.
+- Adding a platform: its module here, named by `publisher` in its descriptor (catalogue.py).
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..catalogue import DESCRIPTORS
 
-# provider identifier (Postiz's) -> its module in this package
-PROVIDER_MODULES = {
-    "bluesky": "bluesky",
-    "devto": "devto",
-    "discord": "discord",
-    "hashnode": "hashnode",
-    "lemmy": "lemmy",
-    "listmonk": "listmonk",
-    "mastodon": "mastodon",
-    "nostr": "nostr",
-    "slack": "slack",
-    "telegram": "telegram",
-    "webhook": "webhook",
-    "wordpress": "wordpress",
-}
+# provider identifier (Postiz's) -> its module in this package, from the descriptors that name one
+PROVIDER_MODULES = {identifier: descriptor.publisher for identifier, descriptor in DESCRIPTORS.items()
+                    if descriptor.publisher is not None}
 
 
 def provider_for(identifier: str) -> Optional[Any]:

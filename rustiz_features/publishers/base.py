@@ -14,9 +14,9 @@ import time
 from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import parse_iso_instant
-from ..catalogue import ChannelAccount
+from ..catalogue import DESCRIPTORS, ChannelAccount, ProviderDescriptor, post_length
 from ..http_client import AddressRefused, ConnectFailed, ERROR_WORDS_LIMIT, HttpClient, HttpReply, NoAnswer
-from .markup import html_to_text
+from ..text import html_to_text
 
 
 
@@ -156,13 +156,28 @@ def rate_limit_reset_seconds(reply: HttpReply) -> Optional[float]:
 
 
 class Provider:
-    """The interface every publisher implements; the defaults suit a platform with no special needs."""
-    identifier = ""
-    label = ""  # the platform's name in messages: "Failed on Mastodon (HTTP 422): ..."
+    """The interface every publisher implements; the defaults suit a platform with no special needs.
+
+    What rustiz knows of the platform (its name, limits, how it counts text) is its descriptor in the
+    catalogue, found by `identifier`; a publisher reads it rather than repeating it."""
+    identifier = ""  # Postiz's, the key of its descriptor
     resend_is_safe = False  # a send with an unknown outcome may be repeated (idempotency key, same signed event)
     threads = True  # thread parts (value[1..]) go out as replies or comments
     concurrency = 4  # publishes at once on this platform, across channels
     spacing = 1.0  # seconds between the starts of two publishes on one channel
+
+    @property
+    def descriptor(self) -> ProviderDescriptor:
+        return DESCRIPTORS[self.identifier]
+
+    @property
+    def label(self) -> str:
+        """The platform's name in messages: "Failed on Mastodon (HTTP 422): ..."."""
+        return self.descriptor.label
+
+    def measured(self, channel: dict, html: str) -> tuple:
+        """(length, limit) of one part's HTML as the descriptor counts it, within the channel's own limits."""
+        return post_length(self.identifier, html, channel.get("additional_settings"), channel.get("limits"))
 
     async def connect(self, channel: Channel) -> Connected:
         """Check `channel.credentials` with the platform and read the account; raise a PublishError when refused."""

@@ -11,16 +11,14 @@ from typing import Any, Optional
 from rustiz import sha256, utc_now_iso
 from ..catalogue import ChannelAccount
 from ..http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
-from ..text import grapheme_count
+from ..text import html_to_text
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected,
     Release, Retryable, error_fields,
 )
-from .markup import html_to_text
 
 
 
-BLUESKY_MAX_GRAPHEMES = 300
 BLUESKY_MAX_TEXT_BYTES = 3000
 BLUESKY_MAX_IMAGE_BYTES = 1_000_000  # app.bsky.embed.images: maxSize of each image blob
 BLUESKY_MAX_VIDEO_BYTES = 100_000_000  # app.bsky.embed.video: maxSize of the video blob
@@ -183,7 +181,6 @@ class BlueskyProvider(Provider):
     """Bluesky, or any AT Protocol PDS: an app password, a cached session (refreshed, not re-logged-in:
     createSession allows 30 logins per 5 min and 100-300 a day), posts with facets, cards, images, replies."""
     identifier = "bluesky"
-    label = "Bluesky"
     # Each part has a deterministic record key: a resend finds the first attempt's record instead of
     # making a second post (see _create_post).
     resend_is_safe = True
@@ -291,15 +288,16 @@ class BlueskyProvider(Provider):
     # --- checks before a post is accepted -----------------------------------------------------
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        """The 300 graphemes of each part. Media is checked when publishing: sizes need the files, and a
-        video with pictures passes Postiz's own rule (which its API accepts), so that mix fails then."""
+        """Each part's length as the descriptor counts it (graphemes, 300) and its bytes. Media is checked when
+        publishing: sizes need the files, and a video with pictures passes Postiz's own rule (which its
+        API accepts), so that mix fails then."""
         for number, value in enumerate(values, 1):
             where = "the post" if number == 1 else f"thread part {number}"
-            text = html_to_text(value["content"])
-            graphemes = grapheme_count(text)
-            if graphemes > BLUESKY_MAX_GRAPHEMES:
-                return (f"Bluesky allows {BLUESKY_MAX_GRAPHEMES} characters (graphemes) per post; {where} has "
+            graphemes, limit = self.measured(channel, value["content"])
+            if graphemes > limit:
+                return (f"Bluesky allows {limit} characters (graphemes) per post; {where} has "
                         f"{graphemes}: shorten it or split it into thread parts")
+            text = html_to_text(value["content"])
             if len(text.encode()) > BLUESKY_MAX_TEXT_BYTES:
                 return (f"Bluesky allows {BLUESKY_MAX_TEXT_BYTES} bytes of text per post; {where} has "
                         f"{len(text.encode())}")

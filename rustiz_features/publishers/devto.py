@@ -23,7 +23,6 @@ def _devto_tags(settings: dict) -> list:
 class DevtoProvider(Provider):
     """Dev.to (Forem) articles with an API key: title, Markdown body, tags, canonical URL, cover image."""
     identifier = "devto"
-    label = "Dev.to"
     threads = False
     concurrency = 2
     spacing = 3.0  # Dev.to lets an account create about 10 articles per 30 seconds

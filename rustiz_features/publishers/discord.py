@@ -27,7 +27,6 @@ class DiscordProvider(Provider):
 
     Each part is one message, sent with ?wait=true so Discord answers the message (its id) instead of 204."""
     identifier = "discord"
-    label = "Discord"
     resend_is_safe = False  # webhooks take no idempotency key: a second send is a second message
     concurrency = 4
     spacing = 2.0  # Discord allows about 30 messages a minute in one channel

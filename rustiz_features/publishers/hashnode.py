@@ -32,7 +32,6 @@ def _hashnode_tag(tag: dict) -> dict:
 class HashnodeProvider(Provider):
     """Hashnode's GraphQL API with a personal access token: publishPost to one of the account's publications."""
     identifier = "hashnode"
-    label = "Hashnode"
     threads = False
     concurrency = 2
     spacing = 2.0

@@ -57,7 +57,6 @@ class LemmyProvider(Provider):
 
     The post goes to each chosen community; thread parts become comments under each of those posts."""
     identifier = "lemmy"
-    label = "Lemmy"
     resend_is_safe = False  # Lemmy takes no idempotency key
     concurrency = 2
     spacing = 2.0  # instances rate-limit posts and comments per IP

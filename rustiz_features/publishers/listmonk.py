@@ -17,7 +17,6 @@ from .base import (
 class ListmonkProvider(Provider):
     """A Listmonk newsletter: a campaign created for the chosen list, then started (sent to the subscribers)."""
     identifier = "listmonk"
-    label = "Listmonk"
     threads = False
     concurrency = 2
     spacing = 1.0

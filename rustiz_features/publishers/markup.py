@@ -1,21 +1,12 @@
-"""Postiz HTML as plain text, and as the markdown dialects of chat platforms and Lemmy.
+"""Postiz HTML as the markdown dialects of chat platforms and Lemmy (plain text and Telegram's HTML are
+text.py's, which counting needs too).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ..text import strip_html
-
-
-def html_to_text(html: str) -> str:
-    """Postiz's HTML as plain text: paragraphs and <br> become line breaks, tags go, entities are decoded."""
-    import html as html_module
-    text = re.sub(r"(?i)<br\s*/?>", "\n", html)
-    text = re.sub(r"(?i)</(p|div|h[1-6]|li|blockquote)>\s*", "\n", text)
-    text = re.sub(r"(?i)<li[^>]*>", "- ", text)
-    text = html_module.unescape(strip_html(text))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+from ..text import escape_markup_characters
 
 
 # Stored content keeps only p, br, strong, u, a, ul, li, h1-h3 and span (see sanitize_html). The bold
@@ -97,12 +88,6 @@ def _link(inner: str, href: str, dialect: str) -> str:
     if not inner.strip() or inner.strip() == href:
         return href
     return f"<{href}|{inner.strip()}>" if dialect == "mrkdwn" else f"[{inner.strip()}]({href})"
-
-
-def escape_markup_characters(text: str) -> str:
-    """&, < and > as entities, and nothing else: Slack reads <...> as links and mentions, and Telegram's
-    HTML knows only a few named entities (so no &nbsp; and the like, unlike escape_html)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def with_query(url: str, **parameters: Any) -> str:

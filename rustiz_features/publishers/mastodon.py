@@ -4,33 +4,19 @@ instance's own limits, and Idempotency-Key so a repeat is recognised.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from typing import Any, Optional
 
 from ..catalogue import ChannelAccount, url_host
 from ..http_client import HttpReply, Timeouts, encode_multipart
-from ..text import grapheme_count
 from .base import (
     Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected, Release,
     Retryable, error_fields,
 )
-from .markup import html_to_text
 
 
 
-MASTODON_DEFAULT_LIMITS = {"maxLength": 500, "maxMedia": 4, "charactersReservedPerUrl": 23}  # stock Mastodon
 MASTODON_MEDIA_WAIT_SECONDS = 60.0  # how long a status waits for the instance to process its media
-_MASTODON_URL = r"(?i)\bhttps?://[^\s<>\"]*[^\s<>\".,:;!?'()\]]"
-_MASTODON_REMOTE_MENTION = r"(?<![\w@/])@(\w+)@[\w.-]*\w"
-
-
-def mastodon_length(text: str, characters_per_url: int) -> int:
-    """A status's length as Mastodon counts it: every http(s) link is `characters_per_url` long whatever
-    its length, a mention of a remote account counts only its @username, the rest in graphemes."""
-    text = re.sub(_MASTODON_REMOTE_MENTION, r"@\1", text)
-    links = len(re.findall(_MASTODON_URL, text))
-    return grapheme_count(re.sub(_MASTODON_URL, "", text)) + links * characters_per_url
 
 
 def _positive_int(value: Any, fallback: int) -> int:
@@ -44,7 +30,6 @@ class MastodonProvider(Provider):
     status, with Idempotency-Key: the instance returns the same status for a repeated key for about an
     hour, so an attempt whose answer was lost can be sent again safely."""
     identifier = "mastodon"
-    label = "Mastodon"
     resend_is_safe = True
     concurrency = 5
     spacing = 1.0  # 300 requests per 5 minutes per account: a publish (media, polls, status) a second stays under
@@ -89,19 +74,24 @@ class MastodonProvider(Provider):
         configuration = answer.get("configuration") if isinstance(answer.get("configuration"), dict) else {}
         statuses = configuration.get("statuses") if isinstance(configuration.get("statuses"), dict) else {}
         max_characters = statuses.get("max_characters") or answer.get("max_toot_chars")
-        return {"maxLength": _positive_int(max_characters, MASTODON_DEFAULT_LIMITS["maxLength"]),
-                "maxMedia": _positive_int(statuses.get("max_media_attachments"), MASTODON_DEFAULT_LIMITS["maxMedia"]),
+        defaults = self._limits({})
+        return {"maxLength": _positive_int(max_characters, defaults["maxLength"]),
+                "maxMedia": _positive_int(statuses.get("max_media_attachments"), defaults["maxMedia"]),
                 "charactersReservedPerUrl": _positive_int(statuses.get("characters_reserved_per_url"),
-                                                          MASTODON_DEFAULT_LIMITS["charactersReservedPerUrl"])}
+                                                          defaults["charactersReservedPerUrl"])}
+
+    def _limits(self, channel: dict) -> dict:
+        """The channel's instance's limits, stock Mastodon's (the descriptor's) where it told none."""
+        return {"maxLength": self.descriptor.max_length, **self.descriptor.limits, **(channel.get("limits") or {})}
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        limits = {**MASTODON_DEFAULT_LIMITS, **(channel.get("limits") or {})}
+        limits = self._limits(channel)
         for number, value in enumerate(values, 1):
             where = f"thread part {number}" if len(values) > 1 else "the post"
-            length = mastodon_length(html_to_text(value["content"]), limits["charactersReservedPerUrl"])
-            if length > limits["maxLength"]:
+            length, limit = self.measured(channel, value["content"])
+            if length > limit:
                 return (f"{where} is {length} characters long as Mastodon counts them (each link counts as "
-                        f"{limits['charactersReservedPerUrl']}), and this instance allows {limits['maxLength']}")
+                        f"{limits['charactersReservedPerUrl']}), and this instance allows {limit}")
             if len(value["image"]) > limits["maxMedia"]:
                 return (f"{where} has {len(value['image'])} images or videos, and this instance allows "
                         f"{limits['maxMedia']} per status")

@@ -173,7 +173,6 @@ class NostrProvider(Provider):
     A relay counts only when it answers ["OK", id, true, ...]. The event id is a hash of the note's
     author, time, tags and text, so a re-send of a part is the same event, which relays store once."""
     identifier = "nostr"
-    label = "Nostr"
     resend_is_safe = True  # the same event id on every attempt (see _created_at): relays keep it once
     spacing = 1.0
 

@@ -59,7 +59,6 @@ class SlackProvider(Provider):
 
     It answers plain text: "ok" when the message is posted, else an error code such as no_service."""
     identifier = "slack"
-    label = "Slack"
     resend_is_safe = False  # a second send is a second message
     threads = False  # the webhook answers no message ts, so nothing can be threaded under a post
     concurrency = 4

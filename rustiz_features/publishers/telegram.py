@@ -10,88 +10,23 @@ from typing import Any, Optional
 
 from ..catalogue import ChannelAccount
 from ..http_client import ERROR_WORDS_LIMIT, HttpReply, Timeouts, encode_multipart, platform_url
-from ..text import escape_html
+from ..text import telegram_html
 from .base import (
     Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected, Release,
     Retryable, error_fields,
 )
-from .markup import escape_markup_characters
 
 
 
-TELEGRAM_TEXT_LIMIT = 4096  # characters of a message, as Telegram counts them (UTF-16 code units)
 TELEGRAM_CAPTION_LIMIT = 1024  # characters of a photo's or video's caption
 TELEGRAM_MEDIA_GROUP_SIZE = 10  # items of one album (sendMediaGroup)
 TELEGRAM_PHOTO_BYTES = 10 * 1024 * 1024
 TELEGRAM_FILE_BYTES = 50 * 1024 * 1024  # what a bot may upload
-# Postiz's tags -> Telegram's (its HTML parse mode knows only a few); headings become bold lines.
-_TELEGRAM_TAGS = {"strong": "b", "b": "b", "em": "i", "i": "i", "u": "u", "ins": "u", "s": "s", "strike": "s",
-                  "del": "s", "code": "code", "pre": "pre", "blockquote": "blockquote",
-                  "h1": "b", "h2": "b", "h3": "b", "h4": "b", "h5": "b", "h6": "b"}
-_TELEGRAM_LINE_ENDS = frozenset("p div li h1 h2 h3 h4 h5 h6 blockquote pre".split())
-_TELEGRAM_LINK = r"(?i)(?:https?|tg|mailto):"
 # 400 answers that no post can get past: the chat or the bot's place in it is gone, so the channel
 # must be connected again (connecting checks the bot can post there) rather than each post failing alike.
 _TELEGRAM_CHAT_GONE = (r"(?i)chat not found|not enough rights|have no rights|need administrator rights|"
                        r"bot is not a member|upgraded to a supergroup|CHAT_WRITE_FORBIDDEN|"
                        r"CHAT_ADMIN_REQUIRED|CHAT_RESTRICTED")
-
-
-def telegram_html(html: str) -> str:
-    """Postiz's HTML in the subset Telegram's parse_mode HTML takes: <b> <i> <u> <s> <a href> <code>
-    <pre> <blockquote>; paragraphs and <br> become line breaks, list items "• " lines, other tags go
-    (their text stays), and <, >, & in the text are escaped."""
-    from html.parser import HTMLParser
-
-    class Converter(HTMLParser):
-        def __init__(self) -> None:
-            super().__init__(convert_charrefs=True)
-            self.output: list = []
-            self.open: list = []  # (Postiz tag, Telegram tag written for it)
-
-        def handle_starttag(self, tag: str, attributes: list) -> None:
-            if tag == "br":
-                self.output.append("\n")
-                return
-            if tag == "li":
-                self.output.append("• ")
-            if any(written in ("code", "pre") for _, written in self.open):
-                return  # Telegram takes no formatting inside code
-            href = dict(attributes).get("href") or ""
-            written = "a" if tag == "a" and re.match(_TELEGRAM_LINK, href.strip()) else _TELEGRAM_TAGS.get(tag)
-            if written:
-                self.output.append(f'<a href="{escape_html(href.strip(), quote=True)}">' if written == "a"
-                                   else f"<{written}>")
-                self.open.append((tag, written))
-
-        def handle_endtag(self, tag: str) -> None:
-            if any(source == tag for source, _ in self.open):
-                while self.open:
-                    source, written = self.open.pop()
-                    self.output.append(f"</{written}>")
-                    if source == tag:
-                        break
-            if tag in _TELEGRAM_LINE_ENDS:
-                self.output.append("\n")
-
-        def handle_data(self, data: str) -> None:
-            self.output.append(escape_markup_characters(data))
-
-        def text(self) -> str:
-            self.close()
-            self.output.extend(f"</{written}>" for _, written in reversed(self.open))
-            return re.sub(r"\n{3,}", "\n\n", "".join(self.output)).strip()
-
-    converter = Converter()
-    converter.feed(html)
-    return converter.text()
-
-
-def telegram_length(telegram_message: str) -> int:
-    """How long Telegram finds a parse_mode HTML message: its text without tags, in UTF-16 code units."""
-    import html as html_module
-    text = html_module.unescape(re.sub(r"<[^>]*>", "", telegram_message))
-    return len(text.encode("utf-16-le")) // 2
 
 
 def telegram_message_url(message: dict) -> str:
@@ -112,7 +47,6 @@ class TelegramProvider(Provider):
     (sendMediaGroup), larger sets as several albums. Telegram has no idempotency key: an attempt whose
     answer was lost is not sent again. Every answer is {"ok": ...}; ok:false is an error whatever the status."""
     identifier = "telegram"
-    label = "Telegram"
     resend_is_safe = False
     concurrency = 10
     spacing = 1.1  # Telegram allows about one message a second in a chat
@@ -185,14 +119,14 @@ class TelegramProvider(Provider):
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         for number, value in enumerate(values, 1):
             where = f"thread part {number}" if len(values) > 1 else "the post"
-            length = telegram_length(telegram_html(value["content"]))
+            length, limit = self.measured(channel, value["content"])  # UTF-16 code units, 4,096 a message
             if value["image"] and length > TELEGRAM_CAPTION_LIMIT:
                 return (f"{where} has images or videos, so its text is their caption, and it is {length} characters "
-                        f"long; Telegram allows {TELEGRAM_CAPTION_LIMIT:,} in a caption ({TELEGRAM_TEXT_LIMIT:,} "
+                        f"long; Telegram allows {TELEGRAM_CAPTION_LIMIT:,} in a caption ({limit:,} "
                         "without media): shorten it, or put the media in a thread part of their own")
-            if length > TELEGRAM_TEXT_LIMIT:
+            if length > limit:
                 return (f"{where} is {length} characters long as Telegram counts them (an emoji is 2), and "
-                        f"Telegram allows {TELEGRAM_TEXT_LIMIT:,} in a message")
+                        f"Telegram allows {limit:,} in a message")
         return None
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:

@@ -17,7 +17,6 @@ class WebhookProvider(Provider):
     The receiver answers 2xx, optionally with {"id": ..., "url": ...} naming what it made; a refusal's
     reason is quoted when it answers {"message": ...} or {"error": ...}."""
     identifier = "webhook"
-    label = "Webhook"
     resend_is_safe = True  # X-Rustiz-Delivery is the same on every attempt: a receiver can drop repeats
 
     async def connect(self, channel: Channel) -> Connected:

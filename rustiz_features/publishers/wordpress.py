@@ -7,19 +7,17 @@ from typing import Any, Optional
 
 from ..catalogue import ChannelAccount, url_host
 from ..http_client import HttpReply, Timeouts
-from ..text import escape_html
+from ..text import escape_html, html_to_text
 from .articles import basic_auth_header, image_paragraph, remember_attempt, settings_image_path
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected,
     Release, Retryable, error_fields,
 )
-from .markup import html_to_text
 
 
 class WordPressProvider(Provider):
     """A WordPress site's REST API with an application password: media uploaded, then the post (or page)."""
     identifier = "wordpress"
-    label = "WordPress"
     threads = False  # comments on one's own post are rarely wanted, and need the post to allow them
     concurrency = 2
     spacing = 2.0
