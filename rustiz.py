@@ -3675,7 +3675,7 @@ def credentials_from_arguments(provider: str, pairs: list) -> dict:
     comma-separated or from the key repeated."""
     from rustiz_features.catalogue import CREDENTIAL_SPECS
     spec = CREDENTIAL_SPECS.get(provider)
-    list_keys = {key.name for key in spec.keys if key.kind == "relays"} if spec else set()
+    list_keys = {key.name for key in spec.keys if key.input == "list"} if spec else set()
     credentials: dict = {}
     for pair in pairs:
         name, separator, value = pair.partition("=")
