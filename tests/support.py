@@ -353,6 +353,13 @@ def settled(server: RustizServer, post_id: str, timeout: float = 20.0, *, stop_a
     return wait_for(lambda: get_post(server, post_id), done, timeout)
 
 
+def published(server: RustizServer, channel_id: str, *parts, state: str = "PUBLISHED", **options) -> dict:
+    """The settled post (see settled, stop_at_error) of a post scheduled now, which must end in `state`."""
+    post = settled(server, scheduled(server, channel_id, *parts, **options), stop_at_error=True)
+    assert post["state"] == state, post
+    return post
+
+
 def thread_rows(server: RustizServer, root_id: str) -> list:
     """Every part of the root post's thread, in order, as stored: state, release_id, release_url, error."""
     with sqlite3.connect(server.database) as db:
