@@ -16,6 +16,7 @@ from typing import Callable
 
 import pytest
 
+from platforms import Platforms
 from support import FAST_RETRIES, connected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,6 +179,14 @@ def start_server_with_fakes(start_server):
     def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
         return start_server(env={**LOCAL_FAKES, **(env or {})}, args=args, data_dir=data_dir)
     return start
+
+
+@pytest.fixture(scope="module")
+def platforms():
+    """A fake of every provider (tests/platforms.py), shared by a module's tests."""
+    fakes = Platforms()
+    yield fakes
+    fakes.close()
 
 
 def provider_fixtures(provider: str, make_fake: Callable, *, names: tuple = ("fake", "server", "channel"),

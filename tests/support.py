@@ -54,6 +54,11 @@ def api(server: RustizServer, method: str, path: str, body=None, *, key: str | N
     return status, json.loads(raw)
 
 
+def auth(key: str) -> dict:
+    """The header that carries an API key."""
+    return {"Authorization": key}
+
+
 def iso(seconds_from_now: float = 0.0) -> str:
     """The UTC time `seconds_from_now`, as the API writes dates (milliseconds, Z)."""
     moment = time.time() + seconds_from_now
@@ -251,6 +256,11 @@ def upload(server: RustizServer, data: bytes, filename: str | None = "png", *, f
     return api(server, "POST", f"{prefix}/upload", body, key=key, headers={"Content-Type": content_type})
 
 
+def upload_from_url(server: RustizServer, url, *, key: str | None = None) -> tuple:
+    """(status, answer) of POST /upload-from-url (given a minute: the server fetches the file first)."""
+    return api(server, "POST", f"{API}/upload-from-url", {"url": url}, key=key, timeout=60)
+
+
 def uploaded(server: RustizServer, data: bytes, filename: str = "png") -> dict:
     """`data` uploaded: {"id", "path"}, as a post's image item."""
     status, media = upload(server, data, filename)
@@ -271,6 +281,11 @@ def connected(server: RustizServer, provider: str, credentials: dict, name: str 
     status, channel = connect(server, provider, credentials, name)
     assert status == 201, channel
     return channel
+
+
+def webhook_channel(server: RustizServer, receiver, name: str | None = None, path: str = "/hook") -> str:
+    """The id of a new `webhook` channel that posts to `receiver` (a FakeWebhookReceiver) at `path`."""
+    return connected(server, "webhook", {**receiver.credentials(), "url": receiver.url + path}, name)["id"]
 
 
 def refresh_needed(server: RustizServer, channel_id: str) -> bool:

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from test_api_posts import PostsDatabase
+from support import Database
+
 
 # upload-from-url would fetch whatever URL the generator makes up, from the internet: tests never do.
 # MCP's routes take JSON-RPC, which the document does not describe: tests/test_mcp_transport.py covers them.
@@ -48,7 +49,7 @@ def fuzz_config(ids: dict) -> str:
 @pytest.fixture
 def fuzzed_server(start_server):
     server = start_server(env={"API_LIMIT": "0", "REQUEST_LIMIT": "0"})
-    db = PostsDatabase(server)
+    db = Database(server)
     channels = [db.channel("Acme on X", "x", profile="acme", customer_id=db.customer("Acme")),
                 db.channel("Sky", "bluesky"), db.channel("Pins", "pinterest")]
     posts = db.thread(channels[1], "2031-01-02T10:00:00.000Z", ["<p>Hello</p>", "<p>a reply</p>"]) + [

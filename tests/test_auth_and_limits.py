@@ -11,12 +11,10 @@ import time
 import pytest
 
 from conftest import read_config
+from support import auth
+
 
 THROTTLED = b'{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}'
-
-
-def auth(key: str) -> dict:
-    return {"Authorization": key}
 
 
 def post_posts(server, key: str | None, prefix: str = "/public/v1"):

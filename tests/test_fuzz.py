@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import rustiz
 from rustiz import (ApiError, Body, EndOfMessage, MultipartError, MultipartParser, ParseError, PartData, PartEnd,
                     PartHead, RequestHead, RequestParser)
-from test_api_posts import PostsDatabase
+from support import Database
 from test_http_parser import arbitrary_bytes, assert_well_formed, split_at, stream_and_cuts
 
 SCALE = float(os.environ.get("RUSTIZ_FUZZ_SCALE", "1"))
@@ -333,7 +333,7 @@ def fuzzed(pyz, tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         server = RustizServer(pyz, data_dir, {"API_LIMIT": "0", "REQUEST_LIMIT": "0"}).start()
         try:
-            db = PostsDatabase(server)
+            db = Database(server)
             channels = {db.channel(f"{identifier} channel", identifier): identifier for identifier in IDENTIFIERS}
             some = sorted(channels)
             posts = [db.post(some[0], "2031-01-02T10:00:00.000Z"),

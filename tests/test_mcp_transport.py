@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fake_webhook import FakeWebhookReceiver
-from test_api_posts import PostsDatabase
+from support import Database
 
 JSON = {"Content-Type": "application/json"}
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -381,7 +381,7 @@ def test_a_notifications_page_beyond_its_range_is_a_tool_error(server):
 
 
 def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_holds(server):
-    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    channel = Database(server).channel("Sky", "bluesky")
     assert server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, json.dumps({
         "type": "draft", "date": "2030-09-01T10:00:00Z", "shortLink": False, "tags": [], "inter": 1,
         "posts": [{"integration": {"id": channel}, "value": [{"content": "daily", "image": []}]}]}).encode())[0] == 201
@@ -397,7 +397,7 @@ def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_h
 
 
 def test_the_schedule_tool_refuses_a_date_before_the_grace_period_and_stores_nothing(server):
-    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    channel = Database(server).channel("Sky", "bluesky")
     post_call = schedule_call(channel)
     items = [dict(post_call["params"]["arguments"]["socialPost"][0], type="schedule", date=date)
              for date in ("2030-01-01T10:00:00Z", "2020-01-01T10:00:00Z")]
