@@ -16,6 +16,7 @@ from typing import Callable
 
 import pytest
 
+from fake_webhook import FakeWebhookReceiver
 from platforms import Platforms
 from support import FAST_RETRIES, connected
 
@@ -187,6 +188,14 @@ def platforms():
     fakes = Platforms()
     yield fakes
     fakes.close()
+
+
+@pytest.fixture
+def receiver():
+    """A FakeWebhookReceiver for rustiz's `webhook` provider (support.webhook_channel connects one)."""
+    fake = FakeWebhookReceiver()
+    yield fake
+    fake.close()
 
 
 def provider_fixtures(provider: str, make_fake: Callable, *, names: tuple = ("fake", "server", "channel"),

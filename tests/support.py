@@ -325,13 +325,17 @@ def post_body(*posts: dict, type: str = "now", date: str | None = None, **fields
 
 
 def schedule(server: RustizServer, channel_id: str, *parts, settings: dict | None = None, images: list | None = None,
-             provider: str | None = None, type: str = "now", date: str | None = None, delay: int = 0) -> tuple:
-    """(status, answer) of POST /posts for one channel (see channel_post); `provider` names the settings'
-    __type."""
+             provider: str | None = None, type: str = "now", date: str | None = None, delay: int = 0,
+             **fields) -> tuple:
+    """(status, answer) of POST /posts for one channel (see channel_post): `provider` names the settings'
+    __type; a post of type "schedule" is due a second from now unless `date` says when; `fields` go into
+    the body (inter, customer...)."""
     if provider is not None:
         settings = {"__type": provider, **(settings or {})}
+    if type == "schedule" and date is None:
+        date = iso(1)
     entry = channel_post(channel_id, *parts, settings=settings, images=images, delay=delay)
-    return api(server, "POST", f"{API}/posts", post_body(entry, type=type, date=date))
+    return api(server, "POST", f"{API}/posts", post_body(entry, type=type, date=date, **fields))
 
 
 def scheduled(server: RustizServer, channel_id: str, *parts, **options) -> str:

@@ -1,18 +1,13 @@
 """API keys, API_LIMIT (Postiz's per-organization posts throttle) and REQUEST_LIMIT (per client address)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import secrets
-import sqlite3
 import time
 
 import pytest
 
-from conftest import read_config
-from support import auth
-
+from support import Database, auth
 
 THROTTLED = b'{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}'
 
@@ -22,17 +17,6 @@ def post_posts(server, key: str | None, prefix: str = "/public/v1"):
     if key is not None:
         headers["Authorization"] = key
     return server.request("POST", prefix + "/posts", headers, b"{}")
-
-
-def add_organization(server) -> str:
-    """A second organization, written straight into the database; returns its API key."""
-    key = secrets.token_hex(32)
-    database = read_config(server.config_path)["RUSTIZ_DATABASE"]
-    with sqlite3.connect(database) as db:
-        db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) "
-                   "VALUES (?, 'Other', ?, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
-                   (secrets.token_hex(8), hashlib.sha256(key.encode()).hexdigest()))
-    return key
 
 
 # --- authentication ---------------------------------------------------------------------------------
@@ -104,7 +88,7 @@ def test_api_limit_counts_posts_per_organization_with_postiz_headers_then_429(st
     status, headers, _ = server.request("GET", "/public/v1/is-connected", auth(key))
     assert status == 200 and "x-ratelimit-limit" not in headers
 
-    other_key = add_organization(server)  # another organization has its own budget
+    _, other_key = Database(server).organization()  # another organization has its own budget
     assert_counted(post_posts(server, other_key), 3, 2)
 
 

@@ -17,7 +17,6 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from fake_webhook import FakeWebhookReceiver
 from fake_wordpress import FakeWordPress
 from support import FakeOrigin, api, connected, iso, png_file, webhook_channel
 
@@ -46,13 +45,6 @@ async def failure(client, name: str, arguments: dict) -> str:
     result = await client.call_tool(name, arguments)
     assert result.is_error is True and result.structured_content is None
     return result.content[0].text
-
-
-@pytest.fixture
-def receiver():
-    fake = FakeWebhookReceiver()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 
 import rustiz
 from conftest import read_config, run_cli
-from test_api_media import png_file, upload
+from support import png_file, upload
 
 
 def schema_version(path) -> int:
