@@ -17,7 +17,6 @@ from typing import Callable
 import pytest
 
 from fake_webhook import FakeWebhookReceiver
-from platforms import Platforms
 from support import FAST_RETRIES, connected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,6 +184,7 @@ def start_server_with_fakes(start_server):
 @pytest.fixture(scope="module")
 def platforms():
     """A fake of every provider (tests/platforms.py), shared by a module's tests."""
+    from platforms import Platforms  # its Nostr fake imports rustiz, which the path above makes importable
     fakes = Platforms()
     yield fakes
     fakes.close()
