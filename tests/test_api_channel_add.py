@@ -273,9 +273,9 @@ def test_name_and_customer_are_checked(server, platforms):
 def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server, platforms):
     status, _, body = server.request("POST", "/public/v1/integrations", auth(server.key), b"{nope")
     assert status == 400 and json.loads(body)["message"].startswith("The request body is not valid JSON")
-    status, _, _ = server.request("POST", "/public/v1/integrations", {}, json.dumps(
+    status, _, body = server.request("POST", "/public/v1/integrations", {}, json.dumps(
         {"provider": "devto", "credentials": platforms.credentials("devto")}).encode())
-    assert status == 401
+    assert (status, json.loads(body)) == (401, {"msg": "No API Key found"})
     assert api(server, "GET", "/public/v1/integrations") == (200, [])
 
 
@@ -307,7 +307,8 @@ def test_organizations_are_isolated(server, platforms):
     assert status == 201, theirs  # the same webhook may be a channel of two organizations
     assert api(server, "GET", "/public/v1/integrations")[1] == [mine]
     assert api(server, "GET", "/public/v1/integrations", key=other_key)[1] == [theirs]
-    assert api(server, "GET", f"/public/v1/integration-settings/{theirs['id']}")[0] == 404
+    assert api(server, "GET", f"/public/v1/integration-settings/{theirs['id']}") == (
+        404, {"msg": "Integration not found"})
 
 
 def test_customer_by_new_name_existing_name_or_id(server, platforms):

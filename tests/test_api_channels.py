@@ -147,5 +147,6 @@ def test_channel_changes_are_checked_and_scoped_to_the_organization(server):
         "property token should not exist (a channel takes name, disabled, postingTimes, customer)",
         "disabled must be a boolean value",
         'postingTimes must be a list of {"time": minutes after midnight, 0 to 1439}']
-    assert api(server, "PUT", f"/public/v1/integrations/{channel_id}", {"name": "x"}, key=other_key)[0] == 404
-    assert api(server, "GET", f"/public/v1/integrations/{channel_id}", key=other_key)[0] == 404
+    not_found = (404, {"statusCode": 404, "message": "Integration not found", "error": "Not Found"})
+    assert api(server, "PUT", f"/public/v1/integrations/{channel_id}", {"name": "x"}, key=other_key) == not_found
+    assert api(server, "GET", f"/public/v1/integrations/{channel_id}", key=other_key) == not_found

@@ -103,6 +103,6 @@ def test_rotating_the_key_through_the_api_answers_it_once_and_the_old_one_stops_
     assert status == 201
     new_key = json.loads(answer)["apiKey"]
     assert len(new_key) == 64 and new_key != old_key
-    assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
-    assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+    assert api(server, "GET", "/public/v1/is-connected", key=old_key) == (401, {"msg": "Invalid API key"})
+    assert api(server, "GET", "/public/v1/is-connected", key=new_key) == (200, {"connected": True})
     assert server.key == new_key  # the config file held the old key, so it now holds the new one

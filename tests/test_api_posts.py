@@ -194,7 +194,7 @@ def test_delete_post_deletes_its_group_only(server, world):
     assert db.row("SELECT count(*) FROM post WHERE deleted_at IS NOT NULL")[0] == 2
     assert db.row("SELECT deleted_at FROM post WHERE id = ?", sibling)[0] is None
     assert api(server, "DELETE", f"/api/public/v1/posts/{root}") == (404, nest(404, "Post not found"))
-    assert api(server, "GET", f"/public/v1/posts/{root}")[0] == 404
+    assert api(server, "GET", f"/public/v1/posts/{root}") == (404, nest(404, "Post not found"))
 
 
 def test_delete_group_always_answers_error_true_and_stays_in_its_organization(server, world):
@@ -392,7 +392,7 @@ def test_delete_channel_soft_deletes_it_and_its_posts_and_returns_its_row(server
     assert db.row("SELECT deleted_at IS NOT NULL FROM post WHERE id = ?", post)[0] == 1
     assert db.row("SELECT deleted_at FROM post WHERE id = ?", other_channel_post)[0] is None
     assert world["x"] not in {channel["id"] for channel in api(server, "GET", "/public/v1/integrations")[1]}
-    assert api(server, "GET", f"/public/v1/posts/{post}")[0] == 404
+    assert api(server, "GET", f"/public/v1/posts/{post}") == (404, nest(404, "Post not found"))
     for channel_id in (world["x"], "nope", world["other"]):
         assert api(server, "DELETE", f"/public/v1/integrations/{channel_id}") == (
             404, nest(404, "Integration not found"))
@@ -629,12 +629,14 @@ def test_idempotency_key_replays_refusals_and_expires_after_a_day(server, world)
     body = json.dumps(create_body(channel_post("nope", "x"))).encode()
     first = server.request("POST", "/public/v1/posts", headers, body)
     assert first[0] == 400 and server.request("POST", "/public/v1/posts", headers, body)[::2] == first[::2]
+    assert json.loads(first[2]) == nest(400, "Integration with id nope not found")
     good = json.dumps(create_body(channel_post(world["bluesky"], "ok"))).encode()
     assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
     db.execute("UPDATE idempotency_key SET created_at = created_at - 86401")
     assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
     assert len(post_rows(db)) == 2
-    assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "k" * 256}, good)[0] == 400
+    status, _, answer = server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "k" * 256}, good)
+    assert (status, json.loads(answer)) == (400, nest(400, "Idempotency-Key must be between 1 and 255 characters long"))
 
 
 # --- PUT /posts/:id/settings --------------------------------------------------------------------------------------

@@ -117,6 +117,7 @@ def test_api_limit_does_not_count_unauthenticated_posts(start_server):
     for key in (None, "0" * 64, "Bearer nope"):
         status, headers, body = post_posts(server, key)
         assert status == 401, (key, status, body)
+        assert json.loads(body) == {"msg": "No API Key found" if key is None else "Invalid API key"}
         assert "x-ratelimit-remaining" not in headers
     assert_counted(post_posts(server, server.key), 1, 0)
     assert_throttled(post_posts(server, server.key))
@@ -125,8 +126,8 @@ def test_api_limit_does_not_count_unauthenticated_posts(start_server):
 def test_api_limit_zero_turns_the_posts_throttle_off(start_server):
     server = start_server(env={"API_LIMIT": "0"})
     for _ in range(5):
-        status, headers, _ = post_posts(server, server.key)
-        assert status == 400
+        status, headers, body = post_posts(server, server.key)
+        assert status == 400 and json.loads(body)["message"] == "All posts must have an integration id"
         assert not any(name.startswith("x-ratelimit") for name in headers), headers
         assert "retry-after" not in headers
 
@@ -148,10 +149,10 @@ def test_request_limit_refuses_the_sixth_request_in_a_minute_on_any_route_but_he
     ]
     assert answers == [200, 200, 401, 404, 400]
 
-    status, headers, _ = server.request("GET", "/public/v1/is-connected", auth(key))
-    assert status == 429
+    status, headers, body = server.request("GET", "/public/v1/is-connected", auth(key))
+    assert (status, body) == (429, THROTTLED)
     assert 0 < int(headers["retry-after"]) <= 60
-    assert server.request("GET", "/no/such/route")[0] == 429
+    assert server.request("GET", "/no/such/route")[::2] == (429, THROTTLED)
     assert server.request("GET", "/health")[::2] == (200, b"ok")  # still exempt when over the limit
 
 

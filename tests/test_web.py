@@ -373,7 +373,8 @@ def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes
         page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete").click()
         expect(page.locator(".cal-title")).to_be_visible()
-        assert api(server, "GET", f"/public/v1/posts/{post_id}")[0] == 404
+        assert api(server, "GET", f"/public/v1/posts/{post_id}") == (
+            404, {"statusCode": 404, "message": "Post not found", "error": "Not Found"})
     finally:
         receiver.close()
 
@@ -513,8 +514,8 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         page.get_by_role("button", name="Rotate API key").click()
         expect(page.locator(".api-key")).to_have_text(re.compile(r"^[0-9a-f]{64}$"))
         new_key = page.locator(".api-key").inner_text()
-        assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
-        assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+        assert api(server, "GET", "/public/v1/is-connected", key=old_key) == (401, {"msg": "Invalid API key"})
+        assert api(server, "GET", "/public/v1/is-connected", key=new_key) == (200, {"connected": True})
         # This browser got a session for the new key: it changes things without signing in again...
         page.get_by_label("Organization name").fill("Acme Social Media")
         page.get_by_role("button", name="Save name").click()
