@@ -303,7 +303,8 @@ def channel_session(server: RustizServer, channel_id: str) -> dict:
 
 def trigger(server: RustizServer, channel_id: str, method_name: str, data: dict | None = None) -> tuple:
     """(status, answer) of a channel's tool, through POST /integration-trigger."""
-    return api(server, "POST", f"{API}/integration-trigger/{channel_id}", {"methodName": method_name, "data": data or {}})
+    body = {"methodName": method_name, "data": data or {}}
+    return api(server, "POST", f"{API}/integration-trigger/{channel_id}", body)
 
 
 # --- posts ---------------------------------------------------------------------------------------------
@@ -314,7 +315,10 @@ def channel_post(channel_id: str, *parts, settings: dict | None = None, images: 
     items]); `images` go with the first part."""
     values = []
     for number, part in enumerate(parts):
-        content, media = (part, (images or []) if number == 0 else []) if isinstance(part, str) else part
+        if isinstance(part, tuple):
+            content, media = part
+        else:
+            content, media = part, (images or []) if number == 0 else []
         values.append({"content": content, "image": media, "delay": delay})
     return {"integration": {"id": channel_id}, "value": values, "settings": settings or {}, **fields}
 
