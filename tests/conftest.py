@@ -12,8 +12,12 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import pytest
+
+from fake_webhook import FakeWebhookReceiver
+from support import FAST_RETRIES, connected
 
 ROOT = Path(__file__).resolve().parent.parent
 PYZ = ROOT / "dist" / "rustiz.pyz"
@@ -61,6 +65,10 @@ class RustizServer:
     @property
     def key(self) -> str:
         return read_config(self.config_path)["RUSTIZ_API_KEY"]
+
+    @property
+    def database(self) -> str:
+        return read_config(self.config_path)["RUSTIZ_DATABASE"]
 
     def env(self) -> dict:
         env = {**os.environ, "RUSTIZ_CONFIG": str(self.config_path), "PORT": "0", "HOST": "127.0.0.1",
@@ -172,6 +180,50 @@ def start_server_with_fakes(start_server):
     def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
         return start_server(env={**LOCAL_FAKES, **(env or {})}, args=args, data_dir=data_dir)
     return start
+
+
+@pytest.fixture(scope="module")
+def platforms():
+    """A fake of every provider (tests/platforms.py), shared by a module's tests."""
+    from platforms import Platforms  # its Nostr fake imports rustiz, which the path above makes importable
+    fakes = Platforms()
+    yield fakes
+    fakes.close()
+
+
+@pytest.fixture
+def receiver():
+    """A FakeWebhookReceiver for rustiz's `webhook` provider (support.webhook_channel connects one)."""
+    fake = FakeWebhookReceiver()
+    yield fake
+    fake.close()
+
+
+def provider_fixtures(provider: str, make_fake: Callable, *, names: tuple = ("fake", "server", "channel"),
+                      env: dict | None = None) -> tuple:
+    """The three fixtures of a provider's tests, under the `names` its test module uses: a fresh fake from
+    make_fake() (closed after the test); a server that may reach it (LOCAL_FAKES) with fast retries, the
+    fake's `env` and `env`; and a channel connected to the fake with its credentials (the channel's JSON).
+    Assign all three at module level: `fake, server, channel = provider_fixtures(...)`."""
+    fake_name, server_name, channel_name = names
+
+    @pytest.fixture(name=fake_name)
+    def fake_fixture():
+        fake = make_fake()
+        yield fake
+        fake.close()
+
+    @pytest.fixture(name=server_name)
+    def server_fixture(request, start_server_with_fakes) -> RustizServer:
+        fake = request.getfixturevalue(fake_name)
+        return start_server_with_fakes(env={**FAST_RETRIES, **fake.env, **(env or {})})
+
+    @pytest.fixture(name=channel_name)
+    def channel_fixture(request) -> dict:
+        fake, server = request.getfixturevalue(fake_name), request.getfixturevalue(server_name)
+        return connected(server, provider, fake.credentials())
+
+    return fake_fixture, server_fixture, channel_fixture
 
 
 @pytest.fixture

@@ -49,6 +49,10 @@ class FakeRequest:
 
 Answer = tuple  # (status, body: dict | list | bytes | str, headers: dict)
 
+# Headers of an answer without a Content-Length, whose body ends when the connection closes (a header whose
+# value is None is not sent).
+UNSIZED = {"Content-Length": None, "Connection": "close"}
+
 
 def answer(status: int, body=b"", headers: dict | None = None) -> Answer:
     return status, body, headers or {}
@@ -86,16 +90,22 @@ class FakePlatform:
                 if not isinstance(payload, (bytes, str)):
                     self.send_header("Content-Type", "application/json")
                 for name, value in headers.items():
-                    self.send_header(name, str(value))
-                self.send_header("Content-Length", str(len(data)))
+                    if value is not None:
+                        self.send_header(name, str(value))
+                if "Content-Length" not in headers:
+                    self.send_header("Content-Length", str(len(data)))
+                if headers.get("Connection") == "close":
+                    self.close_connection = True
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_one
+            do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = handle_one
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

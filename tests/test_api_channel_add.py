@@ -9,22 +9,14 @@ from urllib.parse import quote
 import pytest
 
 from conftest import read_config
-from test_api_channels import PREFIXES, call
 from fake_webhook import FakeWebhookReceiver
-from platforms import FAKES, Platforms
-from test_api_integrations import Database, auth
+from platforms import FAKES
+from support import PREFIXES, Database, api, auth
 
 NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"  # NIP-19's example
 NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
 CONNECTABLE = ("bluesky, devto, discord, hashnode, lemmy, listmonk, mastodon, nostr, slack, telegram, webhook, "
                "wordpress")
-
-
-@pytest.fixture(scope="module")
-def platforms():
-    fakes = Platforms()
-    yield fakes
-    fakes.close()
 
 
 @pytest.fixture
@@ -70,7 +62,7 @@ def webhook_credentials(platforms, number: int) -> dict:
 
 
 def add(server, payload, key=None, prefix="/public/v1") -> tuple:
-    return call(server, "POST", f"{prefix}/integrations", key or server.key, payload)
+    return api(server, "POST", f"{prefix}/integrations", payload, key=key)
 
 
 def refused(server, payload) -> list | str:
@@ -94,7 +86,7 @@ def test_each_provider_answers_201_with_the_account_its_platform_reports(server,
     assert channel["identifier"] == provider and channel["disabled"] is False
     assert (channel["name"], channel["profile"]) == expected_channel(platforms, provider)
     assert len(channel["id"]) == 25 and channel["id"].startswith("c")
-    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [channel])
+    assert api(server, "GET", "/public/v1/integrations") == (200, [channel])
 
 
 def test_both_prefixes_and_a_chosen_name(server, platforms):
@@ -120,9 +112,9 @@ def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged
     assert {provider: json.loads(token) for provider, token in tokens.items()} == {
         provider: platforms.credentials(provider) for provider in FAKES}
     assert oct(os.stat(database).st_mode & 0o777) == "0o600"  # credentials: readable by their owner only
-    answers = [call(server, "GET", path, server.key)[1] for path in (
+    answers = [api(server, "GET", path)[1] for path in (
         "/public/v1/integrations", "/public/v1/groups", *(f"/public/v1/integration-settings/{i}" for i in ids))]
-    answers += [call(server, "DELETE", f"/public/v1/integrations/{i}", server.key)[1] for i in ids]
+    answers += [api(server, "DELETE", f"/public/v1/integrations/{i}")[1] for i in ids]
     everything = json.dumps(answers)
     assert '"token"' not in everything and "refreshToken" not in everything
     secrets = secrets_of(platforms)
@@ -258,7 +250,7 @@ def test_the_webhook_secret_is_optional_but_must_be_text(server):
 def test_credentials_the_platform_refuses_are_a_400_in_its_words_and_nothing_is_saved(server, platforms):
     status, answer = add(server, {"provider": "devto", "credentials": {"apiKey": "revoked-key"}})
     assert status == 400 and answer["message"].startswith("Dev.to refused these credentials (HTTP 401): "), answer
-    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+    assert api(server, "GET", "/public/v1/integrations") == (200, [])
 
 
 def test_an_unreachable_platform_is_a_502_and_nothing_is_saved(server):
@@ -267,7 +259,7 @@ def test_an_unreachable_platform_is_a_502_and_nothing_is_saved(server):
     assert status == 502 and answer["error"] == "Bad Gateway"
     assert answer["message"].startswith("could not check these credentials with Mastodon, so nothing was saved: ")
     assert "Connection refused" in answer["message"]
-    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+    assert api(server, "GET", "/public/v1/integrations") == (200, [])
 
 
 def test_name_and_customer_are_checked(server, platforms):
@@ -281,10 +273,10 @@ def test_name_and_customer_are_checked(server, platforms):
 def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server, platforms):
     status, _, body = server.request("POST", "/public/v1/integrations", auth(server.key), b"{nope")
     assert status == 400 and json.loads(body)["message"].startswith("The request body is not valid JSON")
-    status, _, _ = server.request("POST", "/public/v1/integrations", {}, json.dumps(
+    status, _, body = server.request("POST", "/public/v1/integrations", {}, json.dumps(
         {"provider": "devto", "credentials": platforms.credentials("devto")}).encode())
-    assert status == 401
-    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [])
+    assert (status, json.loads(body)) == (401, {"msg": "No API Key found"})
+    assert api(server, "GET", "/public/v1/integrations") == (200, [])
 
 
 def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, platforms):
@@ -299,8 +291,8 @@ def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, pl
     assert answer == {"statusCode": 409, "error": "Conflict", "message": (
         f'this bluesky account is already the channel "Alice Example" ({first["id"]}) of this organization; '
         f'delete that channel first (DELETE /public/v1/integrations/{first["id"]}) to add it again')}
-    assert len(call(server, "GET", "/public/v1/integrations", server.key)[1]) == 1
-    assert call(server, "DELETE", f"/public/v1/integrations/{first['id']}", server.key)[0] == 200
+    assert len(api(server, "GET", "/public/v1/integrations")[1]) == 1
+    assert api(server, "DELETE", f"/public/v1/integrations/{first['id']}")[0] == 200
     status, again = add(server, {"provider": "bluesky", "credentials": credentials})
     assert status == 201 and again["id"] != first["id"]
 
@@ -313,9 +305,10 @@ def test_organizations_are_isolated(server, platforms):
     assert status == 201
     status, theirs = add(server, {"provider": "discord", "credentials": credentials}, key=other_key)
     assert status == 201, theirs  # the same webhook may be a channel of two organizations
-    assert call(server, "GET", "/public/v1/integrations", server.key)[1] == [mine]
-    assert call(server, "GET", "/public/v1/integrations", other_key)[1] == [theirs]
-    assert call(server, "GET", f"/public/v1/integration-settings/{theirs['id']}", server.key)[0] == 404
+    assert api(server, "GET", "/public/v1/integrations")[1] == [mine]
+    assert api(server, "GET", "/public/v1/integrations", key=other_key)[1] == [theirs]
+    assert api(server, "GET", f"/public/v1/integration-settings/{theirs['id']}") == (
+        404, {"msg": "Integration not found"})
 
 
 def test_customer_by_new_name_existing_name_or_id(server, platforms):
@@ -325,7 +318,7 @@ def test_customer_by_new_name_existing_name_or_id(server, platforms):
     foreign = db.customer("Foreign", other_org)
 
     def channel_with(customer, api_key=None) -> dict:
-        number = len(call(server, "GET", "/public/v1/integrations", api_key or server.key)[1])
+        number = len(api(server, "GET", "/public/v1/integrations", key=api_key or server.key)[1])
         credentials = webhook_credentials(platforms, f"{number}-{quote(customer)}")
         status, channel = add(server, {"provider": "webhook", "credentials": credentials, "customer": customer},
                               key=api_key)
@@ -340,10 +333,10 @@ def test_customer_by_new_name_existing_name_or_id(server, platforms):
     # Another organization's group id is just a name here: a new group of ours, theirs untouched.
     mine = channel_with(foreign)["customer"]
     assert mine["id"] != foreign and mine["name"] == foreign
-    assert call(server, "GET", "/public/v1/groups", server.key)[1] == [
+    assert api(server, "GET", "/public/v1/groups")[1] == [
         {"id": acme, "name": "Acme"}, globex, mine]
-    assert call(server, "GET", "/public/v1/groups", other_key)[1] == [{"id": foreign, "name": "Foreign"}]
-    listed = call(server, "GET", f"/public/v1/integrations?group={globex['id']}", server.key)[1]
+    assert api(server, "GET", "/public/v1/groups", key=other_key)[1] == [{"id": foreign, "name": "Foreign"}]
+    listed = api(server, "GET", f"/public/v1/integrations?group={globex['id']}")[1]
     assert [channel["customer"] for channel in listed] == [globex, globex]
 
 

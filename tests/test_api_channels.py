@@ -5,18 +5,10 @@ import json
 
 import pytest
 
-from test_api_integrations import Database, auth
+from support import PREFIXES, Database, api, auth
 
-PREFIXES = ("/public/v1", "/api/public/v1")
+
 NOT_FOUND = {"msg": "Integration not found"}
-
-
-def call(server, method: str, path: str, key: str, payload=None) -> tuple:
-    data = None if payload is None else json.dumps(payload).encode()
-    headers = {**auth(key), **({"Content-Type": "application/json"} if data is not None else {})}
-    status, response_headers, body = server.request(method, path, headers, data)
-    assert response_headers["content-type"].startswith("application/json"), response_headers
-    return status, json.loads(body)
 
 
 @pytest.fixture
@@ -44,7 +36,7 @@ def world(server):
 
 def test_integration_settings_for_x(server, world):
     for prefix in PREFIXES:
-        status, answer = call(server, "GET", f"{prefix}/integration-settings/{world['ids']['x']}", server.key)
+        status, answer = api(server, "GET", f"{prefix}/integration-settings/{world['ids']['x']}")
         assert status == 200
         output = answer["output"]
         assert list(output) == ["rules", "maxLength", "settings", "tools"]
@@ -57,50 +49,51 @@ def test_integration_settings_for_x(server, world):
 
 
 def test_a_verified_x_channel_gets_4000(server, world):
-    status, answer = call(server, "GET", f"/public/v1/integration-settings/{world['ids']['x_verified']}", server.key)
+    status, answer = api(server, "GET", f"/public/v1/integration-settings/{world['ids']['x_verified']}")
     assert (status, answer["output"]["maxLength"]) == (200, 4000)
 
 
 def test_integration_settings_tools_and_no_settings_text(server, world):
-    status, answer = call(server, "GET", f"/api/public/v1/integration-settings/{world['ids']['discord']}", server.key)
+    status, answer = api(server, "GET", f"/api/public/v1/integration-settings/{world['ids']['discord']}")
     assert status == 200
     assert answer["output"]["tools"] == [{"methodName": "channels", "description": "Channels", "dataSchema": []}]
     assert answer["output"]["settings"]["required"] == ["channel"]
-    status, answer = call(server, "GET", f"/public/v1/integration-settings/{world['ids']['mastodon']}", server.key)
+    status, answer = api(server, "GET", f"/public/v1/integration-settings/{world['ids']['mastodon']}")
     assert answer == {"output": {"rules": "", "maxLength": 500, "settings": "No additional settings required",
                                  "tools": []}}
 
 
 def test_a_provider_rustiz_does_not_know_gets_postiz_s_empty_output(server, world):
-    status, answer = call(server, "GET", f"/public/v1/integration-settings/{world['ids']['unknown']}", server.key)
+    status, answer = api(server, "GET", f"/public/v1/integration-settings/{world['ids']['unknown']}")
     assert (status, answer) == (200, {"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
 
 
 def test_integration_settings_404_for_unknown_deleted_and_other_org_ids(server, world):
     for channel_id in ("no-such-id", world["ids"]["deleted"], world["ids"]["other"]):
         for prefix in PREFIXES:
-            assert call(server, "GET", f"{prefix}/integration-settings/{channel_id}", server.key) == (404, NOT_FOUND)
+            assert api(server, "GET", f"{prefix}/integration-settings/{channel_id}") == (404, NOT_FOUND)
     # The other organization sees its own channel, and not ours.
-    assert call(server, "GET", f"/public/v1/integration-settings/{world['ids']['other']}", world["other_key"])[0] == 200
-    assert call(server, "GET", f"/public/v1/integration-settings/{world['ids']['x']}", world["other_key"]) == (
+    assert api(server, "GET", f"/public/v1/integration-settings/{world['ids']['other']}",
+               key=world["other_key"])[0] == 200
+    assert api(server, "GET", f"/public/v1/integration-settings/{world['ids']['x']}", key=world["other_key"]) == (
         404, NOT_FOUND)
 
 
 def test_integration_trigger_has_no_tools_yet(server, world):
     for prefix in PREFIXES:
         path = f"{prefix}/integration-trigger/{world['ids']['discord']}"
-        assert call(server, "POST", path, server.key, {"methodName": "channels", "data": {}}) == (
+        assert api(server, "POST", path, {"methodName": "channels", "data": {}}) == (
             404, {"msg": "Tool not found"})
-        assert call(server, "POST", path, server.key, {"methodName": "listChannels"}) == (404, {"msg": "Tool not found"})
-        assert call(server, "POST", path, server.key) == (404, {"msg": "Tool not found"})
+        assert api(server, "POST", path, {"methodName": "listChannels"}) == (404, {"msg": "Tool not found"})
+        assert api(server, "POST", path) == (404, {"msg": "Tool not found"})
 
 
 def test_integration_trigger_errors_for_channels(server, world):
     payload = {"methodName": "channels", "data": {}}
     for channel_id in ("no-such-id", world["ids"]["deleted"], world["ids"]["other"]):
-        assert call(server, "POST", f"/public/v1/integration-trigger/{channel_id}", server.key, payload) == (
+        assert api(server, "POST", f"/public/v1/integration-trigger/{channel_id}", payload) == (
             404, NOT_FOUND)
-    assert call(server, "POST", f"/public/v1/integration-trigger/{world['ids']['unknown']}", server.key, payload) == (
+    assert api(server, "POST", f"/public/v1/integration-trigger/{world['ids']['unknown']}", payload) == (
         404, {"msg": "Integration provider not found"})
 
 
@@ -114,16 +107,16 @@ def test_integration_trigger_with_a_broken_body_is_400_not_500(server, world):
 def test_groups_are_the_organization_s_customers(server, world):
     groups = world["groups"]
     for prefix in PREFIXES:
-        status, listed = call(server, "GET", f"{prefix}/groups", server.key)
+        status, listed = api(server, "GET", f"{prefix}/groups")
         assert status == 200
         assert sorted(listed, key=lambda group: group["name"]) == [
             {"id": groups["acme"], "name": "Acme"}, {"id": groups["globex"], "name": "Globex"}]
-    assert call(server, "GET", "/public/v1/groups", world["other_key"]) == (
+    assert api(server, "GET", "/public/v1/groups", key=world["other_key"]) == (
         200, [{"id": groups["other"], "name": "Other org's customer"}])
 
 
 def test_groups_empty_and_auth(server):
-    assert call(server, "GET", "/public/v1/groups", server.key) == (200, [])
+    assert api(server, "GET", "/public/v1/groups") == (200, [])
     assert server.request("GET", "/public/v1/groups")[::2] == (401, b'{"msg":"No API Key found"}')
     assert server.request("GET", "/public/v1/integration-settings/x")[::2] == (401, b'{"msg":"No API Key found"}')
 
@@ -131,16 +124,16 @@ def test_groups_empty_and_auth(server):
 def test_a_channel_can_be_renamed_disabled_regrouped_and_given_posting_times(server):
     db = Database(server)
     channel_id = db.channel("Old name", "bluesky")
-    status, row = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key, {
-        "name": "  New name ", "disabled": True, "customer": "Acme", "postingTimes": [{"time": 600}, {"time": 90}]})
+    status, row = api(server, "PUT", f"/public/v1/integrations/{channel_id}", {
+       "name": "  New name ", "disabled": True, "customer": "Acme", "postingTimes": [{"time": 600}, {"time": 90}]})
     assert status == 200, row
     assert (row["name"], row["disabled"], row["postingTimes"]) == ("New name", True, '[{"time":90},{"time":600}]')
     assert row["refreshNeeded"] is False and "token" not in row
-    assert call(server, "GET", f"/public/v1/integrations/{channel_id}", server.key) == (200, row)
-    [listed] = call(server, "GET", "/public/v1/integrations", server.key)[1]
+    assert api(server, "GET", f"/public/v1/integrations/{channel_id}") == (200, row)
+    [listed] = api(server, "GET", "/public/v1/integrations")[1]
     assert listed["customer"]["name"] == "Acme" and listed["disabled"] is True
-    status, row = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key,
-                       {"disabled": False, "customer": None})
+    status, row = api(server, "PUT", f"/public/v1/integrations/{channel_id}",
+                      {"disabled": False, "customer": None})
     assert status == 200 and row["disabled"] is False and row["customerId"] is None
 
 
@@ -148,11 +141,12 @@ def test_channel_changes_are_checked_and_scoped_to_the_organization(server):
     db = Database(server)
     channel_id = db.channel("Mine", "bluesky")
     other_org, other_key = db.organization()
-    status, answer = call(server, "PUT", f"/public/v1/integrations/{channel_id}", server.key,
-                          {"disabled": "yes", "postingTimes": [{"time": 1440}], "token": "x"})
+    status, answer = api(server, "PUT", f"/public/v1/integrations/{channel_id}",
+                         {"disabled": "yes", "postingTimes": [{"time": 1440}], "token": "x"})
     assert status == 400 and answer["message"] == [
         "property token should not exist (a channel takes name, disabled, postingTimes, customer)",
         "disabled must be a boolean value",
         'postingTimes must be a list of {"time": minutes after midnight, 0 to 1439}']
-    assert call(server, "PUT", f"/public/v1/integrations/{channel_id}", other_key, {"name": "x"})[0] == 404
-    assert call(server, "GET", f"/public/v1/integrations/{channel_id}", other_key)[0] == 404
+    not_found = (404, {"statusCode": 404, "message": "Integration not found", "error": "Not Found"})
+    assert api(server, "PUT", f"/public/v1/integrations/{channel_id}", {"name": "x"}, key=other_key) == not_found
+    assert api(server, "GET", f"/public/v1/integrations/{channel_id}", key=other_key) == not_found

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from test_api_posts import PostsDatabase
+from support import Database, png_file, uploaded
 
 # upload-from-url would fetch whatever URL the generator makes up, from the internet: tests never do.
 # MCP's routes take JSON-RPC, which the document does not describe: tests/test_mcp_transport.py covers them.
@@ -48,7 +48,7 @@ def fuzz_config(ids: dict) -> str:
 @pytest.fixture
 def fuzzed_server(start_server):
     server = start_server(env={"API_LIMIT": "0", "REQUEST_LIMIT": "0"})
-    db = PostsDatabase(server)
+    db = Database(server)
     channels = [db.channel("Acme on X", "x", profile="acme", customer_id=db.customer("Acme")),
                 db.channel("Sky", "bluesky"), db.channel("Pins", "pinterest")]
     posts = db.thread(channels[1], "2031-01-02T10:00:00.000Z", ["<p>Hello</p>", "<p>a reply</p>"]) + [
@@ -62,20 +62,10 @@ def fuzzed_server(start_server):
                     for _ in range(4)] + [db.post(doomed_channel, "2031-04-02T09:00:00.000Z")]
     doomed_groups = [db.row("SELECT post_group FROM post WHERE id = ?", post)[0] for post in doomed_posts[:2]]
     db.notification("<p>Published</p>", "2024-05-02T10:00:00.000Z")
-    upload = dict(zip(("year", "month", "day", "name"), uploaded_png(server).rsplit("/", 4)[1:]))
+    upload = dict(zip(("year", "month", "day", "name"), uploaded(server, png_file())["path"].rsplit("/", 4)[1:]))
     return server, fuzz_config({"channels": channels, "posts": posts, "doomed_channels": [doomed_channel],
                                 "doomed_posts": doomed_posts[2:], "doomed_groups": doomed_groups,
                                 **{part: [value] for part, value in upload.items()}})
-
-
-def uploaded_png(server) -> str:
-    """The path of a small PNG stored through POST /upload, for GET /uploads/... to find."""
-    body = (b'--fuzz\r\nContent-Disposition: form-data; name="file"; filename="png"\r\n\r\n'
-            + b"\x89PNG\r\n\x1a\n" + bytes(200) + b"\r\n--fuzz--\r\n")
-    status, _, answer = server.request("POST", "/public/v1/upload", {
-        "Authorization": server.key, "Content-Type": "multipart/form-data; boundary=fuzz"}, body)
-    assert status == 201, answer
-    return json.loads(answer)["path"]
 
 
 @pytest.mark.timeout(FUZZ_SECONDS + 30)

@@ -1,72 +1,9 @@
 """The public API routes: /health, is-connected and the channel list in Postiz's exact JSON shape."""
 from __future__ import annotations
 
-import hashlib
-import json
-import secrets
-import sqlite3
-
 import pytest
 
-from conftest import read_config
-
-
-def auth(key: str) -> dict:
-    return {"Authorization": key}
-
-
-def get_json(server, path: str, key: str) -> tuple:
-    status, headers, body = server.request("GET", path, auth(key))
-    assert headers["content-type"].startswith("application/json"), headers
-    return status, json.loads(body)
-
-
-class Database:
-    """Rows written straight into the server's SQLite file, as a later rustiz feature (or Postiz) would."""
-
-    def __init__(self, server):
-        self.path = read_config(server.config_path)["RUSTIZ_DATABASE"]
-        with self.connect() as db:
-            self.organization_id = db.execute("SELECT id FROM organization").fetchone()[0]
-        self.clock = 0
-
-    def connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path)
-
-    def stamp(self) -> str:
-        self.clock += 1
-        return f"2024-05-01T10:00:{self.clock:02d}.000Z"
-
-    def organization(self) -> tuple:
-        """Another organization; returns (id, key)."""
-        organization_id, key = secrets.token_hex(8), secrets.token_hex(32)
-        now = self.stamp()
-        with self.connect() as db:
-            db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                       (organization_id, "Other org", hashlib.sha256(key.encode()).hexdigest(), now, now))
-        return organization_id, key
-
-    def customer(self, name: str, organization_id: str | None = None) -> str:
-        customer_id = "cust-" + secrets.token_hex(6)
-        now = self.stamp()
-        with self.connect() as db:
-            db.execute("INSERT INTO customer (id, organization_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                       (customer_id, organization_id or self.organization_id, name, now, now))
-        return customer_id
-
-    def channel(self, name: str, provider: str, *, picture: str | None = None, profile: str | None = None,
-                disabled: bool = False, customer_id: str | None = None, deleted: bool = False,
-                organization_id: str | None = None) -> str:
-        channel_id = "chan-" + secrets.token_hex(6)
-        now = self.stamp()
-        with self.connect() as db:
-            db.execute(
-                "INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
-                "profile, disabled, created_at, updated_at, customer_id, deleted_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (channel_id, "internal-" + channel_id, organization_id or self.organization_id, name, picture,
-                 provider, profile, int(disabled), now, now, customer_id, now if deleted else None))
-        return channel_id
+from support import Database, api, auth
 
 
 def by_id(channels: list) -> list:
@@ -81,7 +18,7 @@ def test_health_is_200_ok_text_plain_without_auth(server):
 
 def test_is_connected_answers_connected_true(server):
     for prefix in ("/public/v1", "/api/public/v1"):
-        assert get_json(server, prefix + "/is-connected", server.key) == (200, {"connected": True})
+        assert api(server, "GET", prefix + "/is-connected") == (200, {"connected": True})
 
 
 def test_integrations_on_an_empty_database_is_an_empty_list(server):
@@ -126,7 +63,7 @@ def expected_channels(channels) -> dict:
 def test_integrations_list_channels_in_postiz_shape_without_deleted_ones(server, channels):
     expected = expected_channels(channels)
     for prefix in ("/public/v1", "/api/public/v1"):
-        status, listed = get_json(server, prefix + "/integrations", server.key)
+        status, listed = api(server, "GET", prefix + "/integrations")
         assert status == 200
         assert by_id(listed) == by_id(expected.values())
     # `customer` is left out, not null, when a channel has none.
@@ -136,24 +73,24 @@ def test_integrations_list_channels_in_postiz_shape_without_deleted_ones(server,
 
 def test_integrations_group_filters_by_customer(server, channels):
     expected = expected_channels(channels)
-    assert get_json(server, f"/public/v1/integrations?group={channels['acme']}", server.key) == (200, [expected["x"]])
-    assert get_json(server, f"/public/v1/integrations?group={channels['globex']}", server.key) == (
+    assert api(server, "GET", f"/public/v1/integrations?group={channels['acme']}") == (200, [expected["x"]])
+    assert api(server, "GET", f"/public/v1/integrations?group={channels['globex']}") == (
         200, [expected["linkedin"]])
-    assert get_json(server, "/public/v1/integrations?group=no-such-customer", server.key) == (200, [])
+    assert api(server, "GET", "/public/v1/integrations?group=no-such-customer") == (200, [])
     # Another organization's customer id does not reveal its channels.
-    assert get_json(server, f"/public/v1/integrations?group={channels['other_customer']}", server.key) == (200, [])
+    assert api(server, "GET", f"/public/v1/integrations?group={channels['other_customer']}") == (200, [])
 
 
 def test_integrations_never_show_another_organizations_channels(server, channels):
-    status, listed = get_json(server, "/public/v1/integrations", server.key)
+    status, listed = api(server, "GET", "/public/v1/integrations")
     assert channels["ids"]["other"] not in {channel["id"] for channel in listed}
 
-    status, listed = get_json(server, "/public/v1/integrations", channels["other_key"])
+    status, listed = api(server, "GET", "/public/v1/integrations", key=channels["other_key"])
     assert status == 200
     assert listed == [{"id": channels["ids"]["other"], "name": "Other org channel", "identifier": "bluesky",
                        "picture": None, "disabled": False, "profile": "other",
                        "customer": {"id": channels["other_customer"], "name": "Not yours"}}]
-    status, listed = get_json(server, f"/public/v1/integrations?group={channels['acme']}", channels["other_key"])
+    status, listed = api(server, "GET", f"/public/v1/integrations?group={channels['acme']}", key=channels["other_key"])
     assert (status, listed) == (200, [])
 
 

@@ -7,77 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import http.server
 import json
 import os
 import re
-import secrets
 import socket
 import sqlite3
-import struct
-import threading
 import time
-import zlib
 from pathlib import Path
 
 import pytest
 
 from conftest import RustizServer, read_config
+from support import (Database, FakeOrigin, api, avif_file, bmp_file, gif_file, iso_box, jpeg_file, mp4_file, multipart,
+                     png_file, tiff_file, upload, upload_from_url, webp_file)
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 IMAGE_LIMIT = 10 * 1024 * 1024
-
-
-# --- tiny valid files of every accepted type ----------------------------------------------------
-
-def png_file(extra: bytes = b"") -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    text = chunk(b"tEXt", b"Comment\x00" + extra) if extra else b""
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) + text
-            + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
-
-
-def jpeg_file() -> bytes:
-    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
-    return b"\xff\xd8" + app0 + b"\xff\xd9"
-
-
-def gif_file() -> bytes:
-    return (b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff"
-            + b",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
-
-
-def webp_file() -> bytes:
-    vp8l = b"\x2f\x00\x00\x00\x00\x88\x88\x08\x00"  # 1x1 lossless
-    payload = b"WEBP" + b"VP8L" + struct.pack("<I", len(vp8l)) + vp8l + b"\x00"
-    return b"RIFF" + struct.pack("<I", len(payload)) + payload
-
-
-def bmp_file() -> bytes:
-    pixels = b"\x00\x00\xff\x00"  # one red pixel, padded to 4 bytes
-    info = struct.pack("<IiiHHIIiiII", 40, 1, 1, 1, 24, 0, len(pixels), 2835, 2835, 0, 0)
-    return b"BM" + struct.pack("<IHHI", 14 + len(info) + len(pixels), 0, 0, 14 + len(info)) + info + pixels
-
-
-def tiff_file() -> bytes:
-    entries = [(256, 3, 1, 1), (257, 3, 1, 1), (258, 3, 1, 8), (259, 3, 1, 1), (262, 3, 1, 1),
-               (273, 4, 1, 8 + 2 + 12 * 8 + 4), (278, 3, 1, 1), (279, 4, 1, 1)]
-    ifd = struct.pack("<H", len(entries)) + b"".join(struct.pack("<HHII", *entry) for entry in entries)
-    return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + b"\x80"
-
-
-def iso_box(kind: bytes, payload: bytes) -> bytes:
-    return struct.pack(">I", 8 + len(payload)) + kind + payload
-
-
-def avif_file() -> bytes:
-    return iso_box(b"ftyp", b"avif" + b"\x00\x00\x00\x00" + b"avifmif1miaf") + iso_box(b"meta", b"\x00" * 4)
-
-
-def mp4_file(size: int = 0) -> bytes:
-    head = iso_box(b"ftyp", b"isom" + b"\x00\x00\x02\x00" + b"isomiso2avc1mp41") + iso_box(b"moov", b"")
-    return head + (iso_box(b"mdat", b"\x00" * (size - len(head) - 8)) if size else b"")
 
 
 ACCEPTED = [  # (make, extension as stored, Content-Type served, Media type)
@@ -88,46 +33,7 @@ ACCEPTED = [  # (make, extension as stored, Content-Type served, Media type)
 ]
 
 
-# --- requests ------------------------------------------------------------------------------------
-
-def multipart(fields: list, boundary: str = "----rustizTestBoundary7MA4YWxk") -> tuple:
-    """fields: (name, filename or None, bytes); returns (content type, body)."""
-    parts = []
-    for name, filename, data in fields:
-        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
-        parts.append(f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
-                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
-    return f"multipart/form-data; boundary={boundary}", b"".join(parts) + f"--{boundary}--\r\n".encode()
-
-
-def call(server: RustizServer, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
-         key: str | None = None, timeout: float = 30) -> tuple:
-    """One request on a new connection; returns (status, headers with lower-case names, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
-    try:
-        all_headers = dict(headers or {})
-        if key is not None:
-            all_headers["Authorization"] = key
-        connection.request(method, path, body=body, headers=all_headers)
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        connection.close()
-
-
-def upload(server: RustizServer, data: bytes, filename: str | None = "png", field: str = "file",
-           key: str | None = None, prefix: str = "/public/v1") -> tuple:
-    content_type, body = multipart([(field, filename, data)])
-    status, headers, answer = call(server, "POST", f"{prefix}/upload", body, {"Content-Type": content_type},
-                                   server.key if key is None else key)
-    return status, json.loads(answer)
-
-
-def upload_from_url(server: RustizServer, url, key: str | None = None) -> tuple:
-    status, _, answer = call(server, "POST", "/public/v1/upload-from-url", json.dumps({"url": url}).encode(),
-                             {"Content-Type": "application/json"}, server.key if key is None else key, timeout=60)
-    return status, json.loads(answer)
-
+# --- what only these tests look at -------------------------------------------------------------
 
 def uploads_dir(server: RustizServer) -> Path:
     return Path(read_config(server.config_path)["RUSTIZ_UPLOADS"])
@@ -148,15 +54,6 @@ def organization_id(server: RustizServer) -> str:
     with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
         return db.execute("SELECT id FROM organization WHERE api_key_hash = ?",
                           (hashlib.sha256(server.key.encode()).hexdigest(),)).fetchone()[0]
-
-
-def add_organization(server: RustizServer) -> tuple:
-    """Another organization with its own key; returns (id, key)."""
-    other_id, key = secrets.token_hex(8), secrets.token_hex(32)
-    with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
-        db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                   (other_id, "Other", hashlib.sha256(key.encode()).hexdigest(), "2024-01-01", "2024-01-01"))
-    return other_id, key
 
 
 def served_path(server: RustizServer, media: dict) -> str:
@@ -188,7 +85,7 @@ def test_each_accepted_type_is_stored_by_date_and_served_back(shared, make, exte
     assert (uploads_dir(shared) / day / media["name"]).read_bytes() == data
     row = [row for row in media_rows(shared) if row[0] == media["id"]][0]
     assert row[1:] == (organization_id(shared), media["name"], media["path"], len(data), kind, None)
-    status, headers, body = call(shared, "GET", served_path(shared, media))
+    status, headers, body = shared.request("GET", served_path(shared, media))
     assert (status, body, headers["content-type"]) == (200, data, content_type)
 
 
@@ -230,32 +127,29 @@ def test_missing_file_field_is_400_naming_the_field(shared):
 
 
 def test_a_body_that_is_not_multipart_is_400_naming_the_expected_type(shared):
-    status, _, body = call(shared, "POST", "/public/v1/upload", png_file(), {"Content-Type": "image/png"}, shared.key)
+    status, error = api(shared, "POST", "/public/v1/upload", png_file(), headers={"Content-Type": "image/png"})
     assert status == 400
-    assert "multipart/form-data" in json.loads(body)["message"]
+    assert "multipart/form-data" in error["message"]
 
 
 def test_a_multipart_body_without_its_closing_boundary_is_400_and_leaves_nothing(shared):
     content_type, body = multipart([("file", "png", png_file())])
-    status, _, answer = call(shared, "POST", "/public/v1/upload", body[:-40], {"Content-Type": content_type},
-                             shared.key)
-    assert status == 400 and "closing boundary" in json.loads(answer)["message"]
+    status, error = api(shared, "POST", "/public/v1/upload", body[:-40], headers={"Content-Type": content_type})
+    assert status == 400 and "closing boundary" in error["message"]
     assert leftovers(shared) == []
 
 
 def test_other_fields_are_ignored_and_the_first_file_field_is_stored(shared):
     content_type, body = multipart([("note", None, b"hello"), ("file", "a.gif", gif_file()),
                                     ("file", "b.png", png_file())])
-    status, _, answer = call(shared, "POST", "/public/v1/upload", body, {"Content-Type": content_type}, shared.key)
-    assert status == 201 and json.loads(answer)["name"].endswith(".gif")
+    status, media = api(shared, "POST", "/public/v1/upload", body, headers={"Content-Type": content_type})
+    assert status == 201 and media["name"].endswith(".gif")
 
 
 def test_an_empty_upload_body_is_400_saying_what_is_missing(shared):
     for content_type in ("multipart/form-data; boundary=b", "application/octet-stream"):
-        status, _, answer = call(shared, "POST", "/public/v1/upload", b"", {"Content-Type": content_type},
-                                 key=shared.key)
-        assert status == 400, answer
-        assert "multipart" in json.loads(answer)["message"], answer
+        status, answer = api(shared, "POST", "/public/v1/upload", b"", headers={"Content-Type": content_type})
+        assert status == 400 and "multipart" in answer["message"], answer
     assert leftovers(shared) == []
 
 
@@ -269,7 +163,7 @@ def test_upload_without_a_key_is_401_and_writes_nothing(shared):
 
 
 def test_chunked_upload_is_accepted(shared):
-    content_type, body = multipart([("file", "png", png_file(b"x" * 5000))])
+    content_type, body = multipart([("file", "png", png_file(padding=5000))])
     connection = http.client.HTTPConnection("127.0.0.1", shared.port, timeout=10)
     pieces = (body[i:i + 777] for i in range(0, len(body), 777))
     connection.request("POST", "/public/v1/upload", body=pieces, encode_chunked=True,
@@ -296,7 +190,7 @@ def test_uploads_and_ordinary_requests_share_a_keep_alive_connection(shared):
 
 
 def test_media_rows_belong_to_the_organization_of_the_key(shared):
-    other_id, other_key = add_organization(shared)
+    other_id, other_key = Database(shared).organization()
     status, mine = upload(shared, png_file())
     status_other, theirs = upload(shared, png_file(), key=other_key)
     assert (status, status_other) == (201, 201)
@@ -313,7 +207,7 @@ def test_client_gone_mid_upload_leaves_no_temporary_file_and_no_row(shared):
             f"Content-Type: {content_type}\r\nContent-Length: {8 * 1024 * 1024}\r\n\r\n").encode()
     part = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="png"\r\n\r\n').encode()
     with socket.create_connection(("127.0.0.1", shared.port)) as client:
-        client.sendall(head + part + png_file(b"z" * 300_000))
+        client.sendall(head + part + png_file(padding=300_000))
         deadline = time.monotonic() + 10
         while not any(path.stat().st_size > 100_000 for path in leftovers(shared)):  # it streams to disk
             assert time.monotonic() < deadline, "the upload never reached the disk"
@@ -340,7 +234,7 @@ def small(pyz, tmp_path_factory) -> RustizServer:
 
 
 def test_upload_route_has_its_own_body_limit_above_rustiz_max_body(small):
-    status, media = upload(small, png_file(b"p" * 50_000))
+    status, media = upload(small, png_file(padding=50_000))
     assert status == 201, media
 
 
@@ -362,7 +256,7 @@ def test_video_at_the_configured_limit_is_accepted(small):
 
 
 def test_image_over_10_mib_is_413_while_streaming(shared):
-    status, error = upload(shared, png_file(b"i" * IMAGE_LIMIT))
+    status, error = upload(shared, png_file(padding=IMAGE_LIMIT))
     assert status == 413
     assert error["message"] == f"File size exceeds the maximum allowed size of {IMAGE_LIMIT} bytes for an image"
     assert leftovers(shared) == []
@@ -392,7 +286,7 @@ def stored(shared) -> tuple:
 
 def test_served_file_has_etag_last_modified_and_cache_headers(shared, stored):
     path, data = stored
-    status, headers, body = call(shared, "GET", path)
+    status, headers, body = shared.request("GET", path)
     assert status == 200 and body == data
     assert headers["content-length"] == str(len(data)) and headers["accept-ranges"] == "bytes"
     assert headers["etag"].startswith('"') and headers["last-modified"].endswith(" GMT")
@@ -402,20 +296,20 @@ def test_served_file_has_etag_last_modified_and_cache_headers(shared, stored):
 @pytest.mark.parametrize("extra", [{}, {"Range": "bytes=0-9"}], ids=["whole", "range"])
 def test_served_file_may_run_nothing_if_a_browser_renders_it(shared, stored, extra):
     path, _ = stored
-    status, headers, _ = call(shared, "GET", path, headers=extra)
+    status, headers, _ = shared.request("GET", path, extra)
     assert status in (200, 206)
     assert headers["content-security-policy"] == "default-src 'none'; sandbox"
 
 
 def test_served_under_api_uploads_too(shared, stored):
     path, data = stored
-    status, _, body = call(shared, "GET", "/api" + path)
+    status, _, body = shared.request("GET", "/api" + path)
     assert (status, body == data) == (200, True)
 
 
 def test_head_gives_the_length_without_the_body(shared, stored):
     path, data = stored
-    status, headers, body = call(shared, "HEAD", path)
+    status, headers, body = shared.request("HEAD", path)
     assert (status, body, headers["content-length"]) == (200, b"", str(len(data)))
 
 
@@ -428,7 +322,7 @@ def test_head_gives_the_length_without_the_body(shared, stored):
 ])
 def test_range_is_206_with_content_range(shared, stored, header, start, end):
     path, data = stored
-    status, headers, body = call(shared, "GET", path, headers={"Range": header})
+    status, headers, body = shared.request("GET", path, {"Range": header})
     assert status == 206
     assert headers["content-range"] == f"bytes {start}-{end}/{len(data)}"
     assert body == data[start:end + 1] and headers["content-length"] == str(end - start + 1)
@@ -437,23 +331,23 @@ def test_range_is_206_with_content_range(shared, stored, header, start, end):
 @pytest.mark.parametrize("header", ["bytes=3000000-", "bytes=-0", "bytes=" + "9" * 5000 + "-"])
 def test_unsatisfiable_range_is_416_with_the_size(shared, stored, header):
     path, data = stored
-    status, headers, _ = call(shared, "GET", path, headers={"Range": header})
+    status, headers, _ = shared.request("GET", path, {"Range": header})
     assert (status, headers["content-range"]) == (416, f"bytes */{len(data)}")
 
 
 @pytest.mark.parametrize("header", ["bytes=0-1,5-6", "items=0-3", "bytes=9-2"])
 def test_range_rustiz_does_not_serve_gives_the_whole_file(shared, stored, header):
     path, data = stored
-    status, _, body = call(shared, "GET", path, headers={"Range": header})
+    status, _, body = shared.request("GET", path, {"Range": header})
     assert (status, len(body)) == (200, len(data))
 
 
 def test_if_none_match_is_304_and_a_stale_if_range_gives_the_whole_file(shared, stored):
     path, data = stored
-    etag = call(shared, "HEAD", path)[1]["etag"]
-    status, headers, body = call(shared, "GET", path, headers={"If-None-Match": etag})
+    etag = shared.request("HEAD", path)[1]["etag"]
+    status, headers, body = shared.request("GET", path, {"If-None-Match": etag})
     assert (status, body, headers["etag"]) == (304, b"", etag)
-    status, _, body = call(shared, "GET", path, headers={"Range": "bytes=0-3", "If-Range": '"stale"'})
+    status, _, body = shared.request("GET", path, {"Range": "bytes=0-3", "If-Range": '"stale"'})
     assert (status, len(body)) == (200, len(data))
 
 
@@ -463,7 +357,7 @@ def test_if_none_match_is_304_and_a_stale_if_range_gives_the_whole_file(shared, 
     "/uploads/2024/01/01/.incoming", "/uploads/../config.env", "/uploads/2024/01/01/abc.txt",
 ])
 def test_absent_or_unsafe_upload_paths_are_404(shared, path):
-    status, _, body = call(shared, "GET", path)
+    status, _, body = shared.request("GET", path)
     assert status == 404 and b"config" not in body.replace(path.encode(), b"")
 
 
@@ -490,63 +384,16 @@ def test_a_slow_reader_still_gets_the_whole_file(shared):
 
 # --- POST /upload-from-url -----------------------------------------------------------------------
 
-class Origin:
-    """A local web server the tests fetch from: /file/<name>, /redirect/<n> (n hops to png), /status/<code>."""
-
-    def __init__(self):
-        self.files: dict = {}
-        origin = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                kind, _, rest = self.path.strip("/").partition("/")
-                if kind == "file" and rest in origin.files:
-                    data, chunked = origin.files[rest]
-                    self.send_response(200)
-                    if chunked:  # no Content-Length: the size is only known while reading
-                        self.send_header("Connection", "close")
-                        self.end_headers()
-                    else:
-                        self.send_header("Content-Length", str(len(data)))
-                        self.end_headers()
-                    self.wfile.write(data)
-                elif kind == "redirect":
-                    hops = int(rest)
-                    self.send_response(302)
-                    self.send_header("Location", "/file/png" if hops <= 1 else f"/redirect/{hops - 1}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                elif kind == "to":  # redirect to another host: /to/<url-encoded absolute URL>
-                    from urllib.parse import unquote
-                    self.send_response(302)
-                    self.send_header("Location", unquote(rest))
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                else:
-                    self.send_error(404)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
 def origin():
-    origin = Origin()
-    origin.files.update({"png": (png_file(), False), "pdf": (b"%PDF-1.4\n" + b"0" * 100, False),
-                         "video": (mp4_file(150_000), False), "video-unannounced": (mp4_file(150_000), True),
-                         "small-video": (mp4_file(50_000), True)})
+    origin = FakeOrigin()
+    for path, data, sized in [("/file/png", png_file(), True), ("/file/pdf", b"%PDF-1.4\n" + b"0" * 100, True),
+                              ("/file/video", mp4_file(150_000), True),
+                              ("/file/video-unannounced", mp4_file(150_000), False),
+                              ("/file/small-video", mp4_file(50_000), False)]:
+        origin.serve(path, data, sized=sized)
     yield origin
-    origin.stop()
+    origin.close()
 
 
 @pytest.fixture(scope="module")
@@ -564,7 +411,7 @@ def test_upload_from_url_stores_the_file_and_serves_it_back(fetcher, origin):
     assert status == 201, media
     assert set(media) == {"id", "name", "originalName", "path", "thumbnail", "alt"} and UUID4.match(media["id"])
     assert media["name"].endswith(".png")
-    assert call(fetcher, "GET", served_path(fetcher, media))[2] == png_file()
+    assert fetcher.request("GET", served_path(fetcher, media))[2] == png_file()
     assert [row[1] for row in media_rows(fetcher) if row[0] == media["id"]] == [organization_id(fetcher)]
 
 
@@ -642,6 +489,8 @@ def test_upload_from_url_bad_urls_are_400_naming_the_problem(fetcher, url, probl
 
 
 def test_upload_from_url_gives_up_after_its_time_limit_on_a_silent_server(fetcher):
+    # A bare listening socket, not a fake: connections wait in its backlog and nothing ever answers,
+    # which a fake (it answers every request, at worst late) cannot be.
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(1)

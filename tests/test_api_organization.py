@@ -5,8 +5,7 @@ import datetime
 import json
 
 from conftest import run_cli
-from test_api_channels import PREFIXES, call
-from test_api_integrations import Database
+from support import PREFIXES, Database, api
 
 
 def org_cli(server, *arguments: str):
@@ -16,25 +15,25 @@ def org_cli(server, *arguments: str):
 def test_get_shows_id_name_and_utc_by_default(server):
     db = Database(server)
     for prefix in PREFIXES:
-        assert call(server, "GET", f"{prefix}/organization", server.key) == (200, {
+        assert api(server, "GET", f"{prefix}/organization") == (200, {
             "id": db.organization_id, "name": "My organization", "timezone": "UTC"})
 
 
 def test_put_changes_the_timezone_and_the_name(server):
     db = Database(server)
-    status, answer = call(server, "PUT", "/api/public/v1/organization", server.key, {"timezone": " Europe/Paris "})
+    status, answer = api(server, "PUT", "/api/public/v1/organization", {"timezone": " Europe/Paris "})
     assert (status, answer) == (200, {"id": db.organization_id, "name": "My organization", "timezone": "Europe/Paris"})
-    status, answer = call(server, "PUT", "/public/v1/organization", server.key, {"name": "Acme"})
+    status, answer = api(server, "PUT", "/public/v1/organization", {"name": "Acme"})
     assert (status, answer["name"], answer["timezone"]) == (200, "Acme", "Europe/Paris")
-    assert call(server, "PUT", "/public/v1/organization", server.key, {}) == (200, answer)
-    assert call(server, "GET", "/public/v1/organization", server.key) == (200, answer)
+    assert api(server, "PUT", "/public/v1/organization", {}) == (200, answer)
+    assert api(server, "GET", "/public/v1/organization") == (200, answer)
 
 
 def test_find_slot_uses_the_timezone_set_through_the_api(server):
     db = Database(server)
     channel = db.channel("X", "x")
-    assert call(server, "PUT", "/public/v1/organization", server.key, {"timezone": "Asia/Tokyo"})[0] == 200
-    status, slot = call(server, "GET", f"/public/v1/find-slot/{channel}", server.key)
+    assert api(server, "PUT", "/public/v1/organization", {"timezone": "Asia/Tokyo"})[0] == 200
+    status, slot = api(server, "GET", f"/public/v1/find-slot/{channel}")
     assert (status, slot["timezone"]) == (200, "Asia/Tokyo")
     local = datetime.datetime.fromisoformat(slot["localDate"])
     utc = datetime.datetime.fromisoformat(slot["date"])
@@ -43,7 +42,7 @@ def test_find_slot_uses_the_timezone_set_through_the_api(server):
 
 def test_unknown_zones_and_bad_bodies_are_400_naming_the_problem(server):
     def problems(body) -> list:
-        status, answer = call(server, "PUT", "/public/v1/organization", server.key, body)
+        status, answer = api(server, "PUT", "/public/v1/organization", body)
         assert status == 400 and answer["error"] == "Bad Request", answer
         return answer["message"]
 
@@ -59,16 +58,16 @@ def test_unknown_zones_and_bad_bodies_are_400_naming_the_problem(server):
                                        b'{"name": "x\\ud800"}')
     assert status == 400 and "lone UTF-16 surrogate" in json.loads(answer)["message"]
     assert problems({"tz": "UTC"}) == ["property tz should not exist (send name and/or timezone)"]
-    assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "UTC"
+    assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "UTC"
 
 
 def test_each_organization_sees_and_changes_only_its_own(server):
     db = Database(server)
     other_id, other_key = db.organization()
-    assert call(server, "GET", "/public/v1/organization", other_key) == (200, {
+    assert api(server, "GET", "/public/v1/organization", key=other_key) == (200, {
         "id": other_id, "name": "Other org", "timezone": "UTC"})
-    assert call(server, "PUT", "/public/v1/organization", other_key, {"timezone": "America/New_York"})[0] == 200
-    assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "UTC"
+    assert api(server, "PUT", "/public/v1/organization", {"timezone": "America/New_York"}, key=other_key)[0] == 200
+    assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "UTC"
     status, _, body = server.request("GET", "/public/v1/organization", {"Authorization": "wrong"})
     assert status == 401, body
 
@@ -80,10 +79,10 @@ def test_cli_sets_the_timezone_of_the_config_s_organization_or_the_named_one(ser
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         f"organization My organization ({db.organization_id}) now uses the timezone Pacific/Auckland")
-    assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "Pacific/Auckland"
+    assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "Pacific/Auckland"
     assert org_cli(server, "timezone", "UTC", "--org", other_id).returncode == 0
-    assert call(server, "GET", "/public/v1/organization", other_key)[1]["timezone"] == "UTC"
-    assert call(server, "GET", "/public/v1/organization", server.key)[1]["timezone"] == "Pacific/Auckland"
+    assert api(server, "GET", "/public/v1/organization", key=other_key)[1]["timezone"] == "UTC"
+    assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "Pacific/Auckland"
 
 
 def test_cli_refuses_unknown_zones_and_organizations(server):
@@ -95,7 +94,7 @@ def test_cli_refuses_unknown_zones_and_organizations(server):
     result = org_cli(server, "timezone", "UTC", "--org", "no-such-org")
     assert (result.returncode, result.stderr.strip()) == (
         2, "rustiz: no organization has the id no-such-org; `rustiz org list` shows the ids")
-    assert json.loads(json.dumps(call(server, "GET", "/public/v1/organization", server.key)[1]))["timezone"] == "UTC"
+    assert json.loads(json.dumps(api(server, "GET", "/public/v1/organization")[1]))["timezone"] == "UTC"
 
 
 def test_rotating_the_key_through_the_api_answers_it_once_and_the_old_one_stops_at_once(server):
@@ -104,6 +103,6 @@ def test_rotating_the_key_through_the_api_answers_it_once_and_the_old_one_stops_
     assert status == 201
     new_key = json.loads(answer)["apiKey"]
     assert len(new_key) == 64 and new_key != old_key
-    assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
-    assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+    assert api(server, "GET", "/public/v1/is-connected", key=old_key) == (401, {"msg": "Invalid API key"})
+    assert api(server, "GET", "/public/v1/is-connected", key=new_key) == (200, {"connected": True})
     assert server.key == new_key  # the config file held the old key, so it now holds the new one

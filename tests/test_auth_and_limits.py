@@ -1,22 +1,15 @@
 """API keys, API_LIMIT (Postiz's per-organization posts throttle) and REQUEST_LIMIT (per client address)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import secrets
-import sqlite3
 import time
 
 import pytest
 
-from conftest import read_config
+from support import Database, auth
 
 THROTTLED = b'{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}'
-
-
-def auth(key: str) -> dict:
-    return {"Authorization": key}
 
 
 def post_posts(server, key: str | None, prefix: str = "/public/v1"):
@@ -24,17 +17,6 @@ def post_posts(server, key: str | None, prefix: str = "/public/v1"):
     if key is not None:
         headers["Authorization"] = key
     return server.request("POST", prefix + "/posts", headers, b"{}")
-
-
-def add_organization(server) -> str:
-    """A second organization, written straight into the database; returns its API key."""
-    key = secrets.token_hex(32)
-    database = read_config(server.config_path)["RUSTIZ_DATABASE"]
-    with sqlite3.connect(database) as db:
-        db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) "
-                   "VALUES (?, 'Other', ?, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')",
-                   (secrets.token_hex(8), hashlib.sha256(key.encode()).hexdigest()))
-    return key
 
 
 # --- authentication ---------------------------------------------------------------------------------
@@ -106,7 +88,7 @@ def test_api_limit_counts_posts_per_organization_with_postiz_headers_then_429(st
     status, headers, _ = server.request("GET", "/public/v1/is-connected", auth(key))
     assert status == 200 and "x-ratelimit-limit" not in headers
 
-    other_key = add_organization(server)  # another organization has its own budget
+    _, other_key = Database(server).organization()  # another organization has its own budget
     assert_counted(post_posts(server, other_key), 3, 2)
 
 
@@ -135,6 +117,7 @@ def test_api_limit_does_not_count_unauthenticated_posts(start_server):
     for key in (None, "0" * 64, "Bearer nope"):
         status, headers, body = post_posts(server, key)
         assert status == 401, (key, status, body)
+        assert json.loads(body) == {"msg": "No API Key found" if key is None else "Invalid API key"}
         assert "x-ratelimit-remaining" not in headers
     assert_counted(post_posts(server, server.key), 1, 0)
     assert_throttled(post_posts(server, server.key))
@@ -143,8 +126,8 @@ def test_api_limit_does_not_count_unauthenticated_posts(start_server):
 def test_api_limit_zero_turns_the_posts_throttle_off(start_server):
     server = start_server(env={"API_LIMIT": "0"})
     for _ in range(5):
-        status, headers, _ = post_posts(server, server.key)
-        assert status == 400
+        status, headers, body = post_posts(server, server.key)
+        assert status == 400 and json.loads(body)["message"] == "All posts must have an integration id"
         assert not any(name.startswith("x-ratelimit") for name in headers), headers
         assert "retry-after" not in headers
 
@@ -166,10 +149,10 @@ def test_request_limit_refuses_the_sixth_request_in_a_minute_on_any_route_but_he
     ]
     assert answers == [200, 200, 401, 404, 400]
 
-    status, headers, _ = server.request("GET", "/public/v1/is-connected", auth(key))
-    assert status == 429
+    status, headers, body = server.request("GET", "/public/v1/is-connected", auth(key))
+    assert (status, body) == (429, THROTTLED)
     assert 0 < int(headers["retry-after"]) <= 60
-    assert server.request("GET", "/no/such/route")[0] == 429
+    assert server.request("GET", "/no/such/route")[::2] == (429, THROTTLED)
     assert server.request("GET", "/health")[::2] == (200, b"ok")  # still exempt when over the limit
 
 

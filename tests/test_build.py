@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, RustizServer
-from test_api_integrations import Database
 
 import rustiz
+
+from conftest import ROOT, RustizServer
+from support import Database
 
 
 def build(output: Path, *options: str) -> subprocess.CompletedProcess:

@@ -7,18 +7,10 @@ import sqlite3
 import pytest
 
 from conftest import LOCAL_FAKES, read_config, run_cli
-from platforms import Platforms
-from test_api_channels import call
-from test_api_integrations import Database
+from support import Database, api
+
 
 NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
-
-
-@pytest.fixture(scope="module")
-def platforms():
-    fakes = Platforms()
-    yield fakes
-    fakes.close()
 
 
 def as_arguments(credentials: dict) -> tuple:
@@ -60,7 +52,7 @@ def test_add_checks_the_account_prints_the_id_and_the_running_server_lists_the_c
     assert "channel Alice Example (bluesky) added to organization My organization" in result.stderr
     password = platforms.credentials("bluesky")["password"]
     assert password not in result.stdout + result.stderr
-    assert call(server, "GET", "/public/v1/integrations", server.key) == (200, [{
+    assert api(server, "GET", "/public/v1/integrations") == (200, [{
         "id": channel_id, "name": "Alice Example", "identifier": "bluesky",
         "picture": "https://cdn.example/avatar/alice.jpg", "disabled": False, "profile": "alice.test"}])
     assert stored_tokens(server) == {channel_id: platforms.credentials("bluesky")}
@@ -132,8 +124,8 @@ def test_org_chooses_the_organization_and_the_default_is_the_config_key_s(server
     assert result.returncode == 0, result.stderr
     assert [row[0] for row in listed(channel_cli, server, "--org", other_id)] == [result.stdout.strip()]
     assert listed(channel_cli, server) == []  # two organizations: the default is the one whose key is in the config
-    assert call(server, "GET", "/public/v1/integrations", other_key)[1][0]["id"] == result.stdout.strip()
-    assert call(server, "GET", "/public/v1/integrations", server.key)[1] == []
+    assert api(server, "GET", "/public/v1/integrations", key=other_key)[1][0]["id"] == result.stdout.strip()
+    assert api(server, "GET", "/public/v1/integrations")[1] == []
 
 
 def test_without_a_matching_key_and_several_organizations_it_asks_for_org(server, tmp_path):

@@ -7,7 +7,8 @@ import re
 import sqlite3
 
 from conftest import read_config, run_cli
-from test_api_integrations import Database, auth
+from support import Database, auth
+
 
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 

@@ -7,16 +7,13 @@ import time
 from collections import Counter
 
 from fake_webhook import FakeWebhookReceiver
-from test_scheduler import FAST, call, connect, iso, settled
+from support import FAST_RETRIES, api, channel_post, iso, post_body, settled, webhook_channel
 
 
 def schedule_many(server, channel_ids: list, date: str, label: str) -> list:
     """One post per channel in one request; returns the post ids."""
-    body = {"type": "schedule", "date": date, "shortLink": False, "tags": [],
-            "posts": [{"integration": {"id": channel}, "settings": {},
-                       "value": [{"content": f"<p>{label} on {index}</p>", "image": []}]}
-                      for index, channel in enumerate(channel_ids)]}
-    status, answer = call(server, "POST", "/public/v1/posts", body)
+    entries = [channel_post(channel, f"<p>{label} on {index}</p>") for index, channel in enumerate(channel_ids)]
+    status, answer = api(server, "POST", "/public/v1/posts", post_body(*entries, type="schedule", date=date))
     assert status == 201, answer
     return [item["postId"] for item in answer]
 
@@ -49,12 +46,12 @@ def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_se
     receiver = CountingReceiver(answer_after=1.5)
     data = tmp_path / "data"
     try:
-        server = start_server_with_fakes(env=FAST, data_dir=data)
-        channels = [connect(server, receiver, path=f"/hook?c={number}") for number in range(6)]
+        server = start_server_with_fakes(env=FAST_RETRIES, data_dir=data)
+        channels = [webhook_channel(server, receiver, path=f"/hook?c={number}") for number in range(6)]
         posts = schedule_many(server, channels, iso(1), "first") + schedule_many(server, channels, iso(1), "second")
         receiver.wait_for(lambda: len(receiver.published) >= 2)  # some accepted, others in flight or queued
         server.stop(signal.SIGKILL)
-        restarted = start_server_with_fakes(env=FAST, data_dir=data)
+        restarted = start_server_with_fakes(env=FAST_RETRIES, data_dir=data)
         outcomes = [settled(restarted, post_id, timeout=60) for post_id in posts]
         assert {outcome["state"] for outcome in outcomes} == {"PUBLISHED"}
         published = Counter(item["text"] for item in receiver.published)
@@ -70,8 +67,8 @@ def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_se
 def test_a_thousand_posts_due_in_the_same_minute_on_fifty_channels_all_go_out_once_within_the_caps(start_server_with_fakes):
     receiver = CountingReceiver()
     try:
-        server = start_server_with_fakes(env={**FAST, "API_LIMIT": "0"})
-        channels = [connect(server, receiver, path=f"/hook?c={number}") for number in range(50)]
+        server = start_server_with_fakes(env={**FAST_RETRIES, "API_LIMIT": "0"})
+        channels = [webhook_channel(server, receiver, path=f"/hook?c={number}") for number in range(50)]
         due = iso(5)
         posts = [post_id for batch in range(20) for post_id in schedule_many(server, channels, due, f"batch {batch}")]
         assert len(posts) == 1000

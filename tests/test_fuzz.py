@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rustiz
+from rustiz import ApiError, Body, EndOfMessage, ParseError, RequestHead, RequestParser
 from rustiz_features.catalogue import PROVIDERS
 from rustiz_features.media import MultipartError, MultipartParser, PartData, PartEnd, PartHead
 from rustiz_features.validation import MAX_DELAY_MINUTES, MAX_INTERVAL_DAYS, validate_create_post
-from rustiz import ApiError, Body, EndOfMessage, ParseError, RequestHead, RequestParser
-from test_api_posts import PostsDatabase
+from support import Database
 from test_http_parser import arbitrary_bytes, assert_well_formed, split_at, stream_and_cuts
 
 SCALE = float(os.environ.get("RUSTIZ_FUZZ_SCALE", "1"))
@@ -335,7 +335,7 @@ def fuzzed(pyz, tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         server = RustizServer(pyz, data_dir, {"API_LIMIT": "0", "REQUEST_LIMIT": "0"}).start()
         try:
-            db = PostsDatabase(server)
+            db = Database(server)
             channels = {db.channel(f"{identifier} channel", identifier): identifier for identifier in IDENTIFIERS}
             some = sorted(channels)
             posts = [db.post(some[0], "2031-01-02T10:00:00.000Z"),

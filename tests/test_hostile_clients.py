@@ -16,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from support import mp4_file, uploaded
+
 MIB = 1024 * 1024
 ANNOUNCED_BODY = 25 * MIB  # RUSTIZ_MAX_BODY's default: the largest body anyone may announce
 CONNECTIONS = 40
@@ -208,24 +210,9 @@ def test_bodies_in_flight_beyond_the_memory_budget_are_refused_with_503_and_retr
     probe.assert_answered_within_a_second()
 
 
-def uploaded_video(server, size: int) -> str:
-    """The path of a `size`-byte MP4 uploaded to `server` (its bytes are zeros after the boxes that name it MP4)."""
-    def box(kind: bytes, payload: bytes) -> bytes:
-        return (8 + len(payload)).to_bytes(4, "big") + kind + payload
-    head = box(b"ftyp", b"isom\x00\x00\x02\x00isomiso2avc1mp41") + box(b"moov", b"")
-    video = head + box(b"mdat", bytes(size - len(head) - 8))
-    boundary = "hostileClientsBoundary"
-    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="mp4"\r\n'
-            f"Content-Type: video/mp4\r\n\r\n").encode() + video + f"\r\n--{boundary}--\r\n".encode()
-    status, _, answer = server.request("POST", "/public/v1/upload", {
-        "Authorization": server.key, "Content-Type": f"multipart/form-data; boundary={boundary}"}, body, timeout=30)
-    assert status == 201, answer
-    return json.loads(answer)["path"][len(server.url):]
-
-
 def test_pipelined_bodies_behind_an_unread_response_are_not_read(start_server):
     server = start_server()
-    video = uploaded_video(server, 16 * MIB)
+    video = uploaded(server, mp4_file(16 * MIB), "mp4")["path"][len(server.url):]
     # A 16 MiB answer the client never reads, then eight 25 MiB POSTs on the same connection.
     unread = f"GET {video} HTTP/1.1\r\nHost: rustiz\r\n\r\n".encode()
     pieces = [unread] + [piece for _ in range(8) for piece in body_pieces(post_head(server.key), ANNOUNCED_BODY)]

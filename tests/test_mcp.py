@@ -5,9 +5,7 @@ through uploadFromUrlTool is scheduled, goes out to a local webhook receiver, an
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
-import threading
 import time
 from contextlib import asynccontextmanager
 
@@ -19,32 +17,12 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from articles_helpers import connected_channel
-from fake_webhook import FakeWebhookReceiver
 from fake_wordpress import FakeWordPress
-from provider_flow import png_file
+from support import FakeOrigin, api, connected, iso, png_file, webhook_channel
 
 TOOL_NAMES = ["integrationList", "groupList", "integrationSchema", "triggerTool", "integrationSchedulePostTool",
               "postsListTool", "postSettingsTool", "uploadFromUrlTool", "postGetTool", "postRetryTool",
               "notificationsListTool"]
-
-
-def iso(seconds_from_now: float) -> str:
-    moment = time.time() + seconds_from_now
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + f".{int(moment % 1 * 1000):03d}Z"
-
-
-def rest(server, method: str, path: str, body=None) -> tuple:
-    status, _, answer = server.request(method, path, {"Authorization": server.key, "Content-Type": "application/json"},
-                                       None if body is None else json.dumps(body).encode())
-    return status, json.loads(answer or b"null")
-
-
-def connect_webhook(server, receiver: FakeWebhookReceiver, name: str = "Hook") -> str:
-    status, channel = rest(server, "POST", "/public/v1/integrations",
-                           {"provider": "webhook", "credentials": receiver.credentials(), "name": name})
-    assert status == 201, channel
-    return channel["id"]
 
 
 @asynccontextmanager
@@ -70,46 +48,12 @@ async def failure(client, name: str, arguments: dict) -> str:
 
 
 @pytest.fixture
-def receiver():
-    fake = FakeWebhookReceiver()
-    yield fake
-    fake.close()
-
-
-class PictureHost:
-    """A local web server with one PNG at /picture.png, for uploadFromUrlTool."""
-
-    def __init__(self):
-        picture = png_file()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path != "/picture.png":
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "image/png")
-                self.send_header("Content-Length", str(len(picture)))
-                self.end_headers()
-                self.wfile.write(picture)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
 def picture_host():
-    host = PictureHost()
+    """A local web server with one PNG at /picture.png, for uploadFromUrlTool."""
+    host = FakeOrigin()
+    host.serve("/picture.png", png_file(), "image/png")
     yield host
-    host.stop()
+    host.close()
 
 
 @pytest.fixture
@@ -189,7 +133,7 @@ def test_every_tool_schema_is_draft_07_json_schema(server):
 
 def test_an_agent_schedules_a_thread_with_an_uploaded_image_and_reads_back_what_happened(agent_server, receiver,
                                                                                             picture_host):
-    channel_id = connect_webhook(agent_server, receiver)
+    channel_id = webhook_channel(agent_server, receiver, "Hook")
 
     async def scenario():
         async with sdk_client(agent_server) as client:
@@ -233,7 +177,7 @@ def test_an_agent_schedules_a_thread_with_an_uploaded_image_and_reads_back_what_
 
 
 def test_a_failed_post_is_seen_and_retried_by_the_agent(agent_server, receiver):
-    channel_id = connect_webhook(agent_server, receiver)
+    channel_id = webhook_channel(agent_server, receiver, "Hook")
     receiver.fail_next("POST", "/hook", 400, {"message": "not today"})
 
     async def scenario():
@@ -273,8 +217,8 @@ def test_integration_schema_follows_premium_and_answers_empty_for_an_unknown_pla
 
 
 def test_groups_filter_the_integrations(server, receiver):
-    status, channel = rest(server, "POST", "/public/v1/integrations",
-                           {"provider": "webhook", "credentials": receiver.credentials(), "customer": "Acme"})
+    status, channel = api(server, "POST", "/public/v1/integrations",
+                          {"provider": "webhook", "credentials": receiver.credentials(), "customer": "Acme"})
     assert status == 201, channel
 
     async def scenario():
@@ -290,8 +234,8 @@ def test_groups_filter_the_integrations(server, receiver):
 def test_trigger_tool_runs_a_provider_helper_and_names_what_is_wrong(server, receiver):
     wordpress = FakeWordPress()
     try:
-        wordpress_channel = connected_channel(server, "wordpress", wordpress.credentials())["id"]
-        webhook_channel = connect_webhook(server, receiver)
+        wordpress_channel = connected(server, "wordpress", wordpress.credentials())["id"]
+        webhook_id = webhook_channel(server, receiver, "Hook")
 
         async def scenario():
             async with sdk_client(server) as client:
@@ -305,7 +249,7 @@ def test_trigger_tool_runs_a_provider_helper_and_names_what_is_wrong(server, rec
                                                              "dataSchema": []}) == (
                     "Integration not found, use integrationList to get a valid integration id")
                 # rustiz's own webhook provider is not one of Postiz's, so it has no helper tools (as over REST).
-                assert (await failure(client, "triggerTool", {"integrationId": webhook_channel, "methodName": "x",
+                assert (await failure(client, "triggerTool", {"integrationId": webhook_id, "methodName": "x",
                                                               "dataSchema": []})).startswith(
                     "Integration provider not found")
         asyncio.run(scenario())
@@ -314,7 +258,7 @@ def test_trigger_tool_runs_a_provider_helper_and_names_what_is_wrong(server, rec
 
 
 def test_schedule_refusals_come_back_as_output_errors_and_nothing_is_stored(server, receiver):
-    channel_id = connect_webhook(server, receiver)
+    channel_id = webhook_channel(server, receiver, "Hook")
 
     def item(content: str, **changes) -> dict:
         return {"integrationId": channel_id, "isPremium": False, "date": iso(3600), "shortLink": False,
@@ -352,7 +296,7 @@ def test_schedule_refusals_come_back_as_output_errors_and_nothing_is_stored(serv
 
 
 def test_the_schedule_tool_is_also_callable_by_the_name_postiz_documents(server, receiver):
-    channel_id = connect_webhook(server, receiver)
+    channel_id = webhook_channel(server, receiver, "Hook")
 
     async def scenario():
         async with sdk_client(server, mode="legacy") as client:
@@ -361,11 +305,11 @@ def test_the_schedule_tool_is_also_callable_by_the_name_postiz_documents(server,
                 "settings": [], "postsAndComments": [{"content": "<p>a draft</p>", "attachments": []}]}]})
             return created["output"][0]["postId"]
     post_id = asyncio.run(scenario())
-    assert rest(server, "GET", f"/public/v1/posts/{post_id}")[1]["state"] == "DRAFT"
+    assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["state"] == "DRAFT"
 
 
 def test_post_settings_tool_merges_settings_and_reports_errors(server, receiver):
-    channel_id = connect_webhook(server, receiver)
+    channel_id = webhook_channel(server, receiver, "Hook")
 
     async def scenario():
         async with sdk_client(server) as client:
@@ -380,7 +324,7 @@ def test_post_settings_tool_merges_settings_and_reports_errors(server, receiver)
             assert unknown == {"output": {"errors": "Post not found"}}
             return created["postId"]
     post_id = asyncio.run(scenario())
-    assert rest(server, "GET", f"/public/v1/posts/{post_id}")[1]["settings"]["note"] == "kept"
+    assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["settings"]["note"] == "kept"
 
 
 def test_upload_from_url_refusals_are_an_error_field(start_server):
@@ -395,7 +339,7 @@ def test_upload_from_url_refusals_are_an_error_field(start_server):
 
 
 def test_unknown_tools_and_other_organizations_data(server, receiver):
-    channel_id = connect_webhook(server, receiver)
+    channel_id = webhook_channel(server, receiver, "Hook")
 
     async def scenario():
         async with sdk_client(server) as client:

@@ -10,9 +10,10 @@ import time
 import pytest
 
 from fake_webhook import FakeWebhookReceiver
-from test_api_posts import PostsDatabase
+from support import Database
 
 JSON = {"Content-Type": "application/json"}
+UNKNOWN_SESSION = "Session not found: open a new SSE stream at /sse/<key> and post to the endpoint it announces"
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -88,8 +89,8 @@ def test_methods_other_than_post_and_delete(server):
         assert status == 405 and headers["allow"] == "POST, DELETE, OPTIONS"
         assert json.loads(body) == {"jsonrpc": "2.0", "id": None,
                                     "error": {"code": -32000, "message": "Method not allowed."}}
-    assert server.request("DELETE", f"/mcp/{server.key}", {"Mcp-Session-Id": "whatever"})[0] == 200
-    assert server.request("DELETE", "/mcp")[0] == 401
+    assert server.request("DELETE", f"/mcp/{server.key}", {"Mcp-Session-Id": "whatever"})[::2] == (200, b"")
+    assert server.request("DELETE", "/mcp")[::2] == (401, b"Missing Authorization header")
 
 
 def test_bodies_and_batches_are_bounded(server):
@@ -232,7 +233,8 @@ def test_the_2026_envelope_errors_map_to_http_statuses(server):
     assert answer["error"]["data"] == {"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26",
                                                      "2024-11-05"], "requested": "2027-01-01"}
     body, headers = modern("resources/list")
-    assert post(server, body, headers=headers)[0] == 404
+    assert post(server, body, headers=headers)[::2] == (404, {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32601, "message": "Method not found: resources/list"}})
     assert post(server, [body], headers=headers)[::2] == (400, {"jsonrpc": "2.0", "id": None, "error": {
         "code": -32600, "message": "Body must be a single JSON-RPC request or notification object"}})
 
@@ -276,8 +278,9 @@ def test_the_sse_stream_carries_the_answers_of_its_session(server, prefix):
         assert (status, body) == (202, "Accepted")
         assert json.loads(read_event(stream)[1]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
         assert json.loads(read_event(stream)[1])["result"]["tools"][0]["name"] == "integrationList"
-        assert post(server, rpc("ping"), endpoint.split("?")[0] + "?sessionId=unknown")[0] == 404
-        assert post(server, None, endpoint, raw=b"{")[0] == 400
+        assert post(server, rpc("ping"), endpoint.split("?")[0] + "?sessionId=unknown")[::2] == (404, UNKNOWN_SESSION)
+        assert post(server, None, endpoint, raw=b"{")[::2] == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "Parse error: Invalid JSON"}})
         stream.close()  # (the socket stays open while a file made from it is)
     # Once the stream is gone, so is its session.
     deadline = time.monotonic() + 5
@@ -325,7 +328,7 @@ def test_a_legacy_sse_stream_its_client_does_not_read_is_ended_and_memory_stays_
         assert body["error"]["code"] == -32000 and body["error"]["message"].startswith(
             "This SSE stream was closed because its client did not read it: more than 4 MiB of answers were "
             "waiting. Open a new stream at /sse/<key>")
-    assert post(server, rpc("ping"), endpoint.split("?")[0] + "?sessionId=unknown")[0] == 404
+    assert post(server, rpc("ping"), endpoint.split("?")[0] + "?sessionId=unknown")[::2] == (404, UNKNOWN_SESSION)
     assert server.request("GET", "/health", timeout=5)[0] == 200
 
 
@@ -356,8 +359,8 @@ def test_scheduling_counts_against_api_limit_unless_switched_off(start_server_wi
             "ThrottlerException: Too Many Requests. This organization scheduled posts 2 times in the last hour "
             "(API_LIMIT); try again in ")
         # The REST route shares the same count.
-        status, _, _ = server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, b"{}")
-        assert status == 429
+        status, _, answer = server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, b"{}")
+        assert status == 429 and json.loads(answer)["message"].startswith("ThrottlerException: Too Many Requests")
     else:
         assert results[2]["isError"] is False
 
@@ -381,7 +384,7 @@ def test_a_notifications_page_beyond_its_range_is_a_tool_error(server):
 
 
 def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_holds(server):
-    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    channel = Database(server).channel("Sky", "bluesky")
     assert server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, json.dumps({
         "type": "draft", "date": "2030-09-01T10:00:00Z", "shortLink": False, "tags": [], "inter": 1,
         "posts": [{"integration": {"id": channel}, "value": [{"content": "daily", "image": []}]}]}).encode())[0] == 201
@@ -397,7 +400,7 @@ def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_h
 
 
 def test_the_schedule_tool_refuses_a_date_before_the_grace_period_and_stores_nothing(server):
-    channel = PostsDatabase(server).channel("Sky", "bluesky")
+    channel = Database(server).channel("Sky", "bluesky")
     post_call = schedule_call(channel)
     items = [dict(post_call["params"]["arguments"]["socialPost"][0], type="schedule", date=date)
              for date in ("2030-01-01T10:00:00Z", "2020-01-01T10:00:00Z")]

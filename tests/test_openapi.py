@@ -11,7 +11,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 import rustiz
 from rustiz_features.openapi import openapi_document
-from test_api_posts import PostsDatabase, call
+from support import Database, api
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
@@ -82,7 +82,7 @@ def assert_documented(document: dict, path: str, method: str, status: int, body)
 
 @pytest.fixture
 def world(server):
-    db = PostsDatabase(server)
+    db = Database(server)
     acme = db.customer("Acme")
     channel = db.channel("Acme on X", "x", picture="https://cdn.example/x.png", profile="acme", customer_id=acme)
     bluesky = db.channel("Sky", "bluesky")
@@ -113,13 +113,13 @@ def test_success_answers_match_their_documented_schemas(world):
         ("/public/v1/integrations/{id}", "delete", "DELETE", f"/public/v1/integrations/{world['bluesky']}", None, 200),
     ]
     for documented_path, method, verb, target, body, expected in answers:
-        status, answer = call(server, verb, target, key, body)
+        status, answer = api(server, verb, target, body, key=key)
         assert status == expected, (target, answer)
         assert_documented(document, documented_path, method, status, answer)
 
 
 def test_the_providers_answer_matches_its_documented_schema(world):
-    status, answer = call(world["server"], "GET", "/public/v1/providers", world["key"])
+    status, answer = api(world["server"], "GET", "/public/v1/providers", key=world["key"])
     assert status == 200 and len(answer) == 36
     assert_documented(world["document"], "/public/v1/providers", "get", status, answer)
 
@@ -140,7 +140,7 @@ def test_error_answers_match_their_documented_schemas(world):
          {"url": "http://127.0.0.1:9/a.png"}, 400),
     ]
     for documented_path, method, verb, target, credential, body, expected in answers:
-        status, answer = call(server, verb, target, credential, body)
+        status, answer = api(server, verb, target, body, key=credential)
         assert status == expected, (target, answer)
         assert_documented(document, documented_path, method, status, answer)
 
@@ -149,6 +149,6 @@ def test_the_post_validation_error_is_the_documented_postiz_shape(world):
     too_long = "a" * 400  # Bluesky takes 300 characters
     body = {"type": "now", "date": "2030-01-01", "shortLink": False, "tags": [],
             "posts": [{"integration": {"id": world["bluesky"]}, "value": [{"content": too_long, "image": []}]}]}
-    status, answer = call(world["server"], "POST", "/public/v1/posts", world["key"], body)
+    status, answer = api(world["server"], "POST", "/public/v1/posts", body)
     assert_documented(world["document"], "/public/v1/posts", "post", status, answer)
     assert (status, set(answer)) == (400, {"statusCode", "provider", "name", "message"})

@@ -5,9 +5,7 @@ no answer of a server rustiz should not have reached (or that is not the platfor
 a local server answers every request with a secret page, and the secret never appears."""
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import time
 
 import pytest
@@ -16,9 +14,7 @@ from conftest import LOCAL_FAKES
 from fake_bluesky import FakeBluesky
 from fakes import FakePlatform, answer
 from platforms import FAKES, Platforms
-from provider_api import post_body
-from provider_flow import call, connect
-from test_publish_everywhere import SETTINGS
+from support import REQUIRED_SETTINGS, api, connect, schedule, settled, trigger, upload_from_url
 
 SECRET = "RUSTIZ_API_KEY=s3cr3t-from-a-private-config-file"
 PAGE = f"<html><head><title>{SECRET}</title></head><body><pre>{SECRET}</pre></body></html>".encode()
@@ -39,37 +35,12 @@ FORMS = [("2130706433", True, LOOPBACK), ("0x7f000001", True, LOOPBACK), ("0177.
 FORM_IDS = [form[0] for form in FORMS]
 
 
-class SecretServer:
+class SecretServer(FakePlatform):
     """Answers every request (any method, any path, WebSocket upgrades too) with 200 and SECRET in an
     HTML page, as a web server with a config file in its document root would."""
 
-    def __init__(self):
-        self.requests: list = []
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self):
-                owner.requests.append((self.command, self.path))
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(PAGE)))
-                self.end_headers()
-                self.wfile.write(PAGE)
-
-            do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def dispatch(self, request, handler):
+        return answer(200, PAGE, {"Content-Type": "text/html; charset=utf-8"})
 
 
 @pytest.fixture(scope="module")
@@ -148,9 +119,9 @@ def test_a_platform_base_url_at_a_private_address_is_refused_too(start_server, s
 def test_upload_from_url_and_webhook_registration_refuse_private_addresses(guarded, secret, host, reachable, refusal):
     url = base_url(host, reachable, secret) + "/picture.png"
     before = len(secret.requests)
-    status, answer = call(guarded, "POST", "/public/v1/upload-from-url", {"url": url})
+    status, answer = upload_from_url(guarded, url)
     assert status == 400 and refusal in answer["message"] and HINT in answer["message"], answer
-    status, hook = call(guarded, "POST", "/public/v1/webhooks", {"name": "n8n", "url": url})
+    status, hook = api(guarded, "POST", "/public/v1/webhooks", {"name": "n8n", "url": url})
     assert status == 400, hook
     assert hook["message"].startswith("url cannot receive webhooks: ") and refusal in hook["message"], hook
     assert_never_echoed(answer, hook)
@@ -213,7 +184,7 @@ def test_a_redirect_from_an_allowed_server_to_loopback_is_refused(named, secret,
     before = len(secret.requests)
     status, answer = connect(named, provider, credentials(provider, by_name(redirector.url)))
     assert_refused(status, answer, provider, REFUSED_REDIRECT)
-    status, answer = call(named, "POST", "/public/v1/upload-from-url", {"url": by_name(redirector.url) + "/x.png"})
+    status, answer = upload_from_url(named, by_name(redirector.url) + "/x.png")
     assert status == 400 and answer["message"] == f"upload-from-url: {REFUSED_REDIRECT}", answer
     assert len(secret.requests) == before
 
@@ -224,34 +195,23 @@ def test_link_cards_and_media_at_loopback_are_not_fetched(named, secret, redirec
         status, channel = connect(named, "bluesky", pds.credentials(service=by_name(pds.url)))
         assert status == 201, channel
         before = len(secret.requests)
-        status, posted = call(named, "POST", "/public/v1/posts", post_body(
-            channel["id"], f"<p>Read http://127.0.0.1:{secret.port}/config</p>", f"<p>and {by_name(redirector.url)}/page</p>"))
+        status, posted = schedule(named, channel["id"], f"<p>Read http://127.0.0.1:{secret.port}/config</p>",
+                                  f"<p>and {by_name(redirector.url)}/page</p>")
         assert status == 201, posted
-        post = finished(named, posted[0]["postId"])
+        post = settled(named, posted[0]["postId"])
         assert post["state"] == "PUBLISHED", post
         cards = [record["value"]["embed"]["external"] for record in pds.records.values()]
         assert [card["title"] for card in cards] == [f"http://127.0.0.1:{secret.port}/config",
                                                      f"{by_name(redirector.url)}/page"]
-        status, posted = call(named, "POST", "/public/v1/posts", post_body(
-            channel["id"], ("<p>A picture</p>", [{"id": "x", "path": f"http://127.0.0.1:{secret.port}/x.png"}])))
+        status, posted = schedule(named, channel["id"], ("<p>A picture</p>", [
+            {"id": "x", "path": f"http://127.0.0.1:{secret.port}/x.png"}]))
         assert status == 201, posted
-        post = finished(named, posted[0]["postId"])
+        post = settled(named, posted[0]["postId"])
         assert post["state"] == "ERROR" and REFUSED_REDIRECT in post["error"], post
         assert_never_echoed(post, pds.records)
         assert len(secret.requests) == before
     finally:
         pds.close()
-
-
-def finished(server, post_id: str, timeout: float = 20) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        status, post = call(server, "GET", f"/public/v1/posts/{post_id}")
-        if post["state"] in ("PUBLISHED", "ERROR") and all(part["state"] in ("PUBLISHED", "ERROR")
-                                                           for part in post["thread"]):
-            return post
-        assert time.monotonic() < deadline, post
-        time.sleep(0.05)
 
 
 # --- publish: channels connected while allowed, published after the allow-list is gone --------------------
@@ -272,8 +232,8 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
             status, channel = connect(allowed, provider, platforms.credentials(provider))
             assert status == 201, (provider, channel)
             channels[provider] = channel["id"]
-        status, hook = call(allowed, "POST", "/public/v1/webhooks",
-                            {"name": "events", "url": f"http://127.0.0.1:{secret.port}/events"})
+        status, hook = api(allowed, "POST", "/public/v1/webhooks",
+                           {"name": "events", "url": f"http://127.0.0.1:{secret.port}/events"})
         assert status == 201, hook
         allowed.stop()
         sent_before = contacts(platforms)
@@ -282,18 +242,16 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
         server = start_server(env={**platforms.env, "RUSTIZ_RETRY_BASE": "30", "API_LIMIT": "0"}, data_dir=data)
         posts = {}
         for provider, channel_id in channels.items():
-            status, answer = call(server, "POST", "/public/v1/posts",
-                                  post_body(channel_id, "<p>Hello</p>", settings={"__type": provider,
-                                                                                  **SETTINGS.get(provider, {})}))
+            status, answer = schedule(server, channel_id, "<p>Hello</p>", settings=REQUIRED_SETTINGS.get(provider),
+                                      provider=provider)
             assert status == 201, (provider, answer)
             posts[provider] = answer[0]["postId"]
         for provider, post_id in posts.items():  # at once: a refused address is not retried
-            post = finished(server, post_id, timeout=10)
+            post = settled(server, post_id, timeout=10)
             assert post["state"] == "ERROR", (provider, post)
             assert post["error"].startswith(f"Failed on {LABELS[provider]}") and "a loopback address" in post["error"] \
                 and HINT in post["error"], (provider, post["error"])
-        status, answer = call(server, "POST", f"/public/v1/integration-trigger/{channels['lemmy']}",
-                              {"methodName": "subreddits", "data": {"word": "rust"}})
+        status, answer = trigger(server, channels["lemmy"], "subreddits", {"word": "rust"})
         assert status == 400 and "a loopback address" in answer["message"] and HINT in answer["message"], answer
         assert contacts(platforms) == sent_before
         deadline = time.monotonic() + 10
@@ -301,6 +259,6 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
             assert time.monotonic() < deadline, server.stderr_lines
             time.sleep(0.05)
         assert len(secret.requests) == secret_before
-        assert_never_echoed(call(server, "GET", "/public/v1/notifications")[1], "\n".join(server.stderr_lines))
+        assert_never_echoed(api(server, "GET", "/public/v1/notifications")[1], "\n".join(server.stderr_lines))
     finally:
         platforms.close()

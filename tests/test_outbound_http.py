@@ -218,6 +218,7 @@ def test_an_untrusted_certificate_is_refused_before_anything_is_sent(tmp_path):
                     str(certificate), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate, key)
+    # A bare TLS listener, not a fake: the fakes speak plain HTTP, and this one must only shake hands.
     listener = socket.create_server(("127.0.0.1", 0))
     received = []
 

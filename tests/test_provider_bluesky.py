@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import struct
 import time
-import zlib
 
 import pytest
 
@@ -15,112 +14,39 @@ from rustiz_features.publishers.bluesky import (
     _TID_ALPHABET, bluesky_text_spans, deterministic_tid, image_dimensions,
 )
 from rustiz_features.text import grapheme_count
+from conftest import provider_fixtures
 from fake_bluesky import FakeBluesky, TID
-from test_api_media import mp4_file, multipart
+from support import connect, connected, mp4_file, png_file as png, published, schedule, uploaded
 
-
-@pytest.fixture
-def pds():
-    fake = FakeBluesky()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def rustiz_server(start_server_with_fakes, pds):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **pds.env})
-
-
-def api(server, method: str, path: str, body=None, headers: dict | None = None) -> tuple:
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    all_headers = {"Authorization": server.key, **({"Content-Type": "application/json"} if body is not None else {}),
-                   **(headers or {})}
-    status, _, answer = server.request(method, "/public/v1" + path, all_headers, data)
-    return status, json.loads(answer) if answer else None
-
-
-def connect(server, pds: FakeBluesky, **changes) -> dict:
-    status, channel = api(server, "POST", "/integrations", {"provider": "bluesky",
-                                                            "credentials": pds.credentials(**changes)})
-    assert status == 201, channel
-    return channel
-
-
-def png(width: int = 3, height: int = 2, padding: int = 0) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    filler = chunk(b"tEXt", b"Comment\x00" + b"x" * padding) if padding else b""
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) + filler
-            + chunk(b"IDAT", zlib.compress(b"\x00" * (width + 1) * height)) + chunk(b"IEND", b""))
-
-
-def upload(server, data: bytes, extension: str = "png") -> dict:
-    content_type, body = multipart([("file", extension, data)])
-    status, media = api(server, "POST", "/upload", body, {"Content-Type": content_type})
-    assert status == 201 or status == 200, media
-    return media
-
-
-def schedule(server, channel: dict, *parts, settings: dict | None = None) -> tuple:
-    """POST /posts type now; each part is text or (text, [media dicts]); returns (status, answer)."""
-    values = []
-    for part in parts:
-        text, media = (part, []) if isinstance(part, str) else part
-        values.append({"content": f"<p>{text}</p>", "image": media, "delay": 0})
-    return api(server, "POST", "/posts", {"type": "now", "date": "2026-01-01T00:00:00Z", "shortLink": False,
-                                          "tags": [], "posts": [{"integration": {"id": channel["id"]},
-                                                                 "value": values, "settings": settings or {}}]})
-
-
-def publish(server, channel: dict, *parts, state: str = "PUBLISHED") -> dict:
-    status, created = schedule(server, channel, *parts)
-    assert status == 201, created
-    return wait_for_state(server, created[0]["postId"], state)
-
-
-def wait_for_state(server, post_id: str, state: str, timeout: float = 20) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        status, post = api(server, "GET", f"/posts/{post_id}")
-        assert status == 200, post
-        parts = [post, *post["thread"]]
-        if all(part["state"] in ("PUBLISHED", "ERROR") for part in parts) or post["state"] == "ERROR":
-            assert post["state"] == state, post
-            return post
-        assert time.monotonic() < deadline, post
-        time.sleep(0.05)
+pds, rustiz_server, channel = provider_fixtures("bluesky", FakeBluesky, names=("pds", "rustiz_server", "channel"))
 
 
 # --- connecting ----------------------------------------------------------------------------------------
 
-def test_connect_logs_in_once_and_reads_the_profile(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_connect_logs_in_once_and_reads_the_profile(rustiz_server, pds, channel):
     assert (channel["name"], channel["picture"], channel["profile"]) == ("Alice Example", pds.avatar, "alice.test")
     assert pds.logins == 1
     assert pds.requests_to("GET", "/xrpc/app.bsky.actor.getProfile")[0].query["actor"] == pds.did
 
 
 def test_connect_refuses_a_wrong_app_password_with_blueskys_reason(rustiz_server, pds):
-    status, answer = api(rustiz_server, "POST", "/integrations",
-                         {"provider": "bluesky", "credentials": pds.credentials(password="wrong-pass-word")})
+    status, answer = connect(rustiz_server, "bluesky", pds.credentials(password="wrong-pass-word"))
     assert status == 400
     assert "Bluesky refused these credentials" in answer["message"]
     assert "Invalid identifier or password" in answer["message"]
 
 
 def test_the_same_account_twice_is_refused_by_its_did(rustiz_server, pds):
-    connect(rustiz_server, pds)
-    status, answer = api(rustiz_server, "POST", "/integrations",
-                         {"provider": "bluesky", "credentials": pds.credentials(identifier=pds.did)})
+    connected(rustiz_server, "bluesky", pds.credentials())
+    status, answer = connect(rustiz_server, "bluesky", pds.credentials(identifier=pds.did))
     assert status == 409, answer
 
 
 # --- publishing ----------------------------------------------------------------------------------------
 
-def test_text_post_has_facets_with_utf8_byte_offsets_and_a_link_card(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_text_post_has_facets_with_utf8_byte_offsets_and_a_link_card(rustiz_server, pds, channel):
     text = f"Café 🎉 read {pds.url}/article, ask @bob.test or @ghost.test #rustiz!"
-    post = publish(rustiz_server, channel, text)
+    post = published(rustiz_server, channel["id"], f"<p>{text}</p>")
     [record] = pds.published
     value = record["value"]
     assert value["text"] == text
@@ -140,17 +66,15 @@ def test_text_post_has_facets_with_utf8_byte_offsets_and_a_link_card(rustiz_serv
     assert post["releaseURL"] == f"https://bsky.app/profile/{pds.did}/post/{record['rkey']}"
 
 
-def test_a_link_whose_page_cannot_be_read_gets_a_card_titled_with_its_url(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    publish(rustiz_server, channel, "see http://127.0.0.1:9/nothing-here")
+def test_a_link_whose_page_cannot_be_read_gets_a_card_titled_with_its_url(rustiz_server, pds, channel):
+    published(rustiz_server, channel["id"], "<p>see http://127.0.0.1:9/nothing-here</p>")
     assert pds.published[0]["value"]["embed"]["external"] == {
         "uri": "http://127.0.0.1:9/nothing-here", "title": "http://127.0.0.1:9/nothing-here", "description": ""}
 
 
-def test_images_are_uploaded_as_blobs_with_alt_text_and_aspect_ratio(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    first, second = upload(rustiz_server, png(3, 2)), upload(rustiz_server, png(1, 4))
-    publish(rustiz_server, channel, (f"two pictures {pds.url}/article", [
+def test_images_are_uploaded_as_blobs_with_alt_text_and_aspect_ratio(rustiz_server, pds, channel):
+    first, second = uploaded(rustiz_server, png(3, 2)), uploaded(rustiz_server, png(1, 4))
+    published(rustiz_server, channel["id"], (f"<p>two pictures {pds.url}/article</p>", [
         {"id": first["id"], "path": first["path"], "alt": "a wide one"},
         {"id": second["id"], "path": second["path"]}]))
     uploads = pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
@@ -163,28 +87,25 @@ def test_images_are_uploaded_as_blobs_with_alt_text_and_aspect_ratio(rustiz_serv
     assert embed["images"][0]["image"]["ref"]["$link"] in pds.blobs
 
 
-def test_a_video_is_uploaded_as_a_blob_and_embedded(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    clip = upload(rustiz_server, mp4_file(), "mp4")
-    publish(rustiz_server, channel, ("watch this", [{"id": clip["id"], "path": clip["path"], "alt": "a cat"}]))
+def test_a_video_is_uploaded_as_a_blob_and_embedded(rustiz_server, pds, channel):
+    clip = uploaded(rustiz_server, mp4_file(), "mp4")
+    published(rustiz_server, channel["id"],
+              ("<p>watch this</p>", [{"id": clip["id"], "path": clip["path"], "alt": "a cat"}]))
     [blob_upload] = pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
     assert blob_upload.headers["content-type"] == "video/mp4" and blob_upload.body == mp4_file()
     embed = pds.published[0]["value"]["embed"]
     assert (embed["$type"], embed["alt"], embed["video"]["mimeType"]) == ("app.bsky.embed.video", "a cat", "video/mp4")
 
 
-def test_an_image_over_a_megabyte_fails_naming_the_media_item(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    small, big = upload(rustiz_server, png()), upload(rustiz_server, png(padding=1_000_100))
-    post = publish(rustiz_server, channel, ("too big", [{"id": small["id"], "path": small["path"]},
-                                                        {"id": big["id"], "path": big["path"]}]), state="ERROR")
+def test_an_image_over_a_megabyte_fails_naming_the_media_item(rustiz_server, pds, channel):
+    small, big = uploaded(rustiz_server, png()), uploaded(rustiz_server, png(padding=1_000_100))
+    post = published(rustiz_server, channel["id"], ("<p>too big</p>", [small, big]), state="ERROR")
     assert "media item 2" in post["error"] and "1,000,000 bytes" in post["error"]
     assert pds.published == [] and not pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
 
 
-def test_thread_parts_are_replies_with_root_and_parent_refs(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    post = publish(rustiz_server, channel, "one", "two", "three")
+def test_thread_parts_are_replies_with_root_and_parent_refs(rustiz_server, pds, channel):
+    post = published(rustiz_server, channel["id"], "<p>one</p>", "<p>two</p>", "<p>three</p>")
     first, second, third = pds.published
     root = {"uri": first["uri"], "cid": first["cid"]}
     assert "reply" not in first["value"]
@@ -195,94 +116,85 @@ def test_thread_parts_are_replies_with_root_and_parent_refs(rustiz_server, pds):
 
 # --- the session ---------------------------------------------------------------------------------------
 
-def test_posts_reuse_the_session_from_connecting(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    publish(rustiz_server, channel, "first")
-    publish(rustiz_server, channel, "second")
+def test_posts_reuse_the_session_from_connecting(rustiz_server, pds, channel):
+    published(rustiz_server, channel["id"], "<p>first</p>")
+    published(rustiz_server, channel["id"], "<p>second</p>")
     assert len(pds.published) == 2
     assert pds.logins == 1 and not pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")
 
 
-def test_an_expired_access_token_is_refreshed_not_logged_in_again(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_an_expired_access_token_is_refreshed_not_logged_in_again(rustiz_server, pds, channel):
     pds.expire_access_tokens()
-    publish(rustiz_server, channel, "after two hours")
+    published(rustiz_server, channel["id"], "<p>after two hours</p>")
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")) == 1
     assert pds.logins == 1
-    publish(rustiz_server, channel, "and the refreshed session is kept")
+    published(rustiz_server, channel["id"], "<p>and the refreshed session is kept</p>")
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")) == 1
 
 
 def test_an_access_token_about_to_expire_is_refreshed_before_it_is_refused(rustiz_server, pds):
     pds.access_lifetime = 30  # under the minute rustiz keeps in hand
-    channel = connect(rustiz_server, pds)
-    publish(rustiz_server, channel, "just in time")
+    channel = connected(rustiz_server, "bluesky", pds.credentials())
+    published(rustiz_server, channel["id"], "<p>just in time</p>")
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")) == 1
     # each token lives 30 s: refreshed before the profile read at connect, and before the post
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.server.refreshSession")) == 2 and pds.logins == 1
 
 
-def test_a_dead_refresh_token_leads_to_one_new_login(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_dead_refresh_token_leads_to_one_new_login(rustiz_server, pds, channel):
     pds.expire_access_tokens()
     pds.refresh_tokens.clear()
-    publish(rustiz_server, channel, "months later")
+    published(rustiz_server, channel["id"], "<p>months later</p>")
     assert pds.logins == 2 and len(pds.published) == 1
 
 
-def test_a_revoked_app_password_fails_the_post_and_flags_the_channel(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_revoked_app_password_fails_the_post_and_flags_the_channel(rustiz_server, pds, channel):
     pds.revoke_everything()
-    post = publish(rustiz_server, channel, "nobody home", state="ERROR")
+    post = published(rustiz_server, channel["id"], "<p>nobody home</p>", state="ERROR")
     assert "Failed on Bluesky (HTTP 401)" in post["error"] and "Invalid identifier or password" in post["error"]
     assert pds.published == []
-    post = publish(rustiz_server, channel, "still refused", state="ERROR")
+    post = published(rustiz_server, channel["id"], "<p>still refused</p>", state="ERROR")
     assert "Reconnect needed" in post["error"]
 
 
 # --- error rules ----------------------------------------------------------------------------------------
 
-def test_a_429_with_ratelimit_reset_is_retried_then_published_once(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_429_with_ratelimit_reset_is_retried_then_published_once(rustiz_server, pds, channel):
     pds.fail_next("POST", "/xrpc/com.atproto.repo.createRecord", 429,
                   {"error": "RateLimitExceeded", "message": "Rate Limit Exceeded"},
                   {"ratelimit-limit": "5000", "ratelimit-remaining": "0", "ratelimit-reset": str(int(time.time()) + 1)})
-    publish(rustiz_server, channel, "patience")
+    published(rustiz_server, channel["id"], "<p>patience</p>")
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")) == 2
     assert len(pds.published) == 1
 
 
-def test_a_502_is_retried_and_published(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_502_is_retried_and_published(rustiz_server, pds, channel):
     pds.fail_next("POST", "/xrpc/com.atproto.repo.createRecord", 502,
                   {"error": "UpstreamFailure", "message": "Upstream service unreachable"})
-    publish(rustiz_server, channel, "again")
+    published(rustiz_server, channel["id"], "<p>again</p>")
     assert len(pds.published) == 1
 
 
-def test_a_lost_answer_is_resent_under_the_same_record_key_and_never_duplicates(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_lost_answer_is_resent_under_the_same_record_key_and_never_duplicates(rustiz_server, pds, channel):
     pds.fail_next("GET", "/xrpc/com.atproto.repo.getRecord", 502, {"error": "UpstreamFailure", "message": "x"})
     pds.drop_next("POST", "/xrpc/com.atproto.repo.createRecord", after_handling=True)
-    post = publish(rustiz_server, channel, "exactly once")
+    post = published(rustiz_server, channel["id"], "<p>exactly once</p>")
     creates = pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")
     assert len(creates) == 2 and creates[0].json()["rkey"] == creates[1].json()["rkey"]
     assert len(pds.published) == 1 and post["releaseId"] == pds.published[0]["uri"]
 
 
-def test_a_lost_answer_is_found_as_the_written_record_without_sending_again(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_lost_answer_is_found_as_the_written_record_without_sending_again(rustiz_server, pds, channel):
     pds.drop_next("POST", "/xrpc/com.atproto.repo.createRecord", after_handling=True)
-    post = publish(rustiz_server, channel, "written, answer lost")
+    post = published(rustiz_server, channel["id"], "<p>written, answer lost</p>")
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")) == 1
     assert post["releaseId"] == pds.published[0]["uri"]
 
 
-def test_a_400_invalid_request_fails_with_blueskys_words(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
+def test_a_400_invalid_request_fails_with_blueskys_words(rustiz_server, pds, channel):
     pds.fail_next("POST", "/xrpc/com.atproto.repo.createRecord", 400,
                   {"error": "InvalidRequest", "message": "Invalid app.bsky.feed.post record: bad facet"})
-    post = publish(rustiz_server, channel, "refused", state="ERROR")
+    post = published(rustiz_server, channel["id"], "<p>refused</p>", state="ERROR")
     assert "Failed on Bluesky (HTTP 400)" in post["error"]
     assert "InvalidRequest: Invalid app.bsky.feed.post record: bad facet" in post["error"]
     assert len(pds.requests_to("POST", "/xrpc/com.atproto.repo.createRecord")) == 1
@@ -290,18 +202,16 @@ def test_a_400_invalid_request_fails_with_blueskys_words(rustiz_server, pds):
 
 # --- limits at POST /posts ------------------------------------------------------------------------------
 
-def test_a_part_over_300_graphemes_is_refused_at_post_time(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    status, answer = schedule(rustiz_server, channel, "fits", "a" * 150 + "</p><p>" + "b" * 150)
+def test_a_part_over_300_graphemes_is_refused_at_post_time(rustiz_server, pds, channel):
+    status, answer = schedule(rustiz_server, channel["id"], "<p>fits</p>",
+                              "<p>" + "a" * 150 + "</p><p>" + "b" * 150 + "</p>")
     assert status == 400
     assert "300 characters (graphemes)" in json.dumps(answer) and "thread part 2 has 301" in json.dumps(answer)
 
 
-def test_a_video_with_pictures_fails_naming_the_video(rustiz_server, pds):
-    channel = connect(rustiz_server, pds)
-    picture, clip = upload(rustiz_server, png()), upload(rustiz_server, mp4_file(), "mp4")
-    post = publish(rustiz_server, channel, ("both", [{"id": picture["id"], "path": picture["path"]},
-                                                     {"id": clip["id"], "path": clip["path"]}]), state="ERROR")
+def test_a_video_with_pictures_fails_naming_the_video(rustiz_server, pds, channel):
+    picture, clip = uploaded(rustiz_server, png()), uploaded(rustiz_server, mp4_file(), "mp4")
+    post = published(rustiz_server, channel["id"], ("<p>both</p>", [picture, clip]), state="ERROR")
     assert "media item 2" in post["error"] and "either one video or up to 4 pictures" in post["error"]
     assert pds.published == [] and not pds.requests_to("POST", "/xrpc/com.atproto.repo.uploadBlob")
 

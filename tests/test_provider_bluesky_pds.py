@@ -24,8 +24,7 @@ import rustiz
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import Channel, OutgoingPost
 from conftest import client_for_fakes
-from test_api_media import mp4_file
-from test_provider_bluesky import api, png, publish, upload
+from support import connect, mp4_file, png_file, published, uploaded
 
 START_SCRIPT = r"""
 const net = require('node:net');
@@ -129,14 +128,14 @@ def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server_with
     alice = real_pds.create_account("alice.test", "alice-app-password")
     bob = real_pds.create_account("bob.test", "bob-app-password")
     server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
-    status, channel = api(server, "POST", "/integrations", {"provider": "bluesky", "credentials": {
-        "service": real_pds.url, "identifier": "alice.test", "password": "alice-app-password"}})
+    status, channel = connect(server, "bluesky", {
+        "service": real_pds.url, "identifier": "alice.test", "password": "alice-app-password"})
     assert status == 201, channel
     assert (channel["name"], channel["profile"]) == ("alice.test", "alice.test")  # no AppView: no profile
-    picture = upload(server, png(4, 3))
+    picture = uploaded(server, png_file(4, 3))
     text = "Grüße to @bob.test and @nobody.test #rustiz 🎉"
-    post = publish(server, channel, (text, [{"id": picture["id"], "path": picture["path"], "alt": "a tiny picture"}]),
-                   f"the reply, with a link: {real_pds.url}/xrpc/_health")
+    post = published(server, channel["id"], (f"<p>{text}</p>", [{**picture, "alt": "a tiny picture"}]),
+                     f"<p>the reply, with a link: {real_pds.url}/xrpc/_health</p>")
     first = real_pds.record(post["releaseId"])
     assert first["value"]["text"] == text
     facets = {facet["features"][0]["$type"]: text.encode()[facet["index"]["byteStart"]:facet["index"]["byteEnd"]].decode()
@@ -147,14 +146,14 @@ def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server_with
     assert (image["alt"], image["aspectRatio"]) == ("a tiny picture", {"width": 4, "height": 3})
     with urllib.request.urlopen(f"{real_pds.url}/xrpc/com.atproto.sync.getBlob?did={alice}"
                                 f"&cid={image['image']['ref']['$link']}") as blob:
-        assert blob.read() == png(4, 3)
+        assert blob.read() == png_file(4, 3)
     reply = real_pds.record(post["thread"][0]["releaseId"])
     root = {"uri": first["uri"], "cid": first["cid"]}
     assert reply["value"]["reply"] == {"root": root, "parent": root}
     assert reply["value"]["embed"]["external"]["uri"] == f"{real_pds.url}/xrpc/_health"
     assert post["releaseURL"] == f"https://bsky.app/profile/{alice}/post/{first['uri'].rpartition('/')[2]}"
-    clip = upload(server, mp4_file(4096), "mp4")
-    video_post = real_pds.record(publish(server, channel, ("a video", [{"id": clip["id"], "path": clip["path"]}]))["releaseId"])
+    clip = uploaded(server, mp4_file(4096), "mp4")
+    video_post = real_pds.record(published(server, channel["id"], ("<p>a video</p>", [clip]))["releaseId"])
     assert video_post["value"]["embed"]["$type"] == "app.bsky.embed.video"
     assert video_post["value"]["embed"]["video"]["mimeType"] == "video/mp4"
 

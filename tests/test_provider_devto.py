@@ -2,32 +2,20 @@
 title, Markdown body, tags, canonical URL and cover image, the error rules, and the tools."""
 from __future__ import annotations
 
-import pytest
-
 import rustiz
-import rustiz_features.publishers
 from rustiz_features.publishers.articles import html_to_markdown
-from articles_helpers import (connect, connected_channel, notifications, refresh_needed, refused_post, schedule,
-                              trigger, upload_image, wait_for_state)
+from conftest import provider_fixtures
 from fake_devto import FakeDevto
+from support import (connect, connected, notifications, png_file, refresh_needed, refused_post, scheduled, settled,
+                     trigger, uploaded)
 
 SETTINGS = {"title": "Shipping rustiz", "tags": [{"value": 6, "label": "JavaScript"}, {"value": 8, "label": "python"}]}
 
 
-@pytest.fixture
-def devto():
-    fake = FakeDevto()
-    yield fake
-    fake.close()
+devto, server, channel = provider_fixtures("devto", FakeDevto, names=("devto", "server", "channel"))
 
 
-@pytest.fixture
-def server(start_server_with_fakes, devto):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **devto.env})
-
-
-def test_connect_reads_the_account_behind_the_api_key(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_connect_reads_the_account_behind_the_api_key(server, devto, channel):
     assert (channel["name"], channel["profile"], channel["picture"]) == (
         "Ada Lovelace", "ada", "https://media.dev.to/ada.png")
     assert devto.requests_to("GET", "/api/users/me")[0].headers["accept"] == "application/vnd.forem.api-v1+json"
@@ -40,18 +28,18 @@ def test_a_wrong_api_key_is_refused_with_dev_to_s_words(server, devto):
 
 
 def test_the_same_account_twice_is_one_channel(server, devto):
-    connected_channel(server, "devto", devto.credentials())
+    connected(server, "devto", devto.credentials())
     status, answer = connect(server, "devto", devto.credentials(), name="again")
     assert status == 409, answer
 
 
-def test_an_article_is_published_as_markdown_with_title_tags_and_canonical_url(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
-    post_id = schedule(server, channel["id"], "devto",
-                       ["<h2>Why</h2><p>It is <strong>fast</strong> and <a href=\"https://rustiz.dev\">small</a>.</p>"
-                        "<ul><li><p>one file</p></li><li><p>no app</p></li></ul>"],
-                       {**SETTINGS, "canonical": "https://blog.example.com/shipping", "organization": "4242"})
-    post = wait_for_state(server, post_id)
+def test_an_article_is_published_as_markdown_with_title_tags_and_canonical_url(server, devto, channel):
+    post_id = scheduled(server, channel["id"],
+                        "<h2>Why</h2><p>It is <strong>fast</strong> and <a href=\"https://rustiz.dev\">small</a>.</p>"
+                        "<ul><li><p>one file</p></li><li><p>no app</p></li></ul>",
+                        settings={**SETTINGS, "canonical": "https://blog.example.com/shipping", "organization": "4242"},
+                        provider="devto")
+    post = settled(server, post_id)
     assert post["state"] == "PUBLISHED", post["error"]
     assert (post["releaseId"], post["releaseURL"]) == ("9001", "https://dev.to/ada/article-1")
     [article] = devto.published
@@ -62,84 +50,80 @@ def test_an_article_is_published_as_markdown_with_title_tags_and_canonical_url(s
     assert any("Published a post on Dev.to" in text for text in notifications(server))
 
 
-def test_the_first_image_is_the_cover_and_the_others_go_into_the_body(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
-    first, second = upload_image(server), upload_image(server)
-    post_id = schedule(server, channel["id"], "devto", ["<p>Pictures</p>"], SETTINGS, images=[first, second])
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+def test_the_first_image_is_the_cover_and_the_others_go_into_the_body(server, devto, channel):
+    first, second = uploaded(server, png_file()), uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Pictures</p>", settings=SETTINGS, images=[first, second],
+                        provider="devto")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     [article] = devto.published
     assert article["main_image"] == first["path"]
     assert article["body_markdown"] == f"Pictures\n\n![]({second['path']})"
 
 
-def test_the_settings_main_image_is_the_cover(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
-    image = upload_image(server)
-    post_id = schedule(server, channel["id"], "devto", ["<p>Cover</p>"], {**SETTINGS, "main_image": image})
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+def test_the_settings_main_image_is_the_cover(server, devto, channel):
+    image = uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Cover</p>", settings={**SETTINGS, "main_image": image},
+                        provider="devto")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert devto.published[0]["main_image"] == image["path"]
 
 
-def test_a_429_is_retried_after_retry_after_and_published_once(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_a_429_is_retried_after_retry_after_and_published_once(server, devto, channel):
     devto.fail_next("POST", "/api/articles", 429, {"error": "Rate limit reached, try again in 1 seconds",
                                                    "status": 429}, {"Retry-After": "1"})
-    post_id = schedule(server, channel["id"], "devto", ["<p>Soon</p>"], SETTINGS)
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    post_id = scheduled(server, channel["id"], "<p>Soon</p>", settings=SETTINGS, provider="devto")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     attempts = devto.requests_to("POST", "/api/articles")
     assert len(attempts) == 2 and len(devto.published) == 1
 
 
-def test_a_503_is_retried(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_a_503_is_retried(server, devto, channel):
     devto.fail_next("POST", "/api/articles", 503, "<html>Service Unavailable</html>")
-    post_id = schedule(server, channel["id"], "devto", ["<p>Later</p>"], SETTINGS)
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    post_id = scheduled(server, channel["id"], "<p>Later</p>", settings=SETTINGS, provider="devto")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert len(devto.published) == 1
 
 
-def test_a_500_on_the_article_may_have_published_it_so_it_is_not_sent_again(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_a_500_on_the_article_may_have_published_it_so_it_is_not_sent_again(server, devto, channel):
     devto.fail_next("POST", "/api/articles", 500, {"error": "Internal Server Error", "status": 500})
-    post_id = schedule(server, channel["id"], "devto", ["<p>Maybe</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Maybe</p>", settings=SETTINGS, provider="devto")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "may have been published" in post["error"]
     assert "dashboard" in post["error"] and len(devto.requests_to("POST", "/api/articles")) == 1
 
 
-def test_a_revoked_key_fails_the_post_and_flags_the_channel(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_a_revoked_key_fails_the_post_and_flags_the_channel(server, devto, channel):
     devto.api_key = "revoked"
-    post_id = schedule(server, channel["id"], "devto", ["<p>Nope</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="devto")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "HTTP 401" in post["error"] and "unauthorized" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 
-def test_a_422_fails_with_dev_to_s_words(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_a_422_fails_with_dev_to_s_words(server, devto, channel):
     devto.fail_next("POST", "/api/articles", 422, {"error": "Body markdown has already been taken", "status": 422})
-    post_id = schedule(server, channel["id"], "devto", ["<p>Twice</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Twice</p>", settings=SETTINGS, provider="devto")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR"
     assert post["error"].startswith("Failed on Dev.to (HTTP 422)") and "already been taken" in post["error"]
 
 
-def test_tags_that_dev_to_would_refuse_and_threads_are_refused_at_post_time(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
-    message = refused_post(server, channel["id"], "devto", ["<p>x</p>"],
-                           {**SETTINGS, "tags": [{"value": 1, "label": "rust"}, {"value": 2, "label": "web-dev"}]})
+def test_tags_that_dev_to_would_refuse_and_threads_are_refused_at_post_time(server, devto, channel):
+    message = refused_post(server, channel["id"], "<p>x</p>",
+                           settings={**SETTINGS, "tags": [{"value": 1, "label": "rust"},
+                                                          {"value": 2, "label": "web-dev"}]},
+                           provider="devto")
     assert "tag 2" in message and "web-dev" in message and "letters and digits" in message
-    assert "title" in refused_post(server, channel["id"], "devto", ["<p>x</p>"], {"tags": []})
-    message = refused_post(server, channel["id"], "devto", ["<p>x</p>"], {**SETTINGS, "organization": "the org"})
+    assert "title" in refused_post(server, channel["id"], "<p>x</p>", settings={"tags": []}, provider="devto")
+    message = refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "organization": "the org"},
+                           provider="devto")
     assert "organization" in message and "numeric id" in message
-    message = refused_post(server, channel["id"], "devto", ["<p>one</p>", "<p>two</p>"], SETTINGS)
+    message = refused_post(server, channel["id"], "<p>one</p>", "<p>two</p>", settings=SETTINGS, provider="devto")
     assert "Dev.to" in message and "not 2" in message
     assert devto.published == []
 
 
-def test_the_tags_and_organizations_tools(server, devto):
-    channel = connected_channel(server, "devto", devto.credentials())
+def test_the_tags_and_organizations_tools(server, devto, channel):
     assert trigger(server, channel["id"], "tags") == (200, {"output": [
         {"value": 6, "label": "javascript"}, {"value": 8, "label": "python"}]})
     assert trigger(server, channel["id"], "organizations") == (200, {"output": [

@@ -2,30 +2,18 @@
 title, Markdown, tags, cover and canonical URL, GraphQL errors that come with HTTP 200, and the tools."""
 from __future__ import annotations
 
-import pytest
-
-from articles_helpers import (connect, connected_channel, refresh_needed, refused_post, schedule, trigger,
-                              upload_image, wait_for_state)
+from conftest import provider_fixtures
 from fake_hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
+from support import connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger, uploaded
 
 SETTINGS = {"title": "Notes on rustiz", "publication": PUBLICATION_ID,
             "tags": [{"value": TAG_ID, "label": "JavaScript"}, {"value": "web dev", "label": "Web Dev"}]}
 
 
-@pytest.fixture
-def hashnode():
-    fake = FakeHashnode()
-    yield fake
-    fake.close()
+hashnode, server, channel = provider_fixtures("hashnode", FakeHashnode, names=("hashnode", "server", "channel"))
 
 
-@pytest.fixture
-def server(start_server_with_fakes, hashnode):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **hashnode.env})
-
-
-def test_connect_reads_the_account_with_the_token_in_authorization(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_connect_reads_the_account_with_the_token_in_authorization(server, hashnode, channel):
     assert (channel["name"], channel["profile"], channel["picture"]) == (
         "Grace Hopper", "grace", "https://cdn.hashnode.com/g.png")
     assert hashnode.requests[0].headers["authorization"] == "hashnode-token-1"
@@ -38,13 +26,13 @@ def test_an_unauthenticated_graphql_answer_refuses_the_token(server, hashnode):
     assert "UNAUTHENTICATED" in answer["message"] and "You must be authenticated." in answer["message"]
 
 
-def test_a_post_is_published_with_markdown_tags_cover_subtitle_and_canonical_url(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
-    image = upload_image(server)
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Hello <strong>Hashnode</strong></p><h3>Next</h3>"],
-                       {**SETTINGS, "subtitle": "A small scheduler", "canonical": "https://blog.example.com/notes"},
-                       images=[image])
-    post = wait_for_state(server, post_id)
+def test_a_post_is_published_with_markdown_tags_cover_subtitle_and_canonical_url(server, hashnode, channel):
+    image = uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Hello <strong>Hashnode</strong></p><h3>Next</h3>",
+                        settings={**SETTINGS, "subtitle": "A small scheduler",
+                                  "canonical": "https://blog.example.com/notes"},
+                        images=[image], provider="hashnode")
+    post = settled(server, post_id)
     assert post["state"] == "PUBLISHED", post["error"]
     assert (post["releaseId"], post["releaseURL"]) == ("post-1", "https://grace.hashnode.dev/post-1")
     [article] = hashnode.published
@@ -56,61 +44,58 @@ def test_a_post_is_published_with_markdown_tags_cover_subtitle_and_canonical_url
         "originalArticleURL": "https://blog.example.com/notes"}
 
 
-def test_a_graphql_error_with_http_200_fails_the_post_with_hashnode_s_words(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_a_graphql_error_with_http_200_fails_the_post_with_hashnode_s_words(server, hashnode, channel):
     hashnode.fail_next("POST", "/", *graphql_error("Slug is already taken", "BAD_USER_INPUT"))
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Taken</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Taken</p>", settings=SETTINGS, provider="hashnode")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and hashnode.published == []
     assert "Hashnode refused the post (BAD_USER_INPUT): Slug is already taken" in post["error"]
 
 
-def test_an_unauthenticated_answer_while_publishing_flags_the_channel(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_an_unauthenticated_answer_while_publishing_flags_the_channel(server, hashnode, channel):
     hashnode.token = "rotated"
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Nope</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="hashnode")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "UNAUTHENTICATED" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 
-def test_a_429_is_retried_and_published_once(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_a_429_is_retried_and_published_once(server, hashnode, channel):
     hashnode.fail_next("POST", "/", 429, {"errors": [{"message": "Too many requests"}]}, {"Retry-After": "1"})
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Soon</p>"], SETTINGS)
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    post_id = scheduled(server, channel["id"], "<p>Soon</p>", settings=SETTINGS, provider="hashnode")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert len(hashnode.published) == 1
 
 
-def test_an_internal_error_on_publish_may_have_published_so_it_is_not_sent_again(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_an_internal_error_on_publish_may_have_published_so_it_is_not_sent_again(server, hashnode, channel):
     hashnode.fail_next("POST", "/", *graphql_error("Something went wrong", "INTERNAL_SERVER_ERROR"))
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Maybe</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Maybe</p>", settings=SETTINGS, provider="hashnode")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "may have been published" in post["error"]
     assert len(hashnode.requests_to("POST", "/")) == 2  # the connect, then the one publish
 
 
-def test_a_lost_answer_on_publish_is_not_sent_again(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_a_lost_answer_on_publish_is_not_sent_again(server, hashnode, channel):
     hashnode.drop_next("POST", "/", after_handling=True)
-    post_id = schedule(server, channel["id"], "hashnode", ["<p>Lost</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Lost</p>", settings=SETTINGS, provider="hashnode")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "may have been published" in post["error"]
     assert len(hashnode.published) == 1
 
 
-def test_missing_publication_tags_or_a_short_title_and_threads_are_refused_at_post_time(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
-    assert "publication" in refused_post(server, channel["id"], "hashnode", ["<p>x</p>"],
-                                         {"title": "Long enough", "tags": SETTINGS["tags"]})
-    assert "tags" in refused_post(server, channel["id"], "hashnode", ["<p>x</p>"], {**SETTINGS, "tags": []})
-    assert "title" in refused_post(server, channel["id"], "hashnode", ["<p>x</p>"], {**SETTINGS, "title": "Short"})
-    assert "not 2" in refused_post(server, channel["id"], "hashnode", ["<p>a</p>", "<p>b</p>"], SETTINGS)
+def test_missing_publication_tags_or_a_short_title_and_threads_are_refused_at_post_time(server, hashnode, channel):
+    assert "publication" in refused_post(server, channel["id"], "<p>x</p>",
+                                         settings={"title": "Long enough", "tags": SETTINGS["tags"]},
+                                         provider="hashnode")
+    assert "tags" in refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "tags": []},
+                                  provider="hashnode")
+    assert "title" in refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "title": "Short"},
+                                   provider="hashnode")
+    assert "not 2" in refused_post(server, channel["id"], "<p>a</p>", "<p>b</p>", settings=SETTINGS,
+                                   provider="hashnode")
 
 
-def test_the_publications_and_tags_tools(server, hashnode):
-    channel = connected_channel(server, "hashnode", hashnode.credentials())
+def test_the_publications_and_tags_tools(server, hashnode, channel):
     assert trigger(server, channel["id"], "publications") == (200, {"output": [
         {"id": PUBLICATION_ID, "name": "Grace's blog", "url": "https://grace.hashnode.dev"}]})
     assert trigger(server, channel["id"], "tagsList") == (200, {"output": [

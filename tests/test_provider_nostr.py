@@ -27,9 +27,10 @@ from rustiz_features.publishers.nostr import (
 )
 from rustiz_features.publishers.secp256k1 import SECP256K1_N, schnorr_public_key, schnorr_sign, schnorr_verify
 from rustiz_features.publishers.websocket import WebSocketClient, _websocket_accept, _websocket_mask
-from conftest import client_for_fakes
+from conftest import client_for_fakes, provider_fixtures
 from fake_nostr import SECRET_KEY_HEX, FakeNostrRelay, closed_port_url, profile_event
-from test_api_media import png_file, upload
+from support import api, connected, get_post, parts_of, png_file, schedule, scheduled, settled, uploaded
+from support import connect as connect_channel
 
 PUBLIC_KEY_HEX = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
 
@@ -126,56 +127,13 @@ def test_the_websocket_client_sends_large_masked_messages_and_reads_them_back():
 
 # --- through the server: connect -----------------------------------------------------------------
 
-def api(server, method: str, path: str, payload=None) -> tuple:
-    body = None if payload is None else json.dumps(payload).encode()
-    status, _, answer = server.request(method, "/public/v1" + path,
-                                       {"Authorization": server.key, "Content-Type": "application/json"}, body)
-    return status, json.loads(answer or b"null")
+relay, rustiz_server, channel = provider_fixtures("nostr", FakeNostrRelay, names=("relay", "rustiz_server", "channel"),
+                                                  env={"RUSTIZ_RETRY_LIMIT": "2", "RUSTIZ_NOSTR_ANSWER_TIMEOUT": "1.5"})
 
 
 def connect(server, credentials: dict) -> tuple:
-    return api(server, "POST", "/integrations", {"provider": "nostr", "credentials": credentials})
-
-
-def schedule(server, channel_id: str, *parts: str, images: list | None = None) -> str:
-    values = [{"content": f"<p>{text}</p>", "image": images if index == 0 and images else [], "delay": 0}
-              for index, text in enumerate(parts)]
-    status, answer = api(server, "POST", "/posts", {
-        "type": "now", "date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), "shortLink": False,
-        "tags": [], "posts": [{"integration": {"id": channel_id}, "value": values, "settings": {}}]})
-    assert status in (200, 201), answer
-    return answer[0]["postId"]
-
-
-def thread_posts(server, post_id: str) -> list:
-    """The post and its thread parts, in order, as GET /posts/:id shows them."""
-    status, answer = api(server, "GET", f"/posts/{post_id}")
-    assert status == 200, answer
-    return [answer, *answer["thread"]]
-
-
-def wait_for_outcome(server, post_id: str, timeout: float = 20) -> list:
-    deadline = time.monotonic() + timeout
-    while True:
-        posts = thread_posts(server, post_id)
-        if all(post["state"] in ("PUBLISHED", "ERROR") for post in posts):
-            return posts
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still not published: {posts}")
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def relay():
-    fake = FakeNostrRelay()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def rustiz_server(start_server_with_fakes):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", "RUSTIZ_RETRY_LIMIT": "2",
-                             "RUSTIZ_NOSTR_ANSWER_TIMEOUT": "1.5"})
+    """(status, answer) of connecting a Nostr channel (support.connect for this module's one provider)."""
+    return connect_channel(server, "nostr", credentials)
 
 
 def test_connect_reads_the_profile_and_identifies_the_account_by_its_public_key(rustiz_server, relay):
@@ -230,19 +188,10 @@ def test_connect_refuses_a_key_outside_the_curve_order(rustiz_server, relay):
 
 # --- through the server: publish ---------------------------------------------------------------
 
-def connected(server, relay, *other_relays: str) -> str:
-    status, channel = connect(server, relay.credentials(*other_relays))
-    assert status == 201, channel
-    return channel["id"]
-
-
-def test_a_post_with_media_is_a_signed_note_with_the_media_urls_on_their_own_lines(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
-    status, media = upload(rustiz_server, png_file())
-    assert status in (200, 201), media
-    post_id = schedule(rustiz_server, channel_id, "Hello &amp; welcome", images=[{"id": media["id"],
-                                                                                 "path": media["path"]}])
-    [post] = wait_for_outcome(rustiz_server, post_id)
+def test_a_post_with_media_is_a_signed_note_with_the_media_urls_on_their_own_lines(rustiz_server, relay, channel):
+    media = uploaded(rustiz_server, png_file())
+    post_id = scheduled(rustiz_server, channel["id"], "<p>Hello &amp; welcome</p>", images=[media])
+    [post] = parts_of(settled(rustiz_server, post_id))
     assert post["state"] == "PUBLISHED", post
     [event] = relay.published
     assert event["content"] == f"Hello & welcome\n{media['path']}"
@@ -254,10 +203,9 @@ def test_a_post_with_media_is_a_signed_note_with_the_media_urls_on_their_own_lin
     assert bech32_payload(nevent, "nevent")[2:34].hex() == event["id"]
 
 
-def test_thread_parts_are_nip10_replies_to_the_root_and_their_parent(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
-    post_id = schedule(rustiz_server, channel_id, "root", "first reply", "second reply")
-    posts = wait_for_outcome(rustiz_server, post_id)
+def test_thread_parts_are_nip10_replies_to_the_root_and_their_parent(rustiz_server, relay, channel):
+    post_id = scheduled(rustiz_server, channel["id"], "<p>root</p>", "<p>first reply</p>", "<p>second reply</p>")
+    posts = parts_of(settled(rustiz_server, post_id))
     assert [post["state"] for post in posts] == ["PUBLISHED"] * 3, posts
     root, first, second = relay.published
     assert [event["content"] for event in relay.published] == ["root", "first reply", "second reply"]
@@ -269,39 +217,37 @@ def test_thread_parts_are_nip10_replies_to_the_root_and_their_parent(rustiz_serv
 
 def test_one_accepting_relay_is_enough_when_another_refuses(rustiz_server, relay):
     other = FakeNostrRelay()
-    channel_id = connected(rustiz_server, relay, other.url)
+    channel_id = connected(rustiz_server, "nostr", relay.credentials(other.url))["id"]
     other.script = ["refuse:blocked: you are not on the allow-list"]
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel_id, "<p>hello</p>")))
     assert post["state"] == "PUBLISHED", post
     assert len(relay.published) == 1 and other.published == []
 
 
 def test_every_relay_refusing_fails_the_post_with_each_relay_s_words(rustiz_server, relay):
     other = FakeNostrRelay()
-    channel_id = connected(rustiz_server, relay, other.url)
+    channel_id = connected(rustiz_server, "nostr", relay.credentials(other.url))["id"]
     relay.script = ["refuse:blocked: pubkey not admitted"]
     other.script = ["refuse:invalid: event creation date is too far off from the current time"]
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel_id, "<p>hello</p>")))
     assert post["state"] == "ERROR", post
     assert post["error"].startswith("Failed on Nostr: every relay refused the note")
     assert f"{relay.url} refused it: blocked: pubkey not admitted" in post["error"]
     assert f"{other.url} refused it: invalid: event creation date" in post["error"]
     assert len(relay.event_messages()) == 1  # refused for good: not sent again
-    status, notifications = api(rustiz_server, "GET", "/notifications")
+    status, notifications = api(rustiz_server, "GET", "/public/v1/notifications")
     assert "every relay refused the note" in json.dumps(notifications)
 
 
-def test_a_duplicate_answer_counts_as_accepted(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
+def test_a_duplicate_answer_counts_as_accepted(rustiz_server, relay, channel):
     relay.script = ["refuse:duplicate: already have this event"]
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>hello</p>")))
     assert post["state"] == "PUBLISHED", post
 
 
-def test_a_lost_answer_is_sent_again_as_the_same_event_and_stored_once(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
+def test_a_lost_answer_is_sent_again_as_the_same_event_and_stored_once(rustiz_server, relay, channel):
     relay.script = ["drop"]  # stored, then the connection drops before the OK
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>hello</p>")))
     assert post["state"] == "PUBLISHED", post
     first, second = relay.event_messages()
     assert first["id"] == second["id"] and first["created_at"] == second["created_at"]
@@ -311,9 +257,9 @@ def test_a_lost_answer_is_sent_again_as_the_same_event_and_stored_once(rustiz_se
 def test_a_relay_that_never_answers_is_retried_then_reported(start_server_with_fakes, relay):
     server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.1", "RUSTIZ_RETRY_LIMIT": "1",
                                "RUSTIZ_NOSTR_ANSWER_TIMEOUT": "0.5"})
-    channel_id = connected(server, relay)
+    channel_id = connected(server, "nostr", relay.credentials())["id"]
     relay.script = ["silent", "silent"]
-    [post] = wait_for_outcome(server, schedule(server, channel_id, "hello"))
+    [post] = parts_of(settled(server, scheduled(server, channel_id, "<p>hello</p>")))
     assert post["state"] == "ERROR", post
     assert "gave up after 2 attempts" in post["error"]
     assert f"{relay.url} gave no verdict: no answer in the time allowed" in post["error"]
@@ -321,31 +267,28 @@ def test_a_relay_that_never_answers_is_retried_then_reported(start_server_with_f
     assert first["id"] == second["id"]
 
 
-def test_unreachable_relays_are_retried_and_then_published(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
+def test_unreachable_relays_are_retried_and_then_published(rustiz_server, relay, channel):
     relay.refuse_upgrade = True
-    post_id = schedule(rustiz_server, channel_id, "hello")
+    post_id = scheduled(rustiz_server, channel["id"], "<p>hello</p>")
     deadline = time.monotonic() + 10
-    while "could not be reached" not in (thread_posts(rustiz_server, post_id)[0]["error"] or ""):
-        assert time.monotonic() < deadline, thread_posts(rustiz_server, post_id)
+    while "could not be reached" not in (parts_of(get_post(rustiz_server, post_id))[0]["error"] or ""):
+        assert time.monotonic() < deadline, parts_of(get_post(rustiz_server, post_id))
         time.sleep(0.02)
     relay.refuse_upgrade = False
-    [post] = wait_for_outcome(rustiz_server, post_id)
+    [post] = parts_of(settled(rustiz_server, post_id))
     assert post["state"] == "PUBLISHED", post
 
 
-def test_a_rate_limited_refusal_is_retried(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
+def test_a_rate_limited_refusal_is_retried(rustiz_server, relay, channel):
     relay.script = ["refuse:rate-limited: slow down"]
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>hello</p>")))
     assert post["state"] == "PUBLISHED", post
     assert len(relay.event_messages()) == 2
 
 
-def test_pings_and_fragmented_answers_are_handled(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
+def test_pings_and_fragmented_answers_are_handled(rustiz_server, relay, channel):
     relay.script = ["ping-and-fragment"]
-    [post] = wait_for_outcome(rustiz_server, schedule(rustiz_server, channel_id, "hello"))
+    [post] = parts_of(settled(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>hello</p>")))
     assert post["state"] == "PUBLISHED", post
     deadline = time.monotonic() + 5  # the relay reads the pong on its own thread, maybe after the OK went out
     while relay.pongs != [b"are you there"] and time.monotonic() < deadline:
@@ -353,13 +296,8 @@ def test_pings_and_fragmented_answers_are_handled(rustiz_server, relay):
     assert relay.pongs == [b"are you there"]
 
 
-def test_an_empty_part_is_refused_when_scheduled(rustiz_server, relay):
-    channel_id = connected(rustiz_server, relay)
-    status, answer = api(rustiz_server, "POST", "/posts", {
-        "type": "now", "date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), "shortLink": False,
-        "tags": [], "posts": [{"integration": {"id": channel_id}, "settings": {},
-                               "value": [{"content": "<p>hi</p>", "image": []},
-                                         {"content": "<p> </p>", "image": []}]}]})
+def test_an_empty_part_is_refused_when_scheduled(rustiz_server, relay, channel):
+    status, answer = schedule(rustiz_server, channel["id"], "<p>hi</p>", "<p> </p>")
     assert status == 400, answer
     assert answer["message"] == "Your post should have at least one character or one image."
 
@@ -459,8 +397,8 @@ def test_a_post_and_its_reply_reach_a_real_relay_and_read_back_verified(start_se
     server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
     status, channel = connect(server, {"password": SECRET_KEY_HEX, "relays": [real_relay]})
     assert status == 201, channel
-    post_id = schedule(server, channel["id"], "Hello from rustiz", "and a reply")
-    posts = wait_for_outcome(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>Hello from rustiz</p>", "<p>and a reply</p>")
+    posts = parts_of(settled(server, post_id))
     assert [post["state"] for post in posts] == ["PUBLISHED", "PUBLISHED"], posts
     root_id, reply_id = posts[0]["releaseId"], posts[1]["releaseId"]
 

@@ -5,28 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import provider_fixtures
 from fake_telegram import FakeTelegram
-from provider_api import api, connect, finished, post_body, post_now, refresh_needed, upload
-from test_api_media import gif_file, jpeg_file, mp4_file, png_file
+from support import (connect, gif_file, jpeg_file, mp4_file, png_file, refresh_needed, schedule, scheduled, settled,
+                     uploaded)
 
-
-@pytest.fixture
-def fake():
-    platform = FakeTelegram()
-    yield platform
-    platform.close()
-
-
-@pytest.fixture
-def server(start_server_with_fakes, fake):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2", **fake.env})
-
-
-@pytest.fixture
-def channel_id(server, fake) -> str:
-    status, channel = connect(server, "telegram", fake.credentials())
-    assert status == 201, channel
-    return channel["id"]
+fake, server, channel = provider_fixtures("telegram", FakeTelegram)
 
 
 # --- connecting ----------------------------------------------------------------------------------
@@ -65,10 +49,11 @@ def test_connecting_refuses_a_wrong_token_or_an_unknown_chat_with_telegrams_reas
 
 # --- publishing ------------------------------------------------------------------------------------
 
-def test_text_goes_out_as_telegram_html_with_a_public_link(server, fake, channel_id):
-    post = finished(server, post_now(server, channel_id, '<p>Hello <strong>world</strong> &amp; 1 &lt; 2</p>'
-                                                         '<p>See <a href="https://example.com/?a=1&amp;b=2">this</a>'
-                                                         '</p><ul><li>one</li><li>two</li></ul>'))
+def test_text_goes_out_as_telegram_html_with_a_public_link(server, fake, channel):
+    post_id = scheduled(server, channel["id"], '<p>Hello <strong>world</strong> &amp; 1 &lt; 2</p>'
+                                               '<p>See <a href="https://example.com/?a=1&amp;b=2">this</a>'
+                                               '</p><ul><li>one</li><li>two</li></ul>')
+    post = settled(server, post_id, stop_at_error=True)
     assert post["state"] == "PUBLISHED", post
     [(method, sent)] = fake.sends()
     assert method == "sendMessage" and sent["parse_mode"] == "HTML" and sent["chat_id"] == "@rustiz_news"
@@ -77,21 +62,21 @@ def test_text_goes_out_as_telegram_html_with_a_public_link(server, fake, channel
     assert (post["releaseId"], post["releaseURL"]) == ("501", "https://t.me/rustiz_news/501")
 
 
-def test_one_photo_video_or_gif_goes_with_its_own_method_and_caption(server, fake, channel_id):
-    photo, video, gif = upload(server, jpeg_file(), "a.jpg"), upload(server, mp4_file(), "v.mp4"), \
-        upload(server, gif_file(), "g.gif")
+def test_one_photo_video_or_gif_goes_with_its_own_method_and_caption(server, fake, channel):
+    photo, video, gif = uploaded(server, jpeg_file(), "a.jpg"), uploaded(server, mp4_file(), "v.mp4"), \
+        uploaded(server, gif_file(), "g.gif")
     for media in (photo, video, gif):
-        assert finished(server, post_now(server, channel_id, ("<p>Look <u>here</u></p>", [media])))[
-            "state"] == "PUBLISHED"
+        post_id = scheduled(server, channel["id"], ("<p>Look <u>here</u></p>", [media]))
+        assert settled(server, post_id, stop_at_error=True)["state"] == "PUBLISHED"
     assert [(method, sent["caption"], sent["parse_mode"]) for method, sent in fake.sends()] == [
         ("sendPhoto", "Look <u>here</u>", "HTML"), ("sendVideo", "Look <u>here</u>", "HTML"),
         ("sendAnimation", "Look <u>here</u>", "HTML")]
     assert [message["media"][0][1] for message in fake.published] == [jpeg_file(), mp4_file(), gif_file()]
 
 
-def test_several_media_go_as_one_album_with_the_caption_on_the_first(server, fake, channel_id):
-    photo, video = upload(server, png_file()), upload(server, mp4_file(), "v.mp4")
-    post = finished(server, post_now(server, channel_id, ("<p>Album</p>", [photo, video])))
+def test_several_media_go_as_one_album_with_the_caption_on_the_first(server, fake, channel):
+    photo, video = uploaded(server, png_file()), uploaded(server, mp4_file(), "v.mp4")
+    post = settled(server, scheduled(server, channel["id"], ("<p>Album</p>", [photo, video])), stop_at_error=True)
     assert post["state"] == "PUBLISHED", post
     [(method, sent)] = fake.sends()
     assert method == "sendMediaGroup"
@@ -99,12 +84,12 @@ def test_several_media_go_as_one_album_with_the_caption_on_the_first(server, fak
     assert fake.published[0]["caption"] == "Album" and post["releaseId"] == str(fake.published[0]["message_id"])
 
 
-def test_more_than_ten_media_go_as_albums_of_ten_and_a_refused_album_is_not_sent_twice(server, fake, channel_id):
-    image = upload(server, png_file())
+def test_more_than_ten_media_go_as_albums_of_ten_and_a_refused_album_is_not_sent_twice(server, fake, channel):
+    image = uploaded(server, png_file())
     fake.fail_next("POST", r"/bot[^/]+/sendPhoto", 429, {
         "ok": False, "error_code": 429, "description": "Too Many Requests: retry after 1",
         "parameters": {"retry_after": 1}})
-    post = finished(server, post_now(server, channel_id, ("<p>Eleven</p>", [image] * 11)))
+    post = settled(server, scheduled(server, channel["id"], ("<p>Eleven</p>", [image] * 11)), stop_at_error=True)
     assert post["state"] == "PUBLISHED", post
     # The album of ten went out once; the eleventh photo was refused once (429), then sent.
     assert [method for method, _ in fake.sends()] == ["sendMediaGroup", "sendPhoto", "sendPhoto"]
@@ -112,9 +97,10 @@ def test_more_than_ten_media_go_as_albums_of_ten_and_a_refused_album_is_not_sent
     assert post["releaseId"] == str(fake.published[0]["message_id"])
 
 
-def test_thread_parts_are_replies_to_the_part_before(server, fake, channel_id):
-    image = upload(server, png_file())
-    post = finished(server, post_now(server, channel_id, "<p>1</p>", ("<p>2</p>", [image]), "<p>3</p>"))
+def test_thread_parts_are_replies_to_the_part_before(server, fake, channel):
+    image = uploaded(server, png_file())
+    post = settled(server, scheduled(server, channel["id"], "<p>1</p>", ("<p>2</p>", [image]), "<p>3</p>"),
+                   stop_at_error=True)
     assert [part["state"] for part in [post, *post["thread"]]] == ["PUBLISHED"] * 3, post
     first, second, third = fake.published
     assert [first["reply_to"], second["reply_to"], third["reply_to"]] == [
@@ -125,45 +111,45 @@ def test_a_private_channel_links_by_its_id(server, fake):
     del fake.chat["username"]
     status, channel = connect(server, "telegram", fake.credentials(str(fake.chat["id"])))
     assert status == 201 and channel["profile"] is None, channel
-    post = finished(server, post_now(server, channel["id"], "<p>Members only</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Members only</p>"), stop_at_error=True)
     assert post["releaseURL"] == "https://t.me/c/1234567890/501"
 
 
 # --- errors -------------------------------------------------------------------------------------------
 
-def test_a_429_waits_retry_after_and_publishes_once(server, fake, channel_id):
+def test_a_429_waits_retry_after_and_publishes_once(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 429, {
         "ok": False, "error_code": 429, "description": "Too Many Requests: retry after 1",
         "parameters": {"retry_after": 1}})
-    post = finished(server, post_now(server, channel_id, "<p>Later</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Later</p>"), stop_at_error=True)
     assert post["state"] == "PUBLISHED", post
     assert len(fake.sends()) == 2 and len(fake.published) == 1
 
 
-def test_ok_false_is_an_error_even_in_a_200_answer(server, fake, channel_id):
+def test_ok_false_is_an_error_even_in_a_200_answer(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 200, {
         "ok": False, "error_code": 400, "description": "Bad Request: message must be non-empty"})
-    post = finished(server, post_now(server, channel_id, "<p>Hello</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Hello</p>"), stop_at_error=True)
     assert post["state"] == "ERROR"
     assert post["error"].startswith("Failed on Telegram (HTTP 400): Telegram refused the message: "
                                     "Bad Request: message must be non-empty"), post["error"]
-    assert len(fake.sends()) == 1 and not refresh_needed(server, channel_id)
+    assert len(fake.sends()) == 1 and not refresh_needed(server, channel["id"])
 
 
-def test_a_refused_message_fails_with_telegrams_words_and_is_not_retried(server, fake, channel_id):
+def test_a_refused_message_fails_with_telegrams_words_and_is_not_retried(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 400, {
         "ok": False, "error_code": 400, "description": "Bad Request: can't parse entities: Unclosed start tag"})
-    post = finished(server, post_now(server, channel_id, "<p>Hello</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Hello</p>"), stop_at_error=True)
     assert post["state"] == "ERROR" and "Bad Request: can't parse entities: Unclosed start tag" in post["error"]
-    assert len(fake.sends()) == 1 and not refresh_needed(server, channel_id)
+    assert len(fake.sends()) == 1 and not refresh_needed(server, channel["id"])
 
 
-def test_a_revoked_token_fails_the_post_and_flags_the_channel(server, fake, channel_id):
+def test_a_revoked_token_fails_the_post_and_flags_the_channel(server, fake, channel):
     fake.token = "7000001:AAHnewtoken" + "n" * 20
-    post = finished(server, post_now(server, channel_id, "<p>Hello</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Hello</p>"), stop_at_error=True)
     assert post["state"] == "ERROR" and post["error"].startswith("Failed on Telegram (HTTP 401)"), post
     assert "revoked or replaced in @BotFather" in post["error"]
-    assert refresh_needed(server, channel_id)
+    assert refresh_needed(server, channel["id"])
 
 
 @pytest.mark.parametrize("status, description", [
@@ -171,19 +157,19 @@ def test_a_revoked_token_fails_the_post_and_flags_the_channel(server, fake, chan
     (400, "Bad Request: not enough rights to send text messages to the chat"),
     (403, "Forbidden: bot was kicked from the channel chat"),
 ])
-def test_a_chat_the_bot_lost_flags_the_channel_for_reconnecting(server, fake, channel_id, status, description):
+def test_a_chat_the_bot_lost_flags_the_channel_for_reconnecting(server, fake, channel, status, description):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", status, {"ok": False, "error_code": status,
                                                                "description": description})
-    post = finished(server, post_now(server, channel_id, "<p>Hello</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Hello</p>"), stop_at_error=True)
     assert post["state"] == "ERROR" and description in post["error"] and "Connect the channel again" in post["error"]
-    assert refresh_needed(server, channel_id)
+    assert refresh_needed(server, channel["id"])
 
 
-def test_server_errors_before_sending_are_retried_and_after_sending_are_not(server, fake, channel_id):
+def test_server_errors_before_sending_are_retried_and_after_sending_are_not(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 502, "<html>Bad Gateway</html>")
-    assert finished(server, post_now(server, channel_id, "<p>One</p>"))["state"] == "PUBLISHED"
+    assert settled(server, scheduled(server, channel["id"], "<p>One</p>"), stop_at_error=True)["state"] == "PUBLISHED"
     fake.drop_next("POST", r"/bot[^/]+/sendMessage", after_handling=True)  # sent, but the answer was lost
-    post = finished(server, post_now(server, channel_id, "<p>Two</p>"))
+    post = settled(server, scheduled(server, channel["id"], "<p>Two</p>"), stop_at_error=True)
     assert post["state"] == "ERROR", post
     assert "It may have been published: check the Telegram chat @rustiz_news" in post["error"]
     assert fake.token not in post["error"] and "<bot token>" in post["error"]
@@ -192,13 +178,13 @@ def test_server_errors_before_sending_are_retried_and_after_sending_are_not(serv
 
 # --- limits at POST /posts ------------------------------------------------------------------------
 
-def test_telegrams_limits_are_checked_before_a_post_is_accepted(server, fake, channel_id):
-    image = upload(server, png_file())
-    status, body = api(server, "POST", "/posts", post_body(channel_id, ("<p>" + "a" * 1025 + "</p>", [image])))
+def test_telegrams_limits_are_checked_before_a_post_is_accepted(server, fake, channel):
+    image = uploaded(server, png_file())
+    status, body = schedule(server, channel["id"], ("<p>" + "a" * 1025 + "</p>", [image]))
     assert status == 400 and body["message"].startswith(
         "the post has images or videos, so its text is their caption, and it is 1025 characters long; "
         "Telegram allows 1,024 in a caption"), body
-    status, body = api(server, "POST", "/posts", post_body(channel_id, "<p>ok</p>", "<p>" + "😀" * 2049 + "</p>"))
+    status, body = schedule(server, channel["id"], "<p>ok</p>", "<p>" + "😀" * 2049 + "</p>")
     assert (status, body["message"]) == (400, "thread part 2 is 4098 characters long as Telegram counts them "
                                               "(an emoji is 2), and Telegram allows 4,096 in a message"), body
-    assert post_now(server, channel_id, ("<p>" + "a" * 1024 + "</p>", [image]), "<p>" + "a" * 4096 + "</p>")
+    assert scheduled(server, channel["id"], ("<p>" + "a" * 1024 + "</p>", [image]), "<p>" + "a" * 4096 + "</p>")

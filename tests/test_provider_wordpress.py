@@ -3,30 +3,18 @@ media uploaded to the library (featured image and images in the content), posts 
 status, categories and tags, WordPress's error bodies, sites without pretty permalinks, and the tools."""
 from __future__ import annotations
 
-import pytest
-
-from articles_helpers import (channel_session, connect, connected_channel, refresh_needed, refused_post, schedule,
-                              trigger, upload_image, wait_for_state)
+from conftest import provider_fixtures
 from fake_wordpress import FakeWordPress, wordpress_error
-from test_api_media import png_file
+from support import (channel_session, connect, connected, png_file, refresh_needed, refused_post, scheduled, settled,
+                     trigger, uploaded)
 
 SETTINGS = {"title": "Release notes", "type": "post"}
 
 
-@pytest.fixture
-def wordpress():
-    fake = FakeWordPress()
-    yield fake
-    fake.close()
+wordpress, server, channel = provider_fixtures("wordpress", FakeWordPress, names=("wordpress", "server", "channel"))
 
 
-@pytest.fixture
-def server(start_server_with_fakes):
-    return start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
-
-
-def test_connect_reads_the_user_and_its_avatar(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_connect_reads_the_user_and_its_avatar(server, wordpress, channel):
     host = wordpress.url.removeprefix("http://")
     assert (channel["name"], channel["profile"], channel["picture"]) == (
         host, "editor", "https://gravatar.example/96.png")
@@ -68,32 +56,32 @@ def test_a_site_without_the_rest_api_is_refused_with_a_clear_message(server, wor
 def test_a_site_without_pretty_permalinks_is_reached_through_rest_route(server):
     plain = FakeWordPress(pretty_permalinks=False)
     try:
-        channel = connected_channel(server, "wordpress", plain.credentials())
+        channel = connected(server, "wordpress", plain.credentials())
         assert channel_session(server, channel["id"]) == {"api": plain.url + "/?rest_route=/wp/v2"}
-        post_id = schedule(server, channel["id"], "wordpress", ["<p>Plain</p>"], SETTINGS, images=[upload_image(server)])
-        assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+        post_id = scheduled(server, channel["id"], "<p>Plain</p>", settings=SETTINGS,
+                            images=[uploaded(server, png_file())], provider="wordpress")
+        assert settled(server, post_id)["state"] == "PUBLISHED"
         assert plain.published[0]["featured_media"] == 50 and plain.media[50]["bytes"] == png_file()
     finally:
         plain.close()
 
 
-def test_a_post_is_published_with_its_status_categories_and_tags(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>Version <strong>2</strong> is out.</p>"],
-                       {**SETTINGS, "status": "pending", "categories": [7], "tags": [12]})
-    post = wait_for_state(server, post_id)
+def test_a_post_is_published_with_its_status_categories_and_tags(server, wordpress, channel):
+    post_id = scheduled(server, channel["id"], "<p>Version <strong>2</strong> is out.</p>",
+                        settings={**SETTINGS, "status": "pending", "categories": [7], "tags": [12]},
+                        provider="wordpress")
+    post = settled(server, post_id)
     assert post["state"] == "PUBLISHED", post["error"]
     assert (post["releaseId"], post["releaseURL"]) == ("201", f"{wordpress.url}/?p=201")
     assert wordpress.published == [{"title": "Release notes", "content": "<p>Version <strong>2</strong> is out.</p>",
                                     "status": "pending", "categories": [7], "tags": [12], "collection": "posts"}]
 
 
-def test_images_are_uploaded_the_first_featured_and_the_others_in_the_content(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
-    first, second = upload_image(server), upload_image(server)
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>Pictures</p>"], {**SETTINGS, "type": "page"},
-                       images=[first, second])
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+def test_images_are_uploaded_the_first_featured_and_the_others_in_the_content(server, wordpress, channel):
+    first, second = uploaded(server, png_file()), uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Pictures</p>", settings={**SETTINGS, "type": "page"},
+                        images=[first, second], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     uploads = wordpress.requests_to("POST", "/wp-json/wp/v2/media")
     assert [upload.headers["content-type"] for upload in uploads] == ["image/png", "image/png"]
     assert all(upload.headers["content-disposition"].startswith('attachment; filename="') for upload in uploads)
@@ -103,84 +91,78 @@ def test_images_are_uploaded_the_first_featured_and_the_others_in_the_content(se
     assert page["content"] == f'<p>Pictures</p><p><img src="{source}" alt="" /></p>'
 
 
-def test_the_settings_main_image_is_the_featured_one(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
-    first, second = upload_image(server), upload_image(server)
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>Cover</p>"], {**SETTINGS, "main_image": second},
-                       images=[first, second])
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+def test_the_settings_main_image_is_the_featured_one(server, wordpress, channel):
+    first, second = uploaded(server, png_file()), uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Cover</p>", settings={**SETTINGS, "main_image": second},
+                        images=[first, second], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert wordpress.published[0]["featured_media"] == 51 and "uploads/" in wordpress.published[0]["content"]
 
 
-def test_a_main_image_that_is_not_among_the_post_images_is_refused_at_post_time(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
-    image = upload_image(server)
-    message = refused_post(server, channel["id"], "wordpress", ["<p>x</p>"], {**SETTINGS, "main_image": image})
+def test_a_main_image_that_is_not_among_the_post_images_is_refused_at_post_time(server, wordpress, channel):
+    image = uploaded(server, png_file())
+    message = refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": image},
+                           provider="wordpress")
     assert "featured image" in message and image["path"] in message
-    assert "not 2" in refused_post(server, channel["id"], "wordpress", ["<p>a</p>", "<p>b</p>"], SETTINGS)
+    assert "not 2" in refused_post(server, channel["id"], "<p>a</p>", "<p>b</p>", settings=SETTINGS,
+                                   provider="wordpress")
 
 
-def test_a_refused_media_upload_names_the_item(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_refused_media_upload_names_the_item(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/media", *wordpress_error(
         400, "rest_upload_sideload_error", "Sorry, you are not allowed to upload this file type."))
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS, images=[upload_image(server)])
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, images=[uploaded(server, png_file())],
+                        provider="wordpress")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and wordpress.published == []
     assert post["error"].startswith("Failed on WordPress (HTTP 400) at media item 1:")
     assert "rest_upload_sideload_error: Sorry, you are not allowed to upload this file type." in post["error"]
 
 
-def test_a_permission_the_user_lacks_fails_the_post_without_flagging_the_channel(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_permission_the_user_lacks_fails_the_post_without_flagging_the_channel(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", *wordpress_error(
         403, "rest_cannot_create", "Sorry, you are not allowed to create posts as this user."))
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "HTTP 403" in post["error"]
     assert "rest_cannot_create: Sorry, you are not allowed to create posts as this user." in post["error"]
     assert not refresh_needed(server, channel["id"])
 
 
-def test_a_revoked_application_password_flags_the_channel(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_revoked_application_password_flags_the_channel(server, wordpress, channel):
     wordpress.password = "revoked"
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "HTTP 401" in post["error"] and "incorrect_password" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 
-def test_a_429_is_retried_and_published_once(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_429_is_retried_and_published_once(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", 429, "Too Many Requests", {"Retry-After": "1"})
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS)
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert len(wordpress.published) == 1
 
 
-def test_a_503_on_the_post_is_retried_with_the_media_already_uploaded(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_503_on_the_post_is_retried_with_the_media_already_uploaded(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", 503, "<html>Service Unavailable</html>")
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS,
-                       images=[upload_image(server), upload_image(server)])
-    assert wait_for_state(server, post_id)["state"] == "PUBLISHED"
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS,
+                        images=[uploaded(server, png_file()), uploaded(server, png_file())], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
     assert len(wordpress.requests_to("POST", "/wp-json/wp/v2/posts")) == 2 and len(wordpress.media) == 2
     assert wordpress.published[0]["featured_media"] == 50
     assert channel_session(server, channel["id"])["uploads"] == {}
 
 
-def test_a_500_on_the_post_may_have_published_it_so_it_is_not_sent_again(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_a_500_on_the_post_may_have_published_it_so_it_is_not_sent_again(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", *wordpress_error(500, "db_insert_error", "Could not insert post."))
-    post_id = schedule(server, channel["id"], "wordpress", ["<p>x</p>"], SETTINGS)
-    post = wait_for_state(server, post_id)
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
+    post = settled(server, post_id)
     assert post["state"] == "ERROR" and "may have been published" in post["error"] and "wp-admin" in post["error"]
     assert len(wordpress.requests_to("POST", "/wp-json/wp/v2/posts")) == 1
 
 
-def test_the_post_types_categories_and_tags_tools(server, wordpress):
-    channel = connected_channel(server, "wordpress", wordpress.credentials())
+def test_the_post_types_categories_and_tags_tools(server, wordpress, channel):
     assert trigger(server, channel["id"], "postTypes") == (200, {"output": [
         {"id": "posts", "name": "Posts"}, {"id": "pages", "name": "Pages"}]})
     assert trigger(server, channel["id"], "categoriesList") == (200, {"output": [

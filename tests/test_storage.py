@@ -17,7 +17,7 @@ import pytest
 
 import rustiz
 from conftest import read_config, run_cli
-from test_api_media import png_file, upload
+from support import png_file, upload
 
 
 def schema_version(path) -> int:
@@ -199,7 +199,8 @@ def test_a_full_disk_is_a_503_naming_it_and_health_reports_it_until_space_is_fre
         os.close(filler)
         assert_unwritable_answers(server, "the disk is full; free space and retry")
         time.sleep(5.5)  # past the next probe: a disk still full stays reported
-        assert health(server)[0] == 503
+        status, _, answer = health(server)
+        assert status == 503 and "the disk is full; free space and retry" in json.loads(answer)["message"]
         os.unlink(small_disk / "filler")
         wait_for_health(server)
         assert add_webhook(server)[0] == 201

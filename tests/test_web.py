@@ -6,12 +6,9 @@ Set RUSTIZ_SCREENSHOTS=1 to (re)write docs/screenshots/calendar.png and composer
 from __future__ import annotations
 
 import datetime
-import json
 import os
-import struct
 import re
 import time
-import zlib
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -27,42 +24,11 @@ if sync_playwright is None or not os.path.exists(CHROMIUM):
                 "(apt-get install chromium)", allow_module_level=True)
 
 from fake_webhook import FakeWebhookReceiver  # noqa: E402
+from support import FAST_RETRIES, api, png_file, scheduled, webhook_channel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = {"RUSTIZ_RETRY_BASE": "0.2"}
 GREEN = "rgb(220, 252, 231)"  # --published
 RED = "rgb(254, 226, 226)"  # --error
-
-
-def call(server, method: str, path: str, body=None) -> tuple:
-    status, _, answer = server.request(method, path, {"Authorization": server.key, "Content-Type": "application/json"},
-                                       None if body is None else json.dumps(body).encode())
-    return status, json.loads(answer or b"null")
-
-
-def png(width: int = 96, height: int = 64, rgb=(29, 78, 216)) -> bytes:
-    """A solid-colour PNG, for uploads with a visible preview."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-def connect_api(server, receiver, name: str) -> str:
-    status, channel = call(server, "POST", "/public/v1/integrations",
-                           {"provider": "webhook", "credentials": receiver.credentials(), "name": name})
-    assert status == 201, channel
-    return channel["id"]
-
-
-def schedule_api(server, channel_id: str, text: str, date: str, kind: str = "schedule") -> str:
-    body = {"type": kind, "date": date, "shortLink": False, "tags": [],
-            "posts": [{"integration": {"id": channel_id}, "settings": {},
-                       "value": [{"content": f"<p>{text}</p>", "image": []}]}]}
-    status, answer = call(server, "POST", "/public/v1/posts", body)
-    assert status == 201, answer
-    return answer[0]["postId"]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +94,7 @@ def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_
 
 
 def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server_with_fakes, open_page, tmp_path):
-    server = start_server_with_fakes(env=FAST)
+    server = start_server_with_fakes(env=FAST_RETRIES)
     receiver = FakeWebhookReceiver()
     try:
         page = open_page(server)
@@ -150,7 +116,7 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         page.get_by_label("Post", exact=True).fill("Hello from the browser")
         expect(page.locator(".count").first).to_contain_text("My hook: 22")
         image = tmp_path / "blue.png"
-        image.write_bytes(png())
+        image.write_bytes(png_file(96, 64, pixel=bytes((29, 78, 216))))
         page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
         expect(page.locator("ul.media img")).to_have_count(1)
         page.get_by_label("Alt text").fill("a blue square")
@@ -188,10 +154,10 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
 
 
 def test_a_refusal_turns_red_with_the_platform_s_message_and_retry_publishes_it(start_server_with_fakes, open_page):
-    server = start_server_with_fakes(env=FAST)
+    server = start_server_with_fakes(env=FAST_RETRIES)
     receiver = FakeWebhookReceiver()
     try:
-        connect_api(server, receiver, "Refusing hook")
+        webhook_channel(server, receiver, "Refusing hook")
         receiver.fail_next("POST", "/hook", 422, {"message": "text is too long for this receiver"})
         page = open_page(server)
         sign_in(page, server)
@@ -220,7 +186,7 @@ def test_validation_errors_show_inline_in_the_composer(start_server_with_fakes, 
     server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
-        connect_api(server, receiver, "Hook")
+        webhook_channel(server, receiver, "Hook")
         page = open_page(server)
         sign_in(page, server)
         page.goto("/#/compose")
@@ -230,7 +196,8 @@ def test_validation_errors_show_inline_in_the_composer(start_server_with_fakes, 
         page.get_by_role("button", name="Schedule").click()  # empty text, no image: the API says why
         expect(page.get_by_role("alert")).to_contain_text("content must be a non-empty string")
         page.get_by_role("button", name="Next free slot").click()
-        slot = call(server, "GET", f"/public/v1/find-slot/{page.get_by_role('checkbox', name='Hook').get_attribute('value')}")[1]
+        slot = api(server, "GET",
+                   f"/public/v1/find-slot/{page.get_by_role('checkbox', name='Hook').get_attribute('value')}")[1]
         expect(page.get_by_label("Date and time (UTC)")).to_have_value(slot["localDate"][:16])
     finally:
         receiver.close()
@@ -240,9 +207,9 @@ def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_ser
     server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
-        assert call(server, "PUT", "/public/v1/organization", {"timezone": "Asia/Tokyo"})[0] == 200
-        channel = connect_api(server, receiver, "Tokyo hook")
-        post_id = schedule_api(server, channel, "Ten in Tokyo", "2030-01-15T01:00:00Z")
+        assert api(server, "PUT", "/public/v1/organization", {"timezone": "Asia/Tokyo"})[0] == 200
+        channel = webhook_channel(server, receiver, "Tokyo hook")
+        post_id = scheduled(server, channel, "<p>Ten in Tokyo</p>", type="schedule", date="2030-01-15T01:00:00Z")
         page = open_page(server, timezone_id="America/New_York")  # the browser's zone must not matter
         sign_in(page, server)
         expect(page.locator(".zone")).to_have_text("Times in Asia/Tokyo")
@@ -256,13 +223,13 @@ def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_ser
         chip.drag_to(page.locator(".slot[data-day='2030-01-17'][data-hour='14']"))
         moved = page.locator(".slot[data-day='2030-01-17'][data-hour='14'] a.post")
         expect(moved.locator("time")).to_have_text("14:00")
-        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-17T05:00:00.000Z"
+        assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-17T05:00:00.000Z"
 
         page.goto("/#/calendar?view=month&date=2030-01-15")
         chip = page.locator(f"a.post[data-id='{post_id}']")
         chip.drag_to(page.locator(".day[data-day='2030-01-20']"))
         expect(page.locator(".day[data-day='2030-01-20'] a.post time")).to_have_text("14:00")
-        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-20T05:00:00.000Z"
+        assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-01-20T05:00:00.000Z"
 
         page.locator(f"a.post[data-id='{post_id}']").click()
         expect(page.locator("time.when")).to_contain_text("14:00")
@@ -273,12 +240,12 @@ def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_ser
 
 def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, tmp_path):
     """Real screens for README: a week with posts in every state, and the composer."""
-    server = start_server_with_fakes(env=FAST)
+    server = start_server_with_fakes(env=FAST_RETRIES)
     receivers = [FakeWebhookReceiver() for _ in range(2)]
     try:
-        assert call(server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
-        news = connect_api(server, receivers[0], "Company news")
-        blog = connect_api(server, receivers[1], "Product blog")
+        assert api(server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
+        news = webhook_channel(server, receivers[0], "Company news")
+        blog = webhook_channel(server, receivers[1], "Product blog")
         zone = ZoneInfo("Europe/Paris")
         today = datetime.datetime.now(zone).date()
         monday = today - datetime.timedelta(days=today.weekday())
@@ -289,14 +256,15 @@ def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, t
 
         now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
         receivers[1].fail_next("POST", "/hook", 422, {"message": "title is required"})
-        schedule_api(server, news, "Launch day: rustiz 1.0 is out", now, kind="now")
-        schedule_api(server, blog, "How we ship one file", now, kind="now")
+        scheduled(server, news, "<p>Launch day: rustiz 1.0 is out</p>", type="now", date=now)
+        scheduled(server, blog, "<p>How we ship one file</p>", type="now", date=now)
         soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
         for day, hour, text, channel in [(1, 9, "Tuesday tips", news), (2, 11, "Mid-week recap", blog),
                                          (3, 15, "Release notes", news), (4, 10, "Friday thread", blog),
                                          (5, 12, "Weekend reading", news), (6, 18, "Next week", blog)]:
             if datetime.datetime.fromisoformat(at(day, hour).replace("Z", "+00:00")) > soon:  # never a missed post
-                schedule_api(server, channel, text, at(day, hour), kind="schedule" if day != 5 else "draft")
+                scheduled(server, channel, f"<p>{text}</p>", type="schedule" if day != 5 else "draft",
+                          date=at(day, hour))
         page = open_page(server, timezone_id="UTC", width=1280, height=1000)
         sign_in(page, server)
         target = ROOT / "docs" / "screenshots" if os.environ.get("RUSTIZ_SCREENSHOTS") == "1" else tmp_path
@@ -312,7 +280,7 @@ def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, t
         page.get_by_label("Post", exact=True).fill("rustiz 1.0: one file, one process, the Postiz API.\n"
                                                   "Schedule to Bluesky, Mastodon, Telegram and more.")
         image = tmp_path / "shot.png"
-        image.write_bytes(png(160, 100, (16, 185, 129)))
+        image.write_bytes(png_file(160, 100, pixel=bytes((16, 185, 129))))
         page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
         page.get_by_label("Alt text").fill("rustiz logo")
         page.get_by_role("button", name="+ Add thread part").click()
@@ -341,8 +309,8 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
     server = start_server_with_fakes()
     discord = FakeDiscord()
     try:
-        status, channel = call(server, "POST", "/public/v1/integrations",
-                               {"provider": "discord", "credentials": discord.credentials(), "name": "Team chat"})
+        status, channel = api(server, "POST", "/public/v1/integrations",
+                              {"provider": "discord", "credentials": discord.credentials(), "name": "Team chat"})
         assert status == 201, channel
         page = open_page(server)
         sign_in(page, server)
@@ -360,7 +328,7 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
         expect(page.locator("time.when")).to_contain_text("09:30")
         post_id = page.url.rsplit("/", 1)[1]
-        answer = call(server, "GET", f"/public/v1/posts/{post_id}")[1]
+        answer = api(server, "GET", f"/public/v1/posts/{post_id}")[1]
         assert answer["settings"] == {"__type": "discord", "channel": "1300000000000000042"}
         assert answer["publishDate"] == "2030-03-01T09:30:00.000Z"
     finally:
@@ -406,7 +374,7 @@ def test_the_composer_counts_every_rule_as_the_server_does(start_server_with_fak
 
 def test_the_connect_form_is_built_from_the_providers_descriptors(start_server_with_fakes, open_page):
     server = start_server_with_fakes()
-    connectable = [provider for provider in call(server, "GET", "/public/v1/providers")[1] if provider["connectable"]]
+    connectable = [provider for provider in api(server, "GET", "/public/v1/providers")[1] if provider["connectable"]]
     page = open_page(server)
     sign_in(page, server)
     page.get_by_role("link", name="Channels").click()
@@ -448,8 +416,9 @@ def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes
     server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
-        channel = connect_api(server, receiver, "Hook")
-        post_id = schedule_api(server, channel, "First draft of the text", "2030-05-05T08:00:00Z")
+        channel = webhook_channel(server, receiver, "Hook")
+        post_id = scheduled(server, channel, "<p>First draft of the text</p>", type="schedule",
+                            date="2030-05-05T08:00:00Z")
         page = open_page(server)
         sign_in(page, server)
         page.goto(f"/#/post/{post_id}")
@@ -458,17 +427,18 @@ def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes
         page.get_by_label("Post", exact=True).fill("The final text")
         page.get_by_role("button", name="Save changes").click()
         expect(page.locator(".content")).to_have_text("The final text")
-        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["content"] == "<p>The final text</p>"
+        assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["content"] == "<p>The final text</p>"
 
         page.get_by_label("Reschedule (UTC)").fill("2030-05-06T07:15")
         page.get_by_role("button", name="Move").click()
         expect(page.locator("time.when")).to_contain_text("07:15")
-        assert call(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-05-06T07:15:00.000Z"
+        assert api(server, "GET", f"/public/v1/posts/{post_id}")[1]["publishDate"] == "2030-05-06T07:15:00.000Z"
 
         page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete").click()
         expect(page.locator(".cal-title")).to_be_visible()
-        assert call(server, "GET", f"/public/v1/posts/{post_id}")[0] == 404
+        assert api(server, "GET", f"/public/v1/posts/{post_id}") == (
+            404, {"statusCode": 404, "message": "Post not found", "error": "Not Found"})
     finally:
         receiver.close()
 
@@ -485,17 +455,17 @@ def test_settings_timezone_webhooks_and_mcp_url(start_server_with_fakes, open_pa
     page.get_by_label("Organization timezone (IANA name)").fill("America/Sao_Paulo")
     page.get_by_role("button", name="Save timezone").click()
     expect(page.locator(".zone")).to_have_text("Times in America/Sao_Paulo")
-    assert call(server, "GET", "/public/v1/organization")[1]["timezone"] == "America/Sao_Paulo"
+    assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "America/Sao_Paulo"
 
     page.get_by_label("Name", exact=True).fill("n8n")
     page.get_by_label("URL", exact=True).fill("https://n8n.example.com/webhook/posts")
     page.get_by_label("Secret (optional)").fill("S3CRET")
     page.get_by_role("button", name="Add webhook").click()
     expect(page.locator(".hooks")).to_contain_text("n8n → https://n8n.example.com/webhook/posts (signed)")
-    assert [hook["name"] for hook in call(server, "GET", "/public/v1/webhooks")[1]] == ["n8n"]
+    assert [hook["name"] for hook in api(server, "GET", "/public/v1/webhooks")[1]] == ["n8n"]
     page.get_by_role("button", name="Delete webhook n8n").click()
     expect(page.get_by_text("None yet.")).to_be_visible()
-    assert call(server, "GET", "/public/v1/webhooks")[1] == []
+    assert api(server, "GET", "/public/v1/webhooks")[1] == []
 
 
 def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_server_with_fakes, open_page):
@@ -515,13 +485,13 @@ def test_filter_by_group_and_channel_and_the_list_view(start_server_with_fakes, 
     try:
         channels = []
         for receiver, name, group in zip(receivers, ["Acme hook", "Globex hook"], ["Acme", "Globex"]):
-            status, channel = call(server, "POST", "/public/v1/integrations",
-                                   {"provider": "webhook", "credentials": receiver.credentials(), "name": name,
-                                    "customer": group})
+            status, channel = api(server, "POST", "/public/v1/integrations",
+                                  {"provider": "webhook", "credentials": receiver.credentials(), "name": name,
+                                   "customer": group})
             assert status == 201, channel
             channels.append(channel)
-        schedule_api(server, channels[0]["id"], "For Acme", "2030-02-05T09:00:00Z")
-        schedule_api(server, channels[1]["id"], "For Globex", "2030-02-06T09:00:00Z")
+        scheduled(server, channels[0]["id"], "<p>For Acme</p>", type="schedule", date="2030-02-05T09:00:00Z")
+        scheduled(server, channels[1]["id"], "<p>For Globex</p>", type="schedule", date="2030-02-06T09:00:00Z")
         page = open_page(server)
         sign_in(page, server)
         page.goto("/#/calendar?view=list&date=2030-02-01")
@@ -552,14 +522,15 @@ def test_the_sign_in_page_loads_fast_with_an_empty_cache(start_server_with_fakes
 
 
 def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_server_with_fakes, open_page):
-    server = start_server_with_fakes(env=FAST)
+    server = start_server_with_fakes(env=FAST_RETRIES)
     receiver = FakeWebhookReceiver()
     try:
-        channel_id = connect_api(server, receiver, "Team hook")
+        channel_id = webhook_channel(server, receiver, "Team hook")
         receiver.fail_next("POST", "/hook", 401, {"message": "token revoked"})  # the next post flags the channel
-        schedule_api(server, channel_id, "flagged", datetime.datetime.now(datetime.timezone.utc).isoformat(), "now")
+        scheduled(server, channel_id, "<p>flagged</p>", type="now",
+                  date=datetime.datetime.now(datetime.timezone.utc).isoformat())
         deadline = time.monotonic() + 15
-        while not call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["refreshNeeded"]:
+        while not api(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["refreshNeeded"]:
             assert time.monotonic() < deadline
             time.sleep(0.1)
         page = open_page(server)
@@ -572,7 +543,7 @@ def test_a_channel_is_renamed_disabled_and_shown_as_needing_reconnect(start_serv
         expect(page.locator(".channel", has_text="Ops hook")).to_be_visible()
         page.get_by_role("button", name="Disable Ops hook").click()
         expect(page.locator(".channel", has_text="Ops hook")).to_contain_text("Disabled")
-        row = call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]
+        row = api(server, "GET", f"/public/v1/integrations/{channel_id}")[1]
         assert (row["name"], row["disabled"]) == ("Ops hook", True)
         page.get_by_role("button", name="Enable Ops hook").click()
         expect(page.get_by_role("button", name="Disable Ops hook")).to_be_visible()
@@ -584,7 +555,7 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
     server = start_server_with_fakes()
     receiver = FakeWebhookReceiver()
     try:
-        channel_id = connect_api(server, receiver, "Team hook")
+        channel_id = webhook_channel(server, receiver, "Team hook")
         page = open_page(server)
         page.on("dialog", lambda dialog: dialog.accept())
         sign_in(page, server)
@@ -594,7 +565,7 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         times.fill("18:00, 09:30")
         page.get_by_role("button", name="Save posting times of Team hook").click()
         expect(page.get_by_role("textbox", name="Posting times of Team hook")).to_have_value("09:30, 18:00")
-        assert call(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["postingTimes"] == \
+        assert api(server, "GET", f"/public/v1/integrations/{channel_id}")[1]["postingTimes"] == \
             '[{"time":570},{"time":1080}]'
 
         old_key = server.key
@@ -607,13 +578,13 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         page.get_by_role("button", name="Rotate API key").click()
         expect(page.locator(".api-key")).to_have_text(re.compile(r"^[0-9a-f]{64}$"))
         new_key = page.locator(".api-key").inner_text()
-        assert server.request("GET", "/public/v1/is-connected", {"Authorization": old_key})[0] == 401
-        assert server.request("GET", "/public/v1/is-connected", {"Authorization": new_key})[0] == 200
+        assert api(server, "GET", "/public/v1/is-connected", key=old_key) == (401, {"msg": "Invalid API key"})
+        assert api(server, "GET", "/public/v1/is-connected", key=new_key) == (200, {"connected": True})
         # This browser got a session for the new key: it changes things without signing in again...
         page.get_by_label("Organization name").fill("Acme Social Media")
         page.get_by_role("button", name="Save name").click()
         expect(page.get_by_label("Organization name")).to_have_value("Acme Social Media")
-        assert call(server, "GET", "/public/v1/organization")[1]["name"] == "Acme Social Media"
+        assert api(server, "GET", "/public/v1/organization")[1]["name"] == "Acme Social Media"
         page.reload()
         expect(page.get_by_label("Organization name")).to_have_value("Acme Social Media")
         # ...while the other browser, signed in with the old key, is signed out.

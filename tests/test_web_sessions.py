@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from conftest import run_cli
 
+NOT_SIGNED_IN = {"statusCode": 401, "message": "Not signed in"}
+
 
 def post(server, path: str, body, headers: dict | None = None) -> tuple:
     return server.request("POST", path, {"Content-Type": "application/json", **(headers or {})},
@@ -55,7 +57,7 @@ def test_the_cookie_stands_for_the_key_and_changes_need_the_csrf_token(server):
     status, _, answer = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie})
     assert status == 403 and "X-CSRF-Token" in json.loads(answer)["message"]
     status, _, answer = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie, "X-CSRF-Token": "0" * 32})
-    assert status == 403
+    assert status == 403 and "X-CSRF-Token" in json.loads(answer)["message"]
     status, _, _ = post(server, "/public/v1/webhooks", webhook, {"Cookie": cookie, "X-CSRF-Token": csrf})
     assert status == 201
     status, _, answer = server.request("GET", "/auth/session", {"Cookie": cookie})
@@ -66,7 +68,8 @@ def test_logout_ends_the_session(server):
     cookie, csrf = sign_in(server)
     status, headers, _ = server.request("POST", "/auth/logout", {"Cookie": cookie, "X-CSRF-Token": csrf})
     assert status == 204 and "Max-Age=0" in headers["set-cookie"]
-    assert server.request("GET", "/auth/session", {"Cookie": cookie})[0] == 401
+    status, _, answer = server.request("GET", "/auth/session", {"Cookie": cookie})
+    assert (status, json.loads(answer)) == (401, NOT_SIGNED_IN)
     status, _, answer = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})
     assert status == 401 and json.loads(answer) == {"msg": "Your session has ended: sign in again"}
 
@@ -105,7 +108,8 @@ def test_the_ui_is_served_with_etag_and_a_strict_content_security_policy(server)
     assert headers["x-content-type-options"] == "nosniff"
     status, _, _ = server.request("GET", "/", {"If-None-Match": headers["etag"]})
     assert status == 304
-    assert server.request("GET", "/web/no-such-file.js")[0] == 404
+    status, _, answer = server.request("GET", "/web/no-such-file.js")
+    assert (status, json.loads(answer)["message"]) == (404, "Cannot GET /web/no-such-file.js")
 
 
 def add_user(server, *arguments: str, password: str = "") -> subprocess.CompletedProcess:
@@ -138,8 +142,11 @@ def test_rotating_the_key_ends_its_sessions_and_the_rotating_browser_gets_one_fo
     # Every session made with the old key has ended: no reads, no writes, no new keys.
     for cookie, csrf in ((rotating, rotating_csrf), (other, other_csrf)):
         assert reads_and_writes(server, cookie, csrf) == (401, 401)
-        assert post(server, "/public/v1/organization/api-key", {}, {"Cookie": cookie, "X-CSRF-Token": csrf})[0] == 401
-        assert server.request("GET", "/auth/session", {"Cookie": cookie})[0] == 401
+        status, _, answer = post(server, "/public/v1/organization/api-key", {},
+                                 {"Cookie": cookie, "X-CSRF-Token": csrf})
+        assert (status, json.loads(answer)) == (401, {"msg": "Your session has ended: sign in again"})
+        status, _, answer = server.request("GET", "/auth/session", {"Cookie": cookie})
+        assert (status, json.loads(answer)) == (401, NOT_SIGNED_IN)
     assert reads_and_writes(server, renewed, body["csrfToken"]) == (200, 201)
     status, _, answer = server.request("GET", "/auth/session", {"Cookie": renewed})
     assert status == 200 and json.loads(answer)["csrfToken"] == body["csrfToken"]
@@ -179,7 +186,8 @@ def test_a_new_password_or_a_removed_user_ends_that_user_s_sessions(server):
     assert result.returncode == 0, result.stderr
     assert "bob@example.com can no longer sign in to the web app of organization My organization" in result.stderr
     assert reads_and_writes(server, *bob) == (401, 401)
-    assert post(server, "/auth/login", {"email": "bob@example.com", "password": "correct horse battery"})[0] == 401
+    status, _, answer = post(server, "/auth/login", {"email": "bob@example.com", "password": "correct horse battery"})
+    assert (status, json.loads(answer)["message"]) == (401, "Wrong email or password")
     assert reads_and_writes(server, *by_key) == (200, 201)
 
 
@@ -238,7 +246,8 @@ def test_a_flood_of_wrong_passwords_is_limited_and_health_keeps_answering(server
         in messages
     assert "Too many sign-in attempts from your address (at most 30 in 15 minutes): try again in 15 min" in messages
     # The right password is refused too while the limit lasts; the API key still signs in.
-    assert post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})[0] == 429
+    status, _, answer = post(server, "/auth/login", {"email": "alice@example.com", "password": "correct horse battery"})
+    assert status == 429 and json.loads(answer)["message"].startswith("Too many sign-in attempts")
     sign_in(server)
 
 
