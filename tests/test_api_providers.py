@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from fake_mastodon import FakeMastodon
-from provider_api import api, connect, post_body
-from test_api_channels import PREFIXES, call
-from test_api_posts import PostsDatabase
+from support import API, PREFIXES, Database, api, channel_post, connect, post_body
 from test_mcp_transport import post as mcp_post, rpc
 from rustiz_features.catalogue import DESCRIPTORS, POSTIZ_COUNTING_RULES, PROVIDERS
 from rustiz_features.publishers import PROVIDER_MODULES, provider_for
@@ -23,14 +21,14 @@ SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websoc
 
 
 def providers(server) -> list:
-    status, answer = call(server, "GET", "/public/v1/providers", server.key)
+    status, answer = api(server, "GET", f"{API}/providers")
     assert status == 200, answer
     return answer
 
 
 def scheduled(channel_id: str, *parts: str) -> dict:
     """A POST /posts body queued for 2030 (so nothing is published), with the provider's default settings."""
-    return {**post_body(channel_id, *parts), "type": "schedule", "date": "2030-01-01T10:00:00.000Z"}
+    return post_body(channel_post(channel_id, *parts), type="schedule", date="2030-01-01T10:00:00.000Z")
 
 
 # --- the route ------------------------------------------------------------------------------------
@@ -77,8 +75,8 @@ def test_post_integrations_takes_exactly_the_credential_fields_the_route_describ
             continue
         keys = [field["key"] for field in provider["credentials"]]
         required = [field["key"] for field in provider["credentials"] if field["required"]]
-        status, answer = call(server, "POST", "/public/v1/integrations", server.key,
-                              {"provider": provider["identifier"], "credentials": {"unknownKey": "x"}})
+        status, answer = api(server, "POST", f"{API}/integrations",
+                             {"provider": provider["identifier"], "credentials": {"unknownKey": "x"}})
         assert status == 400, answer
         assert answer["message"] == [f"credentials.{key} should not be empty" for key in required] + [
             f"credentials.unknownKey should not exist ({provider['identifier']} takes {', '.join(keys)})"]
@@ -95,16 +93,17 @@ def test_a_mastodon_post_counts_each_link_as_23_at_exactly_the_limit_and_one_ove
     server = start_server_with_fakes(env=mastodon.env)
     status, channel = connect(server, "mastodon", mastodon.credentials())
     assert status == 201, channel
-    unlimited = PostsDatabase(server).channel("Old Mastodon channel", "mastodon")  # no instance limits stored
+    unlimited = Database(server).channel("Old Mastodon channel", "mastodon")  # no instance limits stored
     descriptor = {provider["identifier"]: provider for provider in providers(server)}["mastodon"]
     per_link, limit = descriptor["limits"]["charactersReservedPerUrl"], descriptor["maxLength"]
     link = "https://example.com/" + "a-long-path/" * 40  # 500 characters long, 23 as Mastodon counts it
     words = "w" * (limit - 3 * (per_link + 1))
     exactly = f"<p>{words} {link} {link} {link}</p>"
     for channel_id in (channel["id"], unlimited):
-        status, answer = api(server, "POST", "/posts", scheduled(channel_id, exactly))
+        status, answer = api(server, "POST", f"{API}/posts", scheduled(channel_id, exactly))
         assert status == 201, answer
-        status, answer = api(server, "POST", "/posts", scheduled(channel_id, exactly.replace("</p>", "!</p>")))
+        status, answer = api(server, "POST", f"{API}/posts",
+                             scheduled(channel_id, exactly.replace("</p>", "!</p>")))
         assert (status, answer["message"]) == (400, f"the post is {limit + 1} characters long as Mastodon counts "
                                                     f"them (each link counts as {per_link}), and this instance allows "
                                                     f"{limit}"), answer
@@ -115,24 +114,24 @@ def test_a_mastodon_channel_s_settings_give_its_instance_s_own_limit(start_serve
     server = start_server_with_fakes(env=mastodon.env)
     status, channel = connect(server, "mastodon", mastodon.credentials())
     assert status == 201, channel
-    status, answer = api(server, "GET", f"/integration-settings/{channel['id']}")
+    status, answer = api(server, "GET", f"{API}/integration-settings/{channel['id']}")
     assert (status, answer["output"]["maxLength"]) == (200, 5000)
 
 
 def test_bluesky_counts_an_emoji_with_a_skin_tone_once(server):
-    channel = PostsDatabase(server).channel("Sky", "bluesky")
-    status, answer = api(server, "POST", "/posts", scheduled(channel, "<p>" + "👍🏽" * 300 + "</p>"))
+    channel = Database(server).channel("Sky", "bluesky")
+    status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "👍🏽" * 300 + "</p>"))
     assert status == 201, answer  # 600 code points, 300 characters as Bluesky (and the composer) count them
-    status, answer = api(server, "POST", "/posts", scheduled(channel, "<p>" + "👍🏽" * 301 + "</p>"))
+    status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "👍🏽" * 301 + "</p>"))
     assert (status, answer["message"]) == (400, "Bluesky allows 300 characters (graphemes) per post; the post has "
                                                 "301: shorten it or split it into thread parts"), answer
 
 
 def test_telegram_counts_the_text_it_receives_not_the_stored_html(server):
-    channel = PostsDatabase(server).channel("News", "telegram")
-    status, answer = api(server, "POST", "/posts", scheduled(channel, "<p>" + "&amp;" * 4096 + "</p>"))
+    channel = Database(server).channel("News", "telegram")
+    status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "&amp;" * 4096 + "</p>"))
     assert status == 201, answer  # 4,096 "&", stored as 20,480 characters of "&amp;"
-    status, answer = api(server, "POST", "/posts", scheduled(channel, "<p>" + "&amp;" * 4097 + "</p>"))
+    status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "&amp;" * 4097 + "</p>"))
     assert (status, answer["message"]) == (400, "the post is 4097 characters long as Telegram counts them (an emoji "
                                                 "is 2), and Telegram allows 4,096 in a message"), answer
 

@@ -394,9 +394,9 @@ def test_the_connect_form_is_built_from_the_providers_descriptors(start_server_w
 
 
 def test_the_composer_counts_mastodon_links_as_the_server_does(start_server_with_fakes, open_page):
-    from test_api_posts import PostsDatabase
+    from support import Database
     server = start_server_with_fakes()
-    PostsDatabase(server).channel("Toots", "mastodon")
+    Database(server).channel("Toots", "mastodon")
     page = open_page(server)
     sign_in(page, server)
     page.goto("/#/compose")
