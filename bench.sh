@@ -18,6 +18,14 @@
 #                              every measurement ran)
 #   BENCH_MCP_ONLY=1           only the MCP rows (about 30 s), then stop
 #   BENCH_HOSTILE_ONLY=1       only the hostile-clients line (about 25 s), then stop
+#   BENCH_BASELINE_PYZ=/path/to/other.pyz  also measure another build (e.g. main's, made
+#                              with its build_zipapp.py) side by side: start-up and load
+#                              rows, stdlib (RUSTIZ_NO_SPEEDUPS=1), labelled "baseline"
+#   BENCH_BASELINE_FAST_PYZ=/path/to/other-speedups.pyz  the same for its
+#                              --with-speedups build (uvloop+orjson); the start-up target
+#                              "no worse than the baseline" needs it
+#   BENCH_MAIN_ONLY=1          only the start-up series and the single-process load rows
+#                              (no --workers 2, MCP, scheduler or hostile-clients rows)
 #   BENCH_HOSTILE_BASELINE=/path/to/other.pyz  also measure the hostile-clients
 #                              line on that build (e.g. main's), printed beside
 #
@@ -772,6 +780,14 @@ log "loads: ${DUR}s wrk, ab -n $AB_N, $STARTS cold starts"
 LABEL[rz_std]="rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
 LABEL[rz_fast]="rustiz, uvloop+orjson"
 LABEL[uvicorn]="uvicorn+starlette (uvloop+httptools)"
+BASE_PYZ=${BENCH_BASELINE_PYZ:-}
+BASE_FAST_PYZ=${BENCH_BASELINE_FAST_PYZ:-}
+LABEL[base_std]="baseline $(basename "${BASE_PYZ:-none}"), stdlib"
+LABEL[base_fast]="baseline $(basename "${BASE_FAST_PYZ:-none}"), uvloop+orjson"
+for baseline in "$BASE_PYZ" "$BASE_FAST_PYZ"; do
+    [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline build at $baseline"
+done
+MAIN_ONLY=${BENCH_MAIN_ONLY:-0}
 
 if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY and/or BENCH_HOSTILE_ONLY
     [ "$MCP_ONLY" = 1 ] && mcp_rows
@@ -789,6 +805,14 @@ startup_series rz_std "${RZ_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$PYZ" serv
 if [ $FAST_OK = 1 ]; then
     free_port
     startup_series rz_fast "${RZ_ENV[@]}" -- "$RZPY" "$PYZ_FAST" serve
+fi
+if [ -n "$BASE_PYZ" ]; then
+    free_port
+    startup_series base_std "${RZ_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$BASE_PYZ" serve
+fi
+if [ -n "$BASE_FAST_PYZ" ]; then
+    free_port
+    startup_series base_fast "${RZ_ENV[@]}" -- "$RZPY" "$BASE_FAST_PYZ" serve
 fi
 free_port
 startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$B" \
@@ -811,6 +835,17 @@ if [ $FAST_OK = 1 ]; then
     run_row rz_fast "${LABEL[rz_fast]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
 fi
 
+if [ -n "$BASE_PYZ" ]; then
+    free_port
+    run_row base_std "${LABEL[base_std]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
+        "$RZPY" "$BASE_PYZ" serve
+fi
+if [ -n "$BASE_FAST_PYZ" ]; then
+    free_port
+    run_row base_fast "${LABEL[base_fast]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$BASE_FAST_PYZ" serve
+fi
+
+if [ "$MAIN_ONLY" != 1 ]; then
 free_port
 run_row rz_std_w2 "rustiz, stdlib, --workers 2" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
     "$RZPY" "$PYZ" serve --workers 2
@@ -929,9 +964,12 @@ SCHED=$(timeout 300 "$RZPY" "$B/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RE
 eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
 
 hostile_rows
+fi   # (BENCH_MAIN_ONLY)
 
 for id in rz_std rz_std_w2; do SIZE[$id]=$SIZE_PLAIN; done
 for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
+[ -n "$BASE_PYZ" ] && SIZE[base_std]=$(stat -c %s "$BASE_PYZ")
+[ -n "$BASE_FAST_PYZ" ] && SIZE[base_fast]=$(stat -c %s "$BASE_FAST_PYZ")
 
 # ------------------------------------------------------------ table
 ELAPSED=$(( $(date +%s) - T_BEGIN ))
@@ -942,7 +980,8 @@ echo "GET $PATH_EP (Bearer key, empty DB, keep-alive). wrk -t1 -d${DUR}s --laten
 echo
 echo "| Server | .pyz bytes | Start-up median (range) | RSS 2 s | RSS after load | wrk c32 req/s | c32 p99 | wrk c64 req/s | c64 p99 | ab -k c32 req/s | ab p99 | errors |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-for id in nginx uvicorn rz_std rz_fast rz_std_w2 rz_fast_w2; do
+for id in nginx uvicorn rz_std rz_fast base_std base_fast rz_std_w2 rz_fast_w2; do
+    case $id in base_* | *_w2) [ -n "${SU_MED[$id]:-}${RPS32[$id]:-}" ] || continue ;; esac   # not measured in this run
     su="—"
     [ -n "${SU_MED[$id]:-}" ] && su="${SU_MED[$id]} ms (${SU_RANGE[$id]})"
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
@@ -954,9 +993,11 @@ for id in nginx uvicorn rz_std rz_fast rz_std_w2 rz_fast_w2; do
 done
 echo
 [ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
-echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
-mcp_table
-hostile_lines
+if [ "$MAIN_ONLY" != 1 ]; then
+    echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
+    mcp_table
+    hostile_lines
+fi
 echo
 echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
 echo
@@ -980,10 +1021,14 @@ target "rustiz (uvloop+orjson) ≥ 0.5× nginx ceiling, wrk c32" "$r" ">=" 0.5 "
 r=$(ratio "${RPS32[rz_std]:-}" "${RPS32[uvicorn]:-}")
 target "rustiz (stdlib only) ≥ 3× uvicorn+starlette, wrk c32" "$r" ">=" 3 "${r}× (${RPS32[rz_std]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
 r=$(ratio "${SU_MED[rz_std]:-}" "${SU_MED[uvicorn]:-}")
-target "start-up median (stdlib rustiz) ≤ 0.4× uvicorn+starlette's" "$r" "<=" 0.4 "${r}× (${SU_MED[rz_std]:-?} vs ${SU_MED[uvicorn]:-?} ms)"
+target "start-up median (stdlib rustiz) ≤ 0.5× uvicorn+starlette's" "$r" "<=" 0.5 "${r}× (${SU_MED[rz_std]:-?} vs ${SU_MED[uvicorn]:-?} ms)"
+if [ -n "$BASE_FAST_PYZ" ]; then   # "no worse than today": needs the build it is compared with
+    r=$(ratio "${SU_MED[rz_fast]:-}" "${SU_MED[base_fast]:-}")
+    target "start-up median (uvloop+orjson) no worse than the baseline's" "$r" "<=" 1 "${r}× (${SU_MED[rz_fast]:-?} vs ${SU_MED[base_fast]:-?} ms)"
+fi
 r=$(awk -v v="${RSS0[rz_std]:-}" 'BEGIN { split(v, a, " "); if (a[1] != "") printf "%.1f", a[1] / 1024 }')
-target "idle RSS (stdlib rustiz, 2 s after start) ≤ 24 MiB" "$r" "<=" 24 "${r} MiB"
-target "rustiz.pyz ≤ 256 KiB" "$SIZE_PLAIN" "<=" 262144 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
+target "idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB" "$r" "<=" 20 "${r} MiB"
+target "rustiz.pyz ≤ 540 KiB" "$SIZE_PLAIN" "<=" 552960 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
 
 if [ ${#NOTES[@]} -gt 0 ]; then
     echo

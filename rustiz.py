@@ -23,7 +23,6 @@ Map of this file (each section starts with a banner comment):
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -40,6 +39,7 @@ from _operator import _compare_digest as compare_digest  # what hmac.compare_dig
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Optional, Union
 
 if TYPE_CHECKING:  # names in annotations only: the core imports no feature module at load time
+    import argparse  # (imported by the CLI when a command needs it: `serve` does not)
     from rustiz_features.catalogue import NewChannel
 
 # Key hashing uses CPython's built-in SHA-256: importing hashlib (or hmac) loads OpenSSL's libcrypto,
@@ -48,7 +48,7 @@ try:
     from _sha2 import sha256 as sha256  # Python 3.12+
 except ImportError:
     try:
-        from sha256 import sha256 as sha256  # Python 3.10, 3.11
+        from _sha256 import sha256 as sha256  # Python 3.10, 3.11
     except ImportError:  # an interpreter built without its own hashes
         from hashlib import sha256 as sha256
 
@@ -279,7 +279,7 @@ def read_config_file(path: str) -> dict:
             line = line[7:].lstrip()
         name, sep, value = line.partition("=")
         name = name.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not sep or not (name.isascii() and name.isidentifier()):  # [A-Za-z_][A-Za-z0-9_]*
             raise UserError(f"{path}, line {number}: expected NAME=value, got {raw.strip()!r}")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
@@ -913,14 +913,16 @@ class Store:
         "SELECT i.id, i.name, i.provider_identifier, i.picture, i.disabled, i.profile, c.id, c.name "
         "FROM integration i LEFT JOIN customer c ON c.id = i.customer_id "
         "WHERE i.organization_id = ? AND i.deleted_at IS NULL")
+    # Whole statements made once: the statement cache finds a string it has seen faster than a new equal one.
+    _ALL_INTEGRATIONS_SQL = _INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id"
+    _GROUP_INTEGRATIONS_SQL = _INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id"
 
     def integrations(self, organization_id: str, customer_id: Optional[str] = None) -> list:
         """Channels in Postiz's public shape; `customer` is omitted when the channel has none."""
         if customer_id is None:
-            rows = self._read(self._INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id", (organization_id,))
+            rows = self._read(self._ALL_INTEGRATIONS_SQL, (organization_id,))
         else:
-            rows = self._read(self._INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id",
-                                   (organization_id, customer_id))
+            rows = self._read(self._GROUP_INTEGRATIONS_SQL, (organization_id, customer_id))
         return [self._integration_item(row) for row in rows]
 
     @staticmethod
@@ -1635,6 +1637,7 @@ Event = Union[RequestHead, Body, EndOfMessage, ParseError]
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but TAB, CR and LF
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 _HTTP_VERSION = re.compile(r"HTTP/(\d)\.(\d)\Z")
 _checked_header_names: dict = {}  # raw name -> lower-cased name, for names already proven to be tokens
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?\Z")
@@ -1786,12 +1789,15 @@ class RequestParser:
 
     def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
         text = raw.decode("latin-1")
-        bad = _CONTROL_CHARACTERS.search(text)
-        if bad is not None:
-            return ParseError(400, f"request head contains the control character {bad.group()!r}")
         lines = text.split("\r\n")
-        if text.count("\r") != len(lines) - 1 or text.count("\n") != len(lines) - 1:
-            return ParseError(400, "request head contains a CR or LF that is not part of a CRLF line end")
+        # A head of printable ASCII and CRLF line ends has no byte but the line ends' outside that range: one
+        # pass clears most heads. Any other (a TAB, a Latin-1 byte, a control character) takes the checks below.
+        if len(raw.translate(None, _PRINTABLE_ASCII)) != 2 * (len(lines) - 1):
+            bad = _CONTROL_CHARACTERS.search(text)
+            if bad is not None:
+                return ParseError(400, f"request head contains the control character {bad.group()!r}")
+            if text.count("\r") != len(lines) - 1 or text.count("\n") != len(lines) - 1:
+                return ParseError(400, "request head contains a CR or LF that is not part of a CRLF line end")
         parts = lines[0].split(" ")
         if len(parts) != 3:
             return ParseError(400, "malformed request line")
@@ -1817,8 +1823,9 @@ class RequestParser:
         content_lengths = []
         for line in lines[1:]:
             raw_name, colon, value = line.partition(":")
-            name = _checked_header_names.get(raw_name)
-            if name is None:
+            try:
+                name = _checked_header_names[raw_name]
+            except KeyError:
                 if not colon or not _TOKEN.match(raw_name):
                     if line[:1] in (" ", "\t"):
                         return ParseError(400, "folded header lines are not allowed")
@@ -1829,7 +1836,10 @@ class RequestParser:
             value = value.strip(" \t")
             if name == "content-length":
                 content_lengths.extend(part.strip() for part in value.split(","))
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            if name in headers:
+                headers[name] = f"{headers[name]}, {value}"
+            else:
+                headers[name] = value
         transfer_encoding = headers.get("transfer-encoding")
         chunked = False
         content_length: Optional[int] = 0
@@ -1850,9 +1860,10 @@ class RequestParser:
         connection = headers.get("connection")
         options = {option.strip() for option in connection.lower().split(",")} if connection else ()
         keep_alive = "keep-alive" in options if http10 else "close" not in options
-        expect_continue = not http10 and headers.get("expect", "").lower() == "100-continue"
-        return RequestHead(method, target, "1.0" if http10 else "1.1", headers, keep_alive,
-                           expect_continue, content_length, chunked)
+        expect_continue = not http10 and "expect" in headers and headers["expect"].lower() == "100-continue"
+        # (tuple.__new__ itself: the NamedTuple's __new__ would add a Python call to every request)
+        return tuple.__new__(RequestHead, (method, target, "1.0" if http10 else "1.1", headers, keep_alive,
+                                           expect_continue, content_length, chunked))
 
 
 def _origin_form(method: str, target: str) -> Union[str, ParseError]:
@@ -2709,14 +2720,15 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready: Callable[[], None],
-               supervisor: Optional[int] = None) -> int:
+               supervisor: Optional[int] = None, store: Optional[Store] = None) -> int:
     """Serve on `listener` until SIGTERM or SIGINT (or the death of the `supervisor` process), then drain.
 
     `primary` marks the one worker that runs what must run once per server: housekeeping and the
-    scheduler (which also checks, through a file lock, that no other process schedules this database)."""
+    scheduler (which also checks, through a file lock, that no other process schedules this database).
+    `store` is the database already open in this process, if any (closed when the worker ends)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
-    store = Store(config.database)
+    store = store or Store(config.database)
     store.share_reads_per_loop_turn(loop.call_soon)
     app = App(config, store)
     state = ServerState(config, app, connections_within_open_file_limit(config.max_connections))
@@ -2732,9 +2744,13 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
         loop.create_server(lambda: HttpConnection(state), sock=listener, backlog=1024))
 
     scheduler = None
-    if primary:
+
+    def start_scheduler() -> None:
+        """Run once the server is up: loading the scheduler's module need not delay the ready line."""
+        nonlocal scheduler
         from rustiz_features.scheduler import Scheduler
         scheduler = Scheduler(config, store, loop)
+        scheduler.tick()
 
     def sweep() -> None:
         now = time.monotonic()
@@ -2750,7 +2766,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     loop.call_later(1.0, sweep)
     if primary:
         loop.call_soon(app.housekeeping, loop)
-        loop.call_soon(scheduler.tick)
+        loop.call_soon(start_scheduler)
     on_ready()
     try:
         loop.run_until_complete(stop)
@@ -2807,9 +2823,14 @@ def connections_within_open_file_limit(max_connections: int) -> int:
     return fitting
 
 
-def serve(config: Config, startup_note: str) -> int:
-    """Bind, start the workers, print the ready line, and wait for a signal."""
-    sockets = bind_sockets(config)
+def serve(config: Config, startup_note: str, store: Store) -> int:
+    """Bind, start the workers, print the ready line, and wait for a signal. `store`, the database opened
+    (and migrated) at start, serves a single worker; with several, each opens its own after the fork."""
+    try:
+        sockets = bind_sockets(config)
+    except BaseException:
+        store.close()
+        raise
     port = bound_port(sockets)
     url_host = f"[{config.host}]" if ":" in config.host else config.host
     url = f"http://{url_host}:{port}"
@@ -2817,7 +2838,8 @@ def serve(config: Config, startup_note: str) -> int:
     plural = "worker" if config.workers == 1 else "workers"
     ready_line = f"rustiz {VERSION} ready on {url} ({config.workers} {plural}; {startup_note})"
     if config.workers == 1:
-        return run_worker(config, sockets[0], True, lambda: log(ready_line))
+        return run_worker(config, sockets[0], True, lambda: log(ready_line), store=store)
+    store.close()  # (an SQLite connection must not cross a fork)
     return supervise_workers(config, sockets, ready_line)
 
 
@@ -2944,7 +2966,9 @@ class Guard:
     def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
-        self._known_keys: dict = {}  # key hash -> organization id, valid while the generation holds
+        # key -> organization id, valid while the generation holds: a known key costs a dict lookup, not a hash.
+        # (The key itself: str hashes are salted per process, so a lookup reveals nothing by its timing.)
+        self._known_keys: dict = {}
         self._known_generation = b""
 
     def organization(self, request: Request) -> Union[str, Response]:
@@ -2982,19 +3006,18 @@ class Guard:
 
     def organization_for_key(self, key: str) -> Optional[str]:
         """The organization an API key belongs to, or None; known keys are remembered per credentials generation."""
-        key_hash = hash_api_key(key)
         generation = self.store.credentials_generation()
         if generation != self._known_generation:
             self._known_keys.clear()
             self._known_generation = generation
-        organization_id = self._known_keys.get(key_hash)
+        organization_id = self._known_keys.get(key)
         if organization_id is not None:
             return organization_id
-        organization_id = self.store.organization_for_key_hash(key_hash)
+        organization_id = self.store.organization_for_key_hash(hash_api_key(key))
         if organization_id is not None:
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
-            self._known_keys[key_hash] = organization_id
+            self._known_keys[key] = organization_id
         return organization_id
 
     def client_address(self, request: Request) -> str:
@@ -3083,6 +3106,22 @@ def _pattern_family(path: str) -> str:
     return segments[0]
 
 
+def template_parameters(template: tuple, parts: Optional[list]) -> Optional[dict]:
+    """The parameters of a path (its `parts` between slashes) that a route template (its segments) matches:
+    a literal segment matches itself, a `:name` segment any non-empty part. None when it does not match."""
+    if parts is None or len(parts) != len(template):
+        return None
+    params = {}
+    for segment, part in zip(template, parts):
+        if segment.startswith(":"):
+            if not part:
+                return None
+            params[segment[1:]] = part
+        elif segment != part:
+            return None
+    return params
+
+
 # The route table. Each handler is `Class.method` in a module of rustiz_features/, imported on the first
 # request to one of its routes; each Class is built once per worker, from the App (App.feature). A
 # handler's own options (no key, its body limit...) are written beside it with @route_options.
@@ -3157,7 +3196,7 @@ class App:
         self.store = store
         self.guard = Guard(config, store)
         self.routes: dict = {}  # path -> {method: Route or LazyRoute}, for paths without parameters
-        self.patterns: dict = {}  # path template -> (compiled pattern, {method: Route or LazyRoute})
+        self.patterns: dict = {}  # path template -> (its segments, {method: Route or LazyRoute})
         # The same patterns by their literal leading segments ("public/v1", "mcp"), so that a path is
         # matched against its own family only: /mcp/<key> need not fail thirty API patterns first.
         self.pattern_families: dict = {}
@@ -3185,9 +3224,9 @@ class App:
             self.routes.setdefault(path, {})[method] = route
             return
         if path not in self.patterns:
-            regex = "".join(f"/(?P<{segment[1:]}>[^/]+)" if segment.startswith(":") else "/" + re.escape(segment)
-                            for segment in path.strip("/").split("/"))
-            self.patterns[path] = (re.compile(regex), {})
+            # Matched segment by segment (template_parameters): compiling a regular expression for each of
+            # the sixty-odd templates would cost every start-up a few milliseconds.
+            self.patterns[path] = (tuple(path.strip("/").split("/")), {})
             self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
         self.patterns[path][1][method] = route
 
@@ -3240,12 +3279,13 @@ class App:
             request.params = {"name": segments[2]}
             return self.files["/web/:name"]
         families = ("/".join(segments[1:3]), segments[1]) if len(segments) > 2 else (segments[-1],)
+        parts = path.split("/")[1:] if path.startswith("/") else None
         for family in families:
-            for pattern, methods in self.pattern_families.get(family, ()):
-                match = pattern.fullmatch(path)
-                if match is not None:
+            for template, methods in self.pattern_families.get(family, ()):
+                params = template_parameters(template, parts)
+                if params is not None:
                     from urllib.parse import unquote
-                    request.params = {name: unquote(value) for name, value in match.groupdict().items()}
+                    request.params = {name: unquote(value) for name, value in params.items()}
                     return methods
         return None
 
@@ -3266,7 +3306,7 @@ class App:
                 refused = self.guard.request_limit(request)
                 if refused is not None:
                     return refused
-            rate_headers: list = []
+            rate_headers: Union[tuple, list] = ()  # Postiz's X-RateLimit-* headers (POST /posts only)
             if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
                 # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
                 organization = self.guard.organization(request)
@@ -3487,9 +3527,10 @@ def command_serve(arguments: argparse.Namespace) -> int:
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
             log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")
-    finally:
+    except BaseException:
         store.close()
-    return serve(config, note)
+        raise
+    return serve(config, note, store)
 
 
 def command_key_rotate(arguments: argparse.Namespace) -> int:
@@ -3734,10 +3775,12 @@ def command_version(arguments: argparse.Namespace) -> int:
 
 def _help_formatter(prog: str) -> argparse.HelpFormatter:
     """A fixed width: argparse's default asks the terminal through shutil, which costs start-up time."""
+    import argparse
     return argparse.HelpFormatter(prog, width=100, max_help_position=32)
 
 
 def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParser:
+    import argparse
     parser = argparse.ArgumentParser(
         prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.",
         formatter_class=_help_formatter)
@@ -3844,8 +3887,25 @@ def _add_channel_commands(commands: Any, with_providers: bool) -> None:
     listing.set_defaults(run=command_channel_list)
 
 
+def plain_serve_arguments(argv: list) -> Optional[Any]:
+    """`serve` and `serve --workers N` as argparse would parse them, without argparse: importing it and
+    building the parser of every command cost several milliseconds of each start. None for anything else
+    (--help, other spellings, mistakes), which argparse parses and explains."""
+    if argv[:1] != ["serve"]:
+        return None
+    if len(argv) == 1:
+        workers = None
+    elif len(argv) == 3 and argv[1] == "--workers" and argv[2].isascii() and argv[2].isdigit():
+        workers = int(argv[2])
+    else:
+        return None
+    from types import SimpleNamespace
+    return SimpleNamespace(command="serve", workers=workers, run=command_serve)
+
+
 def main(argv: Optional[list] = None) -> int:
-    arguments = build_argument_parser(argv).parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    arguments = plain_serve_arguments(argv) or build_argument_parser(argv).parse_args(argv)
     try:
         return arguments.run(arguments)
     except UserError as error:

@@ -12,14 +12,17 @@ import contextlib
 import os
 import re
 import time
-from typing import Any, Awaitable, Optional, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Optional, Union
 
 from rustiz import (
     ApiError, App, BodySink, FileResponse, MAX_IMAGE_BYTES, Request, Response, bad_request, json_response, log,
     make_private_folders, nest_error, not_found, route_options,
 )
-from .catalogue import url_problem
-from .http_client import ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts
+
+# The outbound client and the catalogue's URL check serve upload-from-url alone: fetch_media imports them, so
+# that the primary worker's housekeeping (which removes abandoned uploads at start) loads neither.
+if TYPE_CHECKING:
+    from .http_client import HttpClient, HttpReply
 
 
 # The multipart events and the media value types are plain slotted classes: each NamedTuple
@@ -355,6 +358,8 @@ FETCH_MAX_REDIRECTS = 3
 async def fetch_media(http: "HttpClient", url: str, uploads: str, max_video_bytes: int) -> StagedFile:
     """Download `url` (upload-from-url, or a post's media from the web) into a staged file, through the
     client's address guard, with its size and type checked as it arrives; raises ApiError (400, 413)."""
+    from .catalogue import url_problem
+    from .http_client import ConnectFailed, NoAnswer, Timeouts
     problem = url_problem(url, ("http", "https"))
     if problem:
         raise bad_request(f"upload-from-url: url {problem}")

@@ -42,6 +42,18 @@ def test_two_builds_are_byte_for_byte_identical(tmp_path):
     assert first.read_bytes() == second.read_bytes()
 
 
+def test_compiled_modules_leave_out_function_annotations_which_their_sources_keep(pyz):
+    """Annotations are for readers and type checkers: the .pyc files run without them (a smaller archive),
+    while the sources packed beside them, which tracebacks quote, keep them."""
+    import zipfile
+    with zipfile.ZipFile(pyz) as archive:
+        assert "def main(argv: Optional[list] = None) -> int:" in archive.read("rustiz.py").decode()
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import rustiz; "
+                             "print(rustiz.main.__annotations__, rustiz.__spec__.origin.endswith('.pyc'), "
+                             "rustiz.Config._fields[:2])", str(pyz)], capture_output=True, text=True, timeout=30)
+    assert result.stdout.strip() == "{} True ('config_path', 'database')", result.stderr
+
+
 def test_source_file_runs_on_its_own(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "rustiz.py"), "version"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=30)

@@ -228,10 +228,12 @@ def test_connections_beyond_the_maximum_get_503_with_retry_after_while_health_an
     server = start_server(env={"RUSTIZ_MAX_CONNECTIONS": str(limit), "RUSTIZ_HEADER_TIMEOUT": "30"})
     idle = []
     try:
+        # The idle connections first: a probe connection among the first `limit` would free its place when it
+        # closes, and the request below could take that place.
+        for _ in range(limit + 100):
+            idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+        time.sleep(0.5)
         with HealthProbe(server.port) as probe:
-            for _ in range(limit + 100):
-                idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
-            time.sleep(0.5)
             status, headers, body = server.request("GET", "/public/v1/integrations",
                                                    {"Authorization": server.key})
             assert status == 503, (status, body)

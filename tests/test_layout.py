@@ -1,11 +1,12 @@
 """The layout: rustiz.py is the core, which imports only the standard library when it loads; the
 feature modules of rustiz_features/ import the core and one another as a DAG, and no underscore name
-crosses from one module to another."""
+crosses from one module to another; and what a start-up loads, and when."""
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +114,35 @@ def test_every_provider_module_is_built_into_the_archive(pyz):
         names = set(archive.namelist())
     for module in PROVIDER_MODULES.values():
         assert f"{PACKAGE}/publishers/{module}.py" in names and f"{PACKAGE}/publishers/{module}.pyc" in names
+
+
+def imported_modules(stderr_lines: list) -> list:
+    """The modules that `python -X importtime` (PYTHONPROFILEIMPORTTIME=1) reported in these lines, in order."""
+    return [line.rsplit("|", 1)[1].strip() for line in stderr_lines if line.startswith("import time:")]
+
+
+def test_the_server_is_ready_before_loading_the_scheduler_and_never_loads_the_cli_parser(start_server):
+    """`serve` needs no argparse; the scheduler is loaded once the server listens, so neither delays the ready
+    line; and a scheduler with nothing due loads none of what publishing needs (publishers, outbound client)."""
+    server = start_server(env={"PYTHONPROFILEIMPORTTIME": "1"})
+    deadline = time.monotonic() + 10
+    while not any("scheduler running" in line for line in server.stderr_lines):
+        assert time.monotonic() < deadline, "the scheduler did not start"
+        time.sleep(0.02)
+    lines = list(server.stderr_lines)
+    ready = next(index for index, line in enumerate(lines) if " ready on " in line)
+    assert [module for module in imported_modules(lines[:ready]) if module.startswith(PACKAGE)] == []
+    loaded = set(imported_modules(lines))
+    assert "argparse" not in loaded
+    assert f"{PACKAGE}.scheduler" in loaded
+    assert loaded & {f"{PACKAGE}.publishers.base", f"{PACKAGE}.catalogue", f"{PACKAGE}.http_client"} == set()
+
+
+def test_a_server_checking_api_keys_loads_no_openssl(server):
+    """Keys are hashed with CPython's own SHA-256: hashlib would load OpenSSL's libcrypto, which costs every
+    start some milliseconds and every idle server several MiB."""
+    status, _, body = server.request("GET", "/public/v1/integrations", {"Authorization": server.key})
+    assert (status, body) == (200, b"[]")
+    with open(f"/proc/{server.process.pid}/maps") as handle:
+        mapped = handle.read()
+    assert "libcrypto" not in mapped and "_hashlib" not in mapped
