@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Optional
 
 if TYPE_CHECKING:  # names in annotations only: the core imports no feature module at load time
     import argparse  # (imported by the CLI when a command needs it: `serve` does not)
+    import datetime  # (imported where a date is parsed: most requests parse none)
     from rustiz_features.catalogue import NewChannel
 
 # Key hashing uses CPython's built-in SHA-256: importing hashlib (or hmac) loads OpenSSL's libcrypto,
@@ -2133,6 +2134,18 @@ class ApiError(Exception):
         return json_response(self.body, self.status, list(self.headers))
 
 
+class PlainRefusal(ApiError):
+    """An ApiError whose answer is not a JSON body of rustiz's making (MCP's plain-text and JSON-RPC
+    refusals): raised with the Response itself."""
+
+    def __init__(self, answer: Response):
+        super().__init__(answer.status, answer.body, answer.headers)
+        self.answer = answer
+
+    def response(self) -> Response:
+        return self.answer
+
+
 def nest_error(status: int, message: Any) -> ApiError:
     """Nest's built-in exception body, which Postiz clients parse: {statusCode, message, error}."""
     return ApiError(status, {"statusCode": status, "message": message, "error": _REASONS.get(status, "Error")})
@@ -2938,8 +2951,13 @@ API_PREFIXES = ("/public/v1", "/api/public/v1")
 KNOWN_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-def _unauthorized(message: str) -> Response:
-    return json_response({"msg": message}, 401)
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, {"msg": message})
+
+
+def _too_many_requests(retry_after: int) -> ApiError:
+    return ApiError(429, {"statusCode": 429, "message": "ThrottlerException: Too Many Requests"},
+                    [("Retry-After", str(retry_after))])
 
 
 NO_API_KEY = "No API Key found"
@@ -2971,18 +2989,21 @@ class Guard:
         self._known_keys: dict = {}
         self._known_generation = b""
 
-    def organization(self, request: Request) -> Union[str, Response]:
+    def organization(self, request: Request) -> str:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
-        web app's session cookie stands for the key when there is no Authorization header."""
+        web app's session cookie stands for the key when there is no Authorization header. Raises ApiError
+        (401, or 403 for a session's change without its CSRF token)."""
         key = self.presented_key(request)
         if not key:
             token = session_cookie(request)
-            return self.session_organization(request, token) if token else _unauthorized(NO_API_KEY)
+            if not token:
+                raise _unauthorized(NO_API_KEY)
+            return self.session_organization(request, token)
         organization_id = self.organization_for_key(key)
-        if organization_id is not None:
-            return organization_id
-        # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
-        return _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+        if organization_id is None:
+            # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
+            raise _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
+        return organization_id
 
     @staticmethod
     def presented_key(request: Request) -> str:
@@ -2990,18 +3011,17 @@ class Guard:
         key = request.headers.get("authorization", "")
         return key[7:].strip() if key[:7].lower() == "bearer " else key
 
-    def session_organization(self, request: Request, token: str) -> Union[str, Response]:
+    def session_organization(self, request: Request, token: str) -> str:
         """The organization of a web session; a request that changes anything must also carry the
         session's CSRF token in X-CSRF-Token (a cookie alone is what a forged cross-site form would have)."""
         session = self.store.web_session(hash_api_key(token))
         if session is None:
-            return _unauthorized("Your session has ended: sign in again")
+            raise _unauthorized("Your session has ended: sign in again")
         organization_id, csrf_token = session
         if request.method not in ("GET", "HEAD", "OPTIONS") and not compare_digest(
                 request.headers.get("x-csrf-token", "").encode(), csrf_token.encode()):
-            return json_response({"statusCode": 403, "error": "Forbidden", "message": (
-                "This request came with the session cookie but without its X-CSRF-Token header "
-                "(the csrfToken of POST /auth/login or GET /auth/session)")}, 403)
+            raise nest_error(403, "This request came with the session cookie but without its X-CSRF-Token header "
+                                  "(the csrfToken of POST /auth/login or GET /auth/session)")
         return organization_id
 
     def organization_for_key(self, key: str) -> Optional[str]:
@@ -3044,22 +3064,20 @@ class Guard:
             return False
         return any(ip in network for network in self.config.trusted_proxies)
 
-    def request_limit(self, request: Request) -> Optional[Response]:
-        """REQUEST_LIMIT: requests per minute per client address, all routes but /health."""
+    def count_request(self, request: Request) -> None:
+        """REQUEST_LIMIT: requests per minute per client address, all routes but /health; raises ApiError 429."""
         decision = self.store.count_request("client:" + self.client_address(request), self.config.request_limit,
                                             REQUEST_LIMIT_WINDOW_SECONDS)
-        if decision.allowed:
-            return None
-        return json_response({"statusCode": 429, "message": "ThrottlerException: Too Many Requests"}, 429,
-                             [("Retry-After", str(decision.retry_after))])
+        if not decision.allowed:
+            raise _too_many_requests(decision.retry_after)
 
-    def api_limit(self, organization_id: str) -> Union[list, Response]:
-        """API_LIMIT: POST /public/v1/posts per organization per fixed hour, Postiz's headers and body."""
+    def count_post(self, organization_id: str) -> list:
+        """API_LIMIT: POST /public/v1/posts per organization per fixed hour; Postiz's X-RateLimit-* headers for
+        the answer, or ApiError 429 with Postiz's body (and Retry-After)."""
         decision = self.store.count_request(f"posts:{organization_id}", self.config.api_limit,
                                             API_LIMIT_WINDOW_SECONDS, API_LIMIT_WINDOW_SECONDS)
         if not decision.allowed:
-            return json_response({"statusCode": 429, "message": "ThrottlerException: Too Many Requests"}, 429,
-                                 [("Retry-After", str(decision.retry_after))])
+            raise _too_many_requests(decision.retry_after)
         return [("X-RateLimit-Limit", str(decision.limit)), ("X-RateLimit-Remaining", str(decision.remaining)),
                 ("X-RateLimit-Reset", str(decision.reset_seconds))]
 
@@ -3072,8 +3090,8 @@ class Route(NamedTuple):
     handler: Callable[..., Union[Response, Awaitable[Response]]]
     authenticated: bool = True  # by the organization's key or a web session, before the handler runs
     # Routes that take credentials their own way (the MCP key in the URL) check them from the head with
-    # `authenticate(request) -> organization id or the refusal`, so a refused body is never read.
-    authenticate: Optional[Callable[["Request"], Union[str, Response]]] = None
+    # `authenticate(request) -> organization id` (raising ApiError), so a refused body is never read.
+    authenticate: Optional[Callable[["Request"], str]] = None
     # This route's own body limit: smaller than RUSTIZ_MAX_BODY for routes open to anyone, larger for a
     # route whose body streams to `open_sink(request, organization_id) -> BodySink` (uploads).
     body_limit: Optional[int] = None
@@ -3303,19 +3321,11 @@ class App:
             if method not in KNOWN_METHODS:
                 return self._method_not_allowed(request, KNOWN_METHODS)
             if self.config.request_limit and request.path != "/health":
-                refused = self.guard.request_limit(request)
-                if refused is not None:
-                    return refused
+                self.guard.count_request(request)
             rate_headers: Union[tuple, list] = ()  # Postiz's X-RateLimit-* headers (POST /posts only)
             if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
                 # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
-                organization = self.guard.organization(request)
-                if type(organization) is Response:
-                    return organization
-                limited = self.guard.api_limit(organization)
-                if type(limited) is Response:
-                    return limited
-                rate_headers = limited
+                rate_headers = self.guard.count_post(self.guard.organization(request))
             routes = self._find_routes(request)
             if routes is None:
                 if request.path == "*":  # OPTIONS * (the parser lets no other method through with it)
@@ -3336,8 +3346,6 @@ class App:
                 organization = self.guard.organization(request)
             elif route.authenticate is not None:
                 organization = route.authenticate(request)
-            if type(organization) is Response:
-                return organization
             request.route, request.organization, request.rate_headers = route, organization, rate_headers
             return None
         except ApiError as error:

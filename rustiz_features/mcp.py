@@ -18,7 +18,7 @@ import traceback
 from typing import Any, Awaitable, NamedTuple, Optional, Union
 
 from rustiz import (
-    App, EventStreamResponse, Request, Response, VERSION, json_dumps, log, lone_surrogate, new_uuid, route_options,
+    App, EventStreamResponse, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate, new_uuid, route_options,
 )
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,
@@ -41,6 +41,11 @@ def _text_response(status: int, text: str, headers: Optional[list] = None) -> Re
 
 def _rpc_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
     return Response(status, json_dumps(value), "application/json", MCP_CORS_HEADERS + (headers or []))
+
+
+def _refusal(status: int, code: int, message: str) -> PlainRefusal:
+    """A POST refused before any message is answered: a JSON-RPC error with the id null, and its HTTP status."""
+    return PlainRefusal(_rpc_response(rpc_error(code, message), status))
 
 
 def mcp_body_too_large(request: Request, size: int, limit: int) -> Response:
@@ -85,18 +90,21 @@ class McpServer:
     def preflight(request: Request) -> Response:
         return _text_response(200, "OK")
 
-    def authenticate(self, request: Request) -> Union[str, Response]:
-        """Postiz's MCP auth: the key in the path (400 when unknown), else `Authorization: [Bearer ]<key>` (401)."""
+    def authenticate(self, request: Request) -> str:
+        """Postiz's MCP auth: the key in the path (400 when unknown), else `Authorization: [Bearer ]<key>` (401);
+        raises PlainRefusal with Postiz's plain-text refusal."""
         if "apiKey" in request.params:
             organization_id = self.guard.organization_for_key(request.params["apiKey"])
-            return organization_id if organization_id is not None else _text_response(400, "Invalid API Key")
+            if organization_id is None:
+                raise PlainRefusal(_text_response(400, "Invalid API Key"))
+            return organization_id
         header = request.headers.get("authorization")
         if not header:
-            return _text_response(401, "Missing Authorization header")
+            raise PlainRefusal(_text_response(401, "Missing Authorization header"))
         key = header[7:].strip() if header[:7].lower() == "bearer " else header.strip()
         organization_id = self.guard.organization_for_key(key) if key else None
         if organization_id is None:
-            return _text_response(401, "Invalid API Key or OAuth token")
+            raise PlainRefusal(_text_response(401, "Invalid API Key or OAuth token"))
         return organization_id
 
     @staticmethod
@@ -113,10 +121,7 @@ class McpServer:
     @route_options(**MCP_ROUTE)
     def post(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = request.organization
-        parsed = self._messages(request)
-        if type(parsed) is Response:
-            return parsed
-        messages, batch = parsed
+        messages, batch = self._messages(request)
         call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), request.headers.get("mcp-method"))
         answers = self._answer_all(messages, call)
         if not isinstance(answers, list):
@@ -144,38 +149,35 @@ class McpServer:
             status = 404 if answers[0]["error"]["code"] == METHOD_NOT_FOUND else 400
         return _rpc_response(answers if batch else answers[0], status, headers)
 
-    def _messages(self, request: Request) -> Union[tuple, Response]:
-        """(the JSON-RPC messages of a POST, whether they came as a batch), or the HTTP refusal."""
+    def _messages(self, request: Request) -> tuple:
+        """(the JSON-RPC messages of a POST, whether they came as a batch); raises PlainRefusal with the HTTP refusal."""
         if "application/json" not in request.headers.get("content-type", "").lower():
-            return _rpc_response(rpc_error(-32000, "Unsupported Media Type: Content-Type must be application/json"),
-                                 415)
+            raise _refusal(415, -32000, "Unsupported Media Type: Content-Type must be application/json")
         try:
             body = json.loads(request.body)
         except (ValueError, RecursionError):
-            return _rpc_response(rpc_error(PARSE_ERROR, "Parse error: Invalid JSON"), 400)
+            raise _refusal(400, PARSE_ERROR, "Parse error: Invalid JSON")
         messages = body if isinstance(body, list) else [body]
         may_hold_surrogates = b"\\u" in request.body or b"\x00" in request.body[:4]  # as in Request.json
         for message in messages:
             problem = _unanswerable_request(message, may_hold_surrogates)
             if problem is not None:  # JSON-RPC 2.0: an Invalid Request is answered with the id null
-                return _rpc_response(rpc_error(INVALID_REQUEST, f"Invalid Request: {problem}"), 400)
+                raise _refusal(400, INVALID_REQUEST, f"Invalid Request: {problem}")
         if not messages or not all(_is_jsonrpc_message(message) for message in messages):
-            return _rpc_response(rpc_error(PARSE_ERROR, "Parse error: Invalid JSON-RPC message"), 400)
+            raise _refusal(400, PARSE_ERROR, "Parse error: Invalid JSON-RPC message")
         if len(messages) > MCP_MAX_BATCH:
-            return _rpc_response(rpc_error(INVALID_REQUEST, f"Invalid Request: a batch holds at most {MCP_MAX_BATCH} "
-                                                             f"messages, got {len(messages)}"), 400)
+            raise _refusal(400, INVALID_REQUEST, f"Invalid Request: a batch holds at most {MCP_MAX_BATCH} "
+                                                 f"messages, got {len(messages)}")
         initializing = sum(1 for message in messages if message.get("method") == "initialize")
         if initializing and len(messages) > 1:
-            return _rpc_response(rpc_error(INVALID_REQUEST, "Invalid Request: Only one initialization request is "
-                                                             "allowed"), 400)
+            raise _refusal(400, INVALID_REQUEST, "Invalid Request: Only one initialization request is allowed")
         if isinstance(body, list) and any(_is_modern(message.get("params")) for message in messages):
-            return _rpc_response(rpc_error(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification "
-                                                             "object"), 400)
+            raise _refusal(400, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object")
         version = request.headers.get("mcp-protocol-version")
         if version is not None and not initializing and version not in MCP_HANDSHAKE_VERSIONS + MCP_MODERN_VERSIONS:
             supported = ", ".join(MCP_MODERN_VERSIONS + MCP_HANDSHAKE_VERSIONS)
-            return _rpc_response(rpc_error(-32000, f"Bad Request: Unsupported protocol version: {version} "
-                                                    f"(supported versions: {supported})"), 400)
+            raise _refusal(400, -32000, f"Bad Request: Unsupported protocol version: {version} "
+                                        f"(supported versions: {supported})")
         return messages, isinstance(body, list)
 
     # --- JSON-RPC -----------------------------------------------------------------------------
@@ -302,11 +304,9 @@ class McpServer:
                        if self.app.config.workers > 1 else "")
             return _text_response(404, "Session not found: open a new SSE stream at /sse/<key> and post to the "
                                        "endpoint it announces" + workers)
-        parsed = self._messages(request)
-        if type(parsed) is Response:
-            return parsed
+        messages, _ = self._messages(request)
         call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None)
-        answers = self._answer_all(parsed[0], call)
+        answers = self._answer_all(messages, call)
         if isinstance(answers, list):
             return self._post_to_stream(answers, session_id)
         return self._post_to_stream_later(answers, session_id)

@@ -13,7 +13,7 @@ import re
 import traceback
 from typing import Any, Awaitable, Optional, Union
 
-from rustiz import ApiError, App, DatabaseUnwritable, Response, json_dumps, log, new_cuid
+from rustiz import ApiError, App, DatabaseUnwritable, json_dumps, log, new_cuid
 from .api_channels import ChannelsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
@@ -496,8 +496,9 @@ class McpTools:
                 return {"output": {"errors": plan}}
             plans.append(plan)
         if self.app.config.api_limit and self.app.config.mcp_api_limit:
-            limited = self.app.guard.api_limit(organization_id)
-            if type(limited) is Response:
+            try:
+                self.app.guard.count_post(organization_id)
+            except ApiError as limited:
                 retry_after = dict(limited.headers).get("Retry-After", "?")
                 raise ToolFailed(f"ThrottlerException: Too Many Requests. This organization scheduled posts "
                                  f"{self.app.config.api_limit} times in the last hour (API_LIMIT); try again in "

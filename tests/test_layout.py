@@ -91,6 +91,20 @@ def test_no_underscore_name_crosses_from_one_module_to_another():
     assert not crossing, crossing
 
 
+def test_refusals_are_raised_never_returned_beside_a_value():
+    """A function that finds an organization, a limit or a message either returns it or raises ApiError with
+    the refusal: none returns `Union[<value>, Response]` for its callers to test `type(x) is Response`."""
+    mixed = []
+    for name, tree in modules_by_name.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+                returned = ast.unparse(node.returns)
+                if returned.startswith(("Union[", "Optional[")) and "Response" in returned and any(
+                        kind in returned for kind in ("str", "list", "tuple", "dict")):
+                    mixed.append(f"{name}.{node.name} -> {returned}")
+    assert not mixed, mixed
+
+
 def test_publishers_import_no_other_platform_and_nothing_imports_a_platform():
     from rustiz_features.publishers import PROVIDER_MODULES
     platforms = {f"{PACKAGE}.publishers.{module}" for module in PROVIDER_MODULES.values()}
@@ -135,7 +149,8 @@ def test_the_server_is_ready_before_loading_the_scheduler_and_never_loads_the_cl
     loaded = set(imported_modules(lines))
     assert "argparse" not in loaded
     assert f"{PACKAGE}.scheduler" in loaded
-    assert loaded & {f"{PACKAGE}.publishers.base", f"{PACKAGE}.catalogue", f"{PACKAGE}.http_client"} == set()
+    # (it reads the catalogue, whose descriptors name each platform's module, and loads none of those modules)
+    assert loaded & {f"{PACKAGE}.publishers.base", f"{PACKAGE}.http_client"} == set()
 
 
 def test_a_server_checking_api_keys_loads_no_openssl(server):
