@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import (
     ApiError, App, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration, encode_json,
@@ -23,6 +23,9 @@ from .api_channels import validate_channel_changes
 from .catalogue import provider_max_length
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
+
+if TYPE_CHECKING:  # (imported where a date is parsed)
+    import datetime
 
 
 

@@ -21,7 +21,6 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 
 from rustiz import bad_request, sha256
 from .bech32 import bech32_payload
-from .http_client import parsed_url
 from .text import counted_length
 
 
@@ -86,7 +85,7 @@ def _optional_url(name: str) -> Field:
     return Field(name, "string", optional=True, url=True, order=("url", "type"))
 
 
-# Patterns of this section are kept as text: re compiles (and caches) each one the first time a post
+# Patterns of this module are kept as text: re compiles (and caches) each one the first time a post
 # needs it, so a server that never receives a post does not pay for them at start-up.
 _MEDIA_EXTENSION = r"(?i)\.(?:png|jpe?g|gif|webp|mp4)$"
 MEDIA_EXTENSION_MESSAGE = "File must have a valid extension: .png, .jpg, .jpeg, .gif, .webp, or .mp4"
@@ -516,10 +515,11 @@ def _string_problem(value: Any) -> Optional[str]:
 
 def url_problem(value: Any, schemes: tuple) -> Optional[str]:
     """What is wrong with a URL a tenant gave (a webhook, an instance, a relay...), or None: the same
-    check the outbound client makes (section 11), so that what is accepted here can be connected to."""
+    check the outbound client makes (http_client), so that what is accepted here can be connected to."""
     problem = _string_problem(value)
     if problem:
         return problem
+    from .http_client import parsed_url  # (the catalogue itself loads no outbound client: the scheduler reads it)
     try:
         parsed_url(value, schemes)
     except ValueError as error:

@@ -7,9 +7,12 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from rustiz import iso_ms, log, parse_iso_instant
+
+if TYPE_CHECKING:  # (imported by each function on first use)
+    import datetime
 
 
 def zoned_instant(local: "datetime.datetime", zone: "datetime.tzinfo") -> "datetime.datetime":

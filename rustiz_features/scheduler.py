@@ -367,15 +367,20 @@ class Scheduler:
                 self.store.requeue_post(post_id, iso_at(time.time()),
                                         f"rustiz stopped while publishing this post ({owner}); sending it again, "
                                         f"which {platform.label} recognises as the same post")
-                continue
-            label = platform.label if platform else provider
-            from .publishers.base import Channel
-            channel = Channel("", channel_name, json.loads(credentials or "{}"), None, self.http)
-            where = platform.where_to_check(channel) if platform else f"the channel \"{channel_name}\""
-            claim = self.store.post_for_publishing(post_id)
-            self._fail(claim, platform, f"Failed on {label}: rustiz stopped (a crash, a kill or a power cut) while "
-                                          f"publishing this post at {since}, so it may have been published: check "
-                                          f"{where} before retrying")
+            else:
+                self._fail_interrupted(post_id, platform, provider, channel_name, since, credentials)
+
+    def _fail_interrupted(self, post_id: str, platform: Optional[Provider], provider: str, channel_name: str,
+                          since: str, credentials: Optional[str]) -> None:
+        """An interrupted post that may have gone out: ERROR, saying where to look before retrying."""
+        from .publishers.base import Channel
+        label = platform.label if platform else provider
+        channel = Channel("", channel_name, json.loads(credentials or "{}"), None, self.http)
+        where = platform.where_to_check(channel) if platform else f"the channel \"{channel_name}\""
+        claim = self.store.post_for_publishing(post_id)
+        self._fail(claim, platform, f"Failed on {label}: rustiz stopped (a crash, a kill or a power cut) while "
+                                      f"publishing this post at {since}, so it may have been published: check "
+                                      f"{where} before retrying")
 
     # --- outgoing webhooks --------------------------------------------------------------------
 

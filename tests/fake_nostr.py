@@ -17,8 +17,6 @@ import struct
 import threading
 import time
 
-import rustiz
-import rustiz_features.publishers
 from rustiz_features.publishers.nostr import nostr_event, nostr_event_is_valid
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"

@@ -13,7 +13,6 @@ import zlib
 
 import pytest
 
-import rustiz
 from rustiz_features.http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, encode_multipart
 from conftest import client_for_fakes
 from fakes import FakePlatform, answer

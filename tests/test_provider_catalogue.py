@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-import rustiz
 from rustiz_features.catalogue import PROVIDERS, post_length
 from rustiz_features.text import sanitize_html, strip_html, x_weighted_length
 from rustiz_features.validation import validate_create_post

@@ -2,7 +2,6 @@
 title, Markdown body, tags, canonical URL and cover image, the error rules, and the tools."""
 from __future__ import annotations
 
-import rustiz
 from rustiz_features.publishers.articles import html_to_markdown
 from conftest import provider_fixtures
 from fake_devto import FakeDevto

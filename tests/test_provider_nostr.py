@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import rustiz
 from rustiz_features.bech32 import bech32_encode, bech32_payload
 from rustiz_features.catalogue import nostr_private_key_hex
 from rustiz_features.http_client import ConnectFailed, Timeouts

@@ -91,7 +91,7 @@ class OutcomeUnknown(PublishError):
 
 
 class AddressNotAllowed(Rejected):
-    """The address guard refused the platform's address (a private one, see section 11): nothing was sent,
+    """The address guard refused the platform's address (a private one, see http_client): nothing was sent,
     and nothing will be until the operator lists it in RUSTIZ_FETCH_ALLOW."""
 
 
