@@ -14,7 +14,8 @@ Map of this file (each section starts with a banner comment):
   2. Config           config.env parsing, environment overrides -> one frozen Config
   3. Storage          Store: the only owner of SQL (schema, migrations, one method per query)
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
-  5. Server           Request, ApiError; the asyncio Protocol, limits, back-pressure, shutdown, --workers
+  5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
+                      limits, back-pressure, shutdown, --workers
   6. Auth and limits  API keys and web sessions, REQUEST_LIMIT per client, API_LIMIT per organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
