@@ -667,15 +667,16 @@ _INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a sto
 # module and its credentials; adding a platform is its entry here and its module in publishers/.
 _DESCRIPTORS = (
     _describe("x", "X", 280, _X_FIELDS, editor="html", counting="x-weighted", media_rule=_x_rule,
-              limits={"verifiedMaxLength": 4000},  # a channel marked Verified (X premium)
+              limits={"verifiedMaxLength": 4000}, publisher="x",  # verified: a channel marked Verified (X premium)
               rules=("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can "
                      "also be published as a long-form article (draft or published) when post_type is set to "
                      "article ")),
     _describe("linkedin", "LinkedIn", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
-              media_rule=_linkedin_rule),
+              media_rule=_linkedin_rule, publisher="linkedin"),
     _describe("linkedin-page", "LinkedIn Page", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
-              media_rule=_linkedin_rule),
+              media_rule=_linkedin_rule, publisher="linkedin_page"),
     _describe("reddit", "Reddit", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), media_rule=_reddit_rule,
+              publisher="reddit",
               tools=(("subreddits", "Get list of subreddits with information", ("word",)),
                      ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",)))),
     _describe("instagram", "Instagram\n(Facebook Business)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
@@ -700,7 +701,7 @@ _DESCRIPTORS = (
               tools=(("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
               rules=("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
                      "be without an attachment.")),
-    _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule,
+    _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule, publisher="pinterest",
               tools=(("boards", "List of boards", ()),),
               rules=("Pinterest requires at least one media, if posting a video, you must have two attachment, one "
                      "for video, one for the cover picture, When posting a video, there can be only one, if posting "
