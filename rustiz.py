@@ -257,6 +257,9 @@ class Config(NamedTuple):
     body_memory_budget: int = DEFAULT_BODY_MEMORY_BUDGET  # bytes of request bodies in memory at once, per worker
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # bytes/s a body must average over each body_rate_window, or 408
     body_rate_window: float = DEFAULT_BODY_RATE_WINDOW
+    # Every setting by name (config.env, then the environment): what features read by Postiz's names, such
+    # as an OAuth platform's app (LINKEDIN_CLIENT_ID...), which the core need not know.
+    settings: Optional[dict] = None
 
 
 def default_config_path(environ: dict) -> str:
@@ -398,6 +401,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         mcp_api_limit=mcp_api_limit in ("1", "true", "yes", "on"),
         max_connections=_int_setting(values, "RUSTIZ_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 10**6),
         body_memory_budget=body_memory_budget,
+        settings=values,
         body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
         body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
     )
@@ -649,6 +653,30 @@ MIGRATIONS: tuple = (
     ALTER TABLE web_session ADD COLUMN web_user_id TEXT REFERENCES web_user(id);
     CREATE INDEX web_session_key ON web_session(api_key_hash);
     CREATE INDEX web_session_user ON web_session(web_user_id);
+    """,
+    # OAuth: a connect flow between the consent page and its callback (single-use, any worker may finish
+    # it); the apps rustiz registered itself (Mastodon, per instance); and the lease that lets one worker
+    # at a time refresh a channel's tokens.
+    """
+    CREATE TABLE oauth_flow (
+        state TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        provider TEXT NOT NULL,
+        code_verifier TEXT,
+        refresh_channel_id TEXT,
+        details TEXT NOT NULL DEFAULT '{}',
+        expires_at REAL NOT NULL
+    );
+    CREATE TABLE oauth_app (
+        provider TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        client_secret TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (provider, origin)
+    );
+    ALTER TABLE integration ADD COLUMN refresh_lease_owner TEXT;
+    ALTER TABLE integration ADD COLUMN refresh_lease_until REAL;
     """,
 )
 
@@ -1309,13 +1337,13 @@ class Store:
                 "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
                 "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
                 "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
-                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor "
+                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps "
                 "FROM post p JOIN integration i ON i.id = p.integration_id "
             "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
         names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
                  "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
                  "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-                 "parent_release_url", "parent_reply_ref", "recurrence_anchor")
+                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps")
         claim = dict(zip(names, row))
         claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
                                    "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
@@ -1398,10 +1426,150 @@ class Store:
         with self._writing() as db:
             db.execute("UPDATE integration SET session = ? WHERE id = ?", (json.dumps(session), channel_id))
 
-    def mark_refresh_needed(self, channel_id: str) -> None:
+    def mark_refresh_needed(self, channel_id: str) -> bool:
+        """Flag a channel for reconnecting; True when this call flagged it (so its notification goes out once)."""
         with self._writing() as db:
-            db.execute("UPDATE integration SET refresh_needed = 1, updated_at = ? WHERE id = ?",
-                       (utc_now_iso(), channel_id))
+            return db.execute("UPDATE integration SET refresh_needed = 1, updated_at = ? WHERE id = ? AND "
+                              "refresh_needed = 0", (utc_now_iso(), channel_id)).rowcount == 1
+
+    # --- OAuth: connect flows, the apps rustiz registered, tokens and their refresh lease -----------
+
+    def start_oauth_flow(self, state: str, organization_id: str, provider: str, code_verifier: Optional[str],
+                         refresh_channel_id: Optional[str], details: dict, expires_at: float) -> None:
+        with self._writing() as db:
+            db.execute("INSERT INTO oauth_flow (state, organization_id, provider, code_verifier, refresh_channel_id, "
+                       "details, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (state, organization_id, provider, code_verifier, refresh_channel_id, json.dumps(details),
+                        expires_at))
+
+    def take_oauth_flow(self, state: str, now: float) -> Optional[dict]:
+        """The flow `state` names, removed (a state is good once), or None when unknown or expired; expired
+        flows go with it."""
+        with self._writing() as db:
+            row = db.execute("SELECT organization_id, provider, code_verifier, refresh_channel_id, details, expires_at "
+                             "FROM oauth_flow WHERE state = ?", (state,)).fetchone()
+            db.execute("DELETE FROM oauth_flow WHERE state = ? OR expires_at < ?", (state, now))
+        if row is None or row[5] < now:
+            return None
+        return {"organization_id": row[0], "provider": row[1], "code_verifier": row[2],
+                "refresh_channel_id": row[3], "details": json.loads(row[4])}
+
+    def oauth_app(self, provider: str, origin: str) -> Optional[tuple]:
+        """(client id, client secret) of the app rustiz registered on `origin` (a Mastodon instance), or None."""
+        return self._read("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
+                          (provider, origin)).fetchone()
+
+    def save_oauth_app(self, provider: str, origin: str, client_id: str, client_secret: str) -> tuple:
+        """Keep a registered app; when another worker registered one first, that one stays and is returned."""
+        with self._writing() as db:
+            db.execute("INSERT OR IGNORE INTO oauth_app (provider, origin, client_id, client_secret, created_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (provider, origin, client_id, client_secret, utc_now_iso()))
+            return db.execute("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
+                              (provider, origin)).fetchone()
+
+    def connect_oauth_channel(self, organization_id: str, channel: "NewChannel", refresh_token: Optional[str],
+                              token_expiration: Optional[str], between_steps: bool,
+                              refresh_channel_id: Optional[str]) -> tuple:
+        """Store the channel a consent connected: (its id, whether it was already there).
+
+        The channel named by `refresh_channel_id`, or else the organization's live channel of the same account,
+        keeps its id, posts, settings and group and gets the new tokens (a refresh token the platform did not
+        send again stays); otherwise a new channel is made (waiting in inBetweenSteps when a choice follows).
+        Raises LookupError when the channel to refresh is gone, ValueError when the consent was for another
+        account than that channel's."""
+        account, now = channel.account, utc_now_iso()
+        token = json.dumps(channel.credentials)
+        with self._writing() as db:
+            if refresh_channel_id:
+                row = db.execute("SELECT id, provider_identifier, internal_id, in_between_steps FROM integration "
+                                 "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
+                                 (refresh_channel_id, organization_id)).fetchone()
+                if row is None or row[1] != channel.provider:
+                    raise LookupError(refresh_channel_id)
+                if not between_steps and row[2] != account.internal_id:
+                    raise ValueError(row[2])
+            else:
+                row = db.execute("SELECT id, provider_identifier, internal_id, in_between_steps FROM integration "
+                                 "WHERE organization_id = ? AND provider_identifier = ? AND internal_id = ? "
+                                 "AND deleted_at IS NULL", (organization_id, channel.provider,
+                                                            account.internal_id)).fetchone()
+            if row is not None:
+                db.execute("UPDATE integration SET token = ?, refresh_token = COALESCE(?, refresh_token), "
+                           "token_expiration = ?, refresh_needed = 0, limits = COALESCE(?, limits), updated_at = ? "
+                           "WHERE id = ?", (token, refresh_token, token_expiration,
+                                            None if channel.limits is None else json.dumps(channel.limits), now, row[0]))
+                if not between_steps:  # (a page or board channel keeps the page or board it stands for)
+                    db.execute("UPDATE integration SET name = ?, picture = ?, profile = ? WHERE id = ?",
+                               (account.name, account.picture, account.profile, row[0]))
+                return row[0], True
+            channel_id = new_cuid()
+            customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
+            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
+                       "token, refresh_token, token_expiration, in_between_steps, profile, customer_id, created_at, "
+                       "updated_at, session, limits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (channel_id, account.internal_id, organization_id, account.name, account.picture,
+                        channel.provider, token, refresh_token, token_expiration, int(between_steps), account.profile,
+                        customer_id, now, now, None if channel.session is None else json.dumps(channel.session),
+                        None if channel.limits is None else json.dumps(channel.limits)))
+        return channel_id, False
+
+    def complete_channel_step(self, organization_id: str, channel_id: str, account: Any, session: Optional[dict],
+                              limits: Optional[dict]) -> bool:
+        """The choice after consent made: the channel becomes the chosen page or board; False when the channel
+        is not waiting for one."""
+        with self._writing() as db:
+            return db.execute("UPDATE integration SET internal_id = ?, name = ?, picture = ?, profile = ?, "
+                              "session = ?, limits = COALESCE(?, limits), in_between_steps = 0, updated_at = ? "
+                              "WHERE id = ? AND organization_id = ? AND in_between_steps = 1 AND deleted_at IS NULL",
+                              (account.internal_id, account.name, account.picture, account.profile,
+                               None if session is None else json.dumps(session),
+                               None if limits is None else json.dumps(limits), utc_now_iso(), channel_id,
+                               organization_id)).rowcount == 1
+
+    def channel_tokens(self, channel_id: str) -> tuple:
+        """(credentials, refresh token, token expiration ISO or None, refresh needed) of a channel."""
+        row = self._read("SELECT token, refresh_token, token_expiration, refresh_needed FROM integration WHERE id = ?",
+                         (channel_id,)).fetchone()
+        return json.loads(row[0] or "{}"), row[1], row[2], bool(row[3])
+
+    def take_refresh_lease(self, channel_id: str, owner: str, now: float, seconds: float) -> bool:
+        """True when `owner` may refresh the channel's tokens now: no other owner holds an unexpired lease."""
+        with self._writing() as db:
+            return db.execute("UPDATE integration SET refresh_lease_owner = ?, refresh_lease_until = ? WHERE id = ? "
+                              "AND (refresh_lease_until IS NULL OR refresh_lease_until < ? OR refresh_lease_owner = ?)",
+                              (owner, now + seconds, channel_id, now, owner)).rowcount == 1
+
+    def save_refreshed_tokens(self, channel_id: str, owner: str, credentials: dict, refresh_token: Optional[str],
+                              token_expiration: Optional[str]) -> None:
+        """New tokens from a refresh, and the lease given back; the refresh token stays unless a new one came."""
+        with self._writing() as db:
+            db.execute("UPDATE integration SET token = ?, refresh_token = COALESCE(?, refresh_token), "
+                       "token_expiration = ?, refresh_lease_owner = NULL, refresh_lease_until = NULL, updated_at = ? "
+                       "WHERE id = ? AND refresh_lease_owner = ?",
+                       (json.dumps(credentials), refresh_token, token_expiration, utc_now_iso(), channel_id, owner))
+
+    def release_refresh_lease(self, channel_id: str, owner: str) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE integration SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
+                       "WHERE id = ? AND refresh_lease_owner = ?", (channel_id, owner))
+
+    def release_waiting_posts(self, channel_id: str) -> int:
+        """Posts that waited for the channel to be reconnected become due now; how many."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            released = db.execute("UPDATE post SET not_before = ?, updated_at = ? WHERE integration_id = ? AND "
+                                  "state = 'QUEUE' AND deleted_at IS NULL AND not_before > ?",
+                                  (now, now, channel_id, now)).rowcount
+        self._posts_changed()
+        return released
+
+    def wait_for_reconnect(self, post_id: str, not_before: str, note: str) -> None:
+        """A claimed post back to the queue to wait for its channel: the claim does not count as an attempt."""
+        with self._writing() as db:
+            db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
+                       "lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ? "
+                       "WHERE id = ? AND state = 'PUBLISHING'", (not_before, note, utc_now_iso(), post_id))
+        self._posts_changed()
 
     def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
         now = utc_now_iso()
@@ -3156,6 +3324,9 @@ API_ROUTES = (
     ("POST", "/integration-trigger/:id", "api_channels", "ChannelsApi.integration_trigger"),
     ("GET", "/groups", "api_channels", "ChannelsApi.groups"),
     ("GET", "/providers", "api_channels", "ChannelsApi.providers"),
+    ("GET", "/social/:integration", "connect", "ConnectFlow.start"),
+    ("GET", "/integrations/:id/steps", "connect", "ConnectFlow.step_choices"),
+    ("POST", "/integrations/:id/steps", "connect", "ConnectFlow.choose"),
     ("GET", "/posts", "api_posts", "PostsApi.list_posts"),
     ("POST", "/posts", "api_posts", "PostsApi.create_posts"),
     ("DELETE", "/posts/group/:group", "api_posts", "PostsApi.delete_group"),
@@ -3197,11 +3368,12 @@ OTHER_ROUTES = (
     ("OPTIONS", "/sse/:apiKey", "mcp", "McpServer.preflight"),
     ("OPTIONS", "/message/:apiKey", "mcp", "McpServer.preflight"),
 )
-# The web app's sign-in (served at these paths only).
+# The web app's sign-in, and the OAuth callback (served at these paths only).
 WEB_ROUTES = (
     ("POST", "/auth/login", "web", "WebApp.login"),
     ("GET", "/auth/session", "web", "WebApp.session"),
     ("POST", "/auth/logout", "web", "WebApp.logout"),
+    ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

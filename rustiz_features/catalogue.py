@@ -625,13 +625,14 @@ class ProviderDescriptor(NamedTuple):
     publisher: Optional[str]  # its module in publishers/; None: rustiz cannot connect it yet
     credentials: Optional[CredentialSpec]  # None: not connectable with credentials
     postiz: bool  # one of Postiz's providers (integration-settings and MCP describe only those)
+    oauth: bool = False  # connected by consent on the platform (GET /social/:integration), see connect.py
 
 
 def _describe(identifier: str, name: str, max_length: int, dto: tuple = (), *, schema_shown: bool = True,
               editor: str = "normal", counting: str = "characters", limits: Optional[dict] = None, rules: str = "",
               media_rule: Optional[Callable] = None, tools: tuple = (), label: str = "",
               publisher: Optional[str] = None, credentials: Optional[CredentialSpec] = None,
-              postiz: bool = True) -> ProviderDescriptor:
+              postiz: bool = True, oauth: bool = False) -> ProviderDescriptor:
     """A descriptor; `tools` as (methodName, description, keys of its dataSchema), `schema_shown`: whether
     integration-settings shows the DTO's schema (else "No additional settings required")."""
     settings: Union[dict, str] = _object_schema(dto) if schema_shown else _NO_SETTINGS
@@ -642,7 +643,7 @@ def _describe(identifier: str, name: str, max_length: int, dto: tuple = (), *, s
                  for method, description, keys in tools]
     return ProviderDescriptor(identifier, name, label or name.replace("\n", " "), editor, max_length, counting,
                               limits or {}, rules, media_rule, settings, tool_list, dto, publisher, credentials,
-                              postiz)
+                              postiz, oauth)
 
 
 def _url_key(name: str, label: str, placeholder: str = "", **options: Any) -> CredentialKey:
@@ -667,16 +668,16 @@ _INSTAGRAM_RULES = "Instagram should have at least one attachment, if it's a sto
 # module and its credentials; adding a platform is its entry here and its module in publishers/.
 _DESCRIPTORS = (
     _describe("x", "X", 280, _X_FIELDS, editor="html", counting="x-weighted", media_rule=_x_rule,
-              limits={"verifiedMaxLength": 4000}, publisher="x",  # verified: a channel marked Verified (X premium)
+              limits={"verifiedMaxLength": 4000}, oauth=True, publisher="x",  # verified: a channel marked Verified (X premium)
               rules=("X can have maximum 4 pictures, or maximum one video, it can also be without attachments, it can "
                      "also be published as a long-form article (draft or published) when post_type is set to "
                      "article ")),
     _describe("linkedin", "LinkedIn", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
-              media_rule=_linkedin_rule, publisher="linkedin"),
+              media_rule=_linkedin_rule, oauth=True, publisher="linkedin"),
     _describe("linkedin-page", "LinkedIn Page", 3000, _LINKEDIN_FIELDS, schema_shown=False, rules=_LINKEDIN_RULES,
-              media_rule=_linkedin_rule, publisher="linkedin_page"),
+              media_rule=_linkedin_rule, oauth=True, publisher="linkedin_page"),
     _describe("reddit", "Reddit", 10000, (_value_list(_REDDIT_VALUE_FIELDS, 1),), media_rule=_reddit_rule,
-              publisher="reddit",
+              oauth=True, publisher="reddit",
               tools=(("subreddits", "Get list of subreddits with information", ("word",)),
                      ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",)))),
     _describe("instagram", "Instagram\n(Facebook Business)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
@@ -701,7 +702,7 @@ _DESCRIPTORS = (
               tools=(("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
               rules=("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
                      "be without an attachment.")),
-    _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule, publisher="pinterest",
+    _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule, oauth=True, publisher="pinterest",
               tools=(("boards", "List of boards", ()),),
               rules=("Pinterest requires at least one media, if posting a video, you must have two attachment, one "
                      "for video, one for the cover picture, When posting a video, there can be only one, if posting "
@@ -722,7 +723,7 @@ _DESCRIPTORS = (
     _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
     _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
               limits={"maxMedia": 4, "charactersReservedPerUrl": 23},  # stock Mastodon's; an instance tells its own
-              publisher="mastodon", credentials=CredentialSpec(
+              publisher="mastodon", oauth=True, credentials=CredentialSpec(
                   (_url_key("instance", "Instance URL", "https://mastodon.social"),
                    _secret_key("accessToken", "Access token")),
                   lambda credentials: ChannelAccount(
@@ -818,7 +819,7 @@ def provider_descriptions() -> list:
     """Every provider as GET /public/v1/providers answers it: what the web app needs to connect a channel
     and to count a post's characters as the server will."""
     return [{"identifier": descriptor.identifier, "name": descriptor.label,
-             "connectable": descriptor.credentials is not None,
+             "connectable": descriptor.credentials is not None, "oauth": descriptor.oauth,
              "guide": descriptor.credentials.guide if descriptor.credentials else "",
              "credentials": [{"key": key.name, "label": key.label, "kind": key.input, "placeholder": key.placeholder,
                               "help": key.help, "required": key.required}

@@ -30,7 +30,7 @@ from .recurrence import next_occurrence
 # start-up and most of a MiB).
 if TYPE_CHECKING:
     from .http_client import HttpClient
-    from .publishers.base import Channel, Provider, PublishError, Release
+    from .publishers.base import Channel, OutgoingPost, Provider, PublishError, Release
 
 
 # One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
@@ -44,6 +44,7 @@ SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on
 SCHEDULER_HEARTBEAT_SECONDS = 10
 RESEND_WINDOW_SECONDS = 1800  # an interrupted publish is repeated only this soon: Mastodon forgets keys after 1 h
 RETRY_CAP_SECONDS = 1800
+RECONNECT_RECHECK_SECONDS = 300  # a post waiting for its channel looks again this often (a reconnect releases it)
 
 
 def epoch_seconds(iso: str) -> float:
@@ -210,6 +211,9 @@ class Scheduler:
         if refusal:
             self._fail(claim, platform, refusal)
             return
+        if claim["refresh_needed"] or claim["in_between_steps"]:
+            self._wait_for_channel(claim, label)
+            return
         due = max(claim["publish_date"], claim["not_before"] or "")
         late = time.time() - epoch_seconds(due)
         if late > self.config.publish_grace_seconds and claim["attempts"] == 1:
@@ -222,7 +226,7 @@ class Scheduler:
                                 claim["part"], claim["idempotency_key"], claim["publish_date"])
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
-            release = await platform.publish(channel, post, parent)
+            release = await self._publish_part(platform, channel, post, parent)
         except PublishError as error:
             self._failed_attempt(claim, platform, channel, error)
             return
@@ -239,10 +243,45 @@ class Scheduler:
                     f"{', '.join(sorted(PROVIDER_MODULES))}")
         if claim["disabled"]:
             return "Channel disabled: enable the channel, then retry the post"
-        if claim["refresh_needed"]:
-            return (f"Reconnect needed: {label} refused this channel's credentials earlier; connect the channel "
-                    "again with new credentials, then retry the post")
         return None
+
+    async def _publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
+                            parent: Optional[Release]) -> Release:
+        """Publish; on an OAuth channel, with its tokens refreshed ahead of expiry, and once more after a 401
+        that a refresh cures (a refused request published nothing, so sending it again is safe)."""
+        from .connect import TokenKeeper
+        from .publishers.base import NeedsReconnect
+        from .publishers.oauth import OAuthProvider, TokenRefused
+        if not isinstance(platform, OAuthProvider):
+            return await platform.publish(channel, post, parent)
+        keeper = TokenKeeper(self.config, self.store, self.http, self.owner)
+        await keeper.prepare(platform, channel)
+        try:
+            return await platform.publish(channel, post, parent)
+        except NeedsReconnect as refused:
+            if isinstance(refused, TokenRefused) or not self.store.channel_tokens(channel.id)[1]:
+                raise
+        await keeper.refresh(platform, channel)
+        return await platform.publish(channel, post, parent)
+
+    def _wait_for_channel(self, claim: dict, label: str) -> None:
+        """A post on a channel that needs reconnecting (or a choice after consent) waits for it, visibly, up to
+        PUBLISH_GRACE after its date; reconnecting releases it at once."""
+        grace = self.config.publish_grace_seconds
+        deadline = epoch_seconds(claim["publish_date"]) + grace
+        choosing = bool(claim["in_between_steps"])
+        if time.time() >= deadline:
+            self._fail(claim, None, f"Failed on {label}: the channel still needed "
+                                    f"{'a page or board chosen' if choosing else 'reconnecting'} {duration(grace)} "
+                                    "after the post's date (PUBLISH_GRACE), so the post was not sent; "
+                                    f"{'finish connecting' if choosing else 'reconnect'} the channel, then retry the post")
+            return
+        why = ("waiting for the channel's page or board to be chosen" if choosing else
+               f"waiting for the channel to be reconnected ({label} refused its credentials)")
+        self.store.wait_for_reconnect(claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
+                                      f"Waiting: {why}; it goes out as soon as the channel is "
+                                      f"{'ready' if choosing else 'reconnected'}, or fails at {iso_at(deadline)} "
+                                      "(PUBLISH_GRACE)")
 
     async def _media(self, claim: dict, staged: list) -> tuple:
         """The post's images and videos as local files: our uploads directly, other URLs downloaded now."""
@@ -310,10 +349,21 @@ class Scheduler:
             error.message += (f". It may have been published: check {platform.where_to_check(channel)} before "
                               "retrying; rustiz does not send it again by itself, so that it is never posted twice")
         elif isinstance(error, NeedsReconnect):
-            self.store.mark_refresh_needed(claim["channel_id"])
-            error.message = (f"the channel's credentials were refused: {error.message}. Connect the channel "
-                             "again with working credentials, then retry the post")
+            self._flag_for_reconnect(claim, label, error)
+            self._wait_for_channel(claim, label)
+            return
         self._fail(claim, platform, failure_text(label, error, claim["part"]))
+
+    def _flag_for_reconnect(self, claim: dict, label: str, error: PublishError) -> None:
+        """The channel needs reconnecting: flagged, with one notification however many posts find out."""
+        from .connect import reconnect_link
+        if self.store.mark_refresh_needed(claim["channel_id"]):
+            link = reconnect_link(self.config, claim["channel_id"])
+            self.store.add_notification(
+                claim["organization_id"],
+                f"{claim['channel_name']}: reconnect this {label} channel, its credentials were refused: "
+                f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
+                f"after their date): {link}", link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
         later_parts = self.store.record_failed(claim["id"], text)

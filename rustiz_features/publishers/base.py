@@ -104,6 +104,7 @@ class Channel:
         self.session = dict(session or {})
         self._save_session = save_session
         self.throttled_for = 0.0  # seconds the platform asked us to wait before the next call
+        self.app: Any = None  # an OAuth platform's app (publishers/oauth.AppCredentials), when it signs with it
 
     def save_session(self, session: dict) -> None:
         self.session = dict(session)

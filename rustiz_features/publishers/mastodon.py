@@ -1,18 +1,21 @@
-"""Mastodon, on any instance, with a pasted access token: statuses, media, replies as threads; each
-instance's own limits, and Idempotency-Key so a repeat is recognised.
+"""Mastodon, on any instance: connected with one click (rustiz registers its own app on the instance and
+runs OAuth there) or with a pasted access token; statuses, media, replies as threads; each instance's own
+limits, and Idempotency-Key so a repeat is recognised.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from typing import Any, Optional
+from urllib.parse import urlencode
 
 from ..catalogue import ChannelAccount, url_host
-from ..http_client import HttpReply, Timeouts, encode_multipart
+from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
-    Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected, Release,
+    Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
     Retryable, error_fields,
 )
+from .oauth import AppCredentials, OAuthProvider, Tokens
 
 
 
@@ -23,7 +26,10 @@ def _positive_int(value: Any, fallback: int) -> int:
     return value if type(value) is int and value > 0 else fallback
 
 
-class MastodonProvider(Provider):
+MASTODON_SCOPES = ("read:accounts", "write:statuses", "write:media")  # not `profile`: some instances refuse it
+
+
+class MastodonProvider(OAuthProvider):
     """Any Mastodon instance (or one speaking its API), with an access token made in the account's settings.
 
     Media go up first (large files are processed in the background: polled, up to a minute), then the
@@ -33,6 +39,48 @@ class MastodonProvider(Provider):
     resend_is_safe = True
     concurrency = 5
     spacing = 1.0  # 300 requests per 5 minutes per account: a publish (media, polls, status) a second stays under
+    needs_operator_app = False  # rustiz registers its own app on each instance (POST /api/v1/apps)
+    scopes = MASTODON_SCOPES
+    pkce = True  # Mastodon 4.3+ checks it; older instances ignore the parameters
+
+    # --- OAuth on the instance the user names -------------------------------------------------------
+
+    def app_origin(self, details: dict) -> str:
+        return details["instance"].rstrip("/")
+
+    async def register_app(self, http: HttpClient, origin: str, redirect_uri: str) -> AppCredentials:
+        channel = Channel("", "", {"instance": origin}, None, http)
+        reply = await self.send(channel, "POST", origin + "/api/v1/apps", what="the app registration (/api/v1/apps)",
+                                form={"client_name": "rustiz", "redirect_uris": redirect_uri,
+                                      "scopes": " ".join(self.scopes), "website": redirect_uri.split("/integrations/")[0]})
+        answer = reply.json()
+        if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str) \
+                or not isinstance(answer.get("client_secret"), str):
+            raise Rejected(f"{origin} does not answer like a Mastodon server: /api/v1/apps returned "
+                           f"{reply.described('an app')}", reply.status)
+        return AppCredentials(answer["client_id"], answer["client_secret"])
+
+    async def begin(self, http: HttpClient, app: AppCredentials, redirect_uri: str, state: str,
+                    code_challenge: Optional[str], details: dict) -> str:
+        query = {"response_type": "code", "client_id": app.client_id, "redirect_uri": redirect_uri,
+                 "scope": " ".join(self.scopes), "state": state}
+        if code_challenge:
+            query.update(code_challenge=code_challenge, code_challenge_method="S256")
+        return f"{self.app_origin(details)}/oauth/authorize?{urlencode(query)}"
+
+    async def exchange_code(self, http: HttpClient, app: AppCredentials, code: str, redirect_uri: str,
+                            code_verifier: Optional[str], details: dict) -> Tokens:
+        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+                "client_id": app.client_id, "client_secret": app.client_secret, "scope": " ".join(self.scopes)}
+        if code_verifier:
+            form["code_verifier"] = code_verifier
+        channel = Channel("", "", details, None, http)
+        reply = await self.send(channel, "POST", self.app_origin(details) + "/oauth/token", what="the code exchange",
+                                form=form)
+        return self.tokens_from(reply)
+
+    def credentials_for(self, tokens: Tokens, details: dict) -> dict:
+        return {"instance": self.app_origin(details), "accessToken": tokens.access_token}
 
     @staticmethod
     def _instance(channel: Channel) -> str:

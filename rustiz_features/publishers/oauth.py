@@ -141,6 +141,18 @@ class OAuthProvider(Provider):
         """OAuth's own error shape ({"error", "error_description"}), which token endpoints answer with."""
         return error_fields(reply.json(), "error", "error_description") or error_fields(reply.json(), "message")
 
+    def credentials_for(self, tokens: Tokens, details: dict) -> dict:
+        """What the channel keeps as its credentials after an exchange or a refresh (what publish reads)."""
+        return {"accessToken": tokens.access_token, **(tokens.extra or {})}
+
+    def app_origin(self, details: dict) -> str:
+        """For a platform where rustiz registers its own app: the server it registers on (from the flow)."""
+        raise LookupError(f"{self.label} uses the operator's app")
+
+    async def register_app(self, http: HttpClient, origin: str, redirect_uri: str) -> AppCredentials:
+        """For a platform where rustiz registers its own app (needs_operator_app False): register it."""
+        raise LookupError(f"{self.label} uses the operator's app")
+
     async def step_choices(self, channel: Channel) -> list:
         """For a provider with `between_steps`: what the user picks from ([{id, name, picture}])."""
         raise LookupError(f"{self.label} asks for no choice after connecting")

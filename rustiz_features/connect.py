@@ -1,0 +1,298 @@
+"""OAuth channels: the connect flow (GET /social/:integration, the platform's consent, the callback), the
+choice some platforms ask for after consent, and keeping tokens fresh.
+
+Rules:
+- A flow's state is random, bound to the organization, good once, an hour long, and kept in the database,
+  so any worker can finish the flow. PKCE (S256) wherever the provider supports it.
+- The callback answers with a redirect to the web app's channels page, saying what happened and what to
+  do; a platform's words appear only as its provider's error_words found them (never a raw body).
+- Tokens are refreshed ahead of expiry and after a 401, by one worker at a time (a lease in the database).
+  Only a definite refusal (TokenRefused) flags the channel, and notifies once; a passing failure leaves it
+  connected, for the next attempt.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Optional
+from urllib.parse import quote
+
+from rustiz import ApiError, App, Config, Request, Response, Store, iso_at, json_object, json_response, log, \
+    nest_error, not_found, route_options
+from .catalogue import DESCRIPTORS, NewChannel, url_problem
+from .http_client import HttpClient
+from .publishers import provider_for
+from .publishers.base import AddressNotAllowed, Channel, PublishError
+from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
+
+FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
+REFRESH_AHEAD_SECONDS = 300  # tokens are refreshed this long before they expire
+REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
+
+
+def callback_url(config: Config, identifier: str) -> str:
+    """Where the platform sends the user back: Postiz's {FRONTEND_URL}/integrations/social/<identifier>."""
+    return f"{config.frontend_url}/integrations/social/{identifier}"
+
+
+def oauth_provider(identifier: str) -> Optional[OAuthProvider]:
+    descriptor = DESCRIPTORS.get(identifier)
+    if descriptor is None or not descriptor.oauth:
+        return None
+    provider = provider_for(identifier)
+    return provider if isinstance(provider, OAuthProvider) else None
+
+
+def expiration(tokens: Tokens) -> Optional[str]:
+    return None if tokens.expires_in is None else iso_at(time.time() + tokens.expires_in)
+
+
+async def operator_app(store: Store, config: Config, provider: OAuthProvider, http: HttpClient,
+                       details: dict) -> Optional[AppCredentials]:
+    """The app a flow or a refresh uses: the operator's (Postiz's variables), or one rustiz registered itself
+    on the platform (a Mastodon instance: made on first use and kept per instance)."""
+    if provider.needs_operator_app:
+        return provider.app(config.settings or {})
+    origin = provider.app_origin(details)
+    stored = store.oauth_app(provider.identifier, origin)
+    if stored is None:
+        registered = await provider.register_app(http, origin, callback_url(config, provider.identifier))
+        stored = store.save_oauth_app(provider.identifier, origin, registered.client_id, registered.client_secret)
+    return AppCredentials(*stored)
+
+
+def needs_operator_app(config: Config, provider: OAuthProvider) -> ApiError:
+    """The answer for a platform whose app the operator has not configured: what to register, and where."""
+    names = " and ".join(provider.app_variables)
+    url = callback_url(config, provider.identifier)
+    return ApiError(400, {
+        "statusCode": 400, "error": "Bad Request", "needsOperatorApp": True, "callbackUrl": url,
+        "variables": list(provider.app_variables), "guide": provider.operator_guide,
+        "message": (f"{provider.label} needs the operator's app: set {names} in config.env (or the environment) "
+                    f"and restart rustiz. Register this callback URL with the app: {url}. {provider.operator_guide}")})
+
+
+class ConnectFlow:
+    """The routes of the OAuth connect flow and of the choice after consent."""
+
+    def __init__(self, app: App):
+        self.app, self.store, self.config = app, app.store, app.config
+
+    @property
+    def http(self) -> HttpClient:
+        return self.app.http
+
+    # --- GET /public/v1/social/:integration ---------------------------------------------------------
+
+    async def start(self, request: Request, organization_id: str) -> Response:
+        """{"url": the platform's consent page}, as Postiz; ?refresh=<channel id> reconnects that channel."""
+        identifier = request.params["integration"]
+        provider = oauth_provider(identifier)
+        if provider is None:
+            known = DESCRIPTORS.get(identifier)
+            if known is None:
+                raise not_found(f"integration: no provider is called {identifier!r}")
+            raise nest_error(400, f"integration: {known.label} does not connect through OAuth in rustiz"
+                                  + (": add it with POST /public/v1/integrations and its credentials"
+                                     if known.credentials else ""))
+        refresh = request.query.get("refresh") or None
+        if refresh is not None:
+            channel = self.store.channel(organization_id, refresh)
+            if channel is None or channel["provider_identifier"] != identifier:
+                raise not_found(f"refresh: no {provider.label} channel {refresh!r} in this organization")
+        details = self._details(provider, request)
+        app = await self._app(provider, details)
+        verifier, challenge = pkce_pair() if provider.pkce else (None, None)
+        state = secrets.token_urlsafe(32)
+        try:
+            url = await provider.begin(self.http, app, callback_url(self.config, identifier), state, challenge,
+                                       details)
+        except PublishError as failed:
+            raise nest_error(502, f"{provider.label} did not start the connection: {failed.message}; try again "
+                                  "in a minute") from None
+        state = details.pop("state", state)
+        self.store.start_oauth_flow(state, organization_id, identifier, verifier, refresh, details,
+                                    time.time() + FLOW_SECONDS)
+        return json_response({"url": url})
+
+    def _details(self, provider: OAuthProvider, request: Request) -> dict:
+        """What the flow keeps beside its state; for a provider on any instance, the instance the user named."""
+        if provider.needs_operator_app:
+            return {}
+        instance = request.query.get("instance") or (self.config.settings or {}).get("MASTODON_URL", "")
+        if not instance:
+            raise nest_error(400, f"instance: name the {provider.label} server to connect to, as "
+                                  "?instance=https://mastodon.social")
+        problem = url_problem(instance, ("https", "http"))
+        if problem:
+            raise nest_error(400, f"instance {problem}")
+        return {"instance": instance.rstrip("/")}
+
+    async def _app(self, provider: OAuthProvider, details: dict) -> AppCredentials:
+        try:
+            app = await operator_app(self.store, self.config, provider, self.http, details)
+        except AddressNotAllowed as refused:
+            raise nest_error(400, f"instance: {refused.message}") from None
+        except PublishError as failed:
+            raise nest_error(502, f"{provider.label} at {details.get('instance', '')} did not register rustiz's "
+                                  f"app: {failed.message}; check the address, then try again") from None
+        if app is None:
+            raise needs_operator_app(self.config, provider)
+        return app
+
+    # --- GET /integrations/social/:identifier: the platform sends the user back here ---------------------
+
+    @route_options(authenticated=False)  # the browser comes back from the platform; the state names the org
+    async def callback(self, request: Request) -> Response:
+        identifier = request.params["identifier"]
+        query = request.query
+        state = query.get("state") or query.get("oauth_token") or ""
+        flow = self.store.take_oauth_flow(state, time.time()) if state else None
+        provider = oauth_provider(identifier)
+        label = provider.label if provider else identifier
+        if flow is None or provider is None or flow["provider"] != identifier:
+            return self._back(problem=f"This {label} connection link has expired or was already used (links last "
+                                      "an hour and work once): start again with Connect")
+        if query.get("error") or query.get("denied"):
+            return self._back(problem=f"{label} did not give rustiz access ({query.get('error') or 'denied'}): "
+                                      "nothing was connected. Connect again and allow access to post")
+        code = query.get("code") or query.get("oauth_verifier")
+        if not code:
+            return self._back(problem=f"{label} came back without an authorization code: connect again")
+        try:
+            channel_id, existed = await self._finish(provider, flow, code)
+        except PublishError as failed:
+            return self._back(problem=f"{label} refused the connection: {failed.message}. Connect again; if it "
+                                      "keeps failing, check the app's settings (callback URL, permissions)")
+        except (LookupError, ValueError) as mismatch:
+            return self._back(problem=str(mismatch))
+        notice = (f"{label} channel reconnected" if existed else
+                  f"{label} connected: pick what to post to" if provider.between_steps else f"{label} connected")
+        return self._back(notice=notice, channel=channel_id)
+
+    async def _finish(self, provider: OAuthProvider, flow: dict, code: str) -> tuple:
+        """Exchange the code, read the account, store the channel: (its id, whether it was there already)."""
+        details = flow["details"]
+        app = await operator_app(self.store, self.config, provider, self.http, details)
+        if app is None:
+            raise LookupError(f"{provider.label}'s app is no longer configured on this server ("
+                              f"{' and '.join(provider.app_variables)}): ask the operator")
+        tokens = await provider.exchange_code(self.http, app, code, callback_url(self.config, provider.identifier),
+                                              flow["code_verifier"], details)
+        credentials = provider.credentials_for(tokens, details)
+        probe = Channel("", "", credentials, None, self.http)
+        probe.app = app
+        connected = await provider.connect(probe)
+        new = NewChannel(provider.identifier, connected.account, credentials, None, connected.session,
+                         connected.limits)
+        try:
+            channel_id, existed = self.store.connect_oauth_channel(
+                flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
+                flow["refresh_channel_id"])
+        except LookupError:
+            raise LookupError("The channel to reconnect was deleted meanwhile: nothing was changed; connect "
+                              "it as a new channel") from None
+        except ValueError:
+            raise ValueError(f"You signed in to {provider.label} as {connected.account.name}, another account "
+                             "than this channel's: nothing was changed. Sign in with the channel's account, or "
+                             "connect this one as a new channel") from None
+        if existed:
+            released = self.store.release_waiting_posts(channel_id)
+            log(f"{provider.label} channel {channel_id} reconnected; {released} waiting post(s) released")
+        return channel_id, existed
+
+    def _back(self, notice: str = "", problem: str = "", channel: str = "") -> Response:
+        """A redirect to the web app's channels page, with what happened."""
+        parts = [f"notice={quote(notice)}" if notice else "", f"problem={quote(problem)}" if problem else "",
+                 f"channel={quote(channel)}" if channel else ""]
+        location = f"{self.config.frontend_url}/#/channels?" + "&".join(part for part in parts if part)
+        return Response(303, b"", "text/plain; charset=utf-8", [("Location", location), ("Cache-Control", "no-store")])
+
+    # --- the choice after consent (a LinkedIn page, a Pinterest board) -------------------------------
+
+    def _waiting_channel(self, request: Request, organization_id: str) -> tuple:
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise ApiError(404, {"msg": "Integration not found"})
+        provider = oauth_provider(channel["providerIdentifier"])
+        if provider is None or not provider.between_steps or not channel["inBetweenSteps"]:
+            raise nest_error(409, f"channel {channel['id']} is not waiting for a choice: it is ready to post to")
+        probe = Channel(channel["id"], channel["name"], *self.store.channel_secrets(channel["id"]), self.http)
+        return provider, probe
+
+    async def step_choices(self, request: Request, organization_id: str) -> Response:
+        """rustiz: what a channel in inBetweenSteps is chosen from ([{id, name, picture}])."""
+        provider, probe = self._waiting_channel(request, organization_id)
+        probe.app = await operator_app(self.store, self.config, provider, self.http, {})
+        try:
+            return json_response(await provider.step_choices(probe))
+        except PublishError as failed:
+            raise nest_error(502, f"{provider.label} did not list the choices: {failed.message}") from None
+
+    async def choose(self, request: Request, organization_id: str) -> Response:
+        """rustiz: {"id": one of the choices}; the channel becomes that page or board, ready to post to."""
+        body = json_object(request)
+        choice = body.get("id")
+        if not isinstance(choice, str) or not choice.strip() or len(choice) > 200:
+            raise nest_error(400, "id must be the id of one of GET /integrations/:id/steps's choices")
+        provider, probe = self._waiting_channel(request, organization_id)
+        probe.app = await operator_app(self.store, self.config, provider, self.http, {})
+        choices = await provider.step_choices(probe)
+        if not any(str(item.get("id")) == choice for item in choices):
+            raise nest_error(400, f"id {choice!r} is none of the choices this account has: "
+                                  f"{', '.join(str(item.get('id')) for item in choices[:20]) or 'none'}")
+        try:
+            connected = await provider.choose(probe, choice)
+        except PublishError as failed:
+            raise nest_error(502, f"{provider.label} did not confirm the choice: {failed.message}") from None
+        session = {**probe.session, **(connected.session or {})}
+        if not self.store.complete_channel_step(organization_id, probe.id, connected.account, session,
+                                                connected.limits):
+            raise nest_error(409, f"channel {probe.id} is not waiting for a choice any more")
+        self.store.release_waiting_posts(probe.id)
+        return json_response(self.store.channel_row(organization_id, probe.id))
+
+
+class TokenKeeper:
+    """Fresh tokens for the scheduler's publishes: refreshed ahead of expiry or after a 401, one worker at a
+    time per channel."""
+
+    def __init__(self, config: Config, store: Store, http: HttpClient, owner: str):
+        self.config, self.store, self.http, self.owner = config, store, http, owner
+
+    async def prepare(self, provider: OAuthProvider, channel: Channel) -> None:
+        """Give `channel` the operator's app (X signs every call with it), and a fresh access token when the
+        stored one is about to expire."""
+        channel.app = provider.app(self.config.settings or {}) if provider.needs_operator_app else None
+        _, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
+        if refresh_token and expires_at and expires_at <= iso_at(time.time() + REFRESH_AHEAD_SECONDS):
+            await self.refresh(provider, channel)
+
+    async def refresh(self, provider: OAuthProvider, channel: Channel) -> None:
+        """New tokens into `channel` and the database. Raises TokenRefused (the channel is flagged, once),
+        or a passing failure (Retryable...) that leaves the channel as it was."""
+        from .publishers.base import Retryable
+        if channel.app is None:
+            channel.app = await operator_app(self.store, self.config, provider, self.http, channel.credentials)
+        if channel.app is None:
+            raise TokenRefused(f"{provider.label}'s app is not configured on this server any more "
+                               f"({' and '.join(provider.app_variables)})")
+        if not self.store.take_refresh_lease(channel.id, self.owner, time.time(), REFRESH_LEASE_SECONDS):
+            raise Retryable(f"another rustiz worker is refreshing this channel's {provider.label} token", after=5)
+        try:
+            credentials, refresh_token, _, _ = self.store.channel_tokens(channel.id)  # (another may have refreshed)
+            if not refresh_token:
+                raise TokenRefused(f"{provider.label} gave this channel no refresh token, and its access token "
+                                   "has expired")
+            tokens = await provider.refresh_tokens(self.http, channel.app, refresh_token)
+        except BaseException:
+            self.store.release_refresh_lease(channel.id, self.owner)
+            raise
+        credentials = {**credentials, **provider.credentials_for(tokens, credentials)}
+        self.store.save_refreshed_tokens(channel.id, self.owner, credentials, tokens.refresh_token, expiration(tokens))
+        channel.credentials = credentials
+
+
+def reconnect_link(config: Config, channel_id: str) -> str:
+    return f"{config.frontend_url}/#/channels?channel={quote(channel_id)}"
+
