@@ -2055,7 +2055,7 @@ def _origin_form(method: str, target: str) -> Union[str, ParseError]:
 
 _REASONS = {
     100: "Continue", 200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content",
-    304: "Not Modified", 400: "Bad Request",
+    303: "See Other", 304: "Not Modified", 400: "Bad Request",
     401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
     408: "Request Timeout", 409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
     416: "Range Not Satisfiable", 422: "Unprocessable Entity", 429: "Too Many Requests",

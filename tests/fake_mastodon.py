@@ -1,11 +1,17 @@
 """A Mastodon instance's REST API as rustiz uses it: verify_credentials, /api/v2/instance, media upload
 with background processing (202, then 206 until ready), statuses with Idempotency-Key, and the
-X-RateLimit-* headers and error bodies ({"error": "..."}) a real instance sends."""
+X-RateLimit-* headers and error bodies ({"error": "..."}) a real instance sends; and its OAuth server:
+app registration (POST /api/v1/apps), the consent page, and the token endpoint with PKCE."""
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
+import html
 import itertools
 import re
+import secrets
+from urllib.parse import urlencode
 
 from fakes import FakePlatform, FakeRequest, answer
 
@@ -36,6 +42,11 @@ class FakeMastodon(FakePlatform):
         self.route("POST", "/api/v2/media", self.upload)
         self.route("GET", r"/api/v1/media/(\d+)", self.media_state)
         self.route("POST", "/api/v1/statuses", self.post_status)
+        self.apps: dict = {}  # client id -> {"secret", "redirect_uris", "scopes"}
+        self.codes: dict = {}  # code -> {"client_id", "redirect_uri", "challenge"}
+        self.route("POST", "/api/v1/apps", self.register_app)
+        self.route("GET", "/oauth/authorize", self.authorize_page)
+        self.route("POST", "/oauth/token", self.token_endpoint)
 
     def credentials(self) -> dict:
         return {"instance": self.url, "accessToken": self.token}
@@ -134,3 +145,48 @@ class FakeMastodon(FakePlatform):
         if not text and not media_ids:
             return "Text can't be blank"
         return None
+
+    # --- OAuth ---------------------------------------------------------------------------------------
+
+    def register_app(self, request: FakeRequest):
+        form = request.form()
+        if not form.get("client_name") or not form.get("redirect_uris"):
+            return answer(422, {"error": "Validation failed: Application name can't be blank"})
+        client_id = "client-" + secrets.token_hex(8)
+        self.apps[client_id] = {"secret": "secret-" + secrets.token_hex(8), "redirect_uris": form["redirect_uris"],
+                                "scopes": form.get("scopes", "read")}
+        return answer(200, {"id": str(len(self.apps)), "name": form["client_name"], "client_id": client_id,
+                            "client_secret": self.apps[client_id]["secret"], "redirect_uri": form["redirect_uris"]})
+
+    def authorize_page(self, request: FakeRequest):
+        """The consent page: an Authorize link back to the app with a code, a Deny link with an error."""
+        query = request.query
+        app = self.apps.get(query.get("client_id"))
+        if app is None or query.get("redirect_uri") != app["redirect_uris"] or query.get("response_type") != "code":
+            return answer(400, "<p>The redirect URI included is not valid.</p>", {"Content-Type": "text/html"})
+        code = "code-" + secrets.token_hex(8)
+        self.codes[code] = {"client_id": query["client_id"], "redirect_uri": query["redirect_uri"],
+                            "challenge": query.get("code_challenge")}
+        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
+        deny = query["redirect_uri"] + "?" + urlencode({"error": "access_denied", "state": query.get("state", ""),
+                                                         "error_description": "The resource owner denied the request."})
+        page = (f'<h1>Authorization required</h1><a id="allow" href="{html.escape(allow)}">Authorize</a> '
+                f'<a id="deny" href="{html.escape(deny)}">Deny</a>')
+        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+
+    def token_endpoint(self, request: FakeRequest):
+        form = request.form()
+        app = self.apps.get(form.get("client_id"))
+        if app is None or form.get("client_secret") != app["secret"]:
+            return answer(401, {"error": "invalid_client", "error_description": "Client authentication failed"})
+        grant = self.codes.pop(form.get("code", ""), None)
+        if grant is None or grant["client_id"] != form["client_id"] or grant["redirect_uri"] != form.get("redirect_uri"):
+            return answer(400, {"error": "invalid_grant", "error_description": "The provided authorization grant is "
+                                                                                "invalid, expired, revoked"})
+        if grant["challenge"]:
+            verifier = form.get("code_verifier", "")
+            digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            if digest != grant["challenge"]:
+                return answer(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
+        return answer(200, {"access_token": self.token, "token_type": "Bearer", "scope": app["scopes"],
+                            "created_at": 1700000000})

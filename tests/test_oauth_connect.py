@@ -1,0 +1,186 @@
+"""The OAuth connect flow, end to end over real sockets: GET /social/:integration, the platform's consent
+page (a fake Mastodon instance, on which rustiz registers its own app), the callback that stores the
+channel, reconnecting, and the posts that wait for a channel to be reconnected."""
+from __future__ import annotations
+
+import re
+import time
+from html import unescape
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from fake_mastodon import FakeMastodon
+from support import API, api, notifications, refresh_needed, scheduled, settled, wait_for
+
+
+@pytest.fixture
+def mastodon():
+    fake = FakeMastodon()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def server(start_server_with_fakes):
+    return start_server_with_fakes()
+
+
+def start(server, identifier: str, **query) -> tuple:
+    suffix = "&".join(f"{name}={value}" for name, value in query.items())
+    return api(server, "GET", f"{API}/social/{identifier}" + (f"?{suffix}" if suffix else ""))
+
+
+def visit(server, path: str) -> tuple:
+    """(status, headers) of a GET as a browser's first hop: a redirect is not followed."""
+    import http.client
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        return response.status, {name.lower(): value for name, value in response.getheaders()}
+    finally:
+        connection.close()
+
+
+def consent(server, url: str, choice: str = "allow") -> str:
+    """Follow the platform's consent page as a browser would: the link the user clicks, then rustiz's
+    callback; the Location rustiz redirects to."""
+    import urllib.request
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    link = unescape(re.search(rf'id="{choice}" href="([^"]+)"', page)[1])
+    parts = urlsplit(link)
+    assert f"{parts.scheme}://{parts.netloc}" == server.url
+    status, headers = visit(server, parts.path + "?" + parts.query)
+    assert status == 303, status
+    return headers["location"]
+
+
+def redirect_query(location: str) -> dict:
+    assert location.startswith("/#/channels?") or "/#/channels?" in location, location
+    return {name: values[0] for name, values in parse_qs(location.split("?", 1)[1]).items()}
+
+
+def connect_mastodon(server, mastodon) -> str:
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    assert status == 200, body
+    back = redirect_query(consent(server, body["url"]))
+    assert back["notice"] == "Mastodon connected", back
+    return back["channel"]
+
+
+def test_one_click_mastodon_registers_rustiz_on_the_instance_and_asks_for_consent_with_pkce(server, mastodon):
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    assert status == 200, body
+    url = urlsplit(body["url"])
+    query = {name: values[0] for name, values in parse_qs(url.query).items()}
+    assert f"{url.scheme}://{url.netloc}{url.path}" == f"{mastodon.url}/oauth/authorize"
+    assert query["redirect_uri"] == f"{server.url}/integrations/social/mastodon"
+    assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
+    assert len(query["state"]) >= 32 and query["client_id"] in mastodon.apps
+    start(server, "mastodon", instance=mastodon.url)
+    assert len(mastodon.apps) == 1, "the app registered on an instance is kept and used again"
+
+
+def test_consent_lands_back_on_the_channels_page_with_the_channel_connected_and_publishing(server, mastodon):
+    channel_id = connect_mastodon(server, mastodon)
+    status, channels = api(server, "GET", f"{API}/integrations")
+    assert [(c["id"], c["identifier"], c["name"]) for c in channels] == [(channel_id, "mastodon", "Ada Lovelace")]
+    post = settled(server, scheduled(server, channel_id, "<p>Hello from OAuth</p>"))
+    assert post["state"] == "PUBLISHED", post
+    assert mastodon.published[0]["content"] == "Hello from OAuth"
+
+
+def test_a_state_works_once(server, mastodon):
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    import urllib.request
+    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
+    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
+    first = visit(server, link.path + "?" + link.query)
+    again = visit(server, link.path + "?" + link.query)
+    assert redirect_query(first[1]["location"])["notice"] == "Mastodon connected"
+    assert "expired or was already used" in redirect_query(again[1]["location"])["problem"]
+
+
+def test_an_unknown_state_and_a_denied_consent_say_what_happened_and_connect_nothing(server, mastodon):
+    status, headers = visit(server, "/integrations/social/mastodon?code=abc&state=forged")
+    assert status == 303 and "expired or was already used" in redirect_query(headers["location"])["problem"]
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    problem = redirect_query(consent(server, body["url"], "deny"))["problem"]
+    assert "did not give rustiz access (access_denied)" in problem and "nothing was connected" in problem
+    assert api(server, "GET", f"{API}/integrations")[1] == []
+
+
+def test_a_start_names_what_is_wrong_with_its_request(server, mastodon):
+    assert start(server, "mastodon")[0] == 400
+    status, body = start(server, "mastodon", instance="ftp://example.com")
+    assert status == 400 and body["message"].startswith("instance")
+    status, body = start(server, "nowhere")
+    assert status == 404 and "nowhere" in body["message"]
+    status, body = start(server, "bluesky")
+    assert status == 400 and "POST /public/v1/integrations" in body["message"]
+    status, body = start(server, "mastodon", instance=mastodon.url, refresh="no-such-channel")
+    assert status == 404 and body["message"].startswith("refresh")
+
+
+def test_the_instance_must_pass_the_address_guard(start_server):
+    server = start_server()  # no RUSTIZ_FETCH_ALLOW: loopback is refused
+    status, body = start(server, "mastodon", instance="http://127.0.0.1:9")
+    assert status == 400 and "RUSTIZ_FETCH_ALLOW" in body["message"], body
+
+
+def test_reconnecting_keeps_the_channel_and_releases_the_posts_that_waited_for_it(server, mastodon):
+    channel_id = connect_mastodon(server, mastodon)
+    good_token = mastodon.token
+    mastodon.token = "revoked"
+    post_id = scheduled(server, channel_id, "<p>While revoked</p>")
+    waiting = wait_for(lambda: api(server, "GET", f"{API}/posts/{post_id}")[1],
+                       lambda post: (post.get("error") or "").startswith("Waiting"))
+    assert waiting["state"] == "QUEUE" and "reconnected" in waiting["error"] and "PUBLISH_GRACE" in waiting["error"]
+    assert refresh_needed(server, channel_id)
+    second = scheduled(server, channel_id, "<p>Also waiting</p>")
+    wait_for(lambda: api(server, "GET", f"{API}/posts/{second}")[1],
+             lambda post: (post.get("error") or "").startswith("Waiting"))
+    assert sum("reconnect this Mastodon channel" in text for text in notifications(server)) == 1
+    mastodon.token = good_token
+    status, body = start(server, "mastodon", instance=mastodon.url, refresh=channel_id)
+    back = redirect_query(consent(server, body["url"]))
+    assert (back["notice"], back["channel"]) == ("Mastodon channel reconnected", channel_id)
+    assert not refresh_needed(server, channel_id)
+    assert settled(server, post_id)["state"] == "PUBLISHED" and settled(server, second)["state"] == "PUBLISHED"
+    assert [c["id"] for c in api(server, "GET", f"{API}/integrations")[1]] == [channel_id]
+
+
+def test_a_post_that_waited_past_the_grace_period_fails_saying_why(start_server_with_fakes, mastodon):
+    server = start_server_with_fakes(env={"PUBLISH_GRACE": "2", "RUSTIZ_RETRY_BASE": "0.2"})
+    channel_id = connect_mastodon(server, mastodon)
+    mastodon.token = "revoked"
+    post = settled(server, scheduled(server, channel_id, "<p>Never reconnected</p>", type="schedule"), timeout=30)
+    assert post["state"] == "ERROR"
+    assert "still needed reconnecting" in post["error"] and "PUBLISH_GRACE" in post["error"], post["error"]
+
+
+def test_one_refresh_lease_per_channel_across_workers(server, mastodon):
+    """Store.take_refresh_lease as two workers call it: the second gets the lease only once the first gives it
+    back or its lease runs out."""
+    import rustiz
+    channel_id = connect_mastodon(server, mastodon)
+    store, now = rustiz.Store(server.database), time.time()
+    try:
+        assert store.take_refresh_lease(channel_id, "worker-1", now, 60)
+        assert not store.take_refresh_lease(channel_id, "worker-2", now, 60)
+        assert store.take_refresh_lease(channel_id, "worker-2", now + 61, 60)
+        store.release_refresh_lease(channel_id, "worker-2")
+        assert store.take_refresh_lease(channel_id, "worker-1", now, 60)
+    finally:
+        store.close()
+
+
+def test_a_platform_error_during_the_exchange_is_shown_in_its_own_words(server, mastodon):
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    mastodon.fail_next("POST", "/oauth/token", 400, {"error": "invalid_grant", "error_description": "code expired"})
+    problem = redirect_query(consent(server, body["url"]))["problem"]
+    assert problem.startswith("Mastodon refused the connection") and "invalid_grant" in problem, problem
+    assert api(server, "GET", f"{API}/integrations")[1] == []
+
