@@ -264,9 +264,9 @@ class Scheduler:
         await keeper.refresh(platform, channel)
         return await platform.publish(channel, post, parent)
 
-    def _wait_for_channel(self, claim: dict, label: str) -> None:
+    def _wait_for_channel(self, claim: dict, label: str, cause: str = "") -> None:
         """A post on a channel that needs reconnecting (or a choice after consent) waits for it, visibly, up to
-        PUBLISH_GRACE after its date; reconnecting releases it at once."""
+        PUBLISH_GRACE after its date; reconnecting releases it at once. `cause`: what the platform said."""
         grace = self.config.publish_grace_seconds
         deadline = epoch_seconds(claim["publish_date"]) + grace
         choosing = bool(claim["in_between_steps"])
@@ -276,10 +276,10 @@ class Scheduler:
                                     "after the post's date (PUBLISH_GRACE), so the post was not sent; "
                                     f"{'finish connecting' if choosing else 'reconnect'} the channel, then retry the post")
             return
-        why = ("waiting for the channel's page or board to be chosen" if choosing else
-               f"waiting for the channel to be reconnected ({label} refused its credentials)")
+        why = ("Waiting for the channel's page or board to be chosen" if choosing else
+               f"Waiting for the channel to be reconnected ({cause or f'{label} refused its credentials'})")
         self.store.wait_for_reconnect(claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
-                                      f"Waiting: {why}; it goes out as soon as the channel is "
+                                      f"{why}: it goes out as soon as the channel is "
                                       f"{'ready' if choosing else 'reconnected'}, or fails at {iso_at(deadline)} "
                                       "(PUBLISH_GRACE)")
 
@@ -350,7 +350,7 @@ class Scheduler:
                               "retrying; rustiz does not send it again by itself, so that it is never posted twice")
         elif isinstance(error, NeedsReconnect):
             self._flag_for_reconnect(claim, label, error)
-            self._wait_for_channel(claim, label)
+            self._wait_for_channel(claim, label, failure_text(label, error, claim["part"]))
             return
         self._fail(claim, platform, failure_text(label, error, claim["part"]))
 

@@ -368,6 +368,16 @@ def parts_of(post: dict) -> list:
     return [post, *post["thread"]]
 
 
+def waiting_for_reconnect(server: RustizServer, post_id: str, timeout: float = 20.0) -> dict:
+    """The post once it waits in the queue for its channel to be reconnected (the platform refused the
+    channel's credentials); its error says what the platform said."""
+    post = wait_for(lambda: get_post(server, post_id),
+                    lambda post: (post.get("error") or "").startswith("Waiting for the channel to be reconnected"),
+                    timeout)
+    assert post["state"] == "QUEUE", post
+    return post
+
+
 def settled(server: RustizServer, post_id: str, timeout: float = 20.0, *, stop_at_error: bool = False) -> dict:
     """The post once it and every thread part is PUBLISHED or ERROR (with `stop_at_error`, once any is ERROR)."""
     def done(post: dict) -> bool:

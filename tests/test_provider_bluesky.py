@@ -16,7 +16,7 @@ from rustiz_features.publishers.bluesky import (
 from rustiz_features.text import grapheme_count
 from conftest import provider_fixtures
 from fake_bluesky import FakeBluesky, TID
-from support import connect, connected, mp4_file, png_file as png, published, schedule, uploaded
+from support import waiting_for_reconnect, connect, connected, mp4_file, png_file as png, published, schedule, scheduled, uploaded
 
 pds, rustiz_server, channel = provider_fixtures("bluesky", FakeBluesky, names=("pds", "rustiz_server", "channel"))
 
@@ -148,13 +148,13 @@ def test_a_dead_refresh_token_leads_to_one_new_login(rustiz_server, pds, channel
     assert pds.logins == 2 and len(pds.published) == 1
 
 
-def test_a_revoked_app_password_fails_the_post_and_flags_the_channel(rustiz_server, pds, channel):
+def test_a_revoked_app_password_flags_the_channel_and_its_posts_wait_for_a_reconnect(rustiz_server, pds, channel):
     pds.revoke_everything()
-    post = published(rustiz_server, channel["id"], "<p>nobody home</p>", state="ERROR")
+    post = waiting_for_reconnect(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>nobody home</p>"))
     assert "Failed on Bluesky (HTTP 401)" in post["error"] and "Invalid identifier or password" in post["error"]
     assert pds.published == []
-    post = published(rustiz_server, channel["id"], "<p>still refused</p>", state="ERROR")
-    assert "Reconnect needed" in post["error"]
+    post = waiting_for_reconnect(rustiz_server, scheduled(rustiz_server, channel["id"], "<p>still refused</p>"))
+    assert pds.published == []
 
 
 # --- error rules ----------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rustiz_features.publishers.articles import html_to_markdown
 from conftest import provider_fixtures
 from fake_devto import FakeDevto
-from support import (connect, connected, notifications, png_file, refresh_needed, refused_post, scheduled, settled,
+from support import (waiting_for_reconnect, connect, connected, notifications, png_file, refresh_needed, refused_post, scheduled, settled,
                      trigger, uploaded)
 
 SETTINGS = {"title": "Shipping rustiz", "tags": [{"value": 6, "label": "JavaScript"}, {"value": 8, "label": "python"}]}
@@ -91,11 +91,11 @@ def test_a_500_on_the_article_may_have_published_it_so_it_is_not_sent_again(serv
     assert "dashboard" in post["error"] and len(devto.requests_to("POST", "/api/articles")) == 1
 
 
-def test_a_revoked_key_fails_the_post_and_flags_the_channel(server, devto, channel):
+def test_a_revoked_key_flags_the_channel_and_its_post_waits_for_a_reconnect(server, devto, channel):
     devto.api_key = "revoked"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="devto")
-    post = settled(server, post_id)
-    assert post["state"] == "ERROR" and "HTTP 401" in post["error"] and "unauthorized" in post["error"]
+    post = waiting_for_reconnect(server, post_id)
+    assert "HTTP 401" in post["error"] and "unauthorized" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 

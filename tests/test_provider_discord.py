@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_discord import CHANNEL_ID, GUILD_ID, WEBHOOK_ID, FakeDiscord, discord_error
-from support import (connect, connected, get_post, notifications, png_file, refresh_needed, schedule, scheduled,
+from support import (waiting_for_reconnect, connect, connected, get_post, notifications, png_file, refresh_needed, schedule, scheduled,
                      settled_rows, uploaded)
 
 SETTINGS = {"__type": "discord", "channel": "general"}
@@ -108,12 +108,12 @@ def test_502_is_retried_but_500_on_the_message_is_not_sent_again(rustiz, discord
     assert "Failed on Discord (HTTP 500)" in row["error"] and len(discord.published) == 1
 
 
-def test_a_deleted_webhook_fails_the_post_and_flags_the_channel_for_reconnecting(rustiz, discord, channel):
+def test_a_deleted_webhook_flags_the_channel_for_reconnecting_and_the_post_waits(rustiz, discord, channel):
     discord.fail_next("POST", r"/api/webhooks/.*", *discord_error(404, "Unknown Webhook", 10015)[:2])
-    [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Into the void</p>", settings=SETTINGS))
-    assert row["state"] == "ERROR" and "no longer exists" in row["error"], row
+    row = waiting_for_reconnect(rustiz, scheduled(rustiz, channel["id"], "<p>Into the void</p>", settings=SETTINGS))
+    assert "no longer exists" in row["error"], row
     assert refresh_needed(rustiz, channel["id"])
-    assert any("Connect the channel again" in text for text in notifications(rustiz))
+    assert any("reconnect this Discord channel" in text for text in notifications(rustiz))
 
 
 def test_a_refused_message_fails_with_discords_own_words(rustiz, discord, channel):

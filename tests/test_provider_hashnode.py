@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
-from support import connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger, uploaded
+from support import waiting_for_reconnect, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger, uploaded
 
 SETTINGS = {"title": "Notes on rustiz", "publication": PUBLICATION_ID,
             "tags": [{"value": TAG_ID, "label": "JavaScript"}, {"value": "web dev", "label": "Web Dev"}]}
@@ -52,11 +52,11 @@ def test_a_graphql_error_with_http_200_fails_the_post_with_hashnode_s_words(serv
     assert "Hashnode refused the post (BAD_USER_INPUT): Slug is already taken" in post["error"]
 
 
-def test_an_unauthenticated_answer_while_publishing_flags_the_channel(server, hashnode, channel):
+def test_an_unauthenticated_answer_while_publishing_flags_the_channel_and_the_post_waits(server, hashnode, channel):
     hashnode.token = "rotated"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="hashnode")
-    post = settled(server, post_id)
-    assert post["state"] == "ERROR" and "UNAUTHENTICATED" in post["error"]
+    post = waiting_for_reconnect(server, post_id)
+    assert "UNAUTHENTICATED" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_lemmy import FakeLemmy, lemmy_error
-from support import api, connect, notifications, png_file, refresh_needed, schedule, scheduled, settled_rows, uploaded
+from support import waiting_for_reconnect, api, connect, notifications, png_file, refresh_needed, schedule, scheduled, settled_rows, uploaded
 
 
 def settings(*communities: tuple, url: str | None = None) -> dict:
@@ -93,13 +93,13 @@ def test_a_revoked_login_is_renewed_once_and_the_post_published(rustiz, lemmy, c
     assert row["state"] == "PUBLISHED" and lemmy.logins == 2 and len(posts(lemmy)) == 1
 
 
-def test_a_changed_password_fails_the_post_and_flags_the_channel_for_reconnecting(rustiz, lemmy, channel):
+def test_a_changed_password_flags_the_channel_for_reconnecting_and_the_post_waits(rustiz, lemmy, channel):
     lemmy.revoke_logins()
     lemmy.password = "changed"
-    [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Locked out</p>", settings=settings(RUST)))
-    assert row["state"] == "ERROR" and "incorrect_login" in row["error"], row
+    row = waiting_for_reconnect(rustiz, scheduled(rustiz, channel["id"], "<p>Locked out</p>", settings=settings(RUST)))
+    assert "incorrect_login" in row["error"], row
     assert refresh_needed(rustiz, channel["id"]) and posts(lemmy) == []
-    assert any("Connect the channel again" in text for text in notifications(rustiz))
+    assert any("reconnect this Lemmy channel" in text for text in notifications(rustiz))
 
 
 def test_a_refused_post_fails_with_lemmys_code_and_what_it_means(rustiz, lemmy, channel):

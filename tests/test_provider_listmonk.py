@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_listmonk import FakeListmonk
-from support import (channel_session, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger,
+from support import (waiting_for_reconnect, channel_session, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger,
                      uploaded)
 
 SETTINGS = {"subject": "March news", "preview": "What changed this month", "list": "3"}
@@ -81,11 +81,11 @@ def test_a_429_on_the_draft_is_retried(server, listmonk, channel):
     assert len(listmonk.campaigns) == 1
 
 
-def test_revoked_credentials_fail_the_post_and_flag_the_channel(server, listmonk, channel):
+def test_revoked_credentials_flag_the_channel_and_the_post_waits_for_a_reconnect(server, listmonk, channel):
     listmonk.token = "revoked"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="listmonk")
-    post = settled(server, post_id)
-    assert post["state"] == "ERROR" and "HTTP 403" in post["error"] and listmonk.campaigns == {}
+    post = waiting_for_reconnect(server, post_id)
+    assert "HTTP 403" in post["error"] and listmonk.campaigns == {}
     assert refresh_needed(server, channel["id"])
 
 

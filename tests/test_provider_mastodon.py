@@ -6,7 +6,7 @@ import datetime
 
 from conftest import provider_fixtures
 from fake_mastodon import FakeMastodon
-from support import connect, jpeg_file, notifications, png_file, refresh_needed, schedule, scheduled, settled, uploaded
+from support import waiting_for_reconnect, connect, jpeg_file, notifications, png_file, refresh_needed, schedule, scheduled, settled, uploaded
 
 fake, server, channel = provider_fixtures("mastodon", FakeMastodon)
 
@@ -108,12 +108,10 @@ def test_server_errors_are_retried(server, fake, channel):
     assert len(fake.published) == 1 and len(fake.published[0]["media_attachments"]) == 1
 
 
-def test_a_revoked_token_fails_the_post_and_flags_the_channel_for_reconnecting(server, fake, channel):
+def test_a_revoked_token_flags_the_channel_for_reconnecting_and_the_post_waits(server, fake, channel):
     fake.token = "rotated"
-    post = settled(server, scheduled(server, channel["id"], "<p>Hello</p>"), stop_at_error=True)
-    assert post["state"] == "ERROR"
-    assert post["error"].startswith("Failed on Mastodon (HTTP 401)")
-    assert "The access token is invalid" in post["error"] and "Connect the channel again" in post["error"]
+    post = waiting_for_reconnect(server, scheduled(server, channel["id"], "<p>Hello</p>"))
+    assert "(Failed on Mastodon (HTTP 401)" in post["error"] and "The access token is invalid" in post["error"]
     assert refresh_needed(server, channel["id"])
     assert fake.published == []
 

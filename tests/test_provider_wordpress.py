@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_wordpress import FakeWordPress, wordpress_error
-from support import (channel_session, connect, connected, png_file, refresh_needed, refused_post, scheduled, settled,
+from support import (waiting_for_reconnect, channel_session, connect, connected, png_file, refresh_needed, refused_post, scheduled, settled,
                      trigger, uploaded)
 
 SETTINGS = {"title": "Release notes", "type": "post"}
@@ -132,8 +132,8 @@ def test_a_permission_the_user_lacks_fails_the_post_without_flagging_the_channel
 def test_a_revoked_application_password_flags_the_channel(server, wordpress, channel):
     wordpress.password = "revoked"
     post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
-    post = settled(server, post_id)
-    assert post["state"] == "ERROR" and "HTTP 401" in post["error"] and "incorrect_password" in post["error"]
+    post = waiting_for_reconnect(server, post_id)
+    assert "HTTP 401" in post["error"] and "incorrect_password" in post["error"]
     assert refresh_needed(server, channel["id"])
 
 

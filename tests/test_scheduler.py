@@ -14,7 +14,7 @@ import pytest
 
 from conftest import read_config
 from fake_webhook import FakeWebhookReceiver, signature_ok
-from support import FAST_RETRIES, api, get_post, iso, notifications, scheduled, settled, webhook_channel
+from support import waiting_for_reconnect, FAST_RETRIES, api, get_post, iso, notifications, scheduled, settled, webhook_channel
 
 
 @pytest.fixture
@@ -120,18 +120,17 @@ def test_a_failed_post_retried_through_the_api_goes_out(fast_server, receiver):
     assert settled(fast_server, post_id)["state"] == "PUBLISHED"
 
 
-def test_refused_credentials_flag_the_channel_and_its_next_posts_fail_without_calling_the_platform(fast_server,
-                                                                                                   receiver):
+def test_refused_credentials_flag_the_channel_and_its_posts_wait_without_calling_the_platform(fast_server,
+                                                                                                receiver):
     channel = webhook_channel(fast_server, receiver)
     receiver.fail_next("POST", "/hook", 401, {"message": "token revoked"})
-    first = settled(fast_server, scheduled(fast_server, channel, "<p>first</p>", type="schedule"))
-    assert first["state"] == "ERROR" and first["error"].startswith(
-        "Failed on Webhook (HTTP 401): the channel's credentials were refused: token revoked")
-    assert "Connect the channel again" in first["error"]
+    first = waiting_for_reconnect(fast_server, scheduled(fast_server, channel, "<p>first</p>", type="schedule"))
+    assert first["error"].startswith(
+        "Waiting for the channel to be reconnected (Failed on Webhook (HTTP 401): token revoked)")
     calls = len(receiver.requests)
-    second = settled(fast_server, scheduled(fast_server, channel, "<p>second</p>", type="schedule"))
-    assert second["error"].startswith("Reconnect needed")
-    assert len(receiver.requests) == calls
+    second = waiting_for_reconnect(fast_server, scheduled(fast_server, channel, "<p>second</p>", type="schedule"))
+    assert "PUBLISH_GRACE" in second["error"] and len(receiver.requests) == calls
+    assert sum("reconnect this Webhook channel" in text for text in notifications(fast_server)) == 1
 
 
 def test_a_lost_answer_is_sent_again_and_the_receiver_sees_one_delivery(fast_server, receiver):
