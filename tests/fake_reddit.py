@@ -1,12 +1,16 @@
 """Reddit as rustiz uses it, on one local server standing for www.reddit.com (authorize page, token
-endpoint) and oauth.reddit.com (the API): the consent page, both grants with Reddit's refusals (HTTP 200
-{"error": "invalid_grant"} for a used code, 400 for a dead refresh token, 401 for a wrong app secret),
-/api/v1/me, /api/submit and /api/comment answering their refusals inside json.errors with HTTP 200,
-the subreddit search, about, post_requirements and link_flair_v2, and X-Ratelimit-* on every API answer."""
+endpoint), oauth.reddit.com (the API), its S3 upload bucket and its media websocket: the consent page, both
+grants with Reddit's refusals (HTTP 200 {"error": "invalid_grant"} for a used code, 400 for a dead refresh
+token, 401 for a wrong app secret), /api/v1/me, /api/submit and /api/comment answering their refusals
+inside json.errors with HTTP 200, image posts (upload lease, S3 form upload with S3's XML answers, the
+websocket that announces the processed post), the subreddit search, about, post_requirements and
+link_flair_v2, and X-Ratelimit-* on every API answer."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import json
 import itertools
 import secrets
 from urllib.parse import urlencode
@@ -45,6 +49,11 @@ class FakeReddit(FakePlatform):
         self.comments: dict = {}
         self.ratelimit: dict = {}  # subreddit ("*": any) -> seconds its submissions are refused with RATELIMIT
         self.remaining = 600.0
+        self.leases: dict = {}  # S3 key -> mimetype
+        self.uploads: dict = {}  # S3 key -> (fields, file bytes, file content type)
+        self.max_upload_bytes = 20 * 2**20
+        self.announcements: dict = {}  # websocket token -> the image post it announces
+        self.media_verdict = "success"  # what the websocket says: "success", "failed", or None (it closes)
         self.subreddits = {
             "python": {"id": "2qh0y", "title": "Python", "submission_type": "any", "type": "public",
                        "flair_required": False, "flairs": None},
@@ -65,6 +74,8 @@ class FakeReddit(FakePlatform):
         self.route("GET", r"/r/([A-Za-z0-9_]+)/about", self.about)
         self.route("GET", r"/api/v1/([A-Za-z0-9_]+)/post_requirements", self.post_requirements)
         self.route("GET", r"/r/([A-Za-z0-9_]+)/api/link_flair_v2", self.link_flairs)
+        self.route("POST", "/api/media/asset.json", self.media_lease)
+        self.route("POST", "/s3-upload", self.s3_upload)
 
     def new_access_token(self) -> str:
         token = "reddit-access-" + secrets.token_hex(8)
@@ -77,8 +88,10 @@ class FakeReddit(FakePlatform):
 
     # API answers carry Reddit's rate-limit headers: decimals for what is used and left, seconds to the reset.
     def dispatch(self, request: FakeRequest, handler):
+        if request.path.startswith("/ws/"):
+            return self.websocket(request, handler)
         status, body, headers = super().dispatch(request, handler)
-        if status is None or request.path.startswith(("/api/v1/authorize", "/api/v1/access_token")):
+        if status is None or request.path.startswith(("/api/v1/authorize", "/api/v1/access_token", "/s3-upload")):
             return status, body, headers
         with self.lock:
             self.remaining = max(0.0, self.remaining - 1)
@@ -173,6 +186,12 @@ class FakeReddit(FakePlatform):
                 "flair_id": form.get("flair_id"), "permalink": f"/r/{form['sr'].lower()}/comments/{post_id}/{slug}/"}
         self.posts[post["name"]] = post
         self.published.append(post)
+        if form["kind"] == "image":  # no id in the answer: the websocket tells where the post is once processed
+            token = secrets.token_hex(8)
+            self.announcements[token] = post
+            return answer(200, {"json": {"errors": [], "data": {
+                "user_submitted_page": f"{self.url}/user/ada_lovelace/submitted/",
+                "websocket_url": f"ws://127.0.0.1:{self.port}/ws/{token}?m=AQAA"}}})
         return answer(200, {"json": {"errors": [], "data": {
             "url": self.url + post["permalink"], "drafts_count": 0, "id": post_id, "name": post["name"]}}})
 
@@ -189,7 +208,9 @@ class FakeReddit(FakePlatform):
             return "NO_LINKS", "This community only allows text posts.", "sr"
         if kind == "link" and not form.get("url"):
             return "NO_URL", "a url is required", "url"
-        if kind not in ("self", "link"):
+        if kind == "image" and not form.get("url"):
+            return "NO_URL", "a url is required", "url"
+        if kind not in ("self", "link", "image"):
             return "INVALID_OPTION", "that option is not valid", "kind"
         if sr["flair_required"] and not any(flair["id"] == form.get("flair_id") for flair in sr["flairs"] or ()):
             return "SUBMIT_VALIDATION_FLAIR_REQUIRED", "Your post must contain post flair.", "flair"
@@ -256,3 +277,56 @@ class FakeReddit(FakePlatform):
             return answer(403, {"message": "Forbidden", "error": 403})
         return answer(200, [{"id": flair["id"], "text": flair["text"], "type": "text", "text_editable": False,
                              "mod_only": False, "allowable_content": "all"} for flair in sr["flairs"]])
+
+    # --- image posts ------------------------------------------------------------------------------------
+
+    def media_lease(self, request: FakeRequest):
+        refused = self._unauthorized(request)
+        if refused:
+            return refused
+        form = request.form()
+        key = f"rte_images/{secrets.token_hex(6)}"
+        self.leases[key] = form.get("mimetype")
+        return answer(200, {"args": {"action": f"//127.0.0.1:{self.port}/s3-upload", "fields": [
+            {"name": "acl", "value": "private"}, {"name": "key", "value": key},
+            {"name": "X-Amz-Credential", "value": "AKIAFAKE/20261203/us-east-1/s3/aws4_request"},
+            {"name": "X-Amz-Algorithm", "value": "AWS4-HMAC-SHA256"}, {"name": "X-Amz-Date", "value": "20261203T120000Z"},
+            {"name": "success_action_status", "value": "201"}, {"name": "content-type", "value": form.get("mimetype")},
+            {"name": "policy", "value": "eyJmYWtlIjp0cnVlfQ=="}, {"name": "X-Amz-Signature", "value": "f" * 64}]},
+            "asset": {"asset_id": key.split("/")[1], "processing_state": "incomplete",
+                      "payload": {"filepath": form.get("filepath")},
+                      "websocket_url": f"ws://127.0.0.1:{self.port}/ws/asset?m=AQAA"}})
+
+    def s3_upload(self, request: FakeRequest):
+        """S3's POST Object: the lease's fields, the file last; 201 with XML, or an XML <Error>."""
+        parts = request.multipart()
+        key = parts.get("key", (None, b"", None))[1].decode()
+        if key not in self.leases or "file" not in parts or list(parts)[-1] != "file":
+            return answer(403, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+                               "<Message>Invalid according to Policy: Policy Condition failed</Message></Error>",
+                          {"Content-Type": "application/xml"})
+        if len(parts["file"][1]) > self.max_upload_bytes:
+            return answer(400, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>EntityTooLarge</Code>"
+                               "<Message>Your proposed upload exceeds the maximum allowed size</Message></Error>",
+                          {"Content-Type": "application/xml"})
+        self.uploads[key] = ({name: value[1].decode() for name, value in parts.items() if name != "file"},
+                             parts["file"][1], parts["file"][2])
+        location = f"http://127.0.0.1:{self.port}/s3-upload/{key.replace('/', '%2F')}"
+        return answer(201, f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>{location}"
+                           f"</Location><Bucket>reddit-uploaded-media</Bucket><Key>{key}</Key><ETag>\"e\"</ETag>"
+                           "</PostResponse>", {"Content-Type": "application/xml"})
+
+    def websocket(self, request: FakeRequest, handler):
+        """The media websocket: upgrade, send the verdict on the post (or nothing), close."""
+        post = self.announcements.get(request.path.removeprefix("/ws/"))
+        accept = base64.b64encode(hashlib.sha1(
+            (request.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        handler.connection.sendall(f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade"
+                                   f"\r\nSec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+        if post is not None and self.media_verdict is not None:
+            verdict = {"type": "success", "payload": {"redirect": self.url + post["permalink"]}} \
+                if self.media_verdict == "success" else {"type": "failed"}
+            data = json.dumps(verdict).encode()
+            header = bytes([0x81, len(data)]) if len(data) < 126 else bytes([0x81, 126]) + len(data).to_bytes(2, "big")
+            handler.connection.sendall(header + data)
+        return None, b"", {}  # the connection closes

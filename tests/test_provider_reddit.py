@@ -13,10 +13,11 @@ import pytest
 from conftest import client_for_fakes
 from fake_reddit import FakeReddit
 from rustiz_features.publishers.base import (
-    Channel, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
+    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from rustiz_features.publishers.reddit import PROVIDER, REDDIT_USER_AGENT
+from support import png_file
 
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
 
@@ -57,9 +58,16 @@ def entry(subreddit: str, title: str = "A title", type: str = "self", **more) ->
                       **more}}
 
 
-def outgoing(html: str, *entries: dict, part: int = 0, key: str = "key-1") -> OutgoingPost:
+def outgoing(html: str, *entries: dict, part: int = 0, key: str = "key-1", media: tuple = ()) -> OutgoingPost:
     settings = {"__type": "reddit", "subreddit": list(entries)} if part == 0 else {}
-    return OutgoingPost("post-1", html, (), settings, part, key, "2026-12-03T12:00:00Z")
+    return OutgoingPost("post-1", html, media, settings, part, key, "2026-12-03T12:00:00Z")
+
+
+@pytest.fixture
+def image(tmp_path) -> MediaFile:
+    path = tmp_path / "chart.png"
+    path.write_bytes(png_file(4, 3))
+    return MediaFile("https://rustiz.example/uploads/chart.png", str(path), "image/png", "image", "A chart", "chart.png")
 
 
 def consent(fake: FakeReddit, url: str, choice: str = "allow") -> dict:
@@ -297,6 +305,43 @@ def test_a_403_is_the_tokens_fault_only_when_reddit_says_insufficient_scope(fake
     assert not isinstance(refused.value, NeedsReconnect) and refused.value.message == "Forbidden: banned"
 
 
+# --- image posts -------------------------------------------------------------------------------------
+
+def test_an_image_post_leases_an_upload_sends_the_file_to_s3_and_learns_its_post_from_the_websocket(
+        fake, channel, image):
+    release = run(PROVIDER.publish(channel, outgoing("<p>Look</p>", entry("python", "A chart", "media"),
+                                                     media=(image,)), None))
+    [lease] = fake.requests_to("POST", "/api/media/asset.json")
+    assert lease.form() == {"filepath": "chart.png", "mimetype": "image/png"}
+    [upload] = fake.requests_to("POST", "/s3-upload")
+    assert "authorization" not in upload.headers  # no Reddit token goes to S3
+    [(key, (fields, data, content_type))] = fake.uploads.items()
+    assert (data, content_type, fields["key"], fields["acl"]) == (png_file(4, 3), "image/png", key, "private")
+    [post] = fake.published
+    assert (post["kind"], post["url"]) == ("image", f"{fake.url}/s3-upload/{key}")
+    assert release == Release(post["id"], fake.url + post["permalink"], {"things": [post["name"]]})
+
+
+def test_an_image_reddit_could_not_process_is_rejected(fake, channel, image):
+    fake.media_verdict = "failed"
+    with pytest.raises(Rejected, match="could not process the image"):
+        run(PROVIDER.publish(channel, outgoing("<p>Look</p>", entry("python", type="media"), media=(image,)), None))
+
+
+def test_an_image_post_whose_websocket_says_nothing_may_be_published(fake, channel, image):
+    fake.media_verdict = None
+    with pytest.raises(OutcomeUnknown, match="accepted the image post to r/python"):
+        run(PROVIDER.publish(channel, outgoing("<p>Look</p>", entry("python", type="media"), media=(image,)), None))
+
+
+def test_s3_refusing_the_file_is_a_rejection_in_s3s_words_before_anything_is_posted(fake, channel, image):
+    fake.max_upload_bytes = 10
+    with pytest.raises(Rejected) as refused:
+        run(PROVIDER.publish(channel, outgoing("<p>Look</p>", entry("python", type="media"), media=(image,)), None))
+    assert refused.value.message.startswith("EntityTooLarge: Your proposed upload exceeds the maximum allowed size")
+    assert refused.value.item == "the image" and fake.published == []
+
+
 # --- what is refused before scheduling -------------------------------------------------------------------
 
 def problem(*entries: dict, images: tuple = ((),)) -> str:
@@ -304,14 +349,17 @@ def problem(*entries: dict, images: tuple = ((),)) -> str:
     return PROVIDER.post_problem({}, values, {"subreddit": list(entries)})
 
 
-def test_text_and_link_posts_pass_and_media_posts_and_images_are_refused_before_scheduling():
+def test_text_link_and_image_posts_pass_and_videos_and_stray_images_are_refused_before_scheduling():
+    picture, clip = {"path": "https://x/1.png"}, {"path": "https://x/1.mp4"}
     assert problem(entry("/r/python/"), entry("selfonly", "Link", "link", url="https://rustiz.example/")) is None
-    assert "image or video posts" in problem(entry("python", type="media"))
-    assert "must be self or link" in problem(entry("python", type="poll"))
+    assert problem(entry("python", type="media"), images=((picture,),)) is None
+    assert "video posts" in problem(entry("python", type="media"), images=((clip,),))
+    assert "video posts" in problem(entry("python", type="video"), images=((clip,),))
+    assert "must be self, link or media" in problem(entry("python", type="poll"))
     assert "not a subreddit name" in problem(entry("r/no spaces"))
     assert "allows 300" in problem(entry("python", "t" * 301))
-    assert problem(entry("python"), images=(({"path": "https://x/1.png"},), ())).startswith("the post has images")
-    assert problem(entry("python"), images=((), ({"path": "https://x/1.png"},))).startswith("comment 1 has images")
+    assert "is a self post, which carries no images" in problem(entry("python"), images=((picture,), ()))
+    assert problem(entry("python"), images=((), (picture,))).startswith("comment 1 has images")
 
 
 # --- tools -----------------------------------------------------------------------------------------------

@@ -1,40 +1,51 @@
-"""Reddit, through the operator's app (OAuth 2.0, permanent refresh token): text and link posts to one or
-more subreddits, thread parts as comments on each of them, and the subreddit search and restrictions tools.
+"""Reddit, through the operator's app (OAuth 2.0, permanent refresh token): text, link and image posts to
+one or more subreddits, thread parts as comments on each of them, and the subreddit search and restrictions
+tools.
 
 Reddit answers most refusals with HTTP 200: a token endpoint's {"error": "invalid_grant"}, a submission's
 {"json": {"errors": [[CODE, message, field]]}}. Both are read here as the refusals they are, never as
-success. Image and video posts (Reddit's media upload to S3, then a websocket for the post's id) are not
-published by rustiz: post_problem refuses them before they are scheduled.
+success. An image post takes three steps: a lease (/api/media/asset.json), the file to the lease's S3
+form, then the submission, whose answer holds no post id but a websocket that announces the post once
+Reddit has processed the image. Video posts (which need a poster image too) are not published by rustiz:
+post_problem refuses them before they are scheduled.
 """
 from __future__ import annotations
 
 import html
+import json
 import re
+import time
 from typing import Any, Optional
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urljoin
 
 from rustiz import VERSION
 from ..catalogue import ChannelAccount
-from ..http_client import HttpClient, HttpReply
+from ..http_client import ConnectFailed, HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
-    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
-    error_fields,
+    Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
+    Retryable, error_fields,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
+from .websocket import WebSocketClient, WebSocketClosed
 
 
 # Reddit asks every client for a unique, descriptive User-Agent, "<platform>:<app ID>:<version> (by ...)";
 # generic ones (a library's default) are throttled hard or refused.
 REDDIT_USER_AGENT = f"server:rustiz:{VERSION} (self-hosted scheduler)"
 
-# The settings' post types (Postiz's "self" and "link"; "text" as some clients write it) -> Reddit's kind.
-POST_KINDS = {"self": "self", "text": "self", "link": "link"}
-MEDIA_TYPES = ("media", "image", "video", "videogif")
+# The settings' post types (Postiz's "self", "link" and "media"; "text" and "image" as some clients write
+# them) -> Reddit's kind.
+POST_KINDS = {"self": "self", "text": "self", "link": "link", "media": "image", "image": "image"}
+VIDEO_TYPES = ("video", "videogif")
+REDDIT_MEDIA_WAIT_SECONDS = 60.0  # how long an image post waits for Reddit to say where the post is
+MAX_WEBSOCKET_MESSAGES = 20  # messages read while waiting for the post's (others are skipped)
 TITLE_LIMIT = 300  # characters, Reddit's limit on a post's title
 SUBREDDIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{1,20}")
 PROGRESS_KEY = "redditProgress"  # in the channel's session: what a partly published post already sent
 _WAIT_WORDS = re.compile(r"(\d+)\s*(millisecond|second|minute|hour)s?", re.IGNORECASE)
 _SECONDS_PER = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600}
+# S3's error answer to an upload: <Error><Code>EntityTooLarge</Code><Message>...</Message>...</Error>
+_S3_ERROR = re.compile(rb"<Error>\s*<Code>([A-Za-z]{1,64})</Code>\s*<Message>([^<]{1,300})</Message>")
 
 
 def subreddit_name(value: Any) -> Optional[str]:
@@ -61,12 +72,36 @@ def wait_from_words(message: str) -> Optional[float]:
     return float(match[1]) * _SECONDS_PER[match[2].lower()] if match else None
 
 
+def _has_video(media: list) -> bool:
+    """Whether one of a post's media items is a video (by its name, as the catalogue's rules tell)."""
+    return any(isinstance(item, dict) and re.search(r"\.(mp4|mov|webm|m4v)(\?|$)", str(item.get("path", "")), re.I)
+               for item in media)
+
+
 def _reddit_errors(answer: Any) -> list:
     """The [[CODE, message, field], ...] of an api_type=json answer, or [] when it has none."""
     body = answer.get("json") if isinstance(answer, dict) else None
     errors = body.get("errors") if isinstance(body, dict) else None
     return [error for error in errors if isinstance(error, list) and error and isinstance(error[0], str)] \
         if isinstance(errors, list) else []
+
+
+def _read_announcement(http: HttpClient, url: str) -> dict:
+    """The first {"type": "success" | "failed", ...} message of a media post's websocket (a blocking call,
+    run in the HTTP client's threads), within REDDIT_MEDIA_WAIT_SECONDS."""
+    deadline = time.monotonic() + REDDIT_MEDIA_WAIT_SECONDS
+    connection = WebSocketClient(url, time.monotonic() + 15.0, http)
+    try:
+        for _ in range(MAX_WEBSOCKET_MESSAGES):
+            try:
+                message = json.loads(connection.receive_text(deadline))
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("type") in ("success", "failed"):
+                return message
+        raise TimeoutError(f"no verdict in {MAX_WEBSOCKET_MESSAGES} messages")
+    finally:
+        connection.close()
 
 
 def _error_text(errors: list) -> str:
@@ -152,7 +187,8 @@ class RedditProvider(OAuthProvider):
         if errors:
             return _error_text(errors)
         if not isinstance(answer, dict):
-            return None
+            s3_error = _S3_ERROR.search(reply.body[:4096])
+            return html.unescape(f"{s3_error[1].decode()}: {s3_error[2].decode('utf-8', 'replace')}") if s3_error else None
         if isinstance(answer.get("error"), int) and not isinstance(answer["error"], bool):
             return error_fields(answer, "message", "reason", "explanation")
         return error_fields(answer, "error", "error_description")
@@ -178,18 +214,18 @@ class RedditProvider(OAuthProvider):
             if name is None:
                 return f"\"{shown}\" is not a subreddit name (write it as r/name)"
             post_type = value.get("type")
-            if post_type in MEDIA_TYPES:
-                return (f"rustiz does not publish Reddit image or video posts (r/{name}): choose a text (self) "
-                        "or link post")
+            if post_type in VIDEO_TYPES or (POST_KINDS.get(post_type) == "image" and _has_video(values[0]["image"])):
+                return f"rustiz does not publish Reddit video posts (r/{name}): choose an image, text (self) or link post"
             if post_type not in POST_KINDS:
-                return f"the post type for r/{name} must be self or link, not \"{post_type}\""
+                return f"the post type for r/{name} must be self, link or media, not \"{post_type}\""
+            if POST_KINDS[post_type] != "image" and values[0]["image"]:
+                return (f"the post to r/{name} is a {post_type} post, which carries no images: remove them, or "
+                        "choose a media post (one image)")
             if isinstance(value.get("title"), str) and len(value["title"]) > TITLE_LIMIT:
                 return f"the title for r/{name} is {len(value['title'])} characters long, and Reddit allows {TITLE_LIMIT}"
-        for number, value in enumerate(values):
+        for number, value in enumerate(values[1:], 1):
             if value.get("image"):
-                where = "the post" if number == 0 else f"comment {number}"
-                return (f"{where} has images, and rustiz publishes Reddit text and link posts and comments without "
-                        "them: remove the images")
+                return f"comment {number} has images, and Reddit comments are published without them: remove them"
         return None
 
     # --- publishing -------------------------------------------------------------------------------------
@@ -237,17 +273,75 @@ class RedditProvider(OAuthProvider):
                 "text": post.text, "resubmit": "true", "sendreplies": "true"}
         if kind == "link":
             form["url"] = str(value.get("url") or "")
+        if kind == "image":
+            form["url"] = await self._upload(channel, post.media)
         flair = value.get("flair")
         if isinstance(flair, dict) and isinstance(flair.get("id"), str) and flair["id"]:
             form["flair_id"] = flair["id"]
         reply = await self._call(channel, "POST", "/api/submit", visible=True, what=f"the post to r/{name}", form=form)
         data = self._json_data(reply, f"the post to r/{name}")
+        if kind == "image" and not data.get("id"):
+            return await self._announced_post(channel, data, name)
         if not isinstance(data.get("id"), str) or not data["id"]:
             raise OutcomeUnknown(f"Reddit accepted the post to r/{name} but answered "
                                  f"{reply.described('a submitted post')}", reply.status)
         url = data.get("url") if isinstance(data.get("url"), str) and data["url"] else \
             f"{self.auth_base()}/r/{name}/comments/{data['id']}/"
         return [data["id"], data.get("name") or "t3_" + data["id"], url]
+
+    async def _upload(self, channel: Channel, media: tuple) -> str:
+        """The URL of the post's one image on Reddit's S3, for kind=image: a lease from Reddit, then the file
+        to the lease's form (no Reddit token goes to S3)."""
+        images = [item for item in media if item.kind == "image"]
+        if len(images) != 1 or len(media) != 1:
+            raise Rejected("a Reddit media post takes exactly one image")
+        image: MediaFile = images[0]
+        reply = await self._call(channel, "POST", "/api/media/asset.json", what="the image's upload lease",
+                                 form={"filepath": image.name, "mimetype": image.content_type})
+        lease = reply.json()
+        lease = lease.get("args") if isinstance(lease, dict) else None
+        fields = lease.get("fields") if isinstance(lease, dict) else None
+        if not isinstance(fields, list) or not isinstance(lease.get("action"), str) or not lease["action"]:
+            raise Retryable(f"Reddit answered the image's upload lease with {reply.described('an upload lease')}",
+                            reply.status, item="the image")
+        form = [(field["name"], str(field.get("value", ""))) for field in fields
+                if isinstance(field, dict) and isinstance(field.get("name"), str)]
+        key = dict(form).get("key")
+        if not key:
+            raise Retryable("Reddit's upload lease for the image names no key", reply.status, item="the image")
+        # The action is protocol-relative ("//reddit-uploaded-media.s3-accelerate.amazonaws.com"): https in
+        # production, the fake's scheme in tests.
+        action = urljoin(self.api_base(channel) + "/", lease["action"]).rstrip("/")
+        body, content_type = encode_multipart([*form, ("file", (image.name, image.read(), image.content_type))])
+        try:
+            await self.send(channel, "POST", action, what="the upload of the image", body=body,
+                            headers={"Content-Type": content_type, "User-Agent": REDDIT_USER_AGENT},
+                            timeouts=Timeouts(read=120, total=600))
+        except PublishError as error:
+            error.item = error.item or "the image"
+            raise
+        return f"{action}/{key}"
+
+    async def _announced_post(self, channel: Channel, data: dict, name: str) -> list:
+        """[id, fullname, url] of an image post, from the websocket its submission's answer names: Reddit
+        says there where the post is once the image is processed ({"type": "success", "payload":
+        {"redirect": url}}) or that it failed ({"type": "failed"})."""
+        websocket_url = data.get("websocket_url")
+        if not isinstance(websocket_url, str) or not websocket_url.startswith(("wss://", "ws://")):
+            raise OutcomeUnknown(f"Reddit accepted the image post to r/{name} but did not say where it is (no websocket)")
+        try:
+            update = await channel.http.run_blocking(_read_announcement, channel.http, websocket_url)
+        except (ConnectFailed, WebSocketClosed, TimeoutError, OSError) as error:
+            raise OutcomeUnknown(f"Reddit accepted the image post to r/{name}, but its processing could not be "
+                                 f"followed ({error})") from None
+        if update.get("type") == "failed":
+            raise Rejected(f"Reddit could not process the image of the post to r/{name}", item="the image")
+        payload = update.get("payload") if isinstance(update.get("payload"), dict) else {}
+        url = payload.get("redirect")
+        match = re.search(r"/comments/([a-z0-9]+)", url) if isinstance(url, str) else None
+        if match is None:
+            raise OutcomeUnknown(f"Reddit processed the image post to r/{name} without saying where it is")
+        return [match[1], "t3_" + match[1], url]
 
     async def _comment(self, channel: Channel, post: OutgoingPost, thing: str) -> list:
         """[id, fullname, url] of a new comment on the submission `thing` (t3_...)."""
