@@ -356,6 +356,7 @@ def test_text_link_and_image_posts_pass_and_videos_and_stray_images_are_refused_
     assert "video posts" in problem(entry("python", type="media"), images=((clip,),))
     assert "video posts" in problem(entry("python", type="video"), images=((clip,),))
     assert "must be self, link or media" in problem(entry("python", type="poll"))
+    assert "must be self, link or media" in problem(entry("python", type=["self"]))
     assert "not a subreddit name" in problem(entry("r/no spaces"))
     assert "allows 300" in problem(entry("python", "t" * 301))
     assert "is a self post, which carries no images" in problem(entry("python"), images=((picture,), ()))

@@ -213,7 +213,7 @@ class RedditProvider(OAuthProvider):
             name = subreddit_name(shown)
             if name is None:
                 return f"\"{shown}\" is not a subreddit name (write it as r/name)"
-            post_type = value.get("type")
+            post_type = value.get("type") if isinstance(value.get("type"), str) else None
             if post_type in VIDEO_TYPES or (POST_KINDS.get(post_type) == "image" and _has_video(values[0]["image"])):
                 return f"rustiz does not publish Reddit video posts (r/{name}): choose an image, text (self) or link post"
             if post_type not in POST_KINDS:
@@ -402,7 +402,7 @@ class RedditProvider(OAuthProvider):
             channel.save_session({name: value for name, value in channel.session.items() if name != PROGRESS_KEY})
 
     def where_to_check(self, channel: Channel) -> str:
-        return f"the posts of the Reddit account of the channel \"{channel.name}\" (reddit.com/user/<name>/submitted)"
+        return f"the submitted posts of the Reddit account of the channel \"{channel.name}\""
 
     # --- tools (POST /integration-trigger) -----------------------------------------------------------
 
