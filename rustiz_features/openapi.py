@@ -279,6 +279,22 @@ def _openapi_paths(root: dict) -> dict:
         f"{v1}/providers": {"get": _operation(
             "Every provider rustiz knows: its credential fields, how its text is counted, its limits (rustiz)",
             ("200", _array_of(_schema_ref("Provider"))))},
+        f"{v1}/social/{{integration}}": {"get": _operation(
+            "Start connecting an OAuth channel: the platform's consent page, which comes back to "
+            "{FRONTEND_URL}/integrations/social/<identifier>. Without the operator's app configured: 400 with "
+            "needsOperatorApp, callbackUrl, variables and guide (rustiz)",
+            ("200", _object({"url": _STRING})), "BadRequest NotFound PlatformUnreachable",
+            (_parameter("path", "integration", "The provider identifier (x, linkedin, mastodon...)"),
+             _parameter("query", "refresh", "Reconnect this channel (its id): it keeps its id, posts and settings"),
+             _parameter("query", "instance", "Mastodon: the server to connect to (rustiz registers its app there)")))},
+        f"{v1}/integrations/{{id}}/steps": {
+            "get": _operation("What a channel in inBetweenSteps is chosen from: pages, boards (rustiz)",
+                              ("200", _array_of(_object({"id": _STRING, "name": _STRING},
+                                                        {"picture": {"type": ["string", "null"]}}))),
+                              "IntegrationNotFound Conflict PlatformUnreachable", (channel_id,)),
+            "post": _operation("Pick one: the channel becomes that page or board, ready to post to (rustiz)",
+                               ("200", _schema_ref("ChannelRow")), "BadRequest IntegrationNotFound Conflict "
+                               "PlatformUnreachable", (channel_id,), _object({"id": _STRING}))},
         f"{v1}/integration-settings/{{id}}": {"get": _operation(
             "A channel's provider rules, length limit, settings JSON Schema and helper tools",
             ("200", _object({"output": _object({"rules": _STRING, "maxLength": _INTEGER,
@@ -452,5 +468,14 @@ def _web_openapi_paths(root: dict) -> dict:
     session["responses"]["401"] = unauthorized[1]
     logout = _operation("Sign out: the session ends and its cookie is cleared",
                         ("204", {"description": "Done, with no body", "content": {}}), public=True)
+    callback = _operation("Where an OAuth platform sends the user back after consent: stores the channel, then "
+                          "redirects to the web app's channels page with notice= or problem=",
+                          ("303", {"description": "To {FRONTEND_URL}/#/channels?notice=...&channel=<id> or "
+                                                  "?problem=<what happened and what to do>", "content": {}}),
+                          "", (_parameter("path", "identifier", "The provider identifier"),
+                               _parameter("query", "code", "The authorization code (OAuth 2.0)"),
+                               _parameter("query", "state", "The flow's state, from GET /social/:integration"),
+                               _parameter("query", "error", "The platform's refusal, e.g. access_denied")), public=True)
     return {"/auth/login": {"servers": [root], "post": login}, "/auth/session": {"servers": [root], "get": session},
-            "/auth/logout": {"servers": [root], "post": logout}}
+            "/auth/logout": {"servers": [root], "post": logout},
+            "/integrations/social/{identifier}": {"servers": [root], "get": callback}}

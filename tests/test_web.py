@@ -592,3 +592,33 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         expect(other_browser.get_by_label("API key")).to_be_visible()
     finally:
         receiver.close()
+
+
+def test_connect_mastodon_through_its_sign_in_and_land_back_with_the_channel_listed(start_server_with_fakes, open_page):
+    from fake_mastodon import FakeMastodon
+    server = start_server_with_fakes()
+    mastodon = FakeMastodon()
+    try:
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        page.get_by_label("Platform").select_option("mastodon")
+        page.get_by_label("Mastodon server").fill(mastodon.url)
+        page.get_by_role("button", name="Continue to sign in").click()
+        page.get_by_role("link", name="Authorize").click()  # the instance's consent page
+        expect(page.get_by_role("status")).to_have_text("Mastodon connected")
+        expect(page.locator("li.channel strong")).to_have_text(["Ada Lovelace"])
+        assert page.url.startswith(f"{server.url}/#/channels")
+    finally:
+        mastodon.close()
+
+
+def test_an_oauth_platform_without_the_operator_s_app_shows_what_to_register(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
+    page = open_page(server)
+    sign_in(page, server)
+    page.get_by_role("link", name="Channels").click()
+    page.get_by_label("Platform").select_option("linkedin")
+    page.get_by_role("button", name="Continue to sign in").click()
+    expect(page.locator(".operator-guide code")).to_have_text(f"{server.url}/integrations/social/linkedin")
+    expect(page.locator(".operator-guide")).to_contain_text("LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET")

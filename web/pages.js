@@ -78,12 +78,15 @@ function parseTimes(text) {
   });
 }
 
-export async function channelsPage(main) {
+export async function channelsPage(main, { query } = {}) {
   const [channels, groups, known] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups'), providers()]);
   // Each channel's own row says whether it needs reconnecting (the list keeps Postiz's shape).
   const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
   main.append(h('h1', 'Channels'), errors);
+  // What an OAuth connection came back with (the server's callback redirects here)
+  if (query?.get('notice')) main.append(h('p.notice', { role: 'status' }, query.get('notice')));
+  if (query?.get('problem')) errors.show(query.get('problem'));
   const list = h('ul.channel-list');
   const change = async (c, body) => {
     try { await api('PUT', `/integrations/${c.id}`, body); go('#/channels'); } catch (error) { errors.show(error); }
@@ -97,7 +100,12 @@ export async function channelsPage(main) {
       c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
       h('div', h('strong', c.name), h('div.muted', `${known[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
         c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
-        reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null),
+        rows[index].inBetweenSteps ? h('span.badge.st-ERROR', 'Pick what to post to')
+          : reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null,
+        rows[index].inBetweenSteps ? stepPicker(c, errors) : null,
+        rows[index].refreshNeeded && known[c.identifier]?.oauth && c.identifier !== 'mastodon'
+          ? h('button', { type: 'button', 'aria-label': `Reconnect ${c.name}`, onclick: () => startOAuth(c.identifier, { refresh: c.id }, errors) }, 'Reconnect')
+          : null),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
         rename, h('button', { type: 'submit', 'aria-label': `Rename ${c.name}` }, 'Rename')),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { postingTimes: parseTimes(slots.value) }); } },
@@ -159,8 +167,56 @@ export async function channelsPage(main) {
   field('Group (optional)', group, 'A customer or project; a new name makes a new group.'),
   h('datalist#group-names', groups.map((g) => h('option', { value: g.name }))),
   formErrors, submit,
-  h('p.hint', 'X, LinkedIn and other OAuth providers need a developer app, which rustiz does not support yet.'));
-  main.append(form);
+  h('p.hint', 'Or connect with the platform\'s own sign-in below.'));
+  main.append(form, oauthForm(known));
+}
+
+/** Start an OAuth connection: to the platform's consent page, or the operator's guide when its app is not set up. */
+async function startOAuth(identifier, params, errors, guideBox) {
+  errors.show(null);
+  try {
+    const { url } = await api('GET', `/social/${identifier}?${new URLSearchParams(params)}`);
+    location.assign(url);
+  } catch (error) {
+    if (guideBox && error.body?.needsOperatorApp) {
+      guideBox.replaceChildren(h('p', `This server has no ${identifier} app yet. The operator sets ${error.body.variables.join(' and ')} in config.env, registering this callback URL with the app:`),
+        h('p', h('code', error.body.callbackUrl)), h('p.hint', error.body.guide));
+      guideBox.hidden = false;
+    } else errors.show(error);
+  }
+}
+
+function oauthForm(known) {
+  const oauth = Object.values(known).filter((p) => p.oauth).sort((a, b) => a.name.localeCompare(b.name));
+  const errors = errorBox();
+  const guideBox = h('div.card.operator-guide', { hidden: true });
+  const provider = h('select', { name: 'oauthProvider', onchange: () => { instanceField.hidden = provider.value !== 'mastodon'; } },
+    oauth.map((p) => h('option', { value: p.identifier }, p.name)));
+  const instance = h('input', { type: 'url', name: 'instance', placeholder: 'https://mastodon.social' });
+  const instanceField = field('Mastodon server', instance, 'rustiz registers itself on your server: no app or token to make.');
+  instanceField.hidden = provider.value !== 'mastodon';
+  return h('form.card.connect', { onsubmit: (event) => {
+    event.preventDefault();
+    guideBox.hidden = true;
+    startOAuth(provider.value, provider.value === 'mastodon' ? { instance: instance.value.trim() } : {}, errors, guideBox);
+  } }, h('h2', 'Connect with the platform\'s sign-in'), field('Platform', provider), instanceField, errors, guideBox,
+  h('button.primary', { type: 'submit' }, 'Continue to sign in'));
+}
+
+/** For a channel waiting in inBetweenSteps: its choices (pages, boards) and a button to pick one. */
+function stepPicker(c, errors) {
+  const box = h('div.steps');
+  const load = async () => {
+    try {
+      const choices = await api('GET', `/integrations/${c.id}/steps`);
+      const select = h('select', { 'aria-label': `What ${c.name} posts to` }, choices.map((item) => h('option', { value: item.id }, item.name)));
+      box.replaceChildren(select, h('button', { type: 'button', onclick: async () => {
+        try { await api('POST', `/integrations/${c.id}/steps`, { id: select.value }); go('#/channels'); } catch (error) { errors.show(error); }
+      } }, 'Use this'));
+    } catch (error) { errors.show(error); }
+  };
+  box.append(h('button', { type: 'button', onclick: load }, 'Choose'));
+  return box;
 }
 
 // --- settings -------------------------------------------------------------------------------------
