@@ -329,16 +329,6 @@ class PostsApi:
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
 
-    # No provider of rustiz reports analytics yet: an empty list, never invented numbers.
-    def channel_analytics(self, request: Request, organization_id: str) -> Response:
-        if self.store.channel(organization_id, request.params["integration"]) is None:
-            raise not_found(INTEGRATION_NOT_FOUND)
-        return json_response([])
-
-    def post_analytics(self, request: Request, organization_id: str) -> Response:
-        post = self._post_or_404(organization_id, request.params["postId"])
-        return json_response({"missing": True} if post["releaseId"] == "missing" else [])
-
     def show_channel(self, request: Request, organization_id: str) -> Response:
         """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
         channel = self.store.channel_row(organization_id, request.params["id"])

@@ -51,6 +51,7 @@ class FakeBluesky(FakePlatform):
         self.route("POST", x + "com.atproto.server.createSession", self.create_session)
         self.route("POST", x + "com.atproto.server.refreshSession", self.refresh_session)
         self.route("GET", x + "app.bsky.actor.getProfile", self.get_profile)
+        self.route("GET", x + "app.bsky.feed.getPosts", self.get_posts)
         self.route("GET", x + "com.atproto.identity.resolveHandle", self.resolve_handle)
         self.route("POST", x + "com.atproto.repo.uploadBlob", self.upload_blob)
         self.route("POST", x + "com.atproto.repo.createRecord", self.create_record)
@@ -119,7 +120,18 @@ class FakeBluesky(FakePlatform):
         if request.query.get("actor") not in (self.did, self.handle):
             return xrpc_error(400, "InvalidRequest", "Profile not found")
         return answer(200, {"did": self.did, "handle": self.handle, "displayName": self.display_name,
-                            "avatar": self.avatar, "postsCount": len(self.records)})
+                            "avatar": self.avatar, "postsCount": len(self.records), "followersCount": 420,
+                            "followsCount": 42})
+
+    def get_posts(self, request: FakeRequest):
+        """The AppView's post view, with its counts (as a PDS proxies app.bsky.* to the AppView)."""
+        problem = self._auth_problem(request)
+        if problem:
+            return problem
+        uri = request.query.get("uris", "")
+        known = [record for record in self.records.values() if record["uri"] == uri]
+        return answer(200, {"posts": [{"uri": uri, "cid": record["cid"], "likeCount": 11, "repostCount": 4,
+                                       "replyCount": 1, "quoteCount": 0} for record in known]})
 
     def resolve_handle(self, request: FakeRequest):
         did = self.handles.get(request.query.get("handle", ""))

@@ -42,6 +42,7 @@ class FakeMastodon(FakePlatform):
         self.route("POST", "/api/v2/media", self.upload)
         self.route("GET", r"/api/v1/media/(\d+)", self.media_state)
         self.route("POST", "/api/v1/statuses", self.post_status)
+        self.route("GET", r"/api/v1/statuses/(\d+)", self.get_status)
         self.apps: dict = {}  # client id -> {"secret", "redirect_uris", "scopes"}
         self.codes: dict = {}  # code -> {"client_id", "redirect_uri", "challenge"}
         self.route("POST", "/api/v1/apps", self.register_app)
@@ -70,7 +71,8 @@ class FakeMastodon(FakePlatform):
     def verify_credentials(self, request: FakeRequest):
         return self._unauthorized(request) or answer(200, {
             "id": "109876", "username": "ada", "acct": "ada", "display_name": "Ada Lovelace",
-            "avatar": f"{self.url}/avatars/ada.png", "url": f"{self.url}/@ada"})
+            "avatar": f"{self.url}/avatars/ada.png", "url": f"{self.url}/@ada",
+            "followers_count": 1200, "following_count": 80, "statuses_count": len(self.statuses)})
 
     def instance(self, request: FakeRequest):
         return answer(200, {"domain": "127.0.0.1", "title": "Fake Mastodon", "configuration": {"statuses": {
@@ -145,6 +147,13 @@ class FakeMastodon(FakePlatform):
         if not text and not media_ids:
             return "Text can't be blank"
         return None
+
+    def get_status(self, request: FakeRequest):
+        refused = self._unauthorized(request)
+        status = self.statuses.get(request.match[1])
+        if refused or status is None:
+            return refused or answer(404, {"error": "Record not found"})
+        return answer(200, {**status, "favourites_count": 7, "reblogs_count": 3, "replies_count": 2})
 
     # --- OAuth ---------------------------------------------------------------------------------------
 

@@ -622,3 +622,23 @@ def test_an_oauth_platform_without_the_operator_s_app_shows_what_to_register(sta
     page.get_by_role("button", name="Continue to sign in").click()
     expect(page.locator(".operator-guide code")).to_have_text(f"{server.url}/integrations/social/linkedin")
     expect(page.locator(".operator-guide")).to_contain_text("LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET")
+
+
+def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_server_with_fakes, open_page):
+    from fake_mastodon import FakeMastodon
+    from support import connected, settled
+    mastodon = FakeMastodon()
+    try:
+        server = start_server_with_fakes()
+        channel = connected(server, "mastodon", mastodon.credentials())
+        post = settled(server, scheduled(server, channel["id"], "<p>Counted</p>"))
+        page = open_page(server)
+        sign_in(page, server)
+        page.goto(f"/#/post/{post['id']}")
+        expect(page.locator(".figures li .bar-label")).to_have_text(["Favourites", "Boosts", "Replies"])
+        expect(page.locator(".figures li .bar-total")).to_have_text(["7", "3", "2"])
+        page.goto("/#/channels")
+        page.get_by_role("button", name="Figures of Ada Lovelace").click()
+        expect(page.locator(".figures li .bar-label")).to_have_text(["Followers", "Following", "Posts"])
+    finally:
+        mastodon.close()

@@ -46,6 +46,7 @@ export async function postPage(main, { id }) {
       post.intervalInDays ? [h('dt', 'Repeats'), h('dd', `every ${post.intervalInDays} days`)] : null),
     h('ol.thread', parts.map(partView)),
     errors, actions, reschedule);
+  if (post.state === 'PUBLISHED') main.append(figuresBox(`/analytics/post/${id}`, 'Figures from the platform'));
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
     setTimeout(async function poll() {
@@ -112,6 +113,9 @@ export async function channelsPage(main, { query } = {}) {
         slots, h('button', { type: 'submit', 'aria-label': `Save posting times of ${c.name}` }, 'Save times')),
       h('button', { type: 'button', 'aria-label': `${c.disabled ? 'Enable' : 'Disable'} ${c.name}`,
         onclick: () => change(c, { disabled: !c.disabled }) }, c.disabled ? 'Enable' : 'Disable'),
+      h('button', { type: 'button', 'aria-label': `Figures of ${c.name}`, onclick: (event) => {
+        event.target.replaceWith(figuresBox(`/analytics/${c.id}?date=30`, `${c.name}: figures from the platform`));
+      } }, 'Figures'),
       h('button.danger', { type: 'button', 'aria-label': `Delete ${c.name}`, onclick: async () => {
         if (!confirm(`Delete the channel ${c.name} and its posts?`)) return;
         try { await api('DELETE', `/integrations/${c.id}`); go('#/channels'); } catch (error) { errors.show(error); }
@@ -169,6 +173,20 @@ export async function channelsPage(main, { query } = {}) {
   formErrors, submit,
   h('p.hint', 'Or connect with the platform\'s own sign-in below.'));
   main.append(form, oauthForm(known));
+}
+
+/** The platform's own counts (GET /analytics/...), drawn as small bars; nothing when it gives none. */
+function figuresBox(path, title) {
+  const box = h('section.figures', { 'aria-label': title });
+  api('GET', path).then((items) => {
+    if (!Array.isArray(items) || !items.length) return;
+    const totals = items.map((item) => Number(item.data?.[item.data.length - 1]?.total || 0));
+    const top = Math.max(1, ...totals);
+    const bar = (total) => { const el = h('span.bar'); el.style.width = `${Math.round((total / top) * 100)}%`; return el; };
+    box.append(h('h2', title), h('ul.bars', items.map((item, i) => h('li',
+      h('span.bar-label', item.label), bar(totals[i]), h('span.bar-total', totals[i].toLocaleString())))));
+  }).catch((error) => { const errors = errorBox(); errors.show(error); box.append(errors); });
+  return box;
 }
 
 /** Start an OAuth connection: to the platform's consent page, or the operator's guide when its app is not set up. */

@@ -156,6 +156,15 @@ def rate_limit_reset_seconds(reply: HttpReply) -> Optional[float]:
     return max(0.0, moment.timestamp() - time.time()) if moment is not None else None
 
 
+def analytics_figures(counts: dict) -> list:
+    """Postiz's AnalyticsData for counts a platform gives as of now ({"Likes": 3, ...}; None values left out):
+    one point each, dated today (UTC)."""
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    return [{"label": label, "data": [{"total": str(total), "date": today}], "percentageChange": 0}
+            for label, total in counts.items()
+            if isinstance(total, int) and not isinstance(total, bool) and total >= 0]
+
+
 class Provider:
     """The interface every publisher implements; the defaults suit a platform with no special needs.
 
@@ -219,6 +228,15 @@ class Provider:
         if not isinstance(answer, dict) or not self.error_words(reply):
             return ""
         return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))[:2 * ERROR_WORDS_LIMIT]
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The account's figures in Postiz's AnalyticsData shape (see analytics_figures); None when the
+        platform gives none."""
+        return None
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        """One published post's figures (likes, reposts, replies...), as channel_analytics; None: none."""
+        return None
 
     async def run_tool(self, channel: Channel, method_name: str, data: dict) -> Any:
         """A helper tool of POST /integration-trigger (the methodNames of the provider catalogue's `tools`):

@@ -14,7 +14,7 @@ from ..http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
 from ..text import html_to_text
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected,
-    Release, Retryable, error_fields,
+    Release, Retryable, analytics_figures, error_fields,
 )
 
 
@@ -280,6 +280,23 @@ class BlueskyProvider(Provider):
 
     def error_words(self, reply: HttpReply) -> Optional[str]:
         return error_fields(reply.json(), "error", "message")  # XRPC's {"error": name, "message": text}
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        session = channel.session if channel.session.get("did") else await self._log_in(channel)
+        reply = await self._call(channel, "GET", "app.bsky.actor.getProfile", what="the account's counts",
+                                 params={"actor": session["did"]})
+        profile = reply.json() if isinstance(reply.json(), dict) else {}
+        return analytics_figures({"Followers": profile.get("followersCount"), "Following": profile.get("followsCount"),
+                                  "Posts": profile.get("postsCount")})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        reply = await self._call(channel, "GET", "app.bsky.feed.getPosts", what="the post's counts",
+                                 params={"uris": release.id})
+        answer = reply.json() if isinstance(reply.json(), dict) else {}
+        posts = answer.get("posts") if isinstance(answer.get("posts"), list) else []
+        post = posts[0] if posts and isinstance(posts[0], dict) else {}
+        return analytics_figures({"Likes": post.get("likeCount"), "Reposts": post.get("repostCount"),
+                                  "Replies": post.get("replyCount"), "Quotes": post.get("quoteCount")})
 
     def where_to_check(self, channel: Channel) -> str:
         handle = channel.session.get("handle") or channel.credentials.get("identifier", "")

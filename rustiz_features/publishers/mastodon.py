@@ -13,7 +13,7 @@ from ..catalogue import ChannelAccount, url_host
 from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
     Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, error_fields,
+    Retryable, analytics_figures, error_fields,
 )
 from .oauth import AppCredentials, OAuthProvider, Tokens
 
@@ -199,6 +199,20 @@ class MastodonProvider(OAuthProvider):
             pause = min(pause * 2, 4.0)
         raise Retryable(f"Mastodon was still processing {item} after {MASTODON_MEDIA_WAIT_SECONDS:.0f} s; "
                         "the post waits and tries again", item=item)
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        reply = await self.send(channel, "GET", self._instance(channel) + "/api/v1/accounts/verify_credentials",
+                                what="the account's counts", headers=self._authorization(channel))
+        account = reply.json() if isinstance(reply.json(), dict) else {}
+        return analytics_figures({"Followers": account.get("followers_count"),
+                                  "Following": account.get("following_count"), "Posts": account.get("statuses_count")})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        reply = await self.send(channel, "GET", f"{self._instance(channel)}/api/v1/statuses/{release.id}",
+                                what="the post's counts", headers=self._authorization(channel))
+        status = reply.json() if isinstance(reply.json(), dict) else {}
+        return analytics_figures({"Favourites": status.get("favourites_count"),
+                                  "Boosts": status.get("reblogs_count"), "Replies": status.get("replies_count")})
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the profile of the channel \"{channel.name}\" on {url_host(self._instance(channel))}"
