@@ -68,6 +68,7 @@ class FakeReddit(FakePlatform):
         self.route("GET", "/api/v1/authorize", self.authorize_page)
         self.route("POST", "/api/v1/access_token", self.token)
         self.route("GET", "/api/v1/me", self.me)
+        self.route("GET", "/api/info", self.info)
         self.route("POST", "/api/submit", self.submit)
         self.route("POST", "/api/comment", self.comment)
         self.route("GET", "/subreddits/search", self.search)
@@ -155,8 +156,17 @@ class FakeReddit(FakePlatform):
 
     def me(self, request: FakeRequest):
         return self._unauthorized(request) or answer(200, {
-            "id": "1w72", "name": "ada_lovelace", "is_suspended": False,
+            "id": "1w72", "name": "ada_lovelace", "is_suspended": False, "total_karma": 5120, "link_karma": 4000,
+            "comment_karma": 1120,
             "icon_img": "https://styles.redditmedia.com/t5_1/styles/profileIcon_ada.png?width=256&amp;s=abc"})
+
+    def info(self, request: FakeRequest):
+        """Listing of the things named in ?id= (t3_ fullnames), with their score and comment count."""
+        refused = self._unauthorized(request)
+        names = request.query.get("id", "").split(",")
+        return refused or answer(200, {"kind": "Listing", "data": {"children": [
+            {"kind": "t3", "data": {"name": name, "score": 42, "num_comments": 5, "upvote_ratio": 0.97}}
+            for name in names if name in self.posts]}})
 
     def submit(self, request: FakeRequest):
         refused = self._unauthorized(request)

@@ -385,3 +385,12 @@ def test_restrictions_of_a_private_subreddit_are_refused_in_reddits_words(fake, 
     with pytest.raises(Rejected) as refused:
         run(PROVIDER.run_tool(channel, "restrictions", {"subreddit": "r/pythonsecret"}))
     assert refused.value.message.startswith("Forbidden: private") and refused.value.status == 403
+
+
+def test_analytics_are_the_account_s_karma_and_the_post_s_score_and_comments_over_its_subreddits(fake, channel):
+    release = run(PROVIDER.publish(channel, outgoing("<p>Body</p>", entry("python"), entry(
+        "selfonly", is_flair_required=True, flair={"id": "f-1", "name": "Question"})), None))
+    figures = {item["label"]: item["data"][0]["total"] for item in run(PROVIDER.post_analytics(channel, release, 30))}
+    assert figures == {"Score": "84", "Comments": "10"}
+    figures = {item["label"]: item["data"][0]["total"] for item in run(PROVIDER.channel_analytics(channel, 30))}
+    assert figures == {"Karma": "5120", "Post karma": "4000", "Comment karma": "1120"}

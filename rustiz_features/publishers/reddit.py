@@ -23,7 +23,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import ConnectFailed, HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, error_fields,
+    Retryable, analytics_figures, error_fields,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 from .websocket import WebSocketClient, WebSocketClosed
@@ -400,6 +400,28 @@ class RedditProvider(OAuthProvider):
     def _forget(channel: Channel) -> None:
         if PROGRESS_KEY in channel.session:
             channel.save_session({name: value for name, value in channel.session.items() if name != PROGRESS_KEY})
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        reply = await self._call(channel, "GET", "/api/v1/me", what="the account's karma")
+        me = reply.json() if isinstance(reply.json(), dict) else {}
+        return analytics_figures({"Karma": me.get("total_karma"), "Post karma": me.get("link_karma"),
+                                  "Comment karma": me.get("comment_karma")})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        """Score and comments, summed over the submissions of the post (one per subreddit)."""
+        names = ",".join(f"t3_{piece}" for piece in release.id.split(",") if re.fullmatch(r"[a-z0-9]{1,13}", piece))
+        if not names:
+            return None
+        reply = await self._call(channel, "GET", f"/api/info?id={names}", what="the post's score")
+        listing = reply.json() if isinstance(reply.json(), dict) else {}
+        children = (listing.get("data") or {}).get("children") if isinstance(listing.get("data"), dict) else None
+        things = [child.get("data") for child in children or [] if isinstance(child, dict)
+                  and isinstance(child.get("data"), dict)]
+        if not things:
+            return None
+        return analytics_figures({"Score": sum(t.get("score", 0) for t in things if isinstance(t.get("score"), int)),
+                                  "Comments": sum(t.get("num_comments", 0) for t in things
+                                                  if isinstance(t.get("num_comments"), int))})
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the submitted posts of the Reddit account of the channel \"{channel.name}\""
