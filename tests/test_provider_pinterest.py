@@ -237,6 +237,19 @@ def test_a_video_is_uploaded_processed_and_pinned_with_the_picture_as_its_cover(
     assert "authorization" not in upload.headers  # the bucket is signed by its form fields, not our token
 
 
+def test_a_refused_bucket_upload_is_retryable_not_a_reconnect(fake, channel, tmp_path):
+    fake.fail_next("POST", "/upload-bucket/", 403, "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>",
+                   {"Content-Type": "application/xml"})
+    video = media_file(tmp_path, mp4_file(4096), "clip.mp4", "video/mp4", kind="video")
+    cover = media_file(tmp_path, png_file(), "cover.png", "image/png")
+    with pytest.raises(Retryable) as refused:
+        run(provider.publish(channel, post(media=(video, cover)), None))
+    assert refused.value.item == "the video" and "AccessDenied" not in refused.value.message
+    assert fake.published == []
+    run(provider.publish(channel, post(media=(video, cover)), None))
+    assert len(fake.requests_to("POST", "/v5/media")) == 2 and len(fake.published) == 1
+
+
 def test_a_video_pinterest_cannot_process_is_rejected(fake, channel, tmp_path):
     fake.video_fails = True
     video = media_file(tmp_path, mp4_file(4096), "clip.mp4", "video/mp4", kind="video")

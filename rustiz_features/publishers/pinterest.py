@@ -220,8 +220,12 @@ class PinterestProvider(OAuthProvider):
             # The upload URL is a storage bucket's (Amazon S3's form POST): its fields first, the file last.
             fields = [(str(name), str(value)) for name, value in upload["upload_parameters"].items() if name]
             body, content_type = encode_multipart(fields + [("file", (video.name, video.read(), video.content_type))])
-            await self.send(channel, "POST", upload["upload_url"], what="the video's upload", body=body,
-                            headers={"Content-Type": content_type}, timeouts=Timeouts(read=120, total=900))
+            try:
+                await self.send(channel, "POST", upload["upload_url"], what="the video's upload", body=body,
+                                headers={"Content-Type": content_type}, timeouts=Timeouts(read=120, total=900))
+            except NeedsReconnect as refused:  # the bucket refused its signed fields (expired): not our token
+                raise Retryable(f"the storage Pinterest uploads videos to refused the upload (HTTP {refused.status}); "
+                                "the next attempt registers the video again", refused.status) from None
             await self._wait_until_processed(channel, upload["media_id"])
         except PublishError as error:
             error.item = error.item or item
