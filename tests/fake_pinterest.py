@@ -42,6 +42,7 @@ class FakePinterest(FakePlatform):
         self.route("GET", "/oauth/", self.consent_page)
         self.route("POST", "/v5/oauth/token", self.token)
         self.route("GET", "/v5/user_account", self.user_account)
+        self.route("GET", r"/v5/pins/([^/]+)/analytics", self.pin_analytics)
         self.route("GET", "/v5/boards", self.list_boards)
         self.route("POST", "/v5/pins", self.create_pin)
         self.route("POST", "/v5/media", self.register_media)
@@ -128,7 +129,24 @@ class FakePinterest(FakePlatform):
         return self._unauthorized(request) or answer(200, {
             "account_type": "BUSINESS", "id": "870462240001", "username": "ada_bakes",
             "profile_image": f"{self.url}/images/ada_60x60.jpg", "website_url": "https://ada.example",
-            "business_name": "Ada Bakes", "board_count": len(self.boards), "pin_count": len(self.pins)})
+            "business_name": "Ada Bakes", "board_count": len(self.boards), "pin_count": len(self.pins),
+            "follower_count": 310, "monthly_views": 12000})
+
+    def pin_analytics(self, request: FakeRequest):
+        """Daily metrics from start_date to end_date (Pinterest's shape), growing by day."""
+        import datetime
+        refused = self._unauthorized(request)
+        if refused or request.match[1] not in self.pins:
+            return refused or answer(404, {"code": 50, "message": "Pin not found."})
+        start = datetime.date.fromisoformat(request.query["start_date"])
+        end = datetime.date.fromisoformat(request.query["end_date"])
+        if (end - start).days > 89:
+            return answer(400, {"code": 1, "message": "Date range cannot exceed 90 days."})
+        kinds = request.query["metric_types"].split(",")
+        days = [start + datetime.timedelta(days=n) for n in range((end - start).days + 1)]
+        return answer(200, {"all": {"daily_metrics": [
+            {"date": day.isoformat(), "data_status": "READY", "metrics": {kind: 10 * (n + 1) for kind in kinds}}
+            for n, day in enumerate(days)], "summary_metrics": {}}})
 
     def list_boards(self, request: FakeRequest):
         """Pages of `page_size` boards, the next one named by the `bookmark` of the answer."""

@@ -340,3 +340,16 @@ def test_a_pin_whose_answer_is_lost_is_outcome_unknown(fake, channel, tmp_path):
     with pytest.raises(OutcomeUnknown):
         run(provider.publish(channel, post(media=(picture,)), None))
     assert len(fake.published) == 1 and provider.resend_is_safe is False
+
+
+def test_analytics_are_the_account_s_counts_and_the_pin_s_daily_metrics(fake, channel, tmp_path):
+    picture = media_file(tmp_path, png_file(), "bread.png", "image/png")
+    release = run(provider.publish(channel, post("<p>Counted</p>", (picture,)), None))
+    figures = run(provider.post_analytics(channel, release, 7))
+    impressions = next(item for item in figures if item["label"] == "Impressions")
+    assert [point["total"] for point in impressions["data"]] == ["10", "20", "30", "40", "50", "60", "70"]
+    assert impressions["percentageChange"] == 600.0
+    assert {item["label"] for item in figures} == {"Impressions", "Saves", "Pin clicks", "Outbound clicks"}
+    assert len(run(provider.post_analytics(channel, release, 365))[0]["data"]) == 90  # Pinterest keeps 90 days
+    counts = {item["label"]: item["data"][0]["total"] for item in run(provider.channel_analytics(channel, 30))}
+    assert counts == {"Followers": "310", "Pins": "1", "Monthly views": "12000"}

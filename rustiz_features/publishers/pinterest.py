@@ -14,13 +14,13 @@ import base64
 import json
 import time
 from typing import Any, Optional
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable,
+    Retryable, analytics_figures,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -40,6 +40,16 @@ def pinterest_error(answer: Any) -> Optional[tuple]:
     if type(code) is not int or not isinstance(message, str) or not message.strip():
         return None
     return code, message.strip()
+
+
+PIN_METRICS = {"IMPRESSION": "Impressions", "SAVE": "Saves", "PIN_CLICK": "Pin clicks",
+               "OUTBOUND_CLICK": "Outbound clicks"}
+
+
+def percentage_change(points: list) -> float:
+    """From the first day's figure to the last's, in percent, as Postiz computes it (0 from a zero start)."""
+    first, last = int(points[0]["total"]), int(points[-1]["total"])
+    return round((last - first) / first * 100, 2) if first else 0
 
 
 class PinterestProvider(OAuthProvider):
@@ -129,6 +139,33 @@ class PinterestProvider(OAuthProvider):
         picture = account.get("profile_image") if isinstance(account.get("profile_image"), str) else None
         # Postiz names the channel by the username, and so does rustiz.
         return Connected(ChannelAccount(account["id"], username or account["id"], username, picture or None))
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        reply = await self.send(channel, "GET", self.api_base() + "/v5/user_account", what="the account's counts",
+                                headers=bearer(channel))
+        account = reply.json() if isinstance(reply.json(), dict) else {}
+        return analytics_figures({"Followers": account.get("follower_count"), "Pins": account.get("pin_count"),
+                                  "Monthly views": account.get("monthly_views")})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        """The pin's daily impressions, saves and clicks over the last `days` (Pinterest keeps 90 days)."""
+        end = time.gmtime()
+        start = time.gmtime(time.time() - 86400 * (min(days, 90) - 1))
+        query = (f"start_date={time.strftime('%Y-%m-%d', start)}&end_date={time.strftime('%Y-%m-%d', end)}"
+                 "&metric_types=IMPRESSION,SAVE,PIN_CLICK,OUTBOUND_CLICK")
+        reply = await self.send(channel, "GET", f"{self.api_base()}/v5/pins/{quote(release.id, safe='')}/analytics?"
+                                + query, what="the pin's analytics", headers=bearer(channel))
+        answer = reply.json() if isinstance(reply.json(), dict) else {}
+        daily = (answer.get("all") or {}).get("daily_metrics") if isinstance(answer.get("all"), dict) else None
+        series: dict = {}
+        for day in daily if isinstance(daily, list) else []:
+            metrics = day.get("metrics") if isinstance(day, dict) and isinstance(day.get("metrics"), dict) else {}
+            for metric, label in PIN_METRICS.items():
+                value = metrics.get(metric)
+                if isinstance(value, int) and not isinstance(value, bool) and isinstance(day.get("date"), str):
+                    series.setdefault(label, []).append({"total": str(value), "date": day["date"]})
+        return [{"label": label, "data": points, "percentageChange": percentage_change(points)}
+                for label, points in series.items()]
 
     async def tool_boards(self, channel: Channel, data: dict) -> list:
         """The account's boards as Postiz lists them: [{"name", "id"}] (up to 1,000, in Pinterest's order)."""
