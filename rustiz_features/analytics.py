@@ -9,13 +9,17 @@ Rules:
 """
 from __future__ import annotations
 
+import os
+import socket
 import time
-from typing import Optional
+from typing import Awaitable, Optional
 
 from rustiz import ApiError, App, Request, Response, json_response, nest_error, not_found
 from .http_client import HttpClient
 from .publishers import provider_for
+from .connect import TokenKeeper
 from .publishers.base import Channel, PublishError, Release
+from .publishers.oauth import OAuthProvider
 
 ANALYTICS_CACHE_SECONDS = 600
 ANALYTICS_CACHE_ENTRIES = 1000
@@ -87,11 +91,15 @@ class AnalyticsApi:
         credentials, session = self.store.channel_secrets(channel_id)
         channel = Channel(channel_id, name, credentials, session, self.http,
                           lambda saved: self.store.save_channel_session(channel_id, saved))
-        channel.app = provider.app(self.app.config.settings or {}) if getattr(provider, "needs_operator_app",
-                                                                             False) else None
+        def read() -> Awaitable:
+            return (provider.channel_analytics(channel, days) if release is None
+                    else provider.post_analytics(channel, release, days))
         try:
-            figures = await (provider.channel_analytics(channel, days) if release is None
-                             else provider.post_analytics(channel, release, days))
+            if isinstance(provider, OAuthProvider):  # (tokens refreshed as for a publish, one worker at a time)
+                keeper = TokenKeeper(self.app.config, self.store, self.http, f"{socket.gethostname()}:{os.getpid()}")
+                figures = await keeper.call(provider, channel, read)
+            else:
+                figures = await read()
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not give its figures: {failed.message}; try again "
                                   "later") from None

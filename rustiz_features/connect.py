@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Optional
+from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import quote
 
 from rustiz import ApiError, App, Config, Request, Response, Store, iso_at, json_object, json_response, log, \
@@ -268,6 +268,19 @@ class TokenKeeper:
         if refresh_token and expires_at and expires_at <= iso_at(time.time() + REFRESH_AHEAD_SECONDS):
             await self.refresh(provider, channel)
 
+    async def call(self, provider: OAuthProvider, channel: Channel, operation: Callable[[], Awaitable]) -> Any:
+        """`operation()` with fresh tokens in `channel`; after a 401 that a refresh cures, once more (a refused
+        request did nothing, so repeating it is safe)."""
+        from .publishers.base import NeedsReconnect
+        await self.prepare(provider, channel)
+        try:
+            return await operation()
+        except NeedsReconnect as refused:
+            if isinstance(refused, TokenRefused) or not self.store.channel_tokens(channel.id)[1]:
+                raise
+        await self.refresh(provider, channel)
+        return await operation()
+
     async def refresh(self, provider: OAuthProvider, channel: Channel) -> None:
         """New tokens into `channel` and the database. Raises TokenRefused (the channel is flagged, once),
         or a passing failure (Retryable...) that leaves the channel as it was."""
@@ -277,19 +290,25 @@ class TokenKeeper:
         if channel.app is None:
             raise TokenRefused(f"{provider.label}'s app is not configured on this server any more "
                                f"({' and '.join(provider.app_variables)})")
-        if not self.store.take_refresh_lease(channel.id, self.owner, time.time(), REFRESH_LEASE_SECONDS):
+        lease = f"{self.owner}:{secrets.token_hex(4)}"  # this refresh's own: two in one worker exclude each other too
+        if not self.store.take_refresh_lease(channel.id, lease, time.time(), REFRESH_LEASE_SECONDS):
             raise Retryable(f"another rustiz worker is refreshing this channel's {provider.label} token", after=5)
         try:
-            credentials, refresh_token, _, _ = self.store.channel_tokens(channel.id)  # (another may have refreshed)
+            credentials, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
+            if credentials.get("accessToken") != channel.credentials.get("accessToken") and (
+                    expires_at is None or expires_at > iso_at(time.time() + REFRESH_AHEAD_SECONDS)):
+                channel.credentials = credentials  # another worker refreshed it meanwhile: one refresh is enough
+                self.store.release_refresh_lease(channel.id, lease)
+                return
             if not refresh_token:
                 raise TokenRefused(f"{provider.label} gave this channel no refresh token, and its access token "
                                    "has expired")
             tokens = await provider.refresh_tokens(self.http, channel.app, refresh_token)
         except BaseException:
-            self.store.release_refresh_lease(channel.id, self.owner)
+            self.store.release_refresh_lease(channel.id, lease)
             raise
         credentials = {**credentials, **provider.credentials_for(tokens, credentials)}
-        self.store.save_refreshed_tokens(channel.id, self.owner, credentials, tokens.refresh_token, expiration(tokens))
+        self.store.save_refreshed_tokens(channel.id, lease, credentials, tokens.refresh_token, expiration(tokens))
         channel.credentials = credentials
 
 

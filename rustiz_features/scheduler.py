@@ -250,19 +250,11 @@ class Scheduler:
         """Publish; on an OAuth channel, with its tokens refreshed ahead of expiry, and once more after a 401
         that a refresh cures (a refused request published nothing, so sending it again is safe)."""
         from .connect import TokenKeeper
-        from .publishers.base import NeedsReconnect
-        from .publishers.oauth import OAuthProvider, TokenRefused
+        from .publishers.oauth import OAuthProvider
         if not isinstance(platform, OAuthProvider):
             return await platform.publish(channel, post, parent)
         keeper = TokenKeeper(self.config, self.store, self.http, self.owner)
-        await keeper.prepare(platform, channel)
-        try:
-            return await platform.publish(channel, post, parent)
-        except NeedsReconnect as refused:
-            if isinstance(refused, TokenRefused) or not self.store.channel_tokens(channel.id)[1]:
-                raise
-        await keeper.refresh(platform, channel)
-        return await platform.publish(channel, post, parent)
+        return await keeper.call(platform, channel, lambda: platform.publish(channel, post, parent))
 
     def _wait_for_channel(self, claim: dict, label: str, cause: str = "") -> None:
         """A post on a channel that needs reconnecting (or a choice after consent) waits for it, visibly, up to
