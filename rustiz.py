@@ -1030,7 +1030,7 @@ class Store:
     _CHANNEL_COLUMNS = (
         "id, internal_id, organization_id, name, picture, provider_identifier, type, disabled, token_expiration, "
         "profile, deleted_at, created_at, updated_at, in_between_steps, refresh_needed, posting_times, "
-        "custom_instance_details, customer_id, root_internal_id, additional_settings")
+        "custom_instance_details, customer_id, root_internal_id, additional_settings, refresh_token IS NULL")
 
     @staticmethod
     def _channel_row(row: tuple) -> dict:
@@ -1038,7 +1038,9 @@ class Store:
         return {"id": row[0], "internalId": row[1], "organizationId": row[2], "name": row[3], "picture": row[4],
                 "providerIdentifier": row[5], "type": row[6], "disabled": bool(row[7]), "tokenExpiration": row[8],
                 "profile": row[9], "deletedAt": row[10], "createdAt": row[11], "updatedAt": row[12],
-                "inBetweenSteps": bool(row[13]), "refreshNeeded": bool(row[14]), "postingTimes": row[15],
+                "inBetweenSteps": bool(row[13]), "postingTimes": row[15],
+                # flagged, or holding an expired token that no refresh token can renew
+                "refreshNeeded": bool(row[14]) or bool(row[8] and row[20] and row[8] < utc_now_iso()),
                 "customInstanceDetails": row[16], "customerId": row[17], "rootInternalId": row[18],
                 "additionalSettings": row[19]}
 

@@ -147,3 +147,13 @@ def test_two_workers_needing_a_refresh_at_once_refresh_once(start_server_with_fa
     assert refresh_grants(reddit) == 1, "one refresh, whichever worker won the lease"
     assert set(answers) <= {200, 502}
     assert api(server, "GET", f"{API}/analytics/{channel_id}?date=99")[0] == 200
+
+
+def test_refresh_needed_is_true_once_a_token_without_a_refresh_token_has_expired(server, reddit):
+    channel_id = connect_reddit(server)
+    with sqlite3.connect(server.database) as db:
+        db.execute("UPDATE integration SET refresh_token = NULL WHERE id = ?", (channel_id,))
+    expire_in_db(server, channel_id, 3600)
+    assert api(server, "GET", f"{API}/integrations/{channel_id}")[1]["refreshNeeded"] is False
+    expire_in_db(server, channel_id, -1)
+    assert api(server, "GET", f"{API}/integrations/{channel_id}")[1]["refreshNeeded"] is True
