@@ -1,8 +1,8 @@
 """LinkedIn as rustiz uses it, for both `linkedin` and `linkedin-page`: the consent page and token endpoint of
 www.linkedin.com (authorization_code and refresh_token grants, the app in the form), OpenID userinfo, the
 versioned REST API (LinkedIn-Version checked: missing -> 400, retired -> 426 NONEXISTENT_VERSION),
-organizationAcls and organizations, image and video uploads (initializeUpload, PUT, finalizeUpload,
-processing), posts (201 with x-restli-id) and comments, and LinkedIn's error shape
+organizationAcls and organizations, image, document and video uploads (initializeUpload, PUT,
+finalizeUpload, processing), posts (201 with x-restli-id) and comments, and LinkedIn's error shape
 {"status", "serviceErrorCode", "code", "message"}. One fake serves both origins (auth and API)."""
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ class FakeLinkedIn(FakePlatform):
         self.refresh: dict = {}  # refresh token -> member
         self.codes: dict = {}  # code -> (redirect_uri, scope)
         self.images: dict = {}  # urn -> {"owner", "bytes", "content_type", "authorization"}
+        self.documents: dict = {}  # urn -> {"owner", "bytes", "key"}
         self.videos: dict = {}  # urn -> {"owner", "size", "parts": {n: bytes}, "etags", "finalized", "polls_left"}
         self.posts: dict = {}  # urn -> post body
         self.comments: list = []
@@ -66,6 +67,9 @@ class FakeLinkedIn(FakePlatform):
         self.route("POST", "/rest/videos", self.versioned(self.video_action))
         self.route("PUT", r"/dms-uploads/video/(\w+)/(\d+)", self.put_video_part)
         self.route("GET", r"/rest/videos/([^/]+)", self.versioned(self.video_state))
+        self.route("POST", "/rest/documents", self.versioned(self.initialize_document))
+        self.route("PUT", r"/dms-uploads/document/(\w+)", self.put_document)
+        self.route("GET", r"/rest/documents/([^/]+)", self.versioned(self.document_state))
         self.route("POST", "/rest/posts", self.versioned(self.create_post))
         self.route("POST", r"/rest/socialActions/([^/]+)/comments", self.versioned(self.create_comment))
 
@@ -200,6 +204,35 @@ class FakeLinkedIn(FakePlatform):
                      authorization=request.headers.get("authorization"))
         return answer(201, b"")
 
+    def initialize_document(self, request: FakeRequest):
+        if request.query.get("action") != "initializeUpload":
+            return linkedin_error(400, "Unknown action", "ILLEGAL_ARGUMENT", 100)
+        owner = (request.json() or {}).get("initializeUploadRequest", {}).get("owner", "")
+        if not self._may_act_as(request, owner):
+            return linkedin_error(403, "Not enough permissions to access: documents.initializeUpload",
+                                  "ACCESS_DENIED", 100)
+        key = f"D4D10AQ{next(self.ids)}"
+        urn = f"urn:li:document:{key}"
+        self.documents[urn] = {"owner": owner, "bytes": None, "key": key}
+        return answer(200, {"value": {"uploadUrlExpiresAt": 1767225600000, "document": urn,
+                                      "uploadUrl": f"{self.url}/dms-uploads/document/{key}"}})
+
+    def put_document(self, request: FakeRequest):
+        document = next((item for item in self.documents.values() if item["key"] == request.match[1]), None)
+        if document is None:
+            return answer(404, b"")
+        if not request.body.startswith(b"%PDF-"):
+            return answer(400, b"")
+        document.update(bytes=request.body, content_type=request.headers.get("content-type"))
+        return answer(201, b"")
+
+    def document_state(self, request: FakeRequest):
+        document = self.documents.get(unquote(request.match[1]))
+        if document is None:
+            return linkedin_error(404, "Document not found", "NOT_FOUND")
+        return answer(200, {"id": unquote(request.match[1]), "owner": document["owner"],
+                            "status": "AVAILABLE" if document["bytes"] else "WAITING_UPLOAD"})
+
     def video_action(self, request: FakeRequest):
         body = request.json() or {}
         if request.query.get("action") == "initializeUpload":
@@ -262,6 +295,9 @@ class FakeLinkedIn(FakePlatform):
             if urn.startswith("urn:li:image:"):
                 if self.images.get(urn, {}).get("bytes") is None:
                     return f"Image {urn} has not been uploaded"
+            elif urn.startswith("urn:li:document:"):
+                if self.documents.get(urn, {}).get("bytes") is None or not item.get("title"):
+                    return f"Document {urn} has not been uploaded, or has no title"
             elif urn.startswith("urn:li:video:"):
                 video = self.videos.get(urn)
                 if video is None or not video["finalized"] or video["polls_left"] > 0:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import struct
 import urllib.request
+import zlib
 from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
@@ -387,3 +389,59 @@ def test_a_lost_answer_to_the_post_is_an_unknown_outcome(fake, http, linkedin):
     with pytest.raises(OutcomeUnknown):
         run(linkedin.publish(channel, outgoing("<p>Maybe</p>"), None))
     assert len(fake.published) == 1 and "LinkedIn feed" in linkedin.where_to_check(channel)
+
+
+# --- carousels -------------------------------------------------------------------------------------------
+
+def jpeg_with_frame(width: int, height: int) -> bytes:
+    """A JPEG's header up to its frame (SOF0, three components): enough for the carousel to size its page."""
+    frame = struct.pack(">BHHB", 8, height, width, 3) + b"\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+    return jpeg_file()[:-2] + b"\xff\xc0" + struct.pack(">H", 2 + len(frame)) + frame + b"\xff\xd9"
+
+
+def pdf_objects(pdf: bytes) -> list:
+    """The objects a PDF's cross-reference table points at, checking that each offset is right."""
+    table = int(pdf.rsplit(b"startxref\n", 1)[1].split(b"\n")[0])
+    lines = pdf[table:].split(b"\n")
+    count = int(lines[1].split()[1])
+    offsets = [int(line.split()[0]) for line in lines[3:2 + count]]
+    for number, offset in enumerate(offsets, 1):
+        assert pdf[offset:].startswith(b"%d 0 obj\n" % number), number
+    return [pdf[offset:pdf.index(b"endobj", offset)] for offset in offsets]
+
+
+def test_a_carousel_is_the_images_as_pages_of_one_pdf_document(fake, http, linkedin, tmp_path):
+    jpeg, png = jpeg_with_frame(40, 30), png_file(20, 10, pixel=b"\x10\x20\x30")
+    images = (media_file(tmp_path, "1.jpg", jpeg, "image/jpeg", "image"),
+              media_file(tmp_path, "2.png", png, "image/png", "image"))
+    post = OutgoingPost("post1", "<p>Deck</p>", images, {"post_as_images_carousel": True, "carousel_name": "Q4 deck"},
+                        0, "key", "2026-12-03T13:00:00Z")
+    run(linkedin.publish(channel_of(fake, http), post, None))
+    [(urn, document)] = fake.documents.items()
+    assert fake.published[0]["content"] == {"media": {"title": "Q4 deck", "id": urn}}
+    assert fake.images == {} and document["content_type"] == "application/pdf"
+    pdf = document["bytes"]
+    assert pdf.startswith(b"%PDF-1.4") and pdf.endswith(b"%%EOF\n")
+    objects = pdf_objects(pdf)
+    pages = [body for body in objects if b"/Type /Page " in body]
+    assert [re.search(rb"/MediaBox \[0 0 (\d+) (\d+)\]", page).groups() for page in pages] == [
+        (b"40", b"30"), (b"20", b"10")]
+    assert b"/Count 2" in objects[1]
+    assert jpeg in pdf and b"/Filter /DCTDecode" in pdf
+    assert b"/Predictor 15 /Colors 3 /BitsPerComponent 8 /Columns 20" in pdf
+    idat = png[png.index(b"IDAT") + 4:png.index(b"IEND") - 8]
+    assert zlib.decompress(idat) and idat in pdf
+
+
+def test_a_carousel_image_rustiz_cannot_embed_is_rejected_naming_it(fake, http, linkedin, tmp_path):
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    transparent = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header
+                   + struct.pack(">I", zlib.crc32(b"IHDR" + header)) + png_file()[33:])
+    images = (media_file(tmp_path, "1.jpg", jpeg_with_frame(4, 4), "image/jpeg", "image"),
+              media_file(tmp_path, "2.png", transparent, "image/png", "image"))
+    post = OutgoingPost("post1", "<p>Deck</p>", images, {"post_as_images_carousel": True}, 0, "key",
+                        "2026-12-03T13:00:00Z")
+    with pytest.raises(Rejected) as refused:
+        run(linkedin.publish(channel_of(fake, http), post, None))
+    assert refused.value.item == "media item 2" and "PNG images without transparency" in refused.value.message
+    assert fake.documents == {} and fake.published == []

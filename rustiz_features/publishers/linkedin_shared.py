@@ -9,14 +9,17 @@ Rules of this module:
   after its release and then answers 426 NONEXISTENT_VERSION: that error names LINKEDIN_VERSION.
 - The post text is LinkedIn's "little text": reserved characters are escaped, hashtags become hashtag
   templates and mentions already in that format (@[Name](urn:li:organization:1)) are kept.
+- post_as_images_carousel (Postiz's setting) makes the images the pages of one PDF, posted as a document:
+  carousel_pdf() writes it with the standard library alone, embedding JPEG and PNG data undecoded.
 """
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import struct
 import time
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 from urllib.parse import quote, urlsplit
 
 from ..catalogue import ChannelAccount
@@ -30,8 +33,10 @@ from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 # A Marketing API version LinkedIn serves (released July 2026; each is served at least a year). The operator
 # moves it with LINKEDIN_VERSION when LinkedIn retires it, without waiting for a rustiz release.
 LINKEDIN_VERSION_DEFAULT = "202607"
-LINKEDIN_MEDIA_WAIT_SECONDS = 180.0  # how long a post waits for LinkedIn to process its video
+LINKEDIN_MEDIA_WAIT_SECONDS = 180.0  # how long a post waits for LinkedIn to process its video or document
 LINKEDIN_ALT_TEXT_LIMIT = 4086  # characters of an image's altText the Posts API accepts
+LINKEDIN_DOCUMENT_TITLE_LIMIT = 400  # characters of a document's title kept
+PDF_LARGEST_PAGE = 14400  # points: the largest page PDF readers accept
 LINKEDIN_UPLOAD_TIMEOUTS = Timeouts(read=120, total=600)
 LINKEDIN_PAGE_LIMIT = 100  # organizations listed in one page of organizationAcls
 
@@ -103,6 +108,99 @@ def linkedin_error_words(answer: Any) -> Optional[str]:
                 if isinstance(entry.get("input"), dict) and isinstance(entry["input"].get("inputPath"), dict) else None
             words += f"; {where + ': ' if isinstance(where, str) else ''}{entry['description'].strip()}"
     return words
+
+
+# --- carousels: images as the pages of a PDF document (what LinkedIn shows as a swipeable carousel) --------
+
+class PageImage(NamedTuple):
+    """One image as a PDF image XObject: its size, its PDF dictionary entries and its (still encoded) data."""
+    width: int
+    height: int
+    entries: str
+    data: bytes
+
+
+JPEG_FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # SOFn (not DHT, JPG, DAC)
+
+
+def jpeg_page(data: bytes) -> Optional[PageImage]:
+    """A JPEG embedded as it is (DCTDecode): its size and colours from the frame header; None when unreadable."""
+    position = 2
+    while data[:2] == b"\xff\xd8" and position + 4 <= len(data):
+        if data[position] != 0xFF:
+            return None
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+            continue
+        length = struct.unpack(">H", data[position + 2:position + 4])[0]
+        if marker in JPEG_FRAME_MARKERS and position + 10 <= len(data):
+            height, width, components = struct.unpack(">HHB", data[position + 5:position + 10])
+            space = {1: "/DeviceGray", 3: "/DeviceRGB"}.get(components)
+            if space is None or not width or not height:
+                return None
+            return PageImage(width, height, f"/ColorSpace {space} /BitsPerComponent 8 /Filter /DCTDecode", data)
+        position += 2 + length
+    return None
+
+
+def png_page(data: bytes) -> Optional[PageImage]:
+    """A PNG's compressed rows embedded as they are (FlateDecode with PNG predictors): 8-bit grey, RGB or
+    palette, not interlaced; None for others (transparency would need decoding every pixel)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    position, header, palette, rows = 8, None, b"", []
+    while position + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        chunk = data[position + 8:position + 8 + length]
+        if kind == b"IHDR" and len(chunk) == 13:
+            header = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"PLTE":
+            palette = chunk
+        elif kind == b"IDAT":
+            rows.append(chunk)
+        elif kind == b"IEND":
+            break
+        position += 12 + length
+    if header is None or not rows:
+        return None
+    width, height, depth, colour, _, _, interlace = header
+    colours = {0: 1, 2: 3, 3: 1}.get(colour)
+    if depth != 8 or interlace or colours is None or (colour == 3 and not palette):
+        return None
+    space = {0: "/DeviceGray", 2: "/DeviceRGB"}.get(colour) or (
+        f"[/Indexed /DeviceRGB {len(palette) // 3 - 1} <{palette.hex()}>]")
+    return PageImage(width, height, f"/ColorSpace {space} /BitsPerComponent 8 /Filter /FlateDecode "
+                     f"/DecodeParms << /Predictor 15 /Colors {colours} /BitsPerComponent 8 /Columns {width} >>",
+                     b"".join(rows))
+
+
+def carousel_pdf(pages: list) -> bytes:
+    """A PDF with one page per image, each page the image's size (a pixel is a point, up to PDF_LARGEST_PAGE)."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]
+    kids = []
+    for page in pages:
+        number = len(objects) + 1
+        kids.append(f"{number} 0 R")
+        # PDF readers refuse pages larger than 14,400 points: a bigger image is drawn smaller.
+        scale = min(1.0, PDF_LARGEST_PAGE / max(page.width, page.height))
+        width, height = f"{page.width * scale:.6g}", f"{page.height * scale:.6g}"
+        drawing = f"q {width} 0 0 {height} 0 0 cm /Im0 Do Q".encode()
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] "
+                       f"/Resources << /XObject << /Im0 {number + 2} 0 R >> >> /Contents {number + 1} 0 R >>".encode())
+        objects.append(b"<< /Length %d >>\nstream\n" % len(drawing) + drawing + b"\nendstream")
+        objects.append(f"<< /Type /XObject /Subtype /Image /Width {page.width} /Height {page.height} "
+                       f"{page.entries} /Length {len(page.data)} >>\nstream\n".encode() + page.data + b"\nendstream")
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode()
+    out, offsets = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    table = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, table)
+    return bytes(out)
 
 
 class LinkedInProviderBase(OAuthProvider):
@@ -195,7 +293,10 @@ class LinkedInProviderBase(OAuthProvider):
                       "distribution": {"feedDistribution": "MAIN_FEED", "targetEntities": [],
                                        "thirdPartyDistributionChannels": []},
                       "lifecycleState": "PUBLISHED", "isReshareDisabledByAuthor": False}
-        content = await self._content(channel, author, post.media)
+        if post.settings.get("post_as_images_carousel") and post.media:
+            content = await self._carousel(channel, author, post)
+        else:
+            content = await self._content(channel, author, post.media)
         if content:
             body["content"] = content
         reply = await self.send(channel, "POST", self.rest_url("posts"), visible=True, what="the post",
@@ -250,6 +351,33 @@ class LinkedInProviderBase(OAuthProvider):
         if len(uploaded) == 1:
             return {"media": uploaded[0]}
         return {"multiImage": {"images": uploaded}}
+
+    async def _carousel(self, channel: Channel, author: str, post: OutgoingPost) -> dict:
+        """post_as_images_carousel: the images as the pages of one PDF, posted as a document (as Postiz does)."""
+        pages = []
+        for number, item in enumerate(post.media, 1):
+            data = item.read()
+            page = jpeg_page(data) or png_page(data)
+            if page is None:
+                raise Rejected(f"media item {number} cannot be a carousel page: rustiz makes LinkedIn carousels from "
+                               "JPEG images and PNG images without transparency (8-bit, not interlaced)",
+                               item=f"media item {number}")
+            pages.append(page)
+        what = "the carousel (a PDF of the images)"
+        try:
+            value = await self._initialize_upload(channel, "documents", {"owner": author}, what)
+            url, urn = value.get("uploadUrl"), value.get("document")
+            if not isinstance(url, str) or not isinstance(urn, str) or not urn.startswith("urn:li:document:"):
+                raise Retryable(f"LinkedIn's initializeUpload of {what} named no upload URL or document")
+            await self.send(channel, "PUT", url, what=f"the upload of {what}", body=carousel_pdf(pages),
+                            headers=self.upload_headers(channel, url, "application/pdf"),
+                            timeouts=LINKEDIN_UPLOAD_TIMEOUTS)
+            await self._wait_until_available(channel, "documents", urn, what)
+        except PublishError as error:
+            error.item = error.item or what
+            raise
+        title = str(post.settings.get("carousel_name") or "").strip() or "slides.pdf"
+        return {"media": {"title": title[:LINKEDIN_DOCUMENT_TITLE_LIMIT], "id": urn}}
 
     async def _initialize_upload(self, channel: Channel, kind: str, request: dict, what: str) -> dict:
         reply = await self.send(channel, "POST", self.rest_url(f"{kind}?action=initializeUpload"),
@@ -309,14 +437,15 @@ class LinkedInProviderBase(OAuthProvider):
                         what=f"the upload of {what} (finalizeUpload)", headers=self.rest_headers(channel),
                         json_body={"finalizeUploadRequest": {"video": urn, "uploadToken": value.get("uploadToken") or "",
                                                              "uploadedPartIds": etags}})
-        await self._wait_until_available(channel, urn, what)
+        await self._wait_until_available(channel, "videos", urn, what)
         return urn
 
-    async def _wait_until_available(self, channel: Channel, urn: str, what: str) -> None:
-        """Poll the video (PROCESSING, then AVAILABLE or PROCESSING_FAILED) at growing intervals, bounded."""
+    async def _wait_until_available(self, channel: Channel, kind: str, urn: str, what: str) -> None:
+        """Poll the video or document (PROCESSING, then AVAILABLE or PROCESSING_FAILED) at growing intervals,
+        bounded: a post cannot use one still processing."""
         deadline, pause = time.monotonic() + LINKEDIN_MEDIA_WAIT_SECONDS, 0.25
         while True:
-            reply = await self.send(channel, "GET", self.rest_url(f"videos/{quote(urn, safe='')}"),
+            reply = await self.send(channel, "GET", self.rest_url(f"{kind}/{quote(urn, safe='')}"),
                                     what=f"the processing of {what}", headers=self.rest_headers(channel))
             answer = reply.json()
             status = answer.get("status") if isinstance(answer, dict) else None
