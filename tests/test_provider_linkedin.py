@@ -21,7 +21,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.linkedin_shared import LINKEDIN_VERSION_DEFAULT, little_text
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import jpeg_file, mp4_file, png_file
+from support import jpeg_file, mp4_file, png_file, webp_file
 
 APP = AppCredentials(CLIENT_ID, CLIENT_SECRET)
 REDIRECT = "https://rustiz.example/integrations/social/linkedin"
@@ -248,6 +248,7 @@ def test_little_text_escapes_every_reserved_character_and_keeps_mentions():
     assert little_text("Thanks @[Analytical Engines](urn:li:organization:2414183)!") == \
         "Thanks @[Analytical Engines](urn:li:organization:2414183)!"
     assert little_text("#one, #two_x and a#b") == "{hashtag|\\#|one}, {hashtag|\\#|two\\_x} and a\\#b"
+    assert little_text("We are #1 at https://x.example/#/docs") == "We are \\#1 at https://x.example/\\#/docs"
 
 
 def test_a_channel_without_its_author_in_the_session_reads_it_once_and_keeps_it(fake, http, linkedin):
@@ -272,6 +273,10 @@ def test_linkedin_version_comes_from_the_environment_and_a_retired_one_names_the
     assert "Requested version 202501 is not active (NONEXISTENT_VERSION)" in refused.value.message
     assert "set LINKEDIN_VERSION to a current version" in refused.value.message
     assert '"NONEXISTENT_VERSION"' in refused.value.body
+    monkeypatch.setenv("LINKEDIN_VERSION", "2026-07")
+    with pytest.raises(Rejected) as refused:
+        run(linkedin.publish(channel, outgoing("<p>On no version</p>"), None))
+    assert "LINKEDIN_VERSION is '2026-07', which is not a LinkedIn API version" in refused.value.message
 
 
 def test_one_image_is_uploaded_with_its_alt_text_and_the_token_goes_only_to_linkedins_upload_url(
@@ -333,10 +338,10 @@ def test_a_video_linkedin_cannot_process_is_rejected_naming_the_item(fake, http,
 def test_thread_parts_are_comments_on_the_post(fake, http, linkedin):
     channel = channel_of(fake, http)
     root = run(linkedin.publish(channel, outgoing("<p>The post</p>"), None))
-    first = run(linkedin.publish(channel, outgoing("<p>Comment (one)</p>", part=1), root))
+    first = run(linkedin.publish(channel, outgoing("<p>Comment (one) #tag</p>", part=1), root))
     second = run(linkedin.publish(channel, outgoing("<p>Comment two</p>", part=2), first))
     assert [comment["object"] for comment in fake.comments] == [root.id, root.id]
-    assert fake.comments[0]["message"] == {"text": "Comment \\(one\\)"}
+    assert fake.comments[0]["message"] == {"text": "Comment \\(one\\) \\#tag"}
     assert fake.comments[0]["actor"] == f"urn:li:person:{MEMBER['sub']}"
     assert first.id == fake.comments[0]["commentUrn"] and second.reply_ref == {"root": root.id}
     assert first.url.startswith(f"{fake.url}/feed/update/{root.id}?commentUrn=urn%3Ali%3Acomment%3A")
@@ -445,3 +450,11 @@ def test_a_carousel_image_rustiz_cannot_embed_is_rejected_naming_it(fake, http, 
         run(linkedin.publish(channel_of(fake, http), post, None))
     assert refused.value.item == "media item 2" and "PNG images without transparency" in refused.value.message
     assert fake.documents == {} and fake.published == []
+
+
+def test_an_image_type_linkedin_does_not_take_is_rejected_before_any_upload(fake, http, linkedin, tmp_path):
+    image = media_file(tmp_path, "a.webp", webp_file(), "image/webp", "image")
+    with pytest.raises(Rejected) as refused:
+        run(linkedin.publish(channel_of(fake, http), outgoing("<p>Hi</p>", (image,)), None))
+    assert refused.value.item == "media item 1" and "image/webp" in refused.value.message
+    assert fake.requests_to("POST", "/rest/images") == [] and fake.published == []

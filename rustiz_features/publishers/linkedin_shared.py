@@ -38,13 +38,16 @@ LINKEDIN_ALT_TEXT_LIMIT = 4086  # characters of an image's altText the Posts API
 LINKEDIN_DOCUMENT_TITLE_LIMIT = 400  # characters of a document's title kept
 PDF_LARGEST_PAGE = 14400  # points: the largest page PDF readers accept
 LINKEDIN_UPLOAD_TIMEOUTS = Timeouts(read=120, total=600)
+LINKEDIN_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif")  # what the Images API accepts
 LINKEDIN_PAGE_LIMIT = 100  # organizations listed in one page of organizationAcls
 
 # Little text (the commentary format of the Posts API): these characters are markup unless escaped.
 LITTLE_TEXT_RESERVED = re.compile(r"[|{}@\[\]()<>#\\*_~]")
 # Mentions in little text's own format (Postiz's editor writes organization mentions so): kept as they are.
 LITTLE_TEXT_MENTION = re.compile(r"@\[[^\]\n]{1,200}\]\(urn:li:(?:organization|person):[A-Za-z0-9_-]{1,100}\)")
-HASHTAG = re.compile(r"(?<![\w#&])#(\w{1,100})")
+# A hashtag: '#' starting a word, with a letter in it ("#1" and a URL's "/#/path" or "page#part" are text).
+HASHTAG = re.compile(r"(?<![\w#&/])#(\w{0,99}[^\W\d_]\w{0,99})")
+VERSION_FORMAT = re.compile(r"\d{6}(?:\.\d{2})?")  # YYYYMM, or YYYYMM.RR for a patch release
 
 
 def linkedin_version() -> str:
@@ -104,10 +107,17 @@ def linkedin_error_words(answer: Any) -> Optional[str]:
     inputs = details.get("inputErrors") if isinstance(details, dict) else None
     for entry in (inputs if isinstance(inputs, list) else [])[:3]:
         if isinstance(entry, dict) and isinstance(entry.get("description"), str):
-            where = entry.get("input", {}).get("inputPath", {}).get("fieldPath") \
-                if isinstance(entry.get("input"), dict) and isinstance(entry["input"].get("inputPath"), dict) else None
-            words += f"; {where + ': ' if isinstance(where, str) else ''}{entry['description'].strip()}"
+            where = _field_path(entry)
+            words += f"; {where + ': ' if where else ''}{entry['description'].strip()}"
     return words
+
+
+def _field_path(input_error: dict) -> Optional[str]:
+    """The field an inputError names (input.inputPath.fieldPath), if any."""
+    source = input_error.get("input")
+    path = source.get("inputPath") if isinstance(source, dict) else None
+    field = path.get("fieldPath") if isinstance(path, dict) else None
+    return field if isinstance(field, str) and field else None
 
 
 # --- carousels: images as the pages of a PDF document (what LinkedIn shows as a swipeable carousel) --------
@@ -215,6 +225,7 @@ class LinkedInProviderBase(OAuthProvider):
     pkce = False  # LinkedIn's standard 3-legged flow has no PKCE (it is for its native-app flow only)
     concurrency = 2  # Postiz runs two LinkedIn jobs at once; LinkedIn's daily member limits are small
     required_scopes: tuple = ()  # without these the channel cannot post: a token lacking one is refused
+    missing_scope_advice = "add the product that grants them to the LinkedIn app, then connect again"
 
     # --- OAuth ---------------------------------------------------------------------------------------
 
@@ -238,12 +249,14 @@ class LinkedInProviderBase(OAuthProvider):
                                    f"{', '.join(missing)}: {self.missing_scope_advice}", reply.status)
         return tokens
 
-    missing_scope_advice = "add the product that grants them to the LinkedIn app, then connect again"
-
     # --- requests --------------------------------------------------------------------------------------
 
     def rest_headers(self, channel: Channel) -> dict:
-        return {**bearer(channel), "LinkedIn-Version": linkedin_version(), "X-Restli-Protocol-Version": "2.0.0"}
+        version = linkedin_version()
+        if not VERSION_FORMAT.fullmatch(version):
+            raise Rejected(f"LINKEDIN_VERSION is {version[:20]!r}, which is not a LinkedIn API version (YYYYMM, "
+                           "e.g. 202607): correct it and restart")
+        return {**bearer(channel), "LinkedIn-Version": version, "X-Restli-Protocol-Version": "2.0.0"}
 
     def rest_url(self, path: str) -> str:
         return f"{self.api_base()}/rest/{path}"
@@ -319,8 +332,10 @@ class LinkedInProviderBase(OAuthProvider):
         root = root or parent.id
         reply = await self.send(channel, "POST", self.rest_url(f"socialActions/{quote(root, safe='')}/comments"),
                                 visible=True, what="the comment",
+                                # Comments take no little-text templates; reserved characters are still
+                                # escaped, as LinkedIn otherwise may cut the text at the first one.
                                 json_body={"actor": author, "object": root,
-                                           "message": {"text": little_text(post.text)}},
+                                           "message": {"text": escape_little_text(post.text)}},
                                 headers=self.rest_headers(channel))
         answer = reply.json()
         urn = (answer.get("commentUrn") if isinstance(answer, dict) else None) or reply.headers.get("x-restli-id", "")
@@ -336,6 +351,9 @@ class LinkedInProviderBase(OAuthProvider):
         uploaded = []
         for number, item in enumerate(media, 1):
             what = f"media item {number}"
+            if item.kind != "video" and item.content_type not in LINKEDIN_IMAGE_TYPES:
+                raise Rejected(f"LinkedIn takes JPEG, PNG and GIF images, and {what} is {item.content_type}",
+                               item=what)
             try:
                 if item.kind == "video":
                     urn = await self._upload_video(channel, author, item, what)
