@@ -44,7 +44,7 @@ class LinkedInPageProvider(LinkedInProviderBase):
         wanted = organization_id(choice)
         page = next((page for page in await self._pages(channel) if page.internal_id == wanted), None)
         if page is None:
-            raise Rejected(f"the LinkedIn member does not administer the page {choice!r}, or LinkedIn does not "
+            raise Rejected(f"the LinkedIn member does not administer the page {str(choice)[:40]!r}, or LinkedIn does not "
                            "let them post as it")
         return Connected(page, session={"organization": f"urn:li:organization:{page.internal_id}"})
 
