@@ -1,0 +1,88 @@
+"""LinkedIn Page, an organization the member administers: the same app and Posts API as LinkedIn, posts as
+urn:li:organization:<id>. After consent the user picks the page (between steps) from the organizations
+LinkedIn lists as theirs to administer. What it shares with LinkedIn is in linkedin_shared.py.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..catalogue import ChannelAccount
+from .base import Channel, Connected, Rejected
+from .linkedin_shared import LINKEDIN_PAGE_LIMIT, LinkedInProviderBase, needs_choice, organization_id
+
+# The roles that may post as the page (organizationAcls roles); the others (analysts, ads) may not.
+POSTING_ROLES = ("ADMINISTRATOR", "CONTENT_ADMINISTRATOR")
+
+
+class LinkedInPageProvider(LinkedInProviderBase):
+    identifier = "linkedin-page"
+    between_steps = True
+    scopes = ("openid", "profile", "w_member_social", "r_organization_social", "w_organization_social",
+              "rw_organization_admin")
+    required_scopes = ("w_organization_social", "rw_organization_admin")
+    missing_scope_advice = ("LinkedIn Page needs the Community Management API product on the LinkedIn app "
+                            "(LinkedIn reviews it), then connect again")
+    operator_guide = (
+        "Use the same app as LinkedIn (https://www.linkedin.com/developers/apps, LINKEDIN_CLIENT_ID and "
+        "LINKEDIN_CLIENT_SECRET). Posting as a page needs the \"Community Management API\" product, which LinkedIn "
+        "grants only after a review (a registered legal entity, a use-case description and a screencast; its "
+        "Development tier allows a few admins for testing): it brings the scopes r_organization_social, "
+        "w_organization_social and rw_organization_admin, and refresh tokens (365 days). LinkedIn asks that it "
+        "be the only product on its app, so a separate app is usually needed for pages. Add the redirect URL "
+        "{FRONTEND_URL}/integrations/social/linkedin-page. After consent rustiz lists the pages the member "
+        "administers (or is content administrator of) and the user picks one.")
+
+    async def connect(self, channel: Channel) -> Connected:
+        """The member who consented; the channel becomes the page once one is chosen (choose)."""
+        return Connected(self.member_account(await self.read_member(channel)))
+
+    async def step_choices(self, channel: Channel) -> list:
+        return [{"id": page.internal_id, "name": page.name, "picture": page.picture}
+                for page in await self._pages(channel)]
+
+    async def choose(self, channel: Channel, choice: str) -> Connected:
+        wanted = organization_id(choice)
+        page = next((page for page in await self._pages(channel) if page.internal_id == wanted), None)
+        if page is None:
+            raise Rejected(f"the LinkedIn member does not administer the page {str(choice)[:40]!r}, or LinkedIn does not "
+                           "let them post as it")
+        return Connected(page, session={"organization": f"urn:li:organization:{page.internal_id}"})
+
+    async def author(self, channel: Channel) -> str:
+        chosen = organization_id(channel.session.get("organization") or channel.credentials.get("organization"))
+        if chosen is None:
+            raise needs_choice("LinkedIn page")
+        return f"urn:li:organization:{chosen}"
+
+    async def _pages(self, channel: Channel) -> list:
+        """The organizations the member may post as (ADMINISTRATOR or CONTENT_ADMINISTRATOR, APPROVED), with
+        their names, as ChannelAccounts."""
+        reply = await self.send(channel, "GET", self.rest_url(
+            f"organizationAcls?q=roleAssignee&state=APPROVED&start=0&count={LINKEDIN_PAGE_LIMIT}"),
+            what="the member's pages (organizationAcls)", headers=self.rest_headers(channel))
+        answer = reply.json()
+        elements = answer.get("elements") if isinstance(answer, dict) else None
+        ids: list = []
+        for element in elements if isinstance(elements, list) else []:
+            page = organization_id(element.get("organization")) if isinstance(element, dict) else None
+            if page and element.get("role") in POSTING_ROLES and page not in ids:
+                ids.append(page)
+        if not ids:
+            return []
+        reply = await self.send(channel, "GET", self.rest_url(f"organizations?ids=List({','.join(ids)})"),
+                                what="the pages' names (organizations)", headers=self.rest_headers(channel))
+        answer = reply.json()
+        results = answer.get("results") if isinstance(answer, dict) else None
+        results = results if isinstance(results, dict) else {}
+        return [self._page_account(page, results.get(page)) for page in ids]
+
+    @staticmethod
+    def _page_account(page: str, organization: Optional[dict]) -> ChannelAccount:
+        organization = organization if isinstance(organization, dict) else {}
+        name = organization.get("localizedName")
+        vanity = organization.get("vanityName")
+        return ChannelAccount(page, name if isinstance(name, str) and name else f"LinkedIn page {page}",
+                              vanity if isinstance(vanity, str) and vanity else None)
+
+
+PROVIDER = LinkedInPageProvider()
