@@ -1501,8 +1501,10 @@ class Store:
                            "WHERE id = ?", (token, refresh_token, token_expiration,
                                             None if channel.limits is None else json.dumps(channel.limits), now, row[0]))
                 if not between_steps:  # (a page or board channel keeps the page or board it stands for)
-                    db.execute("UPDATE integration SET name = ?, picture = ?, profile = ? WHERE id = ?",
-                               (account.name, account.picture, account.profile, row[0]))
+                    db.execute("UPDATE integration SET name = ?, picture = ?, profile = ?, session = COALESCE(?, session) "
+                               "WHERE id = ?", (account.name, account.picture, account.profile,
+                                                None if channel.session is None else json.dumps(channel.session),
+                                                row[0]))
                 return row[0], True
             channel_id = new_cuid()
             customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None

@@ -16,8 +16,9 @@ from rustiz_features.text import COUNTING_RULES
 
 CONNECTABLE = {"bluesky", "devto", "discord", "hashnode", "lemmy", "listmonk", "mastodon", "nostr", "slack",
                "telegram", "webhook", "wordpress"}
+OAUTH = {"x", "linkedin", "linkedin-page", "reddit", "pinterest", "mastodon"}
 PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "publishers"
-SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket"}
+SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared"}
 
 
 def providers(server) -> list:
@@ -37,8 +38,9 @@ def test_every_provider_is_described_with_what_the_connect_form_and_the_counters
     answer = providers(server)
     assert [provider["identifier"] for provider in answer] == [*PROVIDERS, "webhook"]
     assert {provider["identifier"] for provider in answer if provider["connectable"]} == CONNECTABLE
+    assert {provider["identifier"] for provider in answer if provider["oauth"]} == OAUTH
     for provider in answer:
-        assert set(provider) == {"identifier", "name", "connectable", "guide", "credentials", "counting",
+        assert set(provider) == {"identifier", "name", "connectable", "oauth", "guide", "credentials", "counting",
                                  "maxLength", "limits"}, provider
         assert provider["name"] and "\n" not in provider["name"]
         assert provider["counting"] in COUNTING_RULES
@@ -156,9 +158,9 @@ def test_each_publisher_module_is_named_by_the_descriptor_of_the_provider_it_pub
         assert type(publisher).__module__ == f"rustiz_features.publishers.{module}"
 
 
-def test_a_provider_is_connectable_exactly_when_it_has_a_publisher_and_credentials():
+def test_a_provider_has_a_publisher_exactly_when_it_connects_with_credentials_or_oauth():
     for identifier, descriptor in DESCRIPTORS.items():
-        assert (descriptor.publisher is not None) == (descriptor.credentials is not None), identifier
+        assert (descriptor.publisher is not None) == (descriptor.credentials is not None or descriptor.oauth), identifier
         assert descriptor.counting in COUNTING_RULES, identifier
         # A platform's own counting rule is measured by its publisher: a provider without one would go unchecked.
         assert descriptor.counting in POSTIZ_COUNTING_RULES or descriptor.publisher, identifier
