@@ -62,6 +62,8 @@ class FakeLinkedIn(FakePlatform):
         self.route("GET", "/v2/userinfo", self.userinfo)
         self.route("GET", "/rest/organizationAcls", self.versioned(self.organization_acls))
         self.route("GET", "/rest/organizations", self.versioned(self.organizations))
+        self.route("GET", r"/rest/networkSizes/([^/]+)", self.versioned(self.network_size))
+        self.route("GET", "/rest/organizationalEntityShareStatistics", self.versioned(self.share_statistics))
         self.route("POST", "/rest/images", self.versioned(self.initialize_image))
         self.route("PUT", r"/dms-uploads/image/(\w+)", self.put_image)
         self.route("POST", "/rest/videos", self.versioned(self.video_action))
@@ -167,6 +169,22 @@ class FakeLinkedIn(FakePlatform):
         elements = [{"roleAssignee": f"urn:li:person:{member}", "state": "APPROVED", "role": role,
                      "organization": f"urn:li:organization:{page}"} for page, role in ACLS]
         return answer(200, {"paging": {"start": 0, "count": 10, "total": len(elements)}, "elements": elements})
+
+    def network_size(self, request: FakeRequest):
+        if request.query.get("edgeType") != "COMPANY_FOLLOWED_BY_MEMBER":
+            return linkedin_error(400, "Invalid edgeType", "ILLEGAL_ARGUMENT", 100)
+        return answer(200, {"firstDegreeSize": 1500})
+
+    def share_statistics(self, request: FakeRequest):
+        """Lifetime totals of the organization's posts, or of the posts named by shares=/ugcPosts=List(...)."""
+        if request.query.get("q") != "organizationalEntity" or "organizationalEntity" not in request.query:
+            return linkedin_error(400, "Invalid query", "ILLEGAL_ARGUMENT", 100)
+        named = request.query.get("shares") or request.query.get("ugcPosts")
+        count = 1 if named else max(1, len(self.posts))
+        stats = {"impressionCount": 250 * count, "clickCount": 12 * count, "likeCount": 9 * count,
+                 "commentCount": 2 * count, "shareCount": count, "engagement": 0.09}
+        return answer(200, {"paging": {"count": 10, "start": 0}, "elements": [
+            {"organizationalEntity": request.query["organizationalEntity"], "totalShareStatistics": stats}]})
 
     def organizations(self, request: FakeRequest):
         ids = request.query.get("ids", "")

@@ -76,3 +76,19 @@ def test_a_member_channel_connects_without_a_choice_and_publishes(server, linked
     assert post["author"] == "urn:li:person:aB3dE5fG7h"
     status, answer = api(server, "GET", f"{API}/integrations/{channel_id}/steps")
     assert status == 409
+
+
+def test_a_page_s_analytics_are_its_followers_and_its_posts_statistics(server, linkedin):
+    channel_id = connect(server, "linkedin-page")["channel"]
+    api(server, "POST", f"{API}/integrations/{channel_id}/steps", {"id": "2414183"})
+    post = settled(server, scheduled(server, channel_id, "<p>Counted</p>"))
+    status, answer = api(server, "GET", f"{API}/analytics/{channel_id}?date=30")
+    totals = {item["label"]: item["data"][0]["total"] for item in answer}
+    assert status == 200 and totals["Followers"] == "1500" and totals["Impressions"] == "250", answer
+    status, answer = api(server, "GET", f"{API}/analytics/post/{post['id']}")
+    assert {item["label"] for item in answer} == {"Impressions", "Clicks", "Likes", "Comments", "Reposts"}
+
+
+def test_a_member_s_analytics_are_an_empty_list_as_linkedin_gives_no_member_statistics(server, linkedin):
+    channel_id = connect(server, "linkedin")["channel"]
+    assert api(server, "GET", f"{API}/analytics/{channel_id}") == (200, [])

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..catalogue import ChannelAccount
-from .base import Channel, Connected, Rejected
+from urllib.parse import quote
+
+from .base import Channel, Connected, Rejected, Release, analytics_figures
 from .linkedin_shared import LINKEDIN_PAGE_LIMIT, LinkedInProviderBase, needs_choice, organization_id
 
 # The roles that may post as the page (organizationAcls roles); the others (analysts, ads) may not.
@@ -53,6 +55,33 @@ class LinkedInPageProvider(LinkedInProviderBase):
         if chosen is None:
             raise needs_choice("LinkedIn page")
         return f"urn:li:organization:{chosen}"
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The page's followers (networkSizes) and its posts' lifetime totals (organizationalEntityShareStatistics)."""
+        page = await self.author(channel)
+        reply = await self.send(channel, "GET", self.rest_url(
+            f"networkSizes/{quote(page, safe='')}?edgeType=COMPANY_FOLLOWED_BY_MEMBER"),
+            what="the page's followers (networkSizes)", headers=self.rest_headers(channel))
+        size = reply.json() if isinstance(reply.json(), dict) else {}
+        totals = await self._share_statistics(channel, page, "")
+        return analytics_figures({"Followers": size.get("firstDegreeSize"), **totals})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        page = await self.author(channel)
+        kind = "ugcPosts" if release.id.startswith("urn:li:ugcPost:") else "shares"
+        return analytics_figures(await self._share_statistics(channel, page, f"&{kind}=List({quote(release.id, safe='')})"))
+
+    async def _share_statistics(self, channel: Channel, page: str, which: str) -> dict:
+        reply = await self.send(channel, "GET", self.rest_url(
+            f"organizationalEntityShareStatistics?q=organizationalEntity&organizationalEntity={quote(page, safe='')}"
+            + which), what="the share statistics", headers=self.rest_headers(channel))
+        answer = reply.json() if isinstance(reply.json(), dict) else {}
+        elements = answer.get("elements") if isinstance(answer.get("elements"), list) else []
+        stats = elements[0].get("totalShareStatistics") if elements and isinstance(elements[0], dict) else None
+        stats = stats if isinstance(stats, dict) else {}
+        return {"Impressions": stats.get("impressionCount"), "Clicks": stats.get("clickCount"),
+                "Likes": stats.get("likeCount"), "Comments": stats.get("commentCount"),
+                "Reposts": stats.get("shareCount")}
 
     async def _pages(self, channel: Channel) -> list:
         """The organizations the member may post as (ADMINISTRATOR or CONTENT_ADMINISTRATOR, APPROVED), with
