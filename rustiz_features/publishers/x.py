@@ -237,7 +237,7 @@ class XProvider(OAuthProvider):
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         media_ids = [await self._upload(channel, media, f"media item {number}")
                      for number, media in enumerate(post.media, 1)]
-        body: dict = {"text": post.text}
+        body: dict = {"text": post.text} if post.text else {}  # a post of media alone has no text field
         if media_ids:
             body["media"] = {"media_ids": media_ids}
         if parent is not None:
