@@ -381,7 +381,7 @@ class XProvider(OAuthProvider):
                 parts.append(problem)
         errors = answer.get("errors")
         if isinstance(errors, list):
-            parts.extend(self._error_item(error) for error in errors[:5] if self._error_item(error))
+            parts.extend(words for words in map(self._error_item, errors[:5]) if words)
         return " - ".join(parts) or None
 
     @staticmethod
