@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Awaitable, Optional
 
-from rustiz import ApiError, App, Request, Response, json_response, nest_error, not_found
+from rustiz import App, Request, Response, json_response, nest_error, not_found
 from .http_client import HttpClient
 from .publishers import provider_for
 from .connect import TokenKeeper
@@ -49,7 +49,7 @@ class AnalyticsApi:
         days = analytics_days(request)
         channel = self.store.channel(organization_id, request.params["integration"])
         if channel is None:
-            raise ApiError(404, {"msg": "Integration not found"})
+            raise not_found("Integration not found")
         return json_response(await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
                                                 channel["provider_identifier"], None, days))
 
@@ -103,4 +103,7 @@ class AnalyticsApi:
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not give its figures: {failed.message}; try again "
                                   "later") from None
+        except KeyError as missing:  # a channel row without the credentials its platform needs (hand-made, old)
+            raise nest_error(409, f"the channel \"{name}\" has no {missing.args[0]} among its {provider.label} "
+                                  "credentials: connect it again") from None
         return figures or []

@@ -146,7 +146,7 @@ class ConnectFlow:
     async def callback(self, request: Request) -> Response:
         identifier = request.params["identifier"]
         query = request.query
-        state = query.get("state") or query.get("oauth_token") or ""
+        state = query.get("state") or query.get("oauth_token") or query.get("denied") or ""  # (OAuth 1.0a: no state)
         flow = self.store.take_oauth_flow(state, time.time()) if state else None
         provider = oauth_provider(identifier)
         label = provider.label if provider else identifier

@@ -24,8 +24,9 @@ def reply(status: int, body: bytes = b"", **headers: str) -> HttpReply:
     return HttpReply(status, {name.replace("_", "-").lower(): value for name, value in headers.items()}, body, "")
 
 
-def test_every_provider_that_connects_with_credentials_has_a_publisher():
-    assert sorted(PROVIDER_MODULES) == sorted(CREDENTIAL_SPECS)
+def test_every_provider_that_connects_with_credentials_or_oauth_has_a_publisher():
+    from rustiz_features.catalogue import DESCRIPTORS
+    assert sorted(PROVIDER_MODULES) == sorted(set(CREDENTIAL_SPECS) | {i for i, d in DESCRIPTORS.items() if d.oauth})
     for identifier in PROVIDER_MODULES:
         publisher = provider_for(identifier)
         assert publisher.identifier == identifier and publisher.label
