@@ -44,6 +44,7 @@ class FakeX(FakePlatform):
         self.route("POST", "/oauth/access_token", self.access_token)
         self.route("GET", "/2/users/me", self.users_me)
         self.route("POST", "/2/tweets", self.create_post)
+        self.route("GET", r"/2/tweets/(\d+)", self.get_post)
         self.route("POST", "/2/media/upload/initialize", self.media_initialize)
         self.route("POST", r"/2/media/upload/(\d+)/append", self.media_append)
         self.route("POST", r"/2/media/upload/(\d+)/finalize", self.media_finalize)
@@ -156,7 +157,23 @@ class FakeX(FakePlatform):
             user["verified"] = self.verified
         if "verified_type" in fields:
             user["verified_type"] = "blue" if self.verified else "none"
+        if "public_metrics" in fields:
+            user["public_metrics"] = {"followers_count": 2048, "following_count": 64, "tweet_count": len(self.posts),
+                                      "listed_count": 3, "like_count": 99}
         return answer(200, {"data": user})
+
+    def get_post(self, request: FakeRequest):
+        refused = self._user_refused(request)
+        post = self.posts.get(request.match[1])
+        if refused or post is None:
+            return refused or answer(200, {"errors": [{"value": request.match[1], "detail": "Could not find tweet",
+                                                       "title": "Not Found Error", "type": "https://api.twitter.com/"
+                                                       "2/problems/resource-not-found"}]})
+        data = {"id": request.match[1], "text": post.get("text", "")}
+        if "public_metrics" in request.query.get("tweet.fields", ""):
+            data["public_metrics"] = {"retweet_count": 5, "reply_count": 1, "like_count": 30, "quote_count": 2,
+                                      "bookmark_count": 4, "impression_count": 1234}
+        return answer(200, {"data": data})
 
     def create_post(self, request: FakeRequest):
         refused = self._user_refused(request)

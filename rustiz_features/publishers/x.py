@@ -25,7 +25,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
-    error_fields, retry_after_seconds,
+    analytics_figures, error_fields, retry_after_seconds,
 )
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
 
@@ -220,6 +220,22 @@ class XProvider(OAuthProvider):
         limits = {"maxLength": self.descriptor.limits["verifiedMaxLength"]} if user.get("verified") is True else None
         return Connected(ChannelAccount(str(user["id"]), user.get("name") or username, username, picture),
                          limits=limits)
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        reply = await self._call(channel, "GET", "/2/users/me?user.fields=public_metrics", what="the account's counts")
+        metrics = (self._data(reply).get("public_metrics") or {})
+        return analytics_figures({"Followers": metrics.get("followers_count"),
+                                  "Following": metrics.get("following_count"), "Posts": metrics.get("tweet_count")})
+
+    async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
+        if not release.id.isdigit():
+            return None
+        reply = await self._call(channel, "GET", f"/2/tweets/{release.id}?tweet.fields=public_metrics",
+                                 what="the post's counts")
+        metrics = (self._data(reply).get("public_metrics") or {})
+        return analytics_figures({"Impressions": metrics.get("impression_count"), "Likes": metrics.get("like_count"),
+                                  "Reposts": metrics.get("retweet_count"), "Replies": metrics.get("reply_count"),
+                                  "Quotes": metrics.get("quote_count")})
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         if settings.get("post_type") == "article":
