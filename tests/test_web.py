@@ -642,3 +642,27 @@ def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_serv
         expect(page.locator(".figures li .bar-label")).to_have_text(["Followers", "Following", "Posts"])
     finally:
         mastodon.close()
+
+
+def test_a_linkedin_page_is_connected_then_its_page_picked_in_the_browser(start_server_with_fakes, open_page):
+    from fake_linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
+    linkedin = FakeLinkedIn()
+    try:
+        server = start_server_with_fakes(env={
+            "RUSTIZ_LINKEDIN_PAGE_AUTH_URL": linkedin.url, "RUSTIZ_LINKEDIN_PAGE_API_URL": linkedin.url,
+            "LINKEDIN_CLIENT_ID": CLIENT_ID, "LINKEDIN_CLIENT_SECRET": CLIENT_SECRET})
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        page.get_by_label("Platform").select_option("linkedin-page")
+        page.get_by_role("button", name="Continue to sign in").click()
+        page.get_by_role("link", name="Allow").click()  # LinkedIn's consent page
+        expect(page.get_by_role("status")).to_have_text("LinkedIn Page connected: pick what to post to")
+        expect(page.locator("li.channel .badge")).to_have_text("Pick what to post to")
+        page.get_by_role("button", name="Choose").click()
+        page.get_by_label("What Ada Lovelace posts to").select_option(label="Difference Society")
+        page.get_by_role("button", name="Use this").click()
+        expect(page.locator("li.channel strong")).to_have_text(["Difference Society"])
+        expect(page.locator("li.channel .badge")).to_have_count(0)
+    finally:
+        linkedin.close()
