@@ -175,6 +175,14 @@ def client_for_fakes():
 
 
 @pytest.fixture
+def http():
+    """An in-process HttpClient allowed to reach the local fakes (client_for_fakes), closed after the test."""
+    client = client_for_fakes()
+    yield client
+    client.close()
+
+
+@pytest.fixture
 def start_server_with_fakes(start_server):
     """start_server, with local fakes allowed: start_server_with_fakes(env={...}) adds LOCAL_FAKES to `env`."""
     def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:

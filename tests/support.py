@@ -40,6 +40,12 @@ REQUIRED_SETTINGS = {
 
 # --- calling the API ---------------------------------------------------------------------------------
 
+def run(coroutine) -> Any:
+    """A provider's coroutine run to its end, for tests that drive a provider object directly."""
+    import asyncio
+    return asyncio.run(coroutine)
+
+
 def api(server: RustizServer, method: str, path: str, body=None, *, key: str | None = None,
         headers: dict | None = None, timeout: float = 30) -> tuple[int, Any]:
     """(status, parsed JSON answer, or None when the answer is empty) of one call with the server's key,

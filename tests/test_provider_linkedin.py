@@ -3,7 +3,6 @@ OAuth flow (authorize URL, code exchange, refresh), the member and the page choi
 several images and video, comments as thread parts, LinkedIn-Version, and LinkedIn's errors."""
 from __future__ import annotations
 
-import asyncio
 import re
 import struct
 import urllib.request
@@ -13,7 +12,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import client_for_fakes
 from fake_linkedin import ACTIVE_VERSIONS, CLIENT_ID, CLIENT_SECRET, MEMBER, PERSONAL_SCOPES, FakeLinkedIn
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
@@ -21,14 +19,10 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.linkedin_shared import LINKEDIN_VERSION_DEFAULT, little_text
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import jpeg_file, mp4_file, png_file, webp_file
+from support import run, jpeg_file, mp4_file, png_file, webp_file
 
 APP = AppCredentials(CLIENT_ID, CLIENT_SECRET)
 REDIRECT = "https://rustiz.example/integrations/social/linkedin"
-
-
-def run(coroutine):
-    return asyncio.run(coroutine)
 
 
 @pytest.fixture
@@ -40,13 +34,6 @@ def fake(monkeypatch):
     monkeypatch.delenv("LINKEDIN_VERSION", raising=False)
     yield fake
     fake.close()
-
-
-@pytest.fixture
-def http():
-    client = client_for_fakes()
-    yield client
-    client.close()
 
 
 @pytest.fixture

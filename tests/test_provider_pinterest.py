@@ -3,7 +3,6 @@ exchange and refresh (and their refusals), the account, the boards tool, pins wi
 and a video with its cover, and how each kind of error answer is classified."""
 from __future__ import annotations
 
-import asyncio
 import base64
 import html
 import re
@@ -12,7 +11,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import client_for_fakes
 from fake_pinterest import FakePinterest
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import pinterest as pinterest_module
@@ -20,14 +18,10 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import gif_file, jpeg_file, mp4_file, png_file
+from support import run, gif_file, jpeg_file, mp4_file, png_file
 
 REDIRECT = "https://rustiz.example/integrations/social/pinterest"
 provider = provider_for("pinterest")
-
-
-def run(coroutine):
-    return asyncio.run(coroutine)
 
 
 @pytest.fixture
@@ -37,13 +31,6 @@ def fake(monkeypatch):
         monkeypatch.setenv(name, value)
     yield platform
     platform.close()
-
-
-@pytest.fixture
-def http():
-    client = client_for_fakes()
-    yield client
-    client.close()
 
 
 @pytest.fixture

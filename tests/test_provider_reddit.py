@@ -3,27 +3,21 @@ consent URL, code exchange and refresh with Reddit's refusals, the account, post
 subreddits, comments as thread parts, Reddit's errors (HTTP 200 json.errors, RATELIMIT), the tools."""
 from __future__ import annotations
 
-import asyncio
 import re
 import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import client_for_fakes
 from fake_reddit import FakeReddit
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from rustiz_features.publishers.reddit import PROVIDER, REDDIT_USER_AGENT
-from support import png_file
+from support import run, png_file
 
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
-
-
-def run(coroutine):
-    return asyncio.run(coroutine)
 
 
 @pytest.fixture
@@ -33,11 +27,6 @@ def fake(monkeypatch):
         monkeypatch.setenv(name, value)
     yield reddit
     reddit.close()
-
-
-@pytest.fixture
-def http():
-    return client_for_fakes()
 
 
 @pytest.fixture

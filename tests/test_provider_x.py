@@ -3,7 +3,6 @@ authenticate page, access token), signatures, connecting, posts, threads, images
 processing, X's error shapes, 403s that are not about the token, and its rate limits."""
 from __future__ import annotations
 
-import asyncio
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +12,7 @@ import pytest
 
 from conftest import client_for_fakes
 from fake_x import FakeX
-from support import jpeg_file, mp4_file, png_file
+from support import run, jpeg_file, mp4_file, png_file
 from rustiz_features.publishers import x as x_module
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
@@ -23,10 +22,6 @@ from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 PROVIDER = x_module.PROVIDER
 APP = AppCredentials("x-app-key", "x-app-secret")
 CALLBACK = "https://rustiz.example/integrations/social/x"
-
-
-def run(coroutine):
-    return asyncio.run(coroutine)
 
 
 @pytest.fixture
