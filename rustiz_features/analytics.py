@@ -88,6 +88,10 @@ class AnalyticsApi:
         provider = provider_for(provider_id)
         if provider is None:
             return []
+        if isinstance(provider, OAuthProvider) and provider.needs_operator_app and \
+                provider.app(self.app.config.settings or {}) is None:
+            raise nest_error(409, f"{provider.label}'s figures need the operator's app, which this server does not "
+                                  f"have: set {' and '.join(provider.app_variables)} in config.env")
         credentials, session = self.store.channel_secrets(channel_id)
         channel = Channel(channel_id, name, credentials, session, self.http,
                           lambda saved: self.store.save_channel_session(channel_id, saved))

@@ -251,7 +251,8 @@ def test_release_id_links_a_missing_release_and_returns_the_post_row(server, wor
     assert status == 400 and 'releaseId is "777"' in body["message"]
     assert api(server, "PUT", f"/public/v1/posts/{post}/release-id", {"releaseId": 8}) == (
         400, nest(400, ["releaseId must be a string", "releaseId should not be empty"]))
-    assert api(server, "GET", f"/public/v1/analytics/post/{post}") == (200, [])
+    status, body = api(server, "GET", f"/public/v1/analytics/post/{post}")  # published now, on X without its app
+    assert status == 409 and "X_API_KEY and X_API_SECRET" in body["message"]
 
 
 # --- POST /posts/:id/retry ------------------------------------------------------------------------------------
@@ -365,10 +366,11 @@ def test_find_slot_refuses_unknown_foreign_disabled_and_timeless_channels(server
 
 # --- analytics ------------------------------------------------------------------------------------------------
 
-def test_analytics_are_empty_lists_and_404_for_unknown_ids(server, world):
-    post = world["db"].post(world["x"], "2024-06-10T10:00:00.000Z", state="PUBLISHED", release_id="1")
+def test_analytics_are_empty_lists_where_the_platform_has_none_and_404_for_unknown_ids(server, world):
+    hook = world["db"].channel("Hook", "webhook")
+    post = world["db"].post(hook, "2024-06-10T10:00:00.000Z", state="PUBLISHED", release_id="1")
     for prefix in PREFIXES:
-        assert api(server, "GET", f"{prefix}/analytics/{world['x']}?date=30") == (200, [])
+        assert api(server, "GET", f"{prefix}/analytics/{hook}?date=30") == (200, [])
         assert api(server, "GET", f"{prefix}/analytics/post/{post}") == (200, [])
         for channel_id in ("nope", world["other"]):
             assert api(server, "GET", f"{prefix}/analytics/{channel_id}?date=7") == (

@@ -666,3 +666,32 @@ def test_a_linkedin_page_is_connected_then_its_page_picked_in_the_browser(start_
         expect(page.locator("li.channel .badge")).to_have_count(0)
     finally:
         linkedin.close()
+
+
+def test_reconnecting_an_oauth_channel_in_the_browser_keeps_it_and_sends_its_waiting_post(start_server_with_fakes,
+                                                                                            open_page):
+    import sqlite3
+    from fake_reddit import FakeReddit
+    from support import get_post, settled, waiting_for_reconnect
+    from test_oauth_refresh import SETTINGS, connect_reddit, reddit_env
+    reddit = FakeReddit()
+    try:
+        server = start_server_with_fakes(env=reddit_env(reddit))
+        channel_id = connect_reddit(server)
+        reddit.access_tokens.clear()
+        reddit.refresh_tokens.clear()  # the user revoked rustiz on Reddit
+        post_id = waiting_for_reconnect(server, scheduled(server, channel_id, "<p>Waiting</p>", settings=SETTINGS))["id"]
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        expect(page.locator("li.channel .badge")).to_have_text("Needs reconnect")
+        page.get_by_role("button", name="Reconnect ada_lovelace").click()
+        page.get_by_role("link", name="Allow").click()  # Reddit's consent page
+        expect(page.get_by_role("status")).to_have_text("Reddit channel reconnected")
+        expect(page.locator("li.channel")).to_have_count(1)
+        assert page.locator("li.channel").get_attribute("data-id") == channel_id
+        assert settled(server, post_id)["state"] == "PUBLISHED", get_post(server, post_id)
+        with sqlite3.connect(server.database) as db:
+            assert db.execute("SELECT COUNT(*) FROM integration").fetchone()[0] == 1
+    finally:
+        reddit.close()
