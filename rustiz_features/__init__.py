@@ -1,6 +1,3 @@
-from __future__ import annotations
-
-
 """rustiz's features, beside the core (rustiz.py), each imported the first time it is needed.
 
 The core serves HTTP, stores, authenticates and routes; its route table names the module and handler of
@@ -10,14 +7,17 @@ the core imports none of these at load time, and these import the core and one a
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue
   api_posts -> api_channels, validation, recurrence, catalogue
   api_channels -> catalogue, publishers, http_client, web
+  analytics -> connect, publishers, http_client
+  connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
-  scheduler -> publishers, media, recurrence, http_client, catalogue
+  scheduler -> connect, publishers, media, recurrence, http_client, catalogue
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client
   publishers (its registry, from the descriptors) -> catalogue
-  publishers/<platform> -> publishers/base and its helpers, catalogue, text, http_client
-  catalogue (one descriptor per provider) -> text, bech32, http_client
+  publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
+  catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   web, recurrence, text, bech32, http_client -> the core only
 
 tests/test_layout.py checks this graph has no cycle and that the core imports none of these at load time.
 """
+from __future__ import annotations
