@@ -225,7 +225,9 @@ def _openapi_paths(root: dict) -> dict:
     post_id, channel_id = _parameter("path", "id", "A post id"), _parameter("path", "id", "A channel id")
     post, deleted = _schema_ref("Post"), _object({"error": {"const": True}}, description="sic: Postiz's answer")
     analytics = _array_of(_schema_ref("AnalyticsData"))
-    days_back = _parameter("query", "date", "Days back (7, 30, 90); rustiz has no analytics yet, so it is unused")
+    days_back = _parameter("query", "date", "Days back, 1 to 365 (default 30); platforms that give a daily history "
+                                            "(Pinterest) answer that many days, the others today's totals",
+                           schema=_INTEGER)
     media_upload = {"required": True, "content": {"multipart/form-data": {"schema": _object(
         {"file": {"type": "string", "contentMediaType": "application/octet-stream"}})}}}
     file_answer = {"description": "The file (Range, If-Range and If-None-Match are honoured)", "content": {
@@ -357,10 +359,14 @@ def _openapi_paths(root: dict) -> dict:
             ("200", _object({"date": _STRING, "timezone": _STRING, "localDate": _STRING})),
             "BadRequest NotFound Conflict", (channel_id,))},
         f"{v1}/analytics/{{integration}}": {"get": _operation(
-            "A channel's analytics", ("200", analytics), "NotFound",
+            "A channel's figures, read from its platform (cached 10 minutes); [] where the platform gives none. "
+            "409: the channel lacks its credentials or the operator's app; 502: the platform did not answer",
+            ("200", analytics), "BadRequest NotFound Conflict PlatformUnreachable",
             (_parameter("path", "integration", "A channel id"), days_back))},
         f"{v1}/analytics/post/{{postId}}": {"get": _operation(
-            "A post's analytics", ("200", {"anyOf": [analytics, _object({"missing": {"const": True}})]}), "NotFound",
+            "A published post's figures, read from its platform (cached 10 minutes); [] before it is published",
+            ("200", {"anyOf": [analytics, _object({"missing": {"const": True}})]}),
+            "BadRequest NotFound Conflict PlatformUnreachable",
             (_parameter("path", "postId", "A post id"), days_back))},
         f"{v1}/upload": {"post": _operation(
             "Upload an image or video (type read from its bytes)", ("201", _schema_ref("Media")),
