@@ -881,6 +881,11 @@ def validate_new_channel(body: Any) -> NewChannel:
     provider = body.get("provider")
     connectable = ", ".join(sorted(CREDENTIAL_SPECS))
     if not isinstance(provider, str) or provider not in CREDENTIAL_SPECS:
+        if isinstance(provider, str) and provider in DESCRIPTORS and DESCRIPTORS[provider].oauth:
+            raise bad_request(f"{provider} connects through its own sign-in, not with credentials: GET "
+                              f"/public/v1/social/{provider} answers the URL of its consent page (the web app's "
+                              f"Channels page has a button for it); providers that connect with credentials: "
+                              f"{connectable}")
         if isinstance(provider, str) and provider in PROVIDERS:
             raise bad_request(f"{provider} connects through OAuth with a developer app, which rustiz does not "
                               f"support yet; providers that connect with credentials: {connectable}")
