@@ -164,6 +164,9 @@ def assert_unwritable_answers(server, cause: str) -> None:
     status, headers, answer = health(server)
     assert (status, json.loads(answer)["message"], headers["retry-after"]) == (503, message, "30")
     assert "https://n8n.example.com/lost" not in webhook_urls(server)  # reads still work; nothing half-written
+    deadline = time.monotonic() + 5  # (the log is read by a thread, which may not have caught up yet)
+    while not any(message in line for line in server.stderr_lines) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert sum(message in line for line in server.stderr_lines) == 1  # logged once, not once per request
 
 
