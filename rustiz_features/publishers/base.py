@@ -268,8 +268,14 @@ class Provider:
 
     @staticmethod
     def note_rate_limit(channel: Channel, reply: HttpReply) -> None:
+        """No call before the window resets once X-RateLimit-Remaining (or RateLimit-Remaining) is below one;
+        some platforms write it as a decimal ("0.0", Reddit)."""
         remaining = reply.headers.get("x-ratelimit-remaining") or reply.headers.get("ratelimit-remaining")
-        if remaining is not None and remaining.strip() == "0":
+        try:
+            exhausted = remaining is not None and float(remaining) < 1
+        except ValueError:
+            exhausted = False
+        if exhausted:
             wait = rate_limit_reset_seconds(reply)
             if wait:
                 channel.throttle(wait)

@@ -168,17 +168,6 @@ class RedditProvider(OAuthProvider):
                 raise Rejected(refused.message, refused.status, refused.body) from None
             raise
 
-    @staticmethod
-    def note_rate_limit(channel: Channel, reply: HttpReply) -> None:
-        """X-Ratelimit-Remaining is a decimal ("0.0"), X-Ratelimit-Reset the seconds left in the window."""
-        try:
-            remaining = float(reply.headers.get("x-ratelimit-remaining", ""))
-            reset = float(reply.headers.get("x-ratelimit-reset", ""))
-        except ValueError:
-            return
-        if remaining < 1 and reset > 0:
-            channel.throttle(reset)
-
     def error_words(self, reply: HttpReply) -> Optional[str]:
         """Reddit's shapes: api_type=json errors, OAuth's {"error": "..."}, and the API's
         {"message": "Forbidden", "error": 403, "reason": "private"}."""
