@@ -1352,12 +1352,14 @@ class Store:
                                    "SELECT COUNT(*) - 1 FROM up", (post_id,)).fetchone()[0]
         return claim
 
-    def requeue_post(self, post_id: str, not_before: str, note: str) -> None:
-        """A claimed post back to the queue, to be tried again from `not_before`; `note` says why (shown as error)."""
+    def requeue_post(self, post_id: str, not_before: str, note: str, attempted: bool = True) -> None:
+        """A claimed post back to the queue, to be tried again from `not_before`; `note` says why (shown as error).
+        `attempted` False: nothing was tried (the post waits for its channel), so the claim is not an attempt."""
         with self._writing() as db:
             db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
-                       "lease_until = NULL, updated_at = ? WHERE id = ? AND state = 'PUBLISHING'",
-                       (not_before, note, utc_now_iso(), post_id))
+                       "lease_until = NULL, attempts = MAX(attempts - ?, 0), updated_at = ? "
+                       "WHERE id = ? AND state = 'PUBLISHING'",
+                       (not_before, note, 0 if attempted else 1, utc_now_iso(), post_id))
         self._posts_changed()
 
     def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any) -> None:
@@ -1566,14 +1568,6 @@ class Store:
                                   (now, now, channel_id, now)).rowcount
         self._posts_changed()
         return released
-
-    def wait_for_reconnect(self, post_id: str, not_before: str, note: str) -> None:
-        """A claimed post back to the queue to wait for its channel: the claim does not count as an attempt."""
-        with self._writing() as db:
-            db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
-                       "lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ? "
-                       "WHERE id = ? AND state = 'PUBLISHING'", (not_before, note, utc_now_iso(), post_id))
-        self._posts_changed()
 
     def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
         now = utc_now_iso()

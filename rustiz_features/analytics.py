@@ -9,8 +9,6 @@ Rules:
 """
 from __future__ import annotations
 
-import os
-import socket
 import time
 from typing import Awaitable, Optional
 
@@ -100,8 +98,7 @@ class AnalyticsApi:
                     else provider.post_analytics(channel, release, days))
         try:
             if isinstance(provider, OAuthProvider):  # (tokens refreshed as for a publish, one worker at a time)
-                keeper = TokenKeeper(self.app.config, self.store, self.http, f"{socket.gethostname()}:{os.getpid()}")
-                figures = await keeper.call(provider, channel, read)
+                figures = await TokenKeeper(self.app.config, self.store, self.http).call(provider, channel, read)
             else:
                 figures = await read()
         except PublishError as failed:

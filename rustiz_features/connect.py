@@ -12,10 +12,12 @@ Rules:
 """
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 import time
 from typing import Any, Awaitable, Callable, Optional
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from rustiz import ApiError, App, Config, Request, Response, Store, iso_at, json_object, json_response, log, \
     nest_error, not_found, route_options
@@ -203,9 +205,7 @@ class ConnectFlow:
 
     def _back(self, notice: str = "", problem: str = "", channel: str = "") -> Response:
         """A redirect to the web app's channels page, with what happened."""
-        parts = [f"notice={quote(notice)}" if notice else "", f"problem={quote(problem)}" if problem else "",
-                 f"channel={quote(channel)}" if channel else ""]
-        location = f"{self.config.frontend_url}/#/channels?" + "&".join(part for part in parts if part)
+        location = channels_page(self.config, notice=notice, problem=problem, channel=channel)
         return Response(303, b"", "text/plain; charset=utf-8", [("Location", location), ("Cache-Control", "no-store")])
 
     # --- the choice after consent (a LinkedIn page, a Pinterest board) -------------------------------
@@ -254,11 +254,12 @@ class ConnectFlow:
 
 
 class TokenKeeper:
-    """Fresh tokens for the scheduler's publishes: refreshed ahead of expiry or after a 401, one worker at a
-    time per channel."""
+    """Fresh tokens for publishes and analytics: refreshed ahead of expiry or after a 401, one refresh at a
+    time per channel across workers and processes."""
 
-    def __init__(self, config: Config, store: Store, http: HttpClient, owner: str):
-        self.config, self.store, self.http, self.owner = config, store, http, owner
+    def __init__(self, config: Config, store: Store, http: HttpClient):
+        self.config, self.store, self.http = config, store, http
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"  # (with a random suffix per refresh: its lease)
 
     async def prepare(self, provider: OAuthProvider, channel: Channel) -> None:
         """Give `channel` the operator's app (X signs every call with it), and a fresh access token when the
@@ -312,6 +313,12 @@ class TokenKeeper:
         channel.credentials = credentials
 
 
+def channels_page(config: Config, **query: str) -> str:
+    """The web app's channels page, with the non-empty `query` (notice, problem, channel) it shows."""
+    return f"{config.frontend_url}/#/channels?" + urlencode({name: value for name, value in query.items() if value},
+                                                            quote_via=quote)
+
+
 def reconnect_link(config: Config, channel_id: str) -> str:
-    return f"{config.frontend_url}/#/channels?channel={quote(channel_id)}"
+    return channels_page(config, channel=channel_id)
 

@@ -253,7 +253,7 @@ class Scheduler:
         from .publishers.oauth import OAuthProvider
         if not isinstance(platform, OAuthProvider):
             return await platform.publish(channel, post, parent)
-        keeper = TokenKeeper(self.config, self.store, self.http, self.owner)
+        keeper = TokenKeeper(self.config, self.store, self.http)
         return await keeper.call(platform, channel, lambda: platform.publish(channel, post, parent))
 
     def _wait_for_channel(self, claim: dict, label: str, cause: str = "") -> None:
@@ -270,10 +270,9 @@ class Scheduler:
             return
         why = ("Waiting for the channel's page or board to be chosen" if choosing else
                f"Waiting for the channel to be reconnected ({cause or f'{label} refused its credentials'})")
-        self.store.wait_for_reconnect(claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
-                                      f"{why}: it goes out as soon as the channel is "
-                                      f"{'ready' if choosing else 'reconnected'}, or fails at {iso_at(deadline)} "
-                                      "(PUBLISH_GRACE)")
+        self.store.requeue_post(claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
+                                f"{why}: it goes out as soon as the channel is {'ready' if choosing else 'reconnected'}, "
+                                f"or fails at {iso_at(deadline)} (PUBLISH_GRACE)", attempted=False)
 
     async def _media(self, claim: dict, staged: list) -> tuple:
         """The post's images and videos as local files: our uploads directly, other URLs downloaded now."""
