@@ -681,21 +681,21 @@ _DESCRIPTORS = (
               tools=(("subreddits", "Get list of subreddits with information", ("word",)),
                      ("restrictions", "Get list of flairs and restrictions for a subreddit", ("subreddit",)))),
     _describe("instagram", "Instagram\n(Facebook Business)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
-              media_rule=_instagram_rule,
+              media_rule=_instagram_rule, oauth=True, publisher="instagram",
               tools=(("audioSearch", 'Search audio (music or original sounds) to attach to a Reel via the "audio" '
                                      "setting, an empty query returns trending audio", ("q", "type")),)),
     _describe("instagram-standalone", "Instagram\n(Standalone)", 2200, _INSTAGRAM_FIELDS, rules=_INSTAGRAM_RULES,
-              media_rule=_instagram_rule),
-    _describe("facebook", "Facebook Page", 63206, _FACEBOOK_FIELDS, media_rule=_facebook_rule,
+              media_rule=_instagram_rule, oauth=True, publisher="instagram_standalone"),
+    _describe("facebook", "Facebook Page", 63206, _FACEBOOK_FIELDS, media_rule=_facebook_rule, oauth=True, publisher="facebook",
               rules=("Facebook posts can be text only, or include photos or a video. If it's a story, it must have "
                      "at least one attachment (photo or video), and each media is published as a separate story.")),
-    _describe("threads", "Threads", 500, schema_shown=False),
-    _describe("youtube", "YouTube", 5000, _YOUTUBE_FIELDS, media_rule=_youtube_rule,
+    _describe("threads", "Threads", 500, schema_shown=False, oauth=True, publisher="threads"),
+    _describe("youtube", "YouTube", 5000, _YOUTUBE_FIELDS, media_rule=_youtube_rule, oauth=True, publisher="youtube",
               rules="YouTube must have on video attachment, it cannot be empty"),
     _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule,
               rules=("Google My Business posts can have text content and optionally one image. Posts can be "
                      "updates, events, or offers.")),
-    _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule,
+    _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule, oauth=True, publisher="tiktok",
               rules=("TikTok can have one video or one picture or multiple pictures, it cannot be without an "
                      "attachment.")),
     _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule,

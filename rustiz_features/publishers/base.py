@@ -197,6 +197,17 @@ class Provider:
         """Publish one part; `parent` is the part before it (None for the post itself)."""
         raise NotImplementedError
 
+    # Every post of the platform carries media that it downloads itself (Instagram): connecting is refused
+    # while FRONTEND_URL cannot be reached from the platform, since no post could go out.
+    needs_public_media = False
+
+    def pulls_media(self, values: list, settings: dict) -> bool:
+        """Whether the platform downloads this post's media itself, from each MediaFile.url (rustiz's
+        FRONTEND_URL/uploads/...), rather than being sent the bytes: then FRONTEND_URL must be reachable
+        from the platform, which is checked when the post is scheduled and again before it is sent.
+        `values` are the thread's parts ({"content": html, "image": [...]})."""
+        return False
+
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """Why the platform would refuse this post, checked before it is accepted (None when it fits).
 
