@@ -28,7 +28,6 @@ from .publishers.base import AddressNotAllowed, Channel, PublishError
 from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
 
 FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
-REFRESH_AHEAD_SECONDS = 300  # tokens are refreshed this long before they expire
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
 
 
@@ -266,7 +265,7 @@ class TokenKeeper:
         stored one is about to expire."""
         channel.app = provider.app(self.config.settings or {}) if provider.needs_operator_app else None
         _, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
-        if refresh_token and expires_at and expires_at <= iso_at(time.time() + REFRESH_AHEAD_SECONDS):
+        if refresh_token and expires_at and expires_at <= iso_at(time.time() + provider.refresh_ahead_seconds):
             await self.refresh(provider, channel)
 
     async def call(self, provider: OAuthProvider, channel: Channel, operation: Callable[[], Awaitable]) -> Any:
@@ -297,7 +296,7 @@ class TokenKeeper:
         try:
             credentials, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
             if credentials.get("accessToken") != channel.credentials.get("accessToken") and (
-                    expires_at is None or expires_at > iso_at(time.time() + REFRESH_AHEAD_SECONDS)):
+                    expires_at is None or expires_at > iso_at(time.time() + provider.refresh_ahead_seconds)):
                 channel.credentials = credentials  # another worker refreshed it meanwhile: one refresh is enough
                 self.store.release_refresh_lease(channel.id, lease)
                 return

@@ -66,6 +66,9 @@ class OAuthProvider(Provider):
     between_steps = False  # a choice follows consent (a page, a board): the channel waits in inBetweenSteps
     operator_guide = ""  # one paragraph: where to make the app, what to ask for, what to register
     needs_operator_app = True  # False for platforms where rustiz registers its own app (Mastodon)
+    # How long before its expiry a token is refreshed: on use, and by the scheduler's sweep even when nothing
+    # is published (a long-lived token that lapses unused would strand the channel).
+    refresh_ahead_seconds = 300.0
 
     def auth_base(self) -> str:
         return platform_url(variable_prefix(self.identifier) + "AUTH_URL", self.auth_origin)
