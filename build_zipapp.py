@@ -22,7 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tokenize
 import zipfile
+from typing import Any
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
@@ -150,8 +152,53 @@ def platform_tag() -> str:
 
 # The platforms' modules ship as sources alone: each is compiled once per process, on the first publish or
 # connect to its platform (milliseconds, beside a network call), so a new platform costs the archive its
-# compressed source only (about 6 KB) instead of source and bytecode (about 15 KB).
+# compressed source only (about 5 KB) instead of source and bytecode (about 15 KB). Their comments and
+# docstrings are left out of the archive (the repository has them), every line staying where it was.
 COMPILED_ON_FIRST_USE = "rustiz_features/publishers/"
+
+
+def without_commentary(source: bytes, name: str) -> bytes:
+    """`source` with its comments removed and each docstring an empty string spanning the same lines, so that
+    a traceback's line numbers and code lines are the repository's. Checked: the bytecode is unchanged."""
+    text = source.decode()
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(row: int, column: int, in_bytes: bool = False) -> int:
+        line = text[starts[row - 1]:starts[row]]
+        return starts[row - 1] + (len(line.encode()[:column].decode()) if in_bytes else column)
+
+    edits = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            start = offset(*token.start)
+            while start > 0 and text[start - 1] in " \t":
+                start -= 1  # the spaces before it too
+            edits.append((start, offset(*token.end), ""))
+    for node in ast.walk(ast.parse(text, name)):
+        body = getattr(node, "body", None) if isinstance(
+            node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            empty = '"""' + "\n" * (first.end_lineno - first.lineno) + '"""'
+            edits.append((offset(first.lineno, first.col_offset, True),
+                          offset(first.end_lineno, first.end_col_offset, True), empty))
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    stripped = text.encode()
+    if code_and_lines(compile(stripped, name, "exec", dont_inherit=True, optimize=2)) != code_and_lines(
+            compile(source, name, "exec", dont_inherit=True, optimize=2)):
+        raise SystemExit(f"{name}: leaving out its comments and docstrings changed its code")
+    return stripped
+
+
+def code_and_lines(code: Any) -> tuple:
+    """What a code object does and the line of each instruction, its nested code objects' too (not the columns,
+    which an emptied docstring changes)."""
+    constants = tuple(code_and_lines(constant) if hasattr(constant, "co_code") else constant
+                      for constant in code.co_consts)
+    return code.co_code, constants, code.co_names, code.co_varnames, tuple(code.co_lines())
 
 
 def build(output: str, with_speedups: bool) -> int:
@@ -163,7 +210,9 @@ def build(output: str, with_speedups: bool) -> int:
         add_file(archive, "__main__.py", MAIN.encode())
         for name, path in sources:
             with open(path, "rb") as handle:
-                add_file(archive, name, handle.read())
+                source = handle.read()
+            add_file(archive, name, without_commentary(source, name) if name.startswith(COMPILED_ON_FIRST_USE)
+                     else source)
             if name[:-3] + ".pyc" in compiled:
                 add_file(archive, name[:-3] + ".pyc", compiled[name[:-3] + ".pyc"])
         for name, path in web_files():

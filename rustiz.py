@@ -1538,6 +1538,15 @@ class Store:
                          (channel_id,)).fetchone()
         return json.loads(row[0] or "{}"), row[1], row[2], bool(row[3])
 
+    def channels_with_tokens_expiring(self, before: str) -> list:
+        """Live, enabled channels whose refreshable token expires before the ISO instant `before`:
+        [{id, name, organization_id, provider, token_expiration}], soonest first."""
+        rows = self._read("SELECT id, name, organization_id, provider_identifier, token_expiration FROM integration "
+                          "WHERE refresh_token IS NOT NULL AND token_expiration IS NOT NULL AND token_expiration < ? "
+                          "AND refresh_needed = 0 AND disabled = 0 AND deleted_at IS NULL "
+                          "ORDER BY token_expiration LIMIT 500", (before,)).fetchall()
+        return [dict(zip(("id", "name", "organization_id", "provider", "token_expiration"), row)) for row in rows]
+
     def take_refresh_lease(self, channel_id: str, owner: str, now: float, seconds: float) -> bool:
         """True when `owner` may refresh the channel's tokens now: no other owner holds an unexpired lease."""
         with self._writing() as db:

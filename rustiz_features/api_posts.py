@@ -115,7 +115,7 @@ class PostsApi:
     like an id that never existed."""
 
     def __init__(self, app: App):
-        self.store = app.store
+        self.store, self.config = app.store, app.config
         self.publish_grace_seconds = app.config.publish_grace_seconds
 
     def refuse_missed_date(self, date: str, what: str = "date", remedy: str = _PAST_DATE_REMEDY) -> None:
@@ -388,7 +388,7 @@ class PostsApi:
     def _create_posts(self, request: Request, organization_id: str,
                       claim: Optional[IdempotentResponse]) -> Response:
         plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
-            organization_id, channel_id, include_deleted=True))
+            organization_id, channel_id, include_deleted=True), self.config.frontend_url)
         created, body, earlier = self.save_plan(organization_id, plan, claim)
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)
@@ -534,7 +534,8 @@ class PostsApi:
                 "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
         if root["intervalInDays"]:
             body["inter"] = root["intervalInDays"]
-        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id))
+        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id),
+                                    self.config.frontend_url)
         plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
         return plan
 

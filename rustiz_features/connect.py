@@ -96,6 +96,9 @@ class ConnectFlow:
             raise nest_error(400, f"integration: {known.label} does not connect through OAuth in rustiz"
                                   + (": add it with POST /public/v1/integrations and its credentials"
                                      if known.credentials else ""))
+        unreachable = provider.media_origin_problem(self.config.frontend_url) if provider.needs_public_media else None
+        if unreachable:  # every post of it carries media it downloads: none could ever go out
+            raise nest_error(400, f"FRONTEND_URL: {unreachable}; then connect {provider.label}")
         refresh = request.query.get("refresh") or None
         if refresh is not None:
             channel = self.store.channel(organization_id, refresh)

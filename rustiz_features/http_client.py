@@ -173,6 +173,27 @@ def address_refusal(address: str) -> Optional[str]:
     return None if ip.is_global else "not a public address"
 
 
+def private_host_reason(url: str) -> Optional[str]:
+    """Why the host of `url` cannot be reached from the internet ("a loopback address", "localhost"...), or
+    None when it may be: judged from the URL alone (an IP address, localhost, a name of a local network)."""
+    from urllib.parse import urlsplit
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        host = ""
+    if not host:
+        return "not an absolute URL"
+    if host == "localhost" or host.endswith(".localhost"):
+        return "localhost"
+    try:
+        return address_refusal(host)
+    except ValueError:  # a name, not an address
+        pass
+    if "." not in host or host.endswith((".local", ".internal", ".lan", ".home.arpa", ".intranet")):
+        return "a name only the local network knows"
+    return None
+
+
 def _is_address(host: str, address: str) -> bool:
     """Whether `host` is `address` written as an IP address (::7f00:1 is ::127.0.0.1), not a name for it."""
     import ipaddress

@@ -534,7 +534,8 @@ class McpTools:
                            "settings": _settings_object(item["settings"])}]}
         channel = self.store.channel(organization_id, item["integrationId"])
         try:
-            plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None)
+            plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None,
+                                        self.posts.config.frontend_url)
             if plan["type"] != "draft":  # checked before anything of the call is stored
                 self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:

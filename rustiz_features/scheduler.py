@@ -45,6 +45,10 @@ SCHEDULER_HEARTBEAT_SECONDS = 10
 RESEND_WINDOW_SECONDS = 1800  # an interrupted publish is repeated only this soon: Mastodon forgets keys after 1 h
 RETRY_CAP_SECONDS = 1800
 RECONNECT_RECHECK_SECONDS = 300  # a post waiting for its channel looks again this often (a reconnect releases it)
+# Tokens that live for weeks (Meta's 60-day ones) are refreshed by a sweep this often, even on a channel that
+# publishes nothing; short-lived ones (an hour, a day) are refreshed when used.
+TOKEN_SWEEP_SECONDS = 3600
+TOKEN_SWEEP_HORIZON_SECONDS = 90 * 86400  # no platform refreshes further ahead than this
 
 
 def epoch_seconds(iso: str) -> float:
@@ -82,6 +86,7 @@ class Scheduler:
         self.last_alive_before: Optional[float] = None  # the previous scheduler's last heartbeat, when known
         self.beaten_at = 0.0
         self.throttled: dict = {}  # channel id -> (until, platform label): the platform asked us to wait
+        self.token_sweep_at = 0.0  # when the long-lived tokens are looked at next
 
     @property
     def http(self) -> HttpClient:
@@ -105,6 +110,11 @@ class Scheduler:
             self.wake()
         if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
             self._beat()
+        if time.time() >= self.token_sweep_at:
+            self.token_sweep_at = time.time() + TOKEN_SWEEP_SECONDS
+            task = self.loop.create_task(self._refresh_long_lived_tokens())
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
         generation = self.store.posts_generation()
         if generation != self.seen_generation:
             self.seen_generation = generation
@@ -236,13 +246,15 @@ class Scheduler:
                     os.unlink(path)
         self._published(claim, label, release)
 
-    @staticmethod
-    def _refusal_before_publishing(claim: dict, platform: Optional[Provider], label: str) -> Optional[str]:
+    def _refusal_before_publishing(self, claim: dict, platform: Optional[Provider], label: str) -> Optional[str]:
         if platform is None:
             return (f"rustiz cannot publish to {label} channels: it publishes to "
                     f"{', '.join(sorted(PROVIDER_MODULES))}")
         if claim["disabled"]:
             return "Channel disabled: enable the channel, then retry the post"
+        part = [{"content": claim["content"], "image": json.loads(claim["image"] or "[]")}]
+        if platform.pulls_media(part, json.loads(claim["settings"] or "{}")):
+            return platform.media_origin_problem(self.config.frontend_url)  # (FRONTEND_URL changed since)
         return None
 
     async def _publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
@@ -275,7 +287,8 @@ class Scheduler:
                                 f"or fails at {iso_at(deadline)} (PUBLISH_GRACE)", attempted=False)
 
     async def _media(self, claim: dict, staged: list) -> tuple:
-        """The post's images and videos as local files: our uploads directly, other URLs downloaded now."""
+        """The post's images and videos as local files: our uploads directly, other URLs downloaded now. An
+        upload's URL is given under today's FRONTEND_URL, for platforms that download it themselves."""
         from urllib.parse import urlsplit
         from .media import fetch_media, sniff_media_type
         from .publishers.base import MediaFile, Rejected
@@ -287,7 +300,9 @@ class Scheduler:
             except ValueError:  # a malformed URL: fetch_media says what is wrong with it
                 match = None
             path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
-            if not (path and os.path.isfile(path)):
+            if path and os.path.isfile(path):
+                url = f"{self.config.frontend_url}/uploads/{match[1]}"
+            else:
                 try:
                     download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
                 except ApiError as refused:
@@ -304,6 +319,36 @@ class Scheduler:
             alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
             files.append(MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path)))
         return tuple(files)
+
+    async def _refresh_long_lived_tokens(self) -> None:
+        """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a
+        channel with nothing to publish for weeks is not stranded when its token lapses unused."""
+        try:
+            expiring = self.store.channels_with_tokens_expiring(iso_at(time.time() + TOKEN_SWEEP_HORIZON_SECONDS))
+        except sqlite3.Error as error:
+            log(f"scheduler: could not look for tokens to refresh ({error}); looking again in an hour")
+            return
+        if not expiring:
+            return  # (before importing what a refresh needs: an idle server loads none of it)
+        from .connect import TokenKeeper
+        from .publishers.base import Channel, PublishError
+        from .publishers.oauth import OAuthProvider, TokenRefused
+        keeper = TokenKeeper(self.config, self.store, self.http)
+        for row in expiring:
+            platform = provider_for(row["provider"])
+            if not isinstance(platform, OAuthProvider) or platform.refresh_ahead_seconds <= TOKEN_SWEEP_SECONDS or \
+                    epoch_seconds(row["token_expiration"]) > time.time() + platform.refresh_ahead_seconds:
+                continue
+            channel = Channel(row["id"], row["name"], *self.store.channel_secrets(row["id"]), self.http)
+            try:
+                await keeper.refresh(platform, channel)
+                log(f"{platform.label} channel {row['id']}: its token was refreshed ahead of its expiry")
+            except TokenRefused as refused:
+                self._flag_for_reconnect({"channel_id": row["id"], "channel_name": row["name"],
+                                          "organization_id": row["organization_id"]}, platform.label, refused)
+            except PublishError as failed:  # a passing failure: the next sweep tries again
+                log(f"{platform.label} channel {row['id']}: refreshing its token failed ({failed.message}); "
+                    "trying again in an hour")
 
     # --- outcomes ---------------------------------------------------------------------------------
 

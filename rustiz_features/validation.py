@@ -246,7 +246,7 @@ def _planned_values(values: list) -> list:
              "delay": int(value.get("delay") or 0), "image": value["image"]} for value in values]
 
 
-def _check_before_publishing(post_type: str, posts: list, channels: list) -> None:
+def _check_before_publishing(post_type: str, posts: list, channels: list, media_origin: str) -> None:
     """Step 3 (Postiz's validatePosts): content or media always; media rules and length unless a draft."""
     for post, channel in zip(posts, channels):
         identifier = channel["provider_identifier"]
@@ -269,27 +269,33 @@ def _check_before_publishing(post_type: str, posts: list, channels: list) -> Non
                                             channel.get("limits"))
                 if limit and length > (100000 if article else limit):
                     raise _post_validation_error(channel, "post is too long, please fix it")
-        problem = _platform_problem(channel, post)
+        problem = _platform_problem(channel, post, media_origin)
         if problem:
             raise _post_validation_error(channel, problem)
 
 
-def _platform_problem(channel: dict, post: dict) -> Optional[str]:
-    """What the platform itself would refuse (its real limits, which Postiz does not all check)."""
+def _platform_problem(channel: dict, post: dict, media_origin: str) -> Optional[str]:
+    """What the platform itself would refuse (its real limits, which Postiz does not all check), and media
+    it would download from `media_origin` (FRONTEND_URL) when it cannot reach it."""
     platform = provider_for(channel["provider_identifier"])
     if platform is None:
         return None
     if not platform.threads and len(post["values"]) > 1:
         return (f"{platform.label} publishes each post on its own and has no replies or comments: send one "
                 f"value, not {len(post['values'])} (the thread parts would never be published)")
+    if platform.pulls_media(post["values"], post["settings"]):
+        problem = platform.media_origin_problem(media_origin)
+        if problem:
+            return problem
     return platform.post_problem(channel, post["values"], post["settings"])
 
 
-def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]]) -> dict:
+def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]], media_origin: str) -> dict:
     """Validate a POST /public/v1/posts body exactly as Postiz does and return the plan to store; raises ApiError.
 
     `find_channel(id)` returns the caller's organization's channel (deleted ones too) as
-    {"id", "name", "provider_identifier", "additional_settings": list, "disabled", ...}, or None.
+    {"id", "name", "provider_identifier", "additional_settings": list, "disabled", ...}, or None;
+    `media_origin` is FRONTEND_URL, where platforms that download media themselves fetch it.
     Errors, in Postiz's order: 400 "All posts must have an integration id" / "Integration with id X not
     found"; the ValidationPipe's 400 array of "path message"; a channel's PostValidationException."""
     body = body if isinstance(body, dict) else {}
@@ -307,7 +313,7 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     date = utc_now_iso()[:17] + "00.000Z" if post_type == "now" else parse_iso_date(top["date"])
     plan_posts = [{"integration": channel, "group": post.get("group"), "settings": post["settings"],
                    "values": _planned_values(post["value"])} for post, channel in zip(checked_posts, channels)]
-    _check_before_publishing(post_type, plan_posts, channels)
+    _check_before_publishing(post_type, plan_posts, channels, media_origin)
     inter = top.get("inter")
     return {"type": post_type, "date": date, "shortLink": top["shortLink"],
             "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter else None,

@@ -164,3 +164,21 @@ def test_a_server_checking_api_keys_loads_no_openssl(server):
     with open(f"/proc/{server.process.pid}/maps") as handle:
         mapped = handle.read()
     assert "libcrypto" not in mapped and "_hashlib" not in mapped
+
+
+def test_packed_platform_sources_keep_every_code_line_at_its_line_number(pyz):
+    """The archive leaves the platform modules' comments and docstrings out, so a traceback's line numbers
+    and code lines must still be the repository's."""
+    import zipfile
+    from rustiz_features.publishers import PROVIDER_MODULES
+    sizes = [0, 0]
+    with zipfile.ZipFile(pyz) as archive:
+        for module in sorted(set(PROVIDER_MODULES.values()) | {"base", "oauth"}):
+            packed = archive.read(f"{PACKAGE}/publishers/{module}.py").decode().splitlines()
+            original = (ROOT / PACKAGE / "publishers" / f"{module}.py").read_text().splitlines()
+            assert len(packed) == len(original), module
+            for number, (line, source) in enumerate(zip(packed, original), 1):
+                assert source.startswith(line) or line.strip() in ('"""', '""""""'), (module, number, line, source)
+            sizes[0] += len("\n".join(packed))
+            sizes[1] += len("\n".join(original))
+    assert sizes[0] < 0.85 * sizes[1], sizes

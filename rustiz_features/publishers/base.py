@@ -15,7 +15,9 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import parse_iso_instant
 from ..catalogue import DESCRIPTORS, ChannelAccount, ProviderDescriptor, post_length
-from ..http_client import AddressRefused, ConnectFailed, ERROR_WORDS_LIMIT, HttpClient, HttpReply, NoAnswer
+from ..http_client import (
+    AddressRefused, ConnectFailed, ERROR_WORDS_LIMIT, HttpClient, HttpReply, NoAnswer, private_host_reason,
+)
 from ..text import html_to_text
 
 
@@ -207,6 +209,17 @@ class Provider:
         from the platform, which is checked when the post is scheduled and again before it is sent.
         `values` are the thread's parts ({"content": html, "image": [...]})."""
         return False
+
+    def media_origin_problem(self, frontend_url: str) -> Optional[str]:
+        """Why the platform could not download media from rustiz's FRONTEND_URL, or None when it may. A
+        platform that is itself on a private network (a self-hosted one, a test's fake) may reach it."""
+        why = private_host_reason(frontend_url)
+        api_base = getattr(self, "api_base", None)
+        if why is None or (api_base is not None and private_host_reason(api_base())):
+            return None
+        return (f"{self.label} downloads a post's media itself from rustiz's FRONTEND_URL, and "
+                f"{frontend_url or 'FRONTEND_URL'} is {why}, which {self.label} cannot reach: set FRONTEND_URL (in "
+                "config.env) to this server's public https address, the one its reverse proxy serves, and restart")
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """Why the platform would refuse this post, checked before it is accepted (None when it fits).
