@@ -317,3 +317,20 @@ def test_a_post_s_insights(fake, channel):
     figures = run(PROVIDER.post_analytics(channel, release, 7))
     assert {item["label"]: item["data"][0]["total"] for item in figures} == {
         "Views": "321", "Likes": "12", "Replies": "2", "Reposts": "1", "Quotes": "0"}
+
+
+def test_a_carousel_with_one_item_threads_cannot_take_makes_no_container(fake, channel, origin, tmp_path):
+    good = media_file(origin, tmp_path, "a.png", png_file(2, 2), "image/png", "image")
+    bad = media_file(origin, tmp_path, "b.webp", b"RIFF0000WEBP", "image/webp", "image")
+    with pytest.raises(Rejected) as refused:
+        run(PROVIDER.publish(channel, outgoing("<p>Two</p>", (good, bad)), None))
+    assert refused.value.item == "media item 2" and fake.requests_to("POST", CONTAINERS) == []
+
+
+def test_a_reply_with_a_picture_and_no_text(fake, channel, origin, tmp_path):
+    release = run(PROVIDER.publish(channel, outgoing("<p>Look below</p>"), None))
+    image = media_file(origin, tmp_path, "a.png", png_file(2, 2), "image/png", "image")
+    run(PROVIDER.publish(channel, outgoing("", (image,), part=1), release))
+    reply = fake.media()[1]
+    assert (reply["media_type"], reply["reply_to_id"], reply["text"]) == ("IMAGE", release.id, None)
+    assert "text" not in fake.requests_to("POST", CONTAINERS)[-1].form()

@@ -272,34 +272,35 @@ class ThreadsProvider(OAuthProvider):
     # --- publishing ----------------------------------------------------------------------------------
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
-        user = self._user(channel)
-        reply_to = {"reply_to_id": parent.id} if parent is not None else {}
-        media = post.media
+        container, item = await self._container(channel, post, {"reply_to_id": parent.id} if parent else {})
+        await self._wait_until_finished(channel, container, item)
+        media_id = await self._post(channel, f"{self._user(channel)}/threads_publish", "the post",
+                                    {"creation_id": container}, visible=True)
+        return Release(media_id, await self._permalink(channel, media_id))
+
+    async def _container(self, channel: Channel, post: OutgoingPost, reply_to: dict) -> tuple:
+        """(the id of the part's container, what it holds): TEXT, one IMAGE or VIDEO, or a CAROUSEL of items."""
+        path, media = f"{self._user(channel)}/threads", post.media
+        text = {"text": post.text} if post.text.strip() else {}  # optional beside media
+        if not media:
+            if not text:
+                raise Rejected("a Threads post without media needs text")
+            return await self._post(channel, path, "the text container", {"media_type": "TEXT", **text,
+                                                                           **reply_to}), "the post"
         if len(media) > CAROUSEL_LIMIT:
             raise Rejected(f"a Threads carousel takes at most {CAROUSEL_LIMIT} media items, not {len(media)}")
-        if not media:
-            if not post.text.strip():
-                raise Rejected("a Threads post without media needs text")
-            container = await self._post(channel, f"{user}/threads", "the text container",
-                                         {"media_type": "TEXT", "text": post.text, **reply_to})
-        elif len(media) == 1:
-            container = await self._post(channel, f"{user}/threads", f"the {media[0].kind} container",
-                                         {**self._media_fields(media[0], "the " + media[0].kind), "text": post.text,
-                                          **reply_to})
-        else:
-            children = []
-            for number, item in enumerate(media, 1):
-                fields = {**self._media_fields(item, f"media item {number}"), "is_carousel_item": "true"}
-                children.append(await self._post(channel, f"{user}/threads", f"carousel item {number}", fields))
-            for number, child in enumerate(children, 1):
-                await self._wait_until_finished(channel, child, f"media item {number}")
-            container = await self._post(channel, f"{user}/threads", "the carousel container", {
-                "media_type": "CAROUSEL", "children": ",".join(children), "text": post.text, **reply_to})
-        await self._wait_until_finished(channel, container, "the post" if not media or len(media) > 1
-                                        else "the " + media[0].kind)
-        media_id = await self._post(channel, f"{user}/threads_publish", "the post", {"creation_id": container},
-                                    visible=True)
-        return Release(media_id, await self._permalink(channel, media_id))
+        if len(media) == 1:
+            item = "the " + media[0].kind
+            fields = self._media_fields(media[0], item)
+            return await self._post(channel, path, f"{item}'s container", {**fields, **text, **reply_to}), item
+        # Every item is checked before the first container is made.
+        items = [self._media_fields(file, f"media item {number}") for number, file in enumerate(media, 1)]
+        children = [await self._post(channel, path, f"carousel item {number}", {**fields, "is_carousel_item": "true"})
+                    for number, fields in enumerate(items, 1)]
+        for number, child in enumerate(children, 1):
+            await self._wait_until_finished(channel, child, f"media item {number}")
+        return await self._post(channel, path, "the carousel container", {
+            "media_type": "CAROUSEL", "children": ",".join(children), **text, **reply_to}), "the carousel"
 
     @staticmethod
     def _media_fields(item: MediaFile, name: str) -> dict:
