@@ -299,8 +299,8 @@ def test_a_failed_post_is_rejected_with_its_reason(fake, channel, tmp_path):
     fake.fail_reason = "duration_check_failed"
     with pytest.raises(Rejected) as refused:
         run(provider.publish(channel, post((video_file(tmp_path),)), None))
-    assert refused.value.message == ("TikTok could not publish the post: the video is too long or too short for "
-                                     "this account (duration_check_failed)")
+    assert refused.value.message == ("the post failed in TikTok's processing: the video is too long or too short "
+                                     "for this account (duration_check_failed)")
 
 
 def test_an_internal_failure_is_retryable(fake, channel, tmp_path):

@@ -117,6 +117,7 @@ def settings_problem(limits: dict, settings: dict, photo: bool, username: str = 
 
 class TikTokProvider(OAuthProvider):
     identifier = "tiktok"
+    label = "TikTok"  # in messages; the descriptor keeps Postiz's name, "Tiktok"
     app_variables = ("TIKTOK_CLIENT_ID", "TIKTOK_CLIENT_SECRET")  # TikTok calls the id the client key
     auth_origin = "https://www.tiktok.com"  # the consent page, and where posts are seen
     api_origin = "https://open.tiktokapis.com"  # the API and its token endpoint
@@ -277,7 +278,8 @@ class TikTokProvider(OAuthProvider):
                                        for item in media)
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        return settings_problem(channel.get("limits") or {}, settings, self.pulls_media(values, settings))
+        profile = channel.get("profile") if isinstance(channel.get("profile"), str) else ""
+        return settings_problem(channel.get("limits") or {}, settings, self.pulls_media(values, settings), profile)
 
     # --- publishing -------------------------------------------------------------------------------------------
 
@@ -400,7 +402,7 @@ class TikTokProvider(OAuthProvider):
             if status == "FAILED":
                 reason = str(data.get("fail_reason") or "no reason given")
                 clear = next((words for prefix, words in CLEAR_WORDS.items() if reason.startswith(prefix)), "")
-                message = f"TikTok could not publish the post: {clear + ' (' + reason + ')' if clear else reason}"
+                message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
                 if reason == "internal":  # nothing was posted, and TikTok's trouble passes
                     raise Retryable(message)
                 raise Rejected(message)
