@@ -17,8 +17,8 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from rustiz_features.publishers.tiktok import chunk_plan
-from support import jpeg_file, mp4_file, run
+from rustiz_features.publishers.tiktok import chunk_plan, movie_seconds
+from support import iso_box, jpeg_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/tiktok"
 provider = provider_for("tiktok")
@@ -110,11 +110,11 @@ def test_the_code_exchange_sends_the_client_key_and_secret_in_the_form(fake, htt
         "redirect_uri": REDIRECT}
 
 
-def test_a_consent_without_the_posting_scopes_is_refused(fake, http, app):
-    fake.granted_scopes = "user.info.basic,video.list"
+def test_a_consent_without_every_scope_is_refused(fake, http, app):
+    fake.granted_scopes = "user.info.basic,video.list,user.info.profile,user.info.stats"
     with pytest.raises(Rejected) as refused:
         connected_tokens(http, app)
-    assert "video.publish, video.upload" in refused.value.message
+    assert "did not grant video.publish, video.upload;" in refused.value.message
 
 
 def test_a_cancelled_consent_comes_back_with_access_denied(fake, http, app):
@@ -226,6 +226,51 @@ def test_switches_the_creator_turned_off_are_refused():
 def test_only_photo_posts_pull_their_media():
     assert provider.pulls_media(PHOTO_VALUES, SETTINGS) is True
     assert provider.pulls_media(VIDEO_VALUES, SETTINGS) is False
+
+
+def test_photo_posts_take_jpeg_and_webp_only():
+    png = [{"content": "<p>x</p>", "image": [{"id": "1", "path": "https://r.example/uploads/a.png"}]}]
+    assert provider.post_problem(LIMITS, png, {**SETTINGS, "comment": False}) == (
+        "TikTok photo posts take JPEG and WebP pictures only, not .png")
+
+
+def movie(seconds: int, version: int = 0) -> bytes:
+    """An MP4 whose moov/mvhd says it lasts `seconds` (timescale 1000)."""
+    import struct
+    times = struct.pack(">IIII", 0, 0, 1000, seconds * 1000) if version == 0 else \
+        struct.pack(">QQIQ", 0, 0, 1000, seconds * 1000)
+    head = iso_box(b"ftyp", b"isom" + b"\x00\x00\x02\x00" + b"isomiso2avc1mp41")
+    return head + iso_box(b"moov", iso_box(b"mvhd", bytes([version, 0, 0, 0]) + times + b"\x00" * 80)) \
+        + iso_box(b"mdat", b"\x00" * 3000)
+
+
+def test_the_duration_is_read_from_the_movie_header(tmp_path):
+    for version in (0, 1):
+        (tmp_path / "m.mp4").write_bytes(movie(42, version))
+        assert movie_seconds(str(tmp_path / "m.mp4")) == 42
+    (tmp_path / "m.mp4").write_bytes(mp4_file(3500))  # no mvhd: unknown, left to TikTok
+    assert movie_seconds(str(tmp_path / "m.mp4")) is None
+
+
+def test_a_video_longer_than_the_creator_may_post_is_refused_before_the_upload(fake, channel, tmp_path):
+    path = tmp_path / "long.mp4"
+    path.write_bytes(movie(400))
+    long = MediaFile("https://rustiz.example/uploads/long.mp4", str(path), "video/mp4", "video", "", "long.mp4")
+    with pytest.raises(Rejected) as refused:
+        run(provider.publish(channel, post((long,)), None))
+    assert refused.value.message == "the video lasts 400 s, and @ada.bakes may post videos up to 300 s on TikTok"
+    assert fake.requests_to("POST", "/v2/post/publish/video/init/") == []
+    path.write_bytes(movie(30))
+    assert run(provider.publish(channel, post((long,)), None)).id
+
+
+def test_a_png_is_refused_before_anything_is_sent(fake, channel, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_file())
+    image = MediaFile(f"{fake.url}/files/a.png", str(tmp_path / "a.png"), "image/png", "image", "", "a.png")
+    with pytest.raises(Rejected) as refused:
+        run(provider.publish(channel, post((image,)), None))
+    assert "JPEG and WebP pictures only, and a.png is image/png" in refused.value.message
+    assert fake.requests_to("POST", "/v2/post/publish/content/init/") == []
 
 
 def test_chunk_plans_follow_tiktoks_rules():

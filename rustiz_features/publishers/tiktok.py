@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import time
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
@@ -32,8 +33,9 @@ MAX_CHUNKS = 1000
 POLL_SECONDS = 5.0  # between status polls (TikTok allows 30 a minute per token); RUSTIZ_TIKTOK_POLL_SECONDS
 POLL_LIMIT_SECONDS = 300.0  # processing plus moderation usually take a minute; longer is left to the user
 MAX_POLLS = 120
-NEEDED_SCOPES = ("user.info.basic", "video.publish", "video.upload")
 VIDEO_EXTENSIONS = ("mp4", "mov", "webm", "m4v")
+PHOTO_EXTENSIONS = ("jpg", "jpeg", "webp")  # TikTok's photo posts take JPEG and WebP only
+PHOTO_TYPES = ("image/jpeg", "image/webp")
 JSON_UTF8 = {"Content-Type": "application/json; charset=UTF-8"}
 
 # TikTok's error codes (the API's error.code, a FAILED status's fail_reason) in words a user can act on.
@@ -72,9 +74,39 @@ def tiktok_error(answer: Any) -> Optional[tuple]:
     return error["code"], error.get("message") if isinstance(error.get("message"), str) else ""
 
 
-def is_video_path(path: Any) -> bool:
+def extension(path: Any) -> str:
     name = str(path or "").split("?")[0].rsplit("/", 1)[-1]
-    return "." in name and name.rpartition(".")[2].lower() in VIDEO_EXTENSIONS
+    return name.rpartition(".")[2].lower() if "." in name else ""
+
+
+def movie_seconds(path: str) -> Optional[float]:
+    """The duration an MP4/MOV file states in moov/mvhd; None when it states none where looked."""
+    try:
+        with open(path, "rb") as file:
+            at, end, inside = 0, os.fstat(file.fileno()).st_size, False
+            for _ in range(64):  # top-level boxes, then moov's
+                if at + 8 > end:
+                    return None
+                file.seek(at)
+                head = file.read(16)
+                length, kind = struct.unpack(">I4s", head[:8])
+                header = 16 if length == 1 else 8
+                length = struct.unpack(">Q", head[8:16])[0] if length == 1 else length or end - at
+                if length < header:
+                    return None
+                if kind == b"moov" and not inside:
+                    at, end, inside = at + header, at + length, True
+                    continue
+                if kind == b"mvhd" and inside:
+                    file.seek(at + header)
+                    data = file.read(32)
+                    scale, duration = struct.unpack(">IQ", data[20:32]) if data[0] == 1 else \
+                        struct.unpack(">II", data[12:20])
+                    return duration / scale if scale else None
+                at += length
+    except (OSError, struct.error, IndexError):
+        return None
+    return None
 
 
 def chunk_plan(size: int, chunk: int) -> tuple:
@@ -152,11 +184,11 @@ class TikTokProvider(OAuthProvider):
         form = {"code": code, "grant_type": "authorization_code", "redirect_uri": redirect_uri}
         reply = await self._token_reply(http, app, form, "the code exchange")
         granted = reply.json().get("scope") if isinstance(reply.json(), dict) else None
-        missing = [scope for scope in NEEDED_SCOPES
+        missing = [scope for scope in self.scopes
                    if isinstance(granted, str) and scope not in granted.replace(" ", ",").split(",")]
-        if missing:  # the consent page lets the user untick scopes
-            raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}, which posting needs; connect "
-                           "again and leave every permission ticked")
+        if missing:  # the consent page lets the user untick scopes; as Postiz, all of them are needed
+            raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}; connect again and leave every "
+                           "permission ticked")
         return self.tokens_from(reply)
 
     async def token_request(self, http: HttpClient, app: AppCredentials, form: dict, what: str) -> Tokens:
@@ -274,12 +306,17 @@ class TikTokProvider(OAuthProvider):
     def pulls_media(self, values: list, settings: dict) -> bool:
         """Photo posts only: TikTok takes video bytes, but pulls every picture from its URL."""
         media = values[0].get("image") if values and isinstance(values[0], dict) else None
-        return bool(media) and not any(is_video_path(item.get("path") if isinstance(item, dict) else "")
-                                       for item in media)
+        return bool(media) and not any(extension(item.get("path") if isinstance(item, dict) else "")
+                                       in VIDEO_EXTENSIONS for item in media)
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
+        photo = self.pulls_media(values, settings)
+        for item in values[0].get("image") or () if photo else ():
+            kind = extension(item.get("path") if isinstance(item, dict) else "")
+            if kind and kind not in PHOTO_EXTENSIONS:
+                return f"TikTok photo posts take JPEG and WebP pictures only, not .{kind}"
         profile = channel.get("profile") if isinstance(channel.get("profile"), str) else ""
-        return settings_problem(channel.get("limits") or {}, settings, self.pulls_media(values, settings), profile)
+        return settings_problem(channel.get("limits") or {}, settings, photo, profile)
 
     # --- publishing -------------------------------------------------------------------------------------------
 
@@ -292,6 +329,15 @@ class TikTokProvider(OAuthProvider):
         problem = settings_problem(creator_limits(creator), post.settings, not videos, username)
         if problem:
             raise Rejected(problem)
+        wrong = next((media for media in post.media if not videos
+                      and media.content_type.split(";")[0].strip().lower() not in PHOTO_TYPES), None)
+        if wrong is not None:
+            raise Rejected(f"TikTok photo posts take JPEG and WebP pictures only, and {wrong.name} is "
+                           f"{wrong.content_type}")
+        seconds, longest = movie_seconds(videos[0].path) if videos else None, creator.get("max_video_post_duration_sec")
+        if seconds is not None and isinstance(longest, int) and seconds > longest:
+            raise Rejected(f"the video lasts {seconds:.0f} s, and {'@' + username if username else 'this account'} "
+                           f"may post videos up to {longest} s on TikTok")
         publish_id = await (self._send_video(channel, post) if videos else self._send_photos(channel, post))
         return await self._outcome(channel, publish_id, username)
 
