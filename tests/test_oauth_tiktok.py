@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from fake_tiktok import FakeTikTok, api_error
-from support import API, api, get_post, jpeg_file, mp4_file, refused_post, scheduled, settled, uploaded
+from support import API, api, get_post, jpeg_file, mp4_file, png_file, refused_post, scheduled, settled, uploaded
 from test_oauth_connect import redirect_query, visit
 
 SETTINGS = {"__type": "tiktok", "privacy_level": "FOLLOWER_OF_CREATOR", "duet": False, "stitch": False,
@@ -136,6 +136,13 @@ def test_a_privacy_level_the_creator_does_not_offer_is_refused_at_scheduling(ser
     assert "stitch is on" in refused_post(server, channel_id, "<p>x</p>", images=[video(server)],
                                           settings={**SETTINGS, "stitch": True})
     assert tiktok.requests_to("POST", r"/v2/post/publish/.+/init/") == []
+
+
+def test_a_png_photo_is_refused_at_scheduling(server, tiktok):
+    channel_id = connected(server)
+    answer = refused_post(server, channel_id, "<p>x</p>", images=[uploaded(server, png_file(), "png")],
+                          settings=SETTINGS)
+    assert "TikTok photo posts take JPEG and WebP pictures only, not .png" in answer
 
 
 def test_thread_parts_are_refused_at_scheduling_since_tiktok_has_no_comments_api(server, tiktok):
