@@ -232,6 +232,9 @@ def test_photo_posts_take_jpeg_and_webp_only():
     png = [{"content": "<p>x</p>", "image": [{"id": "1", "path": "https://r.example/uploads/a.png"}]}]
     assert provider.post_problem(LIMITS, png, {**SETTINGS, "comment": False}) == (
         "TikTok photo posts take JPEG and WebP pictures only, not .png")
+    many = [{"content": "<p>x</p>", "image": PHOTO_VALUES[0]["image"] * 36}]
+    assert provider.post_problem(LIMITS, many, {**SETTINGS, "comment": False}) == (
+        "A TikTok photo post takes at most 35 pictures, not 36")
 
 
 def movie(seconds: int, version: int = 0) -> bytes:

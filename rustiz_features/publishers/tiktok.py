@@ -36,6 +36,7 @@ MAX_POLLS = 120
 VIDEO_EXTENSIONS = ("mp4", "mov", "webm", "m4v")
 PHOTO_EXTENSIONS = ("jpg", "jpeg", "webp")  # TikTok's photo posts take JPEG and WebP only
 PHOTO_TYPES = ("image/jpeg", "image/webp")
+MAX_PHOTOS = 35
 JSON_UTF8 = {"Content-Type": "application/json; charset=UTF-8"}
 
 # TikTok's error codes (the API's error.code, a FAILED status's fail_reason) in words a user can act on.
@@ -311,6 +312,8 @@ class TikTokProvider(OAuthProvider):
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         photo = self.pulls_media(values, settings)
+        if photo and len(values[0]["image"]) > MAX_PHOTOS:
+            return f"A TikTok photo post takes at most {MAX_PHOTOS} pictures, not {len(values[0]['image'])}"
         for item in values[0].get("image") or () if photo else ():
             kind = extension(item.get("path") if isinstance(item, dict) else "")
             if kind and kind not in PHOTO_EXTENSIONS:
