@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from fake_instagram import FB_SCOPES, IG_STANDALONE, PAGES, THROTTLED, FakeInstagram, DEAD_TOKEN
+from fake_instagram import DEAD_TOKEN, FB_SCOPES, IG_STANDALONE, PAGES, THROTTLED, FakeInstagram, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import instagram_shared
 from rustiz_features.publishers.base import (
@@ -167,6 +167,17 @@ def test_a_media_fetch_failure_is_retried(fake, http, origin):
     missing = MediaFile(f"{origin.url}/uploads/gone.mp4", "/nonexistent", "video/mp4", "video", "", "gone.mp4")
     with pytest.raises(Retryable, match="2207052"):
         run(facebook_side.publish(facebook_channel(fake, http), post(items=(missing,)), None))
+
+
+def test_a_picture_instagram_cannot_download_is_retried_and_a_checkpoint_needs_the_owner(fake, http, origin):
+    missing = MediaFile(f"{origin.url}/uploads/gone.jpg", "/nonexistent", "image/jpeg", "image", "", "gone.jpg")
+    with pytest.raises(Retryable, match="could not download the media from FRONTEND_URL"):
+        run(facebook_side.publish(facebook_channel(fake, http), post(items=(missing,)), None))
+    fake.fail_next("POST", r"/v25\.0/\d+/media", 400, graph_error(
+        "You cannot access the app till you log in to www.instagram.com and follow the instructions given", 190))
+    with pytest.raises(NeedsReconnect, match="Log in at instagram.com"):
+        run(facebook_side.publish(facebook_channel(fake, http), post(items=(media(origin, "a.jpg", "image/jpeg",
+                                                                                   "image"),)), None))
 
 
 def test_processing_that_never_ends_is_bounded(fake, http, origin, monkeypatch):

@@ -16,17 +16,23 @@ import os
 import time
 from typing import Optional
 
-from ..http_client import Timeouts
+from ..http_client import HttpReply, Timeouts
 from .base import (
-    Channel, MediaFile, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable, analytics_figures,
+    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
+    analytics_figures,
 )
-from .meta import MetaGraphProvider
+from .meta import MetaGraphProvider, graph_error
 
 INSTAGRAM_CAROUSEL_LIMIT = 10
 INSTAGRAM_WAIT_SECONDS = 300.0  # how long a post waits for Instagram to process its media
 INSTAGRAM_MOST_POLLS = 120
 INSTAGRAM_IMAGE_TYPES = ("image/jpeg",)  # Instagram's image containers take JPEG only
 MEDIA_FETCH_FAILED = "2207052"  # "media fetch failed": Instagram could not download it this time
+# Instagram put the account behind a checkpoint: the token is valid, but nothing goes out until its owner
+# logs in on instagram.com, follows the instructions there and connects the channel again.
+CHECKPOINT_WORDS = ("You cannot access the app till you log in to", "Session key is malformed",
+                    "session has been invalidated")
+VIDEO_EXTENSIONS = ("mp4", "mov")
 UNSUPPORTED_EXTENSIONS = ("png", "gif", "webp", "bmp", "tif", "tiff", "avif", "heic", "heif", "svg")
 MEDIA_METRICS = {"views": "Views", "reach": "Reach", "likes": "Likes", "comments": "Comments", "saved": "Saves",
                  "shares": "Shares"}
@@ -64,6 +70,18 @@ class InstagramPublishing(MetaGraphProvider):
     def where_to_check(self, channel: Channel) -> str:
         return f"the Instagram account of the channel \"{channel.name}\""
 
+    def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        error = graph_error(reply.json()) if reply.status >= 400 else None
+        if error is not None:
+            words, body = self.platform_words(reply), self.error_excerpt(reply)
+            if str(error.get("error_subcode")) == MEDIA_FETCH_FAILED:
+                raise Retryable(f"{words} (Instagram could not download the media from FRONTEND_URL this time)",
+                                reply.status, body)
+            if any(phrase.lower() in error["message"].lower() for phrase in CHECKPOINT_WORDS):
+                raise NeedsReconnect(f"{words}. Log in at instagram.com with the channel's account and follow "
+                                     "Instagram's instructions, then reconnect the channel", reply.status, body)
+        return super().check_reply(reply, visible, what)
+
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """What the descriptor's media rule does not check: stories, comments, image formats, audio."""
         first = values[0]["image"] if values else []
@@ -80,7 +98,9 @@ class InstagramPublishing(MetaGraphProvider):
         if isinstance(audio, dict) and audio.get("id"):
             if not self.audio_allowed:
                 return "Audio can be attached only through Instagram (Facebook Business): remove the audio setting"
-            if settings.get("post_type") == "story" or len(first) != 1:
+            name = str(first[0].get("path", "")).split("?")[0] if first and isinstance(first[0], dict) else ""
+            if settings.get("post_type") == "story" or len(first) != 1 \
+                    or name.rpartition(".")[2].lower() not in VIDEO_EXTENSIONS:
                 return "Audio can only be added to a single video Reel"
         return None
 
