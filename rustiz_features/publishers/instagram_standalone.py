@@ -32,6 +32,8 @@ class InstagramStandaloneProvider(InstagramPublishing):
               "instagram_business_manage_insights")
     between_steps = False
     refresh_ahead_seconds = 30 * 86400.0
+    permission_advice = ("Instagram did not give rustiz the permission this needs: reconnect the channel allowing "
+                         "every permission")
     operator_guide = (
         "Create a Business app at developers.facebook.com/apps and add the Instagram product, \"API setup with "
         "Instagram login\": its Instagram app ID and secret (not the Meta app's) go in INSTAGRAM_APP_ID and "

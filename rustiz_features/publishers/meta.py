@@ -64,6 +64,8 @@ class MetaGraphProvider(OAuthProvider):
     pkce = False  # as Postiz: Facebook Login's code flow for a server app, with the secret
     between_steps = True
     required_permissions: tuple = ()  # what publishing cannot do without; checked at connect
+    permission_advice = ("The page's permissions are missing: make sure the Facebook user has full control of the "
+                         "page, then reconnect the channel allowing every permission")
 
     def graph(self, path: str, **query: Any) -> str:
         return f"{self.api_base()}/{GRAPH_VERSION}/{path.lstrip('/')}" + (f"?{urlencode(query)}" if query else "")
@@ -192,9 +194,7 @@ class MetaGraphProvider(OAuthProvider):
         if code in PASSING_CODES or error.get("is_transient") is True:
             raise Retryable(message, reply.status, body)
         if code in PERMISSION_CODES:
-            raise Rejected(f"{message}. The page's permissions are missing: make sure the Facebook user has full "
-                           "control of the page, then reconnect the channel allowing every permission",
-                           reply.status, body)
+            raise Rejected(f"{message}. {self.permission_advice}", reply.status, body)
         return super().check_reply(reply, visible, what)
 
 
