@@ -296,3 +296,12 @@ def test_error_words_quote_google_s_shape_only(fake, channel, video):
     with pytest.raises(Rejected) as refused:
         run(PROVIDER.publish(channel, outgoing((video,)), None))
     assert "some proxy" not in refused.value.message and refused.value.body == ""
+
+
+def test_a_last_chunk_whose_answer_was_lost_is_found_done_by_the_status_query(fake, channel, video, monkeypatch):
+    monkeypatch.setenv("RUSTIZ_YOUTUBE_CHUNK_BYTES", str(8 * CHUNK))  # the whole video in one (last) chunk
+    fake.drop_next("PUT", "/upload/youtube/v3/videos", after_handling=True)
+    release = run(PROVIDER.publish(channel, outgoing((video,)), None))
+    assert fake.published == [release.id] and fake.videos[release.id]["data"] == mp4_file(5000)
+    assert [request.headers["content-range"] for request in fake.requests_to("PUT", "/upload/youtube/v3/videos")] == [
+        "bytes 0-4999/5000", "bytes */5000"]
