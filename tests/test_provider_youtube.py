@@ -305,3 +305,35 @@ def test_a_last_chunk_whose_answer_was_lost_is_found_done_by_the_status_query(fa
     assert fake.published == [release.id] and fake.videos[release.id]["data"] == mp4_file(5000)
     assert [request.headers["content-range"] for request in fake.requests_to("PUT", "/upload/youtube/v3/videos")] == [
         "bytes 0-4999/5000", "bytes */5000"]
+
+
+def test_a_401_on_the_thumbnail_keeps_the_video_for_the_attempt_after_the_refresh(fake, http, video):
+    saved = []
+    channel = Channel("ch-1", "Ada", fake.credentials(), None, http, save_session=saved.append)
+    fake.fail_next("POST", "/upload/youtube/v3/thumbnails/set", 401, {"error": {
+        "code": 401, "message": "Invalid Credentials", "errors": [{"reason": "authError"}]}})
+    post = outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/thumb.png"})
+    with pytest.raises(NeedsReconnect):
+        run(PROVIDER.publish(channel, post, None))
+    [video_id] = fake.published
+    assert saved[-1] == {UPLOADS_KEY: {"key-1": {"video": video_id}}}
+    again = Channel("ch-1", "Ada", channel.credentials, saved[-1], http, save_session=saved.append)
+    assert run(PROVIDER.publish(again, post, None)).id == video_id and fake.published == [video_id]
+
+
+def test_a_refused_upload_forgets_its_session(fake, http, video):
+    saved = []
+    channel = Channel("ch-1", "Ada", fake.credentials(), None, http, save_session=saved.append)
+    fake.fail_next("PUT", "/upload/youtube/v3/videos", 400, {"error": {
+        "code": 400, "message": "The video file is not a video.", "errors": [{"reason": "invalidVideo"}]}})
+    with pytest.raises(Rejected) as refused:
+        run(PROVIDER.publish(channel, outgoing((video,)), None))
+    assert refused.value.message == "The video file is not a video. (invalidVideo) (on the video's upload)"
+    assert saved[-1] == {UPLOADS_KEY: {}}
+
+
+def test_a_session_that_takes_no_more_bytes_ends_the_attempt(fake, channel, video):
+    fake.fail_next("PUT", "/upload/youtube/v3/videos", 308, b"", times=5)  # no Range: it holds nothing
+    with pytest.raises(Retryable) as error:
+        run(PROVIDER.publish(channel, outgoing((video,)), None))
+    assert "takes no more" in error.value.message and len(fake.requests_to("PUT", "/upload/youtube/v3/videos")) == 3

@@ -19,7 +19,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, platform_url
 from ..text import html_to_text
 from .base import (
-    AddressNotAllowed, Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
+    AddressNotAllowed, Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release,
     Retryable, analytics_figures, retry_after_seconds,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer, variable_prefix
@@ -33,7 +33,7 @@ CHUNK_FAILURES = 3  # failed chunks resumed within one attempt; then the attempt
 THUMBNAIL_LIMIT = 2 * 2**20  # YouTube's limit on a custom thumbnail
 DEFAULT_CATEGORY = "22"  # "People & Blogs", what YouTube's own upload page defaults to
 DESCRIPTION_BYTES = 5000
-QUOTA_REASONS = ("quotaExceeded", "dailyLimitExceeded")  # the project's daily units, reset at midnight Pacific
+QUOTA_REASONS = ("quotaExceeded", "dailyLimitExceeded")  # the project's daily quota, reset at midnight Pacific
 RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded")
 # 403 reasons a new consent cures (a scope unticked on Google's consent page, a token Google disowns).
 REAUTH_REASONS = ("insufficientPermissions", "authError", "unauthorized")
@@ -92,7 +92,7 @@ class YouTubeProvider(OAuthProvider):
     scopes = (SCOPE + "userinfo.profile", SCOPE + "youtube", SCOPE + "youtube.force-ssl", SCOPE + "youtube.readonly",
               SCOPE + "youtube.upload")
     pkce = True
-    concurrency = 1  # Postiz's maxConcurrentJob: uploads spend a project's daily quota fast
+    concurrency = 1  # as Postiz (maxConcurrentJob): one upload at a time on the project's quota
     operator_guide = (
         "Create a project at console.cloud.google.com, enable the \"YouTube Data API v3\", configure the OAuth "
         "consent screen (External; add the scopes youtube, youtube.upload, youtube.readonly, youtube.force-ssl "
@@ -101,8 +101,8 @@ class YouTubeProvider(OAuthProvider):
         "YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET. While the consent screen is in \"Testing\", only its test "
         "users can connect and Google expires their refresh tokens after 7 days: publish the app (Google "
         "verifies apps asking YouTube scopes, and videos uploaded by an unaudited project are locked private "
-        "until YouTube's API audit passes). A project gets 10,000 quota units a day; an upload costs about "
-        "1,600, so about six videos a day unless Google grants more.")
+        "until YouTube's API audit passes). A project's default quota is 100 uploads a day, and 10,000 units a day "
+        "for the other calls (a thumbnail or a comment costs 50), reset at midnight Pacific time.")
 
     # --- OAuth ------------------------------------------------------------------------------------------
 
@@ -243,16 +243,20 @@ class YouTubeProvider(OAuthProvider):
         videos = [item for item in post.media if item.kind == "video"]
         if len(post.media) != 1 or not videos:
             raise Rejected("A YouTube post takes exactly one video")
+        # What an earlier attempt left (a session to resume, or the video's id) stays until the part is
+        # published or refused for good: a Retryable or a 401 (refreshed, then tried again) resumes it.
         progress = dict((channel.session.get(UPLOADS_KEY) or {}).get(post.idempotency_key) or {})
-        video_id = progress.get("video") or await self._upload(channel, post, videos[0], progress)
+        try:
+            video_id = progress.get("video") or await self._upload(channel, post, videos[0], progress)
+        except Rejected:
+            self._remember(channel, post.idempotency_key, None)
+            raise
         url = f"https://www.youtube.com/watch?v={video_id}"
         thumbnail = post.settings.get("thumbnail")
         if isinstance(thumbnail, dict) and isinstance(thumbnail.get("path"), str) and thumbnail["path"]:
             try:
                 await self._thumbnail(channel, video_id, thumbnail["path"])
-            except Retryable:
-                raise  # the next attempt sets the thumbnail of the video already uploaded
-            except PublishError as refused:
+            except Rejected as refused:
                 self._remember(channel, post.idempotency_key, None)
                 refused.message = f"the video is published ({url}) but its thumbnail was refused: {refused.message}"
                 raise
@@ -321,7 +325,13 @@ class YouTubeProvider(OAuthProvider):
                 offset = None
                 continue
             if reply.status == 308:
-                offset = acknowledged(reply)
+                held = acknowledged(reply)
+                if held >= size or (offset is not None and held <= offset):  # no progress, or nothing left to send
+                    failures += 1
+                    if failures >= CHUNK_FAILURES:
+                        raise Retryable(f"YouTube's upload session holds {held:,} of {size:,} bytes and takes no "
+                                        "more; the next attempt asks it again", reply.status)
+                offset = held if held < size else None
                 continue
             answer = reply.json()
             if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
