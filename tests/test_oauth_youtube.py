@@ -185,3 +185,10 @@ def test_analytics_of_the_channel_and_of_a_video(server, youtube):
     assert status == 200 and {item["label"] for item in answer} == {"Subscribers", "Views", "Videos"}, answer
     status, answer = api(server, "GET", f"{API}/analytics/post/{post['id']}")
     assert status == 200 and {item["label"] for item in answer} == {"Views", "Likes", "Comments"}, answer
+
+
+def test_an_account_without_a_channel_is_told_to_create_one_and_nothing_is_connected(server, youtube):
+    youtube.has_channel = False
+    back = connect_youtube(server)
+    assert "channel" not in back and "has no YouTube channel" in back["problem"], back
+    assert api(server, "GET", f"{API}/integrations") == (200, [])

@@ -132,19 +132,21 @@ class YouTubeProvider(OAuthProvider):
             if any(f'"{code}"' in refused.body for code in DEFINITE_REFUSALS):
                 raise TokenRefused(refused.message, refused.status, refused.body) from None
             raise
+        if form.get("grant_type") == "authorization_code":
+            self.check_scopes(reply)
         return self.tokens_from(reply)
 
-    def tokens_from(self, reply: HttpReply) -> Tokens:
-        tokens = super().tokens_from(reply)
-        granted = (reply.json() or {}).get("scope")
-        if isinstance(granted, str):  # Google lets the user untick scopes on its consent page
-            names = set(granted.split())
-            missing = [need for need in ("youtube.upload", "youtube.force-ssl")
-                       if SCOPE + need not in names and SCOPE + "youtube" not in names]
-            if missing:
-                raise Rejected("Google was not given every permission rustiz asks for (missing: "
-                               f"{', '.join(missing)}): connect again and leave every box ticked")
-        return tokens
+    def check_scopes(self, reply: HttpReply) -> None:
+        """Google lets the user untick scopes on its consent page: refuse a grant that cannot upload or comment."""
+        granted = reply.json().get("scope") if isinstance(reply.json(), dict) else None
+        if not isinstance(granted, str):
+            return
+        names = set(granted.split())
+        missing = [need for need in ("youtube.upload", "youtube.force-ssl")
+                   if SCOPE + need not in names and SCOPE + "youtube" not in names]
+        if missing:
+            raise Rejected("Google was not given every permission rustiz asks for (missing: "
+                           f"{', '.join(missing)}): connect again and leave every box ticked")
 
     # --- errors -------------------------------------------------------------------------------------------
 
