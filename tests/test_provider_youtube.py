@@ -337,3 +337,13 @@ def test_a_session_that_takes_no_more_bytes_ends_the_attempt(fake, channel, vide
     with pytest.raises(Retryable) as error:
         run(PROVIDER.publish(channel, outgoing((video,)), None))
     assert "takes no more" in error.value.message and len(fake.requests_to("PUT", "/upload/youtube/v3/videos")) == 3
+
+
+def test_a_thumbnail_that_cannot_be_read_fails_the_post_before_the_video_goes_up(fake, channel, video):
+    with pytest.raises(Rejected) as refused:
+        run(PROVIDER.publish(channel, outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/gone.png"}),
+                             None))
+    assert "thumbnail could not be read" in refused.value.message and "HTTP 404" in refused.value.message
+    assert fake.requests_to("POST", "/upload/youtube/v3/videos") == [] and fake.published == []
+    assert "JPEG and PNG" in PROVIDER.post_problem({}, [{"content": "x", "image": []}],
+                                                   {"title": "t", "thumbnail": {"id": "t", "path": "https://h/t.gif"}})

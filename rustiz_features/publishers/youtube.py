@@ -68,6 +68,12 @@ def origin(url: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
+def thumbnail_path(settings: dict) -> Optional[str]:
+    thumbnail = settings.get("thumbnail") if isinstance(settings, dict) else None
+    path = thumbnail.get("path") if isinstance(thumbnail, dict) else None
+    return path if isinstance(path, str) and path else None
+
+
 def count(value: Any) -> Optional[int]:
     """YouTube's statistics are decimal strings ("1234")."""
     return int(value) if isinstance(value, str) and value.isdigit() else None
@@ -235,6 +241,9 @@ class YouTubeProvider(OAuthProvider):
             return "A YouTube description (the post's text) cannot contain < or >"
         if len(description.encode()) > DESCRIPTION_BYTES:
             return f"A YouTube description takes at most {DESCRIPTION_BYTES:,} bytes (UTF-8)"
+        path = thumbnail_path(settings)
+        if path and not re.search(r"(?i)\.(png|jpe?g)$", path.split("?")[0]):
+            return "YouTube takes JPEG and PNG thumbnails only (the thumbnail setting)"
         if any(value.get("image") for value in values[1:]):
             return "YouTube comments (the thread's later parts) cannot carry media"
         return None
@@ -248,16 +257,21 @@ class YouTubeProvider(OAuthProvider):
         # What an earlier attempt left (a session to resume, or the video's id) stays until the part is
         # published or refused for good: a Retryable or a 401 (refreshed, then tried again) resumes it.
         progress = dict((channel.session.get(UPLOADS_KEY) or {}).get(post.idempotency_key) or {})
+        path = thumbnail_path(post.settings)
         try:
+            # The thumbnail is read first: one that cannot be read fails the post before the video is out.
+            thumbnail = await self._fetch_thumbnail(channel, path) if path else None
             video_id = progress.get("video") or await self._upload(channel, post, videos[0], progress)
-        except Rejected:
+        except Rejected as refused:
             self._remember(channel, post.idempotency_key, None)
+            if progress.get("video"):  # an earlier attempt uploaded it
+                refused.message = (f"the video is published (https://www.youtube.com/watch?v={progress['video']}) "
+                                   f"but its thumbnail could not be set: {refused.message}")
             raise
         url = f"https://www.youtube.com/watch?v={video_id}"
-        thumbnail = post.settings.get("thumbnail")
-        if isinstance(thumbnail, dict) and isinstance(thumbnail.get("path"), str) and thumbnail["path"]:
+        if thumbnail:
             try:
-                await self._thumbnail(channel, video_id, thumbnail["path"])
+                await self._thumbnail(channel, video_id, *thumbnail)
             except Rejected as refused:
                 self._remember(channel, post.idempotency_key, None)
                 refused.message = f"the video is published ({url}) but its thumbnail was refused: {refused.message}"
@@ -359,8 +373,7 @@ class YouTubeProvider(OAuthProvider):
         value = os.environ.get("RUSTIZ_YOUTUBE_CHUNK_BYTES", "")
         return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_CHUNK_BYTES
 
-    async def _thumbnail(self, channel: Channel, video_id: str, url: str) -> None:
-        data, content_type = await self._fetch_thumbnail(channel, url)
+    async def _thumbnail(self, channel: Channel, video_id: str, data: bytes, content_type: str) -> None:
         await self.send(channel, "POST", f"{self.api_base()}/upload/youtube/v3/thumbnails/set?uploadType=media&videoId="
                         + quote(video_id, safe=""), what="the thumbnail", body=data,
                         headers={**bearer(channel), "Content-Type": content_type})
