@@ -166,9 +166,9 @@ class YouTubeProvider(OAuthProvider):
         return None
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
-        if reply.status == 308 and what == CHUNK_WHAT:
-            return reply  # "Resume Incomplete": Google holds the bytes its Range says
-        error = google_error(reply.json()) if reply.status >= 400 else None
+        if 200 <= reply.status < 300 or (reply.status == 308 and what == CHUNK_WHAT):
+            return reply  # 308 "Resume Incomplete": Google holds the bytes its Range says
+        error = google_error(reply.json())
         reasons = error[1] if error else []
         message, body = self.platform_words(reply), self.error_excerpt(reply)
         if any(reason in QUOTA_REASONS for reason in reasons):
