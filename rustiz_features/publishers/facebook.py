@@ -22,7 +22,7 @@ from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
     Retryable,
 )
-from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url
+from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, regain_seconds
 
 PAGE_FIELDS = "id,name,username,picture.type(large),tasks"
 PRESET_MAX_CHARS = 130  # Facebook shows a background preset only on short text-only posts (Postiz's limit)
@@ -128,6 +128,8 @@ class FacebookProvider(MetaGraphProvider):
                 kind, advice = NeedsReconnect, "rustiz may not publish as this page: reconnect the channel"
             if kind is not None:
                 message = f"{advice} ({self.platform_words(reply)})" + ("" if visible else f" (on {what})")
+                if kind is Retryable:
+                    raise Retryable(message, reply.status, self.error_excerpt(reply), after=regain_seconds(reply))
                 raise kind(message, reply.status, self.error_excerpt(reply))
         return super().check_reply(reply, visible, what)
 
