@@ -75,7 +75,8 @@ class FakeFacebook(FakePlatform):
                 ("POST", V + r"/([\d_]+)/comments", self.comments), ("POST", V + r"/(\d+)/photo_stories", self.photo_story),
                 ("POST", V + r"/(\d+)/video_stories", self.video_story), ("POST", r"/video-upload/v25\.0/(\d+)", self.rupload),
                 ("GET", V + r"/(\d+)/insights", self.page_insights), ("GET", V + r"/(\d+_\d+)/insights", self.post_insights),
-                ("GET", V + r"/(\d+)/video_insights", self.video_insights), ("GET", V + r"/([\d_]+)", self.node)):
+                ("GET", V + r"/(\d+)/video_insights", self.video_insights), ("GET", V + r"/([\d_]+)", self.node),
+                ("GET", r"/pictures/\d+\.jpg", self.picture)):
             self.route(method, pattern, handler)
         self.chunk_size = 1024 * 1024  # what a resumable upload asks for at a time
         self.chunks_received: list = []
@@ -128,6 +129,17 @@ class FakeFacebook(FakePlatform):
         if caller[0] != "page" or caller[2][0] != page:
             return None, answer(403, NOT_AS_PAGE)
         return caller, None
+
+    def picture(self, request: FakeRequest):
+        """A profile picture (a 1x1 PNG), so a browser shows the choices' pictures."""
+        import struct
+        import zlib
+
+        def chunk(kind: bytes, data: bytes) -> bytes:
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+               + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
+        return answer(200, png, {"Content-Type": "image/png"})
 
     # --- Facebook Login ------------------------------------------------------------------------------------
 

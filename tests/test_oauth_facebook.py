@@ -66,6 +66,8 @@ def test_consent_exchanges_for_a_long_lived_token_then_the_user_picks_one_of_two
     status, choices = api(server, "GET", f"{API}/integrations/{channel_id}/steps")
     assert status == 200 and [(c["id"], c["name"]) for c in choices] == [
         (PAGE_ONE, "Analytical Engines"), (PAGE_TWO, "Difference Society")]
+    with urllib.request.urlopen(choices[1]["picture"], timeout=10) as picture:  # what a browser shows
+        assert picture.headers["Content-Type"] == "image/png"
     status, row = api(server, "POST", f"{API}/integrations/{channel_id}/steps", {"id": PAGE_TWO})
     assert status == 200 and (row["name"], row["inBetweenSteps"]) == ("Difference Society", False), row
     # The same user connects again for the other page: a second channel.

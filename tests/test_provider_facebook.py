@@ -238,6 +238,7 @@ def test_photos_and_a_video_together_are_refused_before_scheduling():
     assert provider.post_problem({}, values, {"post_type": "story"}) is None
     comment = [{"content": "<p>x</p>", "image": []}, {"content": "<p>y</p>", "image": [{"path": "/uploads/a.mp4"}]}]
     assert "comment takes at most one photo" in provider.post_problem({}, comment, {})
+    assert "story takes no comments" in provider.post_problem({}, comment, {"post_type": "story"})
 
 
 def test_thread_parts_are_comments_of_the_page_on_the_post(fake, http, channel, tmp_path):

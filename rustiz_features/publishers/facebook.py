@@ -66,6 +66,13 @@ def number(value: Any) -> Optional[int]:
     return None
 
 
+def seconds_from(variable: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(variable, default)))
+    except ValueError:
+        return default
+
+
 class FacebookProvider(MetaGraphProvider):
     identifier = "facebook"
     scopes = ("pages_show_list", "business_management", "pages_manage_posts", "pages_manage_engagement",
@@ -74,8 +81,8 @@ class FacebookProvider(MetaGraphProvider):
     required_permissions = ("pages_show_list", "pages_manage_posts", "pages_read_engagement")
     concurrency = 8
     simple_video_bytes = 16 * 1024 * 1024  # above this, the resumable upload, in Facebook's chunks
-    video_wait_seconds = float(os.environ.get("RUSTIZ_FACEBOOK_VIDEO_WAIT", "300"))  # a story video's processing
-    poll_interval = float(os.environ.get("RUSTIZ_FACEBOOK_POLL_SECONDS", "2"))
+    video_wait_seconds = seconds_from("RUSTIZ_FACEBOOK_VIDEO_WAIT", 300.0)  # a story video's processing, at most
+    poll_interval = seconds_from("RUSTIZ_FACEBOOK_POLL_SECONDS", 2.0)
     operator_guide = (
         "Create an app of type Business at developers.facebook.com/apps and add the \"Facebook Login for "
         "Business\" product; register the valid OAuth redirect URI {FRONTEND_URL}/integrations/social/facebook "
@@ -143,6 +150,8 @@ class FacebookProvider(MetaGraphProvider):
         videos = [item for item in first if "mp4" in str(item.get("path", "") if isinstance(item, dict) else "")]
         if settings.get("post_type") != "story" and videos and len(first) > 1:
             return "A Facebook post takes photos or one video, not both nor several videos"
+        if settings.get("post_type") == "story" and len(values) > 1:
+            return "A Facebook story takes no comments: leave the thread parts out"
         for value in values[1:]:
             if len(value["image"]) > 1 or any("mp4" in str(item.get("path", "")) for item in value["image"]
                                                if isinstance(item, dict)):
