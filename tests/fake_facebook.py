@@ -50,12 +50,17 @@ class FakeFacebook(FakePlatform):
     def __init__(self):
         super().__init__()
         self.client_id, self.client_secret = APP_ID, APP_SECRET
-        self.users = {"10158000000000001": {"name": "Ada Lovelace", "pages": ["101000000000001", "102000000000002"]},
-                      "10158000000000002": {"name": "Charles Babbage", "pages": ["102000000000002"]}}
+        # "pages": shared with the app in the login dialog; "businesses": the user's Business Manager accounts
+        self.users = {"10158000000000001": {"name": "Ada Lovelace", "pages": ["101000000000001", "102000000000002"],
+                                            "businesses": []},
+                      "10158000000000002": {"name": "Charles Babbage", "pages": ["102000000000002"], "businesses": []}}
+        self.businesses = {"300000000000001": {"owned_pages": ["103000000000003"], "client_pages": ["101000000000001"]}}
         self.pages = {
             "101000000000001": {"name": "Analytical Engines", "username": "analyticalengines",
                                 "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"]},
             "102000000000002": {"name": "Difference Society", "username": None,
+                                "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"]},
+            "103000000000003": {"name": "Engine Works", "username": "engineworks",
                                 "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"]}}
         self.user = "10158000000000001"  # who signs in on the consent page
         self.declined: set = set()  # permissions the user unticks in the dialog
@@ -70,7 +75,8 @@ class FakeFacebook(FakePlatform):
         for method, pattern, handler in (
                 ("GET", V + "/dialog/oauth", self.consent_page), ("GET", V + "/oauth/access_token", self.access_token),
                 ("GET", V + "/me", self.me), ("GET", V + "/me/permissions", self.permissions),
-                ("GET", V + "/me/accounts", self.accounts), ("POST", V + r"/(\d+)/photos", self.photos),
+                ("GET", V + "/me/accounts", self.accounts), ("GET", V + "/me/businesses", self.my_businesses),
+                ("GET", V + r"/(\d+)/(owned_pages|client_pages)", self.business_pages), ("POST", V + r"/(\d+)/photos", self.photos),
                 ("POST", V + r"/(\d+)/feed", self.feed), ("POST", V + r"/(\d+)/videos", self.videos),
                 ("POST", V + r"/([\d_]+)/comments", self.comments), ("POST", V + r"/(\d+)/photo_stories", self.photo_story),
                 ("POST", V + r"/(\d+)/video_stories", self.video_story), ("POST", r"/video-upload/v25\.0/(\d+)", self.rupload),
@@ -211,6 +217,32 @@ class FakeFacebook(FakePlatform):
             paging["next"] = f"{self.url}{V}/me/accounts?" + urlencode({**request.query, "after": start + size})
         return answer(200, {"data": data, "paging": paging})
 
+    def user_pages(self, user: str) -> list:
+        """Every page the user can act for: those shared in the dialog and those of their businesses."""
+        mine = list(self.users[user]["pages"])
+        for business in self.users[user]["businesses"]:
+            mine += [page for edge in ("owned_pages", "client_pages") for page in self.businesses[business][edge]]
+        return mine
+
+    def my_businesses(self, request: FakeRequest):
+        caller, refused = self._caller(request)
+        if refused or caller[0] != "user":
+            return refused or answer(400, graph_error(100, "(#100) Tried accessing nonexisting field (businesses)"))
+        if "business_management" not in caller[2]["granted"]:
+            return answer(403, graph_error(200, "(#200) Requires business_management permission to manage the object"))
+        return answer(200, {"data": [{"id": business, "name": f"Business {business}"}
+                                     for business in self.users[caller[2]["user"]]["businesses"]]})
+
+    def business_pages(self, request: FakeRequest):
+        caller, refused = self._caller(request)
+        if refused:
+            return refused
+        business, edge = request.match[1], request.match[2]
+        if caller[0] != "user" or business not in self.users[caller[2]["user"]]["businesses"]:
+            return answer(403, graph_error(200, "(#200) Permissions error"))
+        fields = request.query.get("fields", "id,name")
+        return answer(200, {"data": [self._page_fields(page, fields) for page in self.businesses[business][edge]]})
+
     def _page_fields(self, page: str, fields: str) -> dict:
         info = self.pages[page]
         shown = {"id": page, "name": info["name"], "category": "Science Website", "tasks": info["tasks"]}
@@ -227,7 +259,7 @@ class FakeFacebook(FakePlatform):
         node, fields = request.match[1], request.query.get("fields", "")
         if node in self.pages:
             if fields == "access_token":
-                if caller[0] != "user" or node not in self.users[caller[2]["user"]]["pages"]:
+                if caller[0] != "user" or node not in self.user_pages(caller[2]["user"]):
                     return answer(200, {"id": node})  # Graph leaves the field out for a page the user cannot manage
                 token = "EAAP" + secrets.token_urlsafe(24)
                 self.page_tokens[token] = (node, caller[1])

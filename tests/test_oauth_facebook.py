@@ -15,7 +15,7 @@ import pytest
 
 from fake_facebook import FakeFacebook, graph_error
 from support import (
-    API, api, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed, scheduled, settled, uploaded,
+    API, api, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed, refused_post, scheduled, settled, uploaded,
     waiting_for_reconnect,
 )
 from test_oauth_connect import redirect_query, visit
@@ -154,3 +154,20 @@ def test_the_page_and_post_analytics(server, facebook):
     assert status == 200 and {item["label"]: item["data"][0]["total"] for item in answer} == {
         "Reach": "120", "Reactions": "9", "Clicks": "15"}, answer
     assert get_post(server, post["id"])["releaseURL"].startswith("https://www.facebook.com/")
+
+
+def test_a_story_publishes_each_media_as_its_own_story(server, facebook):
+    channel_id = page_channel(server)
+    media = [uploaded(server, png_file(), "png"), uploaded(server, mp4_file(4096), "mp4")]
+    post = settled(server, scheduled(server, channel_id, "<p>Stories</p>", images=media, provider="facebook",
+                                     settings={"post_type": "story"}))
+    assert post["state"] == "PUBLISHED", post
+    stories = [item for item in facebook.objects.values() if item["kind"] == "story"]
+    assert [story["media"] for story in stories] == [png_file(), mp4_file(4096)]
+    assert post["releaseURL"] == f"{facebook.url}/stories/{stories[-1]['id']}"
+
+
+def test_photos_and_a_video_in_one_post_are_refused_when_scheduled(server, facebook):
+    channel_id = page_channel(server)
+    media = [uploaded(server, png_file(), "png"), uploaded(server, mp4_file(4096), "mp4")]
+    assert "photos or one video" in refused_post(server, channel_id, "<p>Both</p>", images=media, provider="facebook")

@@ -150,6 +150,22 @@ def test_the_choices_are_every_page_the_user_manages_across_graphs_paging(fake, 
     assert len(fake.requests_to("GET", "/v25.0/me/accounts")) == 2  # one page per answer: paging.next followed
 
 
+def test_pages_of_the_users_businesses_are_offered_too_once_each(fake, http, app):
+    fake.users[ADA]["businesses"] = ["300000000000001"]  # owns Engine Works, and is a client of page one
+    channel = channel_of(fake, http, app)
+    choices = run(provider.step_choices(channel))
+    assert [choice["name"] for choice in choices] == ["Analytical Engines", "Difference Society", "Engine Works"]
+    assert run(provider.choose(channel, "103000000000003")).account.name == "Engine Works"
+
+
+def test_a_user_without_business_access_still_gets_the_dialogs_pages(fake, http, app):
+    fake.declined = {"business_management"}
+    url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
+    tokens = run(provider.exchange_code(http, app, consent(url)["code"], REDIRECT, None, {}))
+    channel = channel_of(fake, http, app, provider.credentials_for(tokens, {}))
+    assert len(run(provider.step_choices(channel))) == 2
+
+
 def test_a_page_where_the_user_cannot_create_content_is_not_offered(fake, http, app):
     fake.pages[PAGE_TWO]["tasks"] = ["ANALYZE"]
     assert [choice["id"] for choice in run(provider.step_choices(channel_of(fake, http, app)))] == [PAGE_ONE]

@@ -25,6 +25,7 @@ from .base import (
 from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, regain_seconds
 
 PAGE_FIELDS = "id,name,username,picture.type(large),tasks"
+BUSINESS_LIMIT = 25  # businesses whose pages are listed beside the dialog's
 PRESET_MAX_CHARS = 130  # Facebook shows a background preset only on short text-only posts (Postiz's limit)
 UPLOAD_TIMEOUTS = Timeouts(read=120, total=900)
 STORY_PROGRESS = "facebookStories"  # in the session: the stories of a part already published
@@ -101,9 +102,30 @@ class FacebookProvider(MetaGraphProvider):
     # --- the page choice ----------------------------------------------------------------------------------
 
     async def _pages(self, channel: Channel) -> list:
-        """The pages the user may post to (a page whose tasks lack CREATE_CONTENT cannot take posts)."""
+        """The pages the user may post to (a page whose tasks lack CREATE_CONTENT cannot take posts): those
+        shared in the login dialog, then, as Postiz, those of the user's businesses the dialog left out."""
         pages = await self.managed_pages(channel, PAGE_FIELDS)
+        pages += await self._business_pages(channel, {str(page["id"]) for page in pages})
         return [page for page in pages if not isinstance(page.get("tasks"), list) or "CREATE_CONTENT" in page["tasks"]]
+
+    async def _business_pages(self, channel: Channel, known: set) -> list:
+        """Pages owned by or shared with the user's businesses (business_management), one Graph page of each;
+        a business Graph will not list (a missing permission, a role too small) is skipped."""
+        token, found = self.user_token(channel), []
+        try:
+            businesses = await self.graph_call(channel, "GET", "me/businesses", token, "the user's businesses",
+                                               query={"fields": "id", "limit": BUSINESS_LIMIT})
+            for business in (businesses.get("data") or [])[:BUSINESS_LIMIT]:
+                for edge in ("owned_pages", "client_pages") if isinstance(business, dict) and business.get("id") else ():
+                    answer = await self.graph_call(channel, "GET", f"{business['id']}/{edge}", token,
+                                                   "the business's pages", query={"fields": PAGE_FIELDS, "limit": 100})
+                    for page in answer.get("data") or []:
+                        if isinstance(page, dict) and page.get("id") and str(page["id"]) not in known:
+                            known.add(str(page["id"]))
+                            found.append(page)
+        except (Rejected, Retryable):
+            pass  # the pages of the dialog are enough to choose from
+        return found
 
     async def step_choices(self, channel: Channel) -> list:
         return [{"id": str(page["id"]), "name": str(page.get("name") or page["id"]), "picture": picture_url(page)}
