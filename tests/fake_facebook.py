@@ -73,16 +73,20 @@ class FakeFacebook(FakePlatform):
         self.processing_polls = 1  # status polls of a story video that answer "processing" first
         self.ids = itertools.count(1000000001)
         for method, pattern, handler in (
-                ("GET", V + "/dialog/oauth", self.consent_page), ("GET", V + "/oauth/access_token", self.access_token),
+                ("GET", V + "/dialog/oauth", self.consent_page),
+                ("GET", V + "/oauth/access_token", self.access_token),
                 ("GET", V + "/me", self.me), ("GET", V + "/me/permissions", self.permissions),
                 ("GET", V + "/me/accounts", self.accounts), ("GET", V + "/me/businesses", self.my_businesses),
-                ("GET", V + r"/(\d+)/(owned_pages|client_pages)", self.business_pages), ("POST", V + r"/(\d+)/photos", self.photos),
-                ("POST", V + r"/(\d+)/feed", self.feed), ("POST", V + r"/(\d+)/videos", self.videos),
-                ("POST", V + r"/([\d_]+)/comments", self.comments), ("POST", V + r"/(\d+)/photo_stories", self.photo_story),
-                ("POST", V + r"/(\d+)/video_stories", self.video_story), ("POST", r"/video-upload/v25\.0/(\d+)", self.rupload),
-                ("GET", V + r"/(\d+)/insights", self.page_insights), ("GET", V + r"/(\d+_\d+)/insights", self.post_insights),
-                ("GET", V + r"/(\d+)/video_insights", self.video_insights), ("GET", V + r"/([\d_]+)", self.node),
-                ("GET", r"/pictures/\d+\.jpg", self.picture)):
+                ("GET", V + r"/(\d+)/(owned_pages|client_pages)", self.business_pages),
+                ("POST", V + r"/(\d+)/photos", self.photos), ("POST", V + r"/(\d+)/feed", self.feed),
+                ("POST", V + r"/(\d+)/videos", self.videos), ("POST", V + r"/([\d_]+)/comments", self.comments),
+                ("POST", V + r"/(\d+)/photo_stories", self.photo_story),
+                ("POST", V + r"/(\d+)/video_stories", self.video_story),
+                ("POST", r"/video-upload/v25\.0/(\d+)", self.rupload),
+                ("GET", V + r"/(\d+)/insights", self.page_insights),
+                ("GET", V + r"/(\d+_\d+)/insights", self.post_insights),
+                ("GET", V + r"/(\d+)/video_insights", self.video_insights),
+                ("GET", V + r"/([\d_]+)", self.node), ("GET", r"/pictures/\d+\.jpg", self.picture)):
             self.route(method, pattern, handler)
         self.chunk_size = 1024 * 1024  # what a resumable upload asks for at a time
         self.chunks_received: list = []

@@ -248,6 +248,17 @@ def test_a_large_video_goes_in_facebooks_chunks(fake, http, channel, tmp_path, m
     assert fake.chunks_received == [8192, 8192, 8192, 30_000 - 3 * 8192]
 
 
+def test_a_video_chunk_is_never_bigger_than_the_cap_whatever_facebook_asks(fake, http, channel, tmp_path, monkeypatch):
+    from rustiz_features.publishers import facebook as facebook_module
+    monkeypatch.setattr(provider, "simple_video_bytes", 10_000)
+    monkeypatch.setattr(facebook_module, "CHUNK_CAP", 12_000)
+    fake.chunk_size = 10**9  # Facebook asks for the whole file at once
+    data = mp4_file(30_000)
+    release = run(provider.publish(channel, post(media=(media_file(tmp_path, data, "v.mp4", "video/mp4", "video"),)),
+                                   None))
+    assert fake.objects[release.id]["data"] == data and fake.chunks_received == [12_000, 12_000, 6_000]
+
+
 def test_photos_and_a_video_together_are_refused_before_scheduling():
     values = [{"content": "<p>x</p>", "image": [{"path": "/uploads/a.mp4"}, {"path": "/uploads/b.png"}]}]
     assert "photos or one video" in provider.post_problem({}, values, {})

@@ -27,6 +27,7 @@ from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, re
 PAGE_FIELDS = "id,name,username,picture.type(large),tasks"
 BUSINESS_LIMIT = 25  # businesses whose pages are listed beside the dialog's
 PRESET_MAX_CHARS = 130  # Facebook shows a background preset only on short text-only posts (Postiz's limit)
+CHUNK_CAP = 32 * 1024 * 1024  # the most of a video held in memory, whatever chunk Facebook asks for
 UPLOAD_TIMEOUTS = Timeouts(read=120, total=900)
 STORY_PROGRESS = "facebookStories"  # in the session: the stories of a part already published
 
@@ -116,7 +117,8 @@ class FacebookProvider(MetaGraphProvider):
             businesses = await self.graph_call(channel, "GET", "me/businesses", token, "the user's businesses",
                                                query={"fields": "id", "limit": BUSINESS_LIMIT})
             for business in (businesses.get("data") or [])[:BUSINESS_LIMIT]:
-                for edge in ("owned_pages", "client_pages") if isinstance(business, dict) and business.get("id") else ():
+                edges = ("owned_pages", "client_pages") if isinstance(business, dict) and business.get("id") else ()
+                for edge in edges:
                     answer = await self.graph_call(channel, "GET", f"{business['id']}/{edge}", token,
                                                    "the business's pages", query={"fields": PAGE_FIELDS, "limit": 100})
                     for page in answer.get("data") or []:
@@ -286,7 +288,7 @@ class FacebookProvider(MetaGraphProvider):
                 if start >= end or start >= size:
                     return
                 file.seek(start)
-                chunk = file.read(min(end, size) - start)
+                chunk = file.read(min(end, size, start + CHUNK_CAP) - start)  # its next offsets follow what came
                 offsets = await self.video_call(channel, page, token, "a video chunk", *encode_multipart(
                     [("upload_phase", "transfer"), ("upload_session_id", session), ("start_offset", str(start)),
                      ("video_file_chunk", (video.name, chunk, "application/octet-stream"))]))
