@@ -278,15 +278,18 @@ class FacebookProvider(MetaGraphProvider):
     async def _transfer(self, channel: Channel, page: str, token: str, video: MediaFile, session: str,
                         offsets: dict) -> None:
         """The file in the chunks Facebook asks for (start_offset to end_offset), read one at a time."""
-        size = os.path.getsize(video.path)
+        size, sent = os.path.getsize(video.path), -1
         with open(video.path, "rb") as file:
-            for _ in range(100000):
+            while True:
                 try:
                     start, end = int(offsets.get("start_offset")), int(offsets.get("end_offset"))
                 except (TypeError, ValueError):
                     raise Retryable("Facebook answered a video chunk without the next offsets") from None
                 if start >= end or start >= size:
                     return
+                if start <= sent:  # the upload does not move on: the next attempt starts again
+                    raise Retryable(f"Facebook asked for the video from byte {start} again")
+                sent = start
                 file.seek(start)
                 chunk = file.read(min(end, size, start + CHUNK_CAP) - start)  # its next offsets follow what came
                 offsets = await self.video_call(channel, page, token, "a video chunk", *encode_multipart(
