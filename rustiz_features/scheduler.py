@@ -19,7 +19,7 @@ import socket
 import sqlite3
 import time
 import traceback
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log, new_uuid
 from .publishers import PROVIDER_MODULES, provider_for
@@ -30,7 +30,7 @@ from .recurrence import next_occurrence
 # start-up and most of a MiB).
 if TYPE_CHECKING:
     from .http_client import HttpClient
-    from .publishers.base import Channel, OutgoingPost, Provider, PublishError, Release
+    from .publishers.base import Channel, MediaFile, OutgoingPost, Provider, PublishError, Release
 
 
 # One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
@@ -231,9 +231,10 @@ class Scheduler:
             return
         staged: list = []
         try:
-            media = await self._media(claim, staged)
-            post = OutgoingPost(claim["id"], claim["content"], media, json.loads(claim["settings"] or "{}"),
-                                claim["part"], claim["idempotency_key"], claim["publish_date"])
+            settings = json.loads(claim["settings"] or "{}")
+            media, settings_media = await self._media(claim, settings, platform.media_settings, staged)
+            post = OutgoingPost(claim["id"], claim["content"], media, settings, claim["part"],
+                                claim["idempotency_key"], claim["publish_date"], settings_media)
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
             release = await self._publish_part(platform, channel, post, parent)
@@ -286,39 +287,44 @@ class Scheduler:
                                 f"{why}: it goes out as soon as the channel is {'ready' if choosing else 'reconnected'}, "
                                 f"or fails at {iso_at(deadline)} (PUBLISH_GRACE)", attempted=False)
 
-    async def _media(self, claim: dict, staged: list) -> tuple:
-        """The post's images and videos as local files: our uploads directly, other URLs downloaded now. An
-        upload's URL is given under today's FRONTEND_URL, for platforms that download it themselves."""
+    async def _media(self, claim: dict, settings: dict, names: tuple, staged: list) -> tuple:
+        """(the post's images and videos, the media objects of the settings `names`, e.g. YouTube's
+        thumbnail) as local files: our uploads directly, other URLs downloaded now."""
+        items = json.loads(claim["image"] or "[]")
+        media = tuple([await self._media_file(item, f"media item {index}", staged)
+                       for index, item in enumerate(items, 1)])
+        in_settings = {name: await self._media_file(settings[name], f"the {name} setting", staged)
+                       for name in names if isinstance(settings.get(name), dict) and settings[name].get("path")}
+        return media, in_settings
+
+    async def _media_file(self, item: Any, where: str, staged: list) -> "MediaFile":
+        """One media object ({"path", "alt"...}) as a local file. An upload's URL is given under today's
+        FRONTEND_URL, for platforms that download it themselves."""
         from urllib.parse import urlsplit
         from .media import fetch_media, sniff_media_type
         from .publishers.base import MediaFile, Rejected
-        files = []
-        for index, item in enumerate(json.loads(claim["image"] or "[]"), 1):
-            url = (item.get("path") or "") if isinstance(item, dict) else ""
+        url = (item.get("path") or "") if isinstance(item, dict) else ""
+        try:
+            match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
+        except ValueError:  # a malformed URL: fetch_media says what is wrong with it
+            match = None
+        path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+        if path and os.path.isfile(path):
+            url = f"{self.config.frontend_url}/uploads/{match[1]}"
+        else:
             try:
-                match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
-            except ValueError:  # a malformed URL: fetch_media says what is wrong with it
-                match = None
-            path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
-            if path and os.path.isfile(path):
-                url = f"{self.config.frontend_url}/uploads/{match[1]}"
-            else:
-                try:
-                    download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
-                except ApiError as refused:
-                    reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
-                    raise Rejected(f"the media could not be read from {url[:200]}: {reason}",
-                                   item=f"media item {index}") from None
-                staged.append(download.temporary_path)
-                path = download.temporary_path
-            with open(path, "rb") as file:
-                kind = sniff_media_type(file.read(64))
-            if isinstance(kind, str):
-                raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})",
-                               item=f"media item {index}")
-            alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
-            files.append(MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path)))
-        return tuple(files)
+                download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
+            except ApiError as refused:
+                reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
+                raise Rejected(f"the media could not be read from {url[:200]}: {reason}", item=where) from None
+            staged.append(download.temporary_path)
+            path = download.temporary_path
+        with open(path, "rb") as file:
+            kind = sniff_media_type(file.read(64))
+        if isinstance(kind, str):
+            raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})", item=where)
+        alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
+        return MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path))
 
     async def _refresh_long_lived_tokens(self) -> None:
         """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a

@@ -51,9 +51,20 @@ def video(tmp_path) -> MediaFile:
 
 
 def outgoing(media: tuple = (), part: int = 0, key: str = "key-1", html: str = "<p>All about engines</p>",
-             **settings) -> OutgoingPost:
+             thumbnail: MediaFile | None = None, **settings) -> OutgoingPost:
     settings = {"__type": "youtube", "title": "Engines", "type": "public", **settings} if part == 0 else {}
-    return OutgoingPost("post-1", html, media, settings, part, key, "2026-12-03T12:00:00Z")
+    if thumbnail is not None:
+        settings["thumbnail"] = {"id": "t", "path": thumbnail.url}
+    return OutgoingPost("post-1", html, media, settings, part, key, "2026-12-03T12:00:00Z",
+                        {"thumbnail": thumbnail} if thumbnail else None)
+
+
+@pytest.fixture
+def thumbnail(tmp_path) -> MediaFile:
+    """The thumbnail setting as the scheduler hands it over: a file on this machine."""
+    path = tmp_path / "thumb.png"
+    path.write_bytes(THUMBNAIL_PNG)
+    return MediaFile("https://rustiz.example/uploads/thumb.png", str(path), "image/png", "image", "", "thumb.png")
 
 
 def consent(url: str, choice: str = "allow") -> dict:
@@ -247,8 +258,8 @@ def test_a_403_that_is_not_about_the_token_is_a_refusal(fake, channel, video):
     assert "has not been used in project" in refused.value.message
 
 
-def test_a_thumbnail_and_comments_follow_the_video(fake, channel, video):
-    first = run(PROVIDER.publish(channel, outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/thumb.png"}),
+def test_a_thumbnail_and_comments_follow_the_video(fake, channel, video, thumbnail):
+    first = run(PROVIDER.publish(channel, outgoing((video,), thumbnail=thumbnail),
                                  None))
     assert fake.videos[first.id]["thumbnail"] == THUMBNAIL_PNG
     second = run(PROVIDER.publish(channel, outgoing(part=1, key="key-2", html="<p>First comment</p>"), first))
@@ -259,12 +270,12 @@ def test_a_thumbnail_and_comments_follow_the_video(fake, channel, video):
     assert third.reply_ref == {"video": first.id, "thread": second.id}
 
 
-def test_a_failed_thumbnail_is_retried_without_uploading_the_video_again(fake, http, video):
+def test_a_failed_thumbnail_is_retried_without_uploading_the_video_again(fake, http, video, thumbnail):
     saved = []
     channel = Channel("ch-1", "Ada", fake.credentials(), None, http, save_session=saved.append)
     fake.fail_next("POST", "/upload/youtube/v3/thumbnails/set", 503, {"error": {"code": 503, "message": "Backend Error",
                                                                               "errors": [{"reason": "backendError"}]}})
-    post = outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/thumb.png"})
+    post = outgoing((video,), thumbnail=thumbnail)
     with pytest.raises(Retryable):
         run(PROVIDER.publish(channel, post, None))
     again = Channel("ch-1", "Ada", channel.credentials, saved[-1], http, save_session=saved.append)
@@ -272,12 +283,12 @@ def test_a_failed_thumbnail_is_retried_without_uploading_the_video_again(fake, h
     assert fake.published == [release.id] and fake.videos[release.id]["thumbnail"] == THUMBNAIL_PNG
 
 
-def test_a_refused_thumbnail_says_the_video_is_out(fake, channel, video):
+def test_a_refused_thumbnail_says_the_video_is_out(fake, channel, video, thumbnail):
     fake.fail_next("POST", "/upload/youtube/v3/thumbnails/set", 403, {"error": {
         "code": 403, "message": "The authenticated user doesnt have permissions to upload and set custom video "
         "thumbnails.", "errors": [{"reason": "forbidden"}]}})
     with pytest.raises(Rejected) as refused:
-        run(PROVIDER.publish(channel, outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/thumb.png"}),
+        run(PROVIDER.publish(channel, outgoing((video,), thumbnail=thumbnail),
                              None))
     assert refused.value.message.startswith("the video is published (https://www.youtube.com/watch?v=vid")
     assert "permissions to upload and set custom video thumbnails" in refused.value.message
@@ -307,12 +318,12 @@ def test_a_last_chunk_whose_answer_was_lost_is_found_done_by_the_status_query(fa
         "bytes 0-4999/5000", "bytes */5000"]
 
 
-def test_a_401_on_the_thumbnail_keeps_the_video_for_the_attempt_after_the_refresh(fake, http, video):
+def test_a_401_on_the_thumbnail_keeps_the_video_for_the_attempt_after_the_refresh(fake, http, video, thumbnail):
     saved = []
     channel = Channel("ch-1", "Ada", fake.credentials(), None, http, save_session=saved.append)
     fake.fail_next("POST", "/upload/youtube/v3/thumbnails/set", 401, {"error": {
         "code": 401, "message": "Invalid Credentials", "errors": [{"reason": "authError"}]}})
-    post = outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/thumb.png"})
+    post = outgoing((video,), thumbnail=thumbnail)
     with pytest.raises(NeedsReconnect):
         run(PROVIDER.publish(channel, post, None))
     [video_id] = fake.published
@@ -339,11 +350,13 @@ def test_a_session_that_takes_no_more_bytes_ends_the_attempt(fake, channel, vide
     assert "takes no more" in error.value.message and len(fake.requests_to("PUT", "/upload/youtube/v3/videos")) == 3
 
 
-def test_a_thumbnail_that_cannot_be_read_fails_the_post_before_the_video_goes_up(fake, channel, video):
+def test_a_thumbnail_youtube_would_refuse_fails_the_post_before_the_video_goes_up(fake, channel, video, tmp_path):
+    path = tmp_path / "big.png"
+    path.write_bytes(THUMBNAIL_PNG + b"\0" * (2 * 2**20))
+    too_large = MediaFile("https://rustiz.example/uploads/big.png", str(path), "image/png", "image", "", "big.png")
     with pytest.raises(Rejected) as refused:
-        run(PROVIDER.publish(channel, outgoing((video,), thumbnail={"id": "t", "path": fake.url + "/media/gone.png"}),
-                             None))
-    assert "thumbnail could not be read" in refused.value.message and "HTTP 404" in refused.value.message
+        run(PROVIDER.publish(channel, outgoing((video,), thumbnail=too_large), None))
+    assert "at most 2 MiB" in refused.value.message and refused.value.item == "the thumbnail"
     assert fake.requests_to("POST", "/upload/youtube/v3/videos") == [] and fake.published == []
     assert "JPEG and PNG" in PROVIDER.post_problem({}, [{"content": "x", "image": []}],
                                                    {"title": "t", "thumbnail": {"id": "t", "path": "https://h/t.gif"}})

@@ -43,6 +43,7 @@ class OutgoingPost(NamedTuple):
     part: int
     idempotency_key: str  # the same on every attempt of this part
     publish_date: str  # the post's date (ISO, UTC): the same on every attempt (an edit makes a new key too)
+    settings_media: Optional[dict] = None  # the settings' media objects (YouTube's thumbnail) as MediaFiles, by name
 
     @property
     def text(self) -> str:
@@ -199,6 +200,7 @@ class Provider:
         """Publish one part; `parent` is the part before it (None for the post itself)."""
         raise NotImplementedError
 
+    media_settings: tuple = ()  # settings holding a media object the publisher reads (OutgoingPost.settings_media)
     # Every post of the platform carries media that it downloads itself (Instagram): connecting is refused
     # while FRONTEND_URL cannot be reached from the platform, since no post could go out.
     needs_public_media = False

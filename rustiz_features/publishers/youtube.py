@@ -16,10 +16,10 @@ from typing import Any, Optional
 from urllib.parse import quote, urlencode, urlsplit
 
 from ..catalogue import ChannelAccount
-from ..http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, platform_url
+from ..http_client import HttpClient, HttpReply, Timeouts, platform_url
 from ..text import html_to_text
 from .base import (
-    AddressNotAllowed, Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release,
+    Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release,
     Retryable, analytics_figures, retry_after_seconds,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer, variable_prefix
@@ -87,6 +87,7 @@ def acknowledged(reply: HttpReply) -> int:
 
 class YouTubeProvider(OAuthProvider):
     identifier = "youtube"
+    media_settings = ("thumbnail",)  # read from this machine's file, as the video
     app_variables = ("YOUTUBE_CLIENT_ID", "YOUTUBE_CLIENT_SECRET")
     auth_origin = "https://accounts.google.com"  # the consent page
     token_origin = "https://oauth2.googleapis.com"  # the token endpoint; RUSTIZ_YOUTUBE_AUTH_URL stands for both
@@ -257,10 +258,10 @@ class YouTubeProvider(OAuthProvider):
         # What an earlier attempt left (a session to resume, or the video's id) stays until the part is
         # published or refused for good: a Retryable or a 401 (refreshed, then tried again) resumes it.
         progress = dict((channel.session.get(UPLOADS_KEY) or {}).get(post.idempotency_key) or {})
-        path = thumbnail_path(post.settings)
+        picture = (post.settings_media or {}).get("thumbnail")
         try:
-            # The thumbnail is read first: one that cannot be read fails the post before the video is out.
-            thumbnail = await self._fetch_thumbnail(channel, path) if path else None
+            # The thumbnail is read first: one that cannot be used fails the post before the video is out.
+            thumbnail = self._read_thumbnail(picture) if picture else None
             video_id = progress.get("video") or await self._upload(channel, post, videos[0], progress)
         except Rejected as refused:
             self._remember(channel, post.idempotency_key, None)
@@ -378,32 +379,14 @@ class YouTubeProvider(OAuthProvider):
                         + quote(video_id, safe=""), what="the thumbnail", body=data,
                         headers={**bearer(channel), "Content-Type": content_type})
 
-    async def _fetch_thumbnail(self, channel: Channel, url: str) -> tuple:
-        """The thumbnail's bytes (at most 2 MiB, JPEG or PNG) from its URL."""
-        def read(head: HttpReply, pieces: Any) -> tuple:
-            if head.status != 200:
-                return head.status, b""
-            data = b""
-            for piece in pieces:
-                data += piece
-                if len(data) > THUMBNAIL_LIMIT:
-                    return "too large", b""
-            return head.status, data
-        try:
-            status, data = await channel.http.download(url, read, timeouts=Timeouts(read=30, total=60))
-        except AddressRefused as error:
-            raise AddressNotAllowed(str(error), item="the thumbnail") from None
-        except (ConnectFailed, NoAnswer) as error:
-            raise Retryable(f"the thumbnail could not be read from {url[:200]} ({error})", item="the thumbnail") from None
-        if status == "too large":
+    @staticmethod
+    def _read_thumbnail(picture: MediaFile) -> tuple:
+        """The thumbnail's bytes and type (at most 2 MiB, JPEG or PNG)."""
+        if os.path.getsize(picture.path) > THUMBNAIL_LIMIT:
             raise Rejected("YouTube takes thumbnails of at most 2 MiB", item="the thumbnail")
-        if status != 200:
-            raise Rejected(f"the thumbnail could not be read from {url[:200]} (HTTP {status})", item="the thumbnail")
-        if data.startswith(b"\x89PNG\r\n\x1a\n"):
-            return data, "image/png"
-        if data.startswith(b"\xff\xd8\xff"):
-            return data, "image/jpeg"
-        raise Rejected("YouTube takes JPEG and PNG thumbnails only", item="the thumbnail")
+        if picture.content_type not in ("image/png", "image/jpeg"):
+            raise Rejected("YouTube takes JPEG and PNG thumbnails only", item="the thumbnail")
+        return picture.read(), picture.content_type
 
     async def _comment(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         """Part 1 is a comment on the video; later parts reply to it (YouTube's replies are one level deep)."""
