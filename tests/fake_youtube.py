@@ -57,7 +57,6 @@ class FakeYouTube(FakePlatform):
         self.route("POST", "/upload/youtube/v3/thumbnails/set", self.set_thumbnail)
         self.route("POST", "/youtube/v3/commentThreads", self.comment_thread)
         self.route("POST", "/youtube/v3/comments", self.comment_reply)
-        self.route("GET", "/media/thumb.png", lambda request: answer(200, THUMBNAIL_PNG, {"Content-Type": "image/png"}))
 
     def new_access_token(self) -> str:
         token = "ya29.fake-" + secrets.token_hex(8)

@@ -14,7 +14,7 @@ import pytest
 from fake_facebook import FakeFacebook, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
-    Channel, MediaFile, NeedsReconnect, OutgoingPost, Rejected, Release, Retryable,
+    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials
 from support import jpeg_file, mp4_file, png_file, run
@@ -308,6 +308,14 @@ def test_throttling_is_retryable_after_the_time_meta_gives(fake, http, channel):
     with pytest.raises(Retryable) as throttled:
         run(provider.publish(channel, post(), None))
     assert throttled.value.after == 300 and "(code 32)" in throttled.value.message
+
+
+def test_a_passing_graph_failure_on_the_post_itself_may_have_posted_so_it_is_not_sent_again(fake, http, channel):
+    fake.fail_next("POST", rf"/v25.0/{PAGE_ONE}/feed", 500, graph_error(2, "Service temporarily unavailable",
+                                                                       is_transient=True))
+    with pytest.raises(OutcomeUnknown) as unknown:
+        run(provider.publish(channel, post(), None))
+    assert "Service temporarily unavailable (code 2)" in unknown.value.message
 
 
 @pytest.mark.parametrize("subcode, kind, words", [

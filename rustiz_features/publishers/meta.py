@@ -19,11 +19,11 @@ import hashlib
 import hmac
 import json
 from typing import Any, Optional
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, NeedsReconnect, Rejected, Retryable
+from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, Rejected, Retryable
 from .oauth import AppCredentials, OAuthProvider, Tokens
 
 GRAPH_VERSION = "v25.0"  # Postiz's META_GRAPH_API_VERSION
@@ -144,8 +144,10 @@ class MetaGraphProvider(OAuthProvider):
             if url is None:
                 answer = await self.graph_call(channel, "GET", "me/accounts", token, "the user's pages",
                                                query={"fields": fields, "limit": GRAPH_PAGE_SIZE})
-            else:  # Graph's own next-page URL, on Graph's origin only
-                headers, _ = self.signed(channel, token)
+            else:  # Graph's own next-page URL, on Graph's origin only, with our proof whether it kept it or not
+                headers, proof = self.signed(channel, token)
+                query = {name: value for name, value in parse_qsl(urlsplit(url).query) if name not in proof}
+                url = urlsplit(url)._replace(query=urlencode({**query, **proof})).geturl()
                 reply = await self.send(channel, "GET", url, what="the user's pages", headers=headers)
                 answer = reply.json() if isinstance(reply.json(), dict) else {}
             pages += [page for page in answer.get("data") or [] if isinstance(page, dict) and page.get("id")]
@@ -192,6 +194,8 @@ class MetaGraphProvider(OAuthProvider):
         if code in THROTTLED_CODES or error.get("error_subcode") == 1390008:  # 368/1390008: "posting too fast"
             raise Retryable(message, reply.status, body, after=regain_seconds(reply))
         if code in PASSING_CODES or error.get("is_transient") is True:
+            if visible and reply.status not in (502, 503):  # a post may have been made before the failure
+                raise OutcomeUnknown(f"a passing failure, after the post was sent: {message}", reply.status, body)
             raise Retryable(message, reply.status, body)
         if code in PERMISSION_CODES:
             raise Rejected(f"{message}. {self.permission_advice}", reply.status, body)
