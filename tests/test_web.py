@@ -24,7 +24,7 @@ if sync_playwright is None or not os.path.exists(CHROMIUM):
                 "(apt-get install chromium)", allow_module_level=True)
 
 from fake_webhook import FakeWebhookReceiver  # noqa: E402
-from support import FAST_RETRIES, api, png_file, scheduled, webhook_channel  # noqa: E402
+from support import FAST_RETRIES, api, png_file, scheduled, settled, webhook_channel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GREEN = "rgb(220, 252, 231)"  # --published
@@ -668,11 +668,38 @@ def test_a_linkedin_page_is_connected_then_its_page_picked_in_the_browser(start_
         linkedin.close()
 
 
+def test_one_meta_account_with_two_pages_is_connected_and_one_page_picked_in_the_browser(start_server_with_fakes,
+                                                                                        open_page):
+    from fake_facebook import FakeFacebook
+    facebook = FakeFacebook()
+    try:
+        server = start_server_with_fakes(env=facebook.env)
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Channels").click()
+        page.get_by_label("Platform").select_option("facebook")
+        page.get_by_role("button", name="Continue to sign in").click()
+        page.get_by_role("link", name="Continue").click()  # Facebook Login's dialog, as Ada Lovelace
+        expect(page.get_by_role("status")).to_have_text("Facebook Page connected: pick what to post to")
+        page.get_by_role("button", name="Choose").click()
+        choices = page.get_by_label("What Ada Lovelace posts to").locator("option")
+        expect(choices).to_contain_text(["Analytical Engines", "Difference Society"])
+        page.get_by_label("What Ada Lovelace posts to").select_option(label="Difference Society")
+        page.get_by_role("button", name="Use this").click()
+        expect(page.locator("li.channel strong")).to_have_text(["Difference Society"])
+        expect(page.locator("li.channel .badge")).to_have_count(0)
+        channel_id = page.locator("li.channel").get_attribute("data-id")
+        assert settled(server, scheduled(server, channel_id, "<p>For the society</p>"))["state"] == "PUBLISHED"
+        assert [(made["kind"], made["page"]) for made in facebook.published] == [("post", "102000000000002")]
+    finally:
+        facebook.close()
+
+
 def test_reconnecting_an_oauth_channel_in_the_browser_keeps_it_and_sends_its_waiting_post(start_server_with_fakes,
                                                                                             open_page):
     import sqlite3
     from fake_reddit import FakeReddit
-    from support import get_post, settled, waiting_for_reconnect
+    from support import get_post, waiting_for_reconnect
     from test_oauth_refresh import SETTINGS, connect_reddit, reddit_env
     reddit = FakeReddit()
     try:
