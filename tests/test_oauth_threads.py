@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from fake_threads import THROTTLED, FakeThreads
-from support import API, api, get_post, iso, mp4_file, refresh_needed, scheduled, settled, uploaded, \
-    waiting_for_reconnect
+from support import API, api, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, settled, uploaded, \
+    wait_for, waiting_for_reconnect
 from test_oauth_connect import redirect_query, visit
 
 CONTAINERS = r"/v1.0/\w+/threads"
@@ -107,6 +107,27 @@ def test_a_token_due_for_renewal_is_refreshed_with_th_refresh_token(server, thre
     assert expiry > iso(50 * 86400)
     [request] = threads.requests_to("GET", "/refresh_access_token")
     assert request.query == {"grant_type": "th_refresh_token", "access_token": old}
+
+
+def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(server, threads):
+    channel_id = connect_threads(server)["channel"]
+    expire_in_db(server, channel_id, 20 * 86400)
+    server.stop()  # the sweep runs when the scheduler starts, then hourly
+    server.start()
+    wait_for(lambda: stored_tokens(server, channel_id), lambda stored: stored[2] > iso(50 * 86400))
+    [(old, new)] = threads.refreshes
+    assert stored_tokens(server, channel_id)[:2] == ({"accessToken": new, "userId": threads.user_id}, new)
+    assert any("its token was refreshed ahead of its expiry" in line for line in server.stderr_lines)
+
+
+def test_a_token_the_sweep_finds_revoked_flags_the_channel_once(server, threads):
+    channel_id = connect_threads(server)["channel"]
+    expire_in_db(server, channel_id, 20 * 86400)
+    threads.tokens.clear()  # revoked on Threads: the refresh answers code 190
+    server.stop()
+    server.start()
+    wait_for(lambda: refresh_needed(server, channel_id), bool)
+    assert [text for text in notifications(server) if "reconnect this Threads channel" in text] != []
 
 
 def test_a_token_far_from_expiry_is_not_refreshed(server, threads):
