@@ -28,6 +28,7 @@ PAGE_FIELDS = "id,name,username,picture.type(large),tasks"
 BUSINESS_LIMIT = 25  # businesses whose pages are listed beside the dialog's
 PRESET_MAX_CHARS = 130  # Facebook shows a background preset only on short text-only posts (Postiz's limit)
 CHUNK_CAP = 32 * 1024 * 1024  # the most of a video held in memory, whatever chunk Facebook asks for
+STORY_VIDEO_BYTES = 100 * 1024 * 1024  # a story video goes up in one request: the most held in memory for it
 UPLOAD_TIMEOUTS = Timeouts(read=120, total=900)
 STORY_PROGRESS = "facebookStories"  # in the session: the stories of a part already published
 
@@ -350,6 +351,9 @@ class FacebookProvider(MetaGraphProvider):
     async def _video_story(self, channel: Channel, page: str, token: str, media: MediaFile) -> str:
         """video_stories: start (a video id and an upload URL on Facebook's upload host), the bytes to that URL,
         Facebook's processing, then finish, which publishes the story."""
+        if os.path.getsize(media.path) > STORY_VIDEO_BYTES:  # sent in one request, so held in memory whole
+            raise Rejected(f"a story video may be at most {STORY_VIDEO_BYTES // 2**20} MiB here (Facebook takes "
+                           "stories of up to 60 seconds): post it as a video instead", item="the story video")
         start = await self.graph_call(channel, "POST", f"{page}/video_stories", token, "the story video's upload",
                                       form={"upload_phase": "start"})
         video_id, upload_url = start.get("video_id"), start.get("upload_url")
