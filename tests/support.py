@@ -4,15 +4,18 @@ channels to connect, posts to schedule and wait for, and FakeOrigin, a web serve
 from __future__ import annotations
 
 import hashlib
+import html
+import http.client
 import json
 import re
 import secrets
 import sqlite3
 import struct
 import time
+import urllib.request
 import zlib
 from typing import TYPE_CHECKING, Any, Callable
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from fake_hashnode import PUBLICATION_ID
 from fakes import UNSIZED, FakePlatform, answer
@@ -311,6 +314,48 @@ def trigger(server: RustizServer, channel_id: str, method_name: str, data: dict 
     """(status, answer) of a channel's tool, through POST /integration-trigger."""
     body = {"methodName": method_name, "data": data or {}}
     return api(server, "POST", f"{API}/integration-trigger/{channel_id}", body)
+
+
+# --- connecting through OAuth, as a browser does ----------------------------------------------------------
+
+def visit(server: RustizServer, path: str) -> tuple:
+    """(status, headers) of a GET as a browser's first hop: a redirect is not followed."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        return response.status, {name.lower(): value for name, value in response.getheaders()}
+    finally:
+        connection.close()
+
+
+def redirect_query(location: str) -> dict:
+    """The query of the channels page rustiz redirects to (notice, problem, channel)."""
+    assert location.startswith("/#/channels?") or "/#/channels?" in location, location
+    return {name: values[0] for name, values in parse_qs(location.split("?", 1)[1]).items()}
+
+
+def consent_link(url: str, link: str = "allow") -> str:
+    """Open a fake platform's consent page and read one of its links (id="allow", "deny", "decline"...):
+    the URL the user's click leads to."""
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    return html.unescape(re.search(rf'id="{link}" href="([^"]+)"', page)[1])
+
+
+def follow_consent(url: str, link: str = "allow") -> dict:
+    """Open the fake's consent page and follow one of its links (id="allow", "deny", "decline"...): the query of
+    the callback URL it leads to (the last value of each name)."""
+    return {name: values[-1] for name, values in parse_qs(urlsplit(consent_link(url, link)).query).items()}
+
+
+def connect_oauth(server: RustizServer, identifier: str, refresh: str = "", link: str = "allow") -> dict:
+    """Connect through GET /social/:identifier, the fake platform's consent page and rustiz's callback, as a
+    browser does: the query of the channels page rustiz redirects to (notice, problem, channel)."""
+    status, body = api(server, "GET", f"{API}/social/{identifier}" + (f"?refresh={refresh}" if refresh else ""))
+    assert status == 200, body
+    callback = urlsplit(consent_link(body["url"], link))
+    return redirect_query(visit(server, callback.path + "?" + callback.query)[1]["location"])
 
 
 # --- posts ---------------------------------------------------------------------------------------------

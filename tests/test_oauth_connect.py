@@ -3,15 +3,15 @@ page (a fake Mastodon instance, on which rustiz registers its own app), the call
 channel, reconnecting, and the posts that wait for a channel to be reconnected."""
 from __future__ import annotations
 
-import re
 import time
-from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from fake_mastodon import FakeMastodon
-from support import API, api, notifications, refresh_needed, scheduled, settled, wait_for
+from support import (
+    API, api, consent_link, notifications, redirect_query, refresh_needed, scheduled, settled, visit, wait_for,
+)
 
 
 @pytest.fixture
@@ -31,35 +31,14 @@ def start(server, identifier: str, **query) -> tuple:
     return api(server, "GET", f"{API}/social/{identifier}" + (f"?{suffix}" if suffix else ""))
 
 
-def visit(server, path: str) -> tuple:
-    """(status, headers) of a GET as a browser's first hop: a redirect is not followed."""
-    import http.client
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    try:
-        connection.request("GET", path)
-        response = connection.getresponse()
-        response.read()
-        return response.status, {name.lower(): value for name, value in response.getheaders()}
-    finally:
-        connection.close()
-
-
 def consent(server, url: str, choice: str = "allow") -> str:
     """Follow the platform's consent page as a browser would: the link the user clicks, then rustiz's
     callback; the Location rustiz redirects to."""
-    import urllib.request
-    page = urllib.request.urlopen(url, timeout=10).read().decode()
-    link = unescape(re.search(rf'id="{choice}" href="([^"]+)"', page)[1])
-    parts = urlsplit(link)
+    parts = urlsplit(consent_link(url, choice))
     assert f"{parts.scheme}://{parts.netloc}" == server.url
     status, headers = visit(server, parts.path + "?" + parts.query)
     assert status == 303, status
     return headers["location"]
-
-
-def redirect_query(location: str) -> dict:
-    assert location.startswith("/#/channels?") or "/#/channels?" in location, location
-    return {name: values[0] for name, values in parse_qs(location.split("?", 1)[1]).items()}
 
 
 def connect_mastodon(server, mastodon) -> str:
@@ -94,9 +73,7 @@ def test_consent_lands_back_on_the_channels_page_with_the_channel_connected_and_
 
 def test_a_state_works_once(server, mastodon):
     status, body = start(server, "mastodon", instance=mastodon.url)
-    import urllib.request
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
+    link = urlsplit(consent_link(body["url"]))
     first = visit(server, link.path + "?" + link.query)
     again = visit(server, link.path + "?" + link.query)
     assert redirect_query(first[1]["location"])["notice"] == "Mastodon connected"

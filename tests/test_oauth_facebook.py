@@ -4,21 +4,17 @@ scheduled video post with a first comment going out at its time as the page, pho
 token waiting for a reconnect that reads the page token again, throttling, and a refused permission."""
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_facebook import FakeFacebook, graph_error
 from support import (
-    API, api, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed, refused_post, scheduled, settled, uploaded,
-    waiting_for_reconnect,
+    API, api, connect_oauth, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed, refused_post, scheduled,
+    settled, uploaded, waiting_for_reconnect,
 )
-from test_oauth_connect import redirect_query, visit
 
 PAGE_ONE, PAGE_TWO = "101000000000001", "102000000000002"
 
@@ -36,16 +32,8 @@ def server(start_server_with_fakes, facebook):
                                         "RUSTIZ_FACEBOOK_POLL_SECONDS": "0.05"})
 
 
-def connect(server, refresh: str = "") -> dict:
-    status, body = api(server, "GET", f"{API}/social/facebook" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
-
-
 def page_channel(server, page: str = PAGE_ONE) -> str:
-    back = connect(server)
+    back = connect_oauth(server, "facebook")
     assert back["notice"] == "Facebook Page connected: pick what to post to", back
     status, row = api(server, "POST", f"{API}/integrations/{back['channel']}/steps", {"id": page})
     assert status == 200 and row["inBetweenSteps"] is False, row
@@ -53,7 +41,7 @@ def page_channel(server, page: str = PAGE_ONE) -> str:
 
 
 def test_consent_exchanges_for_a_long_lived_token_then_the_user_picks_one_of_two_pages(server, facebook):
-    back = connect(server)
+    back = connect_oauth(server, "facebook")
     channel_id = back["channel"]
     exchanges = facebook.requests_to("GET", "/v25.0/oauth/access_token")
     assert [request.query.get("grant_type") for request in exchanges] == [None, "fb_exchange_token"]
@@ -119,7 +107,7 @@ def test_a_dead_token_waits_for_a_reconnect_which_reads_the_page_token_again(ser
     waiting = waiting_for_reconnect(server, scheduled(server, channel_id, "<p>After</p>", provider="facebook"))
     assert "code 190" in waiting["error"], waiting["error"]
     assert refresh_needed(server, channel_id)
-    back = connect(server, refresh=channel_id)
+    back = connect_oauth(server, "facebook", refresh=channel_id)
     assert (back.get("notice"), back["channel"]) == ("Facebook Page channel reconnected", channel_id), back
     assert settled(server, waiting["id"])["state"] == "PUBLISHED"
     new_token = [item["page_token"] for item in facebook.objects.values() if item["kind"] == "post"][-1]

@@ -5,21 +5,16 @@ time and Instagram (the fake) downloads the video from rustiz's own /uploads URL
 the standalone token's refresh (ig_refresh_token), dead tokens (190) and throttling."""
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
 from support import (
-    API, api, get_post, iso, jpeg_file, mp4_file, refresh_needed, scheduled, settled, trigger, uploaded,
+    API, api, connect_oauth, get_post, iso, jpeg_file, mp4_file, refresh_needed, scheduled, settled, trigger, uploaded,
     waiting_for_reconnect,
 )
-from test_oauth_connect import redirect_query, visit
 
 IG_ACCOUNT = PAGES[0]["ig"]["id"]
 POST = {"post_type": "post"}
@@ -37,17 +32,8 @@ def server(start_server_with_fakes, fake):
     return start_server_with_fakes(env={**fake.env, "RUSTIZ_RETRY_BASE": "0.3"})
 
 
-def connect(server, identifier: str, refresh: str = "") -> dict:
-    """Through GET /social/:identifier, the platform's consent page (Allow) and the callback: its redirect's query."""
-    status, body = api(server, "GET", f"{API}/social/{identifier}" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
-
-
 def instagram_channel(server) -> str:
-    back = connect(server, "instagram")
+    back = connect_oauth(server, "instagram")
     assert back["notice"] == "Instagram (Facebook Business) connected: pick what to post to", back
     status, choices = api(server, "GET", f"{API}/integrations/{back['channel']}/steps")
     assert status == 200 and choices == [{"id": IG_ACCOUNT, "name": "Analytical Engines",
@@ -58,7 +44,7 @@ def instagram_channel(server) -> str:
 
 
 def standalone_channel(server) -> str:
-    back = connect(server, "instagram-standalone")
+    back = connect_oauth(server, "instagram-standalone")
     assert back["notice"] == "Instagram (Standalone) connected", back
     return back["channel"]
 
@@ -128,7 +114,7 @@ def test_a_dead_token_waits_for_a_reconnect_which_keeps_the_channel(server, fake
                         images=[uploaded(server, jpeg_file(), "a.jpg")], settings=POST, provider="instagram")
     waiting = waiting_for_reconnect(server, post_id)
     assert "Session has expired" in waiting["error"] and refresh_needed(server, channel_id)
-    back = connect(server, "instagram", refresh=channel_id)
+    back = connect_oauth(server, "instagram", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("Instagram (Facebook Business) channel reconnected", channel_id)
     assert settled(server, post_id)["state"] == "PUBLISHED"
     row = api(server, "GET", f"{API}/integrations/{channel_id}")[1]

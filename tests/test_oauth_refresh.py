@@ -3,19 +3,14 @@ tokens, permanent refresh tokens): refreshed ahead of expiry and after a 401, on
 a dead grant flags the channel once and its posts wait, a platform's bad minute changes nothing."""
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_reddit import FakeReddit
-from support import API, api, notifications, refresh_needed, scheduled, settled, waiting_for_reconnect
-from test_oauth_connect import redirect_query, visit
+from support import API, api, connect_oauth, notifications, refresh_needed, scheduled, settled, waiting_for_reconnect
 
 SETTINGS = {"__type": "reddit", "subreddit": [{"value": {"subreddit": "python", "title": "Hello", "type": "self",
                                                          "url": "", "is_flair_required": False}}]}
@@ -39,14 +34,8 @@ def server(start_server_with_fakes, reddit):
 
 
 def connect_reddit(server, refresh: str = "") -> str:
-    status, body = api(server, "GET", f"{API}/social/reddit" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    status, headers = visit(server, link.path + "?" + link.query)
-    back = redirect_query(headers["location"])
-    assert "channel" in back, back
-    return back["channel"]
+    """The id of the Reddit channel connected (or, with `refresh`, connected again) through OAuth."""
+    return connect_oauth(server, "reddit", refresh)["channel"]
 
 
 def refresh_grants(reddit: FakeReddit) -> int:

@@ -3,16 +3,11 @@ channel waits in inBetweenSteps (its posts wait too) until a page is picked thro
 that page; a consent for another account than the channel's changes nothing."""
 from __future__ import annotations
 
-import re
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
-from support import API, api, get_post, scheduled, settled, wait_for
-from test_oauth_connect import redirect_query, visit
+from support import API, api, connect_oauth, get_post, scheduled, settled, wait_for
 
 
 @pytest.fixture
@@ -30,16 +25,8 @@ def server(start_server_with_fakes, linkedin):
         "LINKEDIN_CLIENT_ID": CLIENT_ID, "LINKEDIN_CLIENT_SECRET": CLIENT_SECRET, "RUSTIZ_RETRY_BASE": "0.3"})
 
 
-def connect(server, identifier: str, refresh: str = "") -> dict:
-    status, body = api(server, "GET", f"{API}/social/{identifier}" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
-
-
 def test_a_page_channel_waits_for_its_page_then_posts_as_it(server, linkedin):
-    back = connect(server, "linkedin-page")
+    back = connect_oauth(server, "linkedin-page")
     assert back["notice"] == "LinkedIn Page connected: pick what to post to", back
     channel_id = back["channel"]
     row = api(server, "GET", f"{API}/integrations/{channel_id}")[1]
@@ -61,16 +48,16 @@ def test_a_page_channel_waits_for_its_page_then_posts_as_it(server, linkedin):
 
 
 def test_reconnecting_a_page_channel_keeps_its_page(server, linkedin):
-    channel_id = connect(server, "linkedin-page")["channel"]
+    channel_id = connect_oauth(server, "linkedin-page")["channel"]
     api(server, "POST", f"{API}/integrations/{channel_id}/steps", {"id": "5590001"})
-    back = connect(server, "linkedin-page", refresh=channel_id)
+    back = connect_oauth(server, "linkedin-page", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("LinkedIn Page channel reconnected", channel_id)
     row = api(server, "GET", f"{API}/integrations/{channel_id}")[1]
     assert (row["name"], row["inBetweenSteps"]) == ("Difference Society", False)
 
 
 def test_a_member_channel_connects_without_a_choice_and_publishes(server, linkedin):
-    channel_id = connect(server, "linkedin")["channel"]
+    channel_id = connect_oauth(server, "linkedin")["channel"]
     assert settled(server, scheduled(server, channel_id, "<p>Hello #rustiz</p>"))["state"] == "PUBLISHED"
     [post] = linkedin.posts.values()
     assert post["author"] == "urn:li:person:aB3dE5fG7h"
@@ -79,7 +66,7 @@ def test_a_member_channel_connects_without_a_choice_and_publishes(server, linked
 
 
 def test_a_page_s_analytics_are_its_followers_and_its_posts_statistics(server, linkedin):
-    channel_id = connect(server, "linkedin-page")["channel"]
+    channel_id = connect_oauth(server, "linkedin-page")["channel"]
     api(server, "POST", f"{API}/integrations/{channel_id}/steps", {"id": "2414183"})
     post = settled(server, scheduled(server, channel_id, "<p>Counted</p>"))
     status, answer = api(server, "GET", f"{API}/analytics/{channel_id}?date=30")
@@ -90,5 +77,5 @@ def test_a_page_s_analytics_are_its_followers_and_its_posts_statistics(server, l
 
 
 def test_a_member_s_analytics_are_an_empty_list_as_linkedin_gives_no_member_statistics(server, linkedin):
-    channel_id = connect(server, "linkedin")["channel"]
+    channel_id = connect_oauth(server, "linkedin")["channel"]
     assert api(server, "GET", f"{API}/analytics/{channel_id}") == (200, [])

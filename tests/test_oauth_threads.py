@@ -5,19 +5,14 @@ a month ahead with th_refresh_token, a dead token (Graph code 190) waiting for a
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_threads import THROTTLED, FakeThreads
-from support import API, api, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, settled, uploaded, \
-    wait_for, waiting_for_reconnect
-from test_oauth_connect import redirect_query, visit
+from support import API, api, connect_oauth, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, \
+    settled, uploaded, wait_for, waiting_for_reconnect
 
 CONTAINERS = r"/v1.0/\w+/threads"
 
@@ -35,14 +30,6 @@ def server(start_server_with_fakes, threads):
                                         "THREADS_APP_SECRET": threads.client_secret, "RUSTIZ_RETRY_BASE": "0.3"})
 
 
-def connect_threads(server, refresh: str = "") -> dict:
-    status, body = api(server, "GET", f"{API}/social/threads" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
-
-
 def stored_tokens(server, channel_id: str) -> tuple:
     with sqlite3.connect(server.database) as db:
         token, refresh_token, expiry = db.execute("SELECT token, refresh_token, token_expiration FROM integration "
@@ -57,7 +44,7 @@ def expire_in_db(server, channel_id: str, seconds_from_now: float) -> None:
 
 
 def test_connecting_exchanges_the_code_for_a_long_lived_token(server, threads):
-    back = connect_threads(server)
+    back = connect_oauth(server, "threads")
     assert back["notice"] == "Threads connected", back
     channel_id = back["channel"]
     [(short, long_lived)] = threads.exchanges
@@ -71,7 +58,7 @@ def test_connecting_exchanges_the_code_for_a_long_lived_token(server, threads):
 
 
 def test_a_scheduled_video_post_and_its_reply_go_out_at_their_time(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     threads.processing_polls = 2
     video = uploaded(server, mp4_file(8192), "mp4")
     started = time.monotonic()  # the fake stamps requests with time.monotonic() too
@@ -90,7 +77,7 @@ def test_a_scheduled_video_post_and_its_reply_go_out_at_their_time(server, threa
 
 
 def test_a_video_threads_cannot_process_fails_the_post_in_threads_words(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     threads.processing_error = "FAILED_PROCESSING_VIDEO"
     post = settled(server, scheduled(server, channel_id, ("<p>Broken</p>", [uploaded(server, mp4_file(1024), "mp4")])))
     assert post["state"] == "ERROR" and "FAILED_PROCESSING_VIDEO" in post["error"], post
@@ -98,7 +85,7 @@ def test_a_video_threads_cannot_process_fails_the_post_in_threads_words(server, 
 
 
 def test_a_token_due_for_renewal_is_refreshed_with_th_refresh_token(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     expire_in_db(server, channel_id, 20 * 86400)  # a month ahead of expiry is due
     assert settled(server, scheduled(server, channel_id, "<p>Fresh</p>"))["state"] == "PUBLISHED"
     [(old, new)] = threads.refreshes
@@ -110,7 +97,7 @@ def test_a_token_due_for_renewal_is_refreshed_with_th_refresh_token(server, thre
 
 
 def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     expire_in_db(server, channel_id, 20 * 86400)
     server.stop()  # the sweep runs when the scheduler starts, then hourly
     server.start()
@@ -121,7 +108,7 @@ def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(s
 
 
 def test_a_token_the_sweep_finds_revoked_flags_the_channel_once(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     expire_in_db(server, channel_id, 20 * 86400)
     threads.tokens.clear()  # revoked on Threads: the refresh answers code 190
     server.stop()
@@ -131,25 +118,25 @@ def test_a_token_the_sweep_finds_revoked_flags_the_channel_once(server, threads)
 
 
 def test_a_token_far_from_expiry_is_not_refreshed(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     assert settled(server, scheduled(server, channel_id, "<p>Hello</p>"))["state"] == "PUBLISHED"
     assert threads.refreshes == []
 
 
 def test_a_dead_token_flags_the_channel_and_a_reconnect_keeps_it_and_releases_its_posts(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     threads.tokens.clear()  # the user revoked the app: code 190 everywhere
     post = waiting_for_reconnect(server, scheduled(server, channel_id, "<p>Later</p>"))
     assert "code 190" in post["error"], post["error"]
     assert refresh_needed(server, channel_id) and threads.refreshes == []  # no pointless refresh of a dead token
-    back = connect_threads(server, refresh=channel_id)
+    back = connect_oauth(server, "threads", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("Threads channel reconnected", channel_id)
     assert settled(server, post["id"])["state"] == "PUBLISHED" and not refresh_needed(server, channel_id)
 
 
 @pytest.mark.parametrize("status", [400, 429])
 def test_throttling_is_retried_later(server, threads, status):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     threads.fail_next("POST", CONTAINERS, status, THROTTLED, {"Retry-After": "1"} if status == 429 else None)
     post = settled(server, scheduled(server, channel_id, "<p>Patience</p>"), timeout=30)
     assert post["state"] == "PUBLISHED", post
@@ -157,7 +144,7 @@ def test_throttling_is_retried_later(server, threads, status):
 
 
 def test_analytics_of_the_profile_and_of_a_post(server, threads):
-    channel_id = connect_threads(server)["channel"]
+    channel_id = connect_oauth(server, "threads")["channel"]
     post = settled(server, scheduled(server, channel_id, "<p>Counted</p>"))
     status, figures = api(server, "GET", f"{API}/analytics/{channel_id}?date=7")
     assert status == 200 and {item["label"] for item in figures} >= {"Views", "Likes", "Followers"}, figures

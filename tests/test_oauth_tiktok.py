@@ -6,18 +6,15 @@ access_token_invalid and ahead of expiry, the rotated refresh token stored)."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_tiktok import FakeTikTok, api_error
-from support import API, api, get_post, jpeg_file, mp4_file, png_file, refused_post, scheduled, settled, uploaded
-from test_oauth_connect import redirect_query, visit
+from support import (
+    API, api, connect_oauth, get_post, jpeg_file, mp4_file, png_file, refused_post, scheduled, settled, uploaded,
+)
 
 SETTINGS = {"__type": "tiktok", "privacy_level": "FOLLOWER_OF_CREATOR", "duet": False, "stitch": False,
             "comment": True, "autoAddMusic": "no", "brand_content_toggle": False, "brand_organic_toggle": False,
@@ -38,16 +35,8 @@ def server(start_server_with_fakes, tiktok):
                                         "RUSTIZ_TIKTOK_CHUNK_BYTES": "1000", "RUSTIZ_TIKTOK_POLL_SECONDS": "0.05"})
 
 
-def connect(server, refresh: str = "") -> dict:
-    status, body = api(server, "GET", f"{API}/social/tiktok" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
-
-
 def connected(server) -> str:
-    back = connect(server)
+    back = connect_oauth(server, "tiktok")
     assert back["notice"] == "TikTok connected", back
     return back["channel"]
 
@@ -184,7 +173,7 @@ def test_a_token_about_to_expire_is_refreshed_before_publishing(server, tiktok):
 
 def test_a_reconnect_keeps_the_channel(server, tiktok):
     channel_id = connected(server)
-    back = connect(server, refresh=channel_id)
+    back = connect_oauth(server, "tiktok", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("TikTok channel reconnected", channel_id)
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))
     assert get_post(server, post["id"])["state"] == "PUBLISHED"

@@ -11,8 +11,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from fake_x import FakeX
-from support import API, api, scheduled, settled
-from test_oauth_connect import redirect_query, visit
+from support import API, api, redirect_query, scheduled, settled, visit
 
 
 @pytest.fixture

@@ -4,21 +4,16 @@ halfway and resumes from the acknowledged byte, the daily quota, token expiry, a
 reconnect where Google sends no refresh token keeping the stored one (Postiz #1884, #1595)."""
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
-import urllib.request
-from html import unescape
-from urllib.parse import urlsplit
 
 import pytest
 
 from fake_youtube import FakeYouTube
 from support import (
-    API, api, channel_session, get_post, iso, mp4_file, parts_of, png_file, refresh_needed, scheduled, settled,
-    uploaded, wait_for,
+    API, api, channel_session, connect_oauth, get_post, iso, mp4_file, parts_of, png_file, refresh_needed, scheduled,
+    settled, uploaded, wait_for,
 )
-from test_oauth_connect import redirect_query, visit
 
 CHUNK = 1024
 VIDEO = mp4_file(5000)
@@ -37,14 +32,6 @@ def server(start_server_with_fakes, youtube):
     return start_server_with_fakes(env={
         **youtube.env, "YOUTUBE_CLIENT_ID": youtube.client_id, "YOUTUBE_CLIENT_SECRET": youtube.client_secret,
         "RUSTIZ_YOUTUBE_CHUNK_BYTES": str(CHUNK), "RUSTIZ_RETRY_BASE": "0.3"})
-
-
-def connect_youtube(server, refresh: str = "") -> dict:
-    status, body = api(server, "GET", f"{API}/social/youtube" + (f"?refresh={refresh}" if refresh else ""))
-    assert status == 200, body
-    page = urllib.request.urlopen(body["url"], timeout=10).read().decode()
-    link = urlsplit(unescape(re.search(r'id="allow" href="([^"]+)"', page)[1]))
-    return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
 
 
 def tokens_of(server, channel_id: str) -> tuple:
@@ -70,7 +57,7 @@ def video_post(server, channel_id: str, *comments: str, **settings) -> str:
 
 
 def test_connect_a_channel_and_a_scheduled_video_goes_out_with_its_thumbnail_and_first_comment(server, youtube):
-    back = connect_youtube(server)
+    back = connect_oauth(server, "youtube")
     assert back["notice"] == "YouTube connected", back
     channel_id = back["channel"]
     with sqlite3.connect(server.database) as db:
@@ -97,7 +84,7 @@ def test_connect_a_channel_and_a_scheduled_video_goes_out_with_its_thumbnail_and
 
 
 def test_an_upload_that_fails_halfway_resumes_from_the_acknowledged_byte(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     youtube.partial_next = 700  # the first chunk: 700 bytes kept, then 503
     youtube.fail_next("PUT", "/upload/youtube/v3/videos", 503, {"error": {"code": 503, "message": "Backend Error",
                                                                           "errors": [{"reason": "backendError"}]}},
@@ -112,7 +99,7 @@ def test_an_upload_that_fails_halfway_resumes_from_the_acknowledged_byte(server,
 
 
 def test_an_attempt_that_ends_mid_upload_is_resumed_by_the_next_attempt(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     youtube.drop_next("PUT", "/upload/youtube/v3/videos", times=3)  # the first attempt gives up on the upload
     post = settled(server, video_post(server, channel_id))
     assert post["state"] == "PUBLISHED", post
@@ -121,7 +108,7 @@ def test_an_attempt_that_ends_mid_upload_is_resumed_by_the_next_attempt(server, 
 
 
 def test_the_daily_quota_keeps_the_post_waiting_until_it_is_reset_not_the_channel_flagged(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     youtube.quota_exceeded = True
     post_id = video_post(server, channel_id)
     post = wait_for(lambda: get_post(server, post_id), lambda post: "quota" in (post.get("error") or ""))
@@ -130,7 +117,7 @@ def test_the_daily_quota_keeps_the_post_waiting_until_it_is_reset_not_the_channe
 
 
 def test_a_token_about_to_expire_is_refreshed_before_uploading(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     expire_in_db(server, channel_id, 60)
     assert settled(server, video_post(server, channel_id))["state"] == "PUBLISHED"
     assert refresh_grants(youtube) == 1
@@ -138,7 +125,7 @@ def test_a_token_about_to_expire_is_refreshed_before_uploading(server, youtube):
 
 
 def test_a_401_mid_upload_is_cured_by_a_refresh_and_the_upload_resumes(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     # the session starts, then every access token is forgotten: the next chunk gets 401
     original = youtube.start_upload
 
@@ -156,10 +143,10 @@ def test_a_401_mid_upload_is_cured_by_a_refresh_and_the_upload_resumes(server, y
 
 
 def test_a_reconnect_without_a_new_refresh_token_keeps_the_stored_one_and_refreshes_still_work(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     first_refresh_token = tokens_of(server, channel_id)[1]
     youtube.send_refresh_token = False
-    back = connect_youtube(server, refresh=channel_id)
+    back = connect_oauth(server, "youtube", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("YouTube channel reconnected", channel_id), back
     assert tokens_of(server, channel_id)[1] == first_refresh_token
     youtube.access_tokens.clear()  # the reconnect's access token dies: only the kept refresh token can help
@@ -168,7 +155,7 @@ def test_a_reconnect_without_a_new_refresh_token_keeps_the_stored_one_and_refres
 
 
 def test_a_revoked_grant_flags_the_channel(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     youtube.access_tokens.clear()
     youtube.refresh_tokens.clear()
     post_id = video_post(server, channel_id)
@@ -179,7 +166,7 @@ def test_a_revoked_grant_flags_the_channel(server, youtube):
 
 
 def test_analytics_of_the_channel_and_of_a_video(server, youtube):
-    channel_id = connect_youtube(server)["channel"]
+    channel_id = connect_oauth(server, "youtube")["channel"]
     post = settled(server, video_post(server, channel_id))
     status, answer = api(server, "GET", f"{API}/analytics/{channel_id}?date=7")
     assert status == 200 and {item["label"] for item in answer} == {"Subscribers", "Views", "Videos"}, answer
@@ -189,6 +176,6 @@ def test_analytics_of_the_channel_and_of_a_video(server, youtube):
 
 def test_an_account_without_a_channel_is_told_to_create_one_and_nothing_is_connected(server, youtube):
     youtube.has_channel = False
-    back = connect_youtube(server)
+    back = connect_oauth(server, "youtube")
     assert "channel" not in back and "has no YouTube channel" in back["problem"], back
     assert api(server, "GET", f"{API}/integrations") == (200, [])

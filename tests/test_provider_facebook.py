@@ -4,9 +4,6 @@ posts as the page (text and link, photos uploaded as bytes, a small and a large 
 the page token read again after a reconnect, insights, and how Graph's errors are classified."""
 from __future__ import annotations
 
-import html
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -17,7 +14,7 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials
-from support import jpeg_file, mp4_file, png_file, run
+from support import follow_consent, jpeg_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/facebook"
 ADA, PAGE_ONE, PAGE_TWO = "10158000000000001", "101000000000001", "102000000000002"
@@ -66,16 +63,9 @@ def post(text: str = "<p>Hello from the engine room</p>", media: tuple = (), par
     return OutgoingPost("post-1", text, media, settings, part, "key-1", "2026-12-03T13:00:00Z")
 
 
-def consent(url: str, link: str = "allow") -> dict:
-    with urllib.request.urlopen(url) as page:
-        body = page.read().decode()
-    target = html.unescape(re.search(rf'id="{link}" href="([^"]+)"', body)[1])
-    return {name: values[-1] for name, values in parse_qs(urlsplit(target).query).items()}
-
-
 def connected_channel(fake, http, app) -> Channel:
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    tokens = run(provider.exchange_code(http, app, consent(url)["code"], REDIRECT, None, {}))
+    tokens = run(provider.exchange_code(http, app, follow_consent(url)["code"], REDIRECT, None, {}))
     return channel_of(fake, http, app, provider.credentials_for(tokens, {}))
 
 
@@ -127,7 +117,7 @@ def test_a_declined_permission_is_refused_with_what_to_tick(fake, http, app):
 
 def test_a_used_code_is_refused_in_graphs_words(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    code = consent(url)["code"]
+    code = follow_consent(url)["code"]
     run(provider.exchange_code(http, app, code, REDIRECT, None, {}))
     with pytest.raises(Rejected) as refused:
         run(provider.exchange_code(http, app, code, REDIRECT, None, {}))
@@ -136,7 +126,7 @@ def test_a_used_code_is_refused_in_graphs_words(fake, http, app):
 
 def test_a_cancelled_consent_comes_back_with_access_denied(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    assert consent(url, "deny")["error"] == "access_denied"
+    assert follow_consent(url, "deny")["error"] == "access_denied"
 
 
 # --- the pages ------------------------------------------------------------------------------------------------
@@ -161,7 +151,7 @@ def test_pages_of_the_users_businesses_are_offered_too_once_each(fake, http, app
 def test_a_user_without_business_access_still_gets_the_dialogs_pages(fake, http, app):
     fake.declined = {"business_management"}
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    tokens = run(provider.exchange_code(http, app, consent(url)["code"], REDIRECT, None, {}))
+    tokens = run(provider.exchange_code(http, app, follow_consent(url)["code"], REDIRECT, None, {}))
     channel = channel_of(fake, http, app, provider.credentials_for(tokens, {}))
     assert len(run(provider.step_choices(channel))) == 2
 

@@ -5,9 +5,6 @@ both share: a Reel with a first comment (the fake GETs MediaFile.url), IN_PROGRE
 Instagram's words, a carousel, a story, dead tokens, throttling, insights and the audio search."""
 from __future__ import annotations
 
-import html
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,7 +16,7 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutgoingPost, Rejected, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import FakeOrigin, jpeg_file, mp4_file, run
+from support import FakeOrigin, follow_consent, jpeg_file, mp4_file, run
 
 FB_REDIRECT = "https://rustiz.example/integrations/social/instagram"
 IG_REDIRECT = "https://rustiz.example/integrations/social/instagram-standalone"
@@ -53,13 +50,6 @@ def fb_app() -> AppCredentials:
 
 def ig_app() -> AppCredentials:
     return AppCredentials("9876543210", "instagram-app-secret")
-
-
-def consent(url: str, link: str = "allow") -> dict:
-    with urllib.request.urlopen(url) as page:
-        body = page.read().decode()
-    target = html.unescape(re.search(rf'id="{link}" href="([^"]+)"', body)[1])
-    return {name: values[-1] for name, values in parse_qs(urlsplit(target).query).items()}
 
 
 def facebook_channel(fake, http) -> Channel:
@@ -98,7 +88,7 @@ def test_facebook_consent_and_the_long_lived_user_token(fake, http):
     assert f"{parts.scheme}://{parts.netloc}{parts.path}" == fake.url + "/v25.0/dialog/oauth"
     query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
     assert query["scope"] == ",".join(FB_SCOPES) and query["client_id"] == "1234567890"
-    code = consent(url)["code"]
+    code = follow_consent(url)["code"]
     tokens = run(facebook_side.exchange_code(http, fb_app(), code, FB_REDIRECT, None, {}))
     assert fake.tokens[tokens.access_token]["kind"] == "fb-user"
     assert (tokens.refresh_token, tokens.expires_in) == (None, None)
@@ -269,7 +259,7 @@ def test_instagram_login_gives_a_long_lived_token_that_is_its_own_refresh_token(
     query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
     assert query["scope"] == ("instagram_business_basic,instagram_business_content_publish,"
                               "instagram_business_manage_comments,instagram_business_manage_insights")
-    tokens = run(standalone.exchange_code(http, ig_app(), consent(url)["code"], IG_REDIRECT, None, {}))
+    tokens = run(standalone.exchange_code(http, ig_app(), follow_consent(url)["code"], IG_REDIRECT, None, {}))
     assert fake.tokens[tokens.access_token]["kind"] == "ig" and tokens.refresh_token == tokens.access_token
     assert tokens.expires_in == 5183944 and standalone.refresh_ahead_seconds == 30 * 86400
     [exchange] = fake.requests_to("POST", "/oauth/access_token")
@@ -285,7 +275,7 @@ def test_instagram_login_refusals(fake, http):
     fake.granted_ig.remove("instagram_business_content_publish")
     url = run(standalone.begin(http, ig_app(), IG_REDIRECT, "state-2", None, {}))
     with pytest.raises(Rejected, match="instagram_business_content_publish"):
-        run(standalone.exchange_code(http, ig_app(), consent(url)["code"], IG_REDIRECT, None, {}))
+        run(standalone.exchange_code(http, ig_app(), follow_consent(url)["code"], IG_REDIRECT, None, {}))
 
 
 def test_the_refresh_uses_ig_refresh_token_and_a_dead_token_is_refused(fake, http):

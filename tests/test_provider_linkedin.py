@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import re
 import struct
-import urllib.request
 import zlib
-from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,7 +17,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.linkedin_shared import LINKEDIN_VERSION_DEFAULT, little_text
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import run, jpeg_file, mp4_file, png_file, webp_file
+from support import run, jpeg_file, mp4_file, png_file, webp_file, follow_consent
 
 APP = AppCredentials(CLIENT_ID, CLIENT_SECRET)
 REDIRECT = "https://rustiz.example/integrations/social/linkedin"
@@ -64,14 +62,6 @@ def media_file(tmp_path, name: str, data: bytes, content_type: str, kind: str, a
     return MediaFile(f"https://uploads.example/{name}", str(path), content_type, kind, alt, name)
 
 
-def consent(fake: FakeLinkedIn, url: str, link: str = "allow") -> dict:
-    """Open the fake's consent page at `url` and follow its Allow (or Cancel) link: the callback's query."""
-    with urllib.request.urlopen(url) as page:
-        text = page.read().decode()
-    target = unescape(re.search(rf'id="{link}" href="([^"]+)"', text)[1])
-    return {name: values[0] for name, values in parse_qs(urlsplit(target).query).items()}
-
-
 # --- OAuth ---------------------------------------------------------------------------------------------
 
 def test_the_authorize_url_asks_linkedin_for_a_code_with_the_scopes_and_no_pkce(fake, http, linkedin, page_provider):
@@ -90,7 +80,7 @@ def test_the_authorize_url_asks_linkedin_for_a_code_with_the_scopes_and_no_pkce(
 
 
 def test_consent_then_the_code_exchange_sends_the_app_in_the_form_and_yields_both_tokens(fake, http, linkedin):
-    callback = consent(fake, run(linkedin.begin(http, APP, REDIRECT, "state-2", None, {})))
+    callback = follow_consent(run(linkedin.begin(http, APP, REDIRECT, "state-2", None, {})))
     assert callback["state"] == "state-2"
     tokens = run(linkedin.exchange_code(http, APP, callback["code"], REDIRECT, None, {}))
     assert tokens.access_token in fake.tokens and tokens.refresh_token in fake.refresh
@@ -104,13 +94,13 @@ def test_consent_then_the_code_exchange_sends_the_app_in_the_form_and_yields_bot
 
 def test_an_app_without_refresh_tokens_yields_an_access_token_alone(fake, http, linkedin):
     fake.refresh_tokens = False
-    callback = consent(fake, run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
+    callback = follow_consent(run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
     tokens = run(linkedin.exchange_code(http, APP, callback["code"], REDIRECT, None, {}))
     assert tokens.access_token in fake.tokens and tokens.refresh_token is None
 
 
 def test_a_cancelled_consent_comes_back_as_linkedins_error(fake, http, linkedin):
-    callback = consent(fake, run(linkedin.begin(http, APP, REDIRECT, "s", None, {})), link="deny")
+    callback = follow_consent(run(linkedin.begin(http, APP, REDIRECT, "s", None, {})), link="deny")
     assert callback["error"] == "user_cancelled_authorize" and callback["state"] == "s" and "code" not in callback
 
 
@@ -123,19 +113,19 @@ def test_a_wrong_code_is_refused_in_linkedins_words(fake, http, linkedin):
 
 def test_a_token_without_the_posting_scope_is_refused_with_what_to_add_to_the_app(fake, http, linkedin, page_provider):
     fake.granted_scopes = "openid,profile"
-    callback = consent(fake, run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
+    callback = follow_consent(run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
     with pytest.raises(TokenRefused) as refused:
         run(linkedin.exchange_code(http, APP, callback["code"], REDIRECT, None, {}))
     assert "not w_member_social" in refused.value.message and "Share on LinkedIn" in refused.value.message
     fake.granted_scopes = PERSONAL_SCOPES  # enough for a member, not for a page
-    callback = consent(fake, run(page_provider.begin(http, APP, REDIRECT, "s", None, {})))
+    callback = follow_consent(run(page_provider.begin(http, APP, REDIRECT, "s", None, {})))
     with pytest.raises(TokenRefused) as refused:
         run(page_provider.exchange_code(http, APP, callback["code"], REDIRECT, None, {}))
     assert "w_organization_social" in refused.value.message and "Community Management API" in refused.value.message
 
 
 def test_a_refresh_keeps_linkedins_refresh_token_or_takes_a_new_one(fake, http, linkedin):
-    callback = consent(fake, run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
+    callback = follow_consent(run(linkedin.begin(http, APP, REDIRECT, "s", None, {})))
     first = run(linkedin.exchange_code(http, APP, callback["code"], REDIRECT, None, {}))
     again = run(linkedin.refresh_tokens(http, APP, first.refresh_token))
     assert again.access_token != first.access_token and again.refresh_token == first.refresh_token

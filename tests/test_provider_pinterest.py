@@ -4,9 +4,6 @@ and a video with its cover, and how each kind of error answer is classified."""
 from __future__ import annotations
 
 import base64
-import html
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,7 +15,7 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import run, gif_file, jpeg_file, mp4_file, png_file
+from support import run, gif_file, jpeg_file, mp4_file, png_file, follow_consent
 
 REDIRECT = "https://rustiz.example/integrations/social/pinterest"
 provider = provider_for("pinterest")
@@ -54,17 +51,9 @@ def post(html_text: str = "<p>Sourdough, step by step</p>", media: tuple = (), *
                         "2026-12-03T13:00:00Z")
 
 
-def consent(url: str, link: str = "allow") -> dict:
-    """Open the consent page and follow its Allow (or Cancel) link: the callback's query."""
-    with urllib.request.urlopen(url) as page:
-        body = page.read().decode()
-    target = html.unescape(re.search(rf'id="{link}" href="([^"]+)"', body)[1])
-    return {name: values[-1] for name, values in parse_qs(urlsplit(target).query).items()}
-
-
 def connected_tokens(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    callback = consent(url)
+    callback = follow_consent(url)
     return run(provider.exchange_code(http, app, callback["code"], REDIRECT, None, {}))
 
 
@@ -101,12 +90,12 @@ def test_consent_then_the_code_exchange_gives_tokens_with_http_basic(fake, http,
 
 def test_a_cancelled_consent_comes_back_with_access_denied(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    assert consent(url, "deny") == {"error": "access_denied", "state": "state-1"}
+    assert follow_consent(url, "deny") == {"error": "access_denied", "state": "state-1"}
 
 
 def test_a_used_code_is_token_refused(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    code = consent(url)["code"]
+    code = follow_consent(url)["code"]
     run(provider.exchange_code(http, app, code, REDIRECT, None, {}))
     with pytest.raises(TokenRefused) as refused:
         run(provider.exchange_code(http, app, code, REDIRECT, None, {}))

@@ -3,8 +3,6 @@ consent URL, code exchange and refresh with Reddit's refusals, the account, post
 subreddits, comments as thread parts, Reddit's errors (HTTP 200 json.errors, RATELIMIT), the tools."""
 from __future__ import annotations
 
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -15,7 +13,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from rustiz_features.publishers.reddit import PROVIDER, REDDIT_USER_AGENT
-from support import run, png_file
+from support import run, png_file, follow_consent
 
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
 
@@ -59,14 +57,6 @@ def image(tmp_path) -> MediaFile:
     return MediaFile("https://rustiz.example/uploads/chart.png", str(path), "image/png", "image", "A chart", "chart.png")
 
 
-def consent(fake: FakeReddit, url: str, choice: str = "allow") -> dict:
-    """Open the fake's consent page and follow one of its links: the callback's query."""
-    with urllib.request.urlopen(url) as page:
-        text = page.read().decode()
-    link = re.search(rf'id="{choice}" href="([^"]+)"', text)[1].replace("&amp;", "&")
-    return {name: values[-1] for name, values in parse_qs(urlsplit(link).query).items()}
-
-
 def begin(http, app) -> str:
     return run(PROVIDER.begin(http, app, REDIRECT, "state-123", None, {}))
 
@@ -84,7 +74,7 @@ def test_the_consent_url_asks_for_a_permanent_grant_with_the_scopes_and_no_pkce(
 
 
 def test_the_code_exchange_yields_an_hour_long_token_and_a_permanent_refresh_token(fake, http, app):
-    callback = consent(fake, begin(http, app))
+    callback = follow_consent(begin(http, app))
     assert callback["state"] == "state-123"
     tokens = run(PROVIDER.exchange_code(http, app, callback["code"], REDIRECT, None, {}))
     assert tokens.access_token in fake.access_tokens and tokens.refresh_token in fake.refresh_tokens
@@ -96,11 +86,11 @@ def test_the_code_exchange_yields_an_hour_long_token_and_a_permanent_refresh_tok
 
 
 def test_a_declined_consent_comes_back_as_access_denied(fake, http, app):
-    assert consent(fake, begin(http, app), "decline") == {"state": "state-123", "error": "access_denied"}
+    assert follow_consent(begin(http, app), "decline") == {"state": "state-123", "error": "access_denied"}
 
 
 def test_a_used_code_answered_with_http_200_and_invalid_grant_is_a_refusal_not_a_success(fake, http, app):
-    code = consent(fake, begin(http, app))["code"]
+    code = follow_consent(begin(http, app))["code"]
     run(PROVIDER.exchange_code(http, app, code, REDIRECT, None, {}))
     with pytest.raises(TokenRefused) as refused:
         run(PROVIDER.exchange_code(http, app, code, REDIRECT, None, {}))
@@ -108,7 +98,7 @@ def test_a_used_code_answered_with_http_200_and_invalid_grant_is_a_refusal_not_a
 
 
 def test_a_refresh_keeps_the_refresh_token_reddit_repeats_or_none_when_it_sends_none(fake, http, app):
-    tokens = run(PROVIDER.exchange_code(http, app, consent(fake, begin(http, app))["code"], REDIRECT, None, {}))
+    tokens = run(PROVIDER.exchange_code(http, app, follow_consent(begin(http, app))["code"], REDIRECT, None, {}))
     refreshed = run(PROVIDER.refresh_tokens(http, app, tokens.refresh_token))
     assert refreshed.access_token in fake.access_tokens and refreshed.access_token != tokens.access_token
     assert refreshed.refresh_token == tokens.refresh_token and refreshed.expires_in == 3600

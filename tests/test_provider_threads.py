@@ -5,8 +5,6 @@ the media from their URLs, Graph's error codes (190, throttling, permissions), i
 from __future__ import annotations
 
 import json
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,7 +17,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from rustiz_features.publishers.threads import PROVIDER
-from support import FakeOrigin, jpeg_file, mp4_file, png_file, run
+from support import FakeOrigin, follow_consent, jpeg_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/threads"
 CONTAINERS = r"/v1.0/\w+/threads"
@@ -64,13 +62,6 @@ def outgoing(html: str, media: tuple = (), part: int = 0) -> OutgoingPost:
     return OutgoingPost("post-1", html, media, {}, part, f"key-{part}", "2026-12-03T12:00:00Z")
 
 
-def consent(url: str, choice: str = "allow") -> dict:
-    with urllib.request.urlopen(url) as page:
-        text = page.read().decode()
-    link = re.search(rf'id="{choice}" href="([^"]+)"', text)[1].replace("&amp;", "&")
-    return {name: values[-1] for name, values in parse_qs(urlsplit(link).query).items()}
-
-
 def begin(http, app) -> str:
     return run(PROVIDER.begin(http, app, REDIRECT, "state-123", None, {}))
 
@@ -89,7 +80,7 @@ def test_the_authorization_url_asks_for_postiz_s_scopes_comma_separated(fake, ht
 
 
 def test_the_code_becomes_a_long_lived_token_that_is_its_own_refresh_token(fake, http, app):
-    callback = consent(begin(http, app))
+    callback = follow_consent(begin(http, app))
     assert callback["state"] == "state-123"
     tokens = run(PROVIDER.exchange_code(http, app, callback["code"], REDIRECT, None, {}))
     [(short, long_lived)] = fake.exchanges
@@ -106,8 +97,8 @@ def test_the_code_becomes_a_long_lived_token_that_is_its_own_refresh_token(fake,
 
 
 def test_a_declined_consent_and_a_used_code(fake, http, app):
-    assert consent(begin(http, app), "deny")["error"] == "access_denied"
-    code = consent(begin(http, app))["code"]
+    assert follow_consent(begin(http, app), "deny")["error"] == "access_denied"
+    code = follow_consent(begin(http, app))["code"]
     run(PROVIDER.exchange_code(http, app, code, REDIRECT, None, {}))
     with pytest.raises(Rejected) as refused:
         run(PROVIDER.exchange_code(http, app, code, REDIRECT, None, {}))

@@ -4,9 +4,6 @@ refresh (and their refusals), the account and creator info, the scheduling check
 codes are classified."""
 from __future__ import annotations
 
-import html
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,7 +15,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from rustiz_features.publishers.tiktok import chunk_plan, movie_seconds
-from support import iso_box, jpeg_file, mp4_file, png_file, run
+from support import follow_consent, iso_box, jpeg_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/tiktok"
 provider = provider_for("tiktok")
@@ -67,15 +64,8 @@ def post(media: tuple, text: str = "<p>Sourdough, step by step</p>", **settings)
     return OutgoingPost("post-1", text, media, {**SETTINGS, **settings}, 0, "key-1", "2026-12-03T13:00:00Z")
 
 
-def consent(url: str, link: str = "allow") -> dict:
-    with urllib.request.urlopen(url) as page:
-        body = page.read().decode()
-    target = html.unescape(re.search(rf'id="{link}" href="([^"]+)"', body)[1])
-    return {name: values[-1] for name, values in parse_qs(urlsplit(target).query).items()}
-
-
 def connected_tokens(http, app):
-    callback = consent(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))
+    callback = follow_consent(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))
     return run(provider.exchange_code(http, app, callback["code"], REDIRECT, None, {}))
 
 
@@ -119,13 +109,13 @@ def test_a_consent_without_every_scope_is_refused(fake, http, app):
 
 def test_a_cancelled_consent_comes_back_with_access_denied(fake, http, app):
     url = run(provider.begin(http, app, REDIRECT, "state-1", None, {}))
-    assert consent(url, "deny")["error"] == "access_denied"
+    assert follow_consent(url, "deny")["error"] == "access_denied"
 
 
 @pytest.mark.parametrize("status", [400, 200])  # TikTok's refusal shape, whichever status carries it
 def test_a_used_code_is_token_refused(fake, http, app, status):
     fake.token_error_status = status
-    code = consent(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))["code"]
+    code = follow_consent(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))["code"]
     run(provider.exchange_code(http, app, code, REDIRECT, None, {}))
     with pytest.raises(TokenRefused) as refused:
         run(provider.exchange_code(http, app, code, REDIRECT, None, {}))

@@ -4,8 +4,6 @@ upload (chunks, 308 + Range, resuming after a failed chunk or a lost attempt, a 
 comments, quota and upload limits, analytics."""
 from __future__ import annotations
 
-import re
-import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -16,7 +14,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused, pkce_pair
 from rustiz_features.publishers.youtube import PROVIDER, UPLOADS_KEY
-from support import mp4_file, run
+from support import follow_consent, mp4_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/youtube"
 CHUNK = 1024
@@ -67,16 +65,10 @@ def thumbnail(tmp_path) -> MediaFile:
     return MediaFile("https://rustiz.example/uploads/thumb.png", str(path), "image/png", "image", "", "thumb.png")
 
 
-def consent(url: str, choice: str = "allow") -> dict:
-    text = urllib.request.urlopen(url).read().decode()
-    link = re.search(rf'id="{choice}" href="([^"]+)"', text)[1].replace("&amp;", "&")
-    return {name: values[-1] for name, values in parse_qs(urlsplit(link).query).items()}
-
-
 def connect_tokens(fake, http, app):
     verifier, challenge = pkce_pair()
     url = run(PROVIDER.begin(http, app, REDIRECT, "state-9", challenge, {}))
-    return run(PROVIDER.exchange_code(http, app, consent(url)["code"], REDIRECT, verifier, {}))
+    return run(PROVIDER.exchange_code(http, app, follow_consent(url)["code"], REDIRECT, verifier, {}))
 
 
 # --- OAuth ---------------------------------------------------------------------------------------------
