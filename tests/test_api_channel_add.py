@@ -137,14 +137,15 @@ def test_an_unknown_or_missing_provider_names_the_ones_rustiz_connects(server):
     assert refused(server, {"provider": {"a": 1}}).startswith('provider {"a": 1} is not one')
 
 
-@pytest.mark.parametrize("provider", ["instagram", "youtube", "tiktok"])
+@pytest.mark.parametrize("provider", ["gmb", "tiktok-business", "twitch"])
 def test_providers_that_need_a_developer_app_say_oauth_is_not_supported_yet(server, provider):
     assert refused(server, {"provider": provider, "credentials": {}}) == (
         f"{provider} connects through OAuth with a developer app, which rustiz does not support yet; "
         f"providers that connect with credentials: {CONNECTABLE}")
 
 
-@pytest.mark.parametrize("provider", ["x", "linkedin", "linkedin-page", "reddit", "pinterest"])
+@pytest.mark.parametrize("provider", ["x", "linkedin", "linkedin-page", "reddit", "pinterest", "facebook", "instagram",
+                                      "instagram-standalone", "threads", "youtube", "tiktok"])
 def test_oauth_providers_given_credentials_point_to_their_sign_in(server, provider):
     assert refused(server, {"provider": provider, "credentials": {}}) == (
         f"{provider} connects through its own sign-in, not with credentials: GET /public/v1/social/{provider} "
