@@ -696,6 +696,7 @@ _DESCRIPTORS = (
               rules=("Google My Business posts can have text content and optionally one image. Posts can be "
                      "updates, events, or offers.")),
     _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule, oauth=True, publisher="tiktok",
+              label="TikTok",  # in rustiz's messages; Postiz's name stays "Tiktok"
               rules=("TikTok can have one video or one picture or multiple pictures, it cannot be without an "
                      "attachment.")),
     _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule,

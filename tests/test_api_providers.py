@@ -16,9 +16,11 @@ from rustiz_features.text import COUNTING_RULES
 
 CONNECTABLE = {"bluesky", "devto", "discord", "hashnode", "lemmy", "listmonk", "mastodon", "nostr", "slack",
                "telegram", "webhook", "wordpress"}
-OAUTH = {"x", "linkedin", "linkedin-page", "reddit", "pinterest", "mastodon"}
+OAUTH = {"x", "linkedin", "linkedin-page", "reddit", "pinterest", "mastodon", "facebook", "instagram",
+         "instagram-standalone", "threads", "youtube", "tiktok"}
 PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "publishers"
-SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared"}
+SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared", "meta",
+                  "instagram_shared"}
 
 
 def providers(server) -> list:

@@ -150,7 +150,6 @@ def settings_problem(limits: dict, settings: dict, photo: bool, username: str = 
 
 class TikTokProvider(OAuthProvider):
     identifier = "tiktok"
-    label = "TikTok"  # in messages; the descriptor keeps Postiz's name, "Tiktok"
     app_variables = ("TIKTOK_CLIENT_ID", "TIKTOK_CLIENT_SECRET")  # TikTok calls the id the client key
     auth_origin = "https://www.tiktok.com"  # the consent page, and where posts are seen
     api_origin = "https://open.tiktokapis.com"  # the API and its token endpoint
