@@ -63,7 +63,7 @@ class FakeThreads(FakePlatform):
     @property
     def env(self) -> dict:
         return {"RUSTIZ_THREADS_AUTH_URL": self.url, "RUSTIZ_THREADS_API_URL": self.url,
-                "RUSTIZ_THREADS_POLL_INTERVAL": "0.05"}
+                "RUSTIZ_THREADS_POLL_SECONDS": "0.05"}
 
     def credentials(self) -> dict:
         return {"accessToken": self.issue("long"), "userId": self.user_id}

@@ -297,6 +297,12 @@ def webhook_channel(server: RustizServer, receiver, name: str | None = None, pat
     return connected(server, "webhook", {**receiver.credentials(), "url": receiver.url + path}, name)["id"]
 
 
+def expire_token_in(server: RustizServer, channel_id: str, seconds_from_now: float) -> None:
+    """Make the channel's stored token expire `seconds_from_now` (negative: already expired)."""
+    with sqlite3.connect(server.database) as db:
+        db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (iso(seconds_from_now), channel_id))
+
+
 def refresh_needed(server: RustizServer, channel_id: str) -> bool:
     """Whether the channel is flagged for connecting again (Postiz's refreshNeeded)."""
     with sqlite3.connect(server.database) as db:

@@ -12,7 +12,8 @@ import pytest
 
 from fake_instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
 from support import (
-    API, api, connect_oauth, get_post, iso, jpeg_file, mp4_file, refresh_needed, scheduled, settled, trigger, uploaded,
+    API, api, connect_oauth, expire_token_in, get_post, iso, jpeg_file, mp4_file, refresh_needed, scheduled, settled,
+    trigger, uploaded,
     waiting_for_reconnect,
 )
 
@@ -55,12 +56,6 @@ def reel_with_comment(server, channel_id: str, provider: str, seconds: float = 3
     post_id = scheduled(server, channel_id, "<p>Engines at work #rustiz</p>", "<p>Sound on!</p>", images=[video],
                         settings=POST, provider=provider, type="schedule", date=iso(seconds))
     return post_id, video["path"], time.monotonic() + seconds - 0.5
-
-
-def token_expiration(server, channel_id: str, seconds_from_now: float) -> None:
-    moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + seconds_from_now))
-    with sqlite3.connect(server.database) as db:
-        db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
 
 
 def stored_token(server, channel_id: str) -> tuple:
@@ -165,7 +160,7 @@ def test_standalone_connects_and_posts_a_scheduled_reel_with_a_first_comment(ser
 def test_standalone_refreshes_its_token_30_days_ahead(server, fake):
     channel_id = standalone_channel(server)
     before = stored_token(server, channel_id)[1]
-    token_expiration(server, channel_id, 10 * 86400)  # lapses in 10 days: due (30 days ahead)
+    expire_token_in(server, channel_id, 10 * 86400)  # lapses in 10 days: due (30 days ahead)
     post = settled(server, scheduled(server, channel_id, "<p>Fresh</p>", images=[uploaded(server, jpeg_file(), "a.jpg")],
                                      settings=POST, provider="instagram-standalone"))
     assert post["state"] == "PUBLISHED", post

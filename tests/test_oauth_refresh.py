@@ -10,7 +10,9 @@ import time
 import pytest
 
 from fake_reddit import FakeReddit
-from support import API, api, connect_oauth, notifications, refresh_needed, scheduled, settled, waiting_for_reconnect
+from support import (
+    API, api, connect_oauth, expire_token_in, notifications, refresh_needed, scheduled, settled, waiting_for_reconnect,
+)
 
 SETTINGS = {"__type": "reddit", "subreddit": [{"value": {"subreddit": "python", "title": "Hello", "type": "self",
                                                          "url": "", "is_flair_required": False}}]}
@@ -43,12 +45,6 @@ def refresh_grants(reddit: FakeReddit) -> int:
                if b"grant_type=refresh_token" in request.body)
 
 
-def expire_in_db(server, channel_id: str, seconds_from_now: float) -> None:
-    moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + seconds_from_now))
-    with sqlite3.connect(server.database) as db:
-        db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
-
-
 def publish(server, channel_id: str, text: str = "<p>Hello Reddit</p>") -> dict:
     return settled(server, scheduled(server, channel_id, text, settings=SETTINGS))
 
@@ -65,7 +61,7 @@ def test_the_connect_stores_the_tokens_and_their_expiry(server, reddit):
 
 def test_a_token_about_to_expire_is_refreshed_before_publishing(server, reddit):
     channel_id = connect_reddit(server)
-    expire_in_db(server, channel_id, 60)
+    expire_token_in(server, channel_id, 60)
     assert publish(server, channel_id)["state"] == "PUBLISHED"
     assert refresh_grants(reddit) == 1
 
@@ -81,7 +77,7 @@ def test_a_401_is_cured_by_a_refresh_and_the_call_is_made_once_more(server, redd
 def test_a_refresh_without_a_new_refresh_token_keeps_the_old_one(server, reddit):
     channel_id = connect_reddit(server)
     reddit.refresh_answer_has_refresh_token = False
-    expire_in_db(server, channel_id, 60)
+    expire_token_in(server, channel_id, 60)
     assert publish(server, channel_id)["state"] == "PUBLISHED"
     with sqlite3.connect(server.database) as db:
         [refresh_token] = db.execute("SELECT refresh_token FROM integration WHERE id = ?", (channel_id,)).fetchone()
@@ -105,7 +101,7 @@ def test_a_dead_grant_flags_the_channel_once_its_posts_wait_and_a_reconnect_rele
 
 def test_a_5xx_while_refreshing_leaves_the_channel_connected_and_the_post_goes_out_later(server, reddit):
     channel_id = connect_reddit(server)
-    expire_in_db(server, channel_id, -10)
+    expire_token_in(server, channel_id, -10)
     reddit.fail_next("POST", "/api/v1/access_token", 503, {"message": "Service Unavailable", "error": 503})
     post = publish(server, channel_id)
     assert post["state"] == "PUBLISHED", post
@@ -114,7 +110,7 @@ def test_a_5xx_while_refreshing_leaves_the_channel_connected_and_the_post_goes_o
 
 def test_a_network_error_while_refreshing_is_retried_too(server, reddit):
     channel_id = connect_reddit(server)
-    expire_in_db(server, channel_id, -10)
+    expire_token_in(server, channel_id, -10)
     reddit.drop_next("POST", "/api/v1/access_token")
     assert publish(server, channel_id)["state"] == "PUBLISHED"
     assert not refresh_needed(server, channel_id)
@@ -142,7 +138,7 @@ def test_refresh_needed_is_true_once_a_token_without_a_refresh_token_has_expired
     channel_id = connect_reddit(server)
     with sqlite3.connect(server.database) as db:
         db.execute("UPDATE integration SET refresh_token = NULL WHERE id = ?", (channel_id,))
-    expire_in_db(server, channel_id, 3600)
+    expire_token_in(server, channel_id, 3600)
     assert api(server, "GET", f"{API}/integrations/{channel_id}")[1]["refreshNeeded"] is False
-    expire_in_db(server, channel_id, -1)
+    expire_token_in(server, channel_id, -1)
     assert api(server, "GET", f"{API}/integrations/{channel_id}")[1]["refreshNeeded"] is True

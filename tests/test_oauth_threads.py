@@ -11,8 +11,10 @@ import time
 import pytest
 
 from fake_threads import THROTTLED, FakeThreads
-from support import API, api, connect_oauth, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, \
-    settled, uploaded, wait_for, waiting_for_reconnect
+from support import (
+    API, api, connect_oauth, expire_token_in, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, settled,
+    uploaded, wait_for, waiting_for_reconnect,
+)
 
 CONTAINERS = r"/v1.0/\w+/threads"
 
@@ -35,12 +37,6 @@ def stored_tokens(server, channel_id: str) -> tuple:
         token, refresh_token, expiry = db.execute("SELECT token, refresh_token, token_expiration FROM integration "
                                                   "WHERE id = ?", (channel_id,)).fetchone()
     return json.loads(token), refresh_token, expiry
-
-
-def expire_in_db(server, channel_id: str, seconds_from_now: float) -> None:
-    moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + seconds_from_now))
-    with sqlite3.connect(server.database) as db:
-        db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
 
 
 def test_connecting_exchanges_the_code_for_a_long_lived_token(server, threads):
@@ -86,7 +82,7 @@ def test_a_video_threads_cannot_process_fails_the_post_in_threads_words(server, 
 
 def test_a_token_due_for_renewal_is_refreshed_with_th_refresh_token(server, threads):
     channel_id = connect_oauth(server, "threads")["channel"]
-    expire_in_db(server, channel_id, 20 * 86400)  # a month ahead of expiry is due
+    expire_token_in(server, channel_id, 20 * 86400)  # a month ahead of expiry is due
     assert settled(server, scheduled(server, channel_id, "<p>Fresh</p>"))["state"] == "PUBLISHED"
     [(old, new)] = threads.refreshes
     credentials, refresh_token, expiry = stored_tokens(server, channel_id)
@@ -98,7 +94,7 @@ def test_a_token_due_for_renewal_is_refreshed_with_th_refresh_token(server, thre
 
 def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(server, threads):
     channel_id = connect_oauth(server, "threads")["channel"]
-    expire_in_db(server, channel_id, 20 * 86400)
+    expire_token_in(server, channel_id, 20 * 86400)
     server.stop()  # the sweep runs when the scheduler starts, then hourly
     server.start()
     wait_for(lambda: stored_tokens(server, channel_id), lambda stored: stored[2] > iso(50 * 86400))
@@ -109,7 +105,7 @@ def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(s
 
 def test_a_token_the_sweep_finds_revoked_flags_the_channel_once(server, threads):
     channel_id = connect_oauth(server, "threads")["channel"]
-    expire_in_db(server, channel_id, 20 * 86400)
+    expire_token_in(server, channel_id, 20 * 86400)
     threads.tokens.clear()  # revoked on Threads: the refresh answers code 190
     server.stop()
     server.start()

@@ -11,8 +11,8 @@ import pytest
 
 from fake_youtube import FakeYouTube
 from support import (
-    API, api, channel_session, connect_oauth, get_post, iso, mp4_file, parts_of, png_file, refresh_needed, scheduled,
-    settled, uploaded, wait_for,
+    API, api, channel_session, connect_oauth, expire_token_in, get_post, iso, mp4_file, parts_of, png_file, refresh_needed,
+    scheduled, settled, uploaded, wait_for,
 )
 
 CHUNK = 1024
@@ -38,12 +38,6 @@ def tokens_of(server, channel_id: str) -> tuple:
     with sqlite3.connect(server.database) as db:
         return db.execute("SELECT token, refresh_token, token_expiration FROM integration WHERE id = ?",
                           (channel_id,)).fetchone()
-
-
-def expire_in_db(server, channel_id: str, seconds_from_now: float) -> None:
-    moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + seconds_from_now))
-    with sqlite3.connect(server.database) as db:
-        db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
 
 
 def refresh_grants(youtube: FakeYouTube) -> int:
@@ -118,7 +112,7 @@ def test_the_daily_quota_keeps_the_post_waiting_until_it_is_reset_not_the_channe
 
 def test_a_token_about_to_expire_is_refreshed_before_uploading(server, youtube):
     channel_id = connect_oauth(server, "youtube")["channel"]
-    expire_in_db(server, channel_id, 60)
+    expire_token_in(server, channel_id, 60)
     assert settled(server, video_post(server, channel_id))["state"] == "PUBLISHED"
     assert refresh_grants(youtube) == 1
     assert tokens_of(server, channel_id)[1] in youtube.refresh_tokens  # Google sent none: the stored one stays

@@ -205,7 +205,7 @@ def test_processing_is_waited_for_a_bounded_number_of_checks(fake, channel, orig
 
 def test_processing_is_waited_for_a_bounded_time(fake, channel, monkeypatch):
     monkeypatch.setattr(threads_module, "THREADS_WAIT_SECONDS", 0.2)
-    monkeypatch.setenv("RUSTIZ_THREADS_POLL_INTERVAL", "0.08")
+    monkeypatch.setenv("RUSTIZ_THREADS_POLL_SECONDS", "0.08")
     fake.processing_polls = 1000
     with pytest.raises(Retryable, match="still processing"):
         run(PROVIDER.publish(channel, outgoing("<p>Slow</p>"), None))

@@ -117,6 +117,16 @@ class Channel:
         self.throttled_for = max(self.throttled_for, seconds)
 
 
+def tuned(variable: str, default: float, least: float = 0.0) -> float:
+    """A wait or a size the environment may change (tests shorten polls and chunks: RUSTIZ_THREADS_POLL_SECONDS,
+    RUSTIZ_YOUTUBE_CHUNK_BYTES...): `default` when unset or not a number, never below `least`."""
+    import os
+    try:
+        return max(least, float(os.environ.get(variable) or default))
+    except ValueError:
+        return default
+
+
 def error_fields(answer: Any, first: str, *more: str) -> Optional[str]:
     """"<first>: <more>..." from a JSON error object whose `first` field is a non-empty string (one
     platform's error shape); None for any other answer (a proxy's page, some other server's JSON)."""

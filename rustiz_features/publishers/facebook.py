@@ -20,7 +20,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpReply, Timeouts, encode_multipart, platform_url
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable,
+    Retryable, tuned,
 )
 from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, regain_seconds
 
@@ -69,11 +69,6 @@ def number(value: Any) -> Optional[int]:
     return None
 
 
-def seconds_from(variable: str, default: float) -> float:
-    try:
-        return max(0.0, float(os.environ.get(variable, default)))
-    except ValueError:
-        return default
 
 
 class FacebookProvider(MetaGraphProvider):
@@ -84,8 +79,8 @@ class FacebookProvider(MetaGraphProvider):
     required_permissions = ("pages_show_list", "pages_manage_posts", "pages_read_engagement")
     concurrency = 8
     simple_video_bytes = 16 * 1024 * 1024  # above this, the resumable upload, in Facebook's chunks
-    video_wait_seconds = seconds_from("RUSTIZ_FACEBOOK_VIDEO_WAIT", 300.0)  # a story video's processing, at most
-    poll_interval = seconds_from("RUSTIZ_FACEBOOK_POLL_SECONDS", 2.0)
+    video_wait_seconds = tuned("RUSTIZ_FACEBOOK_VIDEO_WAIT", 300.0)  # a story video's processing, at most
+    poll_interval = tuned("RUSTIZ_FACEBOOK_POLL_SECONDS", 2.0)
     operator_guide = (
         "Create an app of type Business at developers.facebook.com/apps and add the \"Facebook Login for "
         "Business\" product; register the valid OAuth redirect URI {FRONTEND_URL}/integrations/social/facebook "

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from typing import Optional
 
 from ..http_client import HttpReply, Timeouts
 from .base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
-    analytics_figures,
+    analytics_figures, tuned,
 )
 from .meta import MetaGraphProvider, graph_error
 
@@ -40,12 +39,6 @@ ACCOUNT_METRICS = {"reach": "Reach", "views": "Views", "likes": "Likes", "commen
                    "saves": "Saves"}
 
 
-def poll_seconds() -> float:
-    """The pause between two status reads of a container (RUSTIZ_INSTAGRAM_POLL_SECONDS: tests make it short)."""
-    try:
-        return max(0.01, float(os.environ.get("RUSTIZ_INSTAGRAM_POLL_SECONDS", "3")))
-    except ValueError:
-        return 3.0
 
 
 def handle(label: str) -> str:
@@ -185,7 +178,7 @@ class InstagramPublishing(MetaGraphProvider):
         return container
 
     async def _wait_until_processed(self, channel: Channel, token: str, container: str, item: str) -> None:
-        deadline, pause = time.monotonic() + INSTAGRAM_WAIT_SECONDS, poll_seconds()
+        deadline, pause = time.monotonic() + INSTAGRAM_WAIT_SECONDS, tuned("RUSTIZ_INSTAGRAM_POLL_SECONDS", 3.0, 0.01)
         for _ in range(INSTAGRAM_MOST_POLLS):
             answer = await self.graph_call(channel, "GET", container, token, f"the processing of {item}",
                                            query={"fields": "status_code,status"})

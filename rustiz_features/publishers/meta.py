@@ -43,6 +43,14 @@ def graph_error(answer: Any) -> Optional[dict]:
     return error if type(error.get("code")) is int else None
 
 
+def graph_words(error: dict) -> str:
+    """Graph's own words for an error object: its message, code and subcode, and the text meant for users."""
+    codes = ", ".join(f"{name} {error[key]}" for name, key in (("code", "code"), ("subcode", "error_subcode"))
+                      if type(error.get(key)) is int)
+    friendly = error.get("error_user_msg") if isinstance(error.get("error_user_msg"), str) else ""
+    return error["message"].strip() + (f" ({codes})" if codes else "") + (f": {friendly.strip()}" if friendly.strip() else "")
+
+
 def regain_seconds(reply: HttpReply) -> Optional[float]:
     """How long Meta says a throttled app or page waits: estimated_time_to_regain_access (minutes) of the
     X-Business-Use-Case-Usage header, the longest of its entries."""
@@ -176,11 +184,7 @@ class MetaGraphProvider(OAuthProvider):
 
     def error_words(self, reply: HttpReply) -> Optional[str]:
         error = graph_error(reply.json())
-        if error is None:
-            return super().error_words(reply)
-        code = f"code {error['code']}" + (f", subcode {error['error_subcode']}" if error.get("error_subcode") else "")
-        friendly = error.get("error_user_msg") if isinstance(error.get("error_user_msg"), str) else ""
-        return f"{error['message'].strip()} ({code})" + (f": {friendly.strip()}" if friendly.strip() else "")
+        return super().error_words(reply) if error is None else graph_words(error)
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
         error = graph_error(reply.json()) if reply.status >= 400 else None

@@ -12,7 +12,6 @@ code, not the HTTP status, says what happened (190: the token is dead; 4/17/32/6
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
@@ -21,16 +20,13 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, analytics_figures, retry_after_seconds,
+    Retryable, analytics_figures, retry_after_seconds, tuned,
 )
+from .meta import DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_words
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
 
 GRAPH_VERSION = "/v1.0"
 LONG_LIVED_SECONDS = 60 * 86400  # a long-lived token's life, when an answer does not say
-TOKEN_DEAD = (190, 102)  # invalid/expired/revoked token; session expired
-THROTTLED = (4, 17, 32, 613)  # app, user, page and call-rate limits
-TRANSIENT = (1, 2)  # "unknown error" / "service temporarily unavailable": Meta says to retry
-PERMISSION = (10,)  # and 200-299: a permission the user did not grant
 CAROUSEL_LIMIT = 20
 ALT_TEXT_LIMIT = 1000
 IMAGE_TYPES = ("image/jpeg", "image/png")  # what Threads takes (its media specifications)
@@ -38,7 +34,7 @@ VIDEO_TYPES = ("video/mp4", "video/quicktime")
 # Container processing: Threads fetches and transcodes the media; Meta suggests giving it up to 5 minutes.
 THREADS_WAIT_SECONDS = 300.0
 THREADS_MAX_POLLS = 60
-THREADS_POLL_INTERVAL = 5.0  # RUSTIZ_THREADS_POLL_INTERVAL overrides it (tests)
+THREADS_POLL_SECONDS = 5.0  # RUSTIZ_THREADS_POLL_SECONDS overrides it (tests)
 FIRST_INSIGHTS_DAY = 1712991600  # user insights' since/until do not go before 2024-04-13
 USER_METRICS = {"views": "Views", "likes": "Likes", "replies": "Replies", "reposts": "Reposts",
                 "quotes": "Quotes", "followers_count": "Followers"}
@@ -46,23 +42,10 @@ POST_METRICS = {"views": "Views", "likes": "Likes", "replies": "Replies", "repos
                 "quotes": "Quotes"}
 
 
-def graph_error(answer: Any) -> Optional[dict]:
-    """The error object of Graph's error shape, or None for any other answer."""
-    error = answer.get("error") if isinstance(answer, dict) else None
-    if not isinstance(error, dict) or not isinstance(error.get("message"), str) or not error["message"].strip():
-        return None
-    return error
-
-
 def _number(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def poll_interval() -> float:
-    try:
-        return max(0.01, float(os.environ.get("RUSTIZ_THREADS_POLL_INTERVAL", THREADS_POLL_INTERVAL)))
-    except ValueError:
-        return THREADS_POLL_INTERVAL
 
 
 def insight_series(data: Any, labels: dict) -> list:
@@ -165,29 +148,21 @@ class ThreadsProvider(OAuthProvider):
 
     def error_words(self, reply: HttpReply) -> Optional[str]:
         error = graph_error(reply.json())
-        if error is None:
-            return None
-        words = error["message"].strip()
-        if isinstance(error.get("error_user_msg"), str) and error["error_user_msg"].strip():
-            words += ": " + error["error_user_msg"].strip()
-        codes = [f"{name} {error[key]}" for name, key in (("code", "code"), ("subcode", "error_subcode"))
-                 if _number(error.get(key)) is not None]
-        return words + (f" ({', '.join(codes)})" if codes else "")
+        return None if error is None else graph_words(error)
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
         """Graph's code decides, whatever the HTTP status (a throttled call answers 400 or 403)."""
         error = graph_error(reply.json()) if reply.status >= 400 else None
-        code = _number(error.get("code")) if error else None
-        if error is None or code is None or reply.status >= 500:
+        if error is None or reply.status >= 500:
             return super().check_reply(reply, visible, what)
-        message, body = self.platform_words(reply), self.error_excerpt(reply)
+        code, message, body = error["code"], self.platform_words(reply), self.error_excerpt(reply)
         if not visible:
             message += f" (on {what})"
-        if code in TOKEN_DEAD:  # the token is its own refresh token: only a new consent helps
+        if code in DEAD_TOKEN_CODES:  # the token is its own refresh token: only a new consent helps
             raise TokenRefused(message, reply.status, body)
-        if code in THROTTLED or code in TRANSIENT or error.get("is_transient") is True:
+        if code in THROTTLED_CODES or code in PASSING_CODES or error.get("is_transient") is True:
             raise Retryable(message, reply.status, body, after=retry_after_seconds(reply))
-        if code in PERMISSION or 200 <= code <= 299:
+        if code in PERMISSION_CODES:  # a permission the user did not grant: a new consent may grant it
             raise NeedsReconnect(message, reply.status, body)
         raise Rejected(message, reply.status, body)
 
@@ -319,7 +294,7 @@ class ThreadsProvider(OAuthProvider):
 
     async def _wait_until_finished(self, channel: Channel, container: str, item: str) -> None:
         """Poll the container (IN_PROGRESS, then FINISHED, ERROR or EXPIRED) a bounded number of times."""
-        deadline, pause = time.monotonic() + THREADS_WAIT_SECONDS, poll_interval()
+        deadline, pause = time.monotonic() + THREADS_WAIT_SECONDS, tuned("RUSTIZ_THREADS_POLL_SECONDS", THREADS_POLL_SECONDS, 0.01)
         for _ in range(THREADS_MAX_POLLS):
             answer = await self._get(channel, quote(container, safe=""), f"the processing of {item}",
                                      fields="status,error_message")

@@ -22,8 +22,8 @@ from urllib.parse import quote, urlencode
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts
 from .base import (
-    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
-    analytics_figures, error_fields, retry_after_seconds,
+    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
+    error_fields, retry_after_seconds, tuned,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -375,7 +375,7 @@ class TikTokProvider(OAuthProvider):
     async def _send_video(self, channel: Channel, post: OutgoingPost) -> str:
         video = post.media[0]
         size = os.path.getsize(video.path)
-        chunk_size, count = chunk_plan(size, int(os.environ.get("RUSTIZ_TIKTOK_CHUNK_BYTES") or self.chunk_bytes))
+        chunk_size, count = chunk_plan(size, int(tuned("RUSTIZ_TIKTOK_CHUNK_BYTES", self.chunk_bytes, 1)))
         direct = post.settings.get("content_posting_method", "DIRECT_POST") == "DIRECT_POST"
         body: dict = {"source_info": {"source": "FILE_UPLOAD", "video_size": size, "chunk_size": chunk_size,
                                       "total_chunk_count": count}}
@@ -425,13 +425,10 @@ class TikTokProvider(OAuthProvider):
         data["public_id"] = str(ids[0]) if isinstance(ids, list) and ids and ids[0] not in (None, "") else None
         return data
 
-    def poll_seconds(self) -> float:
-        return float(os.environ.get("RUSTIZ_TIKTOK_POLL_SECONDS") or POLL_SECONDS)
-
     async def _outcome(self, channel: Channel, publish_id: str, username: str) -> Release:
         """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD, for a bounded count and time."""
         profile = f"{self.auth_base()}/@{quote(username)}" if username else self.auth_base()
-        deadline, pause = time.monotonic() + POLL_LIMIT_SECONDS, self.poll_seconds()
+        deadline, pause = time.monotonic() + POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01)
         for _ in range(MAX_POLLS):
             try:
                 data = await self._status(channel, publish_id)

@@ -19,8 +19,8 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts, platform_url
 from ..text import html_to_text
 from .base import (
-    Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release,
-    Retryable, analytics_figures, retry_after_seconds,
+    Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
+    retry_after_seconds, tuned,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer, variable_prefix
 
@@ -364,15 +364,10 @@ class YouTubeProvider(OAuthProvider):
     async def _chunk(self, channel: Channel, uri: str, video: MediaFile, offset: int, size: int) -> HttpReply:
         with open(video.path, "rb") as file:
             file.seek(offset)
-            data = file.read(self.chunk_bytes())
+            data = file.read(int(tuned("RUSTIZ_YOUTUBE_CHUNK_BYTES", DEFAULT_CHUNK_BYTES, 1)))
         return await self.send(channel, "PUT", uri, what=CHUNK_WHAT, body=data, timeouts=Timeouts(read=120, total=900),
                                headers={**bearer(channel), "Content-Type": video.content_type,
                                         "Content-Range": f"bytes {offset}-{offset + len(data) - 1}/{size}"})
-
-    @staticmethod
-    def chunk_bytes() -> int:
-        value = os.environ.get("RUSTIZ_YOUTUBE_CHUNK_BYTES", "")
-        return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_CHUNK_BYTES
 
     async def _thumbnail(self, channel: Channel, video_id: str, data: bytes, content_type: str) -> None:
         await self.send(channel, "POST", f"{self.api_base()}/upload/youtube/v3/thumbnails/set?uploadType=media&videoId="
