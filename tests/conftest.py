@@ -207,6 +207,20 @@ def receiver():
     fake.close()
 
 
+def fake_fixture(make_fake: Callable, **env: str) -> Callable:
+    """A `fake` fixture for a provider's direct tests: a fresh fake from make_fake(), its `env` (the
+    RUSTIZ_<ID>_*_URL overrides that point the provider at it) and `env` set for the test, closed after it.
+    Assign it at module level: `fake = fake_fixture(FakeThreads)`."""
+    @pytest.fixture(name="fake")
+    def fixture(monkeypatch):
+        platform = make_fake()
+        for name, value in {**platform.env, **env}.items():
+            monkeypatch.setenv(name, value)
+        yield platform
+        platform.close()
+    return fixture
+
+
 def provider_fixtures(provider: str, make_fake: Callable, *, names: tuple = ("fake", "server", "channel"),
                       env: dict | None = None) -> tuple:
     """The three fixtures of a provider's tests, under the `names` its test module uses: a fresh fake from

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_facebook import FakeFacebook, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
@@ -21,13 +22,7 @@ ADA, PAGE_ONE, PAGE_TWO = "10158000000000001", "101000000000001", "1020000000000
 provider = provider_for("facebook")
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    platform = FakeFacebook()
-    for name, value in platform.env.items():
-        monkeypatch.setenv(name, value)
-    yield platform
-    platform.close()
+fake = fake_fixture(FakeFacebook)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_instagram import DEAD_TOKEN, FB_SCOPES, IG_STANDALONE, PAGES, THROTTLED, FakeInstagram, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import instagram_shared
@@ -25,13 +26,7 @@ standalone = provider_for("instagram-standalone")
 IG_ACCOUNT = PAGES[0]["ig"]["id"]
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    platform = FakeInstagram()
-    for name, value in platform.env.items():
-        monkeypatch.setenv(name, value)
-    yield platform
-    platform.close()
+fake = fake_fixture(FakeInstagram)
 
 
 @pytest.fixture

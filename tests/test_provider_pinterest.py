@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_pinterest import FakePinterest
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import pinterest as pinterest_module
@@ -21,13 +22,7 @@ REDIRECT = "https://rustiz.example/integrations/social/pinterest"
 provider = provider_for("pinterest")
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    platform = FakePinterest()
-    for name, value in platform.env.items():
-        monkeypatch.setenv(name, value)
-    yield platform
-    platform.close()
+fake = fake_fixture(FakePinterest)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_reddit import FakeReddit
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
@@ -18,13 +19,7 @@ from support import run, png_file, follow_consent
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    reddit = FakeReddit()
-    for name, value in reddit.env.items():
-        monkeypatch.setenv(name, value)
-    yield reddit
-    reddit.close()
+fake = fake_fixture(FakeReddit)
 
 
 @pytest.fixture

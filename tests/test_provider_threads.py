@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_threads import EXPIRED_TOKEN, THROTTLED, FakeThreads, graph_error
 from rustiz_features.http_client import HttpReply
 from rustiz_features.publishers import threads as threads_module
@@ -23,13 +24,7 @@ REDIRECT = "https://rustiz.example/integrations/social/threads"
 CONTAINERS = r"/v1.0/\w+/threads"
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    threads = FakeThreads()
-    for name, value in threads.env.items():
-        monkeypatch.setenv(name, value)
-    yield threads
-    threads.close()
+fake = fake_fixture(FakeThreads)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_tiktok import FakeTikTok, api_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
@@ -24,16 +25,13 @@ SETTINGS = {"privacy_level": "FOLLOWER_OF_CREATOR", "duet": True, "stitch": Fals
             "content_posting_method": "DIRECT_POST"}
 
 
-@pytest.fixture
-def fake(monkeypatch):
+def small_chunked_tiktok() -> FakeTikTok:
     platform = FakeTikTok()
-    platform.min_chunk = 1000  # the fake's chunk rules at small sizes, as the provider's override
-    for name, value in platform.env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("RUSTIZ_TIKTOK_CHUNK_BYTES", "1000")
-    monkeypatch.setenv("RUSTIZ_TIKTOK_POLL_SECONDS", "0.01")
-    yield platform
-    platform.close()
+    platform.min_chunk = 1000  # the fake's chunk rules at small sizes, as RUSTIZ_TIKTOK_CHUNK_BYTES below
+    return platform
+
+
+fake = fake_fixture(small_chunked_tiktok, RUSTIZ_TIKTOK_CHUNK_BYTES="1000", RUSTIZ_TIKTOK_POLL_SECONDS="0.01")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import fake_fixture
 from fake_youtube import GRANTED, SCOPE, THUMBNAIL_PNG, FakeYouTube
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutgoingPost, Rejected, Release, Retryable,
@@ -20,15 +21,13 @@ REDIRECT = "https://rustiz.example/integrations/social/youtube"
 CHUNK = 1024
 
 
-@pytest.fixture
-def fake(monkeypatch):
+def small_chunked_youtube() -> FakeYouTube:
     youtube = FakeYouTube()
-    youtube.granularity = CHUNK
-    for name, value in youtube.env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("RUSTIZ_YOUTUBE_CHUNK_BYTES", str(CHUNK))
-    yield youtube
-    youtube.close()
+    youtube.granularity = CHUNK  # chunks in multiples of CHUNK bytes, as RUSTIZ_YOUTUBE_CHUNK_BYTES below
+    return youtube
+
+
+fake = fake_fixture(small_chunked_youtube, RUSTIZ_YOUTUBE_CHUNK_BYTES=str(CHUNK))
 
 
 @pytest.fixture
