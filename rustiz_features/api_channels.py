@@ -64,10 +64,12 @@ class ChannelsApi:
         spec = PROVIDERS.get(channel["provider_identifier"])
         if spec is None:  # a provider this rustiz does not know (a newer Postiz's, say): Postiz's empty answer
             return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
+        platform = provider_for(spec.identifier)
+        settings = platform.channel_settings(spec.settings, channel["limits"]) if platform else spec.settings
         return json_response({"output": {
             "rules": spec.rules,
             "maxLength": provider_max_length(spec.identifier, channel["additional_settings"], channel["limits"]),
-            "settings": spec.settings, "tools": spec.tools}})
+            "settings": settings, "tools": spec.tools}})
 
     async def integration_trigger(self, request: Request, organization_id: str) -> Response:
         channel = self._channel(request, organization_id)

@@ -66,6 +66,16 @@ def test_connect_keeps_the_account_and_the_creator_options_as_limits(server, tik
     assert status == 200 and channel["name"] == "Ada"
 
 
+def test_the_settings_form_offers_only_the_creator_s_privacy_levels_and_says_which_switches_are_off(server, tiktok):
+    channel_id = connected(server)
+    status, answer = api(server, "GET", f"{API}/integration-settings/{channel_id}")
+    assert status == 200, answer
+    properties = answer["output"]["settings"]["properties"]
+    assert properties["privacy_level"]["enum"] == ["MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY"]
+    assert properties["stitch"]["description"].startswith("Turned off by the creator on TikTok")
+    assert "description" not in properties["duet"]
+
+
 def test_a_scheduled_video_reaches_tiktok_at_its_time_in_ordered_chunks(server, tiktok):
     channel_id = connected(server)
     media = video(server)

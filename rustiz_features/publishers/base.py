@@ -233,6 +233,11 @@ class Provider:
                 f"{frontend_url or 'FRONTEND_URL'} is {why}, which {self.label} cannot reach: set FRONTEND_URL (in "
                 "config.env) to this server's public https address, the one its reverse proxy serves, and restart")
 
+    def channel_settings(self, schema: Any, limits: dict) -> Any:
+        """The settings' JSON Schema as this channel's account allows it (GET /integration-settings/:id): the
+        descriptor's, narrowed by what connect() learned into the channel's `limits`."""
+        return schema
+
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """Why the platform would refuse this post, checked before it is accepted (None when it fits).
 

@@ -130,6 +130,23 @@ def creator_limits(data: dict) -> dict:
     return limits
 
 
+def offered_settings(schema: Any, limits: dict) -> Any:
+    """The settings' schema with only the privacy levels the creator offers, and the switches the creator
+    turned off said so (the web app's settings form shows both)."""
+    offered = limits.get("privacyLevelOptions")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not isinstance(offered, list) or not offered:
+        return schema
+    properties = {name: dict(spec) if isinstance(spec, dict) else spec for name, spec in properties.items()}
+    privacy = properties.get("privacy_level")
+    if isinstance(privacy, dict) and isinstance(privacy.get("enum"), list):
+        privacy["enum"] = [level for level in privacy["enum"] if level in offered] or privacy["enum"]
+    for setting, disabled in (("comment", "commentDisabled"), ("duet", "duetDisabled"), ("stitch", "stitchDisabled")):
+        if limits.get(disabled) and isinstance(properties.get(setting), dict):
+            properties[setting]["description"] = f"Turned off by the creator on TikTok: leave {setting} off"
+    return {**schema, "properties": properties}
+
+
 def settings_problem(limits: dict, settings: dict, photo: bool, username: str = "") -> Optional[str]:
     """What the creator may not post with these settings (Direct Post only: a draft's are set in the app)."""
     if settings.get("content_posting_method", "DIRECT_POST") != "DIRECT_POST" or not limits:
@@ -308,6 +325,9 @@ class TikTokProvider(OAuthProvider):
         media = values[0].get("image") if values and isinstance(values[0], dict) else None
         return bool(media) and not any(extension(item.get("path") if isinstance(item, dict) else "")
                                        in VIDEO_EXTENSIONS for item in media)
+
+    def channel_settings(self, schema: Any, limits: dict) -> Any:
+        return offered_settings(schema, limits)
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         photo = self.pulls_media(values, settings)
