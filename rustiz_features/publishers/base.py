@@ -2,7 +2,8 @@
 
 A provider connects a channel (checks the pasted credentials with the platform and reads the account)
 and publishes one post or thread part at a time. It never sleeps or retries: it raises one of the
-PublishErrors (Retryable, NeedsReconnect, Rejected, OutcomeUnknown) and the scheduler decides.
+PublishErrors (Retryable, NeedsReconnect, Rejected, OutcomeUnknown) and the scheduler decides. The one wait
+it does is for the platform's processing of what it sent (wait_for_processing), bounded.
 Platform base URLs come from the channel's credentials for self-hosted platforms, else from
 platform_url() (tests point those at fakes).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 from rustiz import parse_iso_instant
 from ..catalogue import DESCRIPTORS, ChannelAccount, ProviderDescriptor, post_length
@@ -115,6 +116,28 @@ class Channel:
 
     def throttle(self, seconds: float) -> None:
         self.throttled_for = max(self.throttled_for, seconds)
+
+
+async def wait_for_processing(check: Callable[[], Awaitable[Any]], seconds: float, pause: float,
+                              still_processing: Callable[[], PublishError], most: Optional[int] = None,
+                              longest_pause: Optional[float] = None) -> Any:
+    """`check()` again and again until it returns something other than None (which is returned), `pause`
+    seconds apart (doubling up to `longest_pause` when given), for at most `seconds` and `most` checks; then
+    raises still_processing(). `check` raises for what the platform says failed."""
+    import asyncio
+    deadline = time.monotonic() + seconds
+    checks = 0
+    while most is None or checks < most:
+        checks += 1
+        outcome = await check()
+        if outcome is not None:
+            return outcome
+        if time.monotonic() + pause > deadline:
+            break
+        await asyncio.sleep(pause)
+        if longest_pause is not None:
+            pause = min(pause * 2, longest_pause)
+    raise still_processing()
 
 
 def tuned(variable: str, default: float, least: float = 0.0) -> float:

@@ -10,7 +10,6 @@ publishes one twice.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from typing import Any, Optional
@@ -20,7 +19,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpReply, Timeouts, encode_multipart, platform_url
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, tuned,
+    Retryable, tuned, wait_for_processing,
 )
 from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, regain_seconds
 
@@ -369,18 +368,17 @@ class FacebookProvider(MetaGraphProvider):
 
     async def _wait_for_video(self, channel: Channel, token: str, video_id: str) -> None:
         """Poll the video's status.video_status until it is uploaded (bounded)."""
-        deadline = time.monotonic() + self.video_wait_seconds
-        while True:
+        async def uploaded() -> Optional[bool]:
             answer = await self.graph_call(channel, "GET", video_id, token, "the story video's processing",
                                            query={"fields": "status"})
             status = answer.get("status") if isinstance(answer.get("status"), dict) else {}
-            if status.get("video_status") in ("upload_complete", "ready"):
-                return
             if status.get("video_status") == "error":
                 raise Rejected("Facebook could not process the story's video")
-            if time.monotonic() + self.poll_interval > deadline:
-                raise Retryable("Facebook was still processing the story's video; the post waits and tries again")
-            await asyncio.sleep(self.poll_interval)
+            return True if status.get("video_status") in ("upload_complete", "ready") else None
+
+        await wait_for_processing(
+            uploaded, self.video_wait_seconds, self.poll_interval,
+            lambda: Retryable("Facebook was still processing the story's video; the post waits and tries again"))
 
     # --- analytics ----------------------------------------------------------------------------------------
 

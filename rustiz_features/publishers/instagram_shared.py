@@ -10,7 +10,6 @@ sent again safely (an unpublished container expires after 24 hours). Thread part
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Optional
@@ -18,7 +17,7 @@ from typing import Optional
 from ..http_client import HttpReply, Timeouts
 from .base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
-    analytics_figures, tuned,
+    analytics_figures, tuned, wait_for_processing,
 )
 from .meta import MetaGraphProvider, graph_error
 
@@ -178,13 +177,10 @@ class InstagramPublishing(MetaGraphProvider):
         return container
 
     async def _wait_until_processed(self, channel: Channel, token: str, container: str, item: str) -> None:
-        deadline, pause = time.monotonic() + INSTAGRAM_WAIT_SECONDS, tuned("RUSTIZ_INSTAGRAM_POLL_SECONDS", 3.0, 0.01)
-        for _ in range(INSTAGRAM_MOST_POLLS):
+        async def processed() -> Optional[bool]:
             answer = await self.graph_call(channel, "GET", container, token, f"the processing of {item}",
                                            query={"fields": "status_code,status"})
             code, status = answer.get("status_code"), str(answer.get("status") or "").strip()
-            if code in ("FINISHED", "PUBLISHED"):
-                return
             if code == "ERROR":
                 words = f"Instagram could not process {item}: {status or 'its status is ERROR'}"
                 if MEDIA_FETCH_FAILED in status:
@@ -192,11 +188,12 @@ class InstagramPublishing(MetaGraphProvider):
                 raise Rejected(words, body=json.dumps({"status_code": code, "status": status})[:400])
             if code == "EXPIRED":
                 raise Retryable(f"Instagram let the container of {item} expire before it was published")
-            if time.monotonic() + pause > deadline:
-                break
-            await asyncio.sleep(pause)
-        raise Retryable(f"Instagram was still processing {item} after {INSTAGRAM_WAIT_SECONDS:.0f} s; the post "
-                        "waits and tries again")
+            return True if code in ("FINISHED", "PUBLISHED") else None
+
+        await wait_for_processing(
+            processed, INSTAGRAM_WAIT_SECONDS, tuned("RUSTIZ_INSTAGRAM_POLL_SECONDS", 3.0, 0.01),
+            lambda: Retryable(f"Instagram was still processing {item} after {INSTAGRAM_WAIT_SECONDS:.0f} s; the "
+                              "post waits and tries again"), most=INSTAGRAM_MOST_POLLS)
 
     async def _permalink(self, channel: Channel, token: str, media_id: str) -> str:
         """The post's address. It is out already: a failure here must not fail (and repeat) the post."""

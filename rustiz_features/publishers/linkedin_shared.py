@@ -14,19 +14,17 @@ Rules of this module:
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import struct
-import time
 from typing import Any, NamedTuple, Optional
 from urllib.parse import quote, urlsplit
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpReply, Timeouts
 from .base import (
-    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, error_fields,
+    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
+    error_fields, wait_for_processing,
 )
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -461,23 +459,21 @@ class LinkedInProviderBase(OAuthProvider):
     async def _wait_until_available(self, channel: Channel, kind: str, urn: str, what: str) -> None:
         """Poll the video or document (PROCESSING, then AVAILABLE or PROCESSING_FAILED) at growing intervals,
         bounded: a post cannot use one still processing."""
-        deadline, pause = time.monotonic() + LINKEDIN_MEDIA_WAIT_SECONDS, 0.25
-        while True:
+        async def available() -> Optional[bool]:
             reply = await self.send(channel, "GET", self.rest_url(f"{kind}/{quote(urn, safe='')}"),
                                     what=f"the processing of {what}", headers=self.rest_headers(channel))
             answer = reply.json()
             status = answer.get("status") if isinstance(answer, dict) else None
-            if status == "AVAILABLE":
-                return
             if status == "PROCESSING_FAILED":
                 reason = answer.get("processingFailureReason")
                 raise Rejected(f"LinkedIn could not process {what}"
                                + (f": {reason}" if isinstance(reason, str) and reason else ""), item=what)
-            if time.monotonic() + pause > deadline:
-                raise Retryable(f"LinkedIn was still processing {what} after {LINKEDIN_MEDIA_WAIT_SECONDS:.0f} s; "
-                                "the post waits and tries again", item=what)
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 5.0)
+            return True if status == "AVAILABLE" else None
+
+        await wait_for_processing(
+            available, LINKEDIN_MEDIA_WAIT_SECONDS, 0.25,
+            lambda: Retryable(f"LinkedIn was still processing {what} after {LINKEDIN_MEDIA_WAIT_SECONDS:.0f} s; the "
+                              "post waits and tries again", item=what), longest_pause=5.0)
 
 
 def needs_choice(label: str) -> NeedsReconnect:

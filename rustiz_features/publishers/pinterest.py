@@ -9,7 +9,6 @@ Pinterest has no idempotency key: a pin whose answer was lost is not sent again.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
@@ -20,7 +19,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, analytics_figures,
+    Retryable, analytics_figures, wait_for_processing,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -271,21 +270,19 @@ class PinterestProvider(OAuthProvider):
 
     async def _wait_until_processed(self, channel: Channel, media_id: str) -> None:
         """Poll GET /v5/media/{id} (registered, processing, succeeded or failed), for a bounded time."""
-        deadline, pause = time.monotonic() + PINTEREST_MEDIA_WAIT_SECONDS, 0.25
-        while True:
+        async def succeeded() -> Optional[bool]:
             reply = await self.send(channel, "GET", f"{self.api_base()}/v5/media/{media_id}",
                                     what="the video's processing", headers=bearer(channel))
             answer = reply.json()
             status = answer.get("status") if isinstance(answer, dict) else None
-            if status == "succeeded":
-                return
             if status == "failed":
                 raise Rejected("Pinterest could not process the video (its media status is \"failed\")")
-            if time.monotonic() + pause > deadline:
-                raise Retryable(f"Pinterest was still processing the video after "
-                                f"{PINTEREST_MEDIA_WAIT_SECONDS:.0f} s; the post waits and tries again")
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 5.0)
+            return True if status == "succeeded" else None
+
+        await wait_for_processing(
+            succeeded, PINTEREST_MEDIA_WAIT_SECONDS, 0.25,
+            lambda: Retryable(f"Pinterest was still processing the video after {PINTEREST_MEDIA_WAIT_SECONDS:.0f} s; "
+                              "the post waits and tries again"), longest_pause=5.0)
 
 
 PROVIDER = PinterestProvider()

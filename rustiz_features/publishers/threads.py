@@ -11,7 +11,6 @@ code, not the HTTP status, says what happened (190: the token is dead; 4/17/32/6
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
@@ -20,7 +19,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
-    Retryable, analytics_figures, retry_after_seconds, tuned,
+    Retryable, analytics_figures, retry_after_seconds, tuned, wait_for_processing,
 )
 from .meta import DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_words
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
@@ -294,24 +293,22 @@ class ThreadsProvider(OAuthProvider):
 
     async def _wait_until_finished(self, channel: Channel, container: str, item: str) -> None:
         """Poll the container (IN_PROGRESS, then FINISHED, ERROR or EXPIRED) a bounded number of times."""
-        deadline, pause = time.monotonic() + THREADS_WAIT_SECONDS, tuned("RUSTIZ_THREADS_POLL_SECONDS", THREADS_POLL_SECONDS, 0.01)
-        for _ in range(THREADS_MAX_POLLS):
+        async def finished() -> Optional[bool]:
             answer = await self._get(channel, quote(container, safe=""), f"the processing of {item}",
                                      fields="status,error_message")
             status = answer.get("status") if isinstance(answer, dict) else None
-            if status in ("FINISHED", "PUBLISHED"):
-                return
             if status == "ERROR":
                 words = answer.get("error_message") if isinstance(answer.get("error_message"), str) else ""
                 raise Rejected(f"Threads could not process {item}: {words.strip()[:300] or 'no reason given'}",
                                item=item)
             if status == "EXPIRED":  # unpublished for a day: a new attempt makes a new container
                 raise Retryable(f"the Threads container of {item} expired before it was published", item=item)
-            if time.monotonic() + pause > deadline:
-                break
-            await asyncio.sleep(pause)
-        raise Retryable(f"Threads was still processing {item} after {THREADS_MAX_POLLS} checks; the post waits "
-                        "and tries again", item=item)
+            return True if status in ("FINISHED", "PUBLISHED") else None
+
+        await wait_for_processing(
+            finished, THREADS_WAIT_SECONDS, tuned("RUSTIZ_THREADS_POLL_SECONDS", THREADS_POLL_SECONDS, 0.01),
+            lambda: Retryable(f"Threads was still processing {item} after {THREADS_MAX_POLLS} checks; the post "
+                              "waits and tries again", item=item), most=THREADS_MAX_POLLS)
 
     async def _permalink(self, channel: Channel, media_id: str) -> str:
         """The post's address. It is live already: a failure here never fails (and re-sends) it."""

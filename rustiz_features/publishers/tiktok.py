@@ -12,10 +12,8 @@ which would post it twice.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
-import time
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
 
@@ -23,7 +21,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts
 from .base import (
     Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
-    error_fields, retry_after_seconds, tuned,
+    error_fields, retry_after_seconds, tuned, wait_for_processing,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -448,8 +446,10 @@ class TikTokProvider(OAuthProvider):
     async def _outcome(self, channel: Channel, publish_id: str, username: str) -> Release:
         """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD, for a bounded count and time."""
         profile = f"{self.auth_base()}/@{quote(username)}" if username else self.auth_base()
-        deadline, pause = time.monotonic() + POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01)
-        for _ in range(MAX_POLLS):
+        status = None  # the last one read, for the message when the wait runs out
+
+        async def final() -> Optional[Release]:
+            nonlocal status
             try:
                 data = await self._status(channel, publish_id)
             except (Retryable, NeedsReconnect) as lost:  # TikTok has the post: trying again would post it twice
@@ -471,11 +471,12 @@ class TikTokProvider(OAuthProvider):
                 if reason == "internal":  # nothing was posted, and TikTok's trouble passes
                     raise Retryable(message)
                 raise Rejected(message)
-            if time.monotonic() + pause > deadline:
-                break
-            await asyncio.sleep(pause)
-        raise OutcomeUnknown(f"TikTok was still processing the post (publish_id {publish_id}, status "
-                             f"{status}) after {POLL_LIMIT_SECONDS:.0f} s; it may still appear")
+            return None
+
+        return await wait_for_processing(
+            final, POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01),
+            lambda: OutcomeUnknown(f"TikTok was still processing the post (publish_id {publish_id}, status {status}) "
+                                   f"after {POLL_LIMIT_SECONDS:.0f} s; it may still appear"), most=MAX_POLLS)
 
 
 PROVIDER = TikTokProvider()
