@@ -254,9 +254,8 @@ class Scheduler:
         if claim["disabled"]:
             return "Channel disabled: enable the channel, then retry the post"
         part = [{"content": claim["content"], "image": json.loads(claim["image"] or "[]")}]
-        if platform.pulls_media(part, json.loads(claim["settings"] or "{}")):
-            return platform.media_origin_problem(self.config.frontend_url)  # (FRONTEND_URL changed since)
-        return None
+        # (FRONTEND_URL may have changed since the post was scheduled)
+        return platform.media_refusal(part, json.loads(claim["settings"] or "{}"), self.config.frontend_url)
 
     async def _publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
                             parent: Optional[Release]) -> Release:

@@ -283,11 +283,8 @@ def _platform_problem(channel: dict, post: dict, media_origin: str) -> Optional[
     if not platform.threads and len(post["values"]) > 1:
         return (f"{platform.label} publishes each post on its own and has no replies or comments: send one "
                 f"value, not {len(post['values'])} (the thread parts would never be published)")
-    if platform.pulls_media(post["values"], post["settings"]):
-        problem = platform.media_origin_problem(media_origin)
-        if problem:
-            return problem
-    return platform.post_problem(channel, post["values"], post["settings"])
+    return (platform.media_refusal(post["values"], post["settings"], media_origin)
+            or platform.post_problem(channel, post["values"], post["settings"]))
 
 
 def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]], media_origin: str) -> dict:

@@ -256,6 +256,11 @@ class Provider:
                 f"{frontend_url or 'FRONTEND_URL'} is {why}, which {self.label} cannot reach: set FRONTEND_URL (in "
                 "config.env) to this server's public https address, the one its reverse proxy serves, and restart")
 
+    def media_refusal(self, values: list, settings: dict, frontend_url: str) -> Optional[str]:
+        """Why this post cannot go out as it is: the platform would download its media from a FRONTEND_URL it
+        cannot reach (checked when it is scheduled, and again before it is sent); None when it can."""
+        return self.media_origin_problem(frontend_url) if self.pulls_media(values, settings) else None
+
     def channel_settings(self, schema: Any, limits: dict) -> Any:
         """The settings' JSON Schema as this channel's account allows it (GET /integration-settings/:id): the
         descriptor's, narrowed by what connect() learned into the channel's `limits`."""
