@@ -17,6 +17,7 @@ from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, platform_url
 from .base import Channel, Connected, NeedsReconnect, Rejected, Retryable, error_fields
 from .instagram_shared import InstagramPublishing
+from .meta import self_refreshing
 from .oauth import AppCredentials, TokenRefused, Tokens, variable_prefix
 
 TOKEN_ORIGIN = "https://api.instagram.com"  # where the code is exchanged
@@ -96,13 +97,7 @@ class InstagramStandaloneProvider(InstagramPublishing):
     async def _long_lived(self, channel: Channel, path: str, query: dict, what: str) -> Tokens:
         # These two endpoints take the token in the query string (documented so), without a version.
         reply = await self.send(channel, "GET", f"{self.api_base()}/{path}?{urlencode(query)}", what=what)
-        answer = reply.json() if isinstance(reply.json(), dict) else {}
-        token, expires_in = answer.get("access_token"), answer.get("expires_in")
-        if not isinstance(token, str) or not token:
-            raise Retryable(f"Instagram answered {what} without a token ({reply.described('a token')})")
-        seconds = float(expires_in) if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) \
-            and expires_in > 0 else 60 * 86400.0
-        return Tokens(token, token, seconds)  # the token refreshes itself: it is its own refresh token
+        return self_refreshing(self.tokens_from(reply))
 
     def error_words(self, reply: HttpReply) -> Optional[str]:
         # api.instagram.com's own shape: {"error_type": "OAuthException", "code": 400, "error_message": ...}

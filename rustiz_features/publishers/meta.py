@@ -27,12 +27,19 @@ from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, Rejected, 
 from .oauth import AppCredentials, OAuthProvider, Tokens
 
 GRAPH_VERSION = "v25.0"  # Postiz's META_GRAPH_API_VERSION
+LONG_LIVED_SECONDS = 60 * 86400  # a long-lived token's life, when an answer does not say
 GRAPH_PAGE_SIZE = 100
 GRAPH_MOST_PAGES = 5  # pages of /me/accounts read when listing (500 Facebook pages)
 DEAD_TOKEN_CODES = (102, 190, 463, 467)
 THROTTLED_CODES = (4, 17, 32, 613) + tuple(range(80001, 80015))
 PASSING_CODES = (1, 2)
 PERMISSION_CODES = (10,) + tuple(range(200, 300))
+
+
+def self_refreshing(tokens: Tokens) -> Tokens:
+    """A long-lived token of Instagram standalone or Threads refreshes itself: it is kept as its own refresh
+    token, so that TokenKeeper refreshes it; 60 days when the answer gives no expiry."""
+    return tokens._replace(refresh_token=tokens.access_token, expires_in=tokens.expires_in or LONG_LIVED_SECONDS)
 
 
 def graph_error(answer: Any) -> Optional[dict]:

@@ -21,11 +21,12 @@ from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
     Retryable, analytics_figures, retry_after_seconds, tuned, wait_for_processing,
 )
-from .meta import DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_words
+from .meta import (
+    DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_words, self_refreshing,
+)
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
 
 GRAPH_VERSION = "/v1.0"
-LONG_LIVED_SECONDS = 60 * 86400  # a long-lived token's life, when an answer does not say
 CAROUSEL_LIMIT = 20
 ALT_TEXT_LIMIT = 1000
 IMAGE_TYPES = ("image/jpeg", "image/png")  # what Threads takes (its media specifications)
@@ -139,9 +140,7 @@ class ThreadsProvider(OAuthProvider):
         return await self.send(channel, method, self.api_base() + path, what=what, **request)
 
     def _tokens(self, reply: HttpReply) -> Tokens:
-        """The access token is its own refresh token, so that TokenKeeper refreshes it."""
-        tokens = self.tokens_from(reply)
-        return tokens._replace(refresh_token=tokens.access_token, expires_in=tokens.expires_in or LONG_LIVED_SECONDS)
+        return self_refreshing(self.tokens_from(reply))
 
     # --- errors ------------------------------------------------------------------------------------
 
