@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import html
 import itertools
 import json
 import secrets
 from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 V = "/v25.0"
 APP_ID, APP_SECRET = "1234567890123456", "fb-app-secret-0123456789abcdef"
@@ -160,13 +159,10 @@ class FakeFacebook(FakePlatform):
         granted = {scope for scope in query.get("scope", "").split(",") if scope} - self.declined
         code = "AQ" + secrets.token_urlsafe(24)
         self.codes[code] = (query["redirect_uri"], self.user, granted)
-        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
-        deny = query["redirect_uri"] + "?" + urlencode({"error": "access_denied", "error_code": "200", "error_reason":
-                                                        "user_denied", "state": query.get("state", "")})
-        page = (f"<html><body><p>{html.escape(self.users[self.user]['name'])}: give access to "
-                f"{html.escape(query.get('scope', ''))}?</p><a id=\"allow\" href=\"{html.escape(allow)}\">Continue</a> "
-                f"<a id=\"deny\" href=\"{html.escape(deny)}\">Cancel</a></body></html>")
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"{self.users[self.user]['name']}: give access to {query.get('scope', '')}?",
+                            query["redirect_uri"], {"code": code, "state": query.get("state", "")},
+                            {"error": "access_denied", "error_code": "200", "error_reason": "user_denied",
+                             "state": query.get("state", "")}, allow_label="Continue")
 
     def access_token(self, request: FakeRequest):
         query = request.query

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import html
 import itertools
 import json
 import secrets
 import time
 import urllib.request
-from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 V = "/v25.0"
 FB_APP = ("1234567890", "facebook-app-secret")
@@ -112,13 +110,9 @@ class FakeInstagram(FakePlatform):
         code = "AQ" + secrets.token_urlsafe(16)
         self.codes[code] = (side, query["redirect_uri"])
         # Instagram appends "#_" to its redirect (a browser never sends the fragment back)
-        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
-        deny = query["redirect_uri"] + "?" + urlencode({"error": "access_denied", "error_reason": "user_denied",
-                                                        "state": query.get("state", "")})
-        page = (f"<html><body><p>Allow access to {html.escape(query.get('scope', ''))}?</p>"
-                f'<a id="allow" href="{html.escape(allow)}">Allow</a> '
-                f'<a id="deny" href="{html.escape(deny)}">Cancel</a></body></html>')
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"Allow access to {query.get('scope', '')}?", query["redirect_uri"],
+                            {"code": code, "state": query.get("state", "")},
+                            {"error": "access_denied", "error_reason": "user_denied", "state": query.get("state", "")})
 
     # --- Facebook Login's tokens ----------------------------------------------------------------------------
 

@@ -6,12 +6,11 @@ finalizeUpload, processing), posts (201 with x-restli-id) and comments, and Link
 {"status", "serviceErrorCode", "code", "message"}. One fake serves both origins (auth and API)."""
 from __future__ import annotations
 
-import html
 import itertools
 import secrets
-from urllib.parse import unquote, urlencode
+from urllib.parse import unquote
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 CLIENT_ID, CLIENT_SECRET = "78linkedinclient", "linkedin-secret-" + "s" * 16
 MEMBER = {"sub": "aB3dE5fG7h", "name": "Ada Lovelace", "given_name": "Ada", "family_name": "Lovelace",
@@ -90,14 +89,10 @@ class FakeLinkedIn(FakePlatform):
         code = "AQT" + secrets.token_urlsafe(16)
         self.codes[code] = (query["redirect_uri"], query["scope"])
         redirect = query["redirect_uri"]
-        allow = redirect + "?" + urlencode({"code": code, "state": query.get("state", "")})
-        deny = redirect + "?" + urlencode({"error": "user_cancelled_authorize",
-                                           "error_description": "The user cancelled the authorization",
-                                           "state": query.get("state", "")})
-        page = (f"<html><body><h1>Allow access to your LinkedIn account?</h1><p>{html.escape(query['scope'])}</p>"
-                f'<a id="allow" href="{html.escape(allow)}">Allow</a> '
-                f'<a id="deny" href="{html.escape(deny)}">Cancel</a></body></html>')
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"Allow access to your LinkedIn account? {query['scope']}", redirect,
+                            {"code": code, "state": query.get("state", "")},
+                            {"error": "user_cancelled_authorize", "error_description": "The user cancelled the "
+                             "authorization", "state": query.get("state", "")})
 
     def access_token(self, request: FakeRequest):
         form = request.form()

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import html
 import itertools
 import secrets
-from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 GRANT_INVALID = {"code": 283, "message": "The authorization grant is invalid"}
 AUTHENTICATION_FAILED = {"code": 2, "message": "Authentication failed."}
@@ -84,12 +82,9 @@ class FakePinterest(FakePlatform):
                           {"Content-Type": "text/html"})
         code = "code-" + secrets.token_urlsafe(12)
         self.codes[code] = query["redirect_uri"]
-        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
-        deny = query["redirect_uri"] + "?" + urlencode({"error": "access_denied", "state": query.get("state", "")})
-        page = (f"<html><body><p>Give access to {html.escape(query.get('scope', ''))}?</p>"
-                f'<a id="allow" href="{html.escape(allow)}">Give access</a> '
-                f'<a id="deny" href="{html.escape(deny)}">Cancel</a></body></html>')
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"Give access to {query.get('scope', '')}?", query["redirect_uri"],
+                            {"code": code, "state": query.get("state", "")},
+                            {"error": "access_denied", "state": query.get("state", "")}, allow_label="Give access")
 
     def token(self, request: FakeRequest):
         expected = "Basic " + base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()

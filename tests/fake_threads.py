@@ -7,15 +7,13 @@ threads_publish, permalinks, and insights. Graph's error shape throughout; token
 parameter (query or form), as Meta documents. Media are really downloaded from their URLs, as Threads does."""
 from __future__ import annotations
 
-import html
 import itertools
 import secrets
 import time
 import urllib.error
 import urllib.request
-from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 APP_ID, APP_SECRET = "990602627938098", "threads-app-secret"
 USER_ID = "17841400000000001"
@@ -87,14 +85,10 @@ class FakeThreads(FakePlatform):
                                "</html>", {"Content-Type": "text/html"})
         code = "AQ" + secrets.token_urlsafe(16)
         self.codes[code] = query["redirect_uri"]
-        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
-        deny = query["redirect_uri"] + "?" + urlencode({
-            "error": "access_denied", "error_reason": "user_denied", "error_description": "Permissions error",
-            "state": query.get("state", "")})
-        page = (f"<html><body><p>Allow access to {html.escape(query['scope'])}?</p>"
-                f'<a id="allow" href="{html.escape(allow)}">Allow</a> '
-                f'<a id="deny" href="{html.escape(deny)}">Cancel</a></body></html>')
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"Allow access to {query['scope']}?", query["redirect_uri"],
+                            {"code": code, "state": query.get("state", "")},
+                            {"error": "access_denied", "error_reason": "user_denied",
+                             "error_description": "Permissions error", "state": query.get("state", "")})
 
     def code_exchange(self, request: FakeRequest):
         form = {**request.query, **request.form()}

@@ -8,15 +8,13 @@ SEND_TO_USER_INBOX or FAILED, /v2/video/query/, and TikTok's error shapes: the A
 "log_id"}."""
 from __future__ import annotations
 
-import html
 import itertools
 import re
 import secrets
 import time
 import urllib.request
-from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 MB = 1024 * 1024
 SCOPES = "video.list,user.info.basic,video.publish,video.upload,user.info.profile,user.info.stats"
@@ -108,13 +106,10 @@ class FakeTikTok(FakePlatform):
         code = "code-" + secrets.token_urlsafe(12)
         self.codes[code] = query["redirect_uri"]
         state = query.get("state", "")
-        allow = query["redirect_uri"] + "?" + urlencode({"code": code, "scopes": self.granted_scopes, "state": state})
-        deny = query["redirect_uri"] + "?" + urlencode({"error": "access_denied", "error_description":
-                                                        "The user denied the request", "state": state})
-        page = (f"<html><body><p>Allow access to {html.escape(query['scope'])}?</p>"
-                f'<a id="allow" href="{html.escape(allow)}">Authorize</a> '
-                f'<a id="deny" href="{html.escape(deny)}">Cancel</a></body></html>')
-        return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+        return consent_page(f"Allow access to {query['scope']}?", query["redirect_uri"],
+                            {"code": code, "scopes": self.granted_scopes, "state": state},
+                            {"error": "access_denied", "error_description": "The user denied the request",
+                             "state": state}, allow_label="Authorize")
 
     def token(self, request: FakeRequest):
         form = request.form()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import itertools
 import re
 import secrets
-from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, answer, consent_page
 
 SCOPE = "https://www.googleapis.com/auth/"
 GRANTED = " ".join(SCOPE + name for name in ("userinfo.profile", "youtube", "youtube.force-ssl", "youtube.readonly",
@@ -82,12 +80,10 @@ class FakeYouTube(FakePlatform):
                           {"Content-Type": "text/html"})
         code = "4/0fake-" + secrets.token_hex(6)
         self.codes[code] = (query["redirect_uri"], query.get("code_challenge"), query.get("access_type") == "offline")
-        allow = query["redirect_uri"] + "?" + urlencode({"state": query["state"], "code": code, "scope": self.granted})
-        deny = query["redirect_uri"] + "?" + urlencode({"state": query["state"], "error": "access_denied"})
-        return answer(200, f"""<html><body><h1>Sign in with Google: rustiz wants access to your YouTube account</h1>
-<p>{html.escape(query.get('scope', ''))}</p>
-<a id="allow" href="{html.escape(allow)}">Allow</a> <a id="deny" href="{html.escape(deny)}">Cancel</a>
-</body></html>""", {"Content-Type": "text/html"})
+        return consent_page(f"Sign in with Google: rustiz wants access to your YouTube account: "
+                            f"{query.get('scope', '')}", query["redirect_uri"],
+                            {"state": query["state"], "code": code, "scope": self.granted},
+                            {"state": query["state"], "error": "access_denied"})
 
     def token(self, request: FakeRequest):
         form = request.form()

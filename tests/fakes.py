@@ -58,6 +58,17 @@ def answer(status: int, body=b"", headers: dict | None = None) -> Answer:
     return status, body, headers or {}
 
 
+def consent_page(question: str, redirect_uri: str, allowed: dict, denied: dict, allow_label: str = "Allow") -> Answer:
+    """An OAuth platform's consent page: `question`, then two links back to `redirect_uri`, id="allow" (with
+    `allowed` as its query: the code and the state) and id="deny" labelled Cancel (with `denied`)."""
+    import html
+    from urllib.parse import urlencode
+    allow, deny = (html.escape(redirect_uri + "?" + urlencode(query)) for query in (allowed, denied))
+    page = (f'<html><body><p>{html.escape(question)}</p><a id="allow" href="{allow}">{allow_label}</a> '
+            f'<a id="deny" href="{deny}">Cancel</a></body></html>')
+    return answer(200, page, {"Content-Type": "text/html; charset=utf-8"})
+
+
 class FakePlatform:
     def __init__(self):
         self.routes: list = []
