@@ -257,6 +257,7 @@ class Config(NamedTuple):
     body_memory_budget: int = DEFAULT_BODY_MEMORY_BUDGET  # bytes of request bodies in memory at once, per worker
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # bytes/s a body must average over each body_rate_window, or 408
     body_rate_window: float = DEFAULT_BODY_RATE_WINDOW
+    database_threads: int = 8  # PostgreSQL: requests answered at once per worker (each thread its connection)
     # Every setting by name (config.env, then the environment): what features read by Postiz's names, such
     # as an OAuth platform's app (LINKEDIN_CLIENT_ID...), which the core need not know.
     settings: Optional[dict] = None
@@ -377,7 +378,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
                         "a body of the largest size allowed could never be accepted; raise the budget")
     return Config(
         config_path=path,
-        database=resolve("RUSTIZ_DATABASE", "rustiz.db"),
+        database=database_setting(values, environ, resolve),
         uploads=resolve("RUSTIZ_UPLOADS", "uploads"),
         api_key=values.get("RUSTIZ_API_KEY", ""),
         host=host,
@@ -404,7 +405,34 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         settings=values,
         body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
         body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
+        database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
     )
+
+
+def is_postgres_url(database: str) -> bool:
+    return database.startswith(("postgresql://", "postgres://"))
+
+
+def redacted_url(url: str) -> str:
+    """A database URL without its password, for messages and logs."""
+    return re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], str]) -> str:
+    """A SQLite file (a path, relative to the config file) or a PostgreSQL URL. RUSTIZ_DATABASE wins;
+    DATABASE_URL (Postiz's name) counts when the environment gives no RUSTIZ_DATABASE and names PostgreSQL."""
+    chosen = environ.get("RUSTIZ_DATABASE") or ""
+    if not chosen and is_postgres_url(environ.get("DATABASE_URL") or ""):
+        chosen = environ["DATABASE_URL"]
+    chosen = chosen or values.get("RUSTIZ_DATABASE") or ""
+    if not chosen and is_postgres_url(values.get("DATABASE_URL") or ""):
+        chosen = values["DATABASE_URL"]
+    if is_postgres_url(chosen):
+        return chosen
+    if "://" in chosen:
+        raise UserError(f"RUSTIZ_DATABASE={chosen.split('://')[0]}://...: rustiz stores in a SQLite file (a path) "
+                        "or in PostgreSQL (postgresql://user:password@host:port/database)")
+    return resolve("RUSTIZ_DATABASE", chosen or "rustiz.db")
 
 
 def _write_private_file(path: str, text: str) -> None:
@@ -727,6 +755,9 @@ _UNWRITABLE_CAUSES = (("readonly", "the database is read-only; check the permiss
                       ("disk i/o error", "the disk reported an I/O error; check the disk, the file system's "
                                          "quotas and the kernel log"))
 WRITE_PROBE_SECONDS = 5  # how often /health tries a write while writes fail
+# PostgreSQL: the advisory lock every write transaction takes (see Store._writing), and so also the one that
+# makes processes started together run the migrations once (the first migrates; the others then find it done).
+WRITE_LOCK_KEY = 0x72757374
 
 
 class Store:
@@ -746,6 +777,13 @@ class Store:
         self.on_posts_changed: Optional[Callable[[], None]] = None  # the scheduler's wake-up, where it runs
         self.write_problem: Optional[str] = None  # why writes fail, until one succeeds WRITE_PROBE_SECONDS later
         self._write_failed_at = self._next_write_probe = 0.0  # (time.monotonic)
+        self.remote = is_postgres_url(path)  # PostgreSQL, shared by processes on several machines
+        if self.remote:
+            try:
+                self._open_postgres(path)
+            except DatabaseUnwritable as error:
+                raise UserError(str(error)) from None
+            return
         directory = os.path.dirname(os.path.abspath(path))
         try:
             make_private_folders(directory)
@@ -765,6 +803,28 @@ class Store:
         except OSError as error:
             raise UserError(f"cannot open database {path}: {error.strerror}") from None
 
+    def _open_postgres(self, url: str) -> None:
+        """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
+        NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""
+        from rustiz_features.postgres import Database
+        self.db = Database(url)
+        self.listener: Any = None
+        self._generations = bytearray(16)  # the two counters of _map_shared_counters, moved by notices
+        self._migrate()
+
+    def listen_for_changes(self) -> None:
+        """PostgreSQL: hear what every process changes (keys, posts) from now on (see `_noticed`)."""
+        from rustiz_features.postgres import Listener
+        self.listener = Listener(self.db.url, self._noticed)
+
+    def _noticed(self, channel: str) -> None:
+        """(In the listener's thread) another process, or this one, changed keys or posts."""
+        offset = 0 if channel == "rustiz_credentials" else 8
+        counter = int.from_bytes(self._generations[offset:offset + 8], "little")
+        self._generations[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+        if offset and self.on_posts_changed is not None:
+            self.on_posts_changed()  # (the scheduler's wake-up, safe to call from this thread)
+
     @staticmethod
     def _keep_private(path: str) -> None:
         """The database holds channel credentials: only its owner may read it, nor its -wal and -shm files
@@ -774,13 +834,20 @@ class Store:
             keep_private(name)
 
     def close(self) -> None:
+        if self.remote:
+            if self.listener is not None:
+                self.listener.stop()
+            self.db.close()
+            return
         self._end_shared_read()
         self.db.close()
         self._shared_counters.close()
 
     def share_reads_per_loop_turn(self, call_soon: Callable[[Callable[[], None]], Any]) -> None:
-        """`call_soon(callback)` must run callback after the current turn of the event loop."""
-        self._schedule_end_of_turn = call_soon
+        """`call_soon(callback)` must run callback after the current turn of the event loop. (SQLite only: on
+        PostgreSQL a read is one statement, and requests run on the Store's threads, not in loop turns.)"""
+        if not self.remote:
+            self._schedule_end_of_turn = call_soon
 
     def _read(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
         if not self._read_open and self._schedule_end_of_turn is not None:
@@ -795,12 +862,18 @@ class Store:
             self.db.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _writing(self):
+    def _writing(self, shared: bool = False):
         """One write transaction, committed when the block ends (rolled back if it raises). Raises
-        DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`."""
+        DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`.
+
+        Writers take turns, one at a time, as SQLite makes them (on PostgreSQL through an advisory lock), so
+        a read-then-write inside the block sees no other writer. `shared` (PostgreSQL): this transaction
+        only locks the rows it changes (the scheduler's claims), and runs beside other shared ones."""
         self._end_shared_read()
         try:
             self.db.execute("BEGIN IMMEDIATE")
+            if self.remote:
+                self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
             try:
                 yield self.db
                 self.db.execute("COMMIT")
@@ -827,6 +900,8 @@ class Store:
         """Why the database cannot be written, or None. While writes fail, a small write is tried again (at
         most every WRITE_PROBE_SECONDS, and on a disk with free space), so that the answer clears once
         writes succeed."""
+        if self.remote:
+            return self._postgres_problem()
         now = time.monotonic()
         if self.write_problem is not None and now >= self._next_write_probe \
                 and now - self._write_failed_at >= WRITE_PROBE_SECONDS:
@@ -836,6 +911,15 @@ class Store:
                     # (a new value: SQLite leaves a page alone when an UPDATE writes back the same bytes)
                     db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
         return self.write_problem
+
+    def _postgres_problem(self) -> Optional[str]:
+        """PostgreSQL: why the database cannot be used (unreachable, read-only), or None; asked by /health."""
+        try:
+            with self._writing() as db:
+                db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
+        except sqlite3.DatabaseError as error:
+            return str(error)
+        return None
 
     def _map_shared_counters(self) -> mmap.mmap:
         """Two 8-byte counters beside the database, shared by every process through mmap.
@@ -853,27 +937,33 @@ class Store:
             os.close(descriptor)
 
     def _bump(self, offset: int) -> None:
+        if self.remote:  # every process that listens, this one too, counts it when the notice arrives
+            with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
+                self.db.execute(f"NOTIFY {'rustiz_credentials' if offset == 0 else 'rustiz_posts'}")
+            return
         counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
         self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     def credentials_generation(self) -> bytes:
-        return self._shared_counters[:8]
+        return bytes(self._generations[:8]) if self.remote else self._shared_counters[:8]
 
     def _credentials_changed(self) -> None:
         self._bump(0)
 
     def posts_generation(self) -> bytes:
-        return self._shared_counters[8:16]
+        return bytes(self._generations[8:16]) if self.remote else self._shared_counters[8:16]
 
     def _posts_changed(self) -> None:
-        """Tell the scheduler: at once in this process (on_posts_changed), within a second in the others."""
+        """Tell the scheduler: at once in this process (on_posts_changed), within a second in the others.
+        (PostgreSQL: every scheduler, this process's too, hears it as a notice within milliseconds.)"""
         self._bump(8)
-        if self.on_posts_changed is not None:
+        if self.on_posts_changed is not None and not self.remote:
             self.on_posts_changed()
 
     def _migrate(self) -> None:
         with self._writing() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            run = db.execute_schema if self.remote else db.execute
+            run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = db.execute("SELECT version FROM schema_version").fetchone()
             current = row[0] if row else 0
             if current > len(MIGRATIONS):
@@ -883,7 +973,7 @@ class Store:
             for step in MIGRATIONS[current:]:
                 for statement in step.split(";"):
                     if statement.strip():
-                        db.execute(statement)
+                        run(statement)
             if row is None:
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS),))
             else:
@@ -1311,10 +1401,19 @@ class Store:
     def next_due_time(self, after: str) -> Optional[str]:
         """The earliest time after `after` that a queued post becomes due (ISO, UTC), or None."""
         return self._read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
-                          + self._DUE_SQL + ") WHERE due > ?", (after,)).fetchone()[0]
+                          + self._DUE_SQL + ") AS due_times WHERE due > ?", (after,)).fetchone()[0]
 
     def due_posts(self, now: str, limit: int = 500) -> list:
         """(post id, channel id, provider) of the earliest due post of each channel, earliest first."""
+        if self.remote:  # (PostgreSQL has no SQLite's "the row where MIN was found" for bare columns)
+            rows = self._read("SELECT id, integration_id, provider_identifier FROM (SELECT DISTINCT ON "
+                              "(p.integration_id) p.id, p.integration_id, i.provider_identifier, "
+                              "MAX(p.publish_date, COALESCE(p.not_before, '')) AS due " + self._DUE_SQL +
+                              " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? AND NOT EXISTS "
+                              "(SELECT 1 FROM post busy WHERE busy.integration_id = p.integration_id "
+                              "AND busy.state = 'PUBLISHING') "
+                              "ORDER BY p.integration_id, due) AS first_due ORDER BY due LIMIT ?", (now, now, limit))
+            return [tuple(row) for row in rows]
         rows = self._read("SELECT p.id, p.integration_id, i.provider_identifier, "
                           "MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) AS due "
                           + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? "
@@ -1324,14 +1423,52 @@ class Store:
     def claim_post(self, post_id: str, owner: str, lease_until: str) -> Optional[dict]:
         """QUEUE -> PUBLISHING for one post, and everything publishing it needs, read in the same transaction.
 
-        None when the post meanwhile left the queue (edited to a draft, deleted, claimed)."""
+        None when the post meanwhile left the queue (edited to a draft, deleted, claimed), or (PostgreSQL) when
+        another process is claiming or publishing on the same channel."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self._writing(shared=self.remote) as db:
+            if self.remote and not self._claimable(db, post_id):
+                return None
             claimed = db.execute("UPDATE post SET state = 'PUBLISHING', lease_owner = ?, lease_until = ?, "
                                  "attempts = attempts + 1, idempotency_key = COALESCE(idempotency_key, ?), "
                                  "updated_at = ? WHERE id = ? AND state = 'QUEUE' AND deleted_at IS NULL",
                                  (owner, lease_until, new_uuid(), now, post_id)).rowcount
         return self.post_for_publishing(post_id) if claimed else None
+
+    @staticmethod
+    def _claimable(db: Any, post_id: str) -> bool:
+        """PostgreSQL: lock the post and its channel for this claim, skipping (False) what another process holds
+        or the channel another process publishes on, so processes claim side by side and never twice."""
+        row = db.execute("SELECT p.integration_id FROM post p WHERE p.id = ? AND p.state = 'QUEUE' "
+                         "AND p.deleted_at IS NULL FOR UPDATE SKIP LOCKED", (post_id,)).fetchone()
+        if row is None or db.execute("SELECT id FROM integration WHERE id = ? FOR UPDATE SKIP LOCKED",
+                                     (row[0],)).fetchone() is None:
+            return False
+        return db.execute("SELECT 1 FROM post WHERE integration_id = ? AND state = 'PUBLISHING' LIMIT 1",
+                          (row[0],)).fetchone() is None
+
+    def renew_leases(self, post_ids: list, owner: str, lease_until: str) -> None:
+        """PostgreSQL: the posts `owner` still publishes stay its own until `lease_until`."""
+        with self._writing(shared=True) as db:
+            db.execute(f"UPDATE post SET lease_until = ? WHERE lease_owner = ? AND state = 'PUBLISHING' "
+                       f"AND id IN ({','.join('?' * len(post_ids))})", (lease_until, owner, *post_ids))
+
+    def expired_publishing_posts(self, now: str, owner: str, lease_until: str) -> list:
+        """PostgreSQL: the posts left PUBLISHING whose lease ran out, taken over by `owner` until `lease_until` (so
+        one process recovers each); rows as `publishing_posts` gives them, with the owner that lost them."""
+        with self._writing(shared=True) as db:
+            lost = db.execute("SELECT id, lease_owner FROM post WHERE state = 'PUBLISHING' AND lease_until < ? "
+                              "ORDER BY lease_until LIMIT 500 FOR UPDATE SKIP LOCKED", (now,)).fetchall()
+            if not lost:
+                return []
+            ids = [row[0] for row in lost]
+            db.execute(f"UPDATE post SET lease_owner = ?, lease_until = ? WHERE id IN ({','.join('?' * len(ids))})",
+                       (owner, lease_until, *ids))
+            rows = db.execute("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token "
+                              "FROM post p JOIN integration i ON i.id = p.integration_id "
+                              f"WHERE p.id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        previous = dict(lost)
+        return [(row[0], row[1], previous[row[0]], *row[3:]) for row in rows]
 
     def post_for_publishing(self, post_id: str) -> dict:
         """A post with its channel (credentials, session, state), the part before it, and its place in the thread."""
@@ -2919,6 +3056,8 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     asyncio.set_event_loop(loop)
     store = store or Store(config.database)
     store.share_reads_per_loop_turn(loop.call_soon)
+    if store.remote:
+        store.listen_for_changes()
     app = App(config, store)
     state = ServerState(config, app, connections_within_open_file_limit(config.max_connections))
     stop = loop.create_future()
@@ -2937,7 +3076,10 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     def start_scheduler() -> None:
         """Run once the server is up: loading the scheduler's module need not delay the ready line."""
         nonlocal scheduler
-        from rustiz_features.scheduler import Scheduler
+        from rustiz_features.scheduler import Scheduler, SchedulerThread
+        if store.remote:  # its queries wait on the network: on a loop of its own, never the requests' loop
+            scheduler = SchedulerThread(config, store)
+            return
         scheduler = Scheduler(config, store, loop)
         scheduler.tick()
 
@@ -3164,6 +3306,9 @@ class Guard:
         # (The key itself: str hashes are salted per process, so a lookup reveals nothing by its timing.)
         self._known_keys: dict = {}
         self._known_generation = b""
+        # PostgreSQL: REQUEST_LIMIT counts in this process only (a write to the shared database for every
+        # request would cost more than the requests): client address -> (window start, hits).
+        self._local_windows: dict = {}
 
     def organization(self, request: Request) -> str:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
@@ -3241,11 +3386,29 @@ class Guard:
         return any(ip in network for network in self.config.trusted_proxies)
 
     def count_request(self, request: Request) -> None:
-        """REQUEST_LIMIT: requests per minute per client address, all routes but /health; raises ApiError 429."""
+        """REQUEST_LIMIT: requests per minute per client address, all routes but /health; raises ApiError 429.
+        Shared by the workers of one SQLite file; on PostgreSQL counted per process (see _local_windows)."""
+        if self.store.remote:
+            self._count_locally(self.client_address(request))
+            return
         decision = self.store.count_request("client:" + self.client_address(request), self.config.request_limit,
                                             REQUEST_LIMIT_WINDOW_SECONDS)
         if not decision.allowed:
             raise _too_many_requests(decision.retry_after)
+
+    def _count_locally(self, client: str) -> None:
+        now = time.monotonic()
+        start, hits = self._local_windows.get(client, (now, 0))
+        if now >= start + REQUEST_LIMIT_WINDOW_SECONDS:
+            start, hits = now, 0
+        if hits >= self.config.request_limit:
+            raise _too_many_requests(max(1, math.ceil(start + REQUEST_LIMIT_WINDOW_SECONDS - now)))
+        if len(self._local_windows) >= 100_000:  # (bounded: a flood of addresses forgets the oldest windows)
+            self._local_windows = {address: window for address, window in self._local_windows.items()
+                                   if now < window[0] + REQUEST_LIMIT_WINDOW_SECONDS}
+            if len(self._local_windows) >= 100_000:
+                self._local_windows.clear()
+        self._local_windows[client] = (start, hits + 1)
 
     def count_post(self, organization_id: str) -> list:
         """API_LIMIT: POST /public/v1/posts per organization per fixed hour; Postiz's X-RateLimit-* headers for
@@ -3273,6 +3436,9 @@ class Route(NamedTuple):
     body_limit: Optional[int] = None
     too_large: Optional[Callable[["Request", int, int], Response]] = None  # the route's own 413 (MCP's JSON-RPC)
     open_sink: Optional[Callable[["Request", str], BodySink]] = None
+    # On PostgreSQL, handlers run on the Store's threads (a query waits on the network); a handler that must
+    # run on the event loop's thread (it hands data to a stream the loop writes) says so here.
+    on_loop: bool = False
 
 
 def route_options(**options: Any) -> Callable:
@@ -3401,6 +3567,7 @@ class App:
         self.files: dict = {}  # the web app's files: path or template -> {"GET": Route or LazyRoute}
         self.features: dict = {}  # feature class -> its one object in this worker
         self._http: Any = None
+        self._database_threads: Any = None  # (PostgreSQL) where handlers run: made on the first request
         self.add("GET", "/health", Route(self.health, authenticated=False))
         for method, path, module, handler in API_ROUTES:
             for prefix in API_PREFIXES:
@@ -3495,23 +3662,25 @@ class App:
 
     def admit(self, request: Request) -> Optional[Response]:
         """None when `request` goes on, decided from its head alone (method, limits, route, key), with its
-        route and organization recorded on it for `respond`; else its answer (405, 429, 404, 401...)."""
+        route and organization recorded on it for `respond`; else its answer (405, 429, 404, 401...).
+
+        On PostgreSQL what needs the database (the key, the session, API_LIMIT) is decided by `respond`, on a
+        Store thread, except for a route that streams its body (an upload): it is let in by its key first."""
         try:
             method = request.method
             if method not in KNOWN_METHODS:
                 return self._method_not_allowed(request, KNOWN_METHODS)
             if self.config.request_limit and request.path != "/health":
                 self.guard.count_request(request)
-            rate_headers: Union[tuple, list] = ()  # Postiz's X-RateLimit-* headers (POST /posts only)
-            if method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
-                # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
-                rate_headers = self.guard.count_post(self.guard.organization(request))
+            request.rate_headers = ()
+            if not self.store.remote:
+                self._count_post(request)
             routes = self._find_routes(request)
             if routes is None:
                 if request.path == "*":  # OPTIONS * (the parser lets no other method through with it)
                     return Response(204, b"", "", [("Allow", ", ".join(KNOWN_METHODS))])
                 return json_response({"message": f"Cannot {method} {request.target}", "error": "Not Found",
-                                      "statusCode": 404}, 404, rate_headers)
+                                      "statusCode": 404}, 404, list(request.rate_headers))
             key = "GET" if method == "HEAD" else method
             route = routes.get(key)
             if route is None:
@@ -3521,20 +3690,59 @@ class App:
                 return self._method_not_allowed(request, allowed)
             if type(route) is LazyRoute:
                 route = routes[key] = self.resolve(route)
-            organization = None
-            if route.authenticated:
-                organization = self.guard.organization(request)
-            elif route.authenticate is not None:
-                organization = route.authenticate(request)
-            request.route, request.organization, request.rate_headers = route, organization, rate_headers
+            request.route, request.organization = route, None
+            if not self.store.remote or route.open_sink is not None or route.on_loop:
+                self._authorize(request)
             return None
         except ApiError as error:
             return error.response()
         except Exception:
             return internal_error_response()
 
+    def _count_post(self, request: Request) -> None:
+        """API_LIMIT, with Postiz's X-RateLimit-* headers for the answer; raises ApiError (429, or 401)."""
+        if request.method == "POST" and "/public/v1/posts" in request.path and self.config.api_limit:
+            # Postiz's throttler counts every POST to /public/v1/posts* after auth, valid or not.
+            request.rate_headers = self.guard.count_post(self.guard.organization(request))
+
+    def _authorize(self, request: Request) -> None:
+        """Who calls: the organization of the key or session, or of the MCP URL's key; raises ApiError (401...)."""
+        route = request.route
+        if route.authenticated:
+            request.organization = self.guard.organization(request)
+        elif route.authenticate is not None:
+            request.organization = route.authenticate(request)
+
     def respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        """The answer to an admitted request, body and all."""
+        """The answer to an admitted request, body and all: on PostgreSQL from a Store thread, so that
+        the event loop never waits on the database."""
+        if self.store.remote and not request.route.on_loop:
+            return self._respond_on_thread(request)
+        return self._respond_here(request)
+
+    async def _respond_on_thread(self, request: Request) -> Response:
+        if self._database_threads is None:
+            import concurrent.futures
+            self._database_threads = concurrent.futures.ThreadPoolExecutor(
+                self.config.database_threads, thread_name_prefix="rustiz-db")
+        result = await asyncio.get_running_loop().run_in_executor(self._database_threads, self._authorize_and_respond,
+                                                                  request)
+        if type(result) is Response or type(result) is FileResponse or type(result) is EventStreamResponse:
+            return result
+        return await result  # a handler that goes on waiting for the network (a coroutine, awaited on the loop)
+
+    def _authorize_and_respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        try:
+            self._count_post(request)
+            if request.organization is None:
+                self._authorize(request)
+        except ApiError as error:
+            return error.response()
+        except Exception:
+            return internal_error_response()
+        return self._respond_here(request)
+
+    def _respond_here(self, request: Request) -> Union[Response, Awaitable[Response]]:
         try:
             if request.route.authenticated:
                 try:
@@ -3672,7 +3880,7 @@ def initialize(config_path: str, force: bool) -> tuple:
     if os.path.exists(config_path) and not force:
         raise UserError(f"{config_path} already exists; keeping it. Use --force to replace it "
                         f"(that makes a new API key and the old one stops working)", exit_code=1)
-    database = os.path.join(directory, "rustiz.db")
+    database = database_setting({}, dict(os.environ), lambda name, default: os.path.join(directory, "rustiz.db"))
     uploads = os.path.join(directory, "uploads")
     try:
         make_private_folders(uploads)
@@ -3682,6 +3890,10 @@ def initialize(config_path: str, force: bool) -> tuple:
     store = Store(database)
     try:
         organizations = store.organizations()
+        if organizations and store.remote and not force:
+            raise UserError(f"the PostgreSQL database {redacted_url(database)} already has its organization, whose "
+                            "key was made on the first machine: copy that machine's config.env here instead "
+                            "(or use --force to make a new key, which stops the old one)", exit_code=1)
         if organizations:  # --force over an existing database: re-key it rather than add a second org
             store.set_api_key_hash(organizations[0]["id"], hash_api_key(key))
         else:

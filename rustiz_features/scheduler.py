@@ -33,12 +33,19 @@ if TYPE_CHECKING:
     from .publishers.base import Channel, MediaFile, OutgoingPost, Provider, PublishError, Release
 
 
-# One scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
+# SQLite: one scheduler per database: whoever holds the flock on <database>-scheduler (the kernel frees it
 # when its process dies, even by kill -9), so after a crash the next rustiz takes over at once and
 # every post still PUBLISHING was left by a dead process. It sleeps until the earliest due time and
 # is woken when posts change (directly in its process, through the shared counter in others).
+#
+# PostgreSQL: a scheduler in every process, on every machine, on a thread and event loop of its own (its queries
+# wait on the network). Each claims due posts under row locks (FOR UPDATE SKIP LOCKED: two processes never take
+# the same post, nor two posts of one channel at once) with a short lease that it renews while the publish runs.
+# A process that dies stops renewing: once its leases have expired, any other process recovers those posts
+# under the same rules as after a crash on SQLite. Wake-ups come as NOTIFY from whichever process changed posts.
 
-SCHEDULER_LEASE_SECONDS = 900  # how long a claim stays marked as ours; shown on the post as lease_until
+SCHEDULER_LEASE_SECONDS = 900  # SQLite: how long a claim stays marked as ours; shown on the post as lease_until
+SHARED_LEASE_SECONDS = 60  # PostgreSQL: a claim's lease, renewed every third of it (RUSTIZ_SCHEDULER_LEASE_SECONDS)
 # The scheduler writes "alive at <time>" into its lock file this often, so that the next one knows since
 # when no scheduler ran (what a post missed meanwhile is told).
 SCHEDULER_HEARTBEAT_SECONDS = 10
@@ -87,6 +94,12 @@ class Scheduler:
         self.beaten_at = 0.0
         self.throttled: dict = {}  # channel id -> (until, platform label): the platform asked us to wait
         self.token_sweep_at = 0.0  # when the long-lived tokens are looked at next
+        self.shared = store.remote  # PostgreSQL: one scheduler among many (see the top of this module)
+        self.lease_seconds = float(config.settings.get("RUSTIZ_SCHEDULER_LEASE_SECONDS", "") or 0) \
+            if config.settings else 0.0
+        self.lease_seconds = self.lease_seconds or (SHARED_LEASE_SECONDS if self.shared else SCHEDULER_LEASE_SECONDS)
+        self.leases_renewed_at = 0.0
+        self.claimed: set = set()  # ids of the posts this scheduler is publishing
 
     @property
     def http(self) -> HttpClient:
@@ -99,16 +112,23 @@ class Scheduler:
 
     # --- running: the lock, waking, and the loop over due posts ---------------------------------
 
+    @property
+    def running(self) -> bool:
+        return self.lock_descriptor is not None or (self.shared and self.started_at > 0)
+
     def tick(self) -> None:
         """Called every second: take the lock if its holder died, and notice changes other processes made."""
-        if self.lock_descriptor is None:
+        if not self.running:
             if not self._take_lock():
                 return
             self._recover_interrupted()
-            self.store.on_posts_changed = self.wake
+            self.store.on_posts_changed = self.wake if not self.shared else \
+                lambda: self.loop.call_soon_threadsafe(self.wake)  # (called from the listener's thread)
             log(f"scheduler running in process {os.getpid()}")
             self.wake()
-        if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
+        if self.shared:
+            self._keep_leases()
+        elif time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
             self._beat()
         if time.time() >= self.token_sweep_at:
             self.token_sweep_at = time.time() + TOKEN_SWEEP_SECONDS
@@ -121,6 +141,9 @@ class Scheduler:
             self.wake()
 
     def _take_lock(self) -> bool:
+        if self.shared:  # (no file lock: every process schedules; row locks and leases keep them apart)
+            self.started_at = time.time()
+            return True
         import fcntl
         descriptor = os.open(self.store.path + "-scheduler", os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -145,8 +168,23 @@ class Scheduler:
         except OSError as error:  # a full disk: missed posts are told less precisely, nothing else changes
             log(f"scheduler: cannot write its heartbeat into its lock file: {error.strerror}")
 
+    def _keep_leases(self) -> None:
+        """PostgreSQL: renew the leases of what this process publishes (every third of a lease), and recover
+        the posts whose lease ran out: their process died or lost the database for longer than a lease."""
+        now = time.time()
+        if now - self.leases_renewed_at < self.lease_seconds / 3:
+            return
+        self.leases_renewed_at = now
+        try:
+            if self.claimed:
+                self.store.renew_leases(sorted(self.claimed), self.owner, iso_at(now + self.lease_seconds))
+            self._recover_interrupted()
+        except sqlite3.Error as error:
+            log(f"scheduler: could not renew or check leases ({error}); trying again in a second")
+            self.leases_renewed_at = 0.0
+
     def wake(self) -> None:
-        if not self.wake_pending and self.lock_descriptor is not None:
+        if not self.wake_pending and self.running:
             self.wake_pending = True
             self.loop.call_soon(self._run_due)
 
@@ -182,9 +220,10 @@ class Scheduler:
             platform = provider_for(provider)
             if self.busy_per_provider.get(provider, 0) >= (platform.concurrency if platform else 1):
                 continue
-            claim = self.store.claim_post(post_id, self.owner, iso_at(now + SCHEDULER_LEASE_SECONDS))
+            claim = self.store.claim_post(post_id, self.owner, iso_at(now + self.lease_seconds))
             if claim is None:
                 continue
+            self.claimed.add(post_id)
             self.busy_channels.add(channel_id)
             self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
             task = self.loop.create_task(self._publish(claim))
@@ -205,6 +244,7 @@ class Scheduler:
             self._fail(claim, platform, "rustiz failed while publishing this post (its log has the details); "
                                           "it may or may not have been published")
         finally:
+            self.claimed.discard(claim["id"])
             self.busy_channels.discard(claim["channel_id"])
             self.busy_per_provider[claim["provider"]] -= 1
             spacing = platform.spacing if platform else 0.0
@@ -450,8 +490,12 @@ class Scheduler:
                 f"{self.config.publish_concurrency} posts at once at most, one at a time per channel)")
 
     def _recover_interrupted(self) -> None:
-        """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR."""
-        for post_id, provider, owner, channel_name, since, credentials in self.store.publishing_posts():
+        """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR.
+        (PostgreSQL: those whose lease expired, each taken over by one process, so each is recovered once.)"""
+        rows = self.store.expired_publishing_posts(iso_at(time.time()), self.owner,
+                                                   iso_at(time.time() + self.lease_seconds)) \
+            if self.shared else self.store.publishing_posts()
+        for post_id, provider, owner, channel_name, since, credentials in rows:
             platform = provider_for(provider)
             recent = time.time() - epoch_seconds(since) < RESEND_WINDOW_SECONDS
             if platform is not None and platform.resend_is_safe and recent:
@@ -519,5 +563,43 @@ class Scheduler:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.lock_descriptor is not None:
             self._beat()  # the moment this scheduler stopped, for the next one
+        self.store.on_posts_changed = None
         if self._http is not None:
             self._http.close()
+
+
+class SchedulerThread:
+    """PostgreSQL: the Scheduler on a thread and event loop of its own, so that its queries (which wait on the
+    network) never hold up the requests' loop. The worker ticks it and stops it as it would a Scheduler."""
+
+    def __init__(self, config: Config, store: Store):
+        import threading
+        from rustiz import new_event_loop
+        self.loop = new_event_loop()
+        self.scheduler = Scheduler(config, store, self.loop)
+        self.thread = threading.Thread(target=self._run, name="rustiz-scheduler", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._tick)
+        self.loop.run_forever()
+        self.loop.close()
+
+    def _tick(self) -> None:
+        try:
+            self.scheduler.tick()
+        except sqlite3.Error as error:
+            log(f"scheduler: the database failed ({error}); trying again in a second")
+        self.loop.call_later(1.0, self._tick)
+
+    def tick(self) -> None:
+        """(The worker's every-second call: this scheduler ticks on its own loop.)"""
+
+    async def stop(self, timeout: float) -> None:
+        """Let its publishes finish (up to `timeout`), then end its loop and thread."""
+        finished = asyncio.run_coroutine_threadsafe(self.scheduler.stop(timeout), self.loop)
+        with contextlib.suppress(Exception):
+            await asyncio.wrap_future(finished)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        await asyncio.get_running_loop().run_in_executor(None, self.thread.join, timeout)
