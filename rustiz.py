@@ -1913,6 +1913,73 @@ class Store:
                                                           now, now))
         return {"id": media_id, "name": name, "originalName": None, "path": path, "thumbnail": None, "alt": None}
 
+    # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
+
+    # Tables in an order where each row's references are already copied (post's parent_post_id aside: see
+    # copy_rows). Tables a later migration adds, and this list does not name, are copied after these.
+    TABLES_BY_REFERENCE = ("organization", "customer", "integration", "post", "tag", "tag_post", "notification",
+                           "idempotency_key", "media", "webhook", "web_user", "web_session", "oauth_flow",
+                           "oauth_app", "rate_limit")
+    NOT_COPIED = ("schema_version", "write_probe")  # (each database has its own)
+
+    def table_names(self) -> list:
+        """Every table of rustiz's schema that holds data, in TABLES_BY_REFERENCE's order."""
+        if self.remote:
+            names = [row[0] for row in self._read("SELECT table_name FROM information_schema.tables "
+                                                  "WHERE table_schema = current_schema()")]
+        else:
+            names = [row[0] for row in self._read("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        names = [name for name in names if name not in self.NOT_COPIED and not name.startswith("sqlite_")]
+        known = [name for name in self.TABLES_BY_REFERENCE if name in names]
+        return known + sorted(set(names) - set(known))
+
+    def row_count(self, table: str) -> int:
+        return self._read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
+
+    def _table(self, table: str) -> str:
+        if table not in self.table_names():  # (names come from the schema, never from a user: checked anyway)
+            raise ValueError(f"no table {table!r}")
+        return table
+
+    def columns(self, table: str) -> list:
+        if self.remote:
+            return [row[0] for row in self._read("SELECT column_name FROM information_schema.columns WHERE "
+                                                 "table_schema = current_schema() AND table_name = ? "
+                                                 "ORDER BY ordinal_position", (table,))]
+        return [row[1] for row in self._read(f"PRAGMA table_info({self._table(table)})")]
+
+    def rows(self, table: str, columns: list, batch: int = 1000) -> Any:
+        """The rows of `table` (values in `columns`' order), `batch` at a time: a large table never whole in memory."""
+        listed = ", ".join(columns)
+        order = ", ".join(str(position + 1) for position in range(len(columns)))
+        offset = 0
+        while True:
+            page = self._read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
+                              (batch, offset)).fetchall()
+            if not page:
+                return
+            yield page
+            offset += len(page)
+
+    def copy_rows(self, table: str, columns: list, pages: Any) -> int:
+        """Insert every row of `pages` into `table`, in one transaction with the table's other pages (a failure
+        leaves the table empty). A post's parent is set once all posts are in, so their order does not matter."""
+        parent = columns.index("parent_post_id") if table == "post" else -1
+        placeholders = ", ".join("?" * len(columns))
+        inserted, parents = 0, []
+        with self._writing() as db:
+            for page in pages:
+                for row in page:
+                    row = tuple(row)
+                    if parent >= 0 and row[parent] is not None:
+                        parents.append((row[parent], row[0]))
+                        row = row[:parent] + (None,) + row[parent + 1:]
+                    db.execute(f"INSERT INTO {self._table(table)} ({', '.join(columns)}) VALUES ({placeholders})", row)
+                    inserted += 1
+            for parent_id, post_id in parents:
+                db.execute("UPDATE post SET parent_post_id = ? WHERE id = ?", (parent_id, post_id))
+        return inserted
+
 
 # =============================================================================
 # 4. HTTP protocol (sans-IO): bytes in, events out; no sockets, no asyncio
@@ -4168,6 +4235,11 @@ def command_channel_list(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_db_copy(arguments: argparse.Namespace) -> int:
+    from rustiz_features.db_copy import copy_database
+    return copy_database(load_config(dict(os.environ)), arguments.to, arguments.uploads_to)
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -4253,6 +4325,19 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
         command.add_argument("email", metavar="EMAIL")
         command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
         command.set_defaults(run=run)
+    database = commands.add_parser("db", formatter_class=_help_formatter, help="move the database",
+                                   description="Move this instance's data to another database.")
+    database_commands = database.add_subparsers(dest="db_command", metavar="{copy}", required=True)
+    copy = database_commands.add_parser(
+        "copy", formatter_class=_help_formatter, help="copy everything into an empty database (and bucket)",
+        description="Copy every row of this instance's database (RUSTIZ_DATABASE) into TARGET, a PostgreSQL URL "
+                    "(or a SQLite file), and with --uploads-to its uploads into an S3-compatible bucket; then "
+                    "check row counts and file hashes. Refuses a target that already holds data. Stop the "
+                    "servers first: what they write meanwhile would not be copied.")
+    copy.add_argument("--to", required=True, metavar="TARGET", help="postgresql://user:password@host:port/db")
+    copy.add_argument("--uploads-to", metavar="s3://BUCKET/PREFIX",
+                      help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
+    copy.set_defaults(run=command_db_copy)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
