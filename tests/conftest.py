@@ -17,6 +17,7 @@ from typing import Callable
 import pytest
 
 from fake_webhook import FakeWebhookReceiver
+from pg_cluster import INSTALL_HINT, PostgresCluster, postgres_bin
 from support import FAST_RETRIES, connected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,47 @@ def pyz() -> Path:
     if os.environ.get("RUSTIZ_TEST_SKIP_BUILD") != "1" or not PYZ.exists():
         subprocess.run([sys.executable, str(ROOT / "build_zipapp.py")], check=True, capture_output=True)
     return PYZ
+
+
+# --- the storage backends: every API, MCP, scheduler and provider test that starts a server runs on both --------
+
+BACKENDS = ("sqlite", "postgresql")
+# The suites parametrized by backend (module names); the others keep the default, SQLite.
+BOTH_BACKENDS = re.compile(r"^test_(api_.*|mcp.*|scheduler|provider_.*|publish_everywhere)$")
+# Fixtures that hold the SQLite file's lock or write into the file: a test using one is SQLite-only.
+SQLITE_FIXTURES = {"standby_server"}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "sqlite_only(reason): the test reads or writes the SQLite file "
+                                       "directly, so it runs on the SQLite backend only")
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """test_x[sqlite] and test_x[postgresql] for each test of the suites above that starts a server (it
+    uses start_server, directly or through a fixture); RUSTIZ_TEST_BACKENDS=sqlite narrows the list."""
+    if "backend" not in metafunc.fixturenames or not BOTH_BACKENDS.match(metafunc.module.__name__):
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") or SQLITE_FIXTURES & set(metafunc.fixturenames):
+        return  # the backend fixture's default: SQLite
+    wanted = os.environ.get("RUSTIZ_TEST_BACKENDS", ",".join(BACKENDS)).split(",")
+    metafunc.parametrize("backend", [name for name in BACKENDS if name in wanted], indirect=True)
+
+
+@pytest.fixture
+def backend(request) -> str:
+    """The storage backend of the servers this test starts: "sqlite" unless parametrized."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throwaway PostgreSQL cluster (tests/pg_cluster.py) for the session, started on first use."""
+    if postgres_bin() is None:
+        pytest.skip(INSTALL_HINT)
+    cluster = PostgresCluster().start()
+    yield cluster
+    cluster.stop()
 
 
 def run_cli(pyz: Path, *arguments: str, env: dict | None = None, cwd: str | Path | None = None,
@@ -68,7 +110,12 @@ class RustizServer:
 
     @property
     def database(self) -> str:
-        return read_config(self.config_path)["RUSTIZ_DATABASE"]
+        """The SQLite file, for tests that read or write it directly (they are marked sqlite_only)."""
+        database = self.extra_env.get("RUSTIZ_DATABASE") or read_config(self.config_path)["RUSTIZ_DATABASE"]
+        assert not database.startswith(("postgresql:", "postgres:")), (
+            "this test reads the SQLite file directly, but the server runs on PostgreSQL: "
+            "mark the test @pytest.mark.sqlite_only(\"<why>\")")
+        return database
 
     def env(self) -> dict:
         env = {**os.environ, "RUSTIZ_CONFIG": str(self.config_path), "PORT": "0", "HOST": "127.0.0.1",
@@ -78,7 +125,7 @@ class RustizServer:
 
     def start(self, timeout: float = 20) -> "RustizServer":
         if not self.config_path.exists() and not self.extra_env.get("RUSTIZ_TEST_NO_INIT"):
-            result = run_cli(self.pyz, "init", "--dir", str(self.data_dir))
+            result = run_cli(self.pyz, "init", "--dir", str(self.data_dir), env=self.extra_env)
             assert result.returncode == 0, result.stderr
         self.stderr_lines = []
         self.ready = threading.Event()
@@ -148,18 +195,30 @@ def raw_exchange(port: int, data: bytes, timeout: float = 5.0, half_close: bool 
 
 
 @pytest.fixture
-def start_server(pyz, tmp_path):
-    """Factory: start_server(env={...}, args=(...), data_dir=...) -> a running RustizServer; all stopped after."""
+def start_server(pyz, tmp_path, backend, request):
+    """Factory: start_server(env={...}, args=(...), data_dir=...) -> a running RustizServer; all stopped after.
+    On the postgresql backend each data folder gets a fresh database of the session's cluster (a server
+    started again on the same folder finds its database again), unless `env` names RUSTIZ_DATABASE."""
     servers: list[RustizServer] = []
+    databases: dict[Path, str] = {}
+    cluster = request.getfixturevalue("postgres_cluster") if backend == "postgresql" else None
 
     def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
-        server = RustizServer(pyz, data_dir or tmp_path / f"data{len(servers)}", env, args)
+        data_dir = data_dir or tmp_path / f"data{len(servers)}"
+        env = dict(env or {})
+        if cluster is not None and "RUSTIZ_DATABASE" not in env:
+            if data_dir not in databases:
+                databases[data_dir] = cluster.create_database()
+            env["RUSTIZ_DATABASE"] = databases[data_dir]
+        server = RustizServer(pyz, data_dir, env, args)
         servers.append(server)
         return server.start()
 
     yield start
     for server in servers:
         server.stop(signal.SIGKILL if server.process and server.process.poll() is None else signal.SIGTERM)
+    for database in databases.values():
+        cluster.drop_database(database)
 
 
 # The fake platforms (tests/fake_*.py) listen on 127.0.0.1, a loopback address, which rustiz's address

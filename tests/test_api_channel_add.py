@@ -99,6 +99,7 @@ def test_both_prefixes_and_a_chosen_name(server, platforms):
     assert names == ["Blog 0", "Blog 1"]
 
 
+@pytest.mark.sqlite_only("reads the SQLite file directly")
 def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server, platforms):
     server = logged_server
     ids = []
@@ -306,6 +307,7 @@ def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, pl
     assert status == 201 and again["id"] != first["id"]
 
 
+@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_organizations_are_isolated(server, platforms):
     db = Database(server)
     _, other_key = db.organization()
@@ -320,6 +322,7 @@ def test_organizations_are_isolated(server, platforms):
         404, {"msg": "Integration not found"})
 
 
+@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_customer_by_new_name_existing_name_or_id(server, platforms):
     db = Database(server)
     other_org, other_key = db.organization()

@@ -193,6 +193,7 @@ def test_a_recurring_post_goes_again_at_its_next_occurrence(fast_server, receive
     assert answer["publishDate"] > iso(6.9 * 86400) and answer["releaseId"] == "msg-1"
 
 
+@pytest.mark.sqlite_only("reads the SQLite file directly")
 def test_a_recurring_post_goes_again_at_its_local_time_in_the_organization_s_timezone(fast_server, receiver):
     """A daily post first dated 09:00 in Paris in the other half of the year (summer time or winter time)
     is re-armed for the next 09:00 in Paris, not 24 h steps of UTC from its first date."""
