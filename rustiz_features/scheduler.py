@@ -491,6 +491,7 @@ class Scheduler:
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
         if self.timer is not None:
             self.timer.cancel()
+        self.deliveries.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.lock_descriptor is not None:
@@ -537,7 +538,7 @@ class WebhookDeliveries:
     def __init__(self, scheduler: Scheduler):
         self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
-        self.started = self.wake_pending = False
+        self.started = self.stopped = self.wake_pending = False
         self.timer: Optional[asyncio.TimerHandle] = None
         self.in_flight = 0
         self.housekeeping_at = 0.0
@@ -547,8 +548,14 @@ class WebhookDeliveries:
             self.started = True
             self.wake()
 
+    def stop(self) -> None:
+        """Claim nothing more (sends in flight finish, or their leases end and another process sends them)."""
+        self.stopped = True
+        if self.timer is not None:
+            self.timer.cancel()
+
     def wake(self) -> None:
-        if self.started and not self.wake_pending:
+        if self.started and not self.stopped and not self.wake_pending:
             self.wake_pending = True
             self.loop.call_soon(self._run_due)
 
@@ -556,6 +563,8 @@ class WebhookDeliveries:
         self.wake_pending = False
         if self.timer is not None:
             self.timer.cancel()
+        if self.stopped:
+            return
         now = time.time()
         try:
             self._forget_finished(now)
