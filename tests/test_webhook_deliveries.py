@@ -203,3 +203,16 @@ def test_servers_sharing_a_database_send_each_delivery_once(start_server_with_fa
     time.sleep(0.5)
     assert sorted(delivery_ids(listener)) == sorted(queued)
     assert all(row["attempts"] == 1 for row in delivery_rows(first))
+
+
+def test_unreadable_retry_waits_are_logged_and_the_default_schedule_is_kept(start_server_with_fakes, receiver,
+                                                                             listener):
+    server = start_server_with_fakes(env={**FAST_RETRIES, "RUSTIZ_WEBHOOK_RETRY_WAITS": "5,soon"})
+    channel = webhook_channel(server, receiver)
+    register(server, listener)
+    listener.fail_next("POST", "/hook", 500)
+    publish(server, channel)
+    (row,) = wait_for(lambda: delivery_rows(server), lambda rows: rows and rows[0]["last_error"])
+    assert 2 < row["next_attempt_at"] - time.time() <= 5  # the default's first wait, 5 s
+    assert any("RUSTIZ_WEBHOOK_RETRY_WAITS must be seconds between 0 and 86400 separated by commas, like "
+               "5,30,120; got '5,soon'" in line for line in server.stderr_lines), server.stderr_lines
