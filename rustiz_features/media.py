@@ -520,8 +520,8 @@ class MediaApi:
         try:
             return self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
                                            staged.size, staged.media_type.kind)
-        except BaseException:
-            asyncio.ensure_future(_delete_quietly(self.http, bucket, key))  # no object without its Media row
+        except Exception:
+            await _delete_quietly(self.http, bucket, key)  # no object left behind without its Media row
             raise
 
     def _serve_from_bucket(self, request: Request, relative: str) -> Union[Response, Awaitable[Response]]:

@@ -228,3 +228,25 @@ def test_copy_uploads_to_bucket_copies_every_file_and_verifies_each(s3, bucket, 
             object_storage._file_sha256 = original
     finally:
         http.close()
+
+
+def test_a_multipart_upload_that_fails_midway_is_aborted_and_leaves_nothing(s3, bucket, tmp_path):
+    from rustiz_features.object_storage import Bucket, StorageError, storage_from_settings
+    video = tmp_path / "v.mp4"
+    video.write_bytes(random_mp4(11 * 1024 * 1024))
+    http = client_for_fakes()
+    try:
+        client = Bucket(storage_from_settings(s3.rustiz_env(bucket)), http)
+        sent = client.call
+
+        def second_part_lost(method, key, query=(), *arguments, **options):
+            if ("partNumber", "2") in query:
+                raise StorageError("the connection broke")
+            return sent(method, key, query, *arguments, **options)
+        client.call = second_part_lost
+        with pytest.raises(StorageError, match="the connection broke"):
+            client.put_file("media/v.mp4", str(video), video.stat().st_size, "video/mp4")
+    finally:
+        http.close()
+    assert s3.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert s3.keys(bucket) == []
