@@ -261,6 +261,9 @@ class Config(NamedTuple):
     # Every setting by name (config.env, then the environment): what features read by Postiz's names, such
     # as an OAuth platform's app (LINKEDIN_CLIENT_ID...), which the core need not know.
     settings: Optional[dict] = None
+    # RUSTIZ_STORAGE=s3://bucket/prefix: an object_storage.S3Storage, where uploads live (`uploads` then only
+    # stages them); None: in the `uploads` folder.
+    storage: Any = None
 
 
 def default_config_path(environ: dict) -> str:
@@ -379,7 +382,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     return Config(
         config_path=path,
         database=database_setting(values, environ, resolve),
-        uploads=resolve("RUSTIZ_UPLOADS", "uploads"),
+        uploads=resolve("RUSTIZ_STORAGE" if _local_storage(values) else "RUSTIZ_UPLOADS", "uploads"),
         api_key=values.get("RUSTIZ_API_KEY", ""),
         host=host,
         port=port,
@@ -406,6 +409,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
         body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
+        storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
     )
 
 
@@ -433,6 +437,21 @@ def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], 
         raise UserError(f"RUSTIZ_DATABASE={chosen.split('://')[0]}://...: rustiz stores in a SQLite file (a path) "
                         "or in PostgreSQL (postgresql://user:password@host:port/database)")
     return resolve("RUSTIZ_DATABASE", chosen or "rustiz.db")
+
+
+def _local_storage(values: dict) -> bool:
+    """Whether RUSTIZ_STORAGE names a folder (as RUSTIZ_UPLOADS does); unset, or a bucket, is not."""
+    raw = values.get("RUSTIZ_STORAGE", "")
+    return bool(raw) and "://" not in raw
+
+
+def _bucket_storage(values: dict) -> Any:
+    """The bucket RUSTIZ_STORAGE names, its settings checked (object_storage, loaded only for a bucket)."""
+    if not values["RUSTIZ_STORAGE"].lower().startswith("s3://"):
+        raise UserError(f"RUSTIZ_STORAGE={values['RUSTIZ_STORAGE']!r}: use s3://bucket/prefix for an S3-compatible "
+                        "bucket, or a folder for uploads on this machine")
+    from rustiz_features.object_storage import storage_from_settings
+    return storage_from_settings(values)
 
 
 def _write_private_file(path: str, text: str) -> None:

@@ -25,7 +25,7 @@ def copy_database(config: Config, target: str, uploads_to: Optional[str]) -> int
     source, destination = Store(config.database), Store(target)
     try:
         _refuse_non_empty(destination, target)
-        storage = _empty_bucket(uploads_to) if uploads_to else None
+        storage = _empty_bucket(config, uploads_to) if uploads_to else None
         counts = {}
         for table in source.table_names():
             columns = [column for column in source.columns(table) if column in set(destination.columns(table))]
@@ -55,14 +55,27 @@ def _refuse_non_empty(destination: Store, target: str) -> None:
                         "copies into an empty database, so that nothing is overwritten or mixed")
 
 
-def _empty_bucket(uploads_to: str) -> object:
-    from .object_storage import bucket_is_empty, storage_from_url
-    storage = storage_from_url(uploads_to)
-    if not bucket_is_empty(storage):
+def _empty_bucket(config: Config, uploads_to: str) -> tuple:
+    """The bucket --uploads-to names (keys, region and endpoint from the AWS_* variables), refused unless empty."""
+    from .http_client import HttpClient
+    from .object_storage import StorageError, bucket_is_empty, storage_from_settings
+    storage = storage_from_settings({**(config.settings or {}), "RUSTIZ_STORAGE": uploads_to})
+    http = HttpClient(config.fetch_allow)
+    try:
+        empty = bucket_is_empty(storage, http)
+    except StorageError as error:
+        raise UserError(f"cannot use {uploads_to}: {error}") from None
+    if not empty:
         raise UserError(f"{uploads_to} already holds objects; rustiz db copy only copies uploads into an empty prefix")
-    return storage
+    return storage, http
 
 
-def _copy_uploads(config: Config, storage: object) -> list:
-    from .object_storage import copy_uploads_to_bucket
-    return copy_uploads_to_bucket(config.uploads, storage)
+def _copy_uploads(config: Config, bucket: tuple) -> list:
+    from .object_storage import StorageError, copy_uploads_to_bucket
+    storage, http = bucket
+    try:
+        return copy_uploads_to_bucket(config.uploads, storage, http)
+    except StorageError as error:
+        raise UserError(f"the rows are copied, but not the uploads: {error}") from None
+    finally:
+        http.close()

@@ -342,14 +342,23 @@ class Scheduler:
         """One media object ({"path", "alt"...}) as a local file. An upload's URL is given under today's
         FRONTEND_URL, for platforms that download it themselves."""
         from urllib.parse import urlsplit
-        from .media import fetch_media, sniff_media_type
-        from .publishers.base import MediaFile, Rejected
+        from .media import fetch_media, read_from_bucket, sniff_media_type
+        from .publishers.base import MediaFile, Rejected, Retryable
         url = (item.get("path") or "") if isinstance(item, dict) else ""
         try:
             match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
         except ValueError:  # a malformed URL: fetch_media says what is wrong with it
             match = None
         path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+        name = os.path.basename(path)
+        if match and self.config.storage is not None:  # our uploads are in the bucket: read into a staged file
+            from .object_storage import StorageError
+            try:
+                path = await read_from_bucket(self.http, self.config, match[1]) or ""
+            except StorageError as error:
+                raise Retryable(f"the media could not be read from the uploads bucket: {error}", item=where) from None
+            if path:
+                staged.append(path)
         if path and os.path.isfile(path):
             url = f"{self.config.frontend_url}/uploads/{match[1]}"
         else:
@@ -359,13 +368,13 @@ class Scheduler:
                 reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
                 raise Rejected(f"the media could not be read from {url[:200]}: {reason}", item=where) from None
             staged.append(download.temporary_path)
-            path = download.temporary_path
+            path = name = download.temporary_path
         with open(path, "rb") as file:
             kind = sniff_media_type(file.read(64))
         if isinstance(kind, str):
             raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})", item=where)
         alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
-        return MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path))
+        return MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(name))
 
     async def _refresh_long_lived_tokens(self) -> None:
         """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a
