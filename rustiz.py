@@ -261,6 +261,9 @@ class Config(NamedTuple):
     # Every setting by name (config.env, then the environment): what features read by Postiz's names, such
     # as an OAuth platform's app (LINKEDIN_CLIENT_ID...), which the core need not know.
     settings: Optional[dict] = None
+    # RUSTIZ_STORAGE=s3://bucket/prefix: an object_storage.S3Storage, where uploads live (`uploads` then only
+    # stages them); None: in the `uploads` folder.
+    storage: Any = None
 
 
 def default_config_path(environ: dict) -> str:
@@ -379,7 +382,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     return Config(
         config_path=path,
         database=database_setting(values, environ, resolve),
-        uploads=resolve("RUSTIZ_UPLOADS", "uploads"),
+        uploads=resolve("RUSTIZ_STORAGE" if _local_storage(values) else "RUSTIZ_UPLOADS", "uploads"),
         api_key=values.get("RUSTIZ_API_KEY", ""),
         host=host,
         port=port,
@@ -406,6 +409,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
         body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
+        storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
     )
 
 
@@ -433,6 +437,21 @@ def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], 
         raise UserError(f"RUSTIZ_DATABASE={chosen.split('://')[0]}://...: rustiz stores in a SQLite file (a path) "
                         "or in PostgreSQL (postgresql://user:password@host:port/database)")
     return resolve("RUSTIZ_DATABASE", chosen or "rustiz.db")
+
+
+def _local_storage(values: dict) -> bool:
+    """Whether RUSTIZ_STORAGE names a folder (as RUSTIZ_UPLOADS does); unset, or a bucket, is not."""
+    raw = values.get("RUSTIZ_STORAGE", "")
+    return bool(raw) and "://" not in raw
+
+
+def _bucket_storage(values: dict) -> Any:
+    """The bucket RUSTIZ_STORAGE names, its settings checked (object_storage, loaded only for a bucket)."""
+    if not values["RUSTIZ_STORAGE"].lower().startswith("s3://"):
+        raise UserError(f"RUSTIZ_STORAGE={values['RUSTIZ_STORAGE']!r}: use s3://bucket/prefix for an S3-compatible "
+                        "bucket, or a folder for uploads on this machine")
+    from rustiz_features.object_storage import storage_from_settings
+    return storage_from_settings(values)
 
 
 def _write_private_file(path: str, text: str) -> None:
@@ -705,6 +724,29 @@ MIGRATIONS: tuple = (
     );
     ALTER TABLE integration ADD COLUMN refresh_lease_owner TEXT;
     ALTER TABLE integration ADD COLUMN refresh_lease_until REAL;
+    """,
+    # Outgoing webhook deliveries as rows, so that a crash or a restart loses none and several processes
+    # share them: queued with the post's outcome, claimed under a lease, retried until delivered or given up.
+    # The id is the delivery id the receiver sees (X-Rustiz-Delivery), the same on every try.
+    """
+    CREATE TABLE webhook_delivery (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        webhook_id TEXT NOT NULL REFERENCES webhook(id),
+        event TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at REAL NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL,
+        delivered_at TEXT,
+        gave_up_at TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX webhook_delivery_pending ON webhook_delivery(next_attempt_at)
+        WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+    CREATE INDEX webhook_delivery_webhook ON webhook_delivery(webhook_id);
     """,
 )
 
@@ -1499,10 +1541,14 @@ class Store:
                        (not_before, note, 0 if attempted else 1, utc_now_iso(), post_id))
         self._posts_changed()
 
-    def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any) -> None:
-        """PUBLISHED with its release; the next thread part becomes due after its delay."""
+    def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any,
+                         webhook_event: Optional[dict] = None) -> None:
+        """PUBLISHED with its release; the next thread part becomes due after its delay. `webhook_event` is
+        queued for the organization's webhooks in the same transaction (see _queue_webhook_event)."""
         now = utc_now_iso()
         with self._writing() as db:
+            if webhook_event is not None:
+                self._queue_webhook_event(db, webhook_event, now)
             db.execute("UPDATE post SET state = 'PUBLISHED', release_id = ?, release_url = ?, reply_ref = ?, "
                        "error = NULL, lease_owner = NULL, lease_until = NULL, published_at = ?, updated_at = ? "
                        "WHERE id = ?", (release_id, release_url,
@@ -1513,11 +1559,13 @@ class Store:
                            (iso_at(time.time() + max(0, delay or 0) * 60), child_id))
         self._posts_changed()
 
-    def record_failed(self, post_id: str, error: str) -> int:
+    def record_failed(self, post_id: str, error: str, webhook_event: Optional[dict] = None) -> int:
         """ERROR with `error`; the thread parts after it fail too (they would reply to nothing). Returns
-        how many later parts were failed with it."""
+        how many later parts were failed with it. `webhook_event` as in record_published."""
         now = utc_now_iso()
         with self._writing() as db:
+            if webhook_event is not None:
+                self._queue_webhook_event(db, webhook_event, now)
             db.execute("UPDATE post SET state = 'ERROR', error = ?, lease_owner = NULL, lease_until = NULL, "
                        "updated_at = ? WHERE id = ?", (error, now, post_id))
             failed, parents = 0, [post_id]
@@ -1746,22 +1794,88 @@ class Store:
         return self._webhook_row(row)
 
     def delete_webhook(self, organization_id: str, webhook_id: str) -> bool:
+        """Soft-delete a webhook; its deliveries still waiting are dropped with it (none is sent after)."""
         now = utc_now_iso()
         with self._writing() as db:
-            return bool(db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
-                                   "AND organization_id = ? AND deleted_at IS NULL",
-                                   (now, now, webhook_id, organization_id)).rowcount)
+            deleted = db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
+                                 "AND organization_id = ? AND deleted_at IS NULL",
+                                 (now, now, webhook_id, organization_id)).rowcount
+            db.execute(f"DELETE FROM webhook_delivery WHERE webhook_id = ? AND {self._DELIVERY_PENDING}",
+                       (webhook_id,))
+        return bool(deleted)
 
-    def webhook_targets(self, organization_id: str, channel_id: str) -> list:
-        """(url, secret) of the organization's webhooks that cover this channel (an empty list covers all)."""
-        targets = []
-        for url, integrations, secret in self._read(
-                "SELECT url, integrations, secret FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
-                (organization_id,)):
+    # Deliveries of outcome events to those webhooks: one row per webhook and event, queued in the transaction
+    # that records the outcome, claimed under a lease by whichever process is free (a conditional UPDATE:
+    # when several race for one, exactly one changes the row), then delivered, retried later, or given up.
+
+    _DELIVERY_PENDING = "delivered_at IS NULL AND gave_up_at IS NULL"
+    _DELIVERY_FREE = "(lease_until IS NULL OR lease_until < ?)"
+
+    def _queue_webhook_event(self, db: sqlite3.Connection, event: dict, now: str) -> None:
+        """A delivery of `event` (the scheduler's payload: "event", "organizationId", "channel": {"id"}) to each
+        of the organization's webhooks that covers its channel (an empty list of channels covers all)."""
+        payload = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        for webhook_id, integrations in db.execute(
+                "SELECT id, integrations FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
+                (event["organizationId"],)).fetchall():
             covered = json.loads(integrations)
-            if not covered or channel_id in covered:
-                targets.append((url, secret))
-        return targets
+            if not covered or event["channel"]["id"] in covered:
+                db.execute("INSERT INTO webhook_delivery (id, organization_id, webhook_id, event, payload, "
+                           "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (new_uuid(), event["organizationId"], webhook_id, event["event"], payload,
+                            time.time(), now))
+
+    def due_webhook_deliveries(self, now: float, limit: int) -> list:
+        """Ids of the deliveries due by `now` that no live lease holds, the longest waiting first."""
+        return [row[0] for row in self._read(
+            f"SELECT id FROM webhook_delivery WHERE {self._DELIVERY_PENDING} AND next_attempt_at <= ? "
+            f"AND {self._DELIVERY_FREE} ORDER BY next_attempt_at LIMIT ?", (now, now, limit))]
+
+    def next_webhook_delivery_time(self) -> Optional[float]:
+        """When the next waiting delivery may be tried (its next attempt, or the end of the lease holding it)."""
+        return self._read("SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until "
+                          f"ELSE next_attempt_at END) FROM webhook_delivery WHERE {self._DELIVERY_PENDING}"
+                          ).fetchone()[0]
+
+    def claim_webhook_delivery(self, delivery_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
+        """Lease one due delivery to `owner` and count the attempt; with what sending it needs (its webhook's
+        url, secret and name). None when it is no longer due, or another process claimed it first."""
+        with self._writing() as db:
+            claimed = db.execute(
+                "UPDATE webhook_delivery SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 "
+                f"WHERE id = ? AND {self._DELIVERY_PENDING} AND next_attempt_at <= ? AND {self._DELIVERY_FREE}",
+                (owner, lease_until, delivery_id, now, now)).rowcount
+            row = db.execute(
+                "SELECT d.id, d.organization_id, d.event, d.payload, d.attempts, d.created_at, w.url, w.secret, "
+                "w.name FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id WHERE d.id = ?",
+                (delivery_id,)).fetchone() if claimed == 1 else None
+        names = ("id", "organization_id", "event", "payload", "attempts", "created_at", "url", "secret", "name")
+        return dict(zip(names, row)) if row else None
+
+    def record_webhook_delivered(self, delivery_id: str) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE webhook_delivery SET delivered_at = ?, lease_owner = NULL, lease_until = NULL, "
+                       f"last_error = NULL WHERE id = ? AND {self._DELIVERY_PENDING}", (utc_now_iso(), delivery_id))
+
+    def retry_webhook_delivery(self, delivery_id: str, owner: str, next_attempt_at: float, problem: str) -> None:
+        """The attempt failed: try again at `next_attempt_at` (unless the lease meanwhile passed to another)."""
+        with self._writing() as db:
+            db.execute("UPDATE webhook_delivery SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, "
+                       f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
+                       (next_attempt_at, problem, delivery_id, owner))
+
+    def give_up_webhook_delivery(self, delivery_id: str, owner: str, problem: str) -> bool:
+        """No further attempt; True when this call gave it up (so that one notification says so)."""
+        with self._writing() as db:
+            return db.execute("UPDATE webhook_delivery SET gave_up_at = ?, last_error = ?, lease_owner = NULL, "
+                              f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
+                              (utc_now_iso(), problem, delivery_id, owner)).rowcount == 1
+
+    def forget_finished_webhook_deliveries(self, finished_before: str) -> int:
+        """Delete the deliveries delivered or given up before `finished_before` (ISO), so the table stays small."""
+        with self._writing() as db:
+            return db.execute("DELETE FROM webhook_delivery WHERE delivered_at < ? OR gave_up_at < ?",
+                              (finished_before, finished_before)).rowcount
 
     # --- the web app's users and sign-in sessions ---------------------------------------------
 
@@ -1912,6 +2026,73 @@ class Store:
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (media_id, organization_id, name, path, file_size, kind,
                                                           now, now))
         return {"id": media_id, "name": name, "originalName": None, "path": path, "thumbnail": None, "alt": None}
+
+    # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
+
+    # Tables in an order where each row's references are already copied (post's parent_post_id aside: see
+    # copy_rows). Tables a later migration adds, and this list does not name, are copied after these.
+    TABLES_BY_REFERENCE = ("organization", "customer", "integration", "post", "tag", "tag_post", "notification",
+                           "idempotency_key", "media", "webhook", "web_user", "web_session", "oauth_flow",
+                           "oauth_app", "rate_limit")
+    NOT_COPIED = ("schema_version", "write_probe")  # (each database has its own)
+
+    def table_names(self) -> list:
+        """Every table of rustiz's schema that holds data, in TABLES_BY_REFERENCE's order."""
+        if self.remote:
+            names = [row[0] for row in self._read("SELECT table_name FROM information_schema.tables "
+                                                  "WHERE table_schema = current_schema()")]
+        else:
+            names = [row[0] for row in self._read("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        names = [name for name in names if name not in self.NOT_COPIED and not name.startswith("sqlite_")]
+        known = [name for name in self.TABLES_BY_REFERENCE if name in names]
+        return known + sorted(set(names) - set(known))
+
+    def row_count(self, table: str) -> int:
+        return self._read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
+
+    def _table(self, table: str) -> str:
+        if table not in self.table_names():  # (names come from the schema, never from a user: checked anyway)
+            raise ValueError(f"no table {table!r}")
+        return table
+
+    def columns(self, table: str) -> list:
+        if self.remote:
+            return [row[0] for row in self._read("SELECT column_name FROM information_schema.columns WHERE "
+                                                 "table_schema = current_schema() AND table_name = ? "
+                                                 "ORDER BY ordinal_position", (table,))]
+        return [row[1] for row in self._read(f"PRAGMA table_info({self._table(table)})")]
+
+    def rows(self, table: str, columns: list, batch: int = 1000) -> Any:
+        """The rows of `table` (values in `columns`' order), `batch` at a time: a large table never whole in memory."""
+        listed = ", ".join(columns)
+        order = ", ".join(str(position + 1) for position in range(len(columns)))
+        offset = 0
+        while True:
+            page = self._read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
+                              (batch, offset)).fetchall()
+            if not page:
+                return
+            yield page
+            offset += len(page)
+
+    def copy_rows(self, table: str, columns: list, pages: Any) -> int:
+        """Insert every row of `pages` into `table`, in one transaction with the table's other pages (a failure
+        leaves the table empty). A post's parent is set once all posts are in, so their order does not matter."""
+        parent = columns.index("parent_post_id") if table == "post" else -1
+        placeholders = ", ".join("?" * len(columns))
+        inserted, parents = 0, []
+        with self._writing() as db:
+            for page in pages:
+                for row in page:
+                    row = tuple(row)
+                    if parent >= 0 and row[parent] is not None:
+                        parents.append((row[parent], row[0]))
+                        row = row[:parent] + (None,) + row[parent + 1:]
+                    db.execute(f"INSERT INTO {self._table(table)} ({', '.join(columns)}) VALUES ({placeholders})", row)
+                    inserted += 1
+            for parent_id, post_id in parents:
+                db.execute("UPDATE post SET parent_post_id = ? WHERE id = ?", (parent_id, post_id))
+        return inserted
 
 
 # =============================================================================
@@ -4168,6 +4349,11 @@ def command_channel_list(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_db_copy(arguments: argparse.Namespace) -> int:
+    from rustiz_features.db_copy import copy_database
+    return copy_database(load_config(dict(os.environ)), arguments.to, arguments.uploads_to)
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -4253,6 +4439,19 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
         command.add_argument("email", metavar="EMAIL")
         command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
         command.set_defaults(run=run)
+    database = commands.add_parser("db", formatter_class=_help_formatter, help="move the database",
+                                   description="Move this instance's data to another database.")
+    database_commands = database.add_subparsers(dest="db_command", metavar="{copy}", required=True)
+    copy = database_commands.add_parser(
+        "copy", formatter_class=_help_formatter, help="copy everything into an empty database (and bucket)",
+        description="Copy every row of this instance's database (RUSTIZ_DATABASE) into TARGET, a PostgreSQL URL "
+                    "(or a SQLite file), and with --uploads-to its uploads into an S3-compatible bucket; then "
+                    "check row counts and file hashes. Refuses a target that already holds data. Stop the "
+                    "servers first: what they write meanwhile would not be copied.")
+    copy.add_argument("--to", required=True, metavar="TARGET", help="postgresql://user:password@host:port/db")
+    copy.add_argument("--uploads-to", metavar="s3://BUCKET/PREFIX",
+                      help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
+    copy.set_defaults(run=command_db_copy)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)

@@ -310,6 +310,13 @@ class HttpClient:
         return await self.run_blocking(self._exchange, "GET", url, dict(headers or {}), b"", timeouts, read,
                                        max_redirects)
 
+    def exchange(self, method: str, url: str, headers: dict, body: bytes = b"", timeouts: Timeouts = Timeouts(),
+                 read: Optional[Callable[[HttpReply, Any], Any]] = None) -> Any:
+        """request(), or with `read` download() for any method, for code that already runs in this client's
+        threads (through run_blocking) or in a CLI command: it blocks. A series of calls that belong together
+        (an S3 multipart upload) runs as one blocking function this way."""
+        return self._exchange(method, url, dict(headers), body, timeouts, read)
+
     async def check_url(self, url: str) -> None:
         """Raise AddressRefused when the guard would refuse `url`'s host, without connecting to it (for a URL
         that is only used later); a host that cannot be resolved now passes (connecting checks it again)."""

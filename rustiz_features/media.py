@@ -5,9 +5,13 @@ Rules:
 - Nothing is held whole in memory: uploads stream to a temporary file, downloads too, each with its size
   limit; a file is moved into the library only once complete and checked.
 - upload-from-url downloads through the App's HttpClient (its address guard).
+- With RUSTIZ_STORAGE=s3://... (Config.storage) uploads still stage in the local .incoming folder, then go to
+  the bucket at the same relative path under its prefix; a Media row exists only once its object does.
+  GET /uploads/... then redirects to a presigned URL, or streams the object (RUSTIZ_UPLOADS_SERVE=stream).
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -23,6 +27,7 @@ from rustiz import (
 # that the primary worker's housekeeping (which removes abandoned uploads at start) loads neither.
 if TYPE_CHECKING:
     from .http_client import HttpClient, HttpReply
+    from .object_storage import Bucket
 
 
 # The multipart events and the media value types are plain slotted classes: each NamedTuple
@@ -442,9 +447,15 @@ class MediaApi:
         return UploadSink(request, self.config.uploads, self.config.max_video_bytes)
 
     @route_options(body_limit="upload_body_limit", open_sink="open_upload")
-    def upload(self, request: Request, organization_id: str) -> Response:
+    def upload(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
         """The body streamed to disk as it came (UploadSink); only an admitted request's body is kept."""
-        return self._save(organization_id, request.sink.result())
+        staged = request.sink.result()
+        if self.config.storage is not None:
+            return self._save_in_bucket(organization_id, staged)  # (the sink removes the staged file after)
+        return self._save(organization_id, staged)
+
+    async def _save_in_bucket(self, organization_id: str, staged: StagedFile) -> Response:
+        return json_response(await self._store_in_bucket(organization_id, staged), 201)
 
     def upload_from_url(self, request: Request, organization_id: str) -> Awaitable[Response]:
         body = request.json()
@@ -460,6 +471,8 @@ class MediaApi:
         """Download `url` (SSRF-safe, size and type checked) into the media library; the Media row. Raises ApiError."""
         staged = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)
         try:
+            if self.config.storage is not None:
+                return await self._store_in_bucket(organization_id, staged)
             return self._store_file(organization_id, staged)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -470,8 +483,7 @@ class MediaApi:
 
     def _store_file(self, organization_id: str, staged: StagedFile) -> dict:
         """Move the staged file to YYYY/MM/DD/<random>.<ext>, as Postiz's local storage, and record it."""
-        day = time.strftime("%Y/%m/%d", time.gmtime())
-        name = f"{os.urandom(16).hex()}.{staged.media_type.extension}"
+        day, name = _new_upload_name(staged)
         directory = os.path.join(self.config.uploads, *day.split("/"))
         make_private_folders(directory)
         final_path = os.path.join(directory, name)
@@ -484,13 +496,84 @@ class MediaApi:
             raise
         return media
 
+    # --- uploads in a bucket (RUSTIZ_STORAGE=s3://...)
+
+    def bucket(self) -> Bucket:
+        from .object_storage import Bucket
+        return Bucket(self.config.storage, self.http)
+
+    async def _store_in_bucket(self, organization_id: str, staged: StagedFile) -> dict:
+        """Put the staged file in the bucket at <prefix>/YYYY/MM/DD/<random>.<ext>, then record it: the Media
+        row only once its object is stored (a 503 naming the bucket and the cause otherwise). The staged
+        file is its caller's to remove."""
+        from .object_storage import StorageError
+        day, name = _new_upload_name(staged)
+        key = self.config.storage.key(f"{day}/{name}")
+        bucket = self.bucket()
+        try:
+            await self.http.run_blocking(bucket.put_file, key, staged.temporary_path, staged.size,
+                                         staged.media_type.content_type)
+        except StorageError as error:
+            raise _bucket_unavailable(error) from None
+        except OSError as error:  # the staged file could not be read back
+            raise _cannot_store(self.config.uploads, error) from None
+        try:
+            return self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
+                                           staged.size, staged.media_type.kind)
+        except Exception:
+            await _delete_quietly(self.http, bucket, key)  # no object left behind without its Media row
+            raise
+
+    def _serve_from_bucket(self, request: Request, relative: str) -> Union[Response, Awaitable[Response]]:
+        """A redirect to a presigned URL of the object (valid PRESIGNED_URL_SECONDS), or the object streamed."""
+        from .object_storage import PRESIGNED_URL_SECONDS
+        storage = self.config.storage
+        if storage.serve == "stream":
+            return self._stream_from_bucket(request, storage.key(relative), relative.rpartition("/")[2])
+        # Caching the redirect a while spares signing it again; never for as long as the URL lasts.
+        return Response(302, b"", "", [("Location", self.bucket().presigned_get_url(storage.key(relative))),
+                                       ("Cache-Control", f"private, max-age={PRESIGNED_URL_SECONDS // 4}")])
+
+    async def _stream_from_bucket(self, request: Request, key: str, name: str) -> Response:
+        """The object through rustiz: fetched into a private temporary file (bounded by the media limits, with
+        the client's Range and If-None-Match passed on to the bucket), then sent from it with the server's
+        back-pressure; the file is removed as soon as the connection has it open."""
+        from .object_storage import StorageError
+        content_type = MEDIA_TYPES[name.rpartition(".")[2]].content_type
+        method = "HEAD" if request.method == "HEAD" else "GET"
+        passed_on = {header: request.headers[header] for header in
+                     (("if-none-match",) if method == "HEAD" else ("range", "if-range", "if-none-match"))
+                     if re.fullmatch(r"[\x20-\x7e]{1,500}", request.headers.get(header, ""))}
+        temporary = new_staging_path(self.config.uploads)
+        limit = max(MAX_IMAGE_BYTES, self.config.max_video_bytes)
+        try:
+            if method == "HEAD":
+                head = await self.http.run_blocking(self.bucket().call, "HEAD", key, (), passed_on, b"", None,
+                                                    (200, 304, 404))
+            else:
+                head = await self.http.run_blocking(self.bucket().get_to_file, key, temporary, limit, passed_on,
+                                                    (200, 206, 304, 404, 416))
+        except StorageError as error:
+            raise _bucket_unavailable(error) from None
+        asyncio.get_running_loop().call_later(STREAMED_FILE_GRACE_SECONDS, _remove_quietly, temporary)
+        headers = [(header, head.headers[header.lower()]) for header in ("ETag", "Last-Modified", "Content-Range")
+                   if header.lower() in head.headers] + _SERVED_UPLOAD_HEADERS
+        if head.status == 404:
+            raise not_found(f"No upload at {request.path}")
+        if head.status in (304, 416):
+            return Response(head.status, b"", "", headers)
+        size = int(head.headers.get("content-length", "0")) if method == "HEAD" else os.path.getsize(temporary)
+        return FileResponse(head.status, temporary, 0, size, content_type, headers)
+
     @route_options(authenticated=False)  # public, as Postiz serves its uploads
-    def serve_upload(self, request: Request) -> Response:
+    def serve_upload(self, request: Request) -> Union[Response, Awaitable[Response]]:
         """The stored file, with ETag/Last-Modified revalidation and single byte ranges."""
         params = request.params
         day = f"{params['year']}/{params['month']}/{params['day']}"
         if not re.match(r"\d{4}/\d{2}/\d{2}\Z", day) or not re.match(_UPLOAD_FILE_NAME, params["name"]):
             raise not_found(f"No upload at {request.path}")  # also what keeps ../ and the like out
+        if self.config.storage is not None:
+            return self._serve_from_bucket(request, f"{day}/{params['name']}")
         file_path = os.path.join(self.config.uploads, params["year"], params["month"], params["day"], params["name"])
         try:
             status = os.stat(file_path)
@@ -498,11 +581,7 @@ class MediaApi:
             raise not_found(f"No upload at {request.path}") from None
         size = status.st_size
         etag = f'"{size:x}-{status.st_mtime_ns:x}"'
-        headers = [("ETag", etag), ("Last-Modified", http_date(status.st_mtime)), ("Accept-Ranges", "bytes"),
-                   ("Cache-Control", "public, max-age=31536000, immutable"), ("X-Content-Type-Options", "nosniff"),
-                   # Media are served from rustiz's own origin: were a file ever rendered as a document
-                   # (an SVG, a browser ignoring the type), it may run nothing and reach nothing.
-                   ("Content-Security-Policy", "default-src 'none'; sandbox")]
+        headers = [("ETag", etag), ("Last-Modified", http_date(status.st_mtime))] + _SERVED_UPLOAD_HEADERS
         content_type = MEDIA_TYPES[params["name"].rpartition(".")[2]].content_type
         if_none_match = request.headers.get("if-none-match")
         if if_none_match is not None and (if_none_match.strip() == "*" or etag in
@@ -520,6 +599,61 @@ class MediaApi:
                 return FileResponse(206, file_path, start, end - start + 1, content_type,
                                     headers + [("Content-Range", f"bytes {start}-{end}/{size}")])
         return FileResponse(200, file_path, 0, size, content_type, headers)
+
+
+_SERVED_UPLOAD_HEADERS = [
+    ("Accept-Ranges", "bytes"), ("Cache-Control", "public, max-age=31536000, immutable"),
+    ("X-Content-Type-Options", "nosniff"),
+    # Media are served from rustiz's own origin: were a file ever rendered as a document (an SVG, a browser
+    # ignoring the type), it may run nothing and reach nothing.
+    ("Content-Security-Policy", "default-src 'none'; sandbox")]
+# A streamed object's temporary file is opened by the connection as soon as the handler returns; it is
+# removed this long after (the open file stays readable), or at the next start if rustiz is killed meanwhile.
+STREAMED_FILE_GRACE_SECONDS = 10.0
+
+
+def new_staging_path(uploads: str) -> str:
+    """A new file name in the uploads' private .incoming folder (removed at start when a crash left it)."""
+    directory = os.path.join(uploads, ".incoming")
+    make_private_folders(directory)
+    return os.path.join(directory, os.urandom(16).hex() + ".part")
+
+
+async def read_from_bucket(http: HttpClient, config: Any, relative: str) -> Optional[str]:
+    """Our upload at `relative` ("YYYY/MM/DD/<name>") read from the bucket into a staged file (bounded by
+    the media limits), for the caller to remove; None when the bucket has no such object. Raises
+    object_storage.StorageError when the bucket cannot be read."""
+    from .object_storage import Bucket
+    staged = new_staging_path(config.uploads)
+    head = await http.run_blocking(Bucket(config.storage, http).get_to_file, config.storage.key(relative), staged,
+                                   max(MAX_IMAGE_BYTES, config.max_video_bytes), None, (200, 404))
+    if head.status == 200:
+        return staged
+    _remove_quietly(staged)
+    return None
+
+
+def _new_upload_name(staged: StagedFile) -> tuple:
+    """(YYYY/MM/DD of today, UTC; a random file name with the type's extension), as Postiz names uploads."""
+    return time.strftime("%Y/%m/%d", time.gmtime()), f"{os.urandom(16).hex()}.{staged.media_type.extension}"
+
+
+def _bucket_unavailable(error: Exception) -> ApiError:
+    log(f"uploads: {error}")
+    return nest_error(503, f"The uploads bucket is unavailable, try again later: {error}")
+
+
+async def _delete_quietly(http: HttpClient, bucket: Bucket, key: str) -> None:
+    from .object_storage import StorageError
+    try:
+        await http.run_blocking(bucket.delete, key)
+    except StorageError as error:
+        log(f"uploads: {key} is stored but has no Media row, and could not be removed: {error}")
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def http_date(timestamp: float) -> str:

@@ -55,6 +55,7 @@ def translate(sql: str) -> str:
         sql = f"{sql[:match.start()]}INSERT INTO {table} ({columns}){sql[match.end():]} " \
               f"ON CONFLICT ({', '.join(keys)}) {action}"
     sql = _SCALAR_EXTREMUM.sub(lambda found: "GREATEST(" if found[1] == "MAX" else "LEAST(", sql)
+    sql = sql.replace(" IN ()", " IN (SELECT NULL WHERE FALSE)")  # SQLite takes an empty list; PostgreSQL not
     return sql.replace("%", "%%").replace("?", "%s")
 
 
@@ -136,6 +137,8 @@ class Database:
             if connection.closed:
                 self._local.connection = None  # the next statement connects again
             raise _unreachable(self.url, error) from None
+        except psycopg.Error as error:  # (a rustiz bug: logged with the statement by whoever catches it)
+            raise sqlite3.DatabaseError(f"{type(error).__name__}: {error}") from error
 
     def executemany(self, sql: str, rows: Any) -> None:
         for row in rows:

@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any, Optional
 
-from rustiz import ApiError, Config, Store, duration, iso_at, log, new_uuid
+from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
 
@@ -100,6 +100,7 @@ class Scheduler:
         self.lease_seconds = self.lease_seconds or (SHARED_LEASE_SECONDS if self.shared else SCHEDULER_LEASE_SECONDS)
         self.leases_renewed_at = 0.0
         self.claimed: set = set()  # ids of the posts this scheduler is publishing
+        self.deliveries = WebhookDeliveries(self)
 
     @property
     def http(self) -> HttpClient:
@@ -118,6 +119,7 @@ class Scheduler:
 
     def tick(self) -> None:
         """Called every second: take the lock if its holder died, and notice changes other processes made."""
+        self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         if not self.running:
             if not self._take_lock():
                 return
@@ -340,14 +342,23 @@ class Scheduler:
         """One media object ({"path", "alt"...}) as a local file. An upload's URL is given under today's
         FRONTEND_URL, for platforms that download it themselves."""
         from urllib.parse import urlsplit
-        from .media import fetch_media, sniff_media_type
-        from .publishers.base import MediaFile, Rejected
+        from .media import fetch_media, read_from_bucket, sniff_media_type
+        from .publishers.base import MediaFile, Rejected, Retryable
         url = (item.get("path") or "") if isinstance(item, dict) else ""
         try:
             match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
         except ValueError:  # a malformed URL: fetch_media says what is wrong with it
             match = None
         path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+        name = os.path.basename(path)
+        if match and self.config.storage is not None:  # our uploads are in the bucket: read into a staged file
+            from .object_storage import StorageError
+            try:
+                path = await read_from_bucket(self.http, self.config, match[1]) or ""
+            except StorageError as error:
+                raise Retryable(f"the media could not be read from the uploads bucket: {error}", item=where) from None
+            if path:
+                staged.append(path)
         if path and os.path.isfile(path):
             url = f"{self.config.frontend_url}/uploads/{match[1]}"
         else:
@@ -357,13 +368,13 @@ class Scheduler:
                 reason = str(refused.body.get("message", refused.body)).removeprefix("upload-from-url: ")
                 raise Rejected(f"the media could not be read from {url[:200]}: {reason}", item=where) from None
             staged.append(download.temporary_path)
-            path = download.temporary_path
+            path = name = download.temporary_path
         with open(path, "rb") as file:
             kind = sniff_media_type(file.read(64))
         if isinstance(kind, str):
             raise Rejected(f"{url[:200]} is not an image or video rustiz can publish ({kind})", item=where)
         alt = item.get("alt") if isinstance(item, dict) and isinstance(item.get("alt"), str) else ""
-        return MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(path))
+        return MediaFile(url, path, kind.content_type, kind.kind, alt, os.path.basename(name))
 
     async def _refresh_long_lived_tokens(self) -> None:
         """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a
@@ -398,12 +409,13 @@ class Scheduler:
     # --- outcomes ---------------------------------------------------------------------------------
 
     def _published(self, claim: dict, label: str, release: Release) -> None:
-        self.store.record_published(claim["id"], release.id, release.url, release.reply_ref)
+        event = self._webhook_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
+        self.store.record_published(claim["id"], release.id, release.url, release.reply_ref, event)
+        self.deliveries.wake()
         what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
         self.store.add_notification(claim["organization_id"],
                                     f"Published {what} on {label} ({claim['channel_name']}): "
                                     f"{release.url or release.id}", release.url or None)
-        self._send_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
         recurring = self.store.finished_recurring_root(claim["group"])
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
@@ -447,10 +459,11 @@ class Scheduler:
                 f"after their date): {link}", link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
-        later_parts = self.store.record_failed(claim["id"], text)
+        later_parts = self.store.record_failed(claim["id"], text, self._webhook_event(claim, "post.failed",
+                                                                                     {"error": text}))
+        self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
         self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
-        self._send_event(claim, "post.failed", {"error": text})
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
         grace = duration(self.config.publish_grace_seconds)
@@ -519,46 +532,19 @@ class Scheduler:
 
     # --- outgoing webhooks --------------------------------------------------------------------
 
-    def _send_event(self, claim: dict, event: str, details: dict) -> None:
-        targets = self.store.webhook_targets(claim["organization_id"], claim["channel_id"])
-        if not targets:
-            return
-        payload = {"event": event, "organizationId": claim["organization_id"],
-                   "channel": {"id": claim["channel_id"], "name": claim["channel_name"],
-                               "provider": claim["provider"]},
-                   "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
-                            "publishDate": claim["publish_date"], **details}}
-        for url, secret in targets:
-            task = self.loop.create_task(self._deliver(url, secret, event, payload))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _deliver(self, url: str, secret: Optional[str], event: str, payload: dict) -> None:
-        """Best effort, three tries (now, after 5 s, after 30 s); a receiver that stays down gets a log line."""
-        from .catalogue import url_host
-        from .http_client import AddressRefused, ConnectFailed, NoAnswer, Timeouts, signed_json_request
-        body, headers = signed_json_request(payload, secret, event, new_uuid())
-        problem = ""
-        for wait in (0, 5, 30):
-            await asyncio.sleep(wait)
-            try:
-                reply = await self.http.request("POST", url, body=body, headers=headers,
-                                                timeouts=Timeouts(10, 15, 30))
-            except AddressRefused as error:  # refused again on every try: one log line says so
-                problem = str(error)
-                break
-            except (ConnectFailed, NoAnswer) as error:
-                problem = str(error)
-                continue
-            if reply.status < 300:
-                return
-            problem = f"HTTP {reply.status}"  # the receiver's body is not quoted: it may be any server's page
-        log(f"webhook {url_host(url)} did not take the {event} event of post {payload['post']['id']}: {problem}")
+    @staticmethod
+    def _webhook_event(claim: dict, event: str, details: dict) -> dict:
+        """What the organization's webhooks are told of a post's outcome (queued with the outcome itself)."""
+        return {"event": event, "organizationId": claim["organization_id"],
+                "channel": {"id": claim["channel_id"], "name": claim["channel_name"], "provider": claim["provider"]},
+                "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
+                         "publishDate": claim["publish_date"], **details}}
 
     async def stop(self, timeout: float) -> None:
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
         if self.timer is not None:
             self.timer.cancel()
+        self.deliveries.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.lock_descriptor is not None:
@@ -566,6 +552,157 @@ class Scheduler:
         self.store.on_posts_changed = None
         if self._http is not None:
             self._http.close()
+
+
+# --- outgoing webhook deliveries ----------------------------------------------------------------------
+# Each outcome event is one webhook_delivery row per webhook, queued by Store.record_published/record_failed
+# in the outcome's own transaction, so a crash cannot record PUBLISHED and lose the event. Any process sharing
+# the database may send it: it claims the row under a lease (a conditional UPDATE only one process wins),
+# sends it with the row's id as the delivery id (the same on every try, so a receiver can drop repeats), and
+# records it delivered, or its next try with back-off, or gives it up with a notification after about a day.
+# A process killed mid-send leaves its lease, which ends: another process then sends the same delivery again.
+
+WEBHOOK_RETRY_WAITS = (5.0, 30.0, 120.0, 600.0, 1800.0) + (3600.0,) * 23  # before each retry: ~24 h in all
+WEBHOOK_LEASE_SECONDS = 120  # well beyond one try (WEBHOOK_TIMEOUTS: 30 s at most), so a live sender keeps it
+WEBHOOK_TIMEOUTS = (10.0, 15.0, 30.0)  # connect, silence, total
+WEBHOOK_CONCURRENCY = 8  # deliveries in flight at once, per process
+WEBHOOK_POLL_SECONDS = 30.0  # how often a process looks for what others queued (or left under an ended lease)
+WEBHOOK_KEEP_SECONDS = 7 * 86400  # delivered and given-up rows are forgotten after this
+WEBHOOK_HOUSEKEEPING_SECONDS = 3600
+
+
+def webhook_retry_waits(settings: Optional[dict]) -> tuple:
+    """The seconds before each retry: RUSTIZ_WEBHOOK_RETRY_WAITS ("5,30,120": three retries), or the default."""
+    raw = (settings or {}).get("RUSTIZ_WEBHOOK_RETRY_WAITS", "").strip()
+    if not raw:
+        return WEBHOOK_RETRY_WAITS
+    with contextlib.suppress(ValueError):
+        waits = tuple(float(item) for item in raw.split(","))
+        if all(0 <= wait <= 86400 for wait in waits):  # (also refuses nan)
+            return waits
+    log(f"RUSTIZ_WEBHOOK_RETRY_WAITS must be seconds between 0 and 86400 separated by commas, like 5,30,120; "
+        f"got {raw[:100]!r}: webhooks are retried on the default schedule instead")
+    return WEBHOOK_RETRY_WAITS
+
+
+class WebhookDeliveries:
+    """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
+    due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
+
+    def __init__(self, scheduler: Scheduler):
+        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
+        self.retry_waits = webhook_retry_waits(scheduler.config.settings)
+        self.started = self.stopped = self.wake_pending = False
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.in_flight = 0
+        self.housekeeping_at = 0.0
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.wake()
+
+    def stop(self) -> None:
+        """Claim nothing more (sends in flight finish, or their leases end and another process sends them)."""
+        self.stopped = True
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def wake(self) -> None:
+        if self.started and not self.stopped and not self.wake_pending:
+            self.wake_pending = True
+            self.loop.call_soon(self._run_due)
+
+    def _run_due(self) -> None:
+        self.wake_pending = False
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.stopped:
+            return
+        now = time.time()
+        try:
+            self._forget_finished(now)
+            self._start_due(now)
+            next_due = self.store.next_webhook_delivery_time()
+        except sqlite3.Error as error:
+            log(f"webhook deliveries: the database failed ({error}); trying again in 5 s")
+            next_due = now + 5
+        if next_due is None or self.in_flight >= WEBHOOK_CONCURRENCY:  # (a send that ends wakes us)
+            next_due = now + WEBHOOK_POLL_SECONDS
+        self.timer = self.loop.call_later(min(WEBHOOK_POLL_SECONDS, max(0.0, next_due - time.time())), self.wake)
+
+    def _forget_finished(self, now: float) -> None:
+        if now >= self.housekeeping_at:
+            self.housekeeping_at = now + WEBHOOK_HOUSEKEEPING_SECONDS
+            self.store.forget_finished_webhook_deliveries(iso_at(now - WEBHOOK_KEEP_SECONDS))
+
+    def _start_due(self, now: float) -> None:
+        room = WEBHOOK_CONCURRENCY - self.in_flight
+        if room <= 0:
+            return
+        for delivery_id in self.store.due_webhook_deliveries(now, room):
+            delivery = self.store.claim_webhook_delivery(delivery_id, self.scheduler.owner,
+                                                         now + WEBHOOK_LEASE_SECONDS, now)
+            if delivery is None:
+                continue  # another process claimed it first
+            self.in_flight += 1
+            task = self.loop.create_task(self._send(delivery))
+            self.scheduler.tasks.add(task)  # (stop() lets it finish)
+            task.add_done_callback(self.scheduler.tasks.discard)
+
+    async def _send(self, delivery: dict) -> None:
+        try:
+            try:
+                problem, may_retry = await self._attempt(delivery)
+            except Exception:  # a bug in rustiz: logged, and the delivery follows the retry schedule
+                log(f"webhook delivery {delivery['id']} failed unexpectedly:\n{traceback.format_exc()}")
+                problem, may_retry = "rustiz failed while sending it (its log has the details)", True
+            self._record(delivery, problem, may_retry)
+        except sqlite3.Error as error:
+            log(f"webhook delivery {delivery['id']}: its outcome could not be recorded ({error}); it is tried "
+                f"again when its lease ends, in {WEBHOOK_LEASE_SECONDS} s")
+        finally:
+            self.in_flight -= 1
+            self.wake()
+
+    async def _attempt(self, delivery: dict) -> tuple:
+        """("", False) when the receiver took it; else (the problem in a few words, whether a retry may help)."""
+        from .http_client import AddressRefused, ConnectFailed, NoAnswer, Timeouts, signed_json_request
+        body, headers = signed_json_request(json.loads(delivery["payload"]), delivery["secret"], delivery["event"],
+                                            delivery["id"])
+        try:
+            reply = await self.scheduler.http.request("POST", delivery["url"], body=body, headers=headers,
+                                                      timeouts=Timeouts(*WEBHOOK_TIMEOUTS))
+        except AddressRefused as error:  # refused again on every try, until the operator allows the address
+            return str(error), False
+        except (ConnectFailed, NoAnswer) as error:
+            return str(error), True
+        if reply.status < 300:
+            return "", False
+        return f"HTTP {reply.status}", True  # the receiver's body is not quoted: it may be any server's page
+
+    def _record(self, delivery: dict, problem: str, may_retry: bool) -> None:
+        if not problem:
+            self.store.record_webhook_delivered(delivery["id"])
+            return
+        attempts, owner = delivery["attempts"], self.scheduler.owner
+        if may_retry and attempts <= len(self.retry_waits):
+            self.store.retry_webhook_delivery(delivery["id"], owner, time.time() + self.retry_waits[attempts - 1],
+                                              problem)
+        elif self.store.give_up_webhook_delivery(delivery["id"], owner, problem):
+            self._announce_giving_up(delivery, problem)
+
+    def _announce_giving_up(self, delivery: dict, problem: str) -> None:
+        """One log line and one notification naming the webhook, the event and the last problem."""
+        from .catalogue import url_host
+        post_id = json.loads(delivery["payload"])["post"]["id"]
+        attempts = delivery["attempts"]
+        text = (f"Webhook \"{delivery['name']}\" ({url_host(delivery['url'])}) did not take the {delivery['event']} "
+                f"event of post {post_id} after {attempts} tr{'y' if attempts == 1 else 'ies'} over "
+                f"{duration(time.time() - epoch_seconds(delivery['created_at']))}; the last problem: {problem}. "
+                f"rustiz stopped trying (delivery {delivery['id']})")
+        log(text)
+        self.store.add_notification(delivery["organization_id"], text)
 
 
 class SchedulerThread:

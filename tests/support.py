@@ -87,6 +87,41 @@ def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], timeout: floa
 
 # --- rows written straight into the database ----------------------------------------------------------
 
+class _PostgresConnection:
+    """The few sqlite3.Connection manners the tests use (execute with ? placeholders, fetchone/fetchall, a
+    `with` block that commits), over a psycopg connection, so a test's direct rows work on both backends."""
+
+    def __init__(self, url: str):
+        import psycopg
+        self.connection = psycopg.connect(url)
+
+    def execute(self, sql: str, parameters: tuple = ()):
+        return self.connection.execute(sql.replace("%", "%%").replace("?", "%s"),
+                                       tuple(int(v) if type(v) is bool else v for v in parameters))
+
+    def commit(self) -> None:
+        self.connection.commit()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> "_PostgresConnection":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.connection.commit()
+        else:
+            self.connection.rollback()
+
+
+def connect_database(database: str):
+    """The server's database for a test's direct reads and writes: its SQLite file, or its PostgreSQL database."""
+    if database.startswith(("postgresql://", "postgres://")):
+        return _PostgresConnection(database)
+    return sqlite3.connect(database)
+
+
 class Database:
     """Rows written straight into the server's SQLite file, as a later rustiz feature (or Postiz) would:
     organizations, customers, channels, posts, tags and notifications."""
@@ -98,7 +133,7 @@ class Database:
         self.clock = 0
 
     def connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path)
+        return connect_database(self.path)
 
     def stamp(self) -> str:
         self.clock += 1
