@@ -110,12 +110,8 @@ class RustizServer:
 
     @property
     def database(self) -> str:
-        """The SQLite file, for tests that read or write it directly (they are marked sqlite_only)."""
-        database = self.extra_env.get("RUSTIZ_DATABASE") or read_config(self.config_path)["RUSTIZ_DATABASE"]
-        assert not database.startswith(("postgresql:", "postgres:")), (
-            "this test reads the SQLite file directly, but the server runs on PostgreSQL: "
-            "mark the test @pytest.mark.sqlite_only(\"<why>\")")
-        return database
+        """The SQLite file, or the PostgreSQL URL (support.connect_database opens either)."""
+        return self.extra_env.get("RUSTIZ_DATABASE") or read_config(self.config_path)["RUSTIZ_DATABASE"]
 
     def env(self) -> dict:
         env = {**os.environ, "RUSTIZ_CONFIG": str(self.config_path), "PORT": "0", "HOST": "127.0.0.1",

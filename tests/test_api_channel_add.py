@@ -307,7 +307,6 @@ def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, pl
     assert status == 201 and again["id"] != first["id"]
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_organizations_are_isolated(server, platforms):
     db = Database(server)
     _, other_key = db.organization()
@@ -322,7 +321,6 @@ def test_organizations_are_isolated(server, platforms):
         404, {"msg": "Integration not found"})
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_customer_by_new_name_existing_name_or_id(server, platforms):
     db = Database(server)
     other_org, other_key = db.organization()

@@ -34,7 +34,6 @@ def world(server):
     return {"ids": ids, "groups": groups, "other_key": other_key}
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_settings_for_x(server, world):
     for prefix in PREFIXES:
         status, answer = api(server, "GET", f"{prefix}/integration-settings/{world['ids']['x']}")
@@ -49,13 +48,11 @@ def test_integration_settings_for_x(server, world):
         assert output["tools"] == []
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_a_verified_x_channel_gets_4000(server, world):
     status, answer = api(server, "GET", f"/public/v1/integration-settings/{world['ids']['x_verified']}")
     assert (status, answer["output"]["maxLength"]) == (200, 4000)
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_settings_tools_and_no_settings_text(server, world):
     status, answer = api(server, "GET", f"/api/public/v1/integration-settings/{world['ids']['discord']}")
     assert status == 200
@@ -66,13 +63,11 @@ def test_integration_settings_tools_and_no_settings_text(server, world):
                                  "tools": []}}
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_a_provider_rustiz_does_not_know_gets_postiz_s_empty_output(server, world):
     status, answer = api(server, "GET", f"/public/v1/integration-settings/{world['ids']['unknown']}")
     assert (status, answer) == (200, {"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_settings_404_for_unknown_deleted_and_other_org_ids(server, world):
     for channel_id in ("no-such-id", world["ids"]["deleted"], world["ids"]["other"]):
         for prefix in PREFIXES:
@@ -84,7 +79,6 @@ def test_integration_settings_404_for_unknown_deleted_and_other_org_ids(server, 
         404, NOT_FOUND)
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_trigger_has_no_tools_yet(server, world):
     for prefix in PREFIXES:
         path = f"{prefix}/integration-trigger/{world['ids']['discord']}"
@@ -94,7 +88,6 @@ def test_integration_trigger_has_no_tools_yet(server, world):
         assert api(server, "POST", path) == (404, {"msg": "Tool not found"})
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_trigger_errors_for_channels(server, world):
     payload = {"methodName": "channels", "data": {}}
     for channel_id in ("no-such-id", world["ids"]["deleted"], world["ids"]["other"]):
@@ -104,7 +97,6 @@ def test_integration_trigger_errors_for_channels(server, world):
         404, {"msg": "Integration provider not found"})
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integration_trigger_with_a_broken_body_is_400_not_500(server, world):
     status, headers, body = server.request("POST", f"/public/v1/integration-trigger/{world['ids']['discord']}",
                                            {**auth(server.key), "Content-Type": "application/json"}, b"{nope")
@@ -112,7 +104,6 @@ def test_integration_trigger_with_a_broken_body_is_400_not_500(server, world):
     assert json.loads(body)["statusCode"] == 400
 
 
-@pytest.mark.sqlite_only("its `world` fixture writes rows straight into the SQLite file (support.Database)")
 def test_groups_are_the_organization_s_customers(server, world):
     groups = world["groups"]
     for prefix in PREFIXES:
@@ -130,7 +121,6 @@ def test_groups_empty_and_auth(server):
     assert server.request("GET", "/public/v1/integration-settings/x")[::2] == (401, b'{"msg":"No API Key found"}')
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_a_channel_can_be_renamed_disabled_regrouped_and_given_posting_times(server):
     db = Database(server)
     channel_id = db.channel("Old name", "bluesky")
@@ -147,7 +137,6 @@ def test_a_channel_can_be_renamed_disabled_regrouped_and_given_posting_times(ser
     assert status == 200 and row["disabled"] is False and row["customerId"] is None
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_channel_changes_are_checked_and_scoped_to_the_organization(server):
     db = Database(server)
     channel_id = db.channel("Mine", "bluesky")

@@ -68,7 +68,6 @@ def fuzzed_server(start_server):
                                 **{part: [value] for part, value in upload.items()}})
 
 
-@pytest.mark.sqlite_only("its server is seeded with rows written straight into the SQLite file")
 @pytest.mark.timeout(FUZZ_SECONDS + 30)
 def test_schemathesis_finds_no_server_error_and_no_answer_off_its_schema(fuzzed_server, tmp_path):
     server, config = fuzzed_server

@@ -60,7 +60,6 @@ def expected_channels(channels) -> dict:
     }
 
 
-@pytest.mark.sqlite_only("its `channels` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integrations_list_channels_in_postiz_shape_without_deleted_ones(server, channels):
     expected = expected_channels(channels)
     for prefix in ("/public/v1", "/api/public/v1"):
@@ -72,7 +71,6 @@ def test_integrations_list_channels_in_postiz_shape_without_deleted_ones(server,
     assert "customer" not in loose
 
 
-@pytest.mark.sqlite_only("its `channels` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integrations_group_filters_by_customer(server, channels):
     expected = expected_channels(channels)
     assert api(server, "GET", f"/public/v1/integrations?group={channels['acme']}") == (200, [expected["x"]])
@@ -83,7 +81,6 @@ def test_integrations_group_filters_by_customer(server, channels):
     assert api(server, "GET", f"/public/v1/integrations?group={channels['other_customer']}") == (200, [])
 
 
-@pytest.mark.sqlite_only("its `channels` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integrations_never_show_another_organizations_channels(server, channels):
     status, listed = api(server, "GET", "/public/v1/integrations")
     assert channels["ids"]["other"] not in {channel["id"] for channel in listed}
@@ -97,7 +94,6 @@ def test_integrations_never_show_another_organizations_channels(server, channels
     assert (status, listed) == (200, [])
 
 
-@pytest.mark.sqlite_only("its `channels` fixture writes rows straight into the SQLite file (support.Database)")
 def test_integrations_need_a_valid_key(server, channels):
     assert server.request("GET", "/public/v1/integrations")[::2] == (401, b'{"msg":"No API Key found"}')
     assert server.request("GET", "/public/v1/integrations", auth("1" * 64))[::2] == (

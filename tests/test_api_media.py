@@ -71,7 +71,6 @@ def shared(pyz, tmp_path_factory) -> RustizServer:
 
 # --- POST /upload --------------------------------------------------------------------------------
 
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 @pytest.mark.parametrize("make, extension, content_type, kind", ACCEPTED, ids=[row[1] for row in ACCEPTED])
 def test_each_accepted_type_is_stored_by_date_and_served_back(shared, make, extension, content_type, kind):
     data = make()
@@ -109,7 +108,6 @@ def test_upload_under_the_self_hosted_api_prefix(shared):
     (b"just some text that is not an image at all", "of a type rustiz does not recognise"),
     (b"", "empty"),
 ])
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 def test_unsupported_type_is_400_naming_what_was_detected_and_leaves_nothing(shared, data, detected):
     rows = len(media_rows(shared))
     status, error = upload(shared, data, filename="png")
@@ -155,7 +153,6 @@ def test_an_empty_upload_body_is_400_saying_what_is_missing(shared):
     assert leftovers(shared) == []
 
 
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 def test_upload_without_a_key_is_401_and_writes_nothing(shared):
     rows = len(media_rows(shared))
     status, error = upload(shared, png_file(), key="")
@@ -192,7 +189,6 @@ def test_uploads_and_ordinary_requests_share_a_keep_alive_connection(shared):
     connection.close()
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_media_rows_belong_to_the_organization_of_the_key(shared):
     other_id, other_key = Database(shared).organization()
     status, mine = upload(shared, png_file())
@@ -203,7 +199,6 @@ def test_media_rows_belong_to_the_organization_of_the_key(shared):
     assert owners[theirs["id"]] == other_id
 
 
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 def test_client_gone_mid_upload_leaves_no_temporary_file_and_no_row(shared):
     rows = len(media_rows(shared))
     content_type, _ = multipart([])
@@ -248,7 +243,6 @@ def test_uploads_stream_to_disk_outside_the_body_memory_budget(small):
     assert statuses == [201, 201, 201]
 
 
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 def test_video_over_the_configured_limit_is_413_naming_the_setting(small):
     status, error = upload(small, mp4_file(100_001))
     assert status == 413
@@ -412,7 +406,6 @@ def fetcher(pyz, tmp_path_factory) -> RustizServer:
     server.stop()
 
 
-@pytest.mark.sqlite_only("reads the media rows straight from the SQLite file")
 def test_upload_from_url_stores_the_file_and_serves_it_back(fetcher, origin):
     status, media = upload_from_url(fetcher, origin.url + "/file/png")
     assert status == 201, media

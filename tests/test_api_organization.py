@@ -4,8 +4,6 @@ from __future__ import annotations
 import datetime
 import json
 
-import pytest
-
 from conftest import run_cli
 from support import PREFIXES, Database, api
 
@@ -14,7 +12,6 @@ def org_cli(server, *arguments: str):
     return run_cli(server.pyz, "org", *arguments, env={"RUSTIZ_CONFIG": str(server.config_path)})
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_get_shows_id_name_and_utc_by_default(server):
     db = Database(server)
     for prefix in PREFIXES:
@@ -22,7 +19,6 @@ def test_get_shows_id_name_and_utc_by_default(server):
             "id": db.organization_id, "name": "My organization", "timezone": "UTC"})
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_put_changes_the_timezone_and_the_name(server):
     db = Database(server)
     status, answer = api(server, "PUT", "/api/public/v1/organization", {"timezone": " Europe/Paris "})
@@ -33,7 +29,6 @@ def test_put_changes_the_timezone_and_the_name(server):
     assert api(server, "GET", "/public/v1/organization") == (200, answer)
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_find_slot_uses_the_timezone_set_through_the_api(server):
     db = Database(server)
     channel = db.channel("X", "x")
@@ -66,7 +61,6 @@ def test_unknown_zones_and_bad_bodies_are_400_naming_the_problem(server):
     assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "UTC"
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_each_organization_sees_and_changes_only_its_own(server):
     db = Database(server)
     other_id, other_key = db.organization()
@@ -78,7 +72,6 @@ def test_each_organization_sees_and_changes_only_its_own(server):
     assert status == 401, body
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_cli_sets_the_timezone_of_the_config_s_organization_or_the_named_one(server):
     db = Database(server)
     other_id, other_key = db.organization()

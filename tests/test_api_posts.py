@@ -721,6 +721,7 @@ def test_edit_post_validates_and_refuses_published_posts(server, world):
         404, nest(404, "Post not found"))
 
 
+@pytest.mark.sqlite_only("reads the post rows in SQLite's insertion order (rowid)")
 def test_idempotency_key_holds_for_simultaneous_retries_across_workers(start_server):
     from concurrent.futures import ThreadPoolExecutor
     server = start_server(args=("--workers", "2"))

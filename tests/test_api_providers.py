@@ -93,7 +93,6 @@ def mastodon():
     platform.close()
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_a_mastodon_post_counts_each_link_as_23_at_exactly_the_limit_and_one_over(start_server_with_fakes, mastodon):
     server = start_server_with_fakes(env=mastodon.env)
     status, channel = connect(server, "mastodon", mastodon.credentials())
@@ -123,7 +122,6 @@ def test_a_mastodon_channel_s_settings_give_its_instance_s_own_limit(start_serve
     assert (status, answer["output"]["maxLength"]) == (200, 5000)
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_bluesky_counts_an_emoji_with_a_skin_tone_once(server):
     channel = Database(server).channel("Sky", "bluesky")
     status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "👍🏽" * 300 + "</p>"))
@@ -133,7 +131,6 @@ def test_bluesky_counts_an_emoji_with_a_skin_tone_once(server):
                                                 "301: shorten it or split it into thread parts"), answer
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_telegram_counts_the_text_it_receives_not_the_stored_html(server):
     channel = Database(server).channel("News", "telegram")
     status, answer = api(server, "POST", f"{API}/posts", scheduled(channel, "<p>" + "&amp;" * 4096 + "</p>"))

@@ -383,7 +383,6 @@ def test_a_notifications_page_beyond_its_range_is_a_tool_error(server):
                                                      "hasMore": False}
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_holds(server):
     channel = Database(server).channel("Sky", "bluesky")
     assert server.request("POST", "/public/v1/posts", {**JSON, "Authorization": server.key}, json.dumps({
@@ -400,7 +399,6 @@ def test_posts_list_tool_refuses_a_window_with_more_occurrences_than_an_answer_h
         "2030-09-01T10:00:00", "2030-09-02T10:00:00", "2030-09-03T10:00:00"]
 
 
-@pytest.mark.sqlite_only("writes rows straight into the SQLite file (support.Database)")
 def test_the_schedule_tool_refuses_a_date_before_the_grace_period_and_stores_nothing(server):
     channel = Database(server).channel("Sky", "bluesky")
     post_call = schedule_call(channel)
