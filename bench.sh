@@ -18,6 +18,9 @@
 #                              every measurement ran)
 #   BENCH_MCP_ONLY=1           only the MCP rows (about 30 s), then stop
 #   BENCH_HOSTILE_ONLY=1       only the hostile-clients line (about 25 s), then stop
+#   BENCH_SCALE_ONLY=1         only the PostgreSQL rows (about 2-3 min), then stop
+#   BENCH_PG_PYTHON=/path/python  a python with psycopg for the PostgreSQL rows (default:
+#                              .bench/pgpy, a venv bench.sh makes with requirements-dev.txt's psycopg)
 #   BENCH_BASELINE_PYZ=/path/to/other.pyz  also measure another build (e.g. main's, made
 #                              with its build_zipapp.py) side by side: start-up and load
 #                              rows, stdlib (RUSTIZ_NO_SPEEDUPS=1), labelled "baseline"
@@ -57,6 +60,11 @@
 #     integrationList` POSTed to /mcp/<key> (a wrk Lua script sets method, body
 #     and headers), beside the REST GET on the same server: `wrk -t1 -c32
 #     --latency` each, for rustiz stdlib and uvloop+orjson.
+#   * PostgreSQL (issue 14; skipped, and said so, without Debian's PostgreSQL): a throwaway
+#     cluster (tests/pg_cluster.py) started here and stopped at the end; GET /integrations with
+#     32 connections on SQLite (1 process) and PostgreSQL (1, and 2 processes on two ports with
+#     the load split: wrk -c16 on each at once), as ratios to SQLite; the scheduler's posts/s
+#     (1,000 webhook posts due at once) with 1 and 3 processes on PostgreSQL beside SQLite's 1;
 #   * hostile clients: .bench/hostile_bench.py (asyncio, stdlib) starts the
 #     stdlib rustiz, then for 20 s keeps 200 connections trickling 25 MiB
 #     bodies at 160 KiB/s each (half without a key, half with the key) and
@@ -133,8 +141,9 @@ need_apt=()
 command -v wrk >/dev/null || need_apt+=(wrk)
 MCP_ONLY=${BENCH_MCP_ONLY:-0}
 HOSTILE_ONLY=${BENCH_HOSTILE_ONLY:-0}
-PARTIAL=0   # the MCP rows and the hostile-clients line need neither ab, nginx nor the peer's venv
-if [ "$MCP_ONLY" = 1 ] || [ "$HOSTILE_ONLY" = 1 ]; then PARTIAL=1; fi
+SCALE_ONLY=${BENCH_SCALE_ONLY:-0}
+PARTIAL=0   # the MCP, PostgreSQL and hostile-clients rows need neither ab, nginx nor the peer's venv
+if [ "$MCP_ONLY" = 1 ] || [ "$HOSTILE_ONLY" = 1 ] || [ "$SCALE_ONLY" = 1 ]; then PARTIAL=1; fi
 [ "$PARTIAL" = 1 ] || command -v ab >/dev/null || need_apt+=(apache2-utils)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ "$PARTIAL" = 1 ] || [ -x "$NGINX" ] || need_apt+=(nginx)
@@ -769,6 +778,240 @@ hostile_lines() {
     return 0
 }
 
+# ------------------------------------------------------------ PostgreSQL: scaling out (issue 14)
+# GET /public/v1/integrations on PostgreSQL with 1 and 2 `rustiz serve` processes (two processes: two
+# ports, the load split between them, a wrk -c16 on each at once) beside SQLite's 1 process, all driven
+# the same way (32 connections in all, wrk -t1 -d${DUR}s each): requests/s summed, p99 the worse one.
+# Then the scheduler's posts/s to a zero-latency receiver (1,000 webhook channels, one post each, due at
+# once) with 1 and 3 processes on PostgreSQL beside SQLite's 1 process. Every row here runs on $PGPY,
+# which has psycopg (the stdlib .pyz imports it only for PostgreSQL), RUSTIZ_NO_SPEEDUPS=1. The cluster is a
+# throwaway one (tests/pg_cluster.py: initdb in a temporary folder, fsync off), stopped at the end.
+declare -A SC_RPS SC_P99 SC_RATE
+PG_FOLDER=""
+stop_pg() { [ -n "$PG_FOLDER" ] && timeout 60 python3 "$ROOT/tests/pg_cluster.py" stop "$PG_FOLDER"; PG_FOLDER=""; }
+trap 'cleanup; stop_pg' EXIT
+
+scale_python() {   # sets PGPY: a python that imports psycopg, or "" (and says why)
+    PGPY=${BENCH_PG_PYTHON:-}
+    if [ -z "$PGPY" ]; then
+        PGPY=$B/pgpy/bin/python
+        if ! timeout 30 "$PGPY" -c 'import psycopg' 2>/dev/null; then
+            if [ "${BENCH_NO_INSTALL:-0}" = 1 ]; then
+                note "PostgreSQL rows: no python with psycopg (set BENCH_PG_PYTHON, or let bench.sh install it); skipped"
+                PGPY=""; return
+            fi
+            local spec
+            spec=$(grep -o '^psycopg[^ #]*' "$ROOT/requirements-dev.txt" | head -1)
+            log "creating $B/pgpy (${spec:-psycopg[binary]})"
+            { timeout 120 "$PY" -m venv "$B/pgpy" && timeout 600 "$B/pgpy/bin/python" -m pip install -q \
+                --disable-pip-version-check "${spec:-psycopg[binary]}"; } >"$RES/pgpy.log" 2>&1 \
+                || { note "PostgreSQL rows: installing psycopg failed (see $RES/pgpy.log); skipped"; PGPY=""; }
+        fi
+    fi
+}
+
+scale_load() {   # scale_load ID KEY PORT... -> SC_RPS[ID], SC_P99[ID]: 32 connections split over the ports
+    local id=$1 key=$2; shift 2
+    local conns=$((32 / $#)) port pids=() out sum=0
+    check_quiet "$id"
+    for port in "$@"; do   # warm-up, then the measured load on every port at once
+        timeout 30 wrk -t1 -c"$conns" -d1s -H "Authorization: Bearer $key" "http://127.0.0.1:$port$PATH_EP" \
+            >"$RES/$id.warmup.$port.txt" 2>&1
+    done
+    for port in "$@"; do
+        timeout $((DUR + 20)) wrk -t1 -c"$conns" -d"${DUR}s" --latency -H "Authorization: Bearer $key" \
+            "http://127.0.0.1:$port$PATH_EP" >"$RES/$id.wrk.$port.txt" 2>&1 &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    SC_P99[$id]=""
+    for port in "$@"; do
+        sum=$(awk -v s="$sum" '/^Requests\/sec:/ { s += $2 } END { printf "%.0f", s }' "$RES/$id.wrk.$port.txt")
+        out=$(awk '$1 == "99%" { print $2 }' "$RES/$id.wrk.$port.txt")
+        [ -n "$out" ] && out=$(to_ms "$out") && SC_P99[$id]=$(awk -v a="${SC_P99[$id]:-0}" -v b="$out" 'BEGIN { print (b > a ? b : a) }')
+        grep -qE 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" \
+            && note "$id: $(grep -E 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" | tr -s ' ' | paste -sd';' -)"
+    done
+    [ "$sum" != 0 ] && SC_RPS[$id]=$sum
+}
+
+scale_servers() {   # scale_servers ID CONFIG COUNT ENV... -> SC_PORTS (started, healthy) or returns 1
+    local id=$1 cfg=$2 count=$3 i sid; shift 3
+    SC_PORTS=() SC_SIDS=()
+    for i in $(seq 1 "$count"); do
+        free_port
+        start_bg "$RES/$id.server$i.log" env RUSTIZ_CONFIG="$cfg" HOST=127.0.0.1 PORT="$FREE_PORT" REQUEST_LIMIT=0 \
+            RUSTIZ_NO_SPEEDUPS=1 "$@" "$PGPY" "$PYZ" serve
+        sid=$SRV_SID
+        wait_health "$FREE_PORT" "$sid" 30 || { note "$id: process $i not ready in 30 s: $(tail -n 2 "$RES/$id.server$i.log" | tr '\n' ' ')"; return 1; }
+        SC_PORTS+=("$FREE_PORT") SC_SIDS+=("$sid")
+    done
+}
+scale_stop() { local s; for s in "${SC_SIDS[@]}"; do stop_bg "$s"; done; SC_SIDS=(); }
+
+scale_key() { sed -n 's/^RUSTIZ_API_KEY=//p' "$1" | head -1 | tr -d "\"' \r"; }
+
+scale_rows() {
+    if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+        note "PostgreSQL rows: PostgreSQL is not installed (apt-get install postgresql); skipped"; return
+    fi
+    scale_python
+    [ -n "$PGPY" ] || return
+    local line url db cfg key n
+    line=$(timeout 60 python3 "$ROOT/tests/pg_cluster.py" start 2>"$RES/pg-start.err") \
+        || { note "PostgreSQL rows: the cluster did not start: $(tail -n 1 "$RES/pg-start.err")"; return; }
+    PG_FOLDER=${line%% *} url=${line#* }
+    log "PostgreSQL cluster at $url ($PG_FOLDER)"
+    # GET /integrations: SQLite, then PostgreSQL with 1 and 2 processes (one database, one organization)
+    rm -rf "$B/scale" && mkdir -p "$B/scale"
+    timeout 60 "$PGPY" "$PYZ" init --dir "$B/scale/sqlite" >"$RES/scale-init.log" 2>&1 || { note "scale: init failed"; return; }
+    cfg=$B/scale/sqlite/config.env key=$(scale_key "$cfg")
+    if scale_servers sc_sqlite1 "$cfg" 1; then scale_load sc_sqlite1 "$key" "${SC_PORTS[@]}"; fi; scale_stop
+    db=$(timeout 60 "$PGPY" "$ROOT/tests/pg_cluster.py" createdb "$PG_FOLDER" bench_api) || { note "scale: createdb failed"; return; }
+    RUSTIZ_DATABASE=$db timeout 60 "$PGPY" "$PYZ" init --dir "$B/scale/pg" >>"$RES/scale-init.log" 2>&1 \
+        || { note "scale: init on PostgreSQL failed (see $RES/scale-init.log)"; return; }
+    cfg=$B/scale/pg/config.env key=$(scale_key "$cfg")
+    for n in 1 2; do
+        if scale_servers "sc_pg$n" "$cfg" "$n"; then scale_load "sc_pg$n" "$key" "${SC_PORTS[@]}"; fi; scale_stop
+    done
+    # the scheduler: 1,000 posts due at once
+    cat >"$B/sched_scale.py" <<'EOF'
+"""Posts published per second to a zero-latency local receiver by COUNT rustiz processes sharing DATABASE
+(a postgresql:// URL, or "sqlite": one process on a SQLite file): 1,000 webhook channels, one post each,
+all due at the same instant. Usage: sched_scale.py PYTHON PYZ WORKDIR COUNT DATABASE"""
+import asyncio, json, os, subprocess, sys, threading, time, urllib.request
+
+python, pyz, work, count, database = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+CHANNELS = 1000
+arrivals = {}  # post id -> time.time() of its first arrival
+
+
+async def handle(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+            body = json.loads(await reader.readexactly(length))
+            if body["event"] == "post.publish":
+                arrivals.setdefault(body["post"]["id"], time.time())
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+def receiver(ready):
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        ready.append(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+    asyncio.run(main())
+
+
+ready = []
+threading.Thread(target=receiver, args=(ready,), daemon=True).start()
+while not ready:
+    time.sleep(0.01)
+hook = f"http://127.0.0.1:{ready[0]}/hook"
+env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
+       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
+if database != "sqlite":
+    env["RUSTIZ_DATABASE"] = database
+subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
+key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
+servers = [subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True) for _ in range(count)]
+
+
+def ready_url(server):
+    for line in server.stderr:
+        if "ready on " in line:
+            return line.split("ready on ")[1].split()[0]
+    raise SystemExit(f"a rustiz process exited ({server.wait()}) before it was ready")
+
+
+bases = [ready_url(server) for server in servers]
+for server in servers:  # keep draining their logs, so that logging never blocks them
+    threading.Thread(target=server.stderr.read, daemon=True).start()
+
+
+def call(base, method, path, body):
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
+                                     headers={"Authorization": key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def iso(epoch):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+try:
+    channels = [call(bases[n % count], "POST", "/public/v1/integrations",
+                     {"provider": "webhook", "credentials": {"url": f"{hook}?c={n}"}})["id"] for n in range(CHANNELS)]
+    due = time.time() + 8
+    ids = []
+    for start in range(0, CHANNELS, 100):
+        ids += [item["postId"] for item in call(bases[start // 100 % count], "POST", "/public/v1/posts", {
+            "type": "schedule", "date": iso(due), "shortLink": False, "tags": [],
+            "posts": [{"integration": {"id": channel}, "settings": {}, "value": [{"content": "<p>rate</p>", "image": []}]}
+                      for channel in channels[start:start + 100]]})]
+    created = time.time()
+    deadline = time.monotonic() + 180
+    while len([i for i in ids if i in arrivals]) < len(ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = sorted(arrivals[i] for i in ids if i in arrivals)
+    start = max(due, created)  # (if creating them took longer than planned, counted from when the last was made)
+    print(f"RATE={len(got) / max(1e-9, got[-1] - start):.0f} POSTS={len(got)} LATE_START={max(0.0, created - due):.1f}")
+finally:
+    for server in servers:
+        server.terminate()
+    for server in servers:
+        server.wait(20)
+EOF
+    local id out
+    for id in sched_sqlite1 sched_pg1 sched_pg3; do
+        check_quiet "$id"
+        n=${id: -1}
+        db=sqlite
+        if [ "$id" != sched_sqlite1 ]; then
+            db=$(timeout 60 "$PGPY" "$ROOT/tests/pg_cluster.py" createdb "$PG_FOLDER" "bench_$id") || { note "$id: createdb failed"; continue; }
+        fi
+        rm -rf "$B/scale/$id" && mkdir -p "$B/scale/$id"
+        log "scheduler: 1,000 posts due at once, $n process(es), ${db%%:*}"
+        out=$(timeout 400 "$PGPY" "$B/sched_scale.py" "$PGPY" "$PYZ" "$B/scale/$id" "$n" "$db" 2>"$RES/$id.err" | tail -n 1)
+        case $out in
+            RATE=*) eval "local $out"; SC_RATE[$id]=$RATE
+                    [ "$POSTS" = 1000 ] || note "$id: only $POSTS of 1000 posts arrived within 3 min"
+                    [ "$LATE_START" != 0.0 ] && note "$id: creating the posts ended ${LATE_START} s after they were due" ;;
+            *) note "$id: the scheduler bench failed: $(tail -n 1 "$RES/$id.err")" ;;
+        esac
+    done
+    stop_pg
+}
+
+scale_table() {
+    [ -n "${SC_RPS[sc_sqlite1]:-}${SC_RATE[sched_sqlite1]:-}" ] || return 0
+    echo
+    echo "PostgreSQL, scaling out (issue 14): stdlib rustiz on $PGPY; a throwaway local cluster (fsync off) on the same 2 cores."
+    echo
+    echo "| GET $PATH_EP, 32 connections split over the processes | req/s (sum) | p99 (worst) | ratio to SQLite |"
+    echo "|---|---:|---:|---:|"
+    local id label
+    for id in sc_sqlite1 sc_pg1 sc_pg2; do
+        case $id in sc_sqlite1) label="SQLite, 1 process" ;; sc_pg1) label="PostgreSQL, 1 process" ;; *) label="PostgreSQL, 2 processes (2 ports)" ;; esac
+        printf '| %s | %s | %s | %s× |\n' "$label" "$(v "${SC_RPS[$id]:-}")" "$(ms "${SC_P99[$id]:-}")" \
+            "$(v "$(ratio "${SC_RPS[$id]:-}" "${SC_RPS[sc_sqlite1]:-}")")"
+    done
+    echo
+    echo "| Scheduler, 1,000 posts due at once, zero-latency receiver | posts/s | ratio to SQLite |"
+    echo "|---|---:|---:|"
+    for id in sched_sqlite1 sched_pg1 sched_pg3; do
+        case $id in sched_sqlite1) label="SQLite, 1 process" ;; sched_pg1) label="PostgreSQL, 1 process" ;; *) label="PostgreSQL, 3 processes" ;; esac
+        printf '| %s | %s | %s× |\n' "$label" "$(v "${SC_RATE[$id]:-}")" \
+            "$(v "$(ratio "${SC_RATE[$id]:-}" "${SC_RATE[sched_sqlite1]:-}")")"
+    done
+}
+
 v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
 ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
@@ -789,11 +1032,13 @@ for baseline in "$BASE_PYZ" "$BASE_FAST_PYZ"; do
 done
 MAIN_ONLY=${BENCH_MAIN_ONLY:-0}
 
-if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY and/or BENCH_HOSTILE_ONLY
+if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY, BENCH_SCALE_ONLY and/or BENCH_HOSTILE_ONLY
     [ "$MCP_ONLY" = 1 ] && mcp_rows
+    [ "$SCALE_ONLY" = 1 ] && scale_rows
     [ "$HOSTILE_ONLY" = 1 ] && hostile_rows
     echo
     [ "$MCP_ONLY" = 1 ] && mcp_table
+    [ "$SCALE_ONLY" = 1 ] && scale_table
     [ "$HOSTILE_ONLY" = 1 ] && hostile_lines
     if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
     exit 0
@@ -963,6 +1208,7 @@ SCHED=$(timeout 300 "$RZPY" "$B/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RE
 [ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
 eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
 
+scale_rows
 hostile_rows
 fi   # (BENCH_MAIN_ONLY)
 
@@ -996,6 +1242,7 @@ echo
 if [ "$MAIN_ONLY" != 1 ]; then
     echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
     mcp_table
+    scale_table
     hostile_lines
 fi
 echo
