@@ -748,6 +748,11 @@ MIGRATIONS: tuple = (
         WHERE delivered_at IS NULL AND gave_up_at IS NULL;
     CREATE INDEX webhook_delivery_webhook ON webhook_delivery(webhook_id);
     """,
+    # PostgreSQL: each scheduler's sign of life (SQLite keeps it in the scheduler's lock file), so that one
+    # starting after all were down can tell a missed post when rustiz last ran.
+    """
+    CREATE TABLE scheduler_heartbeat (owner TEXT PRIMARY KEY, alive_at REAL NOT NULL);
+    """,
 )
 
 
@@ -1600,6 +1605,17 @@ class Store:
                        "idempotency_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE post_group = ? AND deleted_at IS NULL "
                        "AND state IN ('PUBLISHED', 'QUEUE', 'PUBLISHING')", (next_date, now, group))
         self._posts_changed()
+
+    def beat_scheduler(self, owner: str, now: float) -> None:
+        """PostgreSQL: `owner`'s scheduler is alive at `now` (signs older than a week are forgotten)."""
+        with self._writing() as db:
+            db.execute("INSERT INTO scheduler_heartbeat (owner, alive_at) VALUES (?, ?) "
+                       "ON CONFLICT (owner) DO UPDATE SET alive_at = excluded.alive_at", (owner, now))
+            db.execute("DELETE FROM scheduler_heartbeat WHERE alive_at < ?", (now - 7 * 86400,))
+
+    def last_scheduler_heartbeat(self) -> Optional[float]:
+        """PostgreSQL: when a scheduler last gave a sign of life, or None."""
+        return self._read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
 
     def publishing_posts(self) -> list:
         """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
@@ -3950,14 +3966,20 @@ class App:
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
         and uploads abandoned by a crash."""
+        if self.store.remote:  # (PostgreSQL: its queries wait on the network, so not on this loop)
+            loop.run_in_executor(None, self._forget_expired_rows)
+        else:
+            self._forget_expired_rows()
+        from rustiz_features.media import ABANDONED_UPLOAD_SECONDS, remove_abandoned_uploads
+        remove_abandoned_uploads(self.config.uploads, time.time() - ABANDONED_UPLOAD_SECONDS)
+        loop.call_later(300, self.housekeeping, loop)
+
+    def _forget_expired_rows(self) -> None:
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
             self.store.forget_expired_idempotency_keys(time.time())
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
-        from rustiz_features.media import ABANDONED_UPLOAD_SECONDS, remove_abandoned_uploads
-        remove_abandoned_uploads(self.config.uploads, time.time() - ABANDONED_UPLOAD_SECONDS)
-        loop.call_later(300, self.housekeeping, loop)
 
     # --- handlers ---------------------------------------------------------------
 

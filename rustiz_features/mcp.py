@@ -272,7 +272,7 @@ class McpServer:
 
     # --- the legacy HTTP+SSE transport (2024-11-05) -------------------------------------------
 
-    @route_options(**MCP_ROUTE)
+    @route_options(**MCP_ROUTE, on_loop=True)  # (the stream's queue belongs to the event loop's thread)
     def open_sse(self, request: Request) -> Response:
         organization_id = request.organization
         if request.method == "HEAD":  # the head of a stream, without opening a session nobody will read
@@ -290,7 +290,7 @@ class McpServer:
         self.sse_sessions[session_id] = (organization_id, stream)
         return stream
 
-    @route_options(**MCP_ROUTE)
+    @route_options(**MCP_ROUTE, on_loop=True)
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = request.organization
         session_id = request.query.get("sessionId", "")

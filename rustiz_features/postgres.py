@@ -56,6 +56,7 @@ def translate(sql: str) -> str:
               f"ON CONFLICT ({', '.join(keys)}) {action}"
     sql = _SCALAR_EXTREMUM.sub(lambda found: "GREATEST(" if found[1] == "MAX" else "LEAST(", sql)
     sql = sql.replace(" IN ()", " IN (SELECT NULL WHERE FALSE)")  # SQLite takes an empty list; PostgreSQL not
+    sql = sql.replace(" IS NOT ?", " IS DISTINCT FROM ?").replace(" IS ?", " IS NOT DISTINCT FROM ?")  # (NULL-safe =)
     return sql.replace("%", "%%").replace("?", "%s")
 
 

@@ -130,7 +130,7 @@ class Scheduler:
             self.wake()
         if self.shared:
             self._keep_leases()
-        elif time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
+        if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
             self._beat()
         if time.time() >= self.token_sweep_at:
             self.token_sweep_at = time.time() + TOKEN_SWEEP_SECONDS
@@ -144,7 +144,9 @@ class Scheduler:
 
     def _take_lock(self) -> bool:
         if self.shared:  # (no file lock: every process schedules; row locks and leases keep them apart)
+            self.last_alive_before = self.store.last_scheduler_heartbeat()
             self.started_at = time.time()
+            self._beat()
             return True
         import fcntl
         descriptor = os.open(self.store.path + "-scheduler", os.O_RDWR | os.O_CREAT, 0o600)
@@ -161,8 +163,13 @@ class Scheduler:
         return True
 
     def _beat(self) -> None:
-        """Write this scheduler's sign of life into the lock file (read by whoever takes the lock next)."""
+        """Write this scheduler's sign of life into the lock file (read by whoever takes the lock next), or
+        on PostgreSQL into the database (read by any scheduler that starts)."""
         self.beaten_at = time.time()
+        if self.shared:
+            with contextlib.suppress(sqlite3.Error):  # (a missed beat only makes a missed post's story vaguer)
+                self.store.beat_scheduler(self.owner, self.beaten_at)
+            return
         line = f"rustiz scheduler {self.owner} alive at {self.beaten_at:.0f} ({iso_at(self.beaten_at)})\n".encode()
         try:
             os.pwrite(self.lock_descriptor, line, 0)
@@ -547,7 +554,7 @@ class Scheduler:
         self.deliveries.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
-        if self.lock_descriptor is not None:
+        if self.running:
             self._beat()  # the moment this scheduler stopped, for the next one
         self.store.on_posts_changed = None
         if self._http is not None:

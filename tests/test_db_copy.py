@@ -80,3 +80,33 @@ def test_db_copy_names_a_target_it_cannot_use(start_server, pyz, tmp_path, targe
     refused = run_cli(pyz, "db", "copy", "--to", target, env={"RUSTIZ_CONFIG": str(source.config_path)})
     assert refused.returncode != 0 and words in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_db_copy_moves_the_uploads_into_an_empty_bucket_and_the_images_still_load(start_server, postgres_cluster,
+                                                                                 pyz, tmp_path):
+    from s3_server import S3Server
+    s3 = S3Server()
+    try:
+        bucket = s3.create_bucket("rustiz-moved")
+        source = start_server(data_dir=tmp_path / "sqlite")
+        media = uploaded(source, png_file(pixel=b"\x11"))
+        source.stop()
+        target = postgres_cluster.create_database("moved")
+        env = {"RUSTIZ_CONFIG": str(source.config_path), **s3.rustiz_env(bucket)}
+        env.pop("RUSTIZ_STORAGE")
+        copied = run_cli(pyz, "db", "copy", "--to", target, "--uploads-to", f"s3://{bucket}/media", env=env)
+        assert copied.returncode == 0, copied.stderr
+        assert "1 uploads" in copied.stdout and "SHA-256 checked" in copied.stdout
+        key = "media/" + media["path"].split("/uploads/", 1)[1]
+        assert s3.read(bucket, key) == png_file(pixel=b"\x11")
+
+        again = run_cli(pyz, "db", "copy", "--to", postgres_cluster.create_database("moved"),
+                        "--uploads-to", f"s3://{bucket}/media", env=env)
+        assert again.returncode != 0 and "already holds objects" in again.stderr, again.stderr
+
+        moved = start_server(data_dir=tmp_path / "sqlite",
+                             env={"RUSTIZ_DATABASE": target, **s3.rustiz_env(bucket)})
+        status, headers, _ = moved.request("GET", "/uploads/" + media["path"].split("/uploads/", 1)[1])
+        assert status == 200  # (urllib followed the redirect to the presigned URL)
+    finally:
+        s3.stop()
