@@ -149,8 +149,6 @@ def down_until(server, moment: float) -> None:
     server.start()
 
 
-@pytest.mark.sqlite_only("its message names when rustiz was down, from the SQLite scheduler's heartbeat "
-                         "file; on PostgreSQL no heartbeat is kept, so the message only says how late the post was")
 def test_a_post_missed_by_more_than_the_grace_period_is_not_sent(start_server_with_fakes, receiver):
     """rustiz was down when the post was due: more than PUBLISH_GRACE late, it is not sent (no burst of stale
     posts), and its error says when rustiz was down; a post only a little late still goes out."""
@@ -251,8 +249,6 @@ def test_next_occurrence_keeps_the_local_time_across_daylight_saving_changes():
                            after("9999-12-31T10:00:00Z")) is None
 
 
-@pytest.mark.sqlite_only("its notification names when rustiz was down, from the SQLite scheduler's "
-                         "heartbeat file; on PostgreSQL no heartbeat is kept")
 def test_a_recurring_post_missed_while_down_skips_to_its_next_future_occurrence(start_server_with_fakes, receiver):
     server = start_server_with_fakes(env={**FAST_RETRIES, "PUBLISH_GRACE": "2"})
     channel = webhook_channel(server, receiver)
