@@ -152,9 +152,14 @@ def platform_tag() -> str:
 
 # The platforms' modules ship as sources alone: each is compiled once per process, on the first publish or
 # connect to its platform (milliseconds, beside a network call), so a new platform costs the archive its
-# compressed source only (about 5 KB) instead of source and bytecode (about 15 KB). Their comments and
-# docstrings are left out of the archive (the repository has them), every line staying where it was.
-COMPILED_ON_FIRST_USE = "rustiz_features/publishers/"
+# compressed source only (about 5 KB) instead of source and bytecode (about 15 KB). So do the modules only a
+# scaled-out instance loads (PostgreSQL, a bucket, `db copy`), compiled once when a process starts with them.
+COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgres.py",
+                         "rustiz_features/object_storage.py", "rustiz_features/db_copy.py")
+# Every feature module's source is packed without its comments and docstrings (the repository has them),
+# every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
+# file an operator reads first, keeps its own.
+WITHOUT_COMMENTARY = "rustiz_features/"
 
 
 def without_commentary(source: bytes, name: str) -> bytes:
@@ -211,7 +216,7 @@ def build(output: str, with_speedups: bool) -> int:
         for name, path in sources:
             with open(path, "rb") as handle:
                 source = handle.read()
-            add_file(archive, name, without_commentary(source, name) if name.startswith(COMPILED_ON_FIRST_USE)
+            add_file(archive, name, without_commentary(source, name) if name.startswith(WITHOUT_COMMENTARY)
                      else source)
             if name[:-3] + ".pyc" in compiled:
                 add_file(archive, name[:-3] + ".pyc", compiled[name[:-3] + ".pyc"])
