@@ -258,6 +258,7 @@ class Config(NamedTuple):
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # bytes/s a body must average over each body_rate_window, or 408
     body_rate_window: float = DEFAULT_BODY_RATE_WINDOW
     database_threads: int = 8  # PostgreSQL: requests answered at once per worker (each thread its connection)
+    scheduler: bool = True  # False: this process publishes nothing (an API-only node beside others that publish)
     # Every setting by name (config.env, then the environment): what features read by Postiz's names, such
     # as an OAuth platform's app (LINKEDIN_CLIENT_ID...), which the core need not know.
     settings: Optional[dict] = None
@@ -323,6 +324,15 @@ def _seconds_setting(values: dict, name: str, default: float, maximum: float = 8
     return seconds
 
 
+def _switch_setting(values: dict, name: str, default: bool, meaning: str) -> bool:
+    raw = values.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise UserError(f"{name}={raw!r}: use {meaning}")
+    return raw in ("1", "true", "yes", "on")
+
+
 def _trusted_proxies(raw: str) -> tuple:
     if not raw.strip():
         return ()
@@ -368,12 +378,6 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     workers = workers_flag if workers_flag is not None else _int_setting(values, "RUSTIZ_WORKERS", 1, 1, 64)
     if not 1 <= workers <= 64:
         raise UserError(f"--workers {workers} is out of range: use 1..64")
-    access_log = values.get("RUSTIZ_ACCESS_LOG", "0").lower()
-    if access_log not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
-        raise UserError(f"RUSTIZ_ACCESS_LOG={access_log!r}: use 1 or 0")
-    mcp_api_limit = values.get("MCP_API_LIMIT", "1").lower()
-    if mcp_api_limit not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
-        raise UserError(f"MCP_API_LIMIT={mcp_api_limit!r}: use 1 (MCP scheduling counts against API_LIMIT) or 0")
     max_body_bytes = _int_setting(values, "RUSTIZ_MAX_BODY", DEFAULT_MAX_BODY_BYTES, 1024, 2**40)
     body_memory_budget = _int_setting(values, "RUSTIZ_BODY_MEMORY_BUDGET", DEFAULT_BODY_MEMORY_BUDGET, 1024, 2**44)
     if body_memory_budget < max_body_bytes:
@@ -394,7 +398,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         header_timeout=_seconds_setting(values, "RUSTIZ_HEADER_TIMEOUT", 10.0),
         keepalive_timeout=_seconds_setting(values, "RUSTIZ_KEEPALIVE_TIMEOUT", 75.0),
         shutdown_timeout=_seconds_setting(values, "RUSTIZ_SHUTDOWN_TIMEOUT", 10.0),
-        access_log=access_log in ("1", "true", "yes", "on"),
+        access_log=_switch_setting(values, "RUSTIZ_ACCESS_LOG", False, "1 or 0"),
         trusted_proxies=_trusted_proxies(values.get("RUSTIZ_TRUSTED_PROXIES", "")),
         max_video_bytes=_int_setting(values, "RUSTIZ_MAX_VIDEO_BYTES", DEFAULT_MAX_VIDEO_BYTES, 1024, 2**40),
         fetch_allow=_fetch_allow(values.get("RUSTIZ_FETCH_ALLOW", "")),
@@ -402,13 +406,16 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         retry_base_seconds=_seconds_setting(values, "RUSTIZ_RETRY_BASE", 30.0),
         retry_limit=_int_setting(values, "RUSTIZ_RETRY_LIMIT", 5, 0, 50),
         publish_concurrency=_int_setting(values, "RUSTIZ_PUBLISH_CONCURRENCY", 8, 1, 256),
-        mcp_api_limit=mcp_api_limit in ("1", "true", "yes", "on"),
+        mcp_api_limit=_switch_setting(values, "MCP_API_LIMIT", True,
+                                      "1 (MCP scheduling counts against API_LIMIT) or 0"),
         max_connections=_int_setting(values, "RUSTIZ_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 10**6),
         body_memory_budget=body_memory_budget,
         settings=values,
         body_min_rate=_int_setting(values, "RUSTIZ_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 1, 2**30),
         body_rate_window=_seconds_setting(values, "RUSTIZ_BODY_RATE_WINDOW", DEFAULT_BODY_RATE_WINDOW, maximum=3600),
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
+        scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
+                                                                    "delivers webhooks) or 0 (it only answers requests)"),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
     )
 
@@ -3294,7 +3301,8 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     loop.call_later(1.0, sweep)
     if primary:
         loop.call_soon(app.housekeeping, loop)
-        loop.call_soon(start_scheduler)
+        if config.scheduler:
+            loop.call_soon(start_scheduler)
     on_ready()
     try:
         loop.run_until_complete(stop)
