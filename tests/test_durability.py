@@ -49,7 +49,8 @@ def test_kill_9_while_publishing_loses_no_post_and_publishes_none_twice(start_se
         server = start_server_with_fakes(env=FAST_RETRIES, data_dir=data)
         channels = [webhook_channel(server, receiver, path=f"/hook?c={number}") for number in range(6)]
         posts = schedule_many(server, channels, iso(1), "first") + schedule_many(server, channels, iso(1), "second")
-        receiver.wait_for(lambda: len(receiver.published) >= 2)  # some accepted, others in flight or queued
+        # Some accepted, and at least one in flight (its answer still to come) when the kill lands.
+        receiver.wait_for(lambda: len(receiver.published) >= 2 and receiver.in_flight >= 1)
         server.stop(signal.SIGKILL)
         restarted = start_server_with_fakes(env=FAST_RETRIES, data_dir=data)
         outcomes = [settled(restarted, post_id, timeout=60) for post_id in posts]

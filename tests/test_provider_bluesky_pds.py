@@ -124,23 +124,25 @@ def real_pds(tmp_path_factory):
         log.close()
 
 
-def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server_with_fakes, real_pds):
-    alice = real_pds.create_account("alice.test", "alice-app-password")
-    bob = real_pds.create_account("bob.test", "bob-app-password")
+def test_a_thread_with_facets_and_an_image_lands_on_a_real_pds(start_server_with_fakes, real_pds, backend):
+    # (one PDS serves the module: each backend's run signs up accounts of its own)
+    alice_handle, bob_handle = f"alice-{backend}.test", f"bob-{backend}.test"
+    alice = real_pds.create_account(alice_handle, "alice-app-password")
+    bob = real_pds.create_account(bob_handle, "bob-app-password")
     server = start_server_with_fakes(env={"RUSTIZ_RETRY_BASE": "0.2"})
     status, channel = connect(server, "bluesky", {
-        "service": real_pds.url, "identifier": "alice.test", "password": "alice-app-password"})
+        "service": real_pds.url, "identifier": alice_handle, "password": "alice-app-password"})
     assert status == 201, channel
-    assert (channel["name"], channel["profile"]) == ("alice.test", "alice.test")  # no AppView: no profile
+    assert (channel["name"], channel["profile"]) == (alice_handle, alice_handle)  # no AppView: no profile
     picture = uploaded(server, png_file(4, 3))
-    text = "Grüße to @bob.test and @nobody.test #rustiz 🎉"
+    text = f"Grüße to @{bob_handle} and @nobody.test #rustiz 🎉"
     post = published(server, channel["id"], (f"<p>{text}</p>", [{**picture, "alt": "a tiny picture"}]),
                      f"<p>the reply, with a link: {real_pds.url}/xrpc/_health</p>")
     first = real_pds.record(post["releaseId"])
     assert first["value"]["text"] == text
     facets = {facet["features"][0]["$type"]: text.encode()[facet["index"]["byteStart"]:facet["index"]["byteEnd"]].decode()
               for facet in first["value"]["facets"]}
-    assert facets == {"app.bsky.richtext.facet#mention": "@bob.test", "app.bsky.richtext.facet#tag": "#rustiz"}
+    assert facets == {"app.bsky.richtext.facet#mention": f"@{bob_handle}", "app.bsky.richtext.facet#tag": "#rustiz"}
     assert first["value"]["facets"][0]["features"][0]["did"] == bob
     [image] = first["value"]["embed"]["images"]
     assert (image["alt"], image["aspectRatio"]) == ("a tiny picture", {"width": 4, "height": 3})
