@@ -832,6 +832,8 @@ class Store:
         self.write_problem: Optional[str] = None  # why writes fail, until one succeeds WRITE_PROBE_SECONDS later
         self._write_failed_at = self._next_write_probe = 0.0  # (time.monotonic)
         self.remote = is_postgres_url(path)  # PostgreSQL, shared by processes on several machines
+        self._threads: Any = None
+        self.thread_count = 8  # (PostgreSQL: RUSTIZ_DATABASE_THREADS, set by the worker)
         if self.remote:
             try:
                 self._open_postgres(path)
@@ -866,6 +868,22 @@ class Store:
         self._generations = bytearray(16)  # the two counters of _map_shared_counters, moved by notices
         self._migrate()
 
+    @property
+    def threads(self) -> Any:
+        """PostgreSQL: the bounded pool of threads whose queries may wait on the network (see `off_loop`)."""
+        if self._threads is None:
+            import concurrent.futures
+            self._threads = concurrent.futures.ThreadPoolExecutor(self.thread_count, thread_name_prefix="rustiz-db")
+        return self._threads
+
+    async def off_loop(self, function: Callable, *arguments: Any) -> Any:
+        """`function(*arguments)` (a Store method, or code that calls some) for a coroutine on an event loop: on
+        PostgreSQL on the Store's threads, so that the loop never waits on the network; on SQLite right here
+        (a read of a local file costs microseconds, less than a thread's hand-over)."""
+        if not self.remote:
+            return function(*arguments)
+        return await asyncio.get_running_loop().run_in_executor(self.threads, function, *arguments)
+
     def listen_for_changes(self) -> None:
         """PostgreSQL: hear what every process changes (keys, posts) from now on (see `_noticed`)."""
         from rustiz_features.postgres import Listener
@@ -891,6 +909,8 @@ class Store:
         if self.remote:
             if self.listener is not None:
                 self.listener.stop()
+            if self._threads is not None:
+                self._threads.shutdown(wait=False)
             self.db.close()
             return
         self._end_shared_read()
@@ -3261,6 +3281,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
     store = store or Store(config.database)
     store.share_reads_per_loop_turn(loop.call_soon)
     if store.remote:
+        store.thread_count = config.database_threads
         store.listen_for_changes()
     app = App(config, store)
     state = ServerState(config, app, connections_within_open_file_limit(config.max_connections))
@@ -3772,7 +3793,6 @@ class App:
         self.files: dict = {}  # the web app's files: path or template -> {"GET": Route or LazyRoute}
         self.features: dict = {}  # feature class -> its one object in this worker
         self._http: Any = None
-        self._database_threads: Any = None  # (PostgreSQL) where handlers run: made on the first request
         self.add("GET", "/health", Route(self.health, authenticated=False))
         for method, path, module, handler in API_ROUTES:
             for prefix in API_PREFIXES:
@@ -3926,11 +3946,7 @@ class App:
         return self._respond_here(request)
 
     async def _respond_on_thread(self, request: Request) -> Response:
-        if self._database_threads is None:
-            import concurrent.futures
-            self._database_threads = concurrent.futures.ThreadPoolExecutor(
-                self.config.database_threads, thread_name_prefix="rustiz-db")
-        result = await asyncio.get_running_loop().run_in_executor(self._database_threads, self._authorize_and_respond,
+        result = await asyncio.get_running_loop().run_in_executor(self.store.threads, self._authorize_and_respond,
                                                                   request)
         if type(result) is Response or type(result) is FileResponse or type(result) is EventStreamResponse:
             return result

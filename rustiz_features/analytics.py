@@ -45,7 +45,7 @@ class AnalyticsApi:
 
     async def channel(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
-        channel = self.store.channel(organization_id, request.params["integration"])
+        channel = await self.store.off_loop(self.store.channel, organization_id, request.params["integration"])
         if channel is None:
             raise not_found("Integration not found")
         return json_response(await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
@@ -53,14 +53,14 @@ class AnalyticsApi:
 
     async def post(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
-        post = self.store.post(organization_id, request.params["postId"])
+        post = await self.store.off_loop(self.store.post, organization_id, request.params["postId"])
         if post is None:
             raise not_found("Post not found")
         if post["releaseId"] == "missing":
             return json_response({"missing": True})
         if post["state"] != "PUBLISHED" or not post["releaseId"]:
             return json_response([])
-        channel = self.store.channel(organization_id, post["integrationId"])
+        channel = await self.store.off_loop(self.store.channel, organization_id, post["integrationId"])
         if channel is None:
             raise not_found("Post not found")
         release = Release(post["releaseId"], post["releaseURL"] or "")
@@ -90,7 +90,7 @@ class AnalyticsApi:
                 provider.app(self.app.config.settings or {}) is None:
             raise nest_error(409, f"{provider.label}'s figures need the operator's app, which this server does not "
                                   f"have: set {' and '.join(provider.app_variables)} in config.env")
-        credentials, session = self.store.channel_secrets(channel_id)
+        credentials, session = await self.store.off_loop(self.store.channel_secrets, channel_id)
         channel = Channel(channel_id, name, credentials, session, self.http,
                           lambda saved: self.store.save_channel_session(channel_id, saved))
         def read() -> Awaitable:

@@ -72,7 +72,7 @@ class ChannelsApi:
             "settings": settings, "tools": spec.tools}})
 
     async def integration_trigger(self, request: Request, organization_id: str) -> Response:
-        channel = self._channel(request, organization_id)
+        channel = await self.store.off_loop(self._channel, request, organization_id)
         if channel["provider_identifier"] not in PROVIDERS:
             raise ApiError(404, {"msg": "Integration provider not found"})
         body = request.json()  # a body that is not JSON is still the caller's mistake (400), before the tool lookup
@@ -87,7 +87,7 @@ class ChannelsApi:
         platform = provider_for(channel["provider_identifier"])
         if platform is None or not isinstance(method_name, str):
             raise ApiError(404, {"msg": "Tool not found"})
-        credentials, session = self.store.channel_secrets(channel["id"])
+        credentials, session = await self.store.off_loop(self.store.channel_secrets, channel["id"])
         target = Channel(channel["id"], channel["name"], credentials, session, self.http,
                          lambda new_session: self.store.save_channel_session(channel["id"], new_session))
         try:
@@ -95,7 +95,7 @@ class ChannelsApi:
         except LookupError:
             raise ApiError(404, {"msg": "Tool not found"}) from None
         except NeedsReconnect:
-            self.store.mark_refresh_needed(channel["id"])
+            await self.store.off_loop(self.store.mark_refresh_needed, channel["id"])
             raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
         except AddressNotAllowed as refused:  # not the platform's failure: the operator's allow-list decides
             raise nest_error(400, f"{platform.label} may not be reached for {method_name}: {refused.message}") from None
@@ -136,7 +136,7 @@ async def connect_channel(store: Store, organization_id: str, body: Any, http: H
     channel = validate_new_channel(body)
     channel = await verified_channel(channel, isinstance(body, dict) and body.get("name") is not None, http)
     try:
-        return store.add_channel(organization_id, channel)
+        return await store.off_loop(store.add_channel, organization_id, channel)
     except ChannelAlreadyAdded as duplicate:
         raise nest_error(409, f"this {channel.provider} account is already the channel \"{duplicate.name}\" "
                               f"({duplicate.channel_id}) of this organization; delete that channel first "
@@ -165,7 +165,8 @@ class WebhooksApi:
         secret = body.get("secret")
         if secret is not None and text_problem(secret):
             problems.append(f"secret {text_problem(secret)}")
-        channel_ids, channel_problems = self._channel_ids(organization_id, body.get("integrations", []))
+        channel_ids, channel_problems = await self.store.off_loop(self._channel_ids, organization_id,
+                                                                  body.get("integrations", []))
         if problems or channel_problems:
             raise bad_request(problems + channel_problems)
         try:
@@ -173,7 +174,8 @@ class WebhooksApi:
         except AddressRefused as refused:
             raise bad_request(f"url cannot receive webhooks: {refused}") from None
         name = body["name"].strip() if body.get("name") is not None else f"Webhook to {url_host(body['url'])}"
-        return json_response(self.store.create_webhook(organization_id, name, body["url"], channel_ids, secret), 201)
+        return json_response(await self.store.off_loop(self.store.create_webhook, organization_id, name, body["url"],
+                                                       channel_ids, secret), 201)
 
     def _channel_ids(self, organization_id: str, integrations: Any) -> tuple:
         """The channel ids a webhook covers (Postiz's [{"id"}] or plain ids; none = every channel), and problems."""

@@ -55,10 +55,11 @@ async def operator_app(store: Store, config: Config, provider: OAuthProvider, ht
     if provider.needs_operator_app:
         return provider.app(config.settings or {})
     origin = provider.app_origin(details)
-    stored = store.oauth_app(provider.identifier, origin)
+    stored = await store.off_loop(store.oauth_app, provider.identifier, origin)
     if stored is None:
         registered = await provider.register_app(http, origin, callback_url(config, provider.identifier))
-        stored = store.save_oauth_app(provider.identifier, origin, registered.client_id, registered.client_secret)
+        stored = await store.off_loop(store.save_oauth_app, provider.identifier, origin, registered.client_id,
+                                      registered.client_secret)
     return AppCredentials(*stored)
 
 
@@ -101,7 +102,7 @@ class ConnectFlow:
             raise nest_error(400, f"FRONTEND_URL: {unreachable}; then connect {provider.label}")
         refresh = request.query.get("refresh") or None
         if refresh is not None:
-            channel = self.store.channel(organization_id, refresh)
+            channel = await self.store.off_loop(self.store.channel, organization_id, refresh)
             if channel is None or channel["provider_identifier"] != identifier:
                 raise not_found(f"refresh: no {provider.label} channel {refresh!r} in this organization")
         details = self._details(provider, request)
@@ -115,8 +116,8 @@ class ConnectFlow:
             raise nest_error(502, f"{provider.label} did not start the connection: {failed.message}; try again "
                                   "in a minute") from None
         state = details.pop("state", state)
-        self.store.start_oauth_flow(state, organization_id, identifier, verifier, refresh, details,
-                                    time.time() + FLOW_SECONDS)
+        await self.store.off_loop(self.store.start_oauth_flow, state, organization_id, identifier, verifier, refresh,
+                                  details, time.time() + FLOW_SECONDS)
         return json_response({"url": url})
 
     def _details(self, provider: OAuthProvider, request: Request) -> dict:
@@ -151,7 +152,7 @@ class ConnectFlow:
         identifier = request.params["identifier"]
         query = request.query
         state = query.get("state") or query.get("oauth_token") or query.get("denied") or ""  # (OAuth 1.0a: no state)
-        flow = self.store.take_oauth_flow(state, time.time()) if state else None
+        flow = await self.store.off_loop(self.store.take_oauth_flow, state, time.time()) if state else None
         provider = oauth_provider(identifier)
         label = provider.label if provider else identifier
         if flow is None or provider is None or flow["provider"] != identifier:
@@ -190,8 +191,8 @@ class ConnectFlow:
         new = NewChannel(provider.identifier, connected.account, credentials, None, connected.session,
                          connected.limits)
         try:
-            channel_id, existed = self.store.connect_oauth_channel(
-                flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
+            channel_id, existed = await self.store.off_loop(
+                self.store.connect_oauth_channel, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
                 flow["refresh_channel_id"])
         except LookupError:
             raise LookupError("The channel to reconnect was deleted meanwhile: nothing was changed; connect "
@@ -201,7 +202,7 @@ class ConnectFlow:
                              "than this channel's: nothing was changed. Sign in with the channel's account, or "
                              "connect this one as a new channel") from None
         if existed:
-            released = self.store.release_waiting_posts(channel_id)
+            released = await self.store.off_loop(self.store.release_waiting_posts, channel_id)
             log(f"{provider.label} channel {channel_id} reconnected; {released} waiting post(s) released")
         return channel_id, existed
 
@@ -224,7 +225,7 @@ class ConnectFlow:
 
     async def step_choices(self, request: Request, organization_id: str) -> Response:
         """rustiz: what a channel in inBetweenSteps is chosen from ([{id, name, picture}])."""
-        provider, probe = self._waiting_channel(request, organization_id)
+        provider, probe = await self.store.off_loop(self._waiting_channel, request, organization_id)
         probe.app = await operator_app(self.store, self.config, provider, self.http, {})
         try:
             return json_response(await provider.step_choices(probe))
@@ -237,7 +238,7 @@ class ConnectFlow:
         choice = body.get("id")
         if not isinstance(choice, str) or not choice.strip() or len(choice) > 200:
             raise nest_error(400, "id must be the id of one of GET /integrations/:id/steps's choices")
-        provider, probe = self._waiting_channel(request, organization_id)
+        provider, probe = await self.store.off_loop(self._waiting_channel, request, organization_id)
         probe.app = await operator_app(self.store, self.config, provider, self.http, {})
         choices = await provider.step_choices(probe)
         if not any(str(item.get("id")) == choice for item in choices):
@@ -248,11 +249,15 @@ class ConnectFlow:
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not confirm the choice: {failed.message}") from None
         session = {**probe.session, **(connected.session or {})}
-        if not self.store.complete_channel_step(organization_id, probe.id, connected.account, session,
+        return json_response(await self.store.off_loop(self._complete_step, organization_id, probe.id, connected,
+                                                       session))
+
+    def _complete_step(self, organization_id: str, channel_id: str, connected: Any, session: dict) -> dict:
+        if not self.store.complete_channel_step(organization_id, channel_id, connected.account, session,
                                                 connected.limits):
-            raise nest_error(409, f"channel {probe.id} is not waiting for a choice any more")
-        self.store.release_waiting_posts(probe.id)
-        return json_response(self.store.channel_row(organization_id, probe.id))
+            raise nest_error(409, f"channel {channel_id} is not waiting for a choice any more")
+        self.store.release_waiting_posts(channel_id)
+        return self.store.channel_row(organization_id, channel_id)
 
 
 class TokenKeeper:
@@ -267,7 +272,7 @@ class TokenKeeper:
         """Give `channel` the operator's app (X signs every call with it), and a fresh access token when the
         stored one is about to expire."""
         channel.app = provider.app(self.config.settings or {}) if provider.needs_operator_app else None
-        _, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
+        _, refresh_token, expires_at, _ = await self.store.off_loop(self.store.channel_tokens, channel.id)
         if refresh_token and expires_at and expires_at <= iso_at(time.time() + provider.refresh_ahead_seconds):
             await self.refresh(provider, channel)
 
@@ -279,7 +284,8 @@ class TokenKeeper:
         try:
             return await operation()
         except NeedsReconnect as refused:
-            if isinstance(refused, TokenRefused) or not self.store.channel_tokens(channel.id)[1]:
+            if isinstance(refused, TokenRefused) or not (await self.store.off_loop(self.store.channel_tokens,
+                                                                                    channel.id))[1]:
                 raise
         await self.refresh(provider, channel)
         return await operation()
@@ -294,24 +300,26 @@ class TokenKeeper:
             raise TokenRefused(f"{provider.label}'s app is not configured on this server any more "
                                f"({' and '.join(provider.app_variables)})")
         lease = f"{self.owner}:{secrets.token_hex(4)}"  # this refresh's own: two in one worker exclude each other too
-        if not self.store.take_refresh_lease(channel.id, lease, time.time(), REFRESH_LEASE_SECONDS):
+        if not await self.store.off_loop(self.store.take_refresh_lease, channel.id, lease, time.time(),
+                                         REFRESH_LEASE_SECONDS):
             raise Retryable(f"another rustiz worker is refreshing this channel's {provider.label} token", after=5)
         try:
-            credentials, refresh_token, expires_at, _ = self.store.channel_tokens(channel.id)
+            credentials, refresh_token, expires_at, _ = await self.store.off_loop(self.store.channel_tokens, channel.id)
             if credentials.get("accessToken") != channel.credentials.get("accessToken") and (
                     expires_at is None or expires_at > iso_at(time.time() + provider.refresh_ahead_seconds)):
                 channel.credentials = credentials  # another worker refreshed it meanwhile: one refresh is enough
-                self.store.release_refresh_lease(channel.id, lease)
+                await self.store.off_loop(self.store.release_refresh_lease, channel.id, lease)
                 return
             if not refresh_token:
                 raise TokenRefused(f"{provider.label} gave this channel no refresh token, and its access token "
                                    "has expired")
             tokens = await provider.refresh_tokens(self.http, channel.app, refresh_token)
         except BaseException:
-            self.store.release_refresh_lease(channel.id, lease)
+            self.store.release_refresh_lease(channel.id, lease)  # (here, as the task may be ending: a quick write)
             raise
         credentials = {**credentials, **provider.credentials_for(tokens, credentials)}
-        self.store.save_refreshed_tokens(channel.id, lease, credentials, tokens.refresh_token, expiration(tokens))
+        await self.store.off_loop(self.store.save_refreshed_tokens, channel.id, lease, credentials,
+                                  tokens.refresh_token, expiration(tokens))
         channel.credentials = credentials
 
 

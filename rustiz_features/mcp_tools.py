@@ -466,7 +466,7 @@ class McpTools:
                            "settings": spec.settings, "tools": spec.tools}}
 
     async def tool_triggerTool(self, organization_id: str, arguments: dict) -> dict:
-        channel = self.store.channel(organization_id, arguments["integrationId"])
+        channel = await self.store.off_loop(self.store.channel, organization_id, arguments["integrationId"])
         if channel is None:
             raise ToolFailed("Integration not found, use integrationList to get a valid integration id")
         if channel["provider_identifier"] not in PROVIDERS:

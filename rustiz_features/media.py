@@ -473,7 +473,7 @@ class MediaApi:
         try:
             if self.config.storage is not None:
                 return await self._store_in_bucket(organization_id, staged)
-            return self._store_file(organization_id, staged)
+            return await self.store.off_loop(self._store_file, organization_id, staged)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(staged.temporary_path)
@@ -518,8 +518,9 @@ class MediaApi:
         except OSError as error:  # the staged file could not be read back
             raise _cannot_store(self.config.uploads, error) from None
         try:
-            return self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
-                                           staged.size, staged.media_type.kind)
+            return await self.store.off_loop(self.store.create_media, organization_id, name,
+                                             f"{self.config.frontend_url}/uploads/{day}/{name}", staged.size,
+                                             staged.media_type.kind)
         except Exception:
             await _delete_quietly(self.http, bucket, key)  # no object left behind without its Media row
             raise

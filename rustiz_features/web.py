@@ -187,12 +187,12 @@ class WebApp:
                 f"try again in {duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
 
     async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
-        user = self.store.web_user(email)
+        user = await self.store.off_loop(self.store.web_user, email)
         # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
         matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
         if user is None or not matches:
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
-        return self._signed_in(request, user[1], web_user_id=user[0])
+        return await self.store.off_loop(lambda: self._signed_in(request, user[1], web_user_id=user[0]))
 
     def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:
         cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, **made_from)
