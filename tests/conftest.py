@@ -37,9 +37,8 @@ def pyz() -> Path:
 
 BACKENDS = ("sqlite", "postgresql")
 # The suites parametrized by backend (module names); the others keep the default, SQLite.
-BOTH_BACKENDS = re.compile(r"^test_(api_.*|mcp.*|scheduler|provider_.*|publish_everywhere)$")
-# Fixtures that hold the SQLite file's lock or write into the file: a test using one is SQLite-only.
-SQLITE_FIXTURES = {"standby_server"}
+BOTH_BACKENDS = re.compile(r"^test_(api_.*|mcp.*|scheduler|provider_.*|publish_everywhere|webhook_deliveries"
+                           r"|storage_s3)$")
 
 
 def pytest_configure(config) -> None:
@@ -52,10 +51,15 @@ def pytest_generate_tests(metafunc) -> None:
     uses start_server, directly or through a fixture); RUSTIZ_TEST_BACKENDS=sqlite narrows the list."""
     if "backend" not in metafunc.fixturenames or not BOTH_BACKENDS.match(metafunc.module.__name__):
         return
-    if metafunc.definition.get_closest_marker("sqlite_only") or SQLITE_FIXTURES & set(metafunc.fixturenames):
+    if metafunc.definition.get_closest_marker("sqlite_only"):
         return  # the backend fixture's default: SQLite
+    metafunc.parametrize("backend", wanted_backends(), indirect=True)
+
+
+def wanted_backends() -> list:
+    """BACKENDS, narrowed by RUSTIZ_TEST_BACKENDS (a comma-separated list) when set."""
     wanted = os.environ.get("RUSTIZ_TEST_BACKENDS", ",".join(BACKENDS)).split(",")
-    metafunc.parametrize("backend", [name for name in BACKENDS if name in wanted], indirect=True)
+    return [name for name in BACKENDS if name in wanted]
 
 
 @pytest.fixture
@@ -190,31 +194,51 @@ def raw_exchange(port: int, data: bytes, timeout: float = 5.0, half_close: bool 
         return received
 
 
-@pytest.fixture
-def start_server(pyz, tmp_path, backend, request):
-    """Factory: start_server(env={...}, args=(...), data_dir=...) -> a running RustizServer; all stopped after.
-    On the postgresql backend each data folder gets a fresh database of the session's cluster (a server
-    started again on the same folder finds its database again), unless `env` names RUSTIZ_DATABASE."""
-    servers: list[RustizServer] = []
-    databases: dict[Path, str] = {}
-    cluster = request.getfixturevalue("postgres_cluster") if backend == "postgresql" else None
+class Servers:
+    """The servers a test (or a module) starts, all stopped by close(). On the postgresql backend each data folder
+    gets a fresh database of the session's cluster (a server started again on the same folder finds its database
+    again), unless `env` names RUSTIZ_DATABASE; close() drops them."""
 
-    def start(env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
-        data_dir = data_dir or tmp_path / f"data{len(servers)}"
+    def __init__(self, pyz: Path, folder: Path, cluster: PostgresCluster | None):
+        self.pyz, self.folder, self.cluster = pyz, folder, cluster
+        self.servers: list[RustizServer] = []
+        self.databases: dict[Path, str] = {}
+
+    def start(self, env: dict | None = None, args: tuple = (), data_dir: Path | None = None) -> RustizServer:
+        data_dir = data_dir or self.folder / f"data{len(self.servers)}"
         env = dict(env or {})
-        if cluster is not None and "RUSTIZ_DATABASE" not in env:
-            if data_dir not in databases:
-                databases[data_dir] = cluster.create_database()
-            env["RUSTIZ_DATABASE"] = databases[data_dir]
-        server = RustizServer(pyz, data_dir, env, args)
-        servers.append(server)
+        if self.cluster is not None and "RUSTIZ_DATABASE" not in env:
+            if data_dir not in self.databases:
+                self.databases[data_dir] = self.cluster.create_database()
+            env["RUSTIZ_DATABASE"] = self.databases[data_dir]
+        server = RustizServer(self.pyz, data_dir, env, args)
+        self.servers.append(server)
         return server.start()
 
-    yield start
-    for server in servers:
-        server.stop(signal.SIGKILL if server.process and server.process.poll() is None else signal.SIGTERM)
-    for database in databases.values():
-        cluster.drop_database(database)
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop(signal.SIGKILL if server.process and server.process.poll() is None else signal.SIGTERM)
+        for database in self.databases.values():
+            self.cluster.drop_database(database)
+
+
+@pytest.fixture
+def start_server(pyz, tmp_path, backend, request):
+    """Factory: start_server(env={...}, args=(...), data_dir=...) -> a running RustizServer on the test's backend
+    (see Servers); all stopped after the test."""
+    servers = Servers(pyz, tmp_path, request.getfixturevalue("postgres_cluster") if backend == "postgresql" else None)
+    yield servers.start
+    servers.close()
+
+
+@pytest.fixture(scope="module", params=wanted_backends())
+def start_module_server(pyz, tmp_path_factory, request):
+    """start_server for servers a module's tests share, stopped after the module: its tests run once per
+    backend (the parameter: [sqlite] and [postgresql], as `backend` gives the others)."""
+    cluster = request.getfixturevalue("postgres_cluster") if request.param == "postgresql" else None
+    servers = Servers(pyz, tmp_path_factory.mktemp(f"module-{request.param}"), cluster)
+    yield servers.start
+    servers.close()
 
 
 # The fake platforms (tests/fake_*.py) listen on 127.0.0.1, a loopback address, which rustiz's address
@@ -321,9 +345,13 @@ def server(start_server) -> RustizServer:
 
 
 @pytest.fixture
-def standby_server(pyz, start_server, tmp_path):
-    """A server whose scheduler stands by (this test holds the scheduler's lock), so posts a test
-    writes straight into the database stay as written however overdue they are."""
+def standby_server(pyz, start_server, tmp_path, backend):
+    """A server whose scheduler stands by, so posts a test writes straight into the database stay as written
+    however overdue they are. On PostgreSQL it runs none (RUSTIZ_SCHEDULER=0); on SQLite this test holds the
+    scheduler's file lock, as a second process on the same file would find it held."""
+    if backend == "postgresql":
+        yield start_server(env={"RUSTIZ_SCHEDULER": "0"})
+        return
     data_dir = tmp_path / "standby"
     result = run_cli(pyz, "init", "--dir", str(data_dir))
     assert result.returncode == 0, result.stderr

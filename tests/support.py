@@ -99,6 +99,10 @@ class _PostgresConnection:
         return self.connection.execute(sql.replace("%", "%%").replace("?", "%s"),
                                        tuple(int(v) if type(v) is bool else v for v in parameters))
 
+    def executemany(self, sql: str, rows: list) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.executemany(sql.replace("%", "%%").replace("?", "%s"), rows)
+
     def commit(self) -> None:
         self.connection.commit()
 
@@ -109,21 +113,40 @@ class _PostgresConnection:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
+        """Commit (or roll back) and close: each `with` block is one connection, so none is left open."""
         if kind is None:
             self.connection.commit()
         else:
             self.connection.rollback()
+        self.connection.close()
+
+
+def is_postgresql(database: str) -> bool:
+    return database.startswith(("postgresql://", "postgres://"))
 
 
 def connect_database(database: str):
     """The server's database for a test's direct reads and writes: its SQLite file, or its PostgreSQL database."""
-    if database.startswith(("postgresql://", "postgres://")):
-        return _PostgresConnection(database)
-    return sqlite3.connect(database)
+    return _PostgresConnection(database) if is_postgresql(database) else sqlite3.connect(database)
+
+
+def insertion_order(database: str) -> str:
+    """A column that orders rows of one table as they were inserted, to break ties of created_at (rows written by
+    one request share it): SQLite's rowid; PostgreSQL's ctid, the row's place in the table, which follows
+    insertion for rows never updated since (the only ones the tests sort this way)."""
+    return "ctid" if is_postgresql(database) else "rowid"
+
+
+def dict_rows(database: str, sql: str, *parameters) -> list:
+    """The rows of one query, each a dict by column name, on either backend."""
+    with connect_database(database) as db:
+        cursor = db.execute(sql, parameters)
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 class Database:
-    """Rows written straight into the server's SQLite file, as a later rustiz feature (or Postiz) would:
+    """Rows written straight into the server's database, as a later rustiz feature (or Postiz) would:
     organizations, customers, channels, posts, tags and notifications."""
 
     def __init__(self, server: RustizServer):
@@ -132,7 +155,7 @@ class Database:
             self.organization_id = db.execute("SELECT id FROM organization").fetchone()[0]
         self.clock = 0
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self):
         return connect_database(self.path)
 
     def stamp(self) -> str:
@@ -334,19 +357,19 @@ def webhook_channel(server: RustizServer, receiver, name: str | None = None, pat
 
 def expire_token_in(server: RustizServer, channel_id: str, seconds_from_now: float) -> None:
     """Make the channel's stored token expire `seconds_from_now` (negative: already expired)."""
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (iso(seconds_from_now), channel_id))
 
 
 def refresh_needed(server: RustizServer, channel_id: str) -> bool:
     """Whether the channel is flagged for connecting again (Postiz's refreshNeeded)."""
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         return bool(db.execute("SELECT refresh_needed FROM integration WHERE id = ?", (channel_id,)).fetchone()[0])
 
 
 def channel_session(server: RustizServer, channel_id: str) -> dict:
     """What the channel's publisher keeps between calls (a login, a cached token), as stored."""
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         return json.loads(db.execute("SELECT session FROM integration WHERE id = ?", (channel_id,)).fetchone()[0]
                           or "null") or {}
 
@@ -486,13 +509,15 @@ def published(server: RustizServer, channel_id: str, *parts, state: str = "PUBLI
 
 
 def thread_rows(server: RustizServer, root_id: str) -> list:
-    """Every part of the root post's thread, in order, as stored: state, release_id, release_url, error."""
-    with sqlite3.connect(server.database) as db:
-        db.row_factory = sqlite3.Row
-        group = db.execute("SELECT post_group FROM post WHERE id = ?", (root_id,)).fetchone()[0]
-        rows = db.execute("SELECT id, state, release_id, release_url, error FROM post WHERE post_group = ? "
-                          "ORDER BY created_at, rowid", (group,)).fetchall()
-    return [dict(row) for row in rows]
+    """Every part of the root post's thread, in order (each part's parent is the one before), as stored: id,
+    state, release_id, release_url, error."""
+    rows = dict_rows(server.database, "SELECT id, parent_post_id, state, release_id, release_url, error FROM post "
+                     "WHERE post_group = (SELECT post_group FROM post WHERE id = ?)", root_id)
+    reply_to = {row.pop("parent_post_id"): row for row in rows}
+    thread = [next(row for row in rows if row["id"] == root_id)]
+    while thread[-1]["id"] in reply_to:
+        thread.append(reply_to[thread[-1]["id"]])
+    return thread
 
 
 def settled_rows(server: RustizServer, root_id: str, timeout: float = 20.0) -> list:

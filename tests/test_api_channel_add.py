@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from urllib.parse import quote
 
 import pytest
 
-from conftest import read_config
 from fake_webhook import FakeWebhookReceiver
 from platforms import FAKES
-from support import PREFIXES, Database, api, auth
+from support import PREFIXES, Database, api, auth, connect_database
 
 NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"  # NIP-19's example
 NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
@@ -99,20 +97,19 @@ def test_both_prefixes_and_a_chosen_name(server, platforms):
     assert names == ["Blog 0", "Blog 1"]
 
 
-@pytest.mark.sqlite_only("reads the SQLite file directly")
-def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server, platforms):
+def test_credentials_are_stored_as_the_token_and_never_answered_or_logged(logged_server, platforms, backend):
     server = logged_server
     ids = []
     for provider in sorted(FAKES):
         status, channel = add(server, {"provider": provider, "credentials": platforms.credentials(provider)})
         assert status == 201
         ids.append(channel["id"])
-    database = read_config(server.config_path)["RUSTIZ_DATABASE"]
-    with sqlite3.connect(database) as db:
-        tokens = dict(db.execute("SELECT provider_identifier, token FROM integration"))
+    with connect_database(server.database) as db:
+        tokens = dict(db.execute("SELECT provider_identifier, token FROM integration").fetchall())
     assert {provider: json.loads(token) for provider, token in tokens.items()} == {
         provider: platforms.credentials(provider) for provider in FAKES}
-    assert oct(os.stat(database).st_mode & 0o777) == "0o600"  # credentials: readable by their owner only
+    if backend == "sqlite":  # credentials: the file is readable by its owner only
+        assert oct(os.stat(server.database).st_mode & 0o777) == "0o600"
     answers = [api(server, "GET", path)[1] for path in (
         "/public/v1/integrations", "/public/v1/groups", *(f"/public/v1/integration-settings/{i}" for i in ids))]
     answers += [api(server, "DELETE", f"/public/v1/integrations/{i}")[1] for i in ids]

@@ -1,7 +1,8 @@
 """Media: POST /upload (multipart, streamed to disk), POST /upload-from-url, GET /uploads/... (Range, ETag).
 
-Everything over real sockets against the built .pyz. One module-wide server takes the ordinary
-cases; tests that need small limits, an allow-list or an empty database start their own.
+Everything over real sockets against the built .pyz, on each storage backend. One module-wide server
+(per backend) takes the ordinary cases; tests that need small limits, an allow-list or an empty database
+start their own.
 """
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ import json
 import os
 import re
 import socket
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import RustizServer, read_config
-from support import (Database, FakeOrigin, api, avif_file, bmp_file, gif_file, iso_box, jpeg_file, mp4_file, multipart,
-                     png_file, tiff_file, upload, upload_from_url, webp_file)
+from support import (Database, FakeOrigin, api, avif_file, bmp_file, connect_database, gif_file, iso_box, jpeg_file,
+                     mp4_file, multipart, png_file, tiff_file, upload, upload_from_url, webp_file)
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 IMAGE_LIMIT = 10 * 1024 * 1024
@@ -45,13 +45,13 @@ def leftovers(server: RustizServer) -> list:
 
 
 def media_rows(server: RustizServer) -> list:
-    with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
+    with connect_database(server.database) as db:
         return db.execute("SELECT id, organization_id, name, path, file_size, type, deleted_at FROM media "
                           "ORDER BY created_at").fetchall()
 
 
 def organization_id(server: RustizServer) -> str:
-    with sqlite3.connect(read_config(server.config_path)["RUSTIZ_DATABASE"]) as db:
+    with connect_database(server.database) as db:
         return db.execute("SELECT id FROM organization WHERE api_key_hash = ?",
                           (hashlib.sha256(server.key.encode()).hexdigest(),)).fetchone()[0]
 
@@ -62,11 +62,8 @@ def served_path(server: RustizServer, media: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def shared(pyz, tmp_path_factory) -> RustizServer:
-    server = RustizServer(pyz, tmp_path_factory.mktemp("media"))
-    server.start()
-    yield server
-    server.stop()
+def shared(start_module_server) -> RustizServer:
+    return start_module_server()
 
 
 # --- POST /upload --------------------------------------------------------------------------------
@@ -222,15 +219,11 @@ def test_client_gone_mid_upload_leaves_no_temporary_file_and_no_row(shared):
 # --- limits (a server of its own with small limits) -----------------------------------------------
 
 @pytest.fixture(scope="module")
-def small(pyz, tmp_path_factory) -> RustizServer:
+def small(start_module_server) -> RustizServer:
     """Video up to 100 000 bytes; ordinary bodies up to 2 KiB (uploads have their own limit), and no
     more than 2 KiB of bodies in memory at once (uploads go to disk and do not count)."""
-    server = RustizServer(pyz, tmp_path_factory.mktemp("small"),
-                          {"RUSTIZ_MAX_VIDEO_BYTES": "100000", "RUSTIZ_MAX_BODY": "2048",
-                           "RUSTIZ_BODY_MEMORY_BUDGET": "2048"})
-    server.start()
-    yield server
-    server.stop()
+    return start_module_server(env={"RUSTIZ_MAX_VIDEO_BYTES": "100000", "RUSTIZ_MAX_BODY": "2048",
+                                    "RUSTIZ_BODY_MEMORY_BUDGET": "2048"})
 
 
 def test_upload_route_has_its_own_body_limit_above_rustiz_max_body(small):
@@ -397,13 +390,9 @@ def origin():
 
 
 @pytest.fixture(scope="module")
-def fetcher(pyz, tmp_path_factory) -> RustizServer:
+def fetcher(start_module_server) -> RustizServer:
     """A server allowed to fetch from 127.0.0.1, with video up to 100 000 bytes."""
-    server = RustizServer(pyz, tmp_path_factory.mktemp("fetch"),
-                          {"RUSTIZ_FETCH_ALLOW": "127.0.0.1", "RUSTIZ_MAX_VIDEO_BYTES": "100000"})
-    server.start()
-    yield server
-    server.stop()
+    return start_module_server(env={"RUSTIZ_FETCH_ALLOW": "127.0.0.1", "RUSTIZ_MAX_VIDEO_BYTES": "100000"})
 
 
 def test_upload_from_url_stores_the_file_and_serves_it_back(fetcher, origin):
@@ -503,9 +492,8 @@ def test_upload_from_url_gives_up_after_its_time_limit_on_a_silent_server(fetche
         silent.close()
 
 
-def test_temporary_files_abandoned_by_a_crash_are_removed_at_start(pyz, tmp_path):
-    server = RustizServer(pyz, tmp_path / "crashed")
-    server.start()
+def test_temporary_files_abandoned_by_a_crash_are_removed_at_start(start_server):
+    server = start_server()
     server.stop()
     incoming = uploads_dir(server) / ".incoming"
     incoming.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,6 @@
 title, Markdown body, tags, canonical URL and cover image, the error rules, and the tools."""
 from __future__ import annotations
 
-import pytest
-
 from rustiz_features.publishers.articles import html_to_markdown
 from conftest import provider_fixtures
 from fake_devto import FakeDevto
@@ -93,7 +91,6 @@ def test_a_500_on_the_article_may_have_published_it_so_it_is_not_sent_again(serv
     assert "dashboard" in post["error"] and len(devto.requests_to("POST", "/api/articles")) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_revoked_key_flags_the_channel_and_its_post_waits_for_a_reconnect(server, devto, channel):
     devto.api_key = "revoked"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="devto")

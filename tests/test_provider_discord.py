@@ -1,8 +1,6 @@
 """Discord through a channel webhook, against a fake of Discord's webhook API and the real server."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_discord import CHANNEL_ID, GUILD_ID, WEBHOOK_ID, FakeDiscord, discord_error
 from support import (waiting_for_reconnect, connect, connected, get_post, notifications, png_file, refresh_needed, schedule, scheduled,
@@ -35,7 +33,6 @@ def test_wrong_token_and_deleted_webhook_are_refused_at_connect(rustiz, discord)
     assert status == 400 and "no longer exists" in answer["message"] and "10015" in answer["message"]
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_text_post_goes_out_as_discord_markdown_with_a_link_to_the_message(rustiz, discord, channel):
     post_id = scheduled(rustiz, channel["id"], '<p>Hello <strong>world</strong>, read '
                                                '<a href="https://example.com/docs">the docs</a></p><p><u>Bye</u></p>',
@@ -50,7 +47,6 @@ def test_text_post_goes_out_as_discord_markdown_with_a_link_to_the_message(rusti
     assert get_post(rustiz, post_id)["releaseURL"] == message_link(message["id"])
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_images_are_uploaded_as_multipart_files(rustiz, discord, channel):
     picture = png_file()
     images = [uploaded(rustiz, picture), uploaded(rustiz, picture, "second.png")]
@@ -64,7 +60,6 @@ def test_images_are_uploaded_as_multipart_files(rustiz, discord, channel):
     assert [attachment["id"] for attachment in message["attachments"]] == [0, 1]
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_thread_parts_follow_the_post_in_the_same_channel(rustiz, discord, channel):
     rows = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>First</p>", "<p>Second</p>", settings=SETTINGS))
     assert [row["state"] for row in rows] == ["PUBLISHED", "PUBLISHED"]
@@ -74,7 +69,6 @@ def test_thread_parts_follow_the_post_in_the_same_channel(rustiz, discord, chann
     assert "thread_id" not in discord.requests_to("POST", r"/api/webhooks/.*")[-1].query
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_in_a_forum_channel_the_post_opens_a_topic_and_thread_parts_go_into_it(start_server_with_fakes):
     forum = FakeDiscord(forum=True)
     try:
@@ -94,7 +88,6 @@ def test_in_a_forum_channel_the_post_opens_a_topic_and_thread_parts_go_into_it(s
         forum.close()
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_429_is_retried_after_discords_retry_after_and_published_once(rustiz, discord, channel):
     discord.fail_next("POST", r"/api/webhooks/.*", 429, {"message": "You are being rate limited.",
                                                          "retry_after": 0.3, "global": False},
@@ -105,7 +98,6 @@ def test_429_is_retried_after_discords_retry_after_and_published_once(rustiz, di
     assert len(discord.requests_to("POST", r"/api/webhooks/.*")) == 2
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_502_is_retried_but_500_on_the_message_is_not_sent_again(rustiz, discord, channel):
     discord.fail_next("POST", r"/api/webhooks/.*", 502, "<html>Bad Gateway</html>")
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>After a 502</p>", settings=SETTINGS))
@@ -116,7 +108,6 @@ def test_502_is_retried_but_500_on_the_message_is_not_sent_again(rustiz, discord
     assert "Failed on Discord (HTTP 500)" in row["error"] and len(discord.published) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_deleted_webhook_flags_the_channel_for_reconnecting_and_the_post_waits(rustiz, discord, channel):
     discord.fail_next("POST", r"/api/webhooks/.*", *discord_error(404, "Unknown Webhook", 10015)[:2])
     row = waiting_for_reconnect(rustiz, scheduled(rustiz, channel["id"], "<p>Into the void</p>", settings=SETTINGS))
@@ -125,7 +116,6 @@ def test_a_deleted_webhook_flags_the_channel_for_reconnecting_and_the_post_waits
     assert any("reconnect this Discord channel" in text for text in notifications(rustiz))
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_a_refused_message_fails_with_discords_own_words(rustiz, discord, channel):
     discord.fail_next("POST", r"/api/webhooks/.*", *discord_error(400, "Invalid Form Body", 50035, errors={
         "content": {"_errors": [{"code": "CONTENT_TYPE_INVALID", "message": "Blocked by AutoMod"}]}})[:2])
@@ -145,7 +135,6 @@ def test_discords_limits_are_refused_when_the_post_is_created(rustiz, discord, c
     assert discord.published == []
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_files_over_discords_25_mib_are_refused_before_anything_is_sent(rustiz, discord, channel):
     big = png_file(padding=9 * 2**20)
     images = [uploaded(rustiz, big, f"big{number}.png") for number in range(3)]

@@ -2,8 +2,6 @@
 title, Markdown, tags, cover and canonical URL, GraphQL errors that come with HTTP 200, and the tools."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
 from support import waiting_for_reconnect, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger, uploaded
@@ -54,7 +52,6 @@ def test_a_graphql_error_with_http_200_fails_the_post_with_hashnode_s_words(serv
     assert "Hashnode refused the post (BAD_USER_INPUT): Slug is already taken" in post["error"]
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_an_unauthenticated_answer_while_publishing_flags_the_channel_and_the_post_waits(server, hashnode, channel):
     hashnode.token = "rotated"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="hashnode")

@@ -1,8 +1,6 @@
 """Lemmy with username and password, against a fake Lemmy instance (API v3) and the real server."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_lemmy import FakeLemmy, lemmy_error
 from support import waiting_for_reconnect, api, connect, notifications, png_file, refresh_needed, schedule, scheduled, settled_rows, uploaded
@@ -50,7 +48,6 @@ def test_an_account_with_two_factor_authentication_is_refused_with_a_clear_reaso
         guarded.close()
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_post_goes_to_its_community_as_markdown_with_the_cached_login(rustiz, lemmy, channel):
     [row] = settled_rows(rustiz, scheduled(
         rustiz, channel["id"], '<p>Release <strong>1.0</strong> is out: <a href="https://example.com/notes">notes</a></p>'
@@ -65,7 +62,6 @@ def test_post_goes_to_its_community_as_markdown_with_the_cached_login(rustiz, le
     assert lemmy.logins == 1 and len(posts(lemmy)) == 2  # the login of connecting serves every post
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_several_communities_get_one_post_each_and_comments_under_every_one(rustiz, lemmy, channel):
     rows = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Cross-posted</p>", "<p>A comment</p>",
                                           settings=settings(RUST, (5, "python", "Hello pythonistas"))))
@@ -80,7 +76,6 @@ def test_several_communities_get_one_post_each_and_comments_under_every_one(rust
     assert rows[1]["release_url"] == ",".join(f"{lemmy.url}/comment/{comment['id']}" for comment in comments)
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_the_image_is_the_posts_link_or_the_thumbnail_of_its_own_link(rustiz, lemmy, channel):
     picture = uploaded(rustiz, png_file())
     settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>A picture</p>", settings=settings(RUST),
@@ -92,14 +87,12 @@ def test_the_image_is_the_posts_link_or_the_thumbnail_of_its_own_link(rustiz, le
     assert (link_post["url"], link_post["thumbnail_url"]) == ("https://example.com/a", picture["path"])
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_a_revoked_login_is_renewed_once_and_the_post_published(rustiz, lemmy, channel):
     lemmy.revoke_logins()
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>After logout</p>", settings=settings(RUST)))
     assert row["state"] == "PUBLISHED" and lemmy.logins == 2 and len(posts(lemmy)) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_changed_password_flags_the_channel_for_reconnecting_and_the_post_waits(rustiz, lemmy, channel):
     lemmy.revoke_logins()
     lemmy.password = "changed"
@@ -109,7 +102,6 @@ def test_a_changed_password_flags_the_channel_for_reconnecting_and_the_post_wait
     assert any("reconnect this Lemmy channel" in text for text in notifications(rustiz))
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_a_refused_post_fails_with_lemmys_code_and_what_it_means(rustiz, lemmy, channel):
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Nowhere</p>",
                                            settings=settings((404, "gone", "Title"))))
@@ -118,7 +110,6 @@ def test_a_refused_post_fails_with_lemmys_code_and_what_it_means(rustiz, lemmy, 
     assert not refresh_needed(rustiz, channel["id"])
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_429_is_retried_and_a_retry_never_posts_twice_to_a_community_already_done(rustiz, lemmy, channel):
     original = lemmy.create_post
     calls = []
@@ -137,7 +128,6 @@ def test_429_is_retried_and_a_retry_never_posts_twice_to_a_community_already_don
     assert len(calls) == 3
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_a_server_error_on_the_post_is_not_sent_again(rustiz, lemmy, channel):
     lemmy.fail_next("POST", "/api/v3/post", 502, "Bad Gateway")
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>After a 502</p>", settings=settings(RUST)))

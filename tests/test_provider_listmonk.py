@@ -2,8 +2,6 @@
 created as a draft and then started, what happens when the start fails, and the tools."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_listmonk import FakeListmonk
 from support import (waiting_for_reconnect, channel_session, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger,
@@ -32,7 +30,6 @@ def test_a_server_that_is_not_listmonk_is_refused(server, listmonk):
     assert status == 400 and "HTTP 404" in answer["message"], answer
 
 
-@pytest.mark.sqlite_only("reads the channel's stored session straight from the SQLite file")
 def test_a_campaign_is_created_for_the_list_and_started(server, listmonk, channel):
     image = uploaded(server, png_file())
     post_id = scheduled(server, channel["id"], "<p>Hello <strong>readers</strong></p>",
@@ -84,7 +81,6 @@ def test_a_429_on_the_draft_is_retried(server, listmonk, channel):
     assert len(listmonk.campaigns) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_revoked_credentials_flag_the_channel_and_the_post_waits_for_a_reconnect(server, listmonk, channel):
     listmonk.token = "revoked"
     post_id = scheduled(server, channel["id"], "<p>Nope</p>", settings=SETTINGS, provider="listmonk")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 
-import pytest
 
 from conftest import provider_fixtures
 from fake_mastodon import FakeMastodon
@@ -110,7 +109,6 @@ def test_server_errors_are_retried(server, fake, channel):
     assert len(fake.published) == 1 and len(fake.published[0]["media_attachments"]) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_revoked_token_flags_the_channel_for_reconnecting_and_the_post_waits(server, fake, channel):
     fake.token = "rotated"
     post = waiting_for_reconnect(server, scheduled(server, channel["id"], "<p>Hello</p>"))
@@ -119,7 +117,6 @@ def test_a_revoked_token_flags_the_channel_for_reconnecting_and_the_post_waits(s
     assert fake.published == []
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_validation_failure_fails_the_post_with_the_instances_words(server, fake, channel):
     fake.fail_next("POST", "/api/v1/statuses", 422, {"error": "Validation failed: Text contains a forbidden word"})
     post = settled(server, scheduled(server, channel["id"], "<p>Forbidden</p>"), stop_at_error=True)

@@ -1,8 +1,6 @@
 """Slack through an incoming webhook, against a fake of the webhook and the real server."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_slack import FakeSlack, slack_error
 from support import (waiting_for_reconnect, connect, connected, mp4_file, notifications, png_file, refresh_needed, schedule, scheduled,
@@ -30,7 +28,6 @@ def test_a_slack_url_that_is_not_an_incoming_webhook_is_refused_at_connect(rusti
                                                    "sEcReT123"})[0] == 201
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_text_post_goes_out_as_mrkdwn_sections_and_is_released_without_a_link(rustiz, slack, channel):
     [row] = settled_rows(rustiz, scheduled(
         rustiz, channel["id"], '<p>Deploy <strong>done</strong> &amp; <a href="https://example.com/log">the log</a> '
@@ -42,7 +39,6 @@ def test_text_post_goes_out_as_mrkdwn_sections_and_is_released_without_a_link(ru
     assert row["release_id"] and not row["release_url"]  # the webhook answers no id or link
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_long_text_is_cut_into_sections_of_3000_characters_at_line_breaks(rustiz, slack, channel):
     paragraphs = ["a" * 2000, "b" * 2000, "c" * 500]
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "".join(f"<p>{p}</p>" for p in paragraphs),
@@ -52,7 +48,6 @@ def test_long_text_is_cut_into_sections_of_3000_characters_at_line_breaks(rustiz
     assert [block["text"]["text"] for block in message["blocks"]] == ["a" * 2000, "b" * 2000 + "\n" + "c" * 500]
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_images_go_as_image_blocks_pointing_at_their_public_url(rustiz, slack, channel):
     picture = uploaded(rustiz, png_file())
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Look</p>", settings=SETTINGS, images=[picture]))
@@ -74,7 +69,6 @@ def test_threads_videos_and_too_many_blocks_are_refused_when_the_post_is_created
     assert slack.requests == []
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_429_is_retried_after_retry_after_and_published_once(rustiz, slack, channel):
     slack.fail_next("POST", r"/services/.*", *slack_error(429, "rate_limited", {"Retry-After": "1"}))
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Busy</p>", settings=SETTINGS))
@@ -82,7 +76,6 @@ def test_429_is_retried_after_retry_after_and_published_once(rustiz, slack, chan
     assert len(slack.requests) == 2
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_removed_webhook_flags_the_channel_for_reconnecting_and_the_post_waits(rustiz, slack, channel):
     slack.removed = True
     row = waiting_for_reconnect(rustiz, scheduled(rustiz, channel["id"], "<p>Anyone?</p>", settings=SETTINGS))
@@ -91,7 +84,6 @@ def test_a_removed_webhook_flags_the_channel_for_reconnecting_and_the_post_waits
     assert any("reconnect this Slack channel" in text for text in notifications(rustiz))
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_an_archived_channel_fails_with_slacks_code_and_what_to_do(rustiz, slack, channel):
     slack.fail_next("POST", r"/services/.*", *slack_error(410, "channel_is_archived"))
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>Hello</p>", settings=SETTINGS))
@@ -100,7 +92,6 @@ def test_an_archived_channel_fails_with_slacks_code_and_what_to_do(rustiz, slack
     assert not refresh_needed(rustiz, channel["id"])
 
 
-@pytest.mark.sqlite_only("reads the thread's rows straight from the SQLite file (support.settled_rows)")
 def test_an_answer_that_is_not_ok_is_never_taken_for_success(rustiz, slack, channel):
     slack.fail_next("POST", r"/services/.*", *slack_error(200, "invalid_blocks"))
     [row] = settled_rows(rustiz, scheduled(rustiz, channel["id"], "<p>First</p>", settings=SETTINGS))

@@ -126,7 +126,6 @@ def test_a_429_waits_retry_after_and_publishes_once(server, fake, channel):
     assert len(fake.sends()) == 2 and len(fake.published) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_ok_false_is_an_error_even_in_a_200_answer(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 200, {
         "ok": False, "error_code": 400, "description": "Bad Request: message must be non-empty"})
@@ -137,7 +136,6 @@ def test_ok_false_is_an_error_even_in_a_200_answer(server, fake, channel):
     assert len(fake.sends()) == 1 and not refresh_needed(server, channel["id"])
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_refused_message_fails_with_telegrams_words_and_is_not_retried(server, fake, channel):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", 400, {
         "ok": False, "error_code": 400, "description": "Bad Request: can't parse entities: Unclosed start tag"})
@@ -146,7 +144,6 @@ def test_a_refused_message_fails_with_telegrams_words_and_is_not_retried(server,
     assert len(fake.sends()) == 1 and not refresh_needed(server, channel["id"])
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_revoked_token_flags_the_channel_and_the_post_waits(server, fake, channel):
     fake.token = "7000001:AAHnewtoken" + "n" * 20
     post = waiting_for_reconnect(server, scheduled(server, channel["id"], "<p>Hello</p>"))
@@ -160,7 +157,6 @@ def test_a_revoked_token_flags_the_channel_and_the_post_waits(server, fake, chan
     (400, "Bad Request: not enough rights to send text messages to the chat"),
     (403, "Forbidden: bot was kicked from the channel chat"),
 ])
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_chat_the_bot_lost_flags_the_channel_for_reconnecting(server, fake, channel, status, description):
     fake.fail_next("POST", r"/bot[^/]+/sendMessage", status, {"ok": False, "error_code": status,
                                                                "description": description})

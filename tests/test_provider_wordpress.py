@@ -3,8 +3,6 @@ media uploaded to the library (featured image and images in the content), posts 
 status, categories and tags, WordPress's error bodies, sites without pretty permalinks, and the tools."""
 from __future__ import annotations
 
-import pytest
-
 from conftest import provider_fixtures
 from fake_wordpress import FakeWordPress, wordpress_error
 from support import (waiting_for_reconnect, channel_session, connect, connected, png_file, refresh_needed, refused_post, scheduled, settled,
@@ -55,7 +53,6 @@ def test_a_site_without_the_rest_api_is_refused_with_a_clear_message(server, wor
     assert "has no WordPress REST API" in answer["message"] and "/wp-json/wp/v2/users/me" in answer["message"]
 
 
-@pytest.mark.sqlite_only("reads the channel's stored session straight from the SQLite file")
 def test_a_site_without_pretty_permalinks_is_reached_through_rest_route(server):
     plain = FakeWordPress(pretty_permalinks=False)
     try:
@@ -122,7 +119,6 @@ def test_a_refused_media_upload_names_the_item(server, wordpress, channel):
     assert "rest_upload_sideload_error: Sorry, you are not allowed to upload this file type." in post["error"]
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_permission_the_user_lacks_fails_the_post_without_flagging_the_channel(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", *wordpress_error(
         403, "rest_cannot_create", "Sorry, you are not allowed to create posts as this user."))
@@ -133,7 +129,6 @@ def test_a_permission_the_user_lacks_fails_the_post_without_flagging_the_channel
     assert not refresh_needed(server, channel["id"])
 
 
-@pytest.mark.sqlite_only("reads the channel's refresh_needed flag straight from the SQLite file")
 def test_a_revoked_application_password_flags_the_channel(server, wordpress, channel):
     wordpress.password = "revoked"
     post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS, provider="wordpress")
@@ -149,7 +144,6 @@ def test_a_429_is_retried_and_published_once(server, wordpress, channel):
     assert len(wordpress.published) == 1
 
 
-@pytest.mark.sqlite_only("reads the channel's stored session straight from the SQLite file")
 def test_a_503_on_the_post_is_retried_with_the_media_already_uploaded(server, wordpress, channel):
     wordpress.fail_next("POST", "/wp-json/wp/v2/posts", 503, "<html>Service Unavailable</html>")
     post_id = scheduled(server, channel["id"], "<p>x</p>", settings=SETTINGS,

@@ -1,5 +1,5 @@
 """Scaling out (issue 14): several `rustiz serve` processes, each with its own data folder as if on its own
-machine, sharing one PostgreSQL database. Every due post is published exactly once, by whichever process
+machine, sharing one PostgreSQL database (and, for uploads, one S3 bucket). Every due post is published exactly once, by whichever process
 claims it; a process killed mid-way leaves leases that expire, and the others finish its posts under the
 exactly-once rules (the webhook provider sends the same delivery id on every attempt, so a receiver can tell
 a repeat). The receiver is tests/fake_webhook.py's (zero latency); it also notes which process sent each
@@ -9,13 +9,18 @@ from __future__ import annotations
 import os
 import signal
 import time
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import LOCAL_FAKES, RustizServer
+from fake_telegram import FakeTelegram
 from fake_webhook import FakeWebhookReceiver
-from support import API, api, channel_post, iso, post_body, wait_for, webhook_channel
+from s3_server import S3Server
+from support import (API, FAST_RETRIES, api, channel_post, connected, iso, png_file, post_body, scheduled, settled,
+                     uploaded, visit, wait_for, webhook_channel)
 
 LEASE_SECONDS = 3  # RUSTIZ_SCHEDULER_LEASE_SECONDS: short, so a killed process's posts come back soon
 CHANNELS, POSTS_PER_CHANNEL = 60, 10
@@ -238,3 +243,27 @@ def test_a_post_made_on_one_process_is_published_by_another_at_its_time(machines
         assert receiver.requests[-1].received - asked < 2.0
     finally:
         receiver.close()
+
+
+def test_an_image_uploaded_through_one_process_is_published_and_served_by_the_others_from_the_shared_bucket(machines):
+    """The upload goes into the bucket through process A; whichever process claims the post reads the same bytes
+    from the bucket to publish them, and GET /uploads/... on process B redirects to the bucket's copy."""
+    s3, telegram = S3Server(), FakeTelegram()
+    try:
+        bucket = s3.create_bucket("rustiz-shared")
+        group = machines(3, env={**s3.rustiz_env(bucket), **FAST_RETRIES, **telegram.env})
+        channel = connected(group[0], "telegram", telegram.credentials())
+        picture = png_file(5, 5, pixel=b"\x0a\x0b\x0c")
+        media = uploaded(group[0], picture)
+        post = settled(group[0], scheduled(group[0], channel["id"], ("<p>from the shared bucket</p>", [media]),
+                                           type="schedule"), stop_at_error=True)
+        assert post["state"] == "PUBLISHED", post
+        assert [message["media"] for message in telegram.published] == [[("photo", picture)]]
+
+        status, headers = visit(group[1], urlsplit(media["path"]).path)
+        assert status == 302 and headers["location"].startswith(f"{s3.endpoint}/{bucket}/"), (status, headers)
+        with urllib.request.urlopen(headers["location"], timeout=30) as download:
+            assert download.read() == picture
+    finally:
+        telegram.close()
+        s3.stop()

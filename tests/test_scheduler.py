@@ -7,14 +7,12 @@ from __future__ import annotations
 import datetime
 import re
 import signal
-import sqlite3
 import time
 
 import pytest
 
-from conftest import read_config
 from fake_webhook import FakeWebhookReceiver, signature_ok
-from support import waiting_for_reconnect, FAST_RETRIES, api, get_post, iso, notifications, scheduled, settled, webhook_channel
+from support import waiting_for_reconnect, FAST_RETRIES, api, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
 
 
 @pytest.fixture
@@ -193,7 +191,6 @@ def test_a_recurring_post_goes_again_at_its_next_occurrence(fast_server, receive
     assert answer["publishDate"] > iso(6.9 * 86400) and answer["releaseId"] == "msg-1"
 
 
-@pytest.mark.sqlite_only("reads the SQLite file directly")
 def test_a_recurring_post_goes_again_at_its_local_time_in_the_organization_s_timezone(fast_server, receiver):
     """A daily post first dated 09:00 in Paris in the other half of the year (summer time or winter time)
     is re-armed for the next 09:00 in Paris, not 24 h steps of UTC from its first date."""
@@ -204,8 +201,7 @@ def test_a_recurring_post_goes_again_at_its_local_time_in_the_organization_s_tim
     assert api(fast_server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
     channel = webhook_channel(fast_server, receiver)
     post_id = scheduled(fast_server, channel, "<p>daily at nine</p>", type="schedule", date=iso(3), inter=1)
-    database = read_config(fast_server.config_path)["RUSTIZ_DATABASE"]
-    with sqlite3.connect(database) as db:  # as if created on that day, with the first date it was given then
+    with connect_database(fast_server.database) as db:  # as if created on that day, with the first date it was given then
         db.execute("UPDATE post SET recurrence_anchor = ? WHERE id = ?",
                    (other_season.astimezone(utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"), post_id))
     receiver.wait_for(lambda: receiver.published)

@@ -5,7 +5,6 @@ stops its deliveries; several servers sharing the database send each delivery on
 from __future__ import annotations
 
 import signal
-import sqlite3
 import threading
 import time
 import uuid
@@ -14,7 +13,8 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from fake_webhook import FakeWebhookReceiver, signature_ok
-from support import API, FAST_RETRIES, api, iso, notifications, scheduled, settled, wait_for, webhook_channel
+from support import (API, FAST_RETRIES, api, connect_database, dict_rows, iso, notifications, scheduled, settled,
+                     wait_for, webhook_channel)
 
 QUICK_WEBHOOK_RETRIES = {**FAST_RETRIES, "RUSTIZ_WEBHOOK_RETRY_WAITS": "0.3,0.3,0.3"}
 
@@ -40,9 +40,7 @@ def register(server, listener, name: str = "n8n") -> str:
 
 
 def delivery_rows(server) -> list:
-    with sqlite3.connect(server.database) as db:
-        db.row_factory = sqlite3.Row
-        return [dict(row) for row in db.execute("SELECT * FROM webhook_delivery ORDER BY created_at")]
+    return dict_rows(server.database, "SELECT * FROM webhook_delivery ORDER BY created_at")
 
 
 def delivery_ids(listener) -> list:
@@ -121,7 +119,7 @@ def test_a_server_killed_while_delivering_delivers_the_same_id_after_its_restart
     hooked_server.stop(signal.SIGKILL)
     (row,) = delivery_rows(hooked_server)
     assert row["delivered_at"] is None and row["lease_until"] > time.time()
-    with sqlite3.connect(hooked_server.database) as db:  # as if its lease had run out
+    with connect_database(hooked_server.database) as db:  # as if its lease had run out
         db.execute("UPDATE webhook_delivery SET lease_until = ?", (time.time() - 1,))
     hooked_server.start()
     listener.wait_for(lambda: len(listener.requests) == 2)
@@ -135,7 +133,7 @@ def test_a_delivery_queued_before_a_kill_is_sent_after_the_restart(hooked_server
     delivery_id = str(uuid.uuid4())
     event = ('{"event":"post.published","organizationId":"org","channel":{"id":"c","name":"n","provider":"webhook"},'
              '"post":{"id":"p-1","group":"g","part":0,"publishDate":"2026-12-01T10:00:00.000Z"}}')
-    with sqlite3.connect(hooked_server.database) as db:
+    with connect_database(hooked_server.database) as db:
         organization_id = db.execute("SELECT organization_id FROM webhook WHERE id = ?", (webhook_id,)).fetchone()[0]
         db.execute("INSERT INTO webhook_delivery (id, organization_id, webhook_id, event, payload, next_attempt_at, "
                    "created_at) VALUES (?, ?, ?, 'post.published', ?, ?, ?)",
@@ -163,7 +161,7 @@ def test_a_delivery_that_keeps_failing_is_given_up_with_one_notification(hooked_
 def test_an_address_the_guard_refuses_is_given_up_at_once(hooked_server, receiver, listener):
     channel = webhook_channel(hooked_server, receiver)
     webhook_id = register(hooked_server, listener)
-    with sqlite3.connect(hooked_server.database) as db:  # allowed when registered, refused since
+    with connect_database(hooked_server.database) as db:  # allowed when registered, refused since
         db.execute("UPDATE webhook SET url = 'http://10.9.8.7/hook' WHERE id = ?", (webhook_id,))
     publish(hooked_server, channel)
     (row,) = wait_for(lambda: delivery_rows(hooked_server), lambda rows: rows and rows[0]["gave_up_at"])
@@ -187,7 +185,7 @@ def test_servers_sharing_a_database_send_each_delivery_once(start_server_with_fa
     first = start_server_with_fakes(env=QUICK_WEBHOOK_RETRIES, data_dir=tmp_path / "shared")
     webhook_id = register(first, listener)
     first.stop()
-    with sqlite3.connect(first.database) as db:
+    with connect_database(first.database) as db:
         organization_id = db.execute("SELECT organization_id FROM webhook").fetchone()[0]
         queued = [str(uuid.uuid4()) for _ in range(24)]
         db.executemany("INSERT INTO webhook_delivery (id, organization_id, webhook_id, event, payload, "
