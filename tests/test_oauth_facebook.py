@@ -4,7 +4,6 @@ scheduled video post with a first comment going out at its time as the page, pho
 token waiting for a reconnect that reads the page token again, throttling, and a refused permission."""
 from __future__ import annotations
 
-import sqlite3
 import time
 import urllib.request
 
@@ -12,8 +11,8 @@ import pytest
 
 from fake_facebook import FakeFacebook, graph_error
 from support import (
-    API, api, connect_oauth, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed, refused_post, scheduled,
-    settled, uploaded, waiting_for_reconnect,
+    API, api, connect_database, connect_oauth, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed,
+    refused_post, scheduled, settled, uploaded, waiting_for_reconnect,
 )
 
 PAGE_ONE, PAGE_TWO = "101000000000001", "102000000000002"
@@ -45,7 +44,7 @@ def test_consent_exchanges_for_a_long_lived_token_then_the_user_picks_one_of_two
     channel_id = back["channel"]
     exchanges = facebook.requests_to("GET", "/v25.0/oauth/access_token")
     assert [request.query.get("grant_type") for request in exchanges] == [None, "fb_exchange_token"]
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         token, refresh_token, expiry = db.execute("SELECT token, refresh_token, token_expiration FROM integration "
                                                   "WHERE id = ?", (channel_id,)).fetchone()
     long_lived = [value for value, info in facebook.user_tokens.items() if info["long"]]

@@ -5,16 +5,14 @@ time and Instagram (the fake) downloads the video from rustiz's own /uploads URL
 the standalone token's refresh (ig_refresh_token), dead tokens (190) and throttling."""
 from __future__ import annotations
 
-import sqlite3
 import time
 
 import pytest
 
 from fake_instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
 from support import (
-    API, api, connect_oauth, expire_token_in, get_post, iso, jpeg_file, mp4_file, refresh_needed, scheduled, settled,
-    trigger, uploaded,
-    waiting_for_reconnect,
+    API, api, connect_database, connect_oauth, expire_token_in, get_post, iso, jpeg_file, mp4_file, refresh_needed,
+    scheduled, settled, trigger, uploaded, waiting_for_reconnect,
 )
 
 IG_ACCOUNT = PAGES[0]["ig"]["id"]
@@ -59,7 +57,7 @@ def reel_with_comment(server, channel_id: str, provider: str, seconds: float = 3
 
 
 def stored_token(server, channel_id: str) -> tuple:
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         return db.execute("SELECT token, refresh_token, token_expiration FROM integration WHERE id = ?",
                           (channel_id,)).fetchone()
 

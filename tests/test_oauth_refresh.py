@@ -3,7 +3,6 @@ tokens, permanent refresh tokens): refreshed ahead of expiry and after a 401, on
 a dead grant flags the channel once and its posts wait, a platform's bad minute changes nothing."""
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 
@@ -11,7 +10,8 @@ import pytest
 
 from fake_reddit import FakeReddit
 from support import (
-    API, api, connect_oauth, expire_token_in, notifications, refresh_needed, scheduled, settled, waiting_for_reconnect,
+    API, api, connect_database, connect_oauth, expire_token_in, notifications, refresh_needed, scheduled, settled,
+    waiting_for_reconnect,
 )
 
 SETTINGS = {"__type": "reddit", "subreddit": [{"value": {"subreddit": "python", "title": "Hello", "type": "self",
@@ -51,7 +51,7 @@ def publish(server, channel_id: str, text: str = "<p>Hello Reddit</p>") -> dict:
 
 def test_the_connect_stores_the_tokens_and_their_expiry(server, reddit):
     channel_id = connect_reddit(server)
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         token, refresh_token, expiry = db.execute("SELECT token, refresh_token, token_expiration FROM integration "
                                                   "WHERE id = ?", (channel_id,)).fetchone()
     assert refresh_token in reddit.refresh_tokens and '"accessToken"' in token and expiry > time.strftime("%Y")
@@ -79,7 +79,7 @@ def test_a_refresh_without_a_new_refresh_token_keeps_the_old_one(server, reddit)
     reddit.refresh_answer_has_refresh_token = False
     expire_token_in(server, channel_id, 60)
     assert publish(server, channel_id)["state"] == "PUBLISHED"
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         [refresh_token] = db.execute("SELECT refresh_token FROM integration WHERE id = ?", (channel_id,)).fetchone()
     assert refresh_token in reddit.refresh_tokens
 
@@ -136,7 +136,7 @@ def test_two_workers_needing_a_refresh_at_once_refresh_once(start_server_with_fa
 
 def test_refresh_needed_is_true_once_a_token_without_a_refresh_token_has_expired(server, reddit):
     channel_id = connect_reddit(server)
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         db.execute("UPDATE integration SET refresh_token = NULL WHERE id = ?", (channel_id,))
     expire_token_in(server, channel_id, 3600)
     assert api(server, "GET", f"{API}/integrations/{channel_id}")[1]["refreshNeeded"] is False

@@ -5,15 +5,14 @@ a month ahead with th_refresh_token, a dead token (Graph code 190) waiting for a
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 import pytest
 
 from fake_threads import THROTTLED, FakeThreads
 from support import (
-    API, api, connect_oauth, expire_token_in, get_post, iso, mp4_file, notifications, refresh_needed, scheduled, settled,
-    uploaded, wait_for, waiting_for_reconnect,
+    API, api, connect_database, connect_oauth, expire_token_in, get_post, iso, mp4_file, notifications,
+    refresh_needed, scheduled, settled, uploaded, wait_for, waiting_for_reconnect,
 )
 
 CONTAINERS = r"/v1.0/\w+/threads"
@@ -33,7 +32,7 @@ def server(start_server_with_fakes, threads):
 
 
 def stored_tokens(server, channel_id: str) -> tuple:
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         token, refresh_token, expiry = db.execute("SELECT token, refresh_token, token_expiration FROM integration "
                                                   "WHERE id = ?", (channel_id,)).fetchone()
     return json.loads(token), refresh_token, expiry

@@ -6,14 +6,14 @@ access_token_invalid and ahead of expiry, the rotated refresh token stored)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 import pytest
 
 from fake_tiktok import FakeTikTok, api_error
 from support import (
-    API, api, connect_oauth, get_post, jpeg_file, mp4_file, png_file, refused_post, scheduled, settled, uploaded,
+    API, api, connect_database, connect_oauth, dict_rows, get_post, jpeg_file, mp4_file, png_file, refused_post,
+    scheduled, settled, uploaded,
 )
 
 SETTINGS = {"__type": "tiktok", "privacy_level": "FOLLOWER_OF_CREATOR", "duet": False, "stitch": False,
@@ -42,10 +42,9 @@ def connected(server) -> str:
 
 
 def row(server, channel_id: str) -> dict:
-    with sqlite3.connect(server.database) as db:
-        db.row_factory = sqlite3.Row
-        return dict(db.execute("SELECT internal_id, refresh_token, token_expiration, limits FROM integration "
-                               "WHERE id = ?", (channel_id,)).fetchone())
+    [found] = dict_rows(server.database, "SELECT internal_id, refresh_token, token_expiration, limits FROM integration "
+                        "WHERE id = ?", channel_id)
+    return found
 
 
 def video(server, size: int = 3500) -> dict:
@@ -175,7 +174,7 @@ def test_access_token_invalid_is_cured_by_a_refresh_and_the_new_refresh_token_is
 def test_a_token_about_to_expire_is_refreshed_before_publishing(server, tiktok):
     channel_id = connected(server)
     moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 60))
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))
     assert post["state"] == "PUBLISHED" and refresh_grants(tiktok) == 1

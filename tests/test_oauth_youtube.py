@@ -4,15 +4,14 @@ halfway and resumes from the acknowledged byte, the daily quota, token expiry, a
 reconnect where Google sends no refresh token keeping the stored one (Postiz #1884, #1595)."""
 from __future__ import annotations
 
-import sqlite3
 import time
 
 import pytest
 
 from fake_youtube import FakeYouTube
 from support import (
-    API, api, channel_session, connect_oauth, expire_token_in, get_post, iso, mp4_file, parts_of, png_file, refresh_needed,
-    scheduled, settled, uploaded, wait_for,
+    API, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso, mp4_file, parts_of,
+    png_file, refresh_needed, scheduled, settled, uploaded, wait_for,
 )
 
 CHUNK = 1024
@@ -35,7 +34,7 @@ def server(start_server_with_fakes, youtube):
 
 
 def tokens_of(server, channel_id: str) -> tuple:
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         return db.execute("SELECT token, refresh_token, token_expiration FROM integration WHERE id = ?",
                           (channel_id,)).fetchone()
 
@@ -54,7 +53,7 @@ def test_connect_a_channel_and_a_scheduled_video_goes_out_with_its_thumbnail_and
     back = connect_oauth(server, "youtube")
     assert back["notice"] == "YouTube connected", back
     channel_id = back["channel"]
-    with sqlite3.connect(server.database) as db:
+    with connect_database(server.database) as db:
         account = db.execute("SELECT internal_id, name, profile FROM integration WHERE id = ?", (channel_id,)).fetchone()
     assert account == ("UCfake0000000000000000001", "Ada's Engines", "@adaengines")
     token, refresh_token, expiry = tokens_of(server, channel_id)

@@ -255,7 +255,7 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
         assert status == 400 and "a loopback address" in answer["message"] and HINT in answer["message"], answer
         assert contacts(platforms) == sent_before
         deadline = time.monotonic() + 10
-        while not any('Webhook "events" (127.0.0.1) did not take' in line and HINT in line
+        while not any(f'Webhook "events" (127.0.0.1:{secret.port}) did not take' in line and HINT in line
                       for line in server.stderr_lines):  # (given up at once: the guard's refusal is not retried)
             assert time.monotonic() < deadline, server.stderr_lines
             time.sleep(0.05)
