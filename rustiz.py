@@ -12,7 +12,8 @@ primary worker starts it; CLI commands import what they use.
 Map of this file (each section starts with a banner comment):
   1. Constants        version, defaults, small helpers (ids, time and dates, JSON)
   2. Config           config.env parsing, environment overrides -> one frozen Config
-  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query)
+  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query), on a SQLite
+                      file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
                       limits, back-pressure, shutdown, --workers
@@ -20,7 +21,7 @@ Map of this file (each section starts with a banner comment):
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
   9. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add/password/remove,
-                      version
+                      db copy, version
 """
 from __future__ import annotations
 

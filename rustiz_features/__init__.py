@@ -10,9 +10,12 @@ the core imports none of these at load time, and these import the core and one a
   analytics -> connect, publishers, http_client
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
-  scheduler -> connect, publishers, media, recurrence, http_client, catalogue
+  scheduler -> connect, publishers, media, object_storage, recurrence, http_client, catalogue
   openapi -> api_posts, media, validation, catalogue, text
-  media -> catalogue, http_client
+  media -> catalogue, http_client, object_storage
+  db_copy (`rustiz db copy`) -> object_storage, http_client
+  object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
+  postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
   publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
