@@ -552,6 +552,7 @@ startup_series() {   # startup_series ID VAR=VAL... -- CMD...
 # so the first cold start of that .pyz includes the unpacking (shows in its range).
 rm -rf "$B/cache"
 RZ_ENV=(RUSTIZ_CONFIG="$CFG" HOST=127.0.0.1 REQUEST_LIMIT=0 API_LIMIT=0 XDG_CACHE_HOME="$B/cache")
+BASE_ENV=("${RZ_ENV[@]}")
 
 # ------------------------------------------------------------ nginx config
 mkdir -p "$B/nginx/tmp"
@@ -1030,6 +1031,19 @@ LABEL[base_fast]="baseline $(basename "${BASE_FAST_PYZ:-none}"), uvloop+orjson"
 for baseline in "$BASE_PYZ" "$BASE_FAST_PYZ"; do
     [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline build at $baseline"
 done
+if [ -n "$BASE_PYZ$BASE_FAST_PYZ" ]; then
+    # The baseline gets a database of its own, made by itself: an older build refuses a database that this
+    # build migrated further. It holds the same API key, so every row is loaded with the same request.
+    BASE_DATA=$B/base-data
+    rm -rf "$BASE_DATA"
+    timeout 60 "$RZPY" "${BASE_PYZ:-$BASE_FAST_PYZ}" init --dir "$BASE_DATA" >"$RES/base-init.log" 2>&1 \
+        || die "the baseline's rustiz init failed (see $RES/base-init.log)"
+    "$RZPY" -c 'import hashlib, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE organization SET api_key_hash = ?", (hashlib.sha256(sys.argv[2].encode()).hexdigest(),))
+db.commit()' "$BASE_DATA/rustiz.db" "$KEY"
+    BASE_ENV=("${RZ_ENV[@]}" RUSTIZ_DATABASE="$BASE_DATA/rustiz.db")
+fi
 MAIN_ONLY=${BENCH_MAIN_ONLY:-0}
 
 if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY, BENCH_SCALE_ONLY and/or BENCH_HOSTILE_ONLY
@@ -1053,11 +1067,11 @@ if [ $FAST_OK = 1 ]; then
 fi
 if [ -n "$BASE_PYZ" ]; then
     free_port
-    startup_series base_std "${RZ_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$BASE_PYZ" serve
+    startup_series base_std "${BASE_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$BASE_PYZ" serve
 fi
 if [ -n "$BASE_FAST_PYZ" ]; then
     free_port
-    startup_series base_fast "${RZ_ENV[@]}" -- "$RZPY" "$BASE_FAST_PYZ" serve
+    startup_series base_fast "${BASE_ENV[@]}" -- "$RZPY" "$BASE_FAST_PYZ" serve
 fi
 free_port
 startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$B" \
@@ -1082,12 +1096,12 @@ fi
 
 if [ -n "$BASE_PYZ" ]; then
     free_port
-    run_row base_std "${LABEL[base_std]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
+    run_row base_std "${LABEL[base_std]}" 1 env "${BASE_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
         "$RZPY" "$BASE_PYZ" serve
 fi
 if [ -n "$BASE_FAST_PYZ" ]; then
     free_port
-    run_row base_fast "${LABEL[base_fast]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$BASE_FAST_PYZ" serve
+    run_row base_fast "${LABEL[base_fast]}" 1 env "${BASE_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$BASE_FAST_PYZ" serve
 fi
 
 if [ "$MAIN_ONLY" != 1 ]; then
