@@ -834,6 +834,7 @@ class Store:
         self._write_failed_at = self._next_write_probe = 0.0  # (time.monotonic)
         self.remote = is_postgres_url(path)  # PostgreSQL, shared by processes on several machines
         self._threads: Any = None
+        self._schema_tables: Optional[list] = None  # (table_names: the schema is fixed once migrated)
         self.thread_count = 8  # (PostgreSQL: RUSTIZ_DATABASE_THREADS, set by the worker)
         if self.remote:
             try:
@@ -2082,6 +2083,8 @@ class Store:
 
     def table_names(self) -> list:
         """Every table of rustiz's schema that holds data, in TABLES_BY_REFERENCE's order."""
+        if self._schema_tables is not None:
+            return self._schema_tables
         if self.remote:
             names = [row[0] for row in self._read("SELECT table_name FROM information_schema.tables "
                                                   "WHERE table_schema = current_schema()")]
@@ -2089,7 +2092,8 @@ class Store:
             names = [row[0] for row in self._read("SELECT name FROM sqlite_master WHERE type = 'table'")]
         names = [name for name in names if name not in self.NOT_COPIED and not name.startswith("sqlite_")]
         known = [name for name in self.TABLES_BY_REFERENCE if name in names]
-        return known + sorted(set(names) - set(known))
+        self._schema_tables = known + sorted(set(names) - set(known))
+        return self._schema_tables
 
     def row_count(self, table: str) -> int:
         return self._read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
@@ -3899,7 +3903,7 @@ class App:
             if self.config.request_limit and request.path != "/health":
                 self.guard.count_request(request)
             request.rate_headers = ()
-            if not self.store.remote:
+            if method == "POST" and not self.store.remote:  # (PostgreSQL: counted on a Store thread)
                 self._count_post(request)
             routes = self._find_routes(request)
             if routes is None:
@@ -3947,8 +3951,7 @@ class App:
         return self._respond_here(request)
 
     async def _respond_on_thread(self, request: Request) -> Response:
-        result = await asyncio.get_running_loop().run_in_executor(self.store.threads, self._authorize_and_respond,
-                                                                  request)
+        result = await self.store.off_loop(self._authorize_and_respond, request)
         if type(result) is Response or type(result) is FileResponse or type(result) is EventStreamResponse:
             return result
         return await result  # a handler that goes on waiting for the network (a coroutine, awaited on the loop)
