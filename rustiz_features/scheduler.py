@@ -74,7 +74,40 @@ def failure_text(label: str, error: PublishError, part: int) -> str:
     return text[:2000]
 
 
-class Scheduler:
+class WokenLoop:
+    """Work that runs when woken, however often in one turn of the event loop only once (`_run_due`), and
+    otherwise sleeps on one timer (`sleep`), which each run replaces."""
+    loop: asyncio.AbstractEventLoop
+    timer: Optional[asyncio.TimerHandle] = None
+    wake_pending = False
+
+    def may_run(self) -> bool:
+        raise NotImplementedError
+
+    def wake(self) -> None:
+        if not self.wake_pending and self.may_run():
+            self.wake_pending = True
+            self.loop.call_soon(self._woken)
+
+    def _woken(self) -> None:
+        self.wake_pending = False
+        self.stop_sleeping()
+        self._run_due()
+
+    def _run_due(self) -> None:
+        raise NotImplementedError
+
+    def sleep(self, seconds: float) -> None:
+        """Wake again in `seconds`, unless woken sooner."""
+        self.timer = self.loop.call_later(seconds, self.wake)
+
+    def stop_sleeping(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class Scheduler(WokenLoop):
     """Claims due posts, hands each to its publisher, records PUBLISHED or ERROR, notifies, calls webhooks."""
 
     def __init__(self, config: Config, store: Store, loop: asyncio.AbstractEventLoop):
@@ -82,8 +115,6 @@ class Scheduler:
         self._http: Optional[HttpClient] = None
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.lock_descriptor: Optional[int] = None
-        self.timer: Optional[asyncio.TimerHandle] = None
-        self.wake_pending = False
         self.busy_channels: set = set()
         self.busy_per_provider: dict = {}
         self.channel_free_at: dict = {}  # channel id -> Unix time its next publish may start (spacing, throttling)
@@ -192,27 +223,21 @@ class Scheduler:
             log(f"scheduler: could not renew or check leases ({error}); trying again in a second")
             self.leases_renewed_at = 0.0
 
-    def wake(self) -> None:
-        if not self.wake_pending and self.running:
-            self.wake_pending = True
-            self.loop.call_soon(self._run_due)
+    def may_run(self) -> bool:
+        return self.running
 
     def _run_due(self) -> None:
-        self.wake_pending = False
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         now = time.time()
         try:
             next_free = self._start_due_posts(now)
             next_due = self.store.next_due_time(iso_at(now))
         except sqlite3.Error as error:
             log(f"scheduler: the database failed ({error}); trying again in 5 s")
-            self.timer = self.loop.call_later(5, self.wake)
+            self.sleep(5)
             return
         wakes = [moment for moment in (next_free, next_due and epoch_seconds(next_due)) if moment]
         if wakes:  # capped at an hour: a clock that jumps cannot make rustiz oversleep
-            self.timer = self.loop.call_later(min(3600.0, max(0.0, min(wakes) - time.time())), self.wake)
+            self.sleep(min(3600.0, max(0.0, min(wakes) - time.time())))
 
     def _start_due_posts(self, now: float) -> Optional[float]:
         """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
@@ -549,8 +574,7 @@ class Scheduler:
 
     async def stop(self, timeout: float) -> None:
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
-        if self.timer is not None:
-            self.timer.cancel()
+        self.stop_sleeping()
         self.deliveries.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
@@ -592,15 +616,14 @@ def webhook_retry_waits(settings: Optional[dict]) -> tuple:
     return WEBHOOK_RETRY_WAITS
 
 
-class WebhookDeliveries:
+class WebhookDeliveries(WokenLoop):
     """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
     due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
 
     def __init__(self, scheduler: Scheduler):
         self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
-        self.started = self.stopped = self.wake_pending = False
-        self.timer: Optional[asyncio.TimerHandle] = None
+        self.started = self.stopped = False
         self.in_flight = 0
         self.housekeeping_at = 0.0
 
@@ -612,18 +635,12 @@ class WebhookDeliveries:
     def stop(self) -> None:
         """Claim nothing more (sends in flight finish, or their leases end and another process sends them)."""
         self.stopped = True
-        if self.timer is not None:
-            self.timer.cancel()
+        self.stop_sleeping()
 
-    def wake(self) -> None:
-        if self.started and not self.stopped and not self.wake_pending:
-            self.wake_pending = True
-            self.loop.call_soon(self._run_due)
+    def may_run(self) -> bool:
+        return self.started and not self.stopped
 
     def _run_due(self) -> None:
-        self.wake_pending = False
-        if self.timer is not None:
-            self.timer.cancel()
         if self.stopped:
             return
         now = time.time()
@@ -636,7 +653,7 @@ class WebhookDeliveries:
             next_due = now + 5
         if next_due is None or self.in_flight >= WEBHOOK_CONCURRENCY:  # (a send that ends wakes us)
             next_due = now + WEBHOOK_POLL_SECONDS
-        self.timer = self.loop.call_later(min(WEBHOOK_POLL_SECONDS, max(0.0, next_due - time.time())), self.wake)
+        self.sleep(min(WEBHOOK_POLL_SECONDS, max(0.0, next_due - time.time())))
 
     def _forget_finished(self, now: float) -> None:
         if now >= self.housekeeping_at:
