@@ -297,6 +297,58 @@ else
 fi
 POLLER=$B/poller
 
+# ------------------------------------------------------------ zero-latency receiver
+# What the scheduler rows share (sched_bench.py and sched_scale.py import it from beside them): a webhook
+# receiver that answers at once, and a rustiz set up to publish to it.
+cat >"$B/bench_receiver.py" <<'EOF'
+"""A zero-latency webhook receiver, and a rustiz instance set up to publish to it."""
+import asyncio, json, os, subprocess, threading, time
+
+
+def start_receiver(arrivals, clock):
+    """Answer every POST at once, on a thread of its own, recording clock() at each post's first post.publish
+    into arrivals[post id]; returns the hook URL."""
+    async def handle(reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+                body = json.loads(await reader.readexactly(length))
+                if body["event"] == "post.publish":
+                    arrivals.setdefault(body["post"]["id"], clock())
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def serve(ready):
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        ready.append(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+    ready = []
+    threading.Thread(target=lambda: asyncio.run(serve(ready)), daemon=True).start()
+    while not ready:
+        time.sleep(0.01)
+    return f"http://127.0.0.1:{ready[0]}/hook"
+
+
+def rustiz_env(work, database="sqlite"):
+    """A stdlib rustiz's environment for WORK (DATABASE: a PostgreSQL URL, or "sqlite": the file in WORK)."""
+    env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
+           "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
+    if database != "sqlite":
+        env["RUSTIZ_DATABASE"] = database
+    return env
+
+
+def init_key(python, pyz, work, env):
+    """`rustiz init` into WORK; its API key."""
+    subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
+    return [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines()
+            if l.startswith("RUSTIZ_API_KEY=")][0]
+EOF
+
 # ------------------------------------------------------------ peer app
 cat >"$B/peer_app.py" <<'EOF'
 """uvicorn+starlette peer: same key check and same SQLite queries as rustiz."""
@@ -880,46 +932,17 @@ scale_rows() {
 """Posts published per second to a zero-latency local receiver by COUNT rustiz processes sharing DATABASE
 (a postgresql:// URL, or "sqlite": one process on a SQLite file): 1,000 webhook channels, one post each,
 all due at the same instant. Usage: sched_scale.py PYTHON PYZ WORKDIR COUNT DATABASE"""
-import asyncio, json, os, subprocess, sys, threading, time, urllib.request
+import json, subprocess, sys, threading, time, urllib.request
+
+from bench_receiver import init_key, rustiz_env, start_receiver
 
 python, pyz, work, count, database = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 CHANNELS = 1000
 arrivals = {}  # post id -> time.time() of its first arrival
 
-
-async def handle(reader, writer):
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-            body = json.loads(await reader.readexactly(length))
-            if body["event"] == "post.publish":
-                arrivals.setdefault(body["post"]["id"], time.time())
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        writer.close()
-
-
-def receiver(ready):
-    async def main():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        ready.append(server.sockets[0].getsockname()[1])
-        await server.serve_forever()
-    asyncio.run(main())
-
-
-ready = []
-threading.Thread(target=receiver, args=(ready,), daemon=True).start()
-while not ready:
-    time.sleep(0.01)
-hook = f"http://127.0.0.1:{ready[0]}/hook"
-env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
-       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
-if database != "sqlite":
-    env["RUSTIZ_DATABASE"] = database
-subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
-key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
+hook = start_receiver(arrivals, time.time)
+env = rustiz_env(work, database)
+key = init_key(python, pyz, work, env)
 servers = [subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True) for _ in range(count)]
 
 
@@ -1125,45 +1148,18 @@ mcp_rows
 cat >"$B/sched_bench.py" <<'EOF'
 """Scheduler figures: posts published per second to a zero-latency local receiver, and how late
 each post reaches it after its due time. Usage: sched_bench.py PYTHON PYZ WORKDIR"""
-import asyncio, json, os, statistics, subprocess, sys, threading, time, urllib.request
+import json, statistics, subprocess, sys, time, urllib.request
+
+from bench_receiver import init_key, rustiz_env, start_receiver
 
 python, pyz, work = sys.argv[1:4]
 CHANNELS, LATENCY_POSTS = 1000, 200
 arrivals = {}  # post id -> monotonic arrival
 clock_offset = time.time() - time.monotonic()
 
-
-async def handle(reader, writer):
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-            body = json.loads(await reader.readexactly(length))
-            if body["event"] == "post.publish":
-                arrivals.setdefault(body["post"]["id"], time.monotonic())
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        writer.close()
-
-
-def receiver(ready):
-    async def main():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        ready.append(server.sockets[0].getsockname()[1])
-        await server.serve_forever()
-    asyncio.run(main())
-
-
-ready = []
-threading.Thread(target=receiver, args=(ready,), daemon=True).start()
-while not ready:
-    time.sleep(0.01)
-hook = f"http://127.0.0.1:{ready[0]}/hook"
-env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
-       "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
-subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
-key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
+hook = start_receiver(arrivals, time.monotonic)
+env = rustiz_env(work)
+key = init_key(python, pyz, work, env)
 server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True)
 line = server.stderr.readline()
 base = line.split("ready on ")[1].split()[0]
