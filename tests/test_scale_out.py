@@ -114,6 +114,24 @@ def machines(pyz, tmp_path, postgres_cluster):
         postgres_cluster.drop_database(database)
 
 
+@pytest.fixture
+def three(machines) -> tuple:
+    """Three processes on one database, and a receiver that tells which of them sent each request."""
+    group = machines(3)
+    receiver = AttributingReceiver()
+    receiver.pids = [server.process.pid for server in group]
+    yield group, receiver
+    receiver.close()
+
+
+def due_on_every_channel(group: list, receiver: AttributingReceiver) -> tuple:
+    """POSTS_PER_CHANNEL posts on each of CHANNELS webhook channels, all due in the same second a little ahead:
+    (their ids, the database URL)."""
+    post_ids = schedule_everywhere(group, hook_channels(group, receiver), POSTS_PER_CHANNEL, due_in(10))
+    assert len(post_ids) == CHANNELS * POSTS_PER_CHANNEL
+    return post_ids, group[0].extra_env["RUSTIZ_DATABASE"]
+
+
 def hook_channels(group: list, receiver: AttributingReceiver) -> list:
     """CHANNELS webhook channels, each to its own URL on the receiver, connected through the processes in turn."""
     return [webhook_channel(group[number % len(group)], receiver, f"hook {number}", f"/hook/{number}")
@@ -163,86 +181,66 @@ def assert_each_post_delivered_once(deliveries: list, post_ids: list, may_repeat
 
 
 @pytest.mark.timeout(400)
-def test_600_posts_due_in_the_same_second_go_out_once_each_spread_over_three_processes(machines):
-    group = machines(3)
-    receiver = AttributingReceiver()
-    try:
-        receiver.pids = [server.process.pid for server in group]
-        channels = hook_channels(group, receiver)
-        post_ids = schedule_everywhere(group, channels, POSTS_PER_CHANNEL, due_in(10))
-        assert len(post_ids) == CHANNELS * POSTS_PER_CHANNEL
-        database = group[0].extra_env["RUSTIZ_DATABASE"]
+def test_600_posts_due_in_the_same_second_go_out_once_each_spread_over_three_processes(three):
+    group, receiver = three
+    post_ids, database = due_on_every_channel(group, receiver)
 
-        wait_for(lambda: states(database), lambda found: found.get("PUBLISHED", 0) == len(post_ids), timeout=300)
+    wait_for(lambda: states(database), lambda found: found.get("PUBLISHED", 0) == len(post_ids), timeout=300)
 
-        deliveries = receiver.publish_requests()
-        assert_each_post_delivered_once(deliveries, post_ids)
-        spread = senders(deliveries, group)
-        print(f"deliveries per process: {spread}")
-        assert None not in spread and all(spread.get(number, 0) > 0 for number in (1, 2, 3)), spread
-    finally:
-        receiver.close()
+    deliveries = receiver.publish_requests()
+    assert_each_post_delivered_once(deliveries, post_ids)
+    spread = senders(deliveries, group)
+    print(f"deliveries per process: {spread}")
+    assert None not in spread and all(spread.get(number, 0) > 0 for number in (1, 2, 3)), spread
 
 
 @pytest.mark.timeout(400)
-def test_a_process_killed_mid_way_leaves_its_posts_to_the_others_none_lost_repeats_under_the_same_id(machines):
-    group = machines(3)
-    receiver = AttributingReceiver()
-    try:
-        receiver.pids = [server.process.pid for server in group]
-        channels = hook_channels(group, receiver)
-        post_ids = schedule_everywhere(group, channels, POSTS_PER_CHANNEL, due_in(10))
-        database = group[0].extra_env["RUSTIZ_DATABASE"]
+def test_a_process_killed_mid_way_leaves_its_posts_to_the_others_none_lost_repeats_under_the_same_id(three):
+    group, receiver = three
+    post_ids, database = due_on_every_channel(group, receiver)
 
-        wait_for(lambda: len({post for post, _, _ in receiver.publish_requests()}),
-                 lambda count: count >= len(post_ids) // 4, timeout=120)
-        victim = group[2]
-        victim.stop(signal.SIGKILL)
-        owner_suffix = f":{victim.process.pid}"
-        held = {row[0] for row in query(database, "SELECT id FROM post WHERE state = 'PUBLISHING' "
-                                                  "AND lease_owner LIKE %s", "%" + owner_suffix)}
-        delivered_at_kill = len({post for post, _, _ in receiver.publish_requests()})
-        assert delivered_at_kill < len(post_ids), "every post was out before the kill: nothing was tested"
+    wait_for(lambda: len({post for post, _, _ in receiver.publish_requests()}),
+             lambda count: count >= len(post_ids) // 4, timeout=120)
+    victim = group[2]
+    victim.stop(signal.SIGKILL)
+    owner_suffix = f":{victim.process.pid}"
+    held = {row[0] for row in query(database, "SELECT id FROM post WHERE state = 'PUBLISHING' "
+                                              "AND lease_owner LIKE %s", "%" + owner_suffix)}
+    delivered_at_kill = len({post for post, _, _ in receiver.publish_requests()})
+    assert delivered_at_kill < len(post_ids), "every post was out before the kill: nothing was tested"
 
-        wait_for(lambda: states(database), lambda found: found.get("PUBLISHED", 0) == len(post_ids), timeout=300)
+    wait_for(lambda: states(database), lambda found: found.get("PUBLISHED", 0) == len(post_ids), timeout=300)
 
-        assert_each_post_delivered_once(receiver.publish_requests(), post_ids, may_repeat=held)
-        spread = senders(receiver.publish_requests(), group)
-        print(f"killed with {delivered_at_kill} posts out and {len(held)} being published; deliveries per process: "
-              f"{spread}")
-        assert spread.get(1, 0) > 0 and spread.get(2, 0) > 0, spread
-        assert not query(database, "SELECT id FROM post WHERE state <> 'PUBLISHED'")
-    finally:
-        receiver.close()
+    assert_each_post_delivered_once(receiver.publish_requests(), post_ids, may_repeat=held)
+    spread = senders(receiver.publish_requests(), group)
+    print(f"killed with {delivered_at_kill} posts out and {len(held)} being published; deliveries per process: "
+          f"{spread}")
+    assert spread.get(1, 0) > 0 and spread.get(2, 0) > 0, spread
+    assert not query(database, "SELECT id FROM post WHERE state <> 'PUBLISHED'")
 
 
-def test_a_post_made_on_one_process_is_published_by_another_at_its_time(machines):
+def test_a_post_made_on_one_process_is_published_by_another_at_its_time(three):
     """The process that took the post dies before it is due: another one, woken by NOTIFY (or its own timer,
     which the NOTIFY set), publishes it within about a second of its time."""
-    group = machines(3)
-    receiver = AttributingReceiver()
-    try:
-        receiver.pids = [server.process.pid for server in group]
-        channel = webhook_channel(group[0], receiver)
-        due = time.monotonic() + 3
-        status, answer = api(group[0], "POST", f"{API}/posts",
-                             post_body(channel_post(channel, "<p>from machine one</p>"), type="schedule", date=iso(3)))
-        assert status == 201, answer
-        group[0].stop(signal.SIGKILL)
+    group, receiver = three
+    channel = webhook_channel(group[0], receiver)
+    due = time.monotonic() + 3
+    status, answer = api(group[0], "POST", f"{API}/posts",
+                         post_body(channel_post(channel, "<p>from machine one</p>"), type="schedule", date=iso(3)))
+    assert status == 201, answer
+    group[0].stop(signal.SIGKILL)
 
-        delivery = wait_for(receiver.publish_requests, lambda found: len(found) == 1 and found[0][2], timeout=20)[0]
-        late = receiver.requests[-1].received - due
-        assert delivery[2] in (group[1].process.pid, group[2].process.pid)
-        assert late < 2.0, f"published {late:.2f} s after its time"
+    delivery = wait_for(receiver.publish_requests, lambda found: len(found) == 1 and found[0][2], timeout=20)[0]
+    late = receiver.requests[-1].received - due
+    assert delivery[2] in (group[1].process.pid, group[2].process.pid)
+    assert late < 2.0, f"published {late:.2f} s after its time"
 
-        now_post = post_body(channel_post(channel, "<p>now</p>"), type="now")
-        status, answer = api(group[1], "POST", f"{API}/posts", now_post)
-        assert status == 201, answer
-        asked = time.monotonic()
-        wait_for(receiver.publish_requests, lambda found: len(found) == 2, timeout=20)
-        assert receiver.requests[-1].received - asked < 2.0
-    finally:
-        receiver.close()
+    now_post = post_body(channel_post(channel, "<p>now</p>"), type="now")
+    status, answer = api(group[1], "POST", f"{API}/posts", now_post)
+    assert status == 201, answer
+    asked = time.monotonic()
+    wait_for(receiver.publish_requests, lambda found: len(found) == 2, timeout=20)
+    assert receiver.requests[-1].received - asked < 2.0
 
 
 def test_an_image_uploaded_through_one_process_is_published_and_served_by_the_others_from_the_shared_bucket(machines):
