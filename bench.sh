@@ -302,7 +302,7 @@ POLLER=$B/poller
 # receiver that answers at once, and a rustiz set up to publish to it.
 cat >"$B/bench_receiver.py" <<'EOF'
 """A zero-latency webhook receiver, and a rustiz instance set up to publish to it."""
-import asyncio, json, os, subprocess, threading, time
+import asyncio, json, os, subprocess, threading, time, urllib.request
 
 
 def start_receiver(arrivals, clock):
@@ -347,6 +347,19 @@ def init_key(python, pyz, work, env):
     subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
     return [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines()
             if l.startswith("RUSTIZ_API_KEY=")][0]
+
+
+def call(base, key, method, path, body):
+    """One JSON request to the rustiz at BASE; its JSON answer."""
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
+                                     headers={"Authorization": key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def iso(epoch):
+    """A Unix time as the API takes dates."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
 EOF
 
 # ------------------------------------------------------------ peer app
@@ -932,9 +945,10 @@ scale_rows() {
 """Posts published per second to a zero-latency local receiver by COUNT rustiz processes sharing DATABASE
 (a postgresql:// URL, or "sqlite": one process on a SQLite file): 1,000 webhook channels, one post each,
 all due at the same instant. Usage: sched_scale.py PYTHON PYZ WORKDIR COUNT DATABASE"""
-import json, subprocess, sys, threading, time, urllib.request
+import subprocess, sys, threading, time
 
-from bench_receiver import init_key, rustiz_env, start_receiver
+import bench_receiver
+from bench_receiver import init_key, iso, rustiz_env, start_receiver
 
 python, pyz, work, count, database = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 CHANNELS = 1000
@@ -959,14 +973,7 @@ for server in servers:  # keep draining their logs, so that logging never blocks
 
 
 def call(base, method, path, body):
-    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
-                                     headers={"Authorization": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.loads(answer.read())
-
-
-def iso(epoch):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+    return bench_receiver.call(base, key, method, path, body)
 
 
 try:
@@ -1148,9 +1155,10 @@ mcp_rows
 cat >"$B/sched_bench.py" <<'EOF'
 """Scheduler figures: posts published per second to a zero-latency local receiver, and how late
 each post reaches it after its due time. Usage: sched_bench.py PYTHON PYZ WORKDIR"""
-import json, statistics, subprocess, sys, time, urllib.request
+import statistics, subprocess, sys, time
 
-from bench_receiver import init_key, rustiz_env, start_receiver
+import bench_receiver
+from bench_receiver import init_key, iso, rustiz_env, start_receiver
 
 python, pyz, work = sys.argv[1:4]
 CHANNELS, LATENCY_POSTS = 1000, 200
@@ -1166,14 +1174,7 @@ base = line.split("ready on ")[1].split()[0]
 
 
 def call(method, path, body):
-    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
-                                     headers={"Authorization": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.loads(answer.read())
-
-
-def iso(epoch):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+    return bench_receiver.call(base, key, method, path, body)
 
 
 try:
