@@ -88,6 +88,12 @@ DEFAULT_BODY_MIN_RATE = 4096  # bytes/s: a 1 GiB video over a 33 kbit/s link sti
 DEFAULT_BODY_RATE_WINDOW = 30.0  # seconds over which that rate is averaged
 API_LIMIT_WINDOW_SECONDS = 3600
 REQUEST_LIMIT_WINDOW_SECONDS = 60
+# API key scopes, each allowing what the ones before it allow (see README, "API keys and scopes"): read (GET),
+# drafts (also drafts that wait for review, and uploads), full (everything, the organization's own key).
+SCOPES = ("read", "drafts", "full")
+KEY_LAST_USE_SECONDS = 60  # a key's last use is written at most this often (per key and worker)
+DEFAULT_MCP_TOOL_LIMIT = 60  # MCP tool calls per minute per key
+DEFAULT_MCP_POST_LIMIT = 10  # of which tool calls that create posts
 
 
 def log(message: str) -> None:
@@ -254,6 +260,8 @@ class Config(NamedTuple):
     retry_limit: int = 5  # retries after the first attempt, for failures that are safe to retry
     publish_concurrency: int = 8  # publishes in flight at once (each on its own channel)
     mcp_api_limit: bool = True  # MCP's schedule tool counts against API_LIMIT like POST /public/v1/posts
+    mcp_tool_limit: int = DEFAULT_MCP_TOOL_LIMIT  # MCP tool calls per minute per API key (0: no limit)
+    mcp_post_limit: int = DEFAULT_MCP_POST_LIMIT  # of which calls of tools that create posts (0: no limit)
     max_connections: int = DEFAULT_MAX_CONNECTIONS  # per worker; beyond it new requests get 503 (/health still answers)
     body_memory_budget: int = DEFAULT_BODY_MEMORY_BUDGET  # bytes of request bodies in memory at once, per worker
     body_min_rate: int = DEFAULT_BODY_MIN_RATE  # bytes/s a body must average over each body_rate_window, or 408
@@ -409,6 +417,8 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
         publish_concurrency=_int_setting(values, "RUSTIZ_PUBLISH_CONCURRENCY", 8, 1, 256),
         mcp_api_limit=_switch_setting(values, "MCP_API_LIMIT", True,
                                       "1 (MCP scheduling counts against API_LIMIT) or 0"),
+        mcp_tool_limit=_int_setting(values, "RUSTIZ_MCP_TOOL_LIMIT", DEFAULT_MCP_TOOL_LIMIT, 0, 10**6),
+        mcp_post_limit=_int_setting(values, "RUSTIZ_MCP_POST_LIMIT", DEFAULT_MCP_POST_LIMIT, 0, 10**6),
         max_connections=_int_setting(values, "RUSTIZ_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 10**6),
         body_memory_budget=body_memory_budget,
         settings=values,
@@ -761,7 +771,38 @@ MIGRATIONS: tuple = (
     """
     CREATE TABLE scheduler_heartbeat (owner TEXT PRIMARY KEY, alive_at REAL NOT NULL);
     """,
+    # Named API keys with a scope (full, drafts, read) beside the organization's own key, which stays in
+    # organization.api_key_hash (full; `rustiz key rotate` and Postiz clients keep using it) and gets its
+    # creation and last-use times here. Posts made with a drafts key wait for a person's review: `review`
+    # is 'review' or 'rejected' (NULL: no review pending), with the reviewer's reason.
+    """
+    CREATE TABLE api_key (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        UNIQUE (organization_id, name)
+    );
+    ALTER TABLE organization ADD COLUMN api_key_created_at TEXT;
+    ALTER TABLE organization ADD COLUMN api_key_last_used_at TEXT;
+    ALTER TABLE post ADD COLUMN review TEXT;
+    ALTER TABLE post ADD COLUMN review_reason TEXT;
+    CREATE INDEX post_review ON post(organization_id, review) WHERE review IS NOT NULL;
+    """,
 )
+
+
+DEFAULT_KEY_NAME = "default"  # how key list shows the organization's own key (organization.api_key_hash)
+
+
+class KeyIdentity(NamedTuple):
+    """An API key as the Guard knows it: its organization, its scope, its api_key row (None: the org's own key)."""
+    organization: str
+    scope: str
+    key_id: Optional[str]
 
 
 class RateDecision(NamedTuple):
@@ -1096,12 +1137,66 @@ class Store:
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         """A new key for the organization; the web sessions signed in with the old one end with it."""
+        now = utc_now_iso()
         with self._writing() as db:
             db.execute("DELETE FROM web_session WHERE api_key_hash = "
                        "(SELECT api_key_hash FROM organization WHERE id = ?)", (organization_id,))
-            db.execute("UPDATE organization SET api_key_hash = ?, updated_at = ? WHERE id = ?",
-                       (api_key_hash, utc_now_iso(), organization_id))
+            db.execute("UPDATE organization SET api_key_hash = ?, api_key_created_at = ?, api_key_last_used_at = NULL, "
+                       "updated_at = ? WHERE id = ?", (api_key_hash, now, now, organization_id))
         self._credentials_changed()
+
+    # --- named API keys with a scope (the organization's own key is the full key named "default") ------
+
+    def key_for_hash(self, api_key_hash: str) -> Optional[KeyIdentity]:
+        """Whose key this is and what it may do: the organization's own key (full), or a named key."""
+        organization_id = self.organization_for_key_hash(api_key_hash)
+        if organization_id is not None:
+            return KeyIdentity(organization_id, "full", None)
+        row = self._read("SELECT k.organization_id, k.scope, k.id, k.key_hash FROM api_key k JOIN organization o "
+                         "ON o.id = k.organization_id WHERE k.key_hash = ? AND o.deleted_at IS NULL",
+                         (api_key_hash,)).fetchone()
+        if row is not None and compare_digest(row[3], api_key_hash):
+            return KeyIdentity(row[0], row[1], row[2])
+        return None
+
+    def add_api_key(self, organization_id: str, name: str, scope: str, api_key_hash: str) -> dict:
+        """A new named key; raises sqlite3.IntegrityError when the organization has a key of that name."""
+        key_id, now = new_uuid(), utc_now_iso()
+        with self._writing() as db:
+            db.execute("INSERT INTO api_key (id, organization_id, name, scope, key_hash, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (key_id, organization_id, name, scope, api_key_hash, now))
+        return {"id": key_id, "name": name, "scope": scope, "createdAt": now, "lastUsedAt": None}
+
+    def api_keys(self, organization_id: str) -> list:
+        """The organization's keys, its own first (id and name "default"), never their hashes."""
+        own = self._read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
+                         "WHERE id = ?", (organization_id,)).fetchone()
+        keys = [] if own is None else [
+            {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0], "lastUsedAt": own[1]}]
+        rows = self._read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
+                          "ORDER BY created_at, name", (organization_id,))
+        return keys + [{"id": row[0], "name": row[1], "scope": row[2], "createdAt": row[3], "lastUsedAt": row[4]}
+                       for row in rows]
+
+    def revoke_api_key(self, organization_id: str, name_or_id: str) -> Optional[dict]:
+        """The named key (by name or id) deleted, with the web sessions signed in with it; None when unknown."""
+        with self._writing() as db:
+            row = db.execute("SELECT id, name, scope, key_hash FROM api_key WHERE organization_id = ? "
+                             "AND (id = ? OR name = ?)", (organization_id, name_or_id, name_or_id)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM web_session WHERE api_key_hash = ?", (row[3],))
+            db.execute("DELETE FROM api_key WHERE id = ?", (row[0],))
+        self._credentials_changed()
+        return {"id": row[0], "name": row[1], "scope": row[2]}
+
+    def record_key_use(self, key: KeyIdentity, when: str) -> None:
+        """A key's last use (the caller writes it at most every KEY_LAST_USE_SECONDS)."""
+        with self._writing() as db:
+            if key.key_id is None:
+                db.execute("UPDATE organization SET api_key_last_used_at = ? WHERE id = ?", (when, key.organization))
+            else:
+                db.execute("UPDATE api_key SET last_used_at = ? WHERE id = ?", (when, key.key_id))
 
     # --- channels (integrations) ---------------------------------------------
 
@@ -1403,6 +1498,9 @@ class Store:
 
     def _write_post(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:
         values = tuple(row[field] for field in self._WRITTEN_POST_COLUMNS)
+        if "review" in row:  # (a row without it keeps its review: an edit by a person changes nothing there)
+            self._write_post_review(db, organization_id, row, now, values)
+            return
         if row["existing"]:
             # Back in the queue (or a draft) means the last failure no longer describes the post.
             # An edited queued post is a new post to the scheduler: no retry wait, a fresh idempotency key.
@@ -1410,16 +1508,76 @@ class Store:
             # right-hand sides all read the row as it was before this UPDATE).
             db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._WRITTEN_POST_COLUMNS)}, "
                        "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
+                       # A person queueing a post awaiting review approves it (a drafts key cannot queue).
+                       "review = CASE WHEN ? = 'QUEUE' THEN NULL ELSE review END, "
+                       "review_reason = CASE WHEN ? = 'QUEUE' THEN NULL ELSE review_reason END, "
                        "recurrence_anchor = CASE WHEN publish_date = ? AND interval_in_days IS ? "
                        "THEN COALESCE(recurrence_anchor, publish_date) ELSE ? END, "
                        "not_before = NULL, attempts = 0, idempotency_key = NULL, "
                        "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
-                       (*values, row["state"], row["publish_date"], row["interval_in_days"], row["publish_date"],
+                       (*values, row["state"], row["state"], row["state"], row["publish_date"], row["interval_in_days"],
+                        row["publish_date"],
                         now, row["id"], organization_id))
         else:
             db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, "
                        f"{', '.join(self._WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?{', ?' * len(values)})",
                        (row["id"], organization_id, now, now, row["publish_date"], *values))
+
+    def _write_post_review(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str,
+                           values: tuple) -> None:
+        """A post written with its review mark: "review" (made or changed by a drafts key: a person's review
+        is pending again, any earlier reason dropped) or None (a person scheduled it)."""
+        if row["existing"]:
+            db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._WRITTEN_POST_COLUMNS)}, "
+                       "review = ?, review_reason = NULL, error = NULL, not_before = NULL, attempts = 0, "
+                       "idempotency_key = NULL, deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
+                       (*values, row["review"], now, row["id"], organization_id))
+        else:
+            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, review, "
+                       f"{', '.join(self._WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?{', ?' * len(values)})",
+                       (row["id"], organization_id, now, now, row["publish_date"], row["review"], *values))
+
+    def post_reviews(self, post_ids: list) -> dict:
+        """post id -> (review, reason) for those of `post_ids` that await review or were rejected."""
+        if not post_ids:
+            return {}
+        rows = self._read(f"SELECT id, review, review_reason FROM post WHERE review IS NOT NULL "
+                          f"AND id IN ({','.join('?' * len(post_ids))})", post_ids)
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def posts_for_review(self, organization_id: str, review: str) -> list:
+        """Root posts of live channels whose review is `review` ("review" or "rejected"), oldest first."""
+        rows = self._read(f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
+                          "FROM post p JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? "
+                          "AND p.review = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
+                          "AND i.deleted_at IS NULL ORDER BY p.created_at, p.id", (organization_id, review))
+        posts = []
+        for row in rows:
+            post = self._post_row(row)
+            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
+            post["review"], post["reviewReason"] = review, row[22]
+            posts.append(post)
+        return posts
+
+    def decide_review(self, organization_id: str, group: str, reason: Optional[str] = None,
+                      publish_date: Optional[str] = None) -> int:
+        """A person's decision on a draft awaiting review (or rejected before): with `publish_date` approved
+        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            if publish_date is not None:
+                changed = db.execute(
+                    "UPDATE post SET review = NULL, review_reason = NULL, state = 'QUEUE', publish_date = ?, "
+                    "recurrence_anchor = ?, error = NULL, not_before = NULL, attempts = 0, updated_at = ? "
+                    "WHERE organization_id = ? AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' "
+                    "AND deleted_at IS NULL", (publish_date, publish_date, now, organization_id, group)).rowcount
+            else:
+                changed = db.execute(
+                    "UPDATE post SET review = 'rejected', review_reason = ?, updated_at = ? WHERE organization_id = ? "
+                    "AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' AND deleted_at IS NULL",
+                    (reason, now, organization_id, group)).rowcount
+        self._posts_changed()
+        return changed
 
     @staticmethod
     def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
@@ -1471,7 +1629,7 @@ class Store:
 
     _DUE_SQL = ("FROM post p JOIN integration i ON i.id = p.integration_id "
                 "LEFT JOIN post parent ON parent.id = p.parent_post_id "
-                "WHERE p.state = 'QUEUE' AND p.deleted_at IS NULL AND i.deleted_at IS NULL "
+                "WHERE p.state = 'QUEUE' AND p.deleted_at IS NULL AND i.deleted_at IS NULL AND p.review IS NULL "
                 "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED')")
 
     def next_due_time(self, after: str) -> Optional[str]:
@@ -1507,8 +1665,8 @@ class Store:
                 return None
             claimed = db.execute("UPDATE post SET state = 'PUBLISHING', lease_owner = ?, lease_until = ?, "
                                  "attempts = attempts + 1, idempotency_key = COALESCE(idempotency_key, ?), "
-                                 "updated_at = ? WHERE id = ? AND state = 'QUEUE' AND deleted_at IS NULL",
-                                 (owner, lease_until, new_uuid(), now, post_id)).rowcount
+                                 "updated_at = ? WHERE id = ? AND state = 'QUEUE' AND deleted_at IS NULL "
+                                 "AND review IS NULL", (owner, lease_until, new_uuid(), now, post_id)).rowcount
         return self.post_for_publishing(post_id) if claimed else None
 
     @staticmethod
@@ -2548,7 +2706,7 @@ class Request:
     whether the request goes on (its body may not have arrived yet). On a route that streams its body
     (uploads), `sink` is where the body went as it arrived, and `body` stays empty."""
     __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
-                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink")
+                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink", "scope", "key")
 
     def __init__(self, head: RequestHead, body: bytes, peer: str):
         self.method = head.method
@@ -2562,6 +2720,8 @@ class Request:
         self.params: dict = {}  # path parameters (":id" in a route), filled in by the router
         self._query: Optional[dict] = None
         self.sink: Optional[BodySink] = None
+        self.scope = "read"  # what the caller's key may do (SCOPES), set with `organization` by the Guard
+        self.key: Optional[KeyIdentity] = None  # the API key that called (None: a web session, or no key)
 
     @property
     def query(self) -> dict:
@@ -3509,6 +3669,16 @@ def _too_many_requests(retry_after: int) -> ApiError:
                     [("Retry-After", str(retry_after))])
 
 
+def scope_refusal(scope: str, needed: str, what: str) -> ApiError:
+    """403 for a key whose scope does not allow `what` (the same words for the API and MCP's tool errors)."""
+    return nest_error(403, scope_refusal_text(scope, needed, what))
+
+
+def scope_refusal_text(scope: str, needed: str, what: str) -> str:
+    return (f"This API key has the scope {scope!r}; {what} needs the scope {needed!r}. Use a key with that "
+            f"scope (`rustiz key add --scope {needed}`) or the organization's own key")
+
+
 NO_API_KEY = "No API Key found"
 INVALID_API_KEY = "Invalid API key"
 INVALID_OAUTH_TOKEN = "Invalid OAuth token"
@@ -3537,6 +3707,7 @@ class Guard:
         # (The key itself: str hashes are salted per process, so a lookup reveals nothing by its timing.)
         self._known_keys: dict = {}
         self._known_generation = b""
+        self._key_use_written: dict = {}  # KeyIdentity -> time.monotonic() of its last use written
         # PostgreSQL: REQUEST_LIMIT counts in this process only (a write to the shared database for every
         # request would cost more than the requests): client address -> (window start, hits).
         self._local_windows: dict = {}
@@ -3550,12 +3721,14 @@ class Guard:
             token = session_cookie(request)
             if not token:
                 raise _unauthorized(NO_API_KEY)
+            request.scope = "full"  # (the web app signs in with a password or a full key only)
             return self.session_organization(request, token)
-        organization_id = self.organization_for_key(key)
-        if organization_id is None:
+        identity = self.key_identity(key)
+        if identity is None:
             # rustiz issues no OAuth tokens (yet), so a pos_ token can only be unknown.
             raise _unauthorized(INVALID_OAUTH_TOKEN if key.startswith("pos_") else INVALID_API_KEY)
-        return organization_id
+        request.scope, request.key = identity.scope, identity
+        return identity.organization
 
     @staticmethod
     def presented_key(request: Request) -> str:
@@ -3577,20 +3750,39 @@ class Guard:
         return organization_id
 
     def organization_for_key(self, key: str) -> Optional[str]:
-        """The organization an API key belongs to, or None; known keys are remembered per credentials generation."""
+        """The organization an API key (of any scope) belongs to, or None."""
+        identity = self.key_identity(key)
+        return None if identity is None else identity.organization
+
+    def key_identity(self, key: str) -> Optional[KeyIdentity]:
+        """Whose key this is and its scope, or None; known keys are remembered per credentials generation,
+        and each one's last use is written at most every KEY_LAST_USE_SECONDS."""
         generation = self.store.credentials_generation()
         if generation != self._known_generation:
             self._known_keys.clear()
             self._known_generation = generation
-        organization_id = self._known_keys.get(key)
-        if organization_id is not None:
-            return organization_id
-        organization_id = self.store.organization_for_key_hash(hash_api_key(key))
-        if organization_id is not None:
+        identity = self._known_keys.get(key)
+        if identity is None:
+            identity = self.store.key_for_hash(hash_api_key(key))
+            if identity is None:
+                return None
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
-            self._known_keys[key] = organization_id
-        return organization_id
+            self._known_keys[key] = identity
+        now = time.monotonic()
+        if now >= self._key_use_written.get(identity, -KEY_LAST_USE_SECONDS) + KEY_LAST_USE_SECONDS:
+            if len(self._key_use_written) >= 1024:
+                self._key_use_written.clear()
+            self._key_use_written[identity] = now
+            with contextlib.suppress(sqlite3.Error):  # (a last use not written is no reason to refuse the call)
+                self.store.record_key_use(identity, utc_now_iso())
+        return identity
+
+    @staticmethod
+    def check_scope(request: Request, needed: str, what: str) -> None:
+        """Raises ApiError 403 unless the caller's key has the scope `needed` (or a wider one) for `what`."""
+        if request.scope != "full" and SCOPES.index(request.scope) < SCOPES.index(needed):
+            raise scope_refusal(request.scope, needed, what)
 
     def client_address(self, request: Request) -> str:
         """The peer, or, behind a trusted reverse proxy, the nearest untrusted X-Forwarded-For hop."""
@@ -3670,12 +3862,15 @@ class Route(NamedTuple):
     # On PostgreSQL, handlers run on the Store's threads (a query waits on the network); a handler that must
     # run on the event loop's thread (it hands data to a stream the loop writes) says so here.
     on_loop: bool = False
+    # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
+    # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
+    scope: Optional[str] = None
 
 
 def route_options(**options: Any) -> Callable:
     """Written above a handler in its feature module: how the router treats the handler's requests, as the
     fields of Route (`authenticated=False`...). A string value names an attribute of the handler's object
-    (`open_sink="open_upload"`), read when the route is first used."""
+    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)."""
     def mark(handler: Callable) -> Callable:
         handler.route_options = options
         return handler
@@ -3754,6 +3949,11 @@ API_ROUTES = (
     ("GET", "/organization", "api_channels", "OrganizationApi.show"),
     ("PUT", "/organization", "api_channels", "OrganizationApi.update"),
     ("POST", "/organization/api-key", "api_channels", "OrganizationApi.rotate_key"),
+    ("GET", "/api-keys", "api_keys", "KeysApi.list_keys"),
+    ("POST", "/api-keys", "api_keys", "KeysApi.add"),
+    ("DELETE", "/api-keys/:id", "api_keys", "KeysApi.revoke"),
+    ("POST", "/posts/:id/approve", "review", "ReviewApi.approve"),
+    ("POST", "/posts/:id/reject", "review", "ReviewApi.reject"),
     ("GET", "/openapi.json", "openapi", "OpenApiRoute.serve"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
@@ -3839,7 +4039,7 @@ class App:
         class_name, _, method_name = lazy.handler.partition(".")
         owner = self.feature(getattr(module, class_name))
         handler = getattr(owner, method_name)
-        options = {name: getattr(owner, value) if isinstance(value, str) else value
+        options = {name: getattr(owner, value) if isinstance(value, str) and name != "scope" else value
                    for name, value in getattr(handler, "route_options", {}).items()}
         return Route(handler, **options)
 
@@ -3940,7 +4140,10 @@ class App:
         route = request.route
         if route.authenticated:
             request.organization = self.guard.organization(request)
-        elif route.authenticate is not None:
+            if request.scope != "full":
+                needed = route.scope or ("read" if request.method in ("GET", "HEAD") else "full")
+                self.guard.check_scope(request, needed, f"{request.method} {request.path}")
+        elif route.authenticate is not None:  # (MCP: each tool checks the key's scope)
             request.organization = route.authenticate(request)
 
     def respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
@@ -4165,27 +4368,67 @@ def command_serve(arguments: argparse.Namespace) -> int:
 
 
 def command_key_rotate(arguments: argparse.Namespace) -> int:
+    """A new own key for the organization (--org, else the config key's, else the only one); the config file
+    gets it when it held the old one."""
     config = load_config(dict(os.environ))
     store = Store(config.database)
     try:
-        organizations = store.organizations()
+        organization = _chosen_organization(config, store, arguments.org)
         current = hash_api_key(config.api_key) if config.api_key else None
-        matching = [org for org in organizations if org["api_key_hash"] == current]
-        if matching:
-            organization = matching[0]
-        elif len(organizations) == 1:
-            organization = organizations[0]
-        else:
-            raise UserError(f"the database has {len(organizations)} organizations and RUSTIZ_API_KEY in "
-                            f"{config.config_path} matches none of them: cannot tell which key to rotate")
+        saved = arguments.org is None or organization["api_key_hash"] == current
         key = new_api_key()
         store.set_api_key_hash(organization["id"], hash_api_key(key))
     finally:
         store.close()
-    update_config_value(config.config_path, "RUSTIZ_API_KEY", key)
+    if saved:
+        update_config_value(config.config_path, "RUSTIZ_API_KEY", key)
     print(key)
-    log(f"new API key for organization {organization['name']} saved in {config.config_path}; "
-        "the old key no longer works, in running servers too")
+    where = f"saved in {config.config_path}" if saved else "shown once (not saved)"
+    log(f"new API key for organization {organization['name']} {where}; the old key and the web sessions "
+        "signed in with it no longer work, in running servers too")
+    return 0
+
+
+def command_key_add(arguments: argparse.Namespace) -> int:
+    """A named key with a scope, printed once."""
+    from rustiz_features.api_keys import add_key
+    made: dict = {}
+
+    def add(store: Store, organization: dict) -> None:
+        try:
+            made["key"], made["row"] = add_key(store, organization["id"], arguments.name, arguments.scope)
+        except ApiError as refused:
+            raise UserError(_refusal_text(refused)) from None
+
+    organization = _in_chosen_organization(arguments.org, add)
+    print(made["key"])
+    log(f"API key {made['row']['name']!r} with the scope {arguments.scope} added to organization "
+        f"{organization['name']}; the key above is shown once: only its hash is stored")
+    return 0
+
+
+def command_key_list(arguments: argparse.Namespace) -> int:
+    listed: list = []
+    _in_chosen_organization(arguments.org, lambda store, organization: listed.extend(store.api_keys(organization["id"])))
+    print("NAME\tSCOPE\tCREATED\tLAST USE\tID")
+    for key in listed:
+        print(f"{key['name']}\t{key['scope']}\t{key['createdAt']}\t{key['lastUsedAt'] or 'never'}\t{key['id']}")
+    return 0
+
+
+def command_key_revoke(arguments: argparse.Namespace) -> int:
+    from rustiz_features.api_keys import revoke_key
+    revoked: dict = {}
+
+    def revoke(store: Store, organization: dict) -> None:
+        try:
+            revoked.update(revoke_key(store, organization["id"], arguments.key))
+        except ApiError as refused:
+            raise UserError(_refusal_text(refused)) from None
+
+    organization = _in_chosen_organization(arguments.org, revoke)
+    log(f"API key {revoked['name']!r} of organization {organization['name']} revoked: it and the web sessions "
+        "signed in with it no longer work, in running servers too")
     return 0
 
 
@@ -4438,14 +4681,36 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     serve_parser.add_argument("--workers", type=int, metavar="N",
                               help="processes sharing the port (default: RUSTIZ_WORKERS or 1)")
     serve_parser.set_defaults(run=command_serve)
-    key = commands.add_parser("key", formatter_class=_help_formatter, help="manage the API key",
-                              description="Manage the organization's API key.")
-    key_commands = key.add_subparsers(dest="key_command", metavar="ACTION", required=True)
+    key = commands.add_parser("key", formatter_class=_help_formatter, help="manage API keys",
+                              description="Manage the organization's API keys: its own key (full) and named keys "
+                                          "with a scope: full, drafts or read.")
+    key_commands = key.add_subparsers(dest="key_command", metavar="{rotate,add,list,revoke}", required=True)
     rotate = key_commands.add_parser("rotate", formatter_class=_help_formatter,
                                      help="make a new API key; the old one stops working at once",
-                                     description="Make a new API key, save it in the config file and print it. "
-                                                 "The old key stops working at once, in running servers too.")
+                                     description="Make a new own key for the organization and print it; the "
+                                                 "config file gets it when it held the old one. The old key and "
+                                                 "the web sessions signed in with it stop working at once, in "
+                                                 "running servers too.")
     rotate.set_defaults(run=command_key_rotate)
+    add = key_commands.add_parser("add", formatter_class=_help_formatter, help="make a named key with a scope",
+                                  description="Make a named API key and print it (once: only its hash is stored). "
+                                              "Scopes: full (everything), drafts (read, upload, and make or edit "
+                                              "drafts, which wait for a person's review), read (GET only).")
+    add.add_argument("--name", required=True, help="the key's name, unique in the organization, e.g. agent")
+    add.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do")
+    add.set_defaults(run=command_key_add)
+    listing = key_commands.add_parser("list", formatter_class=_help_formatter, help="list the keys (never the keys)",
+                                      description="Print one tab-separated line per key: name, scope, created, "
+                                                  "last use (written at most once a minute), id. The "
+                                                  "organization's own key is named default.")
+    listing.set_defaults(run=command_key_list)
+    revoke = key_commands.add_parser("revoke", formatter_class=_help_formatter, help="revoke a named key",
+                                     description="Revoke a named key: it and the web sessions signed in with it "
+                                                 "stop working at once, in running servers too.")
+    revoke.add_argument("key", metavar="NAME_OR_ID")
+    revoke.set_defaults(run=command_key_revoke)
+    for command in (rotate, add, listing, revoke):
+        command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
     org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
                               description="One rustiz serves several organizations; each API key sees only "
                                           "its own organization's channels, posts, media and groups.")

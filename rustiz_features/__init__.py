@@ -6,6 +6,8 @@ the core imports none of these at load time, and these import the core and one a
 
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue
   api_posts -> api_channels, validation, recurrence, catalogue
+  review (approving and rejecting drafts keys' posts) -> api_posts
+  api_keys (named API keys with a scope) -> the core only
   api_channels -> catalogue, publishers, http_client, web
   analytics -> connect, publishers, http_client
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client

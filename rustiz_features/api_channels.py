@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from rustiz import (
     ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key, json_object,
-    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, session_cookie,
+    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, route_options, session_cookie,
     update_config_value,
 )
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
@@ -71,6 +71,7 @@ class ChannelsApi:
             "maxLength": provider_max_length(spec.identifier, channel["additional_settings"], channel["limits"]),
             "settings": settings, "tools": spec.tools}})
 
+    @route_options(scope="drafts")  # (a platform's helper lookups, which a post's settings may need)
     async def integration_trigger(self, request: Request, organization_id: str) -> Response:
         channel = await self.store.off_loop(self._channel, request, organization_id)
         if channel["provider_identifier"] not in PROVIDERS:

@@ -15,9 +15,9 @@ import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import (
-    ApiError, App, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration, encode_json,
-    iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
-    parse_iso_instant, sha256, utc_now_iso,
+    ApiError, App, Guard, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration,
+    encode_json, iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
+    parse_iso_instant, route_options, scope_refusal, sha256, utc_now_iso,
 )
 from .api_channels import validate_channel_changes
 from .catalogue import provider_max_length
@@ -34,6 +34,7 @@ INTEGRATION_NOT_FOUND = "Integration not found"
 NOTIFICATIONS_PER_PAGE = 100
 MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
 SLOT_SEARCH_DAYS = 400
+REVIEW_STATES = ("review", "rejected")  # GET /posts?state=...: drafts of drafts keys awaiting review, or rejected
 
 
 def postiz_state(state: str) -> str:
@@ -138,6 +139,8 @@ class PostsApi:
         Postiz also lists a recurring post's occurrences before startDate; rustiz keeps to the window, and
         to MAX_LISTED_OCCURRENCES of them (a 400 says how to narrow a window that holds more)."""
         query = request.query
+        if "state" in query:
+            return json_response({"posts": self.review_listing(organization_id, query["state"])})
         return json_response({"posts": self.listing(organization_id, query.get("startDate"), query.get("endDate"),
                                                     query.get("customer") or None)})
 
@@ -185,6 +188,17 @@ class PostsApi:
                           for moment in pending + [series.at(index) for index in indexes])
         return listed
 
+    def review_listing(self, organization_id: str, state: str) -> list:
+        """GET /posts?state=review|rejected (rustiz): root posts of drafts keys awaiting a person's review, or
+        rejected (with the reviewer's reason), oldest first, whatever their date."""
+        if state not in REVIEW_STATES:
+            raise bad_request(f"state must be one of the following values: {', '.join(REVIEW_STATES)} "
+                              f"(without state, GET /posts lists by startDate and endDate)")
+        posts = self.store.posts_for_review(organization_id, state)
+        tags = self.store.post_tags([post["id"] for post in posts])
+        return [{**_listing_item(post, tags.get(post["id"], [])), "review": post["review"],
+                 "reviewReason": post["reviewReason"]} for post in posts]
+
     def get_post(self, request: Request, organization_id: str) -> Response:
         """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
         return json_response(self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"])))
@@ -198,6 +212,7 @@ class PostsApi:
                                "name": channel["name"], "picture": channel["picture"]}
         view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
         view["thread"] = [_post_view(reply) for reply in thread[position + 1:]]
+        view["review"], view["reviewReason"] = self.store.post_reviews([post["id"]]).get(post["id"], (None, None))
         return view
 
     def delete_post(self, request: Request, organization_id: str) -> Response:
@@ -234,8 +249,9 @@ class PostsApi:
             self.refuse_missed_date(thread[0]["publishDate"], f"the date of post {post['id']},",
                                     f'give it a later date first (PUT /posts/{post["id"]} {{"date": "..."}}), '
                                     "then schedule it")
+        approval = {"review": None, "review_reason": None} if state == "QUEUE" else {}  # (a person scheduling it)
         if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
-                                             only_in_states=("QUEUE", "DRAFT"), state=state):
+                                             only_in_states=("QUEUE", "DRAFT"), state=state, **approval):
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
@@ -304,10 +320,17 @@ class PostsApi:
         Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
         an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
         `timezone`."""
-        import datetime
         channel = self.store.channel_row(organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
+        slot, zone_name, zone = self.free_slot(organization_id, channel)
+        return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
+                              "localDate": slot.astimezone(zone).strftime("%Y-%m-%dT%H:%M:00")})
+
+    def free_slot(self, organization_id: str, channel: dict) -> tuple:
+        """(the channel's next posting time without a queued post, as a UTC datetime, the organization's
+        timezone name, that zone); raises ApiError 400 (disabled, no posting times) or 409 (all taken)."""
+        import datetime
         if channel["disabled"]:
             raise bad_request(f"Channel {channel['name']} is disabled; enable it before looking for a slot on it")
         minutes = _posting_minutes(channel["postingTimes"])
@@ -324,8 +347,7 @@ class PostsApi:
                 local = midnight + datetime.timedelta(minutes=minute)
                 slot = zoned_instant(local, zone)  # as recurring posts: a skipped time is the minute after the skip
                 if slot > now and iso_ms(slot)[:16] not in taken:
-                    return json_response({"date": slot.strftime("%Y-%m-%dT%H:%M:00"), "timezone": zone_name,
-                                          "localDate": slot.astimezone(zone).strftime("%Y-%m-%dT%H:%M:00")})
+                    return slot, zone_name, zone
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
 
@@ -353,6 +375,7 @@ class PostsApi:
 
     # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
 
+    @route_options(scope="drafts")  # (a drafts key's post must be a draft: checked in _create_posts)
     def create_posts(self, request: Request, organization_id: str) -> Response:
         """POST /posts: Postiz's CreatePost body -> one thread per channel -> 201 [{postId, integration}].
 
@@ -389,10 +412,26 @@ class PostsApi:
                       claim: Optional[IdempotentResponse]) -> Response:
         plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
             organization_id, channel_id, include_deleted=True), self.config.frontend_url)
+        if request.scope != "full":
+            self.mark_for_review(organization_id, plan, request.scope)
         created, body, earlier = self.save_plan(organization_id, plan, claim)
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)
         return Response(201, body, "application/json; charset=utf-8")
+
+    def mark_for_review(self, organization_id: str, plan: dict, scope: str) -> None:
+        """A drafts key's plan (POST /posts, MCP): drafts only, which wait for a person's review, and it may
+        rewrite only drafts (a value id or a group naming a scheduled post would unschedule it). Raises 403."""
+        if plan["type"] != "draft":
+            raise scope_refusal(scope, "full", f'a post of type "{plan["type"]}" (only "draft" waits for review)')
+        ids = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
+        rewritten = list(self.store.posts_by_id(organization_id, ids).values()) if ids else []
+        for group in {post["group"] for post in plan["posts"] if post.get("group")}:
+            rewritten += self.store.thread(organization_id, group)
+        for post in rewritten:
+            if post["state"] != "DRAFT":
+                raise scope_refusal(scope, "full", f"rewriting post {post['id']}, which is {post['state']}")
+        plan["review"] = "review"
 
     def save_plan(self, organization_id: str, plan: dict, claim: Optional[IdempotentResponse] = None) -> tuple:
         """Store what validate_create_post planned (for POST /posts and MCP's schedule tool alike).
@@ -436,6 +475,8 @@ class PostsApi:
                              "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
                              "settings": encode_json(post["settings"]), "image": encode_json(value["image"]),
                              "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter")})
+                if "review" in plan:
+                    rows[-1]["review"] = plan["review"]
                 parent = post_id
             threads.append(rows)
         return threads, replaced_groups
@@ -486,6 +527,7 @@ class PostsApi:
 
     _EDITABLE_FIELDS = ("content", "image", "date", "settings")
 
+    @route_options(scope="drafts")  # (a drafts key edits drafts only: checked below)
     def edit_post(self, request: Request, organization_id: str) -> Response:
         """PUT /posts/:id (rustiz): change content, media, date or settings of a post not published yet.
 
@@ -506,11 +548,15 @@ class PostsApi:
         if post["state"] in ("PUBLISHED", "PUBLISHING"):
             raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
                                   f"it again, POST /posts with its id as value[0].id and \"republish\": true")
+        if post["state"] != "DRAFT":
+            Guard.check_scope(request, "full", f"editing post {post['id']}, which is {post['state']}")
         thread = self.store.thread(organization_id, post["group"])
         edits = {name: body[name] for name in ("content", "image") if name in body}
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
         plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
                                 date=body.get("date"))
+        if request.scope != "full":  # changed by an agent: a person reviews it (again)
+            plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
         tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
         try:

@@ -86,6 +86,7 @@ class ConnectFlow:
 
     # --- GET /public/v1/social/:integration ---------------------------------------------------------
 
+    @route_options(scope="full")  # (a GET that starts connecting a channel)
     async def start(self, request: Request, organization_id: str) -> Response:
         """{"url": the platform's consent page}, as Postiz; ?refresh=<channel id> reconnects that channel."""
         identifier = request.params["integration"]

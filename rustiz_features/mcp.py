@@ -18,7 +18,7 @@ import traceback
 from typing import Any, Awaitable, NamedTuple, Optional, Union
 
 from rustiz import (
-    App, EventStreamResponse, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate, new_uuid, route_options,
+    App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate, new_uuid, route_options,
 )
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,
@@ -33,6 +33,7 @@ class McpCall(NamedTuple):
     organization_id: str
     version_header: Optional[str]
     method_header: Optional[str]
+    key: Optional[KeyIdentity] = None  # whose scope and MCP rate limits apply to tool calls
 
 
 def _text_response(status: int, text: str, headers: Optional[list] = None) -> Response:
@@ -94,18 +95,20 @@ class McpServer:
         """Postiz's MCP auth: the key in the path (400 when unknown), else `Authorization: [Bearer ]<key>` (401);
         raises PlainRefusal with Postiz's plain-text refusal."""
         if "apiKey" in request.params:
-            organization_id = self.guard.organization_for_key(request.params["apiKey"])
-            if organization_id is None:
+            identity = self.guard.key_identity(request.params["apiKey"])
+            if identity is None:
                 raise PlainRefusal(_text_response(400, "Invalid API Key"))
-            return organization_id
+            request.scope, request.key = identity.scope, identity
+            return identity.organization
         header = request.headers.get("authorization")
         if not header:
             raise PlainRefusal(_text_response(401, "Missing Authorization header"))
         key = header[7:].strip() if header[:7].lower() == "bearer " else header.strip()
-        organization_id = self.guard.organization_for_key(key) if key else None
-        if organization_id is None:
+        identity = self.guard.key_identity(key) if key else None
+        if identity is None:
             raise PlainRefusal(_text_response(401, "Invalid API Key or OAuth token"))
-        return organization_id
+        request.scope, request.key = identity.scope, identity
+        return identity.organization
 
     @staticmethod
     @route_options(**MCP_ROUTE)
@@ -122,7 +125,8 @@ class McpServer:
     def post(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = request.organization
         messages, batch = self._messages(request)
-        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), request.headers.get("mcp-method"))
+        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), request.headers.get("mcp-method"),
+                       request.key)
         answers = self._answer_all(messages, call)
         if not isinstance(answers, list):
             return self._reply_later(answers, request, batch)
@@ -201,7 +205,7 @@ class McpServer:
         try:
             if modern and message["method"] != "initialize":
                 self._check_envelope(message, call)
-            result = self._result(message["method"], params, call.organization_id, modern)
+            result = self._result(message["method"], params, call, modern)
         except McpError as error:
             return {"jsonrpc": "2.0", "id": request_id, "error": error.payload(), "_modern": modern}
         except Exception:
@@ -245,7 +249,7 @@ class McpServer:
             raise McpError(UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
                            {"supported": list(MCP_MODERN_VERSIONS + MCP_HANDSHAKE_VERSIONS[:4]), "requested": version})
 
-    def _result(self, method: str, params: Any, organization_id: str, modern: bool) -> Union[dict, Awaitable[dict]]:
+    def _result(self, method: str, params: Any, call: McpCall, modern: bool) -> Union[dict, Awaitable[dict]]:
         if params is not None and not isinstance(params, dict):
             raise McpError(INVALID_PARAMS, f"Invalid params: {method} takes an object as params")
         params = params or {}
@@ -256,7 +260,7 @@ class McpServer:
                                                "(see tools/list)")
             if arguments is not None and not isinstance(arguments, dict):
                 raise McpError(INVALID_PARAMS, f"Invalid params: params.arguments of {name} must be an object")
-            return self.tools.call(organization_id, name, arguments)
+            return self.tools.call(call.organization_id, name, arguments, call.key)
         if method == "tools/list":
             return {**self.tools.list_result, "cacheScope": "public", "ttlMs": 0} if modern else self.tools.list_result
         if method == "initialize":
@@ -305,7 +309,7 @@ class McpServer:
             return _text_response(404, "Session not found: open a new SSE stream at /sse/<key> and post to the "
                                        "endpoint it announces" + workers)
         messages, _ = self._messages(request)
-        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None)
+        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None, request.key)
         answers = self._answer_all(messages, call)
         if isinstance(answers, list):
             return self._post_to_stream(answers, session_id)

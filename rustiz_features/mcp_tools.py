@@ -5,6 +5,9 @@ Rules:
   a post scheduled by an agent is checked and stored exactly as one sent to POST /posts.
 - Arguments are checked against the tool's input schema first, with zod's messages.
 - A tool that fails answers an isError result, never a JSON-RPC error.
+- Each tool needs a key scope (TOOL_SCOPES, which must name every tool); a drafts key's posts are drafts
+  that wait for a person's review. Tool calls are counted per key (RUSTIZ_MCP_TOOL_LIMIT a minute, and
+  RUSTIZ_MCP_POST_LIMIT for the tools that create posts), so that an agent's loop cannot flood a channel.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import re
 import traceback
 from typing import Any, Awaitable, Optional, Union
 
-from rustiz import ApiError, App, DatabaseUnwritable, json_dumps, log, new_cuid
+from rustiz import SCOPES, ApiError, App, DatabaseUnwritable, KeyIdentity, json_dumps, log, new_cuid, scope_refusal_text
 from .api_channels import ChannelsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
@@ -39,6 +42,14 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
+# The key scope each tool needs (see README, "API keys and scopes"); tests/test_mcp_scopes.py checks every
+# tool has one. The tools that create posts get the caller's scope and the tighter RUSTIZ_MCP_POST_LIMIT.
+TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchema": "read", "triggerTool": "drafts",
+               "integrationSchedulePostTool": "drafts", "postsListTool": "read", "postSettingsTool": "full",
+               "uploadFromUrlTool": "drafts", "postGetTool": "read", "postRetryTool": "full",
+               "notificationsListTool": "read"}
+POST_CREATING_TOOLS = ("integrationSchedulePostTool",)
+MCP_LIMIT_WINDOW_SECONDS = 60
 
 
 class McpError(Exception):
@@ -422,8 +433,10 @@ class McpTools:
         self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
         self.list_result = {"tools": self.definitions}
 
-    def call(self, organization_id: str, name: Any, arguments: Any) -> Union[dict, Awaitable[dict]]:
-        """tools/call: the CallToolResult, or an awaitable of it for the tools that wait on the network."""
+    def call(self, organization_id: str, name: Any, arguments: Any,
+             key: Optional[KeyIdentity] = None) -> Union[dict, Awaitable[dict]]:
+        """tools/call: the CallToolResult, or an awaitable of it for the tools that wait on the network.
+        `key`: the caller's API key, whose scope and rate limits apply (None: the organization's own key)."""
         tool = self.by_name.get(name) if isinstance(name, str) else None
         if tool is None:
             return _tool_error(f"Unknown tool: {name}")
@@ -433,13 +446,46 @@ class McpTools:
         if problems:
             return _tool_error(_argument_problems_text(problems, arguments))
         run = getattr(self, "tool_" + tool["name"])
+        scope = "full" if key is None else key.scope
+        refused = self._refused(tool["name"], checked, scope) or (key and self._over_limit(tool["name"], key))
+        if refused:
+            return _tool_error(refused)
         try:
-            output = run(organization_id, checked)
+            output = run(organization_id, checked, scope) if tool["name"] in POST_CREATING_TOOLS else \
+                run(organization_id, checked)
         except Exception as error:
             return _tool_failure(tool["name"], error)
         if type(output) is not dict:  # a coroutine: the tool waits on the network
             return self._finish(tool["name"], output)
         return _tool_success(output)
+
+    @staticmethod
+    def _refused(name: str, arguments: dict, scope: str) -> Optional[str]:
+        """Why a key of `scope` may not make this call, or None."""
+        needed = TOOL_SCOPES.get(name, "full")
+        if SCOPES.index(scope) < SCOPES.index(needed):
+            return scope_refusal_text(scope, needed, f"the MCP tool {name}")
+        if scope != "full" and name in POST_CREATING_TOOLS:
+            for item in arguments["socialPost"]:
+                if item["type"] != "draft":
+                    return scope_refusal_text(scope, "full", f'{name} with type "{item["type"]}" (only "draft" '
+                                                             f'posts, which wait for a person\'s review)')
+        return None
+
+    def _over_limit(self, name: str, key: KeyIdentity) -> Optional[str]:
+        """The refusal of a call over the key's MCP rate limits, or None (the call is counted)."""
+        config, who = self.app.config, f"key:{key.key_id}" if key.key_id else f"org-key:{key.organization}"
+        limits = [("RUSTIZ_MCP_TOOL_LIMIT", config.mcp_tool_limit, "tool calls", "mcp-tools " + who)]
+        if name in POST_CREATING_TOOLS:
+            limits.append(("RUSTIZ_MCP_POST_LIMIT", config.mcp_post_limit, f"{name} calls", "mcp-posts " + who))
+        for setting, limit, what, counter in limits:
+            if not limit:
+                continue
+            decision = self.store.count_request(counter, limit, MCP_LIMIT_WINDOW_SECONDS)
+            if not decision.allowed:
+                return (f"Too Many Requests: this API key made more than {limit} MCP {what} in a minute ({setting}); "
+                        f"try again in {decision.retry_after} seconds. Nothing was done.")
+        return None
 
     @staticmethod
     async def _finish(name: str, pending: Awaitable[dict]) -> dict:
@@ -484,7 +530,7 @@ class McpTools:
             raise ToolFailed(f"Provider call failed: {_api_error_text(refused)}") from None
         return {"output": output}
 
-    def tool_integrationSchedulePostTool(self, organization_id: str, arguments: dict) -> dict:
+    def tool_integrationSchedulePostTool(self, organization_id: str, arguments: dict, scope: str = "full") -> dict:
         social_posts = arguments["socialPost"]
         too_many = self._too_many(social_posts)
         if too_many:
@@ -494,6 +540,8 @@ class McpTools:
             plan = self._plan(organization_id, item)
             if isinstance(plan, str):
                 return {"output": {"errors": plan}}
+            if scope != "full":
+                plan["review"] = "review"  # (only drafts get here: see _refused)
             plans.append(plan)
         if self.app.config.api_limit and self.app.config.mcp_api_limit:
             try:

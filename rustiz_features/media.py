@@ -446,7 +446,7 @@ class MediaApi:
     def open_upload(self, request: Request, organization_id: str) -> UploadSink:
         return UploadSink(request, self.config.uploads, self.config.max_video_bytes)
 
-    @route_options(body_limit="upload_body_limit", open_sink="open_upload")
+    @route_options(body_limit="upload_body_limit", open_sink="open_upload", scope="drafts")  # (drafts need images)
     def upload(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
         """The body streamed to disk as it came (UploadSink); only an admitted request's body is kept."""
         staged = request.sink.result()
@@ -457,6 +457,7 @@ class MediaApi:
     async def _save_in_bucket(self, organization_id: str, staged: StagedFile) -> Response:
         return json_response(await self._store_in_bucket(organization_id, staged), 201)
 
+    @route_options(scope="drafts")
     def upload_from_url(self, request: Request, organization_id: str) -> Awaitable[Response]:
         body = request.json()
         url = body.get("url") if isinstance(body, dict) else None

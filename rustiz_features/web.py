@@ -164,11 +164,14 @@ class WebApp:
         body = json_object(request)
         if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
             key = body["apiKey"].strip()
-            organization_id = self.guard.organization_for_key(key)
-            if organization_id is None:
+            identity = self.guard.key_identity(key)
+            if identity is None:
                 raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
                                                                    "organizations (`rustiz key rotate` prints a new one)"})
-            return self._signed_in(request, organization_id, api_key_hash=hash_api_key(key))
+            if identity.scope != "full":  # (the web app's sessions can do everything)
+                raise ApiError(403, {"statusCode": 403, "message": f"This API key has the scope {identity.scope!r}; "
+                                                                   "the web app signs in with a full key or a password"})
+            return self._signed_in(request, identity.organization, api_key_hash=hash_api_key(key))
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")

@@ -1,0 +1,72 @@
+"""A person's review of the drafts that drafts-scoped keys (agents) make: approve or reject (rustiz's addition).
+
+Rules:
+- Posts made or changed with a drafts key are drafts marked for review (api_posts.mark_for_review); the
+  scheduler never publishes a post marked for review or rejected (Store._DUE_SQL).
+- Approving queues the thread at its date, or at the date given, or, when its date has passed, at the
+  channel's next free posting slot (as GET /find-slot finds it); the post is checked as for scheduling first.
+- Rejecting keeps the draft, with the reviewer's reason for the agent to read (GET /posts/:id, MCP postGetTool).
+- Both need the scope "full" (a person: the organization's own key, a full key or a web session).
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from rustiz import App, Request, Response, bad_request, iso_ms, json_object, json_response, nest_error, \
+    parse_iso_instant, utc_now_iso
+from .api_posts import PostsApi
+
+MAX_REASON_CHARACTERS = 2000
+
+
+class ReviewApi:
+    """POST /public/v1/posts/:id/approve {"date"?} and POST /public/v1/posts/:id/reject {"reason"}."""
+
+    def __init__(self, app: App):
+        self.store = app.store
+        self.posts: PostsApi = app.feature(PostsApi)
+
+    def _awaiting(self, organization_id: str, post_id: str) -> list:
+        """The thread of a post awaiting review or rejected (root first); raises ApiError 404 or 409."""
+        post = self.posts._post_or_404(organization_id, post_id)
+        thread = self.store.thread(organization_id, post["group"])
+        if thread[0]["id"] not in self.store.post_reviews([thread[0]["id"]]):
+            raise nest_error(409, f"Post {post_id} is not awaiting review (only drafts made with a drafts key are: "
+                                  "GET /public/v1/posts?state=review lists them)")
+        return thread
+
+    def approve(self, request: Request, organization_id: str) -> Response:
+        body = json_object(request) if request.body else {}
+        thread = self._awaiting(organization_id, request.params["id"])
+        root = thread[0]
+        date = self._approved_date(organization_id, root, body.get("date"))
+        self.posts._revalidate(organization_id, thread, settings=json.loads(root["settings"] or "{}"),
+                               request_type="update")  # drafts skip the media and length rules; queued posts not
+        if not self.store.decide_review(organization_id, root["group"], publish_date=date):
+            raise nest_error(409, f"Post {root['id']} changed while it was approved; look at it again")
+        return json_response(self.posts._full_view(organization_id, self.store.post(organization_id, root["id"])))
+
+    def _approved_date(self, organization_id: str, root: dict, wanted: Optional[object]) -> str:
+        if wanted is not None:
+            instant = parse_iso_instant(wanted)
+            if instant is None:
+                raise bad_request(["date must be a valid ISO 8601 date string"])
+            date = iso_ms(instant)
+            self.posts.refuse_missed_date(date, remedy="give a later date, or none for the channel's next free slot")
+            return date
+        if root["publishDate"] > utc_now_iso():
+            return root["publishDate"]
+        channel = self.store.channel_row(organization_id, root["integrationId"])
+        slot, _, _ = self.posts.free_slot(organization_id, channel)
+        return iso_ms(slot)
+
+    def reject(self, request: Request, organization_id: str) -> Response:
+        reason = json_object(request).get("reason")
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARACTERS:
+            raise bad_request([f"reason must be a non-empty string of at most {MAX_REASON_CHARACTERS} characters "
+                               "(the agent reads it back)"])
+        root = self._awaiting(organization_id, request.params["id"])[0]
+        if not self.store.decide_review(organization_id, root["group"], reason=reason.strip()):
+            raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
+        return json_response(self.posts._full_view(organization_id, self.store.post(organization_id, root["id"])))
