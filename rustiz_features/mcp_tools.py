@@ -440,13 +440,16 @@ class McpTools:
         tool = self.by_name.get(name) if isinstance(name, str) else None
         if tool is None:
             return _tool_error(f"Unknown tool: {name}")
+        scope = "full" if key is None else key.scope
+        needed = TOOL_SCOPES.get(tool["name"], "full")
+        if SCOPES.index(scope) < SCOPES.index(needed):
+            return _tool_error(scope_refusal_text(scope, needed, f"the MCP tool {tool['name']}"))
         problems: list = []
         arguments = {} if arguments is None else arguments
         checked = checked_arguments(tool["inputSchema"], arguments, "root", problems)
         if problems:
             return _tool_error(_argument_problems_text(problems, arguments))
         run = getattr(self, "tool_" + tool["name"])
-        scope = "full" if key is None else key.scope
         refused = self._refused(tool["name"], checked, scope) or (key and self._over_limit(tool["name"], key))
         if refused:
             return _tool_error(refused)
@@ -461,10 +464,7 @@ class McpTools:
 
     @staticmethod
     def _refused(name: str, arguments: dict, scope: str) -> Optional[str]:
-        """Why a key of `scope` may not make this call, or None."""
-        needed = TOOL_SCOPES.get(name, "full")
-        if SCOPES.index(scope) < SCOPES.index(needed):
-            return scope_refusal_text(scope, needed, f"the MCP tool {name}")
+        """Why a key of `scope` may not make this call with these arguments (a post not a draft), or None."""
         if scope != "full" and name in POST_CREATING_TOOLS:
             for item in arguments["socialPost"]:
                 if item["type"] != "draft":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rustiz import App, Request, Response, VERSION, json_dumps, route_options
+from rustiz import SCOPES, App, Request, Response, VERSION, json_dumps, route_options
 from .api_posts import MAX_NOTIFICATIONS_PAGE
 from .catalogue import CREDENTIAL_SPECS
 from .text import COUNTING_RULES
@@ -38,6 +38,9 @@ def _array_of(items: dict) -> dict:
 
 _STRING, _INTEGER, _BOOLEAN, _ANY = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {}
 _DATE = {"type": "string", "format": "date-time", "description": "ISO 8601; without an offset it is UTC"}
+_REVIEW_FIELDS = {"review": {"type": ["string", "null"], "enum": ["review", "rejected", None], "description": (
+                      "rustiz: review: made with a drafts key, waiting for a person; rejected: see reviewReason")},
+                  "reviewReason": _nullable("string")}
 _ID = {"type": "string", "minLength": 1}
 
 
@@ -125,7 +128,10 @@ def _openapi_schemas() -> dict:
             "approvedSubmitForOrder": _STRING, "lastMessageId": _nullable("string")}},
         "Post": post_part | {"properties": post_part["properties"] | {
             "integration": post_integration, "tags": _array_of(_schema_ref("Tag")),
-            "thread": _array_of(post_part)}, "required": post_part["required"] + ["integration", "tags", "thread"]},
+            "thread": _array_of(post_part), **_REVIEW_FIELDS},
+            "required": post_part["required"] + ["integration", "tags", "thread", "review", "reviewReason"]},
+        "ApiKey": _object({"id": _STRING, "name": _STRING, "scope": {"type": "string", "enum": list(SCOPES)},
+                           "createdAt": _STRING, "lastUsedAt": _nullable("string")}),
         "Media": _object({"id": _STRING, "name": _STRING, "originalName": _nullable("string"), "path": _STRING,
                           "thumbnail": _nullable("string"), "alt": _nullable("string")}),
         "Notification": _object({"id": _STRING, "content": _STRING, "link": _nullable("string"),
@@ -164,7 +170,7 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
     ("NotFound Conflict"). Every route can answer 429 (REQUEST_LIMIT); a non-public one also 401."""
     status, answer = success
     responses = {status: answer if "content" in answer else _json_body(answer, "Success")}
-    for name in errors.split() + ([] if public else ["Unauthorized"]) + ["TooManyRequests", "Unavailable"]:
+    for name in errors.split() + ([] if public else ["Unauthorized", "Forbidden"]) + ["TooManyRequests", "Unavailable"]:
         responses[_ERROR_STATUS[name]] = {"$ref": f"#/components/responses/{name}"}
     operation = {"summary": summary, "parameters": list(parameters), "responses": responses}
     if body is not None:
@@ -174,7 +180,7 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
     return operation
 
 
-_ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "NotFound": "404",
+_ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "Forbidden": "403", "NotFound": "404",
                  "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
                  "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502",
                  "Unavailable": "503"}
@@ -187,6 +193,8 @@ def _openapi_responses() -> dict:
         "PostRejected": _json_body({"anyOf": [nest, _schema_ref("PostValidationError")]},
                                    "The request is invalid, or a channel's rules refuse the post"),
         "Unauthorized": _json_body(msg, "No API key, or an unknown one (`Authorization: <key>`)"),
+        "Forbidden": _json_body(nest, "The API key's scope does not allow this (`message` names the scope needed), "
+                                      "or a session's change came without its X-CSRF-Token"),
         "NotFound": _json_body(nest, "No such id in the caller's organization"),
         "IntegrationNotFound": _json_body(msg, "No such channel in the caller's organization"),
         "Conflict": _json_body(nest, "The post is being published or its state does not allow this, or the "
@@ -263,6 +271,24 @@ def _openapi_paths(root: dict) -> dict:
             "put": _operation("Rename the organization or set its IANA timezone (rustiz)",
                               ("200", _schema_ref("Organization")), "BadRequest",
                               body={"type": "object", "properties": {"name": _STRING, "timezone": _STRING}})},
+        f"{v1}/api-keys": {
+            "get": _operation("The organization's API keys, its own first (named default), never the keys "
+                              "(rustiz; scope full)", ("200", _object({"keys": _array_of(_schema_ref("ApiKey"))}))),
+            "post": _operation("A named key with a scope, shown once (rustiz; scope full)",
+                               ("201", _schema_ref("ApiKey") | {"properties": {"apiKey": _STRING}}),
+                               "BadRequest Conflict", body=_object({"name": _STRING, "scope": {
+                                   "type": "string", "enum": list(SCOPES)}}))},
+        f"{v1}/api-keys/{{id}}": {"delete": _operation(
+            "Revoke a named key (by id or name); it and its web sessions stop working at once (rustiz; scope full)",
+            ("200", _object({"id": _STRING, "name": _STRING, "scope": _STRING})), "BadRequest NotFound",
+            (_parameter("path", "id", "The key's id or name"),))},
+        f"{v1}/posts/{{id}}/approve": {"post": _operation(
+            "Approve a draft awaiting review: queued at `date`, else its own date, else (passed) the channel's next "
+            "free slot (rustiz; scope full)", ("200", post), "PostRejected NotFound Conflict", (post_id,),
+            _object({}, {"date": _DATE}))},
+        f"{v1}/posts/{{id}}/reject": {"post": _operation(
+            "Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
+            ("200", post), "BadRequest NotFound Conflict", (post_id,), _object({"reason": _STRING}))},
         f"{v1}/organization/api-key": {"post": _operation(
             "A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
             "(rustiz). Called from such a session: a new session cookie, and its csrfToken",
@@ -311,9 +337,13 @@ def _openapi_paths(root: dict) -> dict:
             "get": _operation(
                 "Main posts in a date window, recurring ones once per occurrence",
                 ("200", _object({"posts": _array_of(_schema_ref("ListedPost"))})), "BadRequest",
-                (_parameter("query", "startDate", "From this instant", True, _DATE),
-                 _parameter("query", "endDate", "Up to this instant, inclusive", True, _DATE),
-                 _parameter("query", "customer", "Only posts on this customer's channels"))),
+                (_parameter("query", "startDate", "From this instant (required without state)", False, _DATE),
+                 _parameter("query", "endDate", "Up to this instant, inclusive (required without state)", False,
+                            _DATE),
+                 _parameter("query", "customer", "Only posts on this customer's channels"),
+                 _parameter("query", "state", "rustiz: review (drafts of drafts keys awaiting review) or rejected, "
+                                              "whatever their date; each item adds review and reviewReason",
+                            schema={"type": "string", "enum": ["review", "rejected"]}))),
             "post": _operation(
                 "Create, schedule or update posts: one thread per channel",
                 ("201", {**_json_body(_array_of(_object({"postId": _STRING, "integration": _STRING})), "Created"),

@@ -9,8 +9,9 @@ const routes = {
   channels: () => import('./pages.js').then((m) => m.channelsPage),
   settings: () => import('./pages.js').then((m) => m.settingsPage),
   notifications: () => import('./pages.js').then((m) => m.notificationsPage),
+  review: () => import('./pages.js').then((m) => m.reviewPage),
 };
-const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['settings', 'Settings']];
+const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
 
 function signIn(result) {
   session.organization = result.organization;

@@ -44,6 +44,9 @@ export async function postPage(main, { id }) {
       h('dt', 'Channel'), h('dd', `${post.integration?.name || ''} (${post.integration?.providerIdentifier || ''})`),
       h('dt', 'Time'), h('dd', h('time.when', { datetime: post.publishDate }, fmtDateTime(at)), ` (${zone()})`),
       post.intervalInDays ? [h('dt', 'Repeats'), h('dd', `every ${post.intervalInDays} days`)] : null),
+    post.review ? h('p.review-note', { role: 'note' }, post.review === 'review'
+      ? ['Made with a drafts API key: it waits for ', h('a', { href: '#/review' }, 'review'), ' before it is scheduled.']
+      : ['Rejected: ', h('span.review-reason', post.reviewReason || '')]) : null,
     h('ol.thread', parts.map(partView)),
     errors, actions, reschedule);
   if (post.state === 'PUBLISHED') main.append(figuresBox(`/analytics/post/${id}`, 'Figures from the platform'));
@@ -325,7 +328,76 @@ export async function settingsPage(main) {
         newKey.replaceChildren(h('p', 'Your new API key (shown once):'), h('div.copy', h('code.api-key', apiKey), keyButton));
       } catch (error) { orgErrors.show(error); }
     } }, 'Rotate API key'), newKey, orgErrors));
+  main.append(keysCard(copy));
   main.append(h('p.hint', 'Web app users (email and password) are added from the command line: ', h('code', 'rustiz user add EMAIL'), '.'));
+}
+
+// Named API keys with a scope: full, drafts (an agent: its posts wait for review), read.
+function keysCard(copy) {
+  const errors = errorBox();
+  const list = h('tbody');
+  const shown = h('div', { role: 'status' });
+  const name = h('input', { type: 'text', required: true, maxlength: 64, placeholder: 'agent' });
+  const scope = h('select', ['drafts', 'read', 'full'].map((s) => h('option', { value: s }, s)));
+  const when = (iso) => (iso ? fmtDateTime(Date.parse(iso)) : 'never');
+  async function load() {
+    try {
+      const { keys } = await api('GET', '/api-keys');
+      list.replaceChildren(...keys.map((k) => h('tr.api-key-row', { dataset: { name: k.name } },
+        h('td', k.name), h('td.scope', k.scope), h('td', when(k.createdAt)), h('td.last-use', when(k.lastUsedAt)),
+        h('td', k.id === 'default' ? h('small.muted', 'rotate above') : h('button.danger', { type: 'button', 'aria-label': `Revoke key ${k.name}`, onclick: async () => {
+          if (!confirm(`Revoke the key ${k.name}? It stops working at once.`)) return;
+          errors.show(null);
+          try { await api('DELETE', `/api-keys/${encodeURIComponent(k.id)}`); shown.replaceChildren(); load(); } catch (error) { errors.show(error); }
+        } }, 'Revoke')))));
+    } catch (error) { errors.show(error); }
+  }
+  load();
+  return h('section.card', h('h2', 'API keys'),
+    h('p.hint', 'Named keys for scripts and agents. full: everything; drafts: read, upload, and make or edit drafts, which wait in To review; read: look only. Last use is updated at most once a minute.'),
+    h('table.api-keys', h('thead', h('tr', h('th', 'Name'), h('th', 'Scope'), h('th', 'Created'), h('th', 'Last use'), h('th', ''))), list),
+    h('form', { onsubmit: async (event) => {
+      event.preventDefault();
+      errors.show(null);
+      try {
+        const made = await api('POST', '/api-keys', { name: name.value.trim(), scope: scope.value });
+        const keyButton = h('button', { type: 'button' }, 'Copy');
+        keyButton.addEventListener('click', copy(made.apiKey, keyButton));
+        shown.replaceChildren(h('p', `The key ${made.name} (shown once):`), h('div.copy', h('code.new-api-key', made.apiKey), keyButton));
+        name.value = '';
+        load();
+      } catch (error) { errors.show(error); }
+    } }, field('Name', name), field('Scope', scope), h('button.primary', { type: 'submit' }, 'Add key')),
+    shown, errors);
+}
+
+// --- review: drafts made with a drafts API key (agents), approved or rejected by a person -----------------
+
+export async function reviewPage(main) {
+  const [waiting, rejected] = await Promise.all([api('GET', '/posts?state=review'), api('GET', '/posts?state=rejected')]);
+  main.append(h('h1', 'To review'),
+    h('p.hint', 'Drafts made with a drafts API key (an agent). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which the agent can read.'));
+  const item = (p, withActions) => {
+    const errors = errorBox();
+    const reason = h('input', { type: 'text', required: true, maxlength: 2000, 'aria-label': 'Reason for rejecting' });
+    return h('li.review-item', { dataset: { id: p.id } },
+      h('div', h('strong', p.integration?.name || ''), ' · ', h('time', { datetime: p.publishDate }, fmtDateTime(Date.parse(p.publishDate))), ` (${zone()}) `,
+        h('a', { href: `#/post/${p.id}` }, 'open')),
+      h('p.content', htmlToText(p.content)),
+      p.reviewReason ? h('p.review-reason', 'Rejected: ', p.reviewReason) : null,
+      withActions ? h('form.inline', { onsubmit: async (event) => {
+        event.preventDefault();
+        errors.show(null);
+        try { await api('POST', `/posts/${p.id}/reject`, { reason: reason.value.trim() }); go('#/review'); } catch (error) { errors.show(error); }
+      } }, h('button.primary', { type: 'button', onclick: async () => {
+        errors.show(null);
+        try { await api('POST', `/posts/${p.id}/approve`, {}); go('#/review'); } catch (error) { errors.show(error); }
+      } }, 'Approve'), ' ', field('Reason', reason), h('button.danger', { type: 'submit' }, 'Reject')) : null,
+      errors);
+  };
+  main.append(h('section.card', h('h2', `Waiting (${waiting.posts.length})`),
+    waiting.posts.length ? h('ul.review-list', waiting.posts.map((p) => item(p, true))) : h('p.muted', 'Nothing to review.')));
+  if (rejected.posts.length) main.append(h('section.card', h('h2', `Rejected (${rejected.posts.length})`), h('ul.rejected-list', rejected.posts.map((p) => item(p, true)))));
 }
 
 // --- notifications --------------------------------------------------------------------------------
