@@ -430,7 +430,7 @@ class PostsApi:
             rewritten += self.store.thread(organization_id, group)
         for post in rewritten:
             if post["state"] != "DRAFT":
-                raise scope_refusal(scope, "full", f"rewriting post {post['id']}, which is {post['state']}")
+                raise scope_refusal(scope, "full", f"rewriting post {post['id']} (it is {post['state']})")
         plan["review"] = "review"
 
     def save_plan(self, organization_id: str, plan: dict, claim: Optional[IdempotentResponse] = None) -> tuple:
@@ -549,7 +549,7 @@ class PostsApi:
             raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
                                   f"it again, POST /posts with its id as value[0].id and \"republish\": true")
         if post["state"] != "DRAFT":
-            Guard.check_scope(request, "full", f"editing post {post['id']}, which is {post['state']}")
+            Guard.check_scope(request, "full", f"editing post {post['id']} (it is {post['state']})")
         thread = self.store.thread(organization_id, post["group"])
         edits = {name: body[name] for name in ("content", "image") if name in body}
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
