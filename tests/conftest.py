@@ -286,6 +286,14 @@ def receiver():
     fake.close()
 
 
+@pytest.fixture(scope="module")
+def module_receiver():
+    """A FakeWebhookReceiver that a module's tests share, beside their module-scoped server."""
+    fake = FakeWebhookReceiver()
+    yield fake
+    fake.close()
+
+
 def fake_fixture(make_fake: Callable, **env: str) -> Callable:
     """A `fake` fixture for a provider's direct tests: a fresh fake from make_fake(), its `env` (the
     RUSTIZ_<ID>_*_URL overrides that point the provider at it) and `env` set for the test, closed after it.

@@ -6,25 +6,17 @@ from __future__ import annotations
 import pytest
 
 from conftest import LOCAL_FAKES
-from fake_webhook import FakeWebhookReceiver
 from support import API, api, channel_post, connect_database, iso, post_body, wait_for, webhook_channel
 
 
 @pytest.fixture(scope="module")
-def receiver():
-    fake = FakeWebhookReceiver()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(scope="module")
-def shared(start_module_server, receiver):
+def shared(start_module_server):
     return start_module_server(env=LOCAL_FAKES)
 
 
 @pytest.fixture(scope="module")
-def channel(shared, receiver) -> str:
-    return webhook_channel(shared, receiver)
+def channel(shared, module_receiver) -> str:
+    return webhook_channel(shared, module_receiver)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +135,8 @@ def test_scheduling_a_draft_awaiting_review_through_its_status_approves_it(share
     assert (post["state"], post["review"]) == ("QUEUE", None)
 
 
-def test_the_scheduler_never_publishes_a_post_awaiting_review(shared, channel, agent, receiver):
+def test_the_scheduler_never_publishes_a_post_awaiting_review(shared, channel, agent, module_receiver):
+    receiver = module_receiver
     held = draft(shared, channel, agent)
     with connect_database(shared.database) as db:  # as if something queued it without a person's approval
         db.execute("UPDATE post SET state = 'QUEUE', publish_date = ? WHERE id = ?", (iso(-5), held))

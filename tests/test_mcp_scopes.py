@@ -8,26 +8,18 @@ import json
 import pytest
 
 from conftest import LOCAL_FAKES
-from fake_webhook import FakeWebhookReceiver
 from support import API, api, iso, webhook_channel
 
 
 @pytest.fixture(scope="module")
-def receiver():
-    fake = FakeWebhookReceiver()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(scope="module")
-def shared(start_module_server, receiver):
+def shared(start_module_server):
     """Tool calls: at most 40 a minute per key, of which 3 that create posts."""
     return start_module_server(env={**LOCAL_FAKES, "RUSTIZ_MCP_TOOL_LIMIT": "40", "RUSTIZ_MCP_POST_LIMIT": "3"})
 
 
 @pytest.fixture(scope="module")
-def channel(shared, receiver) -> str:
-    return webhook_channel(shared, receiver)
+def channel(shared, module_receiver) -> str:
+    return webhook_channel(shared, module_receiver)
 
 
 def new_key(server, name: str, scope: str) -> str:
