@@ -17,11 +17,12 @@ Map of this file (each section starts with a banner comment):
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
                       limits, back-pressure, shutdown, --workers
-  6. Auth and limits  API keys and web sessions, REQUEST_LIMIT per client, API_LIMIT per organization
+  6. Auth and limits  API keys (and their scopes) and web sessions, REQUEST_LIMIT per client, API_LIMIT per
+                      organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
-  9. CLI              init, serve, key rotate, org add/list/timezone, channel add/list, user add/password/remove,
-                      db copy, version
+  9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone, channel add/list,
+                      user add/password/remove, db copy, version
 """
 from __future__ import annotations
 
@@ -1172,7 +1173,8 @@ class Store:
         own = self._read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
                          "WHERE id = ?", (organization_id,)).fetchone()
         keys = [] if own is None else [
-            {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0], "lastUsedAt": own[1]}]
+            {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0],
+             "lastUsedAt": own[1]}]
         rows = self._read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
                           "ORDER BY created_at, name", (organization_id,))
         return keys + [{"id": row[0], "name": row[1], "scope": row[2], "createdAt": row[3], "lastUsedAt": row[4]}
@@ -4409,7 +4411,8 @@ def command_key_add(arguments: argparse.Namespace) -> int:
 
 def command_key_list(arguments: argparse.Namespace) -> int:
     listed: list = []
-    _in_chosen_organization(arguments.org, lambda store, organization: listed.extend(store.api_keys(organization["id"])))
+    _in_chosen_organization(arguments.org,
+                            lambda store, organization: listed.extend(store.api_keys(organization["id"])))
     print("NAME\tSCOPE\tCREATED\tLAST USE\tID")
     for key in listed:
         print(f"{key['name']}\t{key['scope']}\t{key['createdAt']}\t{key['lastUsedAt'] or 'never'}\t{key['id']}")

@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 from rustiz import (
     ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key, json_object,
-    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, route_options, session_cookie,
-    update_config_value,
+    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, route_options,
+    session_cookie, update_config_value,
 )
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
 from .catalogue import (

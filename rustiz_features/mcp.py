@@ -18,7 +18,8 @@ import traceback
 from typing import Any, Awaitable, NamedTuple, Optional, Union
 
 from rustiz import (
-    App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate, new_uuid, route_options,
+    App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate,
+    new_uuid, route_options,
 )
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,

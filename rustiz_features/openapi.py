@@ -180,8 +180,8 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
     return operation
 
 
-_ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "Forbidden": "403", "NotFound": "404",
-                 "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
+_ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "Forbidden": "403",
+                 "NotFound": "404", "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
                  "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502",
                  "Unavailable": "503"}
 

@@ -169,8 +169,8 @@ class WebApp:
                 raise ApiError(401, {"statusCode": 401, "message": "This API key is not one of this rustiz's "
                                                                    "organizations (`rustiz key rotate` prints a new one)"})
             if identity.scope != "full":  # (the web app's sessions can do everything)
-                raise ApiError(403, {"statusCode": 403, "message": f"This API key has the scope {identity.scope!r}; "
-                                                                   "the web app signs in with a full key or a password"})
+                raise ApiError(403, {"statusCode": 403, "message": (
+                    f"This API key has the scope {identity.scope!r}; the web app signs in with a full key or a password")})
             return self._signed_in(request, identity.organization, api_key_hash=hash_api_key(key))
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
