@@ -43,8 +43,8 @@ def test_settings_adds_a_key_shows_it_once_lists_it_and_revokes_it(page):
     tab.get_by_role("link", name="Settings").click()
     card = tab.locator("section.card", has=tab.get_by_role("heading", name="API keys"))
     expect(card.locator("tr.api-key-row[data-name=default] .scope")).to_have_text("full")
-    card.get_by_label("Name").fill("agent")
-    card.get_by_label("Scope").select_option("drafts")
+    card.get_by_label("Key name").fill("agent")
+    card.get_by_label("Key scope").select_option("drafts")
     card.get_by_role("button", name="Add key").click()
     key = card.locator("code.new-api-key").inner_text()
     assert len(key) == 64

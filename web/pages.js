@@ -367,7 +367,7 @@ function keysCard(copy) {
         name.value = '';
         load();
       } catch (error) { errors.show(error); }
-    } }, field('Name', name), field('Scope', scope), h('button.primary', { type: 'submit' }, 'Add key')),
+    } }, field('Key name', name), field('Key scope', scope), h('button.primary', { type: 'submit' }, 'Add key')),
     shown, errors);
 }
 
