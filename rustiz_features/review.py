@@ -11,11 +11,11 @@ Rules:
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any
 
-from rustiz import App, Request, Response, bad_request, iso_ms, json_object, json_response, nest_error, \
+from rustiz import App, Request, Response, bad_request, iso_ms, json_object, json_response, nest_error, not_found, \
     parse_iso_instant, utc_now_iso
-from .api_posts import PostsApi
+from .api_posts import POST_NOT_FOUND, PostsApi
 
 MAX_REASON_CHARACTERS = 2000
 
@@ -29,7 +29,9 @@ class ReviewApi:
 
     def _awaiting(self, organization_id: str, post_id: str) -> list:
         """The thread of a post awaiting review or rejected (root first); raises ApiError 404 or 409."""
-        post = self.posts._post_or_404(organization_id, post_id)
+        post = self.store.post(organization_id, post_id)
+        if post is None:  # (another organization's post answers as one that never existed)
+            raise not_found(POST_NOT_FOUND)
         thread = self.store.thread(organization_id, post["group"])
         if thread[0]["id"] not in self.store.post_reviews([thread[0]["id"]]):
             raise nest_error(409, f"Post {post_id} is not awaiting review (only drafts made with a drafts key are: "
@@ -45,9 +47,9 @@ class ReviewApi:
                                request_type="update")  # drafts skip the media and length rules; queued posts not
         if not self.store.decide_review(organization_id, root["group"], publish_date=date):
             raise nest_error(409, f"Post {root['id']} changed while it was approved; look at it again")
-        return json_response(self.posts._full_view(organization_id, self.store.post(organization_id, root["id"])))
+        return json_response(self.posts.post_view(organization_id, root["id"]))
 
-    def _approved_date(self, organization_id: str, root: dict, wanted: Optional[object]) -> str:
+    def _approved_date(self, organization_id: str, root: dict, wanted: Any) -> str:
         if wanted is not None:
             instant = parse_iso_instant(wanted)
             if instant is None:
@@ -69,4 +71,4 @@ class ReviewApi:
         root = self._awaiting(organization_id, request.params["id"])[0]
         if not self.store.decide_review(organization_id, root["group"], reason=reason.strip()):
             raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
-        return json_response(self.posts._full_view(organization_id, self.store.post(organization_id, root["id"])))
+        return json_response(self.posts.post_view(organization_id, root["id"]))

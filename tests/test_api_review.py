@@ -79,6 +79,8 @@ def test_approving_queues_the_post_at_its_date_when_that_is_ahead(shared, channe
     assert post_id not in [item["id"] for item in listing]
     status, answer = api(shared, "POST", f"{API}/posts/{post_id}/approve")
     assert status == 409 and "is not awaiting review" in answer["message"]
+    for decision in ("approve", "reject"):
+        assert api(shared, "POST", f"{API}/posts/no-such-post/{decision}", {"reason": "x"})[0] == 404
 
 
 def test_approving_a_draft_whose_date_passed_queues_it_at_the_channel_s_next_free_slot(shared, channel, agent):
