@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import LOCAL_FAKES, run_cli
+from conftest import LOCAL_FAKES, run_cli, wanted_backends
 from fake_mastodon import FakeMastodon
 from support import connected, webhook_channel
 
@@ -25,8 +25,9 @@ def instance(start_server, receiver):
 
 def doctor(server) -> tuple:
     """(exit status, {check: (status, detail)}) of rustiz doctor beside `server`."""
+    database = {name: server.extra_env[name] for name in ("RUSTIZ_DATABASE",) if name in server.extra_env}
     result = run_cli(server.pyz, "doctor", env={"RUSTIZ_CONFIG": str(server.config_path), "FRONTEND_URL": server.url,
-                                                **LOCAL_FAKES}, timeout=60)
+                                                **LOCAL_FAKES, **database}, timeout=60)
     lines = {}
     for line in result.stdout.splitlines():
         status, _, rest = line.partition(" ")
@@ -35,6 +36,10 @@ def doctor(server) -> tuple:
     return result.returncode, lines, result.stdout
 
 
+both_backends = pytest.mark.parametrize("backend", wanted_backends(), indirect=True)
+
+
+@both_backends
 def test_doctor_checks_every_channel_and_fails_on_refused_credentials(instance):
     server, good, bad = instance
     bad.token = "revoked-" + "y" * 20  # the platform no longer accepts the channel's token
@@ -52,6 +57,7 @@ def test_doctor_checks_every_channel_and_fails_on_refused_credentials(instance):
     assert channel_lines['channel "Hook"'] == ("ok", "skipped (no read-only check for webhook)"), output
 
 
+@both_backends
 def test_doctor_passes_when_all_is_well_and_sends_a_webhook_nothing(instance, receiver):
     server, _, _ = instance
     pings = len(receiver.events)
@@ -70,3 +76,25 @@ def test_doctor_fails_on_a_config_others_may_read_and_on_a_stopped_server(instan
     assert lines["config file"][0] == "FAIL" and f"chmod 600 {server.config_path}" in lines["config file"][1]
     assert lines["scheduler"][0] == "FAIL" and "Start rustiz serve" in lines["scheduler"][1], output
     assert lines["FRONTEND_URL"][0] == "FAIL" and "did not answer" in lines["FRONTEND_URL"][1], output
+
+
+def test_example_prints_a_unit_and_proxy_sites_with_this_configs_paths_and_port(pyz, tmp_path):
+    assert run_cli(pyz, "init", "--dir", str(tmp_path / "data")).returncode == 0
+    env = {"RUSTIZ_CONFIG": str(tmp_path / "data" / "config.env"), "PORT": "5099",
+           "FRONTEND_URL": "https://social.example.org"}
+    unit = run_cli(pyz, "example", "systemd", env=env)
+    assert unit.returncode == 0, unit.stderr
+    assert f"Environment=RUSTIZ_CONFIG={tmp_path / 'data' / 'config.env'}" in unit.stdout
+    assert f"{pyz} serve" in unit.stdout and "KillSignal=SIGTERM" in unit.stdout
+    for kind in ("caddy", "nginx"):
+        site = run_cli(pyz, "example", kind, env=env)
+        assert site.returncode == 0 and "social.example.org" in site.stdout and "127.0.0.1:5099" in site.stdout
+
+
+def test_json_log_format_writes_one_object_per_line(start_server):
+    import json
+    server = start_server(env={"RUSTIZ_LOG_FORMAT": "json"})
+    server.stop()
+    records = [json.loads(line) for line in server.stderr_lines if line.strip()]
+    assert records and all({"time", "level", "message", "pid"} <= set(record) for record in records)
+    assert any("ready on" in record["message"] for record in records)
