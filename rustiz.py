@@ -4641,6 +4641,15 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     copy.add_argument("--uploads-to", metavar="s3://BUCKET/PREFIX",
                       help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
     copy.set_defaults(run=command_db_copy)
+    _add_operations_commands(commands)
+    version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
+                                  description="Print the version.")
+    version.set_defaults(run=command_version)
+    return parser
+
+
+def _add_operations_commands(commands: Any) -> None:
+    """backup, restore, doctor, example (rustiz_features/ops.py)."""
     backup = commands.add_parser(
         "backup", formatter_class=_help_formatter, help="write the database, config and uploads into one archive",
         description="Write FILE (a .tar.gz, mode 0600): a consistent copy of the database taken while servers "
@@ -4668,10 +4677,6 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
                     "config's paths and port.")
     example.add_argument("kind", choices=("systemd", "caddy", "nginx"), help="what to print")
     example.set_defaults(run=command_example)
-    version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
-                                  description="Print the version.")
-    version.set_defaults(run=command_version)
-    return parser
 
 
 def _add_channel_commands(commands: Any, with_providers: bool) -> None:
