@@ -1577,13 +1577,13 @@ class Store:
                 "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
                 "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
                 "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
-                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps "
-                "FROM post p JOIN integration i ON i.id = p.integration_id "
+                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps, "
+                "p.created_at FROM post p JOIN integration i ON i.id = p.integration_id "
             "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
         names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
                  "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
                  "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps")
+                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at")
         claim = dict(zip(names, row))
         claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
                                    "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "

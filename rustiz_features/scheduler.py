@@ -305,7 +305,8 @@ class Scheduler(WokenLoop):
             self._missed(claim, due, late)
             return
         count("rustiz_publish_attempts_total", claim["provider"])
-        record_lag(late)
+        # (from when the post existed: a post of type "now" is dated at the start of its minute)
+        record_lag(time.time() - epoch_seconds(max(due, claim["created_at"] or "")))
         staged: list = []
         try:
             settings = json.loads(claim["settings"] or "{}")

@@ -42,7 +42,7 @@ def state_of(server, post_id: str) -> str:
 def test_metrics_count_requests_posts_publishes_and_outbound_calls(server, receiver):
     before = samples(server)
     channel_id = webhook_channel(server, receiver, "Metrics hook")
-    post_id = scheduled(server, channel_id, "<p>counted</p>", type="schedule", date=iso(1))  # ("now": the minute)
+    post_id = scheduled(server, channel_id, "<p>counted</p>")  # (type "now": dated at the start of the minute)
     wait_for(lambda: state_of(server, post_id), lambda state: state in DONE)
     scheduled(server, channel_id, "<p>later</p>", type="schedule", date=iso(3600))
     assert api(server, "GET", f"{API}/posts/no-such-post")[0] == 404
@@ -63,7 +63,7 @@ def test_metrics_count_requests_posts_publishes_and_outbound_calls(server, recei
     assert value(found, "rustiz_queue_depth", scope="all") >= 1
     assert value(found, "rustiz_queue_depth", scope="due") == 0
     assert value(found, "rustiz_scheduler_lag_seconds_count") >= 1
-    assert value(found, "rustiz_scheduler_lag_seconds", quantile="0.99") < 30
+    assert value(found, "rustiz_scheduler_lag_seconds", quantile="0.99") < 5  # (counted from its creation)
     # the ping when the channel was connected (a request handler's client), then the publish (the scheduler's)
     assert value(found, "rustiz_outbound_requests_total") - value(before, "rustiz_outbound_requests_total") >= 2
     assert ("rustiz_channels_needing_attention", frozenset({("reason", "refresh_needed")})) in found
