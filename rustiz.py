@@ -16,7 +16,7 @@ Map of this file (each section starts with a banner comment):
                       file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
-                      limits, back-pressure, shutdown, --workers
+                      limits, back-pressure, shutdown, --workers; RequestTally (what GET /metrics counts)
   6. Auth and limits  API keys and web sessions, REQUEST_LIMIT per client, API_LIMIT per organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle

@@ -349,7 +349,10 @@ def _extract(archive_path: str, manifest: dict, directory: str) -> None:
         for member in _members(archive_path, archive):
             if member.name == MANIFEST:
                 continue
-            expected = listed[member.name]
+            expected = listed.get(member.name)
+            if expected is None:  # (the archive was replaced since it was checked)
+                raise Refused(f"{archive_path}: {member.name} is not listed in {MANIFEST}; the folder {directory} "
+                              "was emptied again")
             path = os.path.join(directory, *member.name.split("/"))
             make_private_folders(os.path.dirname(path))
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
