@@ -16,13 +16,13 @@ Map of this file (each section starts with a banner comment):
                       file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
-                      limits, back-pressure, shutdown, --workers
+                      limits, back-pressure, shutdown, --workers; RequestTally (what GET /metrics counts)
   6. Auth and limits  API keys (and their scopes) and web sessions, REQUEST_LIMIT per client, API_LIMIT per
                       organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
   9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone, channel add/list,
-                      user add/password/remove, db copy, version
+                      user add/password/remove, db copy, backup, restore, doctor, example, version
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ import sqlite3
 import sys
 import time
 import traceback
+from _bisect import bisect_left  # (bisect's C half: the module itself imports nothing more)
 from _operator import _compare_digest as compare_digest  # what hmac.compare_digest is, minus hmac's OpenSSL
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Optional, Union
 
@@ -97,10 +98,29 @@ DEFAULT_MCP_TOOL_LIMIT = 60  # MCP tool calls per minute per key
 DEFAULT_MCP_POST_LIMIT = 10  # of which tool calls that create posts
 
 
-def log(message: str) -> None:
-    """Every log line goes to stderr, one line each, so a supervisor can collect them."""
-    sys.stderr.write(f"rustiz[{os.getpid()}]: {message}\n")
+LOG_FORMATS = ("plain", "json")
+_log_as_json = False  # RUSTIZ_LOG_FORMAT=json (set by load_config): one JSON object per line
+
+
+def log(message: str, level: str = "info") -> None:
+    """Every log line goes to stderr, one line each, so a supervisor can collect them: plain text, or with
+    RUSTIZ_LOG_FORMAT=json one JSON object {"time", "level", "message", "pid"} per line (a message with
+    several lines, a traceback, stays one JSON line)."""
+    if _log_as_json:
+        line = json.dumps({"time": utc_now_iso(), "level": level, "message": message, "pid": os.getpid()},
+                          ensure_ascii=False)
+        sys.stderr.write(line + "\n")
+    else:
+        sys.stderr.write(f"rustiz[{os.getpid()}]: {message}\n")
     sys.stderr.flush()
+
+
+def set_log_format(name: str) -> None:
+    global _log_as_json
+    if name.strip().lower() not in ("", *LOG_FORMATS):
+        raise UserError(f"RUSTIZ_LOG_FORMAT={name!r}: use plain (one line of text per event) or json "
+                        "(one JSON object per line)")
+    _log_as_json = name.strip().lower() == "json"
 
 
 def utc_now_iso() -> str:
@@ -379,6 +399,7 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     values = read_config_file(path)
     values.update({name: value for name, value in environ.items() if value != ""})
     base = os.path.dirname(os.path.abspath(path))
+    set_log_format(values.get("RUSTIZ_LOG_FORMAT", ""))
 
     def resolve(name: str, default: str) -> str:
         return os.path.join(base, values.get(name) or default)
@@ -1032,6 +1053,10 @@ class Store:
 
     def _postgres_problem(self) -> Optional[str]:
         """PostgreSQL: why the database cannot be used (unreachable, read-only), or None; asked by /health."""
+        return self.write_probe_problem()
+
+    def write_probe_problem(self) -> Optional[str]:
+        """Why a small write fails now, or None when it succeeds (rustiz doctor; /health on PostgreSQL)."""
         try:
             with self._writing() as db:
                 db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
@@ -1712,13 +1737,13 @@ class Store:
                 "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
                 "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
                 "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
-                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps "
-                "FROM post p JOIN integration i ON i.id = p.integration_id "
+                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps, "
+                "p.created_at FROM post p JOIN integration i ON i.id = p.integration_id "
             "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
         names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
                  "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
                  "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps")
+                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at")
         claim = dict(zip(names, row))
         claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
                                    "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
@@ -1805,6 +1830,67 @@ class Store:
     def last_scheduler_heartbeat(self) -> Optional[float]:
         """PostgreSQL: when a scheduler last gave a sign of life, or None."""
         return self._read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
+
+    # --- operations: GET /metrics, GET /health?verbose=1, rustiz doctor, rustiz backup ------------
+
+    def post_counts_by_state(self) -> list:
+        """(state, number of posts) for the posts not deleted, each thread part counted."""
+        return [tuple(row) for row in self._read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
+                                                 "GROUP BY state ORDER BY state")]
+
+    def queue_depth(self, now: str) -> tuple:
+        """(queued posts due by `now`, queued posts in all, the earliest due time of the due ones or None)."""
+        due, earliest = self._read("SELECT COUNT(*), MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) "
+                                   + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ?",
+                                   (now, now)).fetchone()
+        total = self._read("SELECT COUNT(*) FROM post WHERE state = 'QUEUE' AND deleted_at IS NULL").fetchone()[0]
+        return due, total, earliest
+
+    def channels_needing_attention(self) -> tuple:
+        """(channels flagged for reconnecting, channels disabled), deleted ones left out."""
+        row = self._read("SELECT COALESCE(SUM(CASE WHEN refresh_needed = 1 THEN 1 ELSE 0 END), 0), "
+                         "COALESCE(SUM(CASE WHEN disabled = 1 THEN 1 ELSE 0 END), 0) "
+                         "FROM integration WHERE deleted_at IS NULL").fetchone()
+        return int(row[0]), int(row[1])
+
+    def channels_to_check(self) -> list:
+        """(id, organization id, name, provider) of every channel not deleted nor disabled, for rustiz doctor."""
+        return [tuple(row) for row in self._read(
+            "SELECT id, organization_id, name, provider_identifier FROM integration "
+            "WHERE deleted_at IS NULL AND disabled = 0 ORDER BY organization_id, name, id")]
+
+    def integrity_problems(self) -> list:
+        """What SQLite's quick check finds wrong with the file (nothing: []); on PostgreSQL, a query that reads
+        every table's row count fails with the reason when the database cannot be read."""
+        if self.remote:
+            for table in self.table_names():
+                self.row_count(table)
+            return []
+        found = [row[0] for row in self._read("PRAGMA quick_check").fetchall()]
+        return [] if found == ["ok"] else found
+
+    def newest_update(self) -> Optional[str]:
+        """The latest updated_at of any post (ISO, UTC): a clock that went back is later than now."""
+        return self._read("SELECT MAX(updated_at) FROM post").fetchone()[0]
+
+    def database_clock(self) -> Optional[float]:
+        """PostgreSQL: the database server's time (Unix seconds), to compare with this machine's; SQLite: None."""
+        if not self.remote:
+            return None
+        return float(self._read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+
+    @contextlib.contextmanager
+    def consistent_read(self):
+        """One read-only transaction around the block, every read in it seeing the same moment (PostgreSQL:
+        REPEATABLE READ, a snapshot taken at its first read), while other processes go on writing."""
+        self._end_shared_read()
+        self.db.execute("BEGIN")
+        try:
+            if self.remote:
+                self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+        finally:
+            self.db.execute("ROLLBACK")
 
     def publishing_posts(self) -> list:
         """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
@@ -2724,6 +2810,7 @@ class Request:
         self.sink: Optional[BodySink] = None
         self.scope = "read"  # what the caller's key may do (SCOPES), set with `organization` by the Guard
         self.key: Optional[KeyIdentity] = None  # the API key that called (None: a web session, or no key)
+        self.route: Optional[Route] = None  # (None: refused before a route was found; see RequestTally)
 
     @property
     def query(self) -> dict:
@@ -2882,6 +2969,30 @@ class ServerState:
 # Connections beyond RUSTIZ_MAX_CONNECTIONS are still accepted, up to this many at once, to answer /health
 # (anything else gets 503). Each has OVERFLOW_HEAD_SECONDS to send its request, and when they are all taken
 # the oldest makes room for the newest: a crowd of idle connections cannot keep a health check out.
+class RequestTally:
+    """Requests this process answered, by route and status, with how long each took: the one counting the hot
+    path does (a dictionary look-up and three list updates per answer); rustiz_features/metrics.py reads it.
+
+    `rows[(handler, status)]` is [count, seconds in total, then one count per LATENCY_BUCKETS bucket and one
+    above the last]; `handler` is the route's handler (None for requests refused before a route was found)."""
+    LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+    def __init__(self) -> None:
+        self.rows: dict = {}
+
+    def add(self, route: Optional["Route"], status: int, seconds: float) -> None:
+        key = (route.handler if route is not None else None, status)
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = [0, 0.0] + [0] * (len(self.LATENCY_BUCKETS) + 1)
+        row[0] += 1
+        row[1] += seconds
+        row[2 + bisect_left(self.LATENCY_BUCKETS, seconds)] += 1
+
+
+REQUEST_TALLY = RequestTally()  # this process's (each worker has its own; GET /metrics sums them)
+
+
 OVERFLOW_CONNECTIONS = 64
 OVERFLOW_HEAD_SECONDS = 2.0
 DROPPED_BODY_BYTES = 64 * 1024  # a refused request's body up to this size is read and dropped; larger: close
@@ -3203,10 +3314,12 @@ class HttpConnection(asyncio.Protocol):
         self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
         self.answered += 1
         self.last_activity = time.monotonic()
+        elapsed = time.perf_counter() - started
+        REQUEST_TALLY.add(request.route, response.status, elapsed)
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
                 f"{response.status} {response.length if type(response) is FileResponse else len(response.body)} "
-                f"{(time.perf_counter() - started) * 1000:.1f}ms")
+                f"{elapsed * 1000:.1f}ms")
         if type(response) is FileResponse and request.method != "HEAD":
             self._start_file(response, keep_alive)
         elif not keep_alive:
@@ -3487,6 +3600,9 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
         loop.call_later(1.0, sweep)
 
     loop.call_later(1.0, sweep)
+    if supervisor is not None:  # one of several workers: GET /metrics in any of them sums them all
+        from rustiz_features.metrics import share_counters
+        share_counters(loop, config)
     if primary:
         loop.call_soon(app.housekeeping, loop)
         if config.scheduler:
@@ -3588,9 +3704,9 @@ def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None), supervisor)
             except UserError as error:
-                log(f"error: {error}")
+                log(f"error: {error}", "error")
             except BaseException:
-                log("worker crashed:\n" + traceback.format_exc().rstrip())
+                log("worker crashed:\n" + traceback.format_exc().rstrip(), "error")
             finally:
                 os._exit(code)
         children[pid] = index
@@ -4001,6 +4117,7 @@ class App:
         self.features: dict = {}  # feature class -> its one object in this worker
         self._http: Any = None
         self.add("GET", "/health", Route(self.health, authenticated=False))
+        self.add("GET", "/metrics", LazyRoute("metrics", "Metrics.serve"))
         for method, path, module, handler in API_ROUTES:
             for prefix in API_PREFIXES:
                 self.add(method, prefix + path, LazyRoute(module, handler))
@@ -4217,6 +4334,8 @@ class App:
     # --- handlers ---------------------------------------------------------------
 
     def health(self, request: Request) -> Response:
+        if request.query_string and request.query.get("verbose") not in (None, "", "0"):
+            return self.resolve(LazyRoute("metrics", "Metrics.verbose_health")).handler(request)
         problem = self.store.current_write_problem()
         if problem is not None:
             return service_unavailable(problem, 30)
@@ -4650,6 +4769,26 @@ def command_db_copy(arguments: argparse.Namespace) -> int:
     return copy_database(load_config(dict(os.environ)), arguments.to, arguments.uploads_to)
 
 
+def command_backup(arguments: argparse.Namespace) -> int:
+    from rustiz_features.ops import backup
+    return backup(load_config(dict(os.environ)), arguments.file)
+
+
+def command_restore(arguments: argparse.Namespace) -> int:
+    from rustiz_features.ops import restore
+    return restore(arguments.file, arguments.dir)
+
+
+def command_doctor(arguments: argparse.Namespace) -> int:
+    from rustiz_features.ops import doctor
+    return doctor(load_config(dict(os.environ)))
+
+
+def command_example(arguments: argparse.Namespace) -> int:
+    from rustiz_features.ops import print_example
+    return print_example(load_config(dict(os.environ)), arguments.kind)
+
+
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
@@ -4770,10 +4909,42 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     copy.add_argument("--uploads-to", metavar="s3://BUCKET/PREFIX",
                       help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
     copy.set_defaults(run=command_db_copy)
+    _add_operations_commands(commands)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
     return parser
+
+
+def _add_operations_commands(commands: Any) -> None:
+    """backup, restore, doctor, example (rustiz_features/ops.py)."""
+    backup = commands.add_parser(
+        "backup", formatter_class=_help_formatter, help="write the database, config and uploads into one archive",
+        description="Write FILE (a .tar.gz, mode 0600): a consistent copy of the database taken while servers "
+                    "keep serving (on PostgreSQL, a SQLite snapshot read in one transaction), config.env, the "
+                    "uploads folder (not uploads in a bucket), and manifest.json with each file's size and SHA-256.")
+    backup.add_argument("file", metavar="FILE", help="the archive to write (refused if it exists)")
+    backup.set_defaults(run=command_backup)
+    restore = commands.add_parser(
+        "restore", formatter_class=_help_formatter, help="unpack a backup into a new data folder",
+        description="Check every file of FILE against its manifest (nothing is written when one differs), then "
+                    "write config.env, the database and the uploads into DIR, which must be empty or absent; "
+                    "RUSTIZ_CONFIG=DIR/config.env rustiz serve then serves them.")
+    restore.add_argument("file", metavar="FILE", help="an archive written by rustiz backup")
+    restore.add_argument("--dir", required=True, metavar="DIR", help="the new data folder (empty or absent)")
+    restore.set_defaults(run=command_restore)
+    doctor = commands.add_parser(
+        "doctor", formatter_class=_help_formatter, help="check the config, database, scheduler, clock and channels",
+        description="Check file permissions, the database's integrity, the scheduler's heartbeat, the clock, "
+                    "that FRONTEND_URL answers, and each channel's credentials with read-only calls to its "
+                    "platform. One line per check: ok, warn or FAIL with what to do; exit status 1 on a FAIL.")
+    doctor.set_defaults(run=command_doctor)
+    example = commands.add_parser(
+        "example", formatter_class=_help_formatter, help="print a systemd unit or a reverse-proxy config",
+        description="Print a systemd unit, or a Caddy or nginx site in front of rustiz, filled in with this "
+                    "config's paths and port.")
+    example.add_argument("kind", choices=("systemd", "caddy", "nginx"), help="what to print")
+    example.set_defaults(run=command_example)
 
 
 def _add_channel_commands(commands: Any, with_providers: bool) -> None:

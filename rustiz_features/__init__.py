@@ -21,7 +21,10 @@ the core imports none of these at load time, and these import the core and one a
   publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
-  web, recurrence, text, bech32, http_client -> the core only
+  http_client -> metrics (it counts outbound calls)
+  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client
+  metrics (GET /metrics, GET /health?verbose=1, the counters) -> the core only
+  web, recurrence, text, bech32 -> the core only
 
 tests/test_layout.py checks this graph has no cycle and that the core imports none of these at load time.
 """

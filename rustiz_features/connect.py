@@ -23,6 +23,7 @@ from rustiz import ApiError, App, Config, Request, Response, Store, iso_at, json
     nest_error, not_found, route_options
 from .catalogue import DESCRIPTORS, NewChannel, url_problem
 from .http_client import HttpClient
+from .metrics import count
 from .publishers import provider_for
 from .publishers.base import AddressNotAllowed, Channel, PublishError
 from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
@@ -314,7 +315,12 @@ class TokenKeeper:
             if not refresh_token:
                 raise TokenRefused(f"{provider.label} gave this channel no refresh token, and its access token "
                                    "has expired")
-            tokens = await provider.refresh_tokens(self.http, channel.app, refresh_token)
+            try:
+                tokens = await provider.refresh_tokens(self.http, channel.app, refresh_token)
+            except Exception:
+                count("rustiz_token_refreshes_total", provider.identifier, "failed")
+                raise
+            count("rustiz_token_refreshes_total", provider.identifier, "ok")
         except BaseException:
             self.store.release_refresh_lease(channel.id, lease)  # (here, as the task may be ending: a quick write)
             raise

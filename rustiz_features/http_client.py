@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import VERSION
+from .metrics import count
 
 
 # http.client in a small thread pool, behind an async call: the event loop never blocks, and TLS
@@ -431,7 +432,12 @@ class HttpClient:
                   read: Optional[Callable] = None, max_redirects: int = MAX_REDIRECTS) -> Any:
         deadline = time.monotonic() + timeouts.total
         for _ in range(max_redirects + 1):
-            outcome = self._one_exchange(method, url, headers, body, timeouts, deadline, read)
+            count("rustiz_outbound_requests_total")
+            try:
+                outcome = self._one_exchange(method, url, headers, body, timeouts, deadline, read)
+            except (ConnectFailed, NoAnswer):
+                count("rustiz_outbound_errors_total")
+                raise
             if type(outcome) is not _Redirect:
                 return outcome
             if _origin(outcome.url) != _origin(url):

@@ -246,6 +246,11 @@ def _openapi_paths(root: dict) -> dict:
         "/health": {"servers": [root], "get": _operation(
             "Liveness", ("200", {"description": "ok", "content": {"text/plain": {"schema": {"const": "ok"}}}}),
             public=True)},
+        "/metrics": {"servers": [root], "get": _operation(
+            "Prometheus metrics (text format 0.0.4) for loopback clients, or with Authorization: Bearer "
+            "RUSTIZ_METRICS_TOKEN; 403 otherwise (rustiz)",
+            ("200", {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}),
+            public=True)},
         f"{v1}/openapi.json": {"get": _operation("This document", ("200", {"type": "object"}), public=True)},
         f"{v1}/is-connected": {"get": _operation("Check the API key",
                                                  ("200", _object({"connected": {"const": True}})))},

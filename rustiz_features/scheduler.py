@@ -22,6 +22,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log
+from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
 
@@ -303,6 +304,9 @@ class Scheduler(WokenLoop):
         if late > self.config.publish_grace_seconds and claim["attempts"] == 1:
             self._missed(claim, due, late)
             return
+        count("rustiz_publish_attempts_total", claim["provider"])
+        # (from when the post existed: a post of type "now" is dated at the start of its minute)
+        record_lag(time.time() - epoch_seconds(max(due, claim["created_at"] or "")))
         staged: list = []
         try:
             settings = json.loads(claim["settings"] or "{}")
@@ -459,6 +463,7 @@ class Scheduler(WokenLoop):
     def _failed_attempt(self, claim: dict, platform: Provider, channel: Channel, error: PublishError) -> None:
         from .publishers.base import NeedsReconnect, OutcomeUnknown, Retryable
         attempts, label = claim["attempts"], platform.label
+        count("rustiz_publish_failures_total", claim["provider"])
         if isinstance(error, Retryable) or (isinstance(error, OutcomeUnknown) and platform.resend_is_safe):
             if attempts <= self.config.retry_limit:
                 wait = error.after if getattr(error, "after", None) else min(

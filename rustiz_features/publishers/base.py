@@ -211,6 +211,9 @@ class Provider:
     threads = True  # thread parts (value[1..]) go out as replies or comments
     concurrency = 4  # publishes at once on this platform, across channels
     spacing = 1.0  # seconds between the starts of two publishes on one channel
+    # connect() only reads (the account, a login session): `rustiz doctor` calls it to check a channel's
+    # credentials. False where it sends something the platform or its owner sees (the webhook's ping).
+    connect_is_read_only = True
 
     @property
     def descriptor(self) -> ProviderDescriptor:

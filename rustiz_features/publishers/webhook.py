@@ -18,6 +18,7 @@ class WebhookProvider(Provider):
     reason is quoted when it answers {"message": ...} or {"error": ...}."""
     identifier = "webhook"
     resend_is_safe = True  # X-Rustiz-Delivery is the same on every attempt: a receiver can drop repeats
+    connect_is_read_only = False  # connect() delivers a ping event to the receiver
 
     async def connect(self, channel: Channel) -> Connected:
         url = channel.credentials["url"]
