@@ -132,6 +132,8 @@ class Scheduler(WokenLoop):
         self.leases_renewed_at = 0.0
         self.claimed: set = set()  # ids of the posts this scheduler is publishing
         self.deliveries = WebhookDeliveries(self)
+        from .alerts import AlertSender  # (imports this module: it cannot be imported at the top)
+        self.alerts = AlertSender(self)
 
     @property
     def http(self) -> HttpClient:
@@ -151,6 +153,7 @@ class Scheduler(WokenLoop):
     def tick(self) -> None:
         """Called every second: take the lock if its holder died, and notice changes other processes made."""
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
+        self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         if not self.running:
             if not self._take_lock():
                 return
@@ -489,6 +492,7 @@ class Scheduler(WokenLoop):
                 f"{claim['channel_name']}: reconnect this {label} channel, its credentials were refused: "
                 f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
                 f"after their date): {link}", link)
+            self.alerts.channel_needs_reconnect(claim, label, failure_text(label, error, 0), link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
         later_parts = self.store.record_failed(claim["id"], text, self._webhook_event(claim, "post.failed",
@@ -496,6 +500,7 @@ class Scheduler(WokenLoop):
         self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
         self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        self.alerts.post_failed(claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
         grace = duration(self.config.publish_grace_seconds)
@@ -576,6 +581,7 @@ class Scheduler(WokenLoop):
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
         self.stop_sleeping()
         self.deliveries.stop()
+        self.alerts.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:
