@@ -4496,11 +4496,11 @@ def command_org_alerts(arguments: argparse.Namespace) -> int:
         raise UserError(_refusal_text(refused)) from None
     finally:
         store.close()
-    minutes = view["lateMinutes"] if view["lateMinutes"] is not None else \
-        f"{view['defaultLateMinutes']} (RUSTIZ_ALERT_LATE_MINUTES)"
+    own_minutes = view["lateMinutes"] is not None
     print(f"organization {organization['name']} ({organization['id']}): alerts go to "
           f"{'channel ' + view['channel'] if view['channel'] else 'no channel (off)'}; a post counts as late "
-          f"{minutes} minutes after its date")
+          f"{view['lateMinutes'] if own_minutes else view['defaultLateMinutes']} minutes after its date"
+          f"{'' if own_minutes else ' (the default, RUSTIZ_ALERT_LATE_MINUTES)'}")
     return 0
 
 

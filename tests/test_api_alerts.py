@@ -10,6 +10,7 @@ import pytest
 
 from fake_webhook import FakeWebhookReceiver
 from fakes import answer
+from conftest import run_cli
 from support import (API, FAST_RETRIES, api, connect_database, notifications, scheduled, settled,
                      waiting_for_reconnect, wait_for, webhook_channel)
 
@@ -191,3 +192,26 @@ def test_the_alert_settings_are_read_and_changed_and_refused_with_the_field_name
     status, refused = api(server, "PUT", f"{API}/alerts", {"channel": channel})
     assert status == 400 and "channel is not a channel of this organization" in refused["message"][0]
     assert set_alerts(server, channel=None)["channel"] is None
+
+
+def alerts_cli(server, *arguments: str):
+    return run_cli(server.pyz, "org", "alerts", *arguments,
+                   env={"RUSTIZ_CONFIG": str(server.config_path), "RUSTIZ_DATABASE": server.database})
+
+
+def test_the_cli_names_the_alert_channel_and_threshold_with_the_same_checks(server, alerted):
+    channel = webhook_channel(server, alerted, "alerts")
+    result = alerts_cli(server, "--channel", channel, "--late-minutes", "45")
+    assert result.returncode == 0, result.stderr
+    assert f"alerts go to channel {channel}; a post counts as late 45 minutes after its date" in result.stdout
+    assert api(server, "GET", f"{API}/alerts")[1]["lateMinutes"] == 45
+    for arguments, words in ((("--channel", "nope"), "channel is not a channel of this organization"),
+                             (("--late-minutes", "-3"), "lateMinutes must be a whole number"),
+                             (("--late-minutes", "²"), "lateMinutes must be a whole number"),
+                             (("--org", "nope"), "no organization has the id nope")):
+        result = alerts_cli(server, *arguments)
+        assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr, result.stderr
+    result = alerts_cli(server, "--channel", "off", "--late-minutes", "default")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("alerts go to no channel (off); a post counts as late 15 minutes after its date "
+                                  "(the default, RUSTIZ_ALERT_LATE_MINUTES)\n")
