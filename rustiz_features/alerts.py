@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import (
     App, Config, Request, Response, Store, bad_request, duration, iso_at, json_object, json_response, log,
 )
-from .scheduler import WokenLoop, epoch_seconds, failure_text
+from .scheduler import RowSender, epoch_seconds, failure_text
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -65,7 +65,7 @@ def post_link(config: Config, post_id: str) -> str:
     return f"{config.frontend_url}/#/post/{post_id}"
 
 
-class AlertSender(WokenLoop):
+class AlertSender(RowSender):
     """This process's sender of alerts (beside the scheduler's webhook deliveries): it queues the events the
     scheduler reports, looks for late posts where the scheduler runs, claims waiting alerts under a lease,
     and sends each once."""
@@ -77,7 +77,6 @@ class AlertSender(WokenLoop):
         self.late_minutes = default_late_minutes(settings)
         self.hourly_limit = int(numeric_setting(settings, "RUSTIZ_ALERT_LIMIT", DEFAULT_HOURLY_LIMIT, 1, 10000))
         self.check_seconds = numeric_setting(settings, "RUSTIZ_ALERT_CHECK_SECONDS", DEFAULT_CHECK_SECONDS, 0.1, 3600)
-        self.started = self.stopped = False
         self.in_flight = 0
         self.late_check_at = 0.0
         self.housekeeping_at = 0.0
@@ -118,19 +117,6 @@ class AlertSender(WokenLoop):
                         f"still not published {duration(late)} later{why}. See it: {link}", link)
 
     # --- the loop: claim, send, record ---------------------------------------------------------------
-
-    def start(self) -> None:
-        if not self.started:
-            self.started = True
-            self.wake()
-
-    def stop(self) -> None:
-        """Claim nothing more (sends in flight finish; the scheduler waits for its tasks)."""
-        self.stopped = True
-        self.stop_sleeping()
-
-    def may_run(self) -> bool:
-        return self.started and not self.stopped
 
     def _run_due(self) -> None:
         if self.stopped:

@@ -622,16 +622,10 @@ def webhook_retry_waits(settings: Optional[dict]) -> tuple:
     return WEBHOOK_RETRY_WAITS
 
 
-class WebhookDeliveries(WokenLoop):
-    """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
-    due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
-
-    def __init__(self, scheduler: Scheduler):
-        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
-        self.retry_waits = webhook_retry_waits(scheduler.config.settings)
-        self.started = self.stopped = False
-        self.in_flight = 0
-        self.housekeeping_at = 0.0
+class RowSender(WokenLoop):
+    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts): started by the
+    scheduler's first tick in every process, stopped with the scheduler."""
+    started = stopped = False
 
     def start(self) -> None:
         if not self.started:
@@ -639,12 +633,23 @@ class WebhookDeliveries(WokenLoop):
             self.wake()
 
     def stop(self) -> None:
-        """Claim nothing more (sends in flight finish, or their leases end and another process sends them)."""
+        """Claim nothing more (sends in flight finish, or their leases end and another process takes them)."""
         self.stopped = True
         self.stop_sleeping()
 
     def may_run(self) -> bool:
         return self.started and not self.stopped
+
+
+class WebhookDeliveries(RowSender):
+    """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
+    due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
+
+    def __init__(self, scheduler: Scheduler):
+        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
+        self.retry_waits = webhook_retry_waits(scheduler.config.settings)
+        self.in_flight = 0
+        self.housekeeping_at = 0.0
 
     def _run_due(self) -> None:
         if self.stopped:
