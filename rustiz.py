@@ -1969,13 +1969,13 @@ class Store:
     def queue_alert(self, organization_id: str, kind: str, subject_id: str, text: str, link: Optional[str]) -> bool:
         """An alert to the organization's alert channel, unless it has none or this event was queued before;
         True when this call queued it."""
+        channel_id = self.alert_settings(organization_id)[0]
+        if channel_id is None:  # (most organizations: no write at all)
+            return False
         with self._writing() as db:
-            row = db.execute("SELECT alert_channel_id FROM organization WHERE id = ?", (organization_id,)).fetchone()
-            if row is None or row[0] is None:
-                return False
             return db.execute("INSERT OR IGNORE INTO alert (id, organization_id, kind, subject_id, channel_id, text, "
                               "link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                              (new_uuid(), organization_id, kind, subject_id, row[0], text, link,
+                              (new_uuid(), organization_id, kind, subject_id, channel_id, text, link,
                                utc_now_iso())).rowcount == 1
 
     def late_posts_to_alert(self, default_minutes: int, now: float, limit: int = 100) -> list:
@@ -4637,7 +4637,7 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
                     "each; and after how many minutes a queued post counts as late. Without options: show them.")
     org_alerts.add_argument("--channel", metavar="ID", help="a channel id (`rustiz channel list`), or off")
     org_alerts.add_argument("--late-minutes", metavar="N",
-                            help="minutes after its date a queued post counts as late (0-10080), or default "
+                            help="minutes after its date a queued post counts as late (1-10080), or default "
                                  "(RUSTIZ_ALERT_LATE_MINUTES)")
     org_alerts.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
     org_alerts.set_defaults(run=command_org_alerts)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import (
     App, Config, Request, Response, Store, bad_request, duration, iso_at, json_object, json_response, log,
 )
+from .publishers import provider_for
 from .scheduler import RowSender, epoch_seconds, failure_text
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ ALERT_LEASE_SECONDS = 120  # beyond one send's timeouts: a live sender keeps its
 ALERT_CONCURRENCY = 4  # alerts in flight at once, per process
 ALERT_POLL_SECONDS = 30.0  # how often a process looks for alerts other processes queued
 ALERT_KEEP_SECONDS = 30 * 86400  # finished alerts are forgotten after this (beyond PUBLISH_GRACE's maximum)
-ALERT_TEXT_LIMIT = 1000  # characters of an alert's text, before the platform's own limit
+REASON_LIMIT = 600  # characters of the error an alert quotes: the link after it must survive
 
 
 def numeric_setting(settings: Optional[dict], name: str, default: float, least: float, most: float) -> float:
@@ -57,7 +58,11 @@ def numeric_setting(settings: Optional[dict], name: str, default: float, least: 
 
 def default_late_minutes(settings: Optional[dict]) -> int:
     """RUSTIZ_ALERT_LATE_MINUTES: the late threshold of organizations that set none of their own."""
-    return int(numeric_setting(settings, "RUSTIZ_ALERT_LATE_MINUTES", DEFAULT_LATE_MINUTES, 0, LATE_MINUTES_MAX))
+    return int(numeric_setting(settings, "RUSTIZ_ALERT_LATE_MINUTES", DEFAULT_LATE_MINUTES, 1, LATE_MINUTES_MAX))
+
+
+def clipped(reason: str) -> str:
+    return reason if len(reason) <= REASON_LIMIT else reason[:REASON_LIMIT - 1] + "…"
 
 
 def post_link(config: Config, post_id: str) -> str:
@@ -87,17 +92,17 @@ class AlertSender(RowSender):
         """A post ended in ERROR with `text` (each failure is an event of its own: a retried post may fail again)."""
         link = post_link(self.config, claim["id"])
         self._queue(claim["organization_id"], "failed", f"{claim['id']}@{iso_at(time.time())}",
-                    f"rustiz alert: a post on {claim['channel_name']} failed. {text}. Fix it: {link}", link)
+                    f"rustiz alert: a post on {claim['channel_name']} failed. {clipped(text)}. Fix it: {link}", link)
 
     def channel_needs_reconnect(self, claim: dict, label: str, reason: str, link: str) -> None:
         """A channel was flagged for reconnecting (the caller flagged it, so this is called once per flagging)."""
         self._queue(claim["organization_id"], "reconnect", f"{claim['channel_id']}@{iso_at(time.time())}",
-                    f"rustiz alert: the {label} channel {claim['channel_name']} needs reconnecting: {reason}. Its "
-                    f"posts wait until it is reconnected. Reconnect it: {link}", link)
+                    f"rustiz alert: the {label} channel {claim['channel_name']} needs reconnecting: "
+                    f"{clipped(reason)}. Its posts wait until it is reconnected. Reconnect it: {link}", link)
 
     def _queue(self, organization_id: str, kind: str, subject_id: str, text: str, link: str) -> None:
         try:
-            queued = self.store.queue_alert(organization_id, kind, subject_id, text[:ALERT_TEXT_LIMIT], link)
+            queued = self.store.queue_alert(organization_id, kind, subject_id, text, link)
         except sqlite3.Error as error:  # the event is still in the notifications: publishing goes on
             log(f"alert ({kind} {subject_id}) could not be queued ({error}); it is in the notifications only")
             return
@@ -105,12 +110,11 @@ class AlertSender(RowSender):
             self.wake()
 
     def _queue_late_posts(self, now: float) -> None:
-        from .publishers import provider_for
         for post in self.store.late_posts_to_alert(self.late_minutes, now):
             platform = provider_for(post["provider"])
             label = platform.label if platform else post["provider"]
             late = now - epoch_seconds(post["publish_date"])
-            why = f" ({post['error']})" if post["error"] else ""
+            why = f" ({clipped(post['error'])})" if post["error"] else ""
             link = post_link(self.config, post["id"])
             self._queue(post["organization_id"], "late", f"{post['id']}@{post['publish_date']}",
                         f"rustiz alert: a post on {label} ({post['channel_name']}) due at {post['publish_date']} is "
@@ -181,7 +185,6 @@ class AlertSender(RowSender):
 
     async def _attempt(self, alert: dict) -> str:
         """"" when the alert channel took it, else what went wrong."""
-        from .publishers import provider_for
         from .publishers.base import Channel, OutgoingPost, PublishError
         from .text import escape_html
         row = alert["channel"]
@@ -252,8 +255,8 @@ def validate_alert_settings(store: Store, organization_id: str, body: dict) -> t
                         "(GET /public/v1/integrations lists them; null turns alerts off)")
     minutes: Any = body.get("lateMinutes", current_minutes)
     if "lateMinutes" in body and minutes is not None and (
-            type(minutes) is not int or not 0 <= minutes <= LATE_MINUTES_MAX):
-        problems.append(f"lateMinutes must be a whole number of minutes from 0 to {LATE_MINUTES_MAX} (a week), "
+            type(minutes) is not int or not 1 <= minutes <= LATE_MINUTES_MAX):
+        problems.append(f"lateMinutes must be a whole number of minutes from 1 to {LATE_MINUTES_MAX} (a week), "
                         f"or null for the server's default (RUSTIZ_ALERT_LATE_MINUTES); got "
                         f"{json.dumps(minutes)[:100]}")
     if problems:

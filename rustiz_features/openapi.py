@@ -276,7 +276,7 @@ def _openapi_paths(root: dict) -> dict:
                               "queued post counts as late (null: RUSTIZ_ALERT_LATE_MINUTES) (rustiz)",
                               ("200", _schema_ref("Alerts")), "BadRequest",
                               body=_object({}, {"channel": {"type": ["string", "null"]},
-                                                "lateMinutes": {"type": ["integer", "null"], "minimum": 0,
+                                                "lateMinutes": {"type": ["integer", "null"], "minimum": 1,
                                                                 "maximum": 10080}}))},
         f"{v1}/organization/api-key": {"post": _operation(
             "A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "

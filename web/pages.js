@@ -303,7 +303,7 @@ export async function settingsPage(main) {
   const alertErrors = errorBox();
   const alertChannel = h('select', { name: 'alertChannel' }, h('option', { value: '' }, 'None (no alerts)'),
     channels.map((c) => h('option', { value: c.id, selected: c.id === alerts.channel }, `${c.name} (${c.identifier})`)));
-  const lateMinutes = h('input', { type: 'number', name: 'lateMinutes', min: 0, max: 10080, step: 1,
+  const lateMinutes = h('input', { type: 'number', name: 'lateMinutes', min: 1, max: 10080, step: 1,
     value: alerts.lateMinutes ?? '', placeholder: `${alerts.defaultLateMinutes} (the default)` });
   const alertSaved = h('span.muted', { role: 'status' });
   const alertList = alerts.alerts.length ? h('ul.alerts', alerts.alerts.slice(0, 5).map((a) => h('li',
