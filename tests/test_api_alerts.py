@@ -47,14 +47,6 @@ def refusing():
 
 
 @pytest.fixture
-def receiver_for_late():
-    """The receiver of a channel whose posts wait."""
-    fake = FakeWebhookReceiver()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
 def server(start_server_with_fakes):
     return start_server_with_fakes(env=QUICK_ALERTS)
 
@@ -116,10 +108,10 @@ def test_a_channel_that_needs_reconnecting_is_announced_once(server, alerted):
 
 
 def test_a_late_post_is_announced_once_after_the_threshold_even_after_a_restart(start_server_with_fakes, alerted,
-                                                                                receiver_for_late):
+                                                                                refusing):
     server = start_server_with_fakes(env=QUICK_ALERTS)
     set_alerts(server, channel=webhook_channel(server, alerted, "alerts"), lateMinutes=5)
-    stuck = webhook_channel(server, receiver_for_late, "stuck")
+    stuck = webhook_channel(server, refusing, "stuck", path="/refuse")  # (its posts never reach it)
     with connect_database(server.database) as db:  # flagged by hand: its posts wait, and no reconnect alert
         db.execute("UPDATE integration SET refresh_needed = 1 WHERE id = ?", (stuck,))
     post_id = scheduled(server, stuck, "<p>waiting</p>")
