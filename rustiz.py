@@ -21,8 +21,9 @@ Map of this file (each section starts with a banner comment):
                       organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
-  9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone, channel add/list,
-                      user add/password/remove, db copy, backup, restore, doctor, example, version
+  9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone/alerts,
+                      channel add/list, user add/password/remove, db copy, backup, restore, doctor,
+                      example, version
 """
 from __future__ import annotations
 
@@ -813,6 +814,33 @@ MIGRATIONS: tuple = (
     ALTER TABLE post ADD COLUMN review TEXT;
     ALTER TABLE post ADD COLUMN review_reason TEXT;
     CREATE INDEX post_review ON post(organization_id, review) WHERE review IS NOT NULL;
+    """,
+    # Alerts: the channel an organization is told of trouble on, and how late a post may be before it is told
+    # (NULL: RUSTIZ_ALERT_LATE_MINUTES); one alert row per event, unique, so that each is announced once,
+    # whichever process finds it and however often (see rustiz_features/alerts.py). No foreign key to the
+    # channel: `db copy` copies organizations before channels.
+    """
+    ALTER TABLE organization ADD COLUMN alert_channel_id TEXT;
+    ALTER TABLE organization ADD COLUMN alert_late_minutes INTEGER;
+    CREATE TABLE alert (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        kind TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        channel_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        link TEXT,
+        status TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL,
+        attempted_at REAL,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (organization_id, kind, subject_id)
+    );
+    CREATE INDEX alert_pending ON alert(created_at) WHERE status = 'pending';
+    CREATE INDEX alert_recent ON alert(organization_id, attempted_at);
     """,
 )
 
@@ -2167,6 +2195,111 @@ class Store:
         with self._writing() as db:
             return db.execute("DELETE FROM webhook_delivery WHERE delivered_at < ? OR gave_up_at < ?",
                               (finished_before, finished_before)).rowcount
+
+    # --- alerts: trouble announced on an organization's alert channel (rustiz_features/alerts.py) ----
+    # One row per event, unique by (organization, kind, subject): whoever finds an event again (another
+    # process, the next sweep, a restart) inserts nothing. A row is claimed under a lease like a webhook
+    # delivery, tried once, and ends 'sent', 'failed' or 'held' (over the hourly limit; 'folded' once a later
+    # alert has said how many were held).
+
+    def alert_settings(self, organization_id: str) -> tuple:
+        """(alert channel id or None, late threshold in minutes or None) of an organization."""
+        row = self._read("SELECT alert_channel_id, alert_late_minutes FROM organization WHERE id = ?",
+                         (organization_id,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def set_alert_settings(self, organization_id: str, channel_id: Optional[str], late_minutes: Optional[int]) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE organization SET alert_channel_id = ?, alert_late_minutes = ?, updated_at = ? "
+                       "WHERE id = ?", (channel_id, late_minutes, utc_now_iso(), organization_id))
+
+    def queue_alert(self, organization_id: str, kind: str, subject_id: str, text: str, link: Optional[str]) -> bool:
+        """An alert to the organization's alert channel, unless it has none or this event was queued before;
+        True when this call queued it."""
+        channel_id = self.alert_settings(organization_id)[0]
+        if channel_id is None:  # (most organizations: no write at all)
+            return False
+        with self._writing() as db:
+            return db.execute("INSERT OR IGNORE INTO alert (id, organization_id, kind, subject_id, channel_id, text, "
+                              "link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              (new_uuid(), organization_id, kind, subject_id, channel_id, text, link,
+                               utc_now_iso())).rowcount == 1
+
+    def late_posts_to_alert(self, default_minutes: int, now: float, limit: int = 100) -> list:
+        """Posts still QUEUE more than their organization's late threshold after their date, in organizations
+        with an alert channel, not yet announced as late: [{id, organization_id, publish_date, error,
+        channel_name, provider}], oldest first."""
+        found: list = []
+        for organization_id, minutes in self._read(
+                "SELECT id, alert_late_minutes FROM organization WHERE alert_channel_id IS NOT NULL "
+                "AND deleted_at IS NULL").fetchall():
+            threshold = default_minutes if minutes is None else minutes
+            rows = self._read(
+                "SELECT p.id, p.organization_id, p.publish_date, p.error, i.name, i.provider_identifier FROM post p "
+                "JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? AND p.state = 'QUEUE' "
+                "AND p.deleted_at IS NULL AND p.publish_date < ? AND (p.parent_post_id IS NULL OR EXISTS (SELECT 1 "
+                "FROM post parent WHERE parent.id = p.parent_post_id AND parent.state = 'PUBLISHED')) AND NOT EXISTS "
+                "(SELECT 1 FROM alert a WHERE a.organization_id = p.organization_id AND a.kind = 'late' AND "
+                "a.subject_id = p.id || '@' || p.publish_date) ORDER BY p.publish_date LIMIT ?",
+                (organization_id, iso_at(now - threshold * 60), limit - len(found))).fetchall()
+            found += [dict(zip(("id", "organization_id", "publish_date", "error", "channel_name", "provider"), row))
+                      for row in rows]
+            if len(found) >= limit:
+                break
+        return found
+
+    _ALERT_FREE = "status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"
+
+    def due_alerts(self, now: float, limit: int) -> list:
+        """Ids of the alerts waiting to be sent that no live lease holds, the oldest first."""
+        return [row[0] for row in self._read(
+            f"SELECT id FROM alert WHERE {self._ALERT_FREE} ORDER BY created_at LIMIT ?", (now, limit))]
+
+    def claim_alert(self, alert_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
+        """Lease one waiting alert to `owner`, with its alert channel ({..., "channel": row or None when the
+        channel is gone}); None when another process claimed it first."""
+        with self._writing() as db:
+            if db.execute("UPDATE alert SET lease_owner = ?, lease_until = ?, attempted_at = ?, "
+                          f"attempts = attempts + 1 WHERE id = ? AND {self._ALERT_FREE}",
+                          (owner, lease_until, now, alert_id, now)).rowcount != 1:
+                return None
+            alert = dict(zip(("id", "organization_id", "kind", "text", "link", "attempts", "channel_id"), db.execute(
+                "SELECT id, organization_id, kind, text, link, attempts, channel_id FROM alert WHERE id = ?",
+                (alert_id,)).fetchone()))
+            channel = db.execute("SELECT id, name, provider_identifier, token, session, disabled FROM integration "
+                                 "WHERE id = ? AND deleted_at IS NULL", (alert["channel_id"],)).fetchone()
+        alert["channel"] = dict(zip(("id", "name", "provider", "credentials", "session", "disabled"), channel)) \
+            if channel else None
+        return alert
+
+    def alerts_attempted_since(self, organization_id: str, since: float) -> int:
+        """How many of the organization's alerts were claimed to be sent since `since` (a Unix time): sent,
+        failed or being sent (not those held back)."""
+        return self._read("SELECT COUNT(*) FROM alert WHERE organization_id = ? AND attempted_at >= ? "
+                          "AND status IN ('pending', 'sent', 'failed')", (organization_id, since)).fetchone()[0]
+
+    def fold_held_alerts(self, organization_id: str) -> int:
+        """The organization's alerts held back by the limit, marked told of; how many."""
+        with self._writing() as db:
+            return db.execute("UPDATE alert SET status = 'folded' WHERE organization_id = ? AND status = 'held'",
+                              (organization_id,)).rowcount
+
+    def record_alert_outcome(self, alert_id: str, owner: str, status: str, error: Optional[str]) -> None:
+        """'sent', 'failed' (with why) or 'held', unless the lease meanwhile passed to another process."""
+        with self._writing() as db:
+            db.execute("UPDATE alert SET status = ?, error = ?, lease_owner = NULL, lease_until = NULL "
+                       "WHERE id = ? AND lease_owner = ? AND status = 'pending'", (status, error, alert_id, owner))
+
+    def recent_alerts(self, organization_id: str, limit: int = 20) -> list:
+        """The organization's latest alerts, newest first, as GET /public/v1/alerts shows them."""
+        rows = self._read("SELECT id, kind, text, link, status, error, created_at FROM alert WHERE organization_id = ? "
+                          "ORDER BY created_at DESC LIMIT ?", (organization_id, limit)).fetchall()
+        return [dict(zip(("id", "kind", "text", "link", "status", "error", "createdAt"), row)) for row in rows]
+
+    def forget_old_alerts(self, before: str) -> int:
+        """Delete the alerts queued before `before` (ISO) that are no longer waiting."""
+        with self._writing() as db:
+            return db.execute("DELETE FROM alert WHERE created_at < ? AND status != 'pending'", (before,)).rowcount
 
     # --- the web app's users and sign-in sessions ---------------------------------------------
 
@@ -4072,6 +4205,8 @@ API_ROUTES = (
     ("DELETE", "/api-keys/:id", "api_keys", "KeysApi.revoke"),
     ("POST", "/posts/:id/approve", "review", "ReviewApi.approve"),
     ("POST", "/posts/:id/reject", "review", "ReviewApi.reject"),
+    ("GET", "/alerts", "alerts", "AlertsApi.show"),
+    ("PUT", "/alerts", "alerts", "AlertsApi.update"),
     ("GET", "/openapi.json", "openapi", "OpenApiRoute.serve"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
@@ -4707,6 +4842,34 @@ def command_org_timezone(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def command_org_alerts(arguments: argparse.Namespace) -> int:
+    """Name the organization's alert channel and late threshold (the same checks as PUT /public/v1/alerts)."""
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        from rustiz_features.alerts import alert_settings_view, validate_alert_settings
+        body: dict = {}
+        if arguments.channel is not None:
+            body["channel"] = None if arguments.channel == "off" else arguments.channel
+        minutes = arguments.late_minutes
+        if minutes is not None:  # (a number is checked by validate_alert_settings, which names the field)
+            whole = minutes.isascii() and minutes.isdigit()
+            body["lateMinutes"] = None if minutes == "default" else int(minutes) if whole else minutes
+        store.set_alert_settings(organization["id"], *validate_alert_settings(store, organization["id"], body))
+        view = alert_settings_view(config, store, organization["id"])
+    except ApiError as refused:
+        raise UserError(_refusal_text(refused)) from None
+    finally:
+        store.close()
+    own_minutes = view["lateMinutes"] is not None
+    print(f"organization {organization['name']} ({organization['id']}): alerts go to "
+          f"{'channel ' + view['channel'] if view['channel'] else 'no channel (off)'}; a post counts as late "
+          f"{view['lateMinutes'] if own_minutes else view['defaultLateMinutes']} minutes after its date"
+          f"{'' if own_minutes else ' (the default, RUSTIZ_ALERT_LATE_MINUTES)'}")
+    return 0
+
+
 def credentials_from_arguments(provider: str, pairs: list) -> dict:
     """`--credential KEY=VALUE` pairs as a credentials object. A list (nostr's relays) takes its items
     comma-separated or from the key repeated."""
@@ -4856,7 +5019,7 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
                               description="One rustiz serves several organizations; each API key sees only "
                                           "its own organization's channels, posts, media and groups.")
-    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list,timezone}", required=True)
+    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list,timezone,alerts}", required=True)
     org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
                                       help="create an organization and print its API key",
                                       description="Create an organization and print its new API key (once: "
@@ -4875,6 +5038,17 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     org_timezone.add_argument("zone", metavar="ZONE", help="an IANA timezone name, e.g. America/New_York")
     org_timezone.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
     org_timezone.set_defaults(run=command_org_timezone)
+    org_alerts = org_commands.add_parser(
+        "alerts", formatter_class=_help_formatter, help="name the channel trouble is announced on",
+        description="Name the channel (any connected one: a Telegram bot, a Discord or Slack webhook, a webhook) "
+                    "on which failed posts, channels that need reconnecting and late posts are announced, once "
+                    "each; and after how many minutes a queued post counts as late. Without options: show them.")
+    org_alerts.add_argument("--channel", metavar="ID", help="a channel id (`rustiz channel list`), or off")
+    org_alerts.add_argument("--late-minutes", metavar="N",
+                            help="minutes after its date a queued post counts as late (1-10080), or default "
+                                 "(RUSTIZ_ALERT_LATE_MINUTES)")
+    org_alerts.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    org_alerts.set_defaults(run=command_org_alerts)
     # Only `rustiz channel ...` shows the providers, and naming them loads the provider catalogue.
     _add_channel_commands(commands, "channel" in (sys.argv[1:] if argv is None else argv))
     user = commands.add_parser("user", formatter_class=_help_formatter, help="web app users",

@@ -13,6 +13,8 @@ the core imports none of these at load time, and these import the core and one a
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
   scheduler -> connect, publishers, media, object_storage, recurrence, http_client, catalogue
+  alerts (trouble announced on an alert channel) -> scheduler (its RowSender; the scheduler makes its
+    AlertSender when it starts, so imports alerts only then), publishers, text
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage
   db_copy (`rustiz db copy`) -> object_storage, http_client

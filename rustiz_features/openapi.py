@@ -90,6 +90,12 @@ def _openapi_schemas() -> dict:
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
             {"name": _STRING, "customer": {**_STRING, "description": "A customer's id or name; a new name makes one"}}),
         "Organization": _object({"id": _STRING, "name": _STRING, "timezone": _STRING}),
+        "Alerts": _object({"channel": {"type": ["string", "null"]}, "lateMinutes": {"type": ["integer", "null"]},
+                           "defaultLateMinutes": _INTEGER, "alerts": _array_of(_object(
+                               {"id": _STRING, "kind": {"type": "string", "enum": ["failed", "reconnect", "late"]},
+                                "text": _STRING, "link": {"type": ["string", "null"]},
+                                "status": {"type": "string", "enum": ["pending", "sent", "failed", "held", "folded"]},
+                                "error": {"type": ["string", "null"]}, "createdAt": _STRING}))}),
         "Provider": _object(
             {"identifier": _STRING, "name": {**_STRING, "description": "The platform's name as rustiz shows it"},
              "connectable": {**_BOOLEAN, "description": "Whether POST /integrations connects it with credentials"},
@@ -294,6 +300,15 @@ def _openapi_paths(root: dict) -> dict:
         f"{v1}/posts/{{id}}/reject": {"post": _operation(
             "Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
             ("200", post), "BadRequest NotFound Conflict", (post_id,), _object({"reason": _STRING}))},
+        f"{v1}/alerts": {
+            "get": _operation("The organization's alert channel, late threshold and latest alerts (rustiz)",
+                              ("200", _schema_ref("Alerts"))),
+            "put": _operation("Name the channel trouble is announced on (null: none), and after how many minutes a "
+                              "queued post counts as late (null: RUSTIZ_ALERT_LATE_MINUTES) (rustiz)",
+                              ("200", _schema_ref("Alerts")), "BadRequest",
+                              body=_object({}, {"channel": {"type": ["string", "null"]},
+                                                "lateMinutes": {"type": ["integer", "null"], "minimum": 1,
+                                                                "maximum": 10080}}))},
         f"{v1}/organization/api-key": {"post": _operation(
             "A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
             "(rustiz). Called from such a session: a new session cookie, and its csrfToken",

@@ -32,7 +32,7 @@ NOTIFY_CHANNELS = ("rustiz_credentials", "rustiz_posts")
 
 # The tables whose rows SQLite's INSERT OR REPLACE / OR IGNORE may meet again, by their primary key.
 _CONFLICT_KEYS = {"rate_limit": ("key",), "idempotency_key": ("organization_id", "key"), "write_probe": ("id",),
-                  "oauth_app": ("provider", "origin")}
+                  "oauth_app": ("provider", "origin"), "alert": ("organization_id", "kind", "subject_id")}
 _INSERT_OR = re.compile(r"INSERT OR (REPLACE|IGNORE) INTO (\w+) \(([^)]*)\)")
 _SCALAR_EXTREMUM = re.compile(r"\b(MAX|MIN)\((?=[^()]*,)")  # MAX(a, b) is GREATEST(a, b); MAX(a) an aggregate
 

@@ -133,6 +133,8 @@ class Scheduler(WokenLoop):
         self.leases_renewed_at = 0.0
         self.claimed: set = set()  # ids of the posts this scheduler is publishing
         self.deliveries = WebhookDeliveries(self)
+        from .alerts import AlertSender  # (imports this module: it cannot be imported at the top)
+        self.alerts = AlertSender(self)
 
     @property
     def http(self) -> HttpClient:
@@ -152,6 +154,7 @@ class Scheduler(WokenLoop):
     def tick(self) -> None:
         """Called every second: take the lock if its holder died, and notice changes other processes made."""
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
+        self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         if not self.running:
             if not self._take_lock():
                 return
@@ -494,6 +497,7 @@ class Scheduler(WokenLoop):
                 f"{claim['channel_name']}: reconnect this {label} channel, its credentials were refused: "
                 f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
                 f"after their date): {link}", link)
+            self.alerts.channel_needs_reconnect(claim, label, failure_text(label, error, 0), link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
         later_parts = self.store.record_failed(claim["id"], text, self._webhook_event(claim, "post.failed",
@@ -501,6 +505,7 @@ class Scheduler(WokenLoop):
         self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
         self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        self.alerts.post_failed(claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
         grace = duration(self.config.publish_grace_seconds)
@@ -581,6 +586,7 @@ class Scheduler(WokenLoop):
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
         self.stop_sleeping()
         self.deliveries.stop()
+        self.alerts.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:
@@ -621,16 +627,10 @@ def webhook_retry_waits(settings: Optional[dict]) -> tuple:
     return WEBHOOK_RETRY_WAITS
 
 
-class WebhookDeliveries(WokenLoop):
-    """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
-    due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
-
-    def __init__(self, scheduler: Scheduler):
-        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
-        self.retry_waits = webhook_retry_waits(scheduler.config.settings)
-        self.started = self.stopped = False
-        self.in_flight = 0
-        self.housekeeping_at = 0.0
+class RowSender(WokenLoop):
+    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts): started by the
+    scheduler's first tick in every process, stopped with the scheduler."""
+    started = stopped = False
 
     def start(self) -> None:
         if not self.started:
@@ -638,12 +638,23 @@ class WebhookDeliveries(WokenLoop):
             self.wake()
 
     def stop(self) -> None:
-        """Claim nothing more (sends in flight finish, or their leases end and another process sends them)."""
+        """Claim nothing more (sends in flight finish, or their leases end and another process takes them)."""
         self.stopped = True
         self.stop_sleeping()
 
     def may_run(self) -> bool:
         return self.started and not self.stopped
+
+
+class WebhookDeliveries(RowSender):
+    """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
+    due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
+
+    def __init__(self, scheduler: Scheduler):
+        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
+        self.retry_waits = webhook_retry_waits(scheduler.config.settings)
+        self.in_flight = 0
+        self.housekeeping_at = 0.0
 
     def _run_due(self) -> None:
         if self.stopped:

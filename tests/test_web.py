@@ -468,6 +468,28 @@ def test_settings_timezone_webhooks_and_mcp_url(start_server_with_fakes, open_pa
     assert api(server, "GET", "/public/v1/webhooks")[1] == []
 
 
+def test_settings_name_the_alert_channel_from_the_connected_ones(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
+    receiver = FakeWebhookReceiver()
+    try:
+        channel = webhook_channel(server, receiver, "Team chat")
+        page = open_page(server)
+        sign_in(page, server)
+        page.get_by_role("link", name="Settings").click()
+        expect(page.get_by_label("Alert channel")).to_have_value("")
+        page.get_by_label("Alert channel").select_option(label="Team chat (webhook)")
+        page.get_by_label("Late after (minutes)").fill("20")
+        page.get_by_role("button", name="Save alerts").click()
+        expect(page.get_by_text("Saved: alerts go to that channel.")).to_be_visible()
+        shown = api(server, "GET", "/public/v1/alerts")[1]
+        assert (shown["channel"], shown["lateMinutes"]) == (channel, 20)
+        page.reload()
+        expect(page.get_by_label("Alert channel")).to_have_value(channel)
+        expect(page.get_by_label("Late after (minutes)")).to_have_value("20")
+    finally:
+        receiver.close()
+
+
 def test_phone_width_has_a_menu_and_the_calendar_scrolls_inside_the_page(start_server_with_fakes, open_page):
     server = start_server_with_fakes()
     page = open_page(server, width=390, height=800)

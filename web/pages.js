@@ -243,7 +243,7 @@ function stepPicker(c, errors) {
 // --- settings -------------------------------------------------------------------------------------
 
 export async function settingsPage(main) {
-  const [org, hooks, channels] = await Promise.all([api('GET', '/organization'), api('GET', '/webhooks'), api('GET', '/integrations')]);
+  const [org, hooks, channels, alerts] = await Promise.all([api('GET', '/organization'), api('GET', '/webhooks'), api('GET', '/integrations'), api('GET', '/alerts')]);
   main.append(h('h1', 'Settings'));
 
   // timezone
@@ -301,6 +301,28 @@ export async function settingsPage(main) {
       try { await api('POST', '/webhooks', body); go('#/settings'); } catch (error) { hookErrors.show(error); }
     } }, field('Name', hookName), field('URL', hookUrl), field('Secret (optional)', hookSecret),
     channels.length ? field('Channels (none selected: all)', hookChannels) : null, hookErrors, h('button.primary', { type: 'submit' }, 'Add webhook'))));
+
+  // alerts: the channel trouble is announced on
+  const alertErrors = errorBox();
+  const alertChannel = h('select', { name: 'alertChannel' }, h('option', { value: '' }, 'None (no alerts)'),
+    channels.map((c) => h('option', { value: c.id, selected: c.id === alerts.channel }, `${c.name} (${c.identifier})`)));
+  const lateMinutes = h('input', { type: 'number', name: 'lateMinutes', min: 1, max: 10080, step: 1,
+    value: alerts.lateMinutes ?? '', placeholder: `${alerts.defaultLateMinutes} (the default)` });
+  const alertSaved = h('span.muted', { role: 'status' });
+  const alertList = alerts.alerts.length ? h('ul.alerts', alerts.alerts.slice(0, 5).map((a) => h('li',
+    h('small.muted', `${fmtDateTime(Date.parse(a.createdAt))} · ${a.status}${a.error ? `: ${a.error}` : ''} `), a.text))) : null;
+  main.append(h('section.card', h('h2', 'Alerts'),
+    h('p.hint', 'A failed post, a channel that needs reconnecting and a post late by more than the threshold are announced once each on this channel, with the link to fix it, besides the notifications. At most a few an hour; an alert that fails is not announced again.'),
+    h('form', { onsubmit: async (event) => {
+      event.preventDefault();
+      alertErrors.show(null);
+      const minutes = lateMinutes.value.trim();
+      try {
+        const answer = await api('PUT', '/alerts', { channel: alertChannel.value || null, lateMinutes: minutes === '' ? null : Number(minutes) });
+        alertSaved.textContent = answer.channel ? 'Saved: alerts go to that channel.' : 'Saved: no alerts.';
+      } catch (error) { alertErrors.show(error); }
+    } }, field('Alert channel', alertChannel), field('Late after (minutes)', lateMinutes, 'A post still not published this long after its date is announced; empty: the server\'s default.'),
+    alertErrors, h('button.primary', { type: 'submit' }, 'Save alerts'), ' ', alertSaved), alertList));
 
   // organization name and API key
   const orgErrors = errorBox();
