@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
 from conftest import ROOT
+from pg_cluster import free_port
 
 BUILD_LINE = "python3 build_zipapp.py"
 
@@ -31,12 +31,6 @@ def quickstart_commands() -> list:
             blocks.append(current)
             current = []
     return blocks + ([current] if current else [])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_quickstart_has_the_steps_a_new_user_needs():
