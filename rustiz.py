@@ -1450,6 +1450,12 @@ class Store:
             found.update((row[0], self._post_row(row)) for row in rows)
         return found
 
+    def thread_waits(self, organization_id: str, group: str) -> dict:
+        """post id -> not_before, for the parts of one group that wait for a time of their own (a reply's
+        delay once the part before it went out, a retry's wait)."""
+        return dict(self._read("SELECT id, not_before FROM post WHERE organization_id = ? AND post_group = ? "
+                               "AND deleted_at IS NULL AND not_before IS NOT NULL", (organization_id, group)))
+
     def thread(self, organization_id: str, group: str) -> list:
         """The live posts of one group in thread order: the root first, then each reply after its parent."""
         rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
@@ -2439,17 +2445,19 @@ class Store:
 
     # --- media ----------------------------------------------------------------
 
-    def create_media(self, organization_id: str, name: str, path: str, file_size: int, kind: str) -> dict:
+    def create_media(self, organization_id: str, name: str, path: str, file_size: int, kind: str,
+                     original_name: Optional[str] = None) -> dict:
         """A new Media row; returns what Postiz's upload routes answer: {id, name, originalName, path, thumbnail, alt}.
 
-        Like Postiz, the client's file name is not kept (the official SDK sends only the extension)."""
+        `original_name` is the file name the client gave (the multipart filename), or None."""
         media_id = new_uuid()
         now = utc_now_iso()
         with self._writing() as db:
-            db.execute("INSERT INTO media (id, organization_id, name, path, file_size, type, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (media_id, organization_id, name, path, file_size, kind,
-                                                          now, now))
-        return {"id": media_id, "name": name, "originalName": None, "path": path, "thumbnail": None, "alt": None}
+            db.execute("INSERT INTO media (id, organization_id, name, original_name, path, file_size, type, created_at, "
+                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (media_id, organization_id, name, original_name, path, file_size, kind, now, now))
+        return {"id": media_id, "name": name, "originalName": original_name, "path": path, "thumbnail": None,
+                "alt": None}
 
     # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
 

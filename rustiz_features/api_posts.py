@@ -61,6 +61,22 @@ def _post_view(post: dict) -> dict:
             "createdAt": post["createdAt"], "updatedAt": post["updatedAt"]}
 
 
+def going_out_times(thread: list, waits: dict) -> dict:
+    """post id -> when each part of a thread queued goes out, as far as rustiz knows now
+    (else None). The root: its date, or a retry's later wait. A reply: the time the scheduler set when the
+    part before it went out (`waits`, the not_before column), else that part's time plus the reply's
+    `delay` in minutes, so a reply waiting for its delay never shows its parent's date."""
+    times: dict = {}
+    previous: Optional[str] = None
+    for part in thread:
+        wait = waits.get(part["id"])
+        if wait is None and previous is not None and part["parentPostId"] is not None:
+            wait = iso_at(parse_iso_instant(previous).timestamp() + (part["delay"] or 0) * 60)
+        previous = max(part["publishDate"], wait or "")
+        times[part["id"]] = None if part["state"] in ("PUBLISHED", "ERROR", "DRAFT") else previous
+    return times
+
+
 def _listing_item(post: dict, tags: list) -> dict:
     """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string."""
     return {"id": post["id"], "content": post["content"], "publishDate": post["publishDate"],
@@ -211,7 +227,9 @@ class PostsApi:
         view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
                                "name": channel["name"], "picture": channel["picture"]}
         view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
-        view["thread"] = [_post_view(reply) for reply in thread[position + 1:]]
+        going_out = going_out_times(thread, self.store.thread_waits(organization_id, post["group"]))
+        view["goesOutAt"] = going_out[post["id"]]
+        view["thread"] = [{**_post_view(reply), "goesOutAt": going_out[reply["id"]]} for reply in thread[position + 1:]]
         view["review"], view["reviewReason"] = self.store.post_reviews([post["id"]]).get(post["id"], (None, None))
         return view
 

@@ -223,12 +223,29 @@ def sniff_media_type(head: bytes) -> Union[MediaType, str]:
 
 class StagedFile:
     """An accepted file, complete in the uploads directory's .incoming folder, not yet a Media row."""
-    __slots__ = ("temporary_path", "media_type", "size")
+    __slots__ = ("temporary_path", "media_type", "size", "original_name")
 
     def __init__(self, temporary_path: str, media_type: MediaType, size: int):
         self.temporary_path = temporary_path
         self.media_type = media_type
         self.size = size
+        self.original_name: Optional[str] = None  # the client's file name, when it sent one
+
+
+ORIGINAL_NAME_CHARACTERS = 255  # a file name longer than file systems allow is cut, not refused
+
+
+def original_file_name(filename: Optional[str]) -> Optional[str]:
+    """The multipart filename as a person named the file: its last path segment (a client may send
+    the whole path), without control characters, at most ORIGINAL_NAME_CHARACTERS. None when
+    there is no name: an empty one, or a bare extension ("png", what Postiz's SDK sends in place of a name)."""
+    if not filename:
+        return None
+    base = re.split(r"[/\\]", filename)[-1]
+    base = "".join(ch for ch in base if ch.isprintable()).strip()[:ORIGINAL_NAME_CHARACTERS]
+    if base.lower() in MEDIA_TYPES or base.lower() in ("jpeg", "tiff"):
+        return None
+    return base or None
 
 
 class MediaWriter:
@@ -302,6 +319,7 @@ class UploadSink(BodySink):
         self.writer: Optional[MediaWriter] = None
         self.in_file_part = False
         self.staged: Optional[StagedFile] = None
+        self.original_name: Optional[str] = None
         self.error: Optional[ApiError] = None
         content_type = request.headers.get("content-type", "")
         boundary = multipart_boundary(content_type)
@@ -332,9 +350,11 @@ class UploadSink(BodySink):
             if event.name == "file" and self.writer is None:
                 self.writer = MediaWriter(self.uploads, self.max_video_bytes)
                 self.in_file_part = True
+                self.original_name = original_file_name(event.filename)
         elif self.in_file_part:  # PartEnd of the file part
             self.in_file_part = False
             self.staged = self.writer.finish()
+            self.staged.original_name = self.original_name
 
     def _fail(self, error: ApiError) -> None:
         self.error = error
@@ -491,7 +511,7 @@ class MediaApi:
         os.replace(staged.temporary_path, final_path)
         try:
             media = self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
-                                            staged.size, staged.media_type.kind)
+                                            staged.size, staged.media_type.kind, staged.original_name)
         except BaseException:
             os.unlink(final_path)
             raise
@@ -521,7 +541,7 @@ class MediaApi:
         try:
             return await self.store.off_loop(self.store.create_media, organization_id, name,
                                              f"{self.config.frontend_url}/uploads/{day}/{name}", staged.size,
-                                             staged.media_type.kind)
+                                             staged.media_type.kind, staged.original_name)
         except Exception:
             await _delete_quietly(self.http, bucket, key)  # no object left behind without its Media row
             raise

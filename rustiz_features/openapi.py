@@ -59,6 +59,9 @@ def _openapi_schemas() -> dict:
                          if key not in ("organizationId", "integrationId", "deletedAt", "image", "settings")}
                         | {"state": {"type": "string", "enum": post_states["enum"] + ["PUBLISHING"]},
                            "image": _array_of(_ANY), "settings": _ANY})
+    going_out = {"goesOutAt": _nullable("string") | {"description": (
+        "When this queued part goes out: the post's date, a reply's delay after the part before it, or a "
+        "retry's wait; null once PUBLISHED or ERROR, and for a draft")}}
     post_integration = _object({"id": _STRING, "providerIdentifier": _STRING, "name": _STRING,
                                 "picture": _nullable("string")})
     tag = _object({"tag": _object({"id": _STRING, "name": _STRING, "color": _STRING, "orgId": _STRING,
@@ -132,9 +135,9 @@ def _openapi_schemas() -> dict:
             "title": _nullable("string"), "description": _nullable("string"),
             "submittedForOrderId": _nullable("string"), "submittedForOrganizationId": _nullable("string"),
             "approvedSubmitForOrder": _STRING, "lastMessageId": _nullable("string")}},
-        "Post": post_part | {"properties": post_part["properties"] | {
+        "Post": post_part | {"properties": post_part["properties"] | going_out | {
             "integration": post_integration, "tags": _array_of(_schema_ref("Tag")),
-            "thread": _array_of(post_part), **_REVIEW_FIELDS},
+            "thread": _array_of(post_part | {"properties": post_part["properties"] | going_out}), **_REVIEW_FIELDS},
             "required": post_part["required"] + ["integration", "tags", "thread", "review", "reviewReason"]},
         "ApiKey": _object({"id": _STRING, "name": _STRING, "scope": {"type": "string", "enum": list(SCOPES)},
                            "createdAt": _STRING, "lastUsedAt": _nullable("string")}),
@@ -519,8 +522,12 @@ def _web_openapi_paths(root: dict) -> dict:
                        body={"anyOf": [_object({"apiKey": _STRING}), _object({"email": _STRING, "password": _STRING})]},
                        public=True)
     login["responses"]["401"] = unauthorized[1]
-    session = _operation("The signed-in organization and the CSRF token changes must send (X-CSRF-Token)",
-                         ("200", signed_in), public=True)
+    session_answer = {"oneOf": [_object({"signedIn": {"const": True}, "organization": _schema_ref("Organization"),
+                                         "csrfToken": _STRING}),
+                                _object({"signedIn": {"const": False}})]}
+    session = _operation("The signed-in organization and the CSRF token changes must send (X-CSRF-Token); "
+                         "{signedIn: false} when the request carries no session cookie",
+                         ("200", session_answer), public=True)
     session["responses"]["401"] = unauthorized[1]
     logout = _operation("Sign out: the session ends and its cookie is cleared",
                         ("204", {"description": "Done, with no body", "content": {}}), public=True)

@@ -205,12 +205,14 @@ class WebApp:
     @route_options(authenticated=False)
     def session(self, request: Request) -> Response:
         token = session_cookie(request)
-        found = self.store.web_session(hash_api_key(token)) if token else None
-        if found is None:
+        if not token:  # a browser's first visit: a plain answer, not an error in its console
+            return json_response({"signedIn": False}, 200, [("Cache-Control", "no-store")])
+        found = self.store.web_session(hash_api_key(token))
+        if found is None:  # a session that has ended: 401, as every route answers that cookie
             raise ApiError(401, {"statusCode": 401, "message": "Not signed in"})
         organization_id, csrf_token = found
-        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
-                             200, [("Cache-Control", "no-store")])
+        return json_response({"signedIn": True, "organization": self.store.organization(organization_id),
+                              "csrfToken": csrf_token}, 200, [("Cache-Control", "no-store")])
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
     def logout(self, request: Request) -> Response:

@@ -93,6 +93,19 @@ def test_sdk_filename_png_and_a_misleading_filename_are_both_sniffed_from_the_by
         assert media["name"].endswith(".png")
 
 
+@pytest.mark.parametrize("filename, original_name", [
+    ("holiday photo.jpg", "holiday photo.jpg"), ("été à Nice.png", "été à Nice.png"),
+    ("/home/me/cat.gif", "cat.gif"), ("x" * 300 + ".png", "x" * 255), ("png", None), ("JPEG", None), (None, None),
+], ids=["plain", "accented", "unix-path", "too-long", "sdk-extension", "bare-type", "no-filename"])
+def test_original_name_is_the_file_name_the_client_gave(shared, filename, original_name):
+    status, media = upload(shared, png_file(), filename=filename)
+    assert status == 201, media
+    assert media["originalName"] == original_name
+    with connect_database(shared.database) as db:
+        stored = db.execute("SELECT original_name FROM media WHERE id = ?", (media["id"],)).fetchone()[0]
+    assert stored == original_name
+
+
 def test_upload_under_the_self_hosted_api_prefix(shared):
     status, media = upload(shared, gif_file(), prefix="/api/public/v1")
     assert status == 201, media

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fake_webhook import FakeWebhookReceiver, signature_ok
-from support import waiting_for_reconnect, FAST_RETRIES, api, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
+from support import waiting_for_reconnect, FAST_RETRIES, api, wait_for, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
 
 
 @pytest.fixture
@@ -34,6 +34,25 @@ def test_a_post_goes_out_at_its_time_and_its_thread_parts_reply_in_order(fast_se
     assert time.time() >= due
     assert any(text.startswith("Published a post on Webhook") and f"{receiver.url}/m/1" in text
                for text in notifications(fast_server))
+
+
+def test_a_reply_waiting_for_its_delay_shows_when_it_goes_out_not_its_parent_s_date(fast_server, receiver):
+    channel = webhook_channel(fast_server, receiver)
+    later = scheduled(fast_server, channel, "<p>later</p>", "<p>+3</p>", "<p>+6</p>", type="schedule",
+                      date="2030-09-01T10:00:00.000Z", delay=3)
+    post = get_post(fast_server, later)
+    assert post["goesOutAt"] == "2030-09-01T10:00:00.000Z"
+    assert [part["goesOutAt"] for part in post["thread"]] == ["2030-09-01T10:03:00.000Z", "2030-09-01T10:06:00.000Z"]
+
+    post_id = scheduled(fast_server, channel, "<p>now</p>", "<p>in two minutes</p>", delay=2)
+    root = wait_for(lambda: get_post(fast_server, post_id), lambda post: post["state"] == "PUBLISHED")
+    published_by = time.time()
+    reply = root["thread"][0]
+    assert reply["state"] == "QUEUE" and root["goesOutAt"] is None
+    goes_out = datetime.datetime.fromisoformat(reply["goesOutAt"].replace("Z", "+00:00")).timestamp()
+    date = datetime.datetime.fromisoformat(root["publishDate"].replace("Z", "+00:00")).timestamp()
+    # two minutes after the post went out: after its date ("now": this minute), before the test saw it out
+    assert date + 120 <= goes_out <= published_by + 120
 
 
 def test_a_post_is_not_sent_before_its_time(fast_server, receiver):

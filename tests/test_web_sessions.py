@@ -64,6 +64,16 @@ def test_the_cookie_stands_for_the_key_and_changes_need_the_csrf_token(server):
     assert status == 200 and json.loads(answer)["csrfToken"] == csrf
 
 
+def test_a_browser_without_a_session_cookie_is_told_so_without_an_error(server):
+    # The page asks on its first load; a 401 there would be an error in every new visitor's console.
+    status, headers, answer = server.request("GET", "/auth/session")
+    assert (status, json.loads(answer)) == (200, {"signedIn": False})
+    assert headers["cache-control"] == "no-store"
+    cookie, csrf = sign_in(server)
+    status, _, answer = server.request("GET", "/auth/session", {"Cookie": cookie})
+    assert status == 200 and json.loads(answer)["signedIn"] is True and json.loads(answer)["csrfToken"] == csrf
+
+
 def test_logout_ends_the_session(server):
     cookie, csrf = sign_in(server)
     status, headers, _ = server.request("POST", "/auth/logout", {"Cookie": cookie, "X-CSRF-Token": csrf})

@@ -117,7 +117,9 @@ window.addEventListener('rustiz:signed-out', () => {
 
 (async () => {
   try {
-    signIn(await api('GET', '/auth/session'));
+    const current = await api('GET', '/auth/session');  // {signedIn: false} when this browser has no session
+    if (!current.signedIn) { loginPage(); return; }
+    signIn(current);
     shell();
   } catch {
     loginPage();

@@ -1,5 +1,6 @@
-// Composer: channels, the post and its thread parts, media with alt text, per-channel counters, the
-// provider's settings as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
+// Composer: channels, the post and its thread parts, media with alt text, per-channel counters, a text
+// of its own for any channel ("Customize", as Postiz's "customize per channel"), the provider's settings
+// as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
 import { h, api, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
 import { measure } from './count.js';
 
@@ -73,6 +74,13 @@ export async function composerPage(main, { id }) {
   const partsList = h('ol.parts');
   const countersFor = new Map();
   const settingsBox = h('div.settings-forms');
+  // A customized channel's own text for each part (the main text stays shared by the others); its
+  // counters and preview slot, redrawn as it is typed.
+  const overrides = new Map();
+  const customCounters = new Map();
+  const customPreviews = new Map();
+  const customBox = h('section.customs', { 'aria-label': 'Text per channel' });
+  const textFor = (channelId, part, index) => overrides.get(channelId)?.[index] ?? part.text;
 
   const head = h('h1', editing ? 'Edit post' : 'New post');
   main.append(head);
@@ -130,36 +138,83 @@ export async function composerPage(main, { id }) {
     const li = h('li.part', field(label, textarea), counters,
       h('div.part-tools', field(index === 0 ? 'Add images or video' : `Add images or video to part ${index + 1}`, file),
         index > 0 ? field('Delay after the part before (minutes)', delay) : null,
-        index > 0 && !editing ? h('button.link', { type: 'button', onclick: () => { partsState.splice(partsState.indexOf(part), 1); countersFor.delete(part); li.remove(); updateCounters(); } }, 'Remove part') : null),
+        index > 0 && !editing ? h('button.link', { type: 'button', onclick: () => {
+          const position = partsState.indexOf(part);
+          partsState.splice(position, 1);
+          for (const own of overrides.values()) own.splice(position, 1);
+          countersFor.delete(part); li.remove(); drawCustoms();
+        } }, 'Remove part') : null),
       uploadErrors, previews);
     partsList.append(li);
-    updateCounters();
+    for (const own of overrides.values()) own.push(part.text);
+    drawCustoms();
     return textarea;
   }
 
   const previewBox = h('section.previews', { 'aria-label': 'Previews' });
+  const previewOf = (c) => h('article.preview', { dataset: { channel: c.id } },
+    h('header', c.picture ? h('img', { src: c.picture, alt: '', width: 24, height: 24 }) : h('span.avatar.small', { 'aria-hidden': 'true' }, (c.name || '?')[0]), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
+    partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', textFor(c.id, p, i) || '…'),
+      p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)));
   function updatePreviews() {
     const chosen = channels.filter((x) => selected.has(x.id));
-    previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map((c) => h('article.preview', { dataset: { channel: c.id } },
-      h('header', c.picture ? h('img', { src: c.picture, alt: '', width: 24, height: 24 }) : h('span.avatar.small', { 'aria-hidden': 'true' }, (c.name || '?')[0]), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
-      partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', p.text || '…'),
-        p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)))));
+    previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map(previewOf));
+    for (const [channelId, slot] of customPreviews) slot.replaceChildren(previewOf(channels.find((c) => c.id === channelId)));
+  }
+
+  /** A channel's counter for one text: the descriptor says how the server counts; integration-settings, the channel's own limit. */
+  function counter(c, text) {
+    const descriptor = known[c.identifier];
+    const limit = settingsForms.get(c.id)?.spec?.maxLength || descriptor?.maxLength || 0;
+    const { length, unit } = measure(descriptor?.counting, text, descriptor?.limits);
+    const over = limit && length > limit;
+    return h(`span.count${over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${c.name}: ${length}${limit ? ` / ${limit}` : ''} ${unit}${over ? ' — too long' : ''}`);
   }
 
   function updateCounters() {
     updatePreviews();
+    const chosen = channels.filter((x) => selected.has(x.id));
     for (const [part, box] of countersFor) {
-      const rows = [];
-      for (const c of channels.filter((x) => selected.has(x.id))) {
-        // The descriptor says how the server counts; integration-settings, the channel's own limit.
-        const descriptor = known[c.identifier];
-        const limit = settingsForms.get(c.id)?.spec?.maxLength || descriptor?.maxLength || 0;
-        const { length, unit } = measure(descriptor?.counting, part.text, descriptor?.limits);
-        const over = limit && length > limit;
-        rows.push(h(`span.count${over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${c.name}: ${length}${limit ? ` / ${limit}` : ''} ${unit}${over ? ' — too long' : ''}`));
-      }
-      box.replaceChildren(...rows);
+      box.replaceChildren(...chosen.map((c) => (overrides.has(c.id)
+        ? h('span.count.own', { dataset: { channel: c.id } }, `${c.name}: its own text, below`) : counter(c, part.text))));
     }
+    for (const [key, box] of customCounters) {
+      const [channelId, index] = key.split(' ');
+      const c = channels.find((x) => x.id === channelId);
+      box.replaceChildren(counter(c, textFor(channelId, partsState[index], Number(index))));
+    }
+  }
+
+  /** Each selected channel's "Customize" toggle (with two channels or more) and, once on, its own editor,
+   * counter and preview side by side, pre-filled with the main text. */
+  function drawCustoms() {
+    for (const channelId of [...overrides.keys()]) if (!selected.has(channelId)) overrides.delete(channelId);
+    customCounters.clear();
+    customPreviews.clear();
+    const chosen = channels.filter((x) => selected.has(x.id));
+    const shown = !editing && (chosen.length > 1 || overrides.size > 0);
+    customBox.replaceChildren(...(shown ? [h('h2', 'Text per channel'), h('p.hint', 'Every channel posts the text above unless you customize it for that channel.')] : []),
+      ...(shown ? chosen : []).map((c) => {
+        const own = overrides.get(c.id);
+        const toggle = h('button', { type: 'button', 'aria-pressed': String(!!own), onclick: () => {
+          if (overrides.has(c.id)) overrides.delete(c.id);
+          else overrides.set(c.id, partsState.map((p) => p.text));
+          drawCustoms();
+          if (overrides.has(c.id)) customBox.querySelector(`.custom[data-channel="${c.id}"] textarea`)?.focus();
+        } }, own ? `Use the main text on ${c.name}` : `Customize for ${c.name}`);
+        const editors = own ? partsState.map((part, i) => {
+          const box = h('div.counters', { 'aria-live': 'polite' });
+          customCounters.set(`${c.id} ${i}`, box);
+          const textarea = h('textarea', { rows: 4, oninput: () => { own[i] = textarea.value; updateCounters(); } });
+          textarea.value = own[i];
+          return h('div', field(i === 0 ? `Post on ${c.name}` : `Thread part ${i + 1} on ${c.name}`, textarea), box);
+        }) : [];
+        const preview = h('div.custom-preview');
+        if (own) customPreviews.set(c.id, preview);
+        return h('section.custom', { dataset: { channel: c.id } }, h('div.custom-head', h('strong', c.name), h('small.muted', ` ${c.identifier}`), toggle),
+          own ? h('div.custom-body', h('div.custom-editors', editors), preview) : null);
+      }));
+    updateCounters();
   }
 
   async function refreshChannels() {
@@ -175,7 +230,7 @@ export async function composerPage(main, { id }) {
         form?.skipped.length ? h('p.hint', `Set through the API: ${form.skipped.join(', ')}.`) : null) });
     }
     settingsBox.replaceChildren(...[...selected].map((cid) => settingsForms.get(cid)?.el).filter(Boolean));
-    updateCounters();
+    drawCustoms();
   }
 
   const when = h('input', { type: 'datetime-local', required: true, step: 1 });
@@ -203,7 +258,7 @@ export async function composerPage(main, { id }) {
     const date = fromLocalInput(when.value);
     if (Number.isNaN(date) && action !== 'now') { errors.show(new Error('Enter a date and time.')); return; }
     const settingsOf = (cid) => ({ ...(settingsForms.get(cid)?.form?.read() || {}) });
-    const value = (p, i) => ({ content: textToHtml(p.text), image: p.media.map((m) => ({ id: m.id, path: m.path, ...(m.alt ? { alt: m.alt } : {}) })), delay: i ? p.delay : 0 });
+    const value = (p, i, channelId) => ({ content: textToHtml(textFor(channelId, p, i)), image: p.media.map((m) => ({ id: m.id, path: m.path, ...(m.alt ? { alt: m.alt } : {}) })), delay: i ? p.delay : 0 });
     for (const b of form.querySelectorAll('button')) b.disabled = true;
     try {
       if (editing) {
@@ -215,7 +270,7 @@ export async function composerPage(main, { id }) {
       }
       const body = {
         type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false, tags: [],
-        posts: channels.filter((c) => selected.has(c.id)).map((c) => ({ integration: { id: c.id }, value: partsState.map(value), settings: { __type: c.identifier, ...settingsOf(c.id) } })),
+        posts: channels.filter((c) => selected.has(c.id)).map((c) => ({ integration: { id: c.id }, value: partsState.map((p, i) => value(p, i, c.id)), settings: { __type: c.identifier, ...settingsOf(c.id) } })),
       };
       const created = await api('POST', '/posts', body);
       const p = toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10);
@@ -229,7 +284,7 @@ export async function composerPage(main, { id }) {
   } },
   channelBoxes, partsList,
   editing ? null : h('button', { type: 'button', onclick: () => addPart().focus() }, '+ Add thread part'),
-  settingsBox,
+  customBox, settingsBox,
   h('div.when', field(`Date and time (${zone()})`, when, `Read in the organization's timezone, ${zone()}.`), slotButton),
   errors, h('div.actions', buttons));
   main.append(h('div.compose-layout', form, previewBox));

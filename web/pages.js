@@ -32,7 +32,9 @@ export async function postPage(main, { id }) {
   }
 
   const partView = (p, i) => h(`li.part-view.st-${p.state}`, { dataset: { state: p.state } },
-    h('div.part-head', stateBadge(p.state), ` ${i === 0 ? 'Post' : `Thread part ${i + 1}`}`, i && p.delay ? h('span.muted', ` · ${p.delay} min after the part before`) : null),
+    h('div.part-head', stateBadge(p.state), ` ${i === 0 ? 'Post' : `Thread part ${i + 1}`}`, i && p.delay ? h('span.muted', ` · ${p.delay} min after the part before`) : null,
+      // a reply waiting for its delay goes out later than the post: say when (the API works it out)
+      i && p.goesOutAt ? h('span.goes-out', ' · goes out ', h('time', { datetime: p.goesOutAt }, fmtDateTime(Date.parse(p.goesOutAt)))) : null),
     h('p.content', htmlToText(p.content)),
     (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : h('img', { src: m.path, alt: m.alt || '' }), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
     p.error ? h('div.post-error', { role: 'alert' }, h('strong', 'Error: '), h('span.error-text', p.error)) : null,
