@@ -616,7 +616,9 @@ startup_series() {   # startup_series ID VAR=VAL... -- CMD...
 # XDG_CACHE_HOME: where rustiz-speedups.pyz unpacks its wheels; emptied per run,
 # so the first cold start of that .pyz includes the unpacking (shows in its range).
 rm -rf "$B/cache"
-RZ_ENV=(RUSTIZ_CONFIG="$CFG" HOST=127.0.0.1 REQUEST_LIMIT=0 API_LIMIT=0 XDG_CACHE_HOME="$B/cache")
+# The limits are off: the rows measure serving, and one key's 32 clients would hit them at once (the MCP
+# rows: RUSTIZ_MCP_TOOL_LIMIT allows one key 60 tool calls a minute by default).
+RZ_ENV=(RUSTIZ_CONFIG="$CFG" HOST=127.0.0.1 REQUEST_LIMIT=0 API_LIMIT=0 RUSTIZ_MCP_TOOL_LIMIT=0 RUSTIZ_MCP_POST_LIMIT=0 XDG_CACHE_HOME="$B/cache")
 BASE_ENV=("${RZ_ENV[@]}")
 
 # ------------------------------------------------------------ nginx config
