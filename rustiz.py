@@ -4457,7 +4457,8 @@ def command_posts_export(arguments: argparse.Namespace) -> int:
         organization = _chosen_organization(config, store, arguments.org)
         from rustiz_features.posts_files import export_window
         files = _posts_files(store, config)
-        bodies = files.exported_bodies(organization["id"], *export_window(arguments.start, arguments.end))
+        bodies = files.exported_bodies(organization["id"], *export_window(arguments.start, arguments.end,
+                                                                          ("--from", "--to")))
         content, _ = files.encoded(bodies, arguments.format)
     except ApiError as refused:
         raise UserError(f"cannot export: {_refusal_text(refused)}") from None
@@ -4504,7 +4505,7 @@ def command_posts_import(arguments: argparse.Namespace) -> int:
             print(f"row {row['row']}: failed: {' / '.join(row['errors'])}", file=sys.stderr)
     if not report["ok"]:
         raise UserError("some rows failed (above); nothing was imported" if not arguments.dry_run
-                        else "some rows would fail (above)")
+                        else "some rows would fail (above)", exit_code=1)
     log(f"{'checked' if arguments.dry_run else 'imported'} {len(report['rows'])} rows into organization "
         f"{organization['name']}" + (" (dry run: nothing stored)" if arguments.dry_run else ""))
     return 0

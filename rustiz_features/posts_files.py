@@ -46,14 +46,15 @@ def query_flag(query: dict, name: str) -> bool:
     return value
 
 
-def export_window(start_text: Any, end_text: Any) -> tuple:
-    """startDate and endDate as stored instants; a 400 names each that is not ISO 8601, or an empty window."""
+def export_window(start_text: Any, end_text: Any, names: tuple = ("startDate", "endDate")) -> tuple:
+    """The window's two ends as stored instants; a 400 names each that is not ISO 8601 (by `names`: the
+    query's, or the CLI's options), or a window that ends before it starts."""
     start, end = parse_iso_instant(start_text), parse_iso_instant(end_text)
     if start is None or end is None:
         raise bad_request([f"{name} must be a valid ISO 8601 date string"
-                           for name, value in (("startDate", start), ("endDate", end)) if value is None])
+                           for name, value in zip(names, (start, end)) if value is None])
     if end < start:
-        raise bad_request(f"endDate {iso_ms(end)} is before startDate {iso_ms(start)}: swap them")
+        raise bad_request(f"{names[1]} {iso_ms(end)} is before {names[0]} {iso_ms(start)}: swap them")
     return iso_ms(start), iso_ms(end)
 
 

@@ -9,8 +9,9 @@ const routes = {
   channels: () => import('./pages.js').then((m) => m.channelsPage),
   settings: () => import('./pages.js').then((m) => m.settingsPage),
   notifications: () => import('./pages.js').then((m) => m.notificationsPage),
+  import: () => import('./files.js').then((m) => m.importPage),
 };
-const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['settings', 'Settings']];
+const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['settings', 'Settings']];
 
 function signIn(result) {
   session.organization = result.organization;
