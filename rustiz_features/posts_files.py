@@ -10,7 +10,7 @@ Rules:
 - Media of a CSV line must be uploads of the organization (its Media rows); an import never fetches a URL:
   POST /upload-from-url does that, through the one outbound client and its address guard.
 - Bounded: the body by RUSTIZ_MAX_BODY (the core), at most MAX_IMPORT_ROWS rows; an export holds at most
-  MAX_EXPORTED_THREADS threads (a 400 asks for a shorter window).
+  MAX_EXPORTED_THREADS threads and MAX_EXPORTED_TEXT_BYTES of text (a 400 asks for a shorter window).
 - The JSON export is a list of CreatePost bodies that imports back as the same posts.
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .validation import validate_create_post
 
 MAX_IMPORT_ROWS = 1000
 MAX_EXPORTED_THREADS = 10_000
+MAX_EXPORTED_TEXT_BYTES = 64 * 1024 * 1024  # the posts' content, settings and media lists in one export
 MAX_CSV_PARTS = 100  # part2 ... part100: the thread parts after the first
 CSV_COLUMNS = ("date", "type", "channel", "content", "media", "settings", "tags", "allowDuplicate")
 REQUIRED_CSV_COLUMNS = ("date", "channel", "content")
@@ -108,9 +109,11 @@ class PostsFiles:
         groups: dict = {}
         for row in rows:
             groups.setdefault(row["group"], []).append(row)
-        if len(groups) > MAX_EXPORTED_THREADS:
-            raise bad_request(f"Between startDate {start} and endDate {end} there are more than "
-                              f"{MAX_EXPORTED_THREADS} posts, more than one export holds: ask for a shorter window")
+        size = sum(len(row["content"]) + len(row["settings"] or "") + len(row["image"] or "") for row in rows)
+        if len(groups) > MAX_EXPORTED_THREADS or size > MAX_EXPORTED_TEXT_BYTES:
+            raise bad_request(f"Between {start} and {end} there are more posts than one export holds (at most "
+                              f"{MAX_EXPORTED_THREADS} threads and {MAX_EXPORTED_TEXT_BYTES // 2**20} MiB of "
+                              "text): ask for a shorter window")
         threads = [_in_thread_order(parts) for parts in groups.values()]
         tags = self.store.post_tags([thread[0]["id"] for thread in threads])
         return [_create_post_body(thread, [tag["tag"]["name"] for tag in tags.get(thread[0]["id"], [])])

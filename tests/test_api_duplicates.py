@@ -17,11 +17,6 @@ def server(start_module_server):
     return start_module_server()
 
 
-@pytest.fixture
-def db(server):
-    return Database(server)
-
-
 def schedule(server, channel_id: str, content: str, date: str = LATER, **fields) -> tuple:
     return api(server, "POST", f"{API}/posts",
                post_body(channel_post(channel_id, content), type="schedule", date=date, **fields))
@@ -43,7 +38,8 @@ def mcp_schedule(server, channel_id: str, content: str, **item) -> dict:
     return json.loads(answer)["result"]
 
 
-def test_the_same_text_queued_on_the_channel_is_refused_with_409_and_the_duplicates(server, db):
+def test_the_same_text_queued_on_the_channel_is_refused_with_409_and_the_duplicates(server):
+    db = Database(server)
     channel = db.channel("Dup", "bluesky")
     status, created = schedule(server, channel, "<p>Launch day</p>")
     assert status == 201
@@ -56,14 +52,16 @@ def test_the_same_text_queued_on_the_channel_is_refused_with_409_and_the_duplica
     assert live_roots(db, channel) == 1
 
 
-def test_allow_duplicate_true_posts_anyway(server, db):
+def test_allow_duplicate_true_posts_anyway(server):
+    db = Database(server)
     channel = db.channel("Dup allowed", "bluesky")
     assert schedule(server, channel, "<p>Again</p>")[0] == 201
     assert schedule(server, channel, "<p>Again</p>", allowDuplicate=True)[0] == 201
     assert live_roots(db, channel) == 2
 
 
-def test_a_text_published_in_the_last_24_hours_is_a_duplicate_and_an_older_one_is_not(server, db):
+def test_a_text_published_in_the_last_24_hours_is_a_duplicate_and_an_older_one_is_not(server):
+    db = Database(server)
     channel = db.channel("Dup published", "bluesky")
     db.post(channel, iso(-23 * 3600), state="PUBLISHED", content="<p>Yesterday's news</p>", settings="{}")
     db.post(channel, iso(-26 * 3600), state="PUBLISHED", content="<p>Old news</p>", settings="{}")
@@ -73,7 +71,8 @@ def test_a_text_published_in_the_last_24_hours_is_a_duplicate_and_an_older_one_i
     assert schedule(server, channel, "<p>Old news</p>", date=iso(600))[0] == 201
 
 
-def test_other_channels_drafts_and_failed_posts_are_not_duplicates(server, db):
+def test_other_channels_drafts_and_failed_posts_are_not_duplicates(server):
+    db = Database(server)
     first, second = db.channel("Dup one", "bluesky"), db.channel("Dup two", "bluesky")
     assert schedule(server, first, "<p>Everywhere</p>")[0] == 201
     assert schedule(server, second, "<p>Everywhere</p>")[0] == 201
@@ -83,7 +82,8 @@ def test_other_channels_drafts_and_failed_posts_are_not_duplicates(server, db):
                                                           date=LATER))[0] == 201
 
 
-def test_the_mcp_schedule_tool_reports_a_duplicate_as_a_tool_error_unless_allowed(server, db):
+def test_the_mcp_schedule_tool_reports_a_duplicate_as_a_tool_error_unless_allowed(server):
+    db = Database(server)
     channel = db.channel("Dup MCP", "bluesky")
     assert schedule(server, channel, "<p>From the agent</p>")[0] == 201
     result = mcp_schedule(server, channel, "<p>From the agent</p>")
@@ -96,7 +96,8 @@ def test_the_mcp_schedule_tool_reports_a_duplicate_as_a_tool_error_unless_allowe
     assert live_roots(db, channel) == 2
 
 
-def test_import_rows_that_repeat_a_post_or_an_earlier_row_fail_unless_allowed(server, db):
+def test_import_rows_that_repeat_a_post_or_an_earlier_row_fail_unless_allowed(server):
+    db = Database(server)
     channel = db.channel("Dup import", "bluesky")
     assert schedule(server, channel, "<p>Stored</p>")[0] == 201
     rows = [post_body(channel_post(channel, content), type="schedule", date=LATER)

@@ -19,11 +19,6 @@ def server(start_module_server):
     return start_module_server()
 
 
-@pytest.fixture
-def db(server):
-    return Database(server)
-
-
 def export(server, query: str) -> tuple:
     status, headers, raw = server.request("GET", f"{API}/posts/export?{query}", {"Authorization": server.key})
     return status, headers, raw
@@ -46,7 +41,8 @@ def scheduled_body(channel_id: str, *parts, date: str = FUTURE, **fields) -> dic
 
 # --- export -------------------------------------------------------------------------------------------
 
-def test_export_json_lists_threads_in_the_window_as_create_post_bodies(server, db):
+def test_export_json_lists_threads_in_the_window_as_create_post_bodies(server):
+    db = Database(server)
     channel = db.channel("Export", "bluesky")
     root, _ = db.thread(channel, "2031-01-02T10:00:00.000Z", ["<p>First</p>", "<p>Reply</p>"], settings="{}")
     db.link_tag(root, db.tag("launch"))
@@ -67,7 +63,8 @@ def test_export_json_lists_threads_in_the_window_as_create_post_bodies(server, d
                     "value": [{"content": "<p>Draft</p>", "image": [], "delay": 0}]}]}]
 
 
-def test_export_csv_has_a_column_per_field_and_per_thread_part(server, db):
+def test_export_csv_has_a_column_per_field_and_per_thread_part(server):
+    db = Database(server)
     channel = db.channel("Export CSV", "bluesky")
     db.thread(channel, "2031-02-02T10:00:00.000Z", ["<p>One, with a comma</p>", "<p>Two</p>"], settings="{}")
     status, headers, raw = export(server, "format=csv&startDate=2031-02-01&endDate=2031-02-28")
@@ -91,7 +88,8 @@ def test_export_refuses_a_bad_window_or_format_naming_the_field(server):
 
 # --- import -------------------------------------------------------------------------------------------
 
-def test_import_json_stores_every_row_and_answers_their_post_ids(server, db):
+def test_import_json_stores_every_row_and_answers_their_post_ids(server):
+    db = Database(server)
     channel = db.channel("Import", "bluesky")
     rows = [scheduled_body(channel, "<p>A</p>", "<p>A reply</p>"),
             scheduled_body(channel, "<p>B</p>", date="2031-03-06T10:00:00Z")]
@@ -104,14 +102,16 @@ def test_import_json_stores_every_row_and_answers_their_post_ids(server, db):
         ("<p>B</p>", "2031-03-06T10:00:00.000Z", "QUEUE", None)]
 
 
-def test_import_takes_one_create_post_body_as_one_row(server, db):
+def test_import_takes_one_create_post_body_as_one_row(server):
+    db = Database(server)
     channel = db.channel("Import one", "bluesky")
     status, answer = import_file(server, scheduled_body(channel, "<p>Alone</p>"))
     assert status == 201 and answer["imported"] == 1
     assert [row[0] for row in live_posts(db, channel)] == ["<p>Alone</p>"]
 
 
-def test_dry_run_checks_every_row_and_stores_nothing(server, db):
+def test_dry_run_checks_every_row_and_stores_nothing(server):
+    db = Database(server)
     channel = db.channel("Dry", "bluesky")
     rows = [scheduled_body(channel, "<p>Fine</p>"), scheduled_body(channel, ""),
             scheduled_body("no-such-channel", "<p>Lost</p>")]
@@ -126,7 +126,8 @@ def test_dry_run_checks_every_row_and_stores_nothing(server, db):
     assert live_posts(db, channel) == []
 
 
-def test_an_import_with_one_bad_row_stores_nothing_and_names_the_row(server, db):
+def test_an_import_with_one_bad_row_stores_nothing_and_names_the_row(server):
+    db = Database(server)
     channel = db.channel("All or nothing", "bluesky")
     rows = [scheduled_body(channel, "<p>Good</p>"), scheduled_body(channel, "<p>Past</p>", date="2020-01-01T00:00:00Z"),
             scheduled_body(channel, "<p>Also good</p>", date="2031-03-09T10:00:00Z")]
@@ -138,7 +139,8 @@ def test_an_import_with_one_bad_row_stores_nothing_and_names_the_row(server, db)
     assert live_posts(db, channel) == []
 
 
-def test_exported_json_imports_back_as_the_same_posts(server, db):
+def test_exported_json_imports_back_as_the_same_posts(server):
+    db = Database(server)
     channel = db.channel("Round trip", "bluesky")
     image = uploaded(server, png_file())
     first = post_body(channel_post(channel, ("<p>Pic</p>", [{"id": image["id"], "path": image["path"]}]), "<p>More</p>"),
@@ -157,7 +159,8 @@ def test_exported_json_imports_back_as_the_same_posts(server, db):
     assert [body for body in json.loads(again) if body["posts"][0]["integration"]["id"] == channel] == exported
 
 
-def test_import_csv_turns_each_line_into_a_post_with_its_parts_media_and_settings(server, db):
+def test_import_csv_turns_each_line_into_a_post_with_its_parts_media_and_settings(server):
+    db = Database(server)
     channel = db.channel("CSV", "bluesky")
     image = uploaded(server, png_file())
     relative = image["path"][image["path"].index("/uploads/"):]
@@ -173,7 +176,8 @@ def test_import_csv_turns_each_line_into_a_post_with_its_parts_media_and_setting
     assert json.loads(stored_image[0]) == [{"id": image["id"], "path": image["path"]}]
 
 
-def test_csv_media_must_be_uploads_of_the_organization(server, db):
+def test_csv_media_must_be_uploads_of_the_organization(server):
+    db = Database(server)
     channel = db.channel("CSV media", "bluesky")
     text = f"date,channel,content,media\r\n2031-05-03T09:00:00Z,{channel},Look,https://example.com/cat.png\r\n"
     status, answer = import_file(server, text.encode(), content_type="text/csv")
@@ -183,7 +187,8 @@ def test_csv_media_must_be_uploads_of_the_organization(server, db):
     assert live_posts(db, channel) == []
 
 
-def test_csv_refuses_unknown_or_missing_columns_and_bad_cells_naming_them(server, db):
+def test_csv_refuses_unknown_or_missing_columns_and_bad_cells_naming_them(server):
+    db = Database(server)
     channel = db.channel("CSV checks", "bluesky")
     status, answer = import_file(server, b"date,channel,content,colour\r\n", content_type="text/csv")
     assert status == 400 and answer["message"].startswith("Unknown CSV column 'colour'")
@@ -197,7 +202,8 @@ def test_csv_refuses_unknown_or_missing_columns_and_bad_cells_naming_them(server
     assert answer["rows"][1]["errors"] == ["type must be schedule, draft or now, not 'later'"]
 
 
-def test_import_limits_and_bad_bodies_are_400s_that_say_why(server, db):
+def test_import_limits_and_bad_bodies_are_400s_that_say_why(server):
+    db = Database(server)
     channel = db.channel("Limits", "bluesky")
     status, answer = import_file(server, [scheduled_body(channel, "<p>x</p>")] * 1001, "?dryRun=1")
     assert status == 400 and answer["message"].startswith("The file holds 1001 rows, more than the 1000")

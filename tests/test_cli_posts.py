@@ -17,13 +17,9 @@ def server(start_module_server):
     return start_module_server()
 
 
-@pytest.fixture
-def db(server):
-    return Database(server)
-
-
 def posts_cli(server, *arguments: str):
-    return run_cli(server.pyz, "posts", *arguments, env={"RUSTIZ_CONFIG": str(server.config_path)})
+    return run_cli(server.pyz, "posts", *arguments,
+                   env={"RUSTIZ_CONFIG": str(server.config_path), "RUSTIZ_DATABASE": server.database})
 
 
 def listed(server, channel_id: str, start: str = "2032-01-01", end: str = "2032-12-31") -> list:
@@ -32,7 +28,8 @@ def listed(server, channel_id: str, start: str = "2032-01-01", end: str = "2032-
     return [(post["content"], post["publishDate"]) for post in answer["posts"] if post["integration"]["id"] == channel_id]
 
 
-def test_import_stores_every_row_and_the_running_server_lists_them(server, db, tmp_path):
+def test_import_stores_every_row_and_the_running_server_lists_them(server, tmp_path):
+    db = Database(server)
     channel = db.channel("CLI import", "bluesky")
     rows = [post_body(channel_post(channel, f"<p>From the CLI {number}</p>"), type="schedule",
                       date=f"2032-01-0{number}T10:00:00Z") for number in (1, 2)]
@@ -47,7 +44,8 @@ def test_import_stores_every_row_and_the_running_server_lists_them(server, db, t
     assert db.row("SELECT creation_method FROM post WHERE integration_id = ? LIMIT 1", channel)[0] == "CLI"
 
 
-def test_a_failed_row_prints_its_errors_exits_1_and_stores_nothing(server, db, tmp_path):
+def test_a_failed_row_prints_its_errors_exits_1_and_stores_nothing(server, tmp_path):
+    db = Database(server)
     channel = db.channel("CLI refused", "bluesky")
     path = tmp_path / "posts.csv"
     path.write_text(f"date,channel,content\r\n2032-02-01T10:00:00Z,{channel},Fine\r\n"
@@ -61,7 +59,8 @@ def test_a_failed_row_prints_its_errors_exits_1_and_stores_nothing(server, db, t
     assert listed(server, channel, "2032-02-01", "2032-02-28") == []
 
 
-def test_dry_run_checks_and_stores_nothing(server, db, tmp_path):
+def test_dry_run_checks_and_stores_nothing(server, tmp_path):
+    db = Database(server)
     channel = db.channel("CLI dry", "bluesky")
     path = tmp_path / "posts.csv"
     path.write_text(f"date,channel,content\r\n2032-03-01T10:00:00Z,{channel},Checked only\r\n")
@@ -71,7 +70,8 @@ def test_dry_run_checks_and_stores_nothing(server, db, tmp_path):
     assert listed(server, channel, "2032-03-01", "2032-03-31") == []
 
 
-def test_export_prints_json_that_imports_back_and_csv_with_a_header(server, db, tmp_path):
+def test_export_prints_json_that_imports_back_and_csv_with_a_header(server, tmp_path):
+    db = Database(server)
     channel = db.channel("CLI export", "bluesky")
     db.thread(channel, "2032-04-02T10:00:00.000Z", ["<p>Exported</p>", "<p>Its reply</p>"], settings="{}")
     result = posts_cli(server, "export", "--from", "2032-04-01", "--to", "2032-04-30")
