@@ -392,7 +392,15 @@ class PostsApi:
         plan = validate_create_post(body, lambda channel_id: self.store.channel(
             organization_id, channel_id, include_deleted=True), self.config.frontend_url)
         if not duplicates_allowed(body):
-            refuse_duplicates(self.store, plan)
+            try:
+                refuse_duplicates(self.store, plan)
+            except ApiError:
+                # A twin request with the same Idempotency-Key, saved while this one was validated, is what
+                # this one repeats: its answer is replayed, not refused as a duplicate.
+                earlier = claim and self.store.stored_response(organization_id, claim.key)
+                if earlier is None:
+                    raise
+                return self._replay(earlier, claim)
         created, body, earlier = self.save_plan(organization_id, plan, claim)
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)

@@ -5,7 +5,8 @@ Rules:
   queued, being published or published, has the same text and a date within DUPLICATE_WINDOW_SECONDS of its
   own (before or after). Text is compared without HTML tags, leading and trailing whitespace, and with each
   run of whitespace as one space, so "<p>Hi</p>" and "Hi " are the same text.
-- Drafts and updates are never duplicates; `"allowDuplicate": true` in the body lets a duplicate through.
+- Drafts, updates and posts without text (media alone) are never duplicates; `"allowDuplicate": true` in the
+  body lets a duplicate through.
 - One indexed query per channel of the post (post_integration: integration_id, publish_date).
 - POST /posts and MCP answer 409 (MCP: the tool's errors), imports mark the row; all build on find_duplicates.
 """
@@ -50,6 +51,8 @@ def find_duplicates(store: Any, plan: dict, pending: Optional[list] = None) -> l
     for post in plan["posts"]:
         channel = post["integration"]
         text = normalized_text(post["values"][0]["content"])
+        if not text:  # media alone: no text to repeat
+            continue
         rewritten = {value["id"] for value in post["values"] if value.get("id")}
         for post_id, group, content, publish_date, state in store.channel_roots_near(channel["id"], start, end):
             if post_id in rewritten or group == post.get("group") or normalized_text(content) != text:
@@ -67,7 +70,8 @@ def pending_entries(plan: dict, **extra: Any) -> list:
     if plan["type"] not in ("schedule", "now"):
         return []
     return [{"integration": post["integration"]["id"], "text": normalized_text(post["values"][0]["content"]),
-             "publishDate": plan["date"], "state": "QUEUE", **extra} for post in plan["posts"]]
+             "publishDate": plan["date"], "state": "QUEUE", **extra} for post in plan["posts"]
+            if normalized_text(post["values"][0]["content"])]
 
 
 def duplicate_message(duplicates: list) -> str:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from support import API, Database, api, channel_post, iso, post_body
+from support import API, Database, api, channel_post, iso, png_file, post_body, uploaded
 
 
 LATER = "2031-06-01T10:00:00.000Z"
@@ -71,9 +71,13 @@ def test_a_text_published_in_the_last_24_hours_is_a_duplicate_and_an_older_one_i
     assert schedule(server, channel, "<p>Old news</p>", date=iso(600))[0] == 201
 
 
-def test_other_channels_drafts_and_failed_posts_are_not_duplicates(server):
+def test_other_channels_drafts_failed_posts_and_media_alone_are_not_duplicates(server):
     db = Database(server)
     first, second = db.channel("Dup one", "bluesky"), db.channel("Dup two", "bluesky")
+    image = uploaded(server, png_file())
+    for _ in range(2):
+        assert api(server, "POST", f"{API}/posts", post_body(channel_post(second, "", images=[image]), type="schedule",
+                                                              date=LATER))[0] == 201
     assert schedule(server, first, "<p>Everywhere</p>")[0] == 201
     assert schedule(server, second, "<p>Everywhere</p>")[0] == 201
     db.post(first, LATER, state="ERROR", content="<p>Failed once</p>", settings="{}")
