@@ -163,13 +163,16 @@ class PostsFiles:
             raise bad_request("The CSV file is empty: its first line names the columns (date, channel, content...)")
         header = [name.strip() for name in lines[0]]
         _check_csv_header(header)
-        records = [dict(zip(header, line)) for line in lines[1:] if any(cell.strip() for cell in line)]
-        _check_row_count(len(records))
+        lines = [line for line in lines[1:] if any(cell.strip() for cell in line)]  # (blank lines are skipped)
+        _check_row_count(len(lines))
+        records = [dict(zip(header, line + [""] * (len(header) - len(line)))) for line in lines]
         paths = {path for record in records for name, cell in record.items()
                  if name == "media" or name.endswith("Media") for path in cell.split()}
         uploads = self.store.media_ids_by_path(organization_id, [self._upload_url(path) for path in paths]) \
             if paths else {}
-        return [self._csv_body(record, uploads) for record in records]
+        return [self._csv_body(record, uploads) if len(line) <= len(header) else
+                [f"the line has {len(line)} cells, but the header names {len(header)} columns (a comma in a cell "
+                 'needs the cell in double quotes: "a, b")'] for record, line in zip(records, lines)]
 
     def _upload_url(self, path: str) -> str:
         """An upload's URL as stored: /uploads/... is taken relative to FRONTEND_URL."""

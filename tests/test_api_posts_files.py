@@ -195,11 +195,15 @@ def test_csv_refuses_unknown_or_missing_columns_and_bad_cells_naming_them(server
     status, answer = import_file(server, b"date,content\r\nx,y\r\n", content_type="text/csv")
     assert status == 400 and answer["message"].startswith("The CSV file has no channel column")
     text = (f"date,channel,content,settings,type\r\n2031-05-04T09:00:00Z,{channel},A,[1],schedule\r\n"
-            f"2031-05-04T10:00:00Z,{channel},B,,later\r\n")
+            f"2031-05-04T10:00:00Z,{channel},B,,later\r\n\r\n2031-05-04T11:00:00Z,{channel},C,{{}},draft,extra\r\n"
+            f"2031-05-04T12:00:00Z,{channel}\r\n")
     status, answer = import_file(server, text.encode(), "?dryRun=1", content_type="text/csv")
     assert status == 400
     assert answer["rows"][0]["errors"] == ["settings must be a JSON object"]
     assert answer["rows"][1]["errors"] == ["type must be schedule, draft or now, not 'later'"]
+    assert answer["rows"][2]["errors"][0].startswith("the line has 6 cells, but the header names 5 columns")
+    assert answer["rows"][3]["ok"] is False  # no content: the API's own message
+    assert "content must be a non-empty string" in answer["rows"][3]["errors"][0]
 
 
 def test_import_limits_and_bad_bodies_are_400s_that_say_why(server):
