@@ -22,8 +22,8 @@ Map of this file (each section starts with a banner comment):
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
   9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone/alerts,
-                      channel add/list, user add/password/remove, db copy, backup, restore, doctor,
-                      example, version
+                      channel add/list, user add/password/remove, posts export/import, db copy,
+                      backup, restore, doctor, example, version
 """
 from __future__ import annotations
 
@@ -1514,6 +1514,44 @@ class Store:
                           (channel_id, since))
         return {row[0] for row in rows}
 
+    def channel_roots_near(self, channel_id: str, start: str, end: str) -> list:
+        """Root posts of a channel dated in [start, end] that are queued, being published or published, as
+        (id, post_group, content, publish_date, state): what a new post's text is compared with (duplicates)."""
+        return self._read("SELECT id, post_group, content, publish_date, state FROM post WHERE integration_id = ? "
+                          "AND publish_date BETWEEN ? AND ? AND parent_post_id IS NULL AND deleted_at IS NULL "
+                          "AND state IN ('QUEUE', 'PUBLISHING', 'PUBLISHED')", (channel_id, start, end)).fetchall()
+
+    def posts_for_export(self, organization_id: str, start: str, end: str, limit: int) -> list:
+        """The live posts (roots and their replies) of the groups whose root is dated in [start, end], on live
+        channels, ordered by the root's date; at most `limit` groups (the caller asks for one more to know)."""
+        rows = self._read(
+            f"SELECT {self._POST_COLUMNS} FROM post p JOIN (SELECT r.post_group, r.publish_date FROM post r "
+            "JOIN integration i ON i.id = r.integration_id WHERE r.organization_id = ? AND r.parent_post_id IS NULL "
+            "AND r.deleted_at IS NULL AND i.deleted_at IS NULL AND r.publish_date BETWEEN ? AND ? "
+            "ORDER BY r.publish_date, r.id LIMIT ?) g ON g.post_group = p.post_group "
+            "WHERE p.organization_id = ? AND p.deleted_at IS NULL ORDER BY g.publish_date, p.post_group, p.created_at",
+            (organization_id, start, end, limit, organization_id))
+        return [self._post_row(row) for row in rows]
+
+    def media_ids_by_path(self, organization_id: str, paths: list) -> dict:
+        """path -> id of the organization's live uploads among `paths`."""
+        found: dict = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start:start + 500]
+            rows = self._read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
+                              f"AND path IN ({','.join('?' * len(chunk))})", (organization_id, *chunk))
+            found.update((row[0], row[1]) for row in rows)
+        return found
+
+    def save_post_batches(self, organization_id: str, batches: list) -> None:
+        """Write several save_posts batches, each (threads, replaced_groups, tag_labels), in ONE transaction:
+        all of them or none (an import)."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            for threads, replaced_groups, tag_labels in batches:
+                self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
+        self._posts_changed()
+
     def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
                    idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
         """Write new and updated posts in one transaction.
@@ -1531,28 +1569,32 @@ class Store:
                 earlier = self._stored_response(db.execute, organization_id, idempotency.key)
                 if earlier is not None:
                     return earlier
-            kept = [row["id"] for thread in threads for row in thread if row["existing"]]
-            # Checked inside the write transaction: the scheduler claims posts in one too, so no claim
-            # can slip in between this check and the writes below.
-            busy = db.execute(f"SELECT id FROM post WHERE state = 'PUBLISHING' AND id IN ({','.join('?' * len(kept))})",
-                              kept).fetchone()
-            if busy is not None:
-                raise PostBeingPublished(busy[0])
-            for group in replaced_groups:
-                db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
-                           f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
-                           (now, now, organization_id, group, *kept))
-            tag_ids = self._tag_ids(db, organization_id, tag_labels)
-            for thread in threads:
-                for row in thread:
-                    self._write_post(db, organization_id, row, now)
-                db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
-                db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
-                               [(thread[0]["id"], tag_id) for tag_id in tag_ids])
+            self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
             if idempotency is not None:
                 self._store_response(db, organization_id, idempotency)
         self._posts_changed()
         return None
+
+    def _write_threads(self, db: sqlite3.Connection, organization_id: str, threads: list, replaced_groups: set,
+                       tag_labels: list, now: str) -> None:
+        kept = [row["id"] for thread in threads for row in thread if row["existing"]]
+        # Checked inside the write transaction: the scheduler claims posts in one too, so no claim
+        # can slip in between this check and the writes below.
+        busy = db.execute(f"SELECT id FROM post WHERE state = 'PUBLISHING' AND id IN ({','.join('?' * len(kept))})",
+                          kept).fetchone()
+        if busy is not None:
+            raise PostBeingPublished(busy[0])
+        for group in replaced_groups:
+            db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
+                       f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
+                       (now, now, organization_id, group, *kept))
+        tag_ids = self._tag_ids(db, organization_id, tag_labels)
+        for thread in threads:
+            for row in thread:
+                self._write_post(db, organization_id, row, now)
+            db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
+            db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
+                           [(thread[0]["id"], tag_id) for tag_id in tag_ids])
 
     _WRITTEN_POST_COLUMNS = ("state", "publish_date", "integration_id", "content", "delay", "post_group", "parent_post_id",
                              "settings", "image", "creation_method", "interval_in_days")
@@ -4187,6 +4229,8 @@ API_ROUTES = (
     ("POST", "/integrations/:id/steps", "connect", "ConnectFlow.choose"),
     ("GET", "/posts", "api_posts", "PostsApi.list_posts"),
     ("POST", "/posts", "api_posts", "PostsApi.create_posts"),
+    ("GET", "/posts/export", "posts_files", "PostsFiles.export"),
+    ("POST", "/posts/import", "posts_files", "PostsFiles.import_posts"),
     ("DELETE", "/posts/group/:group", "api_posts", "PostsApi.delete_group"),
     ("GET", "/posts/:id", "api_posts", "PostsApi.get_post"),
     ("PUT", "/posts/:id", "api_posts", "PostsApi.edit_post"),
@@ -4935,6 +4979,74 @@ def command_channel_list(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _posts_files(store: Store, config: Config) -> Any:
+    """The export/import code the API uses (rustiz_features.posts_files), on this process's Store."""
+    from types import SimpleNamespace
+    from rustiz_features.posts_files import PostsFiles
+    return PostsFiles(SimpleNamespace(store=store, config=config))
+
+
+def command_posts_export(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        from rustiz_features.posts_files import export_window
+        files = _posts_files(store, config)
+        bodies = files.exported_bodies(organization["id"], *export_window(arguments.start, arguments.end,
+                                                                          ("--from", "--to")))
+        content, _ = files.encoded(bodies, arguments.format)
+    except ApiError as refused:
+        raise UserError(f"cannot export: {_refusal_text(refused)}") from None
+    finally:
+        store.close()
+    sys.stdout.buffer.write(content + (b"\n" if arguments.format == "json" else b""))
+    sys.stdout.flush()
+    log(f"exported {len(bodies)} posts of organization {organization['name']}")
+    return 0
+
+
+def _json_file(name: str, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise UserError(f"{name} is not a JSON file: {error}") from None
+
+
+def command_posts_import(arguments: argparse.Namespace) -> int:
+    config = load_config(dict(os.environ))
+    try:
+        with open(arguments.file, "rb") as file:
+            data = file.read(config.max_body_bytes + 1)
+    except OSError as error:
+        raise UserError(f"cannot read {arguments.file}: {error.strerror}") from None
+    if len(data) > config.max_body_bytes:
+        raise UserError(f"{arguments.file} is larger than RUSTIZ_MAX_BODY ({config.max_body_bytes} bytes), the "
+                        "limit of an import; split it into several files")
+    is_csv = arguments.file.lower().endswith(".csv") or not data.lstrip()[:1] in (b"[", b"{")
+    store = Store(config.database)
+    try:
+        organization = _chosen_organization(config, store, arguments.org)
+        files = _posts_files(store, config)
+        rows = files.csv_rows(organization["id"], data) if is_csv else files.json_rows(_json_file(arguments.file, data))
+        report = files.import_rows(organization["id"], rows, arguments.dry_run, arguments.allow_duplicate, "CLI")
+    except ApiError as refused:
+        raise UserError(f"cannot import {arguments.file}: {_refusal_text(refused)}") from None
+    finally:
+        store.close()
+    for row in report["rows"]:
+        if row["ok"]:
+            print(f"row {row['row']}: ok" + "".join(f" {post['postId']}" for post in row.get("posts", ())))
+        else:
+            print(f"row {row['row']}: failed: {' / '.join(row['errors'])}", file=sys.stderr)
+    if not report["ok"]:
+        raise UserError("some rows failed (above); nothing was imported" if not arguments.dry_run
+                        else "some rows would fail (above)", exit_code=1)
+    log(f"{'checked' if arguments.dry_run else 'imported'} {len(report['rows'])} rows into organization "
+        f"{organization['name']}" + (" (dry run: nothing stored)" if arguments.dry_run else ""))
+    return 0
+
+
 def command_db_copy(arguments: argparse.Namespace) -> int:
     from rustiz_features.db_copy import copy_database
     return copy_database(load_config(dict(os.environ)), arguments.to, arguments.uploads_to)
@@ -5092,6 +5204,7 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
                       help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
     copy.set_defaults(run=command_db_copy)
     _add_operations_commands(commands)
+    _add_posts_commands(commands)
     version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
@@ -5127,6 +5240,34 @@ def _add_operations_commands(commands: Any) -> None:
                     "config's paths and port.")
     example.add_argument("kind", choices=("systemd", "caddy", "nginx"), help="what to print")
     example.set_defaults(run=command_example)
+
+
+def _add_posts_commands(commands: Any) -> None:
+    posts = commands.add_parser("posts", formatter_class=_help_formatter, help="export and import posts as files",
+                                description="Posts as JSON or CSV files, on the database directly (no server "
+                                            "needed), checked as POST /public/v1/posts checks them.")
+    posts_commands = posts.add_subparsers(dest="posts_command", metavar="{export,import}", required=True)
+    export = posts_commands.add_parser(
+        "export", formatter_class=_help_formatter, help="print the posts of a date window as JSON or CSV",
+        description="Print the posts whose date is in the window, as GET /public/v1/posts/export does: JSON (a "
+                    "list of CreatePost bodies, importable again) or CSV.")
+    export.add_argument("--format", choices=("json", "csv"), default="json", help="the file's format (default json)")
+    export.add_argument("--from", dest="start", default="0001-01-01", metavar="DATE",
+                        help="ISO 8601 date or instant (default: the beginning)")
+    export.add_argument("--to", dest="end", default="9999-12-31T23:59:59Z", metavar="DATE",
+                        help="ISO 8601 date or instant, inclusive (default: the end of time)")
+    export.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    export.set_defaults(run=command_posts_export)
+    imports = posts_commands.add_parser(
+        "import", formatter_class=_help_formatter, help="check and store posts from a JSON or CSV file",
+        description="Check every row of FILE (.csv is CSV, else JSON) as POST /public/v1/posts/import does, and "
+                    "store them all, or nothing when a row fails (its errors are printed, the exit status is 1).")
+    imports.add_argument("file", metavar="FILE")
+    imports.add_argument("--dry-run", action="store_true", help="check every row, store nothing")
+    imports.add_argument("--allow-duplicate", action="store_true",
+                         help="no row is refused for repeating a post of the same channel within 24 hours")
+    imports.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
+    imports.set_defaults(run=command_posts_import)
 
 
 def _add_channel_commands(commands: Any, with_providers: bool) -> None:

@@ -4,10 +4,12 @@ The core serves HTTP, stores, authenticates and routes; its route table names th
 every route, and a module is imported on the first request to one of its routes. Imports go one way:
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
-  mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue
-  api_posts -> api_channels, validation, recurrence, catalogue
+  mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
+  posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates
   review (approving and rejecting drafts keys' posts) -> api_posts
   api_keys (named API keys with a scope) -> the core only
+  duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web
   analytics -> connect, publishers, http_client
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client

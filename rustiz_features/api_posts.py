@@ -21,6 +21,7 @@ from rustiz import (
 )
 from .api_channels import validate_channel_changes
 from .catalogue import provider_max_length
+from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
 
@@ -428,10 +429,21 @@ class PostsApi:
 
     def _create_posts(self, request: Request, organization_id: str,
                       claim: Optional[IdempotentResponse]) -> Response:
-        plan = validate_create_post(request.json(), lambda channel_id: self.store.channel(
+        body = request.json()
+        plan = validate_create_post(body, lambda channel_id: self.store.channel(
             organization_id, channel_id, include_deleted=True), self.config.frontend_url)
         if request.scope != "full":
             self.mark_for_review(organization_id, plan, request.scope)
+        if not duplicates_allowed(body):
+            try:
+                refuse_duplicates(self.store, plan)
+            except ApiError:
+                # A twin request with the same Idempotency-Key, saved while this one was validated, is what
+                # this one repeats: its answer is replayed, not refused as a duplicate.
+                earlier = claim and self.store.stored_response(organization_id, claim.key)
+                if earlier is None:
+                    raise
+                return self._replay(earlier, claim)
         created, body, earlier = self.save_plan(organization_id, plan, claim)
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)
@@ -465,6 +477,10 @@ class PostsApi:
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         return created, body, earlier
+
+    def planned_rows(self, organization_id: str, plan: dict) -> tuple:
+        """What save_plan would write for a plan, written later by the caller (an import stores many at once)."""
+        return self._thread_rows(organization_id, plan)
 
     def _thread_rows(self, organization_id: str, plan: dict, keep_group: Optional[str] = None) -> tuple:
         """The rows to write for a validated plan, and the groups whose leftover posts are to be deleted.

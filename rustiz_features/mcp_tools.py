@@ -20,6 +20,7 @@ from rustiz import SCOPES, ApiError, App, DatabaseUnwritable, KeyIdentity, json_
 from .api_channels import ChannelsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
+from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
 from .validation import validate_create_post
 
@@ -145,7 +146,9 @@ def _schedule_input() -> dict:
                           enum=["draft", "schedule", "now"]),
         "postsAndComments": _z_array(part, "first item is the post, every other item is the comments"),
         "settings": _z_array(setting, "This relies on the integrationSchema tool to get the settings [input:settings]"),
-    })
+        "allowDuplicate": _z_boolean("rustiz: post even when the same text is queued or was published on this "
+                                     "channel within 24 hours of this date (otherwise that is refused)"),
+    }, optional=("allowDuplicate",))
     return _root(_z_object({"socialPost": _z_array(post, "Individual post")}))
 
 
@@ -588,6 +591,9 @@ class McpTools:
                 self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:
             return self._refusal_text(refused, channel, item["integrationId"])
+        duplicates = [] if duplicates_allowed(item) else find_duplicates(self.store, plan)
+        if duplicates:
+            return f"{channel['name']}: {duplicate_message(duplicates)} in this socialPost item"
         plan["creationMethod"] = "MCP"
         return plan
 

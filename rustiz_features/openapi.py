@@ -155,7 +155,15 @@ def _openapi_schemas() -> dict:
                                          "description": "Repeat every this many days, at the same local time "
                                                         "in the organization's timezone (0 or null: never)"},
              "republish": _BOOLEAN,
-             "creationMethod": {"type": "string", "enum": ["API", "CLI"]}}),
+             "creationMethod": {"type": "string", "enum": ["API", "CLI"]},
+             "allowDuplicate": {"type": "boolean", "description": "rustiz: post even when the same text is queued "
+                                                                 "or was published on the channel within 24 hours"}}),
+        "ImportReport": _object(
+            {"dryRun": _BOOLEAN, "ok": _BOOLEAN, "rows": _array_of(_object(
+                {"row": _INTEGER, "ok": _BOOLEAN},
+                {"errors": _array_of(_STRING),
+                 "posts": _array_of(_object({"postId": _STRING, "integration": _STRING}))}))},
+            {"imported": _INTEGER}),
         "PostEdit": {"type": "object", "additionalProperties": False, "properties": {
             "content": _STRING, "image": _array_of(media), "date": _DATE, "settings": {"type": "object"}}},
         "AnalyticsData": _object({"label": _STRING, "data": _array_of(_object({"total": _ANY, "date": _STRING})),
@@ -207,7 +215,9 @@ def _openapi_responses() -> dict:
         "NotFound": _json_body(nest, "No such id in the caller's organization"),
         "IntegrationNotFound": _json_body(msg, "No such channel in the caller's organization"),
         "Conflict": _json_body(nest, "The post is being published or its state does not allow this, or the "
-                                      "channel's account is already connected"),
+                                      "channel's account is already connected, or (POST /posts) the same text "
+                                      "is queued or was published on the channel within 24 hours: `duplicates` "
+                                      "lists those posts, and \"allowDuplicate\": true posts anyway"),
         "TooLarge": _json_body(nest, "The file is over the size limit for its type"),
         "RangeNotSatisfiable": _json_body(nest, "The byte range is outside the file"),
         "IdempotencyKeyReused": _json_body(nest, "This Idempotency-Key was used with another body in the last 24 h"),
@@ -376,6 +386,25 @@ def _openapi_paths(root: dict) -> dict:
                                                          "the first answer and creates nothing",
                             schema={"type": "string", "minLength": 1, "maxLength": 255}),),
                 _schema_ref("CreatePost"))},
+        f"{v1}/posts/export": {"get": _operation(
+            "The posts of a date window as a file: JSON (CreatePost bodies, importable) or CSV (rustiz)",
+            ("200", {"description": "The file", "content": {
+                "application/json": {"schema": _array_of(_schema_ref("CreatePost"))},
+                "text/csv": {"schema": {"type": "string"}}}}), "BadRequest",
+            (_parameter("query", "format", "json (default) or csv", schema={"type": "string", "enum": ["json", "csv"]}),
+             _parameter("query", "startDate", "Main posts dated from this instant", True, _DATE),
+             _parameter("query", "endDate", "Up to this instant, inclusive", True, _DATE)))},
+        f"{v1}/posts/import": {"post": _operation(
+            "Validate (dryRun=1) or store, all or nothing, posts from a JSON or CSV file (rustiz)",
+            ("201", _schema_ref("ImportReport")), "BadRequest",
+            (_parameter("query", "dryRun", "1: validate every row, store nothing, answer 200",
+                        schema={"type": "string", "enum": ["0", "1", "true", "false"]}),
+             _parameter("query", "allowDuplicate", "1: no row is refused as a duplicate",
+                        schema={"type": "string", "enum": ["0", "1", "true", "false"]})),
+            {"required": True, "content": {
+                "application/json": {"schema": {"anyOf": [_array_of(_schema_ref("CreatePost")),
+                                                          _schema_ref("CreatePost")]}},
+                "text/csv": {"schema": {"type": "string"}}}})},
         f"{v1}/posts/group/{{group}}": {"delete": _operation(
             "Soft-delete a group of posts", ("200", deleted), parameters=(_parameter("path", "group", "A group"),))},
         f"{v1}/posts/{{id}}": {

@@ -427,7 +427,8 @@ def test_create_post_answers_201_with_one_entry_per_channel(server, world):
     db = world["db"]
     for prefix in PREFIXES:
         body = create_body(channel_post(world["bluesky"], "<p>Hello world</p>", settings={"__type": "wrong"}),
-                           channel_post(world["x"], "Tweet", settings=x_settings()))
+                           channel_post(world["x"], "Tweet", settings=x_settings()),
+                           allowDuplicate=True)  # the same post under each prefix
         status, headers, raw = server.request("POST", prefix + "/posts", {"Authorization": world["key"]},
                                               json.dumps(body).encode())
         assert status == 201, raw
@@ -629,7 +630,7 @@ def test_idempotency_key_replays_refusals_and_expires_after_a_day(server, world)
     first = server.request("POST", "/public/v1/posts", headers, body)
     assert first[0] == 400 and server.request("POST", "/public/v1/posts", headers, body)[::2] == first[::2]
     assert json.loads(first[2]) == nest(400, "Integration with id nope not found")
-    good = json.dumps(create_body(channel_post(world["bluesky"], "ok"))).encode()
+    good = json.dumps(create_body(channel_post(world["bluesky"], "ok"), allowDuplicate=True)).encode()
     assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
     db.execute("UPDATE idempotency_key SET created_at = created_at - 86401")
     assert server.request("POST", "/public/v1/posts", {**headers, "Idempotency-Key": "day-old"}, good)[0] == 201
@@ -833,7 +834,7 @@ def test_real_offsets_and_the_calendar_s_first_and_last_days_are_dates(server, w
                          ("2030-09-01T10:00:00-12:00", "2030-09-01T22:00:00.000Z"),
                          ("2030-09-01T15:45:00+0545", "2030-09-01T10:00:00.000Z")):
         answer = api(server, "POST", "/public/v1/posts", create_body(channel_post(
-           world["bluesky"], "hi"), date=date))[1]
+           world["bluesky"], "hi"), date=date, allowDuplicate=True))[1]
         assert post_rows(world["db"], "id = ?", answer[0]["postId"])[0]["publish_date"] == stored
     window = "startDate=0001-01-01T00:00:00Z&endDate=9999-12-31T23:59:59.999Z"
     assert len(api(server, "GET", f"/public/v1/posts?{window}")[1]["posts"]) == 3

@@ -10,8 +10,9 @@ const routes = {
   settings: () => import('./pages.js').then((m) => m.settingsPage),
   notifications: () => import('./pages.js').then((m) => m.notificationsPage),
   review: () => import('./pages.js').then((m) => m.reviewPage),
+  import: () => import('./files.js').then((m) => m.importPage),
 };
-const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
+const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
 
 function signIn(result) {
   session.organization = result.organization;

@@ -250,6 +250,21 @@ export async function composerPage(main, { id }) {
     ? [h('button.primary', { type: 'submit', value: 'save' }, 'Save changes'), h('a.button', { href: `#/post/${editing.id}` }, 'Cancel')]
     : [h('button.primary', { type: 'submit', value: 'schedule' }, 'Schedule'), h('button', { type: 'submit', value: 'now' }, 'Post now'), h('button', { type: 'submit', value: 'draft', formnovalidate: true }, 'Save draft')];
 
+  async function create(body, action, date) {
+    const created = await api('POST', '/posts', body);
+    const p = toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10);
+    go(created.length === 1 ? `#/post/${created[0].postId}` : `#/calendar?date=${p}`);
+  }
+  // The same text on a channel within 24 hours is refused (409) with the posts it repeats: say so, and offer to send it anyway.
+  function offerDuplicate(error, body, action, date) {
+    if (error.status !== 409 || !error.body?.duplicates) return;
+    const anyway = h('button', { type: 'button', onclick: async () => {
+      anyway.disabled = true;
+      try { await create({ ...body, allowDuplicate: true }, action, date); } catch (again) { errors.show(again); errors.focus(); }
+    } }, 'Post anyway');
+    errors.append(h('p', anyway));
+  }
+
   const form = h('form.composer', { novalidate: true, onsubmit: async (event) => {
     event.preventDefault();
     const action = event.submitter?.value || 'schedule';
@@ -260,6 +275,7 @@ export async function composerPage(main, { id }) {
     const settingsOf = (cid) => ({ ...(settingsForms.get(cid)?.form?.read() || {}) });
     const value = (p, i, channelId) => ({ content: textToHtml(textFor(channelId, p, i)), image: p.media.map((m) => ({ id: m.id, path: m.path, ...(m.alt ? { alt: m.alt } : {}) })), delay: i ? p.delay : 0 });
     for (const b of form.querySelectorAll('button')) b.disabled = true;
+    let body = null;
     try {
       if (editing) {
         const edit = (p, i) => { const { content, image } = value(p, i); return { content, image }; };
@@ -268,15 +284,14 @@ export async function composerPage(main, { id }) {
         go(`#/post/${editing.id}`);
         return;
       }
-      const body = {
+      body = {
         type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false, tags: [],
         posts: channels.filter((c) => selected.has(c.id)).map((c) => ({ integration: { id: c.id }, value: partsState.map((p, i) => value(p, i, c.id)), settings: { __type: c.identifier, ...settingsOf(c.id) } })),
       };
-      const created = await api('POST', '/posts', body);
-      const p = toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10);
-      go(created.length === 1 ? `#/post/${created[0].postId}` : `#/calendar?date=${p}`);
+      await create(body, action, date);
     } catch (error) {
       errors.show(error);
+      offerDuplicate(error, body, action, date);
       errors.focus();
     } finally {
       for (const b of form.querySelectorAll('button')) b.disabled = false;

@@ -70,7 +70,7 @@ export async function api(method, path, body) {
   const headers = {};
   const options = { method, headers, credentials: 'same-origin' };
   if (method !== 'GET') headers['X-CSRF-Token'] = session.csrfToken;
-  if (body instanceof FormData) options.body = body;
+  if (body instanceof FormData || body instanceof Blob) options.body = body;  // (a Blob's type is its Content-Type)
   else if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     options.body = JSON.stringify(body);

@@ -1,0 +1,332 @@
+"""Posts as files: GET /posts/export (JSON or CSV), POST /posts/import (dry run, all or nothing), and the
+`rustiz posts export|import` commands, which call the same class on the database directly.
+
+Rules:
+- An imported row is a CreatePost body, as POST /posts takes it (a CSV line is turned into one first); it
+  passes the same checks: validate_create_post, the missed-date and republish guards (PostsApi's row
+  planning), and the duplicate rule (duplicates.py), also against the import's earlier rows.
+- All or nothing: rows are stored only when every row passes, in one transaction (Store.save_post_batches).
+  A dry run checks every row the same way and stores nothing.
+- Media of a CSV line must be uploads of the organization (its Media rows); an import never fetches a URL:
+  POST /upload-from-url does that, through the one outbound client and its address guard.
+- Bounded: the body by RUSTIZ_MAX_BODY (the core), at most MAX_IMPORT_ROWS rows; an export holds at most
+  MAX_EXPORTED_THREADS threads and MAX_EXPORTED_TEXT_BYTES of text (a 400 asks for a shorter window).
+- The JSON export is a list of CreatePost bodies that imports back as the same posts.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any, Optional
+
+from rustiz import (
+    ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,
+    parse_iso_instant,
+)
+from .api_posts import PostsApi
+from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, pending_entries
+from .validation import validate_create_post
+
+MAX_IMPORT_ROWS = 1000
+MAX_EXPORTED_THREADS = 10_000
+MAX_EXPORTED_TEXT_BYTES = 64 * 1024 * 1024  # the posts' content, settings and media lists in one export
+MAX_CSV_PARTS = 100  # part2 ... part100: the thread parts after the first
+CSV_COLUMNS = ("date", "type", "channel", "content", "media", "settings", "tags", "allowDuplicate")
+REQUIRED_CSV_COLUMNS = ("date", "channel", "content")
+_PART_COLUMN = re.compile(r"part([0-9]+)(Media)?")
+_FLAGS = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
+def query_flag(query: dict, name: str) -> bool:
+    """A 0/1 (false/true) query parameter; absent is false; anything else is a 400 naming it."""
+    value = _FLAGS.get(query.get(name, "").strip().lower())
+    if value is None:
+        raise bad_request(f"{name} must be 1 or 0 (true or false), not {query[name]!r}")
+    return value
+
+
+def export_window(start_text: Any, end_text: Any, names: tuple = ("startDate", "endDate")) -> tuple:
+    """The window's two ends as stored instants; a 400 names each that is not ISO 8601 (by `names`: the
+    query's, or the CLI's options), or a window that ends before it starts."""
+    start, end = parse_iso_instant(start_text), parse_iso_instant(end_text)
+    if start is None or end is None:
+        raise bad_request([f"{name} must be a valid ISO 8601 date string"
+                           for name, value in zip(names, (start, end)) if value is None])
+    if end < start:
+        raise bad_request(f"{names[1]} {iso_ms(end)} is before {names[0]} {iso_ms(start)}: swap them")
+    return iso_ms(start), iso_ms(end)
+
+
+def _refusal_lines(refused: ApiError) -> list:
+    """An API refusal as lines a person reads: the DTO's list, or "<channel> (<provider>): <why>"."""
+    body = refused.body if isinstance(refused.body, dict) else {"message": refused.body}
+    message = body.get("message")
+    if isinstance(message, list):
+        return [str(line) for line in message]
+    if body.get("provider"):
+        return [f"{body.get('name')} ({body['provider']}): {message}"]
+    return [str(message)]
+
+
+def _split_flag(text: str, column: str) -> Any:
+    value = _FLAGS.get(text.strip().lower())
+    return value if value is not None else f"{column} must be 1, 0, true, false or empty, not {text!r}"
+
+
+class PostsFiles:
+    """Export and import for one process: the App in the server, or the CLI's (store, config) namespace."""
+
+    def __init__(self, app: Any):
+        self.store, self.config = app.store, app.config
+        self.posts = PostsApi(app)
+
+    # --- export ------------------------------------------------------------------------------------------
+
+    def export(self, request: Request, organization_id: str) -> Response:
+        """GET /posts/export?format=json|csv&startDate&endDate: the window's threads as a file."""
+        query = request.query
+        file_format = query.get("format", "json")
+        if file_format not in ("json", "csv"):
+            raise bad_request(f"format must be json or csv, not {file_format!r}")
+        bodies = self.exported_bodies(organization_id, *export_window(query.get("startDate"), query.get("endDate")))
+        content, content_type = self.encoded(bodies, file_format)
+        return Response(200, content, content_type,
+                        [("Content-Disposition", f'attachment; filename="rustiz-posts.{file_format}"')])
+
+    @staticmethod
+    def encoded(bodies: list, file_format: str) -> tuple:
+        """(bytes, Content-Type) of exported bodies as JSON or CSV."""
+        if file_format == "csv":
+            return csv_text(bodies).encode(), "text/csv; charset=utf-8"
+        return json_dumps(bodies), "application/json; charset=utf-8"
+
+    def exported_bodies(self, organization_id: str, start: str, end: str) -> list:
+        """One CreatePost body per thread whose main post is dated in [start, end]: drafts as type "draft",
+        everything else as "schedule" (posts already published or failed are listed too, with their date)."""
+        rows = self.store.posts_for_export(organization_id, start, end, MAX_EXPORTED_THREADS + 1)
+        groups: dict = {}
+        for row in rows:
+            groups.setdefault(row["group"], []).append(row)
+        size = sum(len(row["content"]) + len(row["settings"] or "") + len(row["image"] or "") for row in rows)
+        if len(groups) > MAX_EXPORTED_THREADS or size > MAX_EXPORTED_TEXT_BYTES:
+            raise bad_request(f"Between {start} and {end} there are more posts than one export holds (at most "
+                              f"{MAX_EXPORTED_THREADS} threads and {MAX_EXPORTED_TEXT_BYTES // 2**20} MiB of "
+                              "text): ask for a shorter window")
+        threads = [_in_thread_order(parts) for parts in groups.values()]
+        tags = self.store.post_tags([thread[0]["id"] for thread in threads])
+        return [_create_post_body(thread, [tag["tag"]["name"] for tag in tags.get(thread[0]["id"], [])])
+                for thread in threads]
+
+    # --- import ------------------------------------------------------------------------------------------
+
+    def import_posts(self, request: Request, organization_id: str) -> Response:
+        """POST /posts/import[?dryRun=1][&allowDuplicate=1]: a JSON array of CreatePost bodies (or one), or a
+        CSV file (Content-Type text/csv). 200 for a dry run, 201 once stored, 400 with the failed rows."""
+        dry_run, allow_duplicates = query_flag(request.query, "dryRun"), query_flag(request.query, "allowDuplicate")
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        rows = self.csv_rows(organization_id, request.body) if content_type in ("text/csv", "application/csv") \
+            else self.json_rows(request.json())
+        report = self.import_rows(organization_id, rows, dry_run, allow_duplicates)
+        if not report["ok"]:
+            failed = [row for row in report["rows"] if not row["ok"]]
+            raise ApiError(400, {"statusCode": 400, "error": "Bad Request", **report, "message": (
+                f"{len(failed)} of {len(rows)} rows failed{'' if dry_run else ', so nothing was imported'}: "
+                + "; ".join(f"row {row['row']}: {' / '.join(row['errors'])}" for row in failed[:5])
+                + ("; ..." if len(failed) > 5 else ""))})
+        return Response(200 if dry_run else 201, json_dumps(report), "application/json; charset=utf-8")
+
+    @staticmethod
+    def json_rows(document: Any) -> list:
+        """The rows of a JSON import: an array of CreatePost bodies, or one body (an object with "posts")."""
+        if isinstance(document, dict) and "posts" in document:
+            document = [document]
+        if not isinstance(document, list):
+            raise bad_request("The body must be a JSON array of CreatePost bodies (what GET /posts/export "
+                              "answers), or one CreatePost body; for CSV send Content-Type: text/csv")
+        _check_row_count(len(document))
+        return [row if isinstance(row, dict) else ["row must be a JSON object (a CreatePost body)"]
+                for row in document]
+
+    def csv_rows(self, organization_id: str, data: bytes) -> list:
+        """The rows of a CSV import as CreatePost bodies (or a row's list of problems); see csv_text."""
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise bad_request("The CSV file is not UTF-8 text; save it as UTF-8") from None
+        try:
+            lines = list(csv.reader(io.StringIO(text, newline="")))
+        except csv.Error as error:
+            raise bad_request(f"The CSV file cannot be read: {error}") from None
+        if not lines:
+            raise bad_request("The CSV file is empty: its first line names the columns (date, channel, content...)")
+        header = [name.strip() for name in lines[0]]
+        _check_csv_header(header)
+        lines = [line for line in lines[1:] if any(cell.strip() for cell in line)]  # (blank lines are skipped)
+        _check_row_count(len(lines))
+        records = [dict(zip(header, line + [""] * (len(header) - len(line)))) for line in lines]
+        paths = {path for record in records for name, cell in record.items()
+                 if name == "media" or name.endswith("Media") for path in cell.split()}
+        uploads = self.store.media_ids_by_path(organization_id, [self._upload_url(path) for path in paths]) \
+            if paths else {}
+        return [self._csv_body(record, uploads) if len(line) <= len(header) else
+                [f"the line has {len(line)} cells, but the header names {len(header)} columns (a comma in a cell "
+                 'needs the cell in double quotes: "a, b")'] for record, line in zip(records, lines)]
+
+    def _upload_url(self, path: str) -> str:
+        """An upload's URL as stored: /uploads/... is taken relative to FRONTEND_URL."""
+        return self.config.frontend_url + path if path.startswith("/uploads/") else path
+
+    def _csv_body(self, record: dict, uploads: dict) -> Any:
+        problems: list = []
+
+        def media(column: str) -> list:
+            found = []
+            for path in record.get(column, "").split():
+                media_id = uploads.get(self._upload_url(path))
+                if media_id is None:
+                    problems.append(f"{column}: {path} is not an upload of this organization; upload it first "
+                                    "(POST /public/v1/upload-from-url fetches a URL through rustiz's address "
+                                    "guard) and give the path it answers")
+                found.append({"id": media_id or "", "path": self._upload_url(path)})
+            return found
+
+        settings: Any = {}
+        if record.get("settings", "").strip():
+            try:
+                settings = json.loads(record["settings"])
+            except ValueError as error:
+                problems.append(f"settings is not JSON: {error}")
+            if not isinstance(settings, dict):
+                problems.append("settings must be a JSON object")
+        post_type = record.get("type", "").strip() or "schedule"
+        if post_type not in ("schedule", "draft", "now"):
+            problems.append(f"type must be schedule, draft or now, not {post_type!r}")
+        allow = _split_flag(record.get("allowDuplicate", ""), "allowDuplicate")
+        if isinstance(allow, str):
+            problems.append(allow)
+        values = [{"content": record["content"], "image": media("media")}]
+        for number in range(2, MAX_CSV_PARTS + 1):
+            if record.get(f"part{number}", "").strip() or record.get(f"part{number}Media", "").strip():
+                values.append({"content": record.get(f"part{number}", ""), "image": media(f"part{number}Media")})
+        if problems:
+            return problems
+        tags = [name.strip() for name in record.get("tags", "").split(",") if name.strip()]
+        return {"type": post_type, "date": record["date"].strip(), "shortLink": False,
+                "tags": [{"value": name, "label": name} for name in tags], "allowDuplicate": allow is True,
+                "posts": [{"integration": {"id": record["channel"].strip()}, "value": values, "settings": settings}]}
+
+    def import_rows(self, organization_id: str, rows: list, dry_run: bool, allow_duplicates: bool,
+                    creation_method: str = "API") -> dict:
+        """Check every row; unless a dry run, store them all in one transaction when every row passes.
+
+        Returns {"dryRun", "ok", "rows": [{"row", "ok", "errors"?, "posts"?}], "imported"?}."""
+        pending: list = []
+        results, batches = [], []
+        for number, row in enumerate(rows, 1):
+            problems, batch = (row, None) if isinstance(row, list) else self._checked_row(
+                organization_id, row, number, allow_duplicates, pending, creation_method)
+            results.append({"row": number, "ok": False, "errors": problems} if problems else {"row": number, "ok": True})
+            batches.append(batch)
+        ok = all(result["ok"] for result in results)
+        report: dict = {"dryRun": dry_run, "ok": ok, "rows": results}
+        if ok and not dry_run:
+            try:
+                self.store.save_post_batches(organization_id, batches)
+            except PostBeingPublished as busy:
+                raise nest_error(409, f"Post {busy.post_id} began to be published during the import, which "
+                                      "rewrites it; nothing was imported: wait until it is PUBLISHED or ERROR, "
+                                      "then import again") from None
+            for result, (threads, _, _) in zip(results, batches):
+                result["posts"] = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
+                                   for thread in threads]
+            report["imported"] = len(rows)
+        return report
+
+    def _checked_row(self, organization_id: str, body: dict, number: int, allow_duplicates: bool, pending: list,
+                     creation_method: str) -> tuple:
+        """(problems, (threads, replaced groups, tags) to store): the checks of POST /posts, and duplicates."""
+        try:
+            plan = validate_create_post(body, lambda channel_id: self.store.channel(
+                organization_id, channel_id, include_deleted=True), self.config.frontend_url)
+            plan["creationMethod"] = creation_method
+            threads, replaced_groups = self.posts.planned_rows(organization_id, plan)
+        except ApiError as refused:
+            return _refusal_lines(refused), None
+        if not (allow_duplicates or duplicates_allowed(body)):
+            duplicates = find_duplicates(self.store, plan, pending)
+            if duplicates:
+                return [duplicate_message(duplicates)], None
+        pending.extend(pending_entries(plan, row=number, postId=None))
+        return [], (threads, replaced_groups, plan["tags"])
+
+
+def _check_row_count(count: int) -> None:
+    if count == 0:
+        raise bad_request("The file holds no rows: nothing to import")
+    if count > MAX_IMPORT_ROWS:
+        raise bad_request(f"The file holds {count} rows, more than the {MAX_IMPORT_ROWS} one import takes: "
+                          "split it into several files")
+
+
+def _check_csv_header(header: list) -> None:
+    unknown = [name for name in header if name not in CSV_COLUMNS and not (
+        (match := _PART_COLUMN.fullmatch(name)) and 2 <= int(match.group(1)) <= MAX_CSV_PARTS)]
+    if unknown:
+        raise bad_request(f"Unknown CSV column {unknown[0]!r}: the columns are {', '.join(CSV_COLUMNS)}, and "
+                          f"part2 ... part{MAX_CSV_PARTS} with part2Media ... for the thread parts")
+    missing = [name for name in REQUIRED_CSV_COLUMNS if name not in header]
+    if missing:
+        raise bad_request(f"The CSV file has no {missing[0]} column; its first line must name at least "
+                          f"{', '.join(REQUIRED_CSV_COLUMNS)}")
+    repeated = next((name for name in header if header.count(name) > 1), None)
+    if repeated:
+        raise bad_request(f"The CSV column {repeated} appears twice")
+
+
+def _in_thread_order(parts: list) -> list:
+    """A group's posts, root first, then each reply after its parent."""
+    children: dict = {}
+    for part in parts:
+        children.setdefault(part["parentPostId"], []).append(part)
+    ordered, pending = [], list(children.get(None, []))[:1]
+    while pending:
+        part = pending.pop()
+        ordered.append(part)
+        pending.extend(children.get(part["id"], [])[:1])
+    return ordered
+
+
+def _create_post_body(thread: list, tag_names: list) -> dict:
+    root = thread[0]
+    settings = json.loads(root["settings"]) if root["settings"] else {}
+    body = {"type": "draft" if root["state"] == "DRAFT" else "schedule", "date": root["publishDate"],
+            "shortLink": False, "tags": [{"value": name, "label": name} for name in tag_names],
+            "posts": [{"integration": {"id": root["integrationId"]},
+                       "value": [{"content": part["content"], "image": json.loads(part["image"] or "[]"),
+                                  "delay": part["delay"] or 0} for part in thread],
+                       "settings": settings}]}
+    if root["intervalInDays"]:
+        body["inter"] = root["intervalInDays"]
+    return body
+
+
+def csv_text(bodies: list) -> str:
+    """Exported bodies as CSV: date, type, channel, content, media (paths, space-separated), settings (JSON),
+    tags (comma-separated), then part2, part2Media ... for the longest thread's parts."""
+    longest = max((len(body["posts"][0]["value"]) for body in bodies), default=1)
+    parts = [name for number in range(2, longest + 1) for name in (f"part{number}", f"part{number}Media")]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(list(CSV_COLUMNS[:-1]) + parts)
+    for body in bodies:
+        post = body["posts"][0]
+        values = post["value"]
+        cells = [body["date"], body["type"], post["integration"]["id"], values[0]["content"],
+                 " ".join(image["path"] for image in values[0]["image"]), encode_json(post["settings"]),
+                 ",".join(tag["label"] for tag in body["tags"])]
+        for value in values[1:]:
+            cells += [value["content"], " ".join(image["path"] for image in value["image"])]
+        writer.writerow(cells + [""] * (len(CSV_COLUMNS) - 1 + len(parts) - len(cells)))
+    return out.getvalue()
