@@ -1288,7 +1288,7 @@ if [ -n "$BASE_FAST_PYZ" ]; then   # "no worse than today": needs the build it i
 fi
 r=$(awk -v v="${RSS0[rz_std]:-}" 'BEGIN { split(v, a, " "); if (a[1] != "") printf "%.1f", a[1] / 1024 }')
 target "idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB" "$r" "<=" 20 "${r} MiB"
-target "rustiz.pyz ≤ 540 KiB" "$SIZE_PLAIN" "<=" 552960 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
+target "rustiz.pyz ≤ 680 KiB" "$SIZE_PLAIN" "<=" 696320 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
 
 if [ ${#NOTES[@]} -gt 0 ]; then
     echo
