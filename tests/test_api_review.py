@@ -3,6 +3,8 @@
 scheduler never publishes a post awaiting review; the review survives a restart."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from conftest import LOCAL_FAKES
@@ -27,8 +29,14 @@ def agent(shared) -> str:
     return made["apiKey"]
 
 
+# Each post's own text: the tests share one server, where the same text queued twice on a channel within a
+# day is refused as a duplicate.
+POST_NUMBERS = itertools.count(1)
+
+
 def create(server, channel: str, key: str | None = None, *, type: str = "draft", date: str | None = None,
-           content: str = "<p>From the agent</p>") -> tuple:
+           content: str | None = None) -> tuple:
+    content = content or f"<p>From the agent, post {next(POST_NUMBERS)}</p>"
     return api(server, "POST", f"{API}/posts", post_body(channel_post(channel, content), type=type,
                                                          date=date or iso(86400)), key=key)
 
