@@ -19,7 +19,7 @@ import csv
 import io
 import json
 import re
-from typing import Any, Optional
+from typing import Any
 
 from rustiz import (
     ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from support import API, Database, api, channel_post, iso, post_body, uploaded, png_file
+from support import API, Database, api, channel_post, post_body, uploaded, png_file
 
 
 FUTURE = "2031-03-04T10:00:00.000Z"
