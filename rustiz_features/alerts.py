@@ -210,7 +210,7 @@ class AlertSender(RowSender):
                           lambda session: self.store.save_channel_session(row["id"], session))
         post = OutgoingPost(alert["id"], f"<p>{escape_html(text)}</p>", (), {}, 0, alert["id"], iso_at(time.time()))
         try:  # (the scheduler's publish: an OAuth channel's token is refreshed first; never retried here)
-            await self.scheduler._publish_part(platform, channel, post, None)
+            await self.scheduler.publish_part(platform, channel, post, None)
         except PublishError as error:
             return failure_text(platform.label, error, 0)
         return ""

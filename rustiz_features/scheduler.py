@@ -318,7 +318,7 @@ class Scheduler(WokenLoop):
                                 claim["idempotency_key"], claim["publish_date"], settings_media)
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)
-            release = await self._publish_part(platform, channel, post, parent)
+            release = await self.publish_part(platform, channel, post, parent)
         except PublishError as error:
             self._failed_attempt(claim, platform, channel, error)
             return
@@ -338,7 +338,7 @@ class Scheduler(WokenLoop):
         # (FRONTEND_URL may have changed since the post was scheduled)
         return platform.media_refusal(part, json.loads(claim["settings"] or "{}"), self.config.frontend_url)
 
-    async def _publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
+    async def publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
                             parent: Optional[Release]) -> Release:
         """Publish; on an OAuth channel, with its tokens refreshed ahead of expiry, and once more after a 401
         that a refresh cures (a refused request published nothing, so sending it again is safe)."""
