@@ -34,8 +34,8 @@
 #   BENCH_POSTIZ=1             also bring Postiz's backend up (with its PostgreSQL, Redis and
 #                              Temporal) and measure it beside rustiz on the same request
 #                              ("Postiz" below). Never part of the default run, nor of CI. The
-#                              first time it installs and builds Postiz (about 15-20 min on 2
-#                              cores: ~4,000 npm packages, nest build); later runs reuse that.
+#                              first time it installs and builds Postiz (~4,000 npm packages and
+#                              nest build: 2.5 min on 2 cores here); later runs reuse that.
 #                              BENCH_POSTIZ=1 BENCH_MAIN_ONLY=1 skips the unrelated rows.
 #   POSTIZ_SRC=/path           the Postiz source: a gitroomhq/postiz-app checkout (its HEAD commit;
 #                              a work tree or a bare/mirror git directory) or a plain folder. It is
@@ -1129,7 +1129,7 @@ postiz_prepare() {   # installs and builds Postiz's backend in $PZ/src; sets PZ_
         || { pz_skip "no node/npm on this machine (Debian: apt-get install nodejs npm)"; return 1; }
     node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
     [ "${node_major:-0}" -ge 20 ] || { pz_skip "Node $(node --version 2>&1) is too old (Postiz asks for 22.12; 20 works)"; return 1; }
-    [ "$node_major" -lt 22 ] && note "Postiz ran on Node $(node --version) (its package.json asks for >= 22.12; pnpm only warns)"
+    [ "$node_major" -lt 22 ] && note "Postiz is run on Node $(node --version) here (its package.json asks for >= 22.12; pnpm only warns)"
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
     command -v psql >/dev/null || missing+=(postgresql-client)
     command -v redis-server >/dev/null || missing+=(redis-server)
