@@ -93,6 +93,23 @@ def test_sign_in_refuses_a_wrong_key_keeps_the_session_across_reloads_and_signs_
     expect(page.get_by_label("API key")).to_be_visible()
 
 
+def test_a_click_elsewhere_while_the_calendar_still_loads_is_not_undone(start_server_with_fakes, open_page):
+    """The calendar writes its view into the address once its channels arrive; a page picked meanwhile keeps it."""
+    server = start_server_with_fakes()
+    page = open_page(server)
+    held = []  # the calendar's request for the channels, answered only after the click
+    page.route("**/public/v1/integrations", lambda route: route.continue_() if held else held.append(route))
+    sign_in(page, server)
+    while not held:
+        page.wait_for_timeout(20)
+    page.get_by_role("link", name="Channels").click()
+    expect(page.get_by_label("Platform")).to_be_visible()
+    with page.expect_request("**/public/v1/posts?*"):  # the calendar's late load, right after it set the address
+        held[0].continue_()
+    assert page.url == f"{server.url}/#/channels"
+    expect(page.get_by_label("Platform")).to_be_visible()
+
+
 def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server_with_fakes, open_page, tmp_path):
     server = start_server_with_fakes(env=FAST_RETRIES)
     receiver = FakeWebhookReceiver()

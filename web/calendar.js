@@ -57,7 +57,9 @@ export async function calendarPage(main, { query }) {
     const q = new URLSearchParams({ view, date: dayKey(anchor) });
     if (channelFilter) q.set('channel', channelFilter);
     if (groupFilter) q.set('group', groupFilter);
-    history.replaceState(null, '', `#/calendar?${q}`);
+    // Only while the address is still the calendar's: a page picked during the first load has already
+    // changed it, and its hashchange may not have been handled yet (rewriting it would undo the click).
+    if (main.isConnected && !/^#\/(?!calendar\b)\w/.test(location.hash)) history.replaceState(null, '', `#/calendar?${q}`);
     for (const b of viewButtons) b.setAttribute('aria-pressed', String(b.dataset.view === view));
     load();
   }
