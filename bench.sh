@@ -504,16 +504,17 @@ stop_bg() {
     for s in "${SIDS[@]}"; do [ "$s" = "$sid" ] || keep+=("$s"); done
     SIDS=("${keep[@]}")
 }
-rss_kib() {   # "RSS NPROC PSS" (KiB) summed over the session's processes, minus the timeout wrapper
+sum_memory() {   # reads `ps -o pid=,rss=,comm=` lines -> "RSS NPROC PSS" (KiB), minus any timeout wrapper
     local pid comm rss n=0 sum=0 pss=0 p
     while read -r pid rss comm; do
         [ "$comm" = timeout ] && continue
         n=$((n + 1)); sum=$((sum + rss))
         p=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
         pss=$((pss + ${p:-0}))
-    done < <(ps -o pid=,rss=,comm= -s "$1" 2>/dev/null)
+    done
     echo "$sum $n $pss"
 }
+rss_kib() { ps -o pid=,rss=,comm= -s "$1" 2>/dev/null | sum_memory; }   # over the session's processes
 wait_health() {   # wait_health PORT SID SECONDS
     local port=$1 sid=$2 deadline=$(($(date +%s) + $3))
     while [ "$(date +%s)" -le "$deadline" ]; do
@@ -1310,15 +1311,8 @@ postiz_services_down() {
 }
 trap 'cleanup; stop_pg; postiz_services_down' EXIT
 
-pid_tree_kib() {   # "RSS NPROC PSS" (KiB) over PID and its children (PostgreSQL: the postmaster and its backends)
-    local pid rss n=0 sum=0 pss=0 p
-    while read -r pid rss; do
-        n=$((n + 1)); sum=$((sum + rss))
-        p=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
-        pss=$((pss + ${p:-0}))
-    done < <(ps -o pid=,rss= -p "$1" --ppid "$1" 2>/dev/null)
-    echo "$sum $n $pss"
-}
+# over PID and its children (PostgreSQL: the postmaster and its backends), as rss_kib sums a session
+pid_tree_kib() { ps -o pid=,rss=,comm= -p "$1" --ppid "$1" 2>/dev/null | sum_memory; }
 pss_of() { awk -v v="$1" 'BEGIN { split(v, a, " "); print (a[3] > 0 ? a[3] : a[1]) + 0 }'; }
 svc_sample() {   # svc_sample SERVER_SID -> SVC_TEXT (each service's memory), SVC_STACK (KiB: PSS over all, server too)
     local server pg="" redis temporal stack

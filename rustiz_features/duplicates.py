@@ -69,9 +69,9 @@ def pending_entries(plan: dict, **extra: Any) -> list:
     """What a plan about to be stored adds, for find_duplicates' `pending` (an import's later rows)."""
     if plan["type"] not in ("schedule", "now"):
         return []
-    return [{"integration": post["integration"]["id"], "text": normalized_text(post["values"][0]["content"]),
-             "publishDate": plan["date"], "state": "QUEUE", **extra} for post in plan["posts"]
-            if normalized_text(post["values"][0]["content"])]
+    texts = [(post["integration"]["id"], normalized_text(post["values"][0]["content"])) for post in plan["posts"]]
+    return [{"integration": channel_id, "text": text, "publishDate": plan["date"], "state": "QUEUE", **extra}
+            for channel_id, text in texts if text]
 
 
 def duplicate_message(duplicates: list) -> str:

@@ -339,7 +339,7 @@ class Scheduler(WokenLoop):
         return platform.media_refusal(part, json.loads(claim["settings"] or "{}"), self.config.frontend_url)
 
     async def publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
-                            parent: Optional[Release]) -> Release:
+                           parent: Optional[Release]) -> Release:
         """Publish; on an OAuth channel, with its tokens refreshed ahead of expiry, and once more after a 401
         that a refresh cures (a refused request published nothing, so sending it again is safe)."""
         from .connect import TokenKeeper
