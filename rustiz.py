@@ -5059,7 +5059,7 @@ def command_backup(arguments: argparse.Namespace) -> int:
 
 def command_restore(arguments: argparse.Namespace) -> int:
     from rustiz_features.ops import restore
-    return restore(arguments.file, arguments.dir)
+    return restore(arguments.file, arguments.dir, arguments.keep_settings)
 
 
 def command_doctor(arguments: argparse.Namespace) -> int:
@@ -5227,6 +5227,9 @@ def _add_operations_commands(commands: Any) -> None:
                     "RUSTIZ_CONFIG=DIR/config.env rustiz serve then serves them.")
     restore.add_argument("file", metavar="FILE", help="an archive written by rustiz backup")
     restore.add_argument("--dir", required=True, metavar="DIR", help="the new data folder (empty or absent)")
+    restore.add_argument("--keep-settings", action="store_true",
+                         help="keep the backed-up machine's RUSTIZ_FETCH_ALLOW, HOST, RUSTIZ_TRUSTED_PROXIES, proxy "
+                              "and bucket settings (default: commented out, and named)")
     restore.set_defaults(run=command_restore)
     doctor = commands.add_parser(
         "doctor", formatter_class=_help_formatter, help="check the config, database, scheduler, clock and channels",
