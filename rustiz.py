@@ -4642,8 +4642,10 @@ def initialize(config_path: str, force: bool) -> tuple:
             store.create_organization("My organization", hash_api_key(key))
     finally:
         store.close()
-    write_config_file(config_path, {"RUSTIZ_API_KEY": key, "RUSTIZ_DATABASE": database,
-                                    "RUSTIZ_UPLOADS": uploads})
+    # Paths relative to the config's folder, so that the folder moved or copied whole opens its own database.
+    write_config_file(config_path, {"RUSTIZ_API_KEY": key, **{
+        name: path if is_postgres_url(path) else os.path.relpath(path, directory)
+        for name, path in (("RUSTIZ_DATABASE", database), ("RUSTIZ_UPLOADS", uploads))}})
     return config_path, key, database, uploads
 
 
@@ -4668,7 +4670,12 @@ def command_serve(arguments: argparse.Namespace) -> int:
     store = Store(config.database)  # migrations run once here, before any worker starts
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
-            log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")
+            raise UserError(f"RUSTIZ_API_KEY in {config.config_path} matches no organization of the database "
+                            f"{redacted_url(config.database)}: this config and that database belong to different "
+                            "instances (a data folder moved or copied with an absolute RUSTIZ_DATABASE?). Point "
+                            "RUSTIZ_DATABASE at this config's own database (a path relative to the config's folder, "
+                            "e.g. rustiz.db); if it is the right database and the key is lost, `rustiz key rotate` "
+                            "saves a new key in the config")
     except BaseException:
         store.close()
         raise
