@@ -399,6 +399,12 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     path = default_config_path(environ)
     values = read_config_file(path)
     values.update({name: value for name, value in environ.items() if value != ""})
+    return config_from_values(path, values, environ, workers_flag)
+
+
+def config_from_values(path: str, values: dict, environ: dict, workers_flag: Optional[int] = None) -> Config:
+    """The Config that `values` (the file's, the environment's on top) make, each setting checked: a UserError
+    names the first one that is wrong."""
     base = os.path.dirname(os.path.abspath(path))
     set_log_format(values.get("RUSTIZ_LOG_FORMAT", ""))
 
@@ -4613,17 +4619,26 @@ def enable_speedups(environ: dict) -> str:
 # 9. CLI
 # =============================================================================
 
-def initialize(config_path: str, force: bool) -> tuple:
-    """Create the config file (0600), the database and one organization beside it.
+def initialize(config_path: str, force: bool, settings: Optional[dict] = None) -> tuple:
+    """Create the config file (0600) with `settings` (checked first) in it, the database and one organization
+    beside it.
 
     Returns (config path, API key, database path, uploads path)."""
     config_path = os.path.abspath(config_path)
     directory = os.path.dirname(config_path)
+    settings = settings or {}
     if os.path.exists(config_path) and not force:
         raise UserError(f"{config_path} already exists; keeping it. Use --force to replace it "
                         f"(that makes a new API key and the old one stops working)", exit_code=1)
-    database = database_setting({}, dict(os.environ), lambda name, default: os.path.join(directory, "rustiz.db"))
-    uploads = os.path.join(directory, "uploads")
+    if settings:  # checked as serve will read them, before anything is written
+        config_from_values(config_path, {**{name: value for name, value in os.environ.items() if value != ""},
+                                         **settings}, dict(os.environ))
+
+    def beside_config(name: str, default: str) -> str:
+        return os.path.join(directory, settings.get(name) or default)
+
+    database = database_setting(settings, dict(os.environ), beside_config)
+    uploads = beside_config("RUSTIZ_UPLOADS", "uploads")
     try:
         make_private_folders(uploads)
     except OSError as error:
@@ -4645,12 +4660,29 @@ def initialize(config_path: str, force: bool) -> tuple:
     # Paths relative to the config's folder, so that the folder moved or copied whole opens its own database.
     write_config_file(config_path, {"RUSTIZ_API_KEY": key, **{
         name: path if is_postgres_url(path) else os.path.relpath(path, directory)
-        for name, path in (("RUSTIZ_DATABASE", database), ("RUSTIZ_UPLOADS", uploads))}})
+        for name, path in (("RUSTIZ_DATABASE", database), ("RUSTIZ_UPLOADS", uploads))}, **{
+        name: value for name, value in settings.items() if name not in ("RUSTIZ_DATABASE", "RUSTIZ_UPLOADS")}})
     return config_path, key, database, uploads
 
 
+def settings_from_arguments(pairs: list) -> dict:
+    """`--set NAME=VALUE` pairs, each a line of config.env."""
+    settings: dict = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not (name.isascii() and name.isidentifier()):
+            raise UserError(f"--set {pair!r}: use --set NAME=VALUE, e.g. --set RUSTIZ_FETCH_ALLOW=127.0.0.1")
+        if name in ("RUSTIZ_API_KEY", "RUSTIZ_CONFIG"):
+            raise UserError(f"--set {name}: init makes the API key and writes the config where --dir says")
+        if "\n" in value or "\r" in value:
+            raise UserError(f"--set {name}: a value is one line")
+        settings[name] = value
+    return settings
+
+
 def command_init(arguments: argparse.Namespace) -> int:
-    config_path, key, database, uploads = initialize(os.path.join(arguments.dir, "config.env"), arguments.force)
+    config_path, key, database, uploads = initialize(os.path.join(arguments.dir, "config.env"), arguments.force,
+                                                     settings_from_arguments(arguments.set))
     print(f"config:   {config_path}\ndatabase: {database}\nuploads:  {uploads}\napi key:  {key}")
     print("Start the server with: rustiz serve" + (
         "" if os.path.abspath(arguments.dir) == os.path.abspath(DEFAULT_DATA_DIR)
@@ -5099,9 +5131,13 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     init = commands.add_parser("init", formatter_class=_help_formatter,
                                help="create a config file, a database and an API key",
                                description="Create DIR/config.env (mode 0600), the SQLite database and one "
-                                           "organization with a new API key, and print them.")
+                                           "organization with a new API key, and print them. config.env is where "
+                                           "every setting lives; --set writes settings into it.")
     init.add_argument("--dir", default=DEFAULT_DATA_DIR, help="where to create them (default: ./rustiz-data)")
     init.add_argument("--force", action="store_true", help="replace an existing config (makes a new API key)")
+    init.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                      help="a setting to write into config.env, where every command reads it (repeat for each; "
+                           "e.g. --set PORT=8080 --set RUSTIZ_FETCH_ALLOW=127.0.0.1)")
     init.set_defaults(run=command_init)
     serve_parser = commands.add_parser(
         "serve", formatter_class=_help_formatter, help="run the server",

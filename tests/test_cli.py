@@ -171,6 +171,25 @@ def test_a_config_pointing_at_another_instance_s_database_refuses_to_start_sayin
     assert status_of(server, server.key) == (200, b'{"connected":true}')
 
 
+def test_init_set_writes_settings_into_config_env_where_every_command_reads_them(pyz, tmp_path):
+    port = str(free_port())
+    init(pyz, tmp_path / "data", "--set", "RUSTIZ_FETCH_ALLOW=127.0.0.1", "--set", f"PORT={port}")
+    config = read_config(tmp_path / "data" / "config.env")
+    assert config["RUSTIZ_FETCH_ALLOW"] == "127.0.0.1" and config["PORT"] == port, config
+    site = run_cli(pyz, "example", "nginx", env={"RUSTIZ_CONFIG": str(tmp_path / "data" / "config.env")})
+    assert f"proxy_pass http://127.0.0.1:{port};" in site.stdout, site.stdout
+
+
+@pytest.mark.parametrize("pair, fragment", [("PORT=abc", "PORT='abc' is not a whole number"),
+                                            ("RUSTIZ_FETCH_ALLOW=not/a host", "RUSTIZ_FETCH_ALLOW"),
+                                            ("NOEQUALS", "use --set NAME=VALUE"),
+                                            ("RUSTIZ_API_KEY=abc", "init makes the API key")])
+def test_init_set_refuses_a_bad_setting_naming_it_and_writes_nothing(pyz, tmp_path, pair, fragment):
+    result = run_cli(pyz, "init", "--dir", str(tmp_path / "data"), "--set", pair)
+    assert_one_clear_error_line(result, fragment)
+    assert not (tmp_path / "data").exists()
+
+
 def test_serve_without_any_config_runs_init_first_says_so_and_serves(pyz, tmp_path, monkeypatch):
     workdir = tmp_path / "empty"
     workdir.mkdir()
