@@ -5126,6 +5126,7 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     import argparse
     parser = argparse.ArgumentParser(
         prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.",
+        epilog="rustiz help COMMAND (or rustiz COMMAND --help) shows what a command does and its options.",
         formatter_class=_help_formatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     init = commands.add_parser("init", formatter_class=_help_formatter,
@@ -5362,6 +5363,8 @@ def plain_serve_arguments(argv: list) -> Optional[Any]:
 
 def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["help"]:  # `rustiz help [COMMAND...]` is `rustiz [COMMAND...] --help`
+        argv = [*argv[1:], "--help"]
     arguments = plain_serve_arguments(argv) or build_argument_parser(argv).parse_args(argv)
     try:
         return arguments.run(arguments)

@@ -478,7 +478,16 @@ def doctor(config: Config) -> int:
         asyncio.run(_check_network(config, store, report))
     finally:
         store.close()
+    print(f"\nWeb app: {web_app_url(config)} - sign in with the organization's API key (RUSTIZ_API_KEY in "
+          f"{config.config_path}), or with an email and password that `rustiz user add EMAIL` set")
     return 1 if report.failed else 0
+
+
+def web_app_url(config: Config) -> str:
+    """Where a browser on this machine opens the web app: FRONTEND_URL, else the address serve listens on."""
+    if config.frontend_url:
+        return config.frontend_url + "/"
+    return f"http://{_upstream(config)}/"
 
 
 def _private(path: str, report: Report, check: str, folder: bool) -> None:
@@ -589,7 +598,7 @@ async def _check_network(config: Config, store: Store, report: Report) -> None:
     from .http_client import AddressRefused, ConnectFailed, HttpClient, NoAnswer
     http = HttpClient(config.fetch_allow)
     try:
-        url = (config.frontend_url or f"http://{config.host}:{config.port}") + "/health"
+        url = web_app_url(config) + "health"
         try:
             reply = await http.request("GET", url)
             if reply.status == 200:

@@ -380,3 +380,15 @@ def test_help_works_on_every_command(pyz, command, tmp_path):
     assert result.stderr == ""
     assert not missing.parent.exists()
     assert not (tmp_path / "rustiz-data").exists()
+
+
+@pytest.mark.parametrize("command", [(), ("serve",), ("key", "rotate"), ("restore",)],
+                         ids=lambda command: " ".join(command) or "rustiz")
+def test_help_command_prints_what_help_prints(pyz, command, tmp_path):
+    missing = tmp_path / "nothing" / "config.env"
+    asked = run_cli(pyz, "help", *command, env={"RUSTIZ_CONFIG": str(missing)}, cwd=tmp_path)
+    flag = run_cli(pyz, *command, "--help", env={"RUSTIZ_CONFIG": str(missing)}, cwd=tmp_path)
+
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == flag.stdout and asked.stdout.startswith("usage: rustiz"), asked.stdout
+    assert asked.stderr == "" and not missing.parent.exists() and not (tmp_path / "rustiz-data").exists()

@@ -29,7 +29,8 @@ def doctor(server) -> tuple:
     result = run_cli(server.pyz, "doctor", env={"RUSTIZ_CONFIG": str(server.config_path), "FRONTEND_URL": server.url,
                                                 **LOCAL_FAKES, **database}, timeout=60)
     lines = {}
-    for line in result.stdout.splitlines():
+    checks, _, _ = result.stdout.partition("\n\n")  # (after the checks, a blank line and how to sign in)
+    for line in checks.splitlines():
         status, _, rest = line.partition(" ")
         check, _, detail = rest.strip().partition(": ")
         lines[check] = (status, detail)
@@ -65,6 +66,9 @@ def test_doctor_passes_when_all_is_well_and_sends_a_webhook_nothing(instance, re
     assert status == 0, output
     assert all(verdict[0] in ("ok", "warn") for verdict in lines.values()), output
     assert len(receiver.events) == pings
+    assert output.endswith(f"\n\nWeb app: {server.url}/ - sign in with the organization's API key (RUSTIZ_API_KEY in "
+                           f"{server.config_path}), or with an email and password that `rustiz user add EMAIL` "
+                           "set\n"), output
 
 
 def test_doctor_fails_on_a_config_others_may_read_and_on_a_stopped_server(instance):
