@@ -471,6 +471,7 @@ def doctor(config: Config) -> int:
     except UserError as error:
         report.fail("database", f"{error}")
         return 1
+    _check_settings_source(config, report)
     try:
         _check_database(store, report)
         _check_scheduler(config, store, report)
@@ -488,6 +489,16 @@ def web_app_url(config: Config) -> str:
     if config.frontend_url:
         return config.frontend_url + "/"
     return f"http://{_upstream(config)}/"
+
+
+def _check_settings_source(config: Config, report: Report) -> None:
+    names = environment_only_settings(config, dict(os.environ))
+    if names:
+        report.warn("settings", f"{', '.join(names)} come from this shell's environment, not (or otherwise) from "
+                                f"{config.config_path}: the server started without them (systemd, another shell) "
+                                "runs otherwise than this check. Write them into config.env to keep them")
+    else:
+        report.ok("settings", f"every setting comes from {config.config_path}")
 
 
 def _private(path: str, report: Report, check: str, folder: bool) -> None:
@@ -673,6 +684,31 @@ def print_example(config: Config, kind: str) -> int:
     return 0
 
 
+# Settings read under their own names besides the RUSTIZ_* ones (PORT=... on the command line changes this run).
+PLAIN_SETTINGS = ("HOST", "PORT", "FRONTEND_URL", "REQUEST_LIMIT", "API_LIMIT", "MCP_API_LIMIT", "PUBLISH_GRACE",
+                  "DATABASE_URL")
+
+
+def environment_only_settings(config: Config, environ: dict) -> list:
+    """The settings this run takes from the environment that config.env does not hold (or holds otherwise): a
+    service started from the config alone (systemd, another shell) runs without them."""
+    try:
+        written = read_config_file(config.config_path)
+    except UserError:
+        written = {}
+    return sorted(name for name, value in environ.items()
+                  if value and name != "RUSTIZ_CONFIG" and (name.startswith("RUSTIZ_") or name in PLAIN_SETTINGS)
+                  and written.get(name) != value)
+
+
+def _environment_note(config: Config) -> str:
+    names = environment_only_settings(config, dict(os.environ))
+    if not names:
+        return ""
+    return (f"# Not in this service: {', '.join(names)}, set in this shell's environment but not (or otherwise) in\n"
+            f"# {os.path.abspath(config.config_path)}. Write them there to keep them.\n")
+
+
 def _public_host(config: Config) -> str:
     from urllib.parse import urlsplit
     host = urlsplit(config.frontend_url).hostname if config.frontend_url else None
@@ -691,7 +727,7 @@ def systemd_unit(config: Config) -> str:
                       | (set() if is_postgres_url(config.database) else {os.path.dirname(config.database)}))
     import getpass
     return f"""# /etc/systemd/system/rustiz.service  (then: systemctl daemon-reload && systemctl enable --now rustiz)
-[Unit]
+{_environment_note(config)}[Unit]
 Description=rustiz social-media scheduler
 After=network-online.target
 Wants=network-online.target

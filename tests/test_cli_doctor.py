@@ -95,6 +95,21 @@ def test_example_prints_a_unit_and_proxy_sites_with_this_configs_paths_and_port(
         assert site.returncode == 0 and "social.example.org" in site.stdout and "127.0.0.1:5099" in site.stdout
 
 
+def test_example_systemd_and_doctor_name_settings_given_only_in_the_environment(pyz, tmp_path):
+    assert run_cli(pyz, "init", "--dir", str(tmp_path / "data"), "--set", "API_LIMIT=5").returncode == 0
+    config = tmp_path / "data" / "config.env"
+    env = {"RUSTIZ_CONFIG": str(config), "RUSTIZ_FETCH_ALLOW": "127.0.0.1", "API_LIMIT": "5"}
+    unit = run_cli(pyz, "example", "systemd", env=env).stdout
+    assert "# Not in this service: " in unit and "RUSTIZ_FETCH_ALLOW" in unit.split("[Unit]")[0], unit
+    assert "API_LIMIT" not in unit.split("[Unit]")[0], unit  # (in config.env, with the same value)
+    checked = run_cli(pyz, "doctor", env=env, timeout=60).stdout
+    assert "warn settings: " in checked and "RUSTIZ_FETCH_ALLOW" in checked.split("warn settings: ")[1].split("\n")[0]
+
+    config.write_text(config.read_text() + "RUSTIZ_FETCH_ALLOW=127.0.0.1\n")
+    unit = run_cli(pyz, "example", "systemd", env=env).stdout
+    assert "RUSTIZ_FETCH_ALLOW" not in unit.split("[Unit]")[0], unit
+
+
 def test_json_log_format_writes_one_object_per_line(start_server):
     import json
     server = start_server(env={"RUSTIZ_LOG_FORMAT": "json"})
