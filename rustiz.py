@@ -4657,9 +4657,10 @@ def initialize(config_path: str, force: bool, settings: Optional[dict] = None) -
             store.create_organization("My organization", hash_api_key(key))
     finally:
         store.close()
-    # Paths relative to the config's folder, so that the folder moved or copied whole opens its own database.
+    # Paths inside the config's folder are written relative to it, so that the folder moved or copied whole
+    # opens its own database.
     write_config_file(config_path, {"RUSTIZ_API_KEY": key, **{
-        name: path if is_postgres_url(path) else os.path.relpath(path, directory)
+        name: os.path.relpath(path, directory) if path.startswith(directory + os.sep) else path
         for name, path in (("RUSTIZ_DATABASE", database), ("RUSTIZ_UPLOADS", uploads))}, **{
         name: value for name, value in settings.items() if name not in ("RUSTIZ_DATABASE", "RUSTIZ_UPLOADS")}})
     return config_path, key, database, uploads
