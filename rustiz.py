@@ -399,6 +399,12 @@ def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     path = default_config_path(environ)
     values = read_config_file(path)
     values.update({name: value for name, value in environ.items() if value != ""})
+    return config_from_values(path, values, environ, workers_flag)
+
+
+def config_from_values(path: str, values: dict, environ: dict, workers_flag: Optional[int] = None) -> Config:
+    """The Config that `values` (the file's, the environment's on top) make, each setting checked: a UserError
+    names the first one that is wrong."""
     base = os.path.dirname(os.path.abspath(path))
     set_log_format(values.get("RUSTIZ_LOG_FORMAT", ""))
 
@@ -4613,17 +4619,26 @@ def enable_speedups(environ: dict) -> str:
 # 9. CLI
 # =============================================================================
 
-def initialize(config_path: str, force: bool) -> tuple:
-    """Create the config file (0600), the database and one organization beside it.
+def initialize(config_path: str, force: bool, settings: Optional[dict] = None) -> tuple:
+    """Create the config file (0600) with `settings` (checked first) in it, the database and one organization
+    beside it.
 
     Returns (config path, API key, database path, uploads path)."""
     config_path = os.path.abspath(config_path)
     directory = os.path.dirname(config_path)
+    settings = settings or {}
     if os.path.exists(config_path) and not force:
         raise UserError(f"{config_path} already exists; keeping it. Use --force to replace it "
                         f"(that makes a new API key and the old one stops working)", exit_code=1)
-    database = database_setting({}, dict(os.environ), lambda name, default: os.path.join(directory, "rustiz.db"))
-    uploads = os.path.join(directory, "uploads")
+    if settings:  # checked as serve will read them, before anything is written
+        config_from_values(config_path, {**{name: value for name, value in os.environ.items() if value != ""},
+                                         **settings}, dict(os.environ))
+
+    def beside_config(name: str, default: str) -> str:
+        return os.path.join(directory, settings.get(name) or default)
+
+    database = database_setting(settings, dict(os.environ), beside_config)
+    uploads = beside_config("RUSTIZ_UPLOADS", "uploads")
     try:
         make_private_folders(uploads)
     except OSError as error:
@@ -4642,13 +4657,33 @@ def initialize(config_path: str, force: bool) -> tuple:
             store.create_organization("My organization", hash_api_key(key))
     finally:
         store.close()
-    write_config_file(config_path, {"RUSTIZ_API_KEY": key, "RUSTIZ_DATABASE": database,
-                                    "RUSTIZ_UPLOADS": uploads})
+    # Paths inside the config's folder are written relative to it, so that the folder moved or copied whole
+    # opens its own database.
+    write_config_file(config_path, {"RUSTIZ_API_KEY": key, **{
+        name: os.path.relpath(path, directory) if path.startswith(directory + os.sep) else path
+        for name, path in (("RUSTIZ_DATABASE", database), ("RUSTIZ_UPLOADS", uploads))}, **{
+        name: value for name, value in settings.items() if name not in ("RUSTIZ_DATABASE", "RUSTIZ_UPLOADS")}})
     return config_path, key, database, uploads
 
 
+def settings_from_arguments(pairs: list) -> dict:
+    """`--set NAME=VALUE` pairs, each a line of config.env."""
+    settings: dict = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not (name.isascii() and name.isidentifier()):
+            raise UserError(f"--set {pair!r}: use --set NAME=VALUE, e.g. --set RUSTIZ_FETCH_ALLOW=127.0.0.1")
+        if name in ("RUSTIZ_API_KEY", "RUSTIZ_CONFIG"):
+            raise UserError(f"--set {name}: init makes the API key and writes the config where --dir says")
+        if "\n" in value or "\r" in value:
+            raise UserError(f"--set {name}: a value is one line")
+        settings[name] = value
+    return settings
+
+
 def command_init(arguments: argparse.Namespace) -> int:
-    config_path, key, database, uploads = initialize(os.path.join(arguments.dir, "config.env"), arguments.force)
+    config_path, key, database, uploads = initialize(os.path.join(arguments.dir, "config.env"), arguments.force,
+                                                     settings_from_arguments(arguments.set))
     print(f"config:   {config_path}\ndatabase: {database}\nuploads:  {uploads}\napi key:  {key}")
     print("Start the server with: rustiz serve" + (
         "" if os.path.abspath(arguments.dir) == os.path.abspath(DEFAULT_DATA_DIR)
@@ -4668,7 +4703,12 @@ def command_serve(arguments: argparse.Namespace) -> int:
     store = Store(config.database)  # migrations run once here, before any worker starts
     try:
         if config.api_key and store.organization_for_key_hash(hash_api_key(config.api_key)) is None:
-            log("warning: RUSTIZ_API_KEY in the config matches no organization; `rustiz key rotate` makes a new one")
+            raise UserError(f"RUSTIZ_API_KEY in {config.config_path} matches no organization of the database "
+                            f"{redacted_url(config.database)}: this config and that database belong to different "
+                            "instances (a data folder moved or copied with an absolute RUSTIZ_DATABASE?). Point "
+                            "RUSTIZ_DATABASE at this config's own database (a path relative to the config's folder, "
+                            "e.g. rustiz.db); if it is the right database and the key is lost, `rustiz key rotate` "
+                            "saves a new key in the config")
     except BaseException:
         store.close()
         raise
@@ -5059,7 +5099,7 @@ def command_backup(arguments: argparse.Namespace) -> int:
 
 def command_restore(arguments: argparse.Namespace) -> int:
     from rustiz_features.ops import restore
-    return restore(arguments.file, arguments.dir)
+    return restore(arguments.file, arguments.dir, arguments.keep_settings)
 
 
 def command_doctor(arguments: argparse.Namespace) -> int:
@@ -5087,14 +5127,19 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     import argparse
     parser = argparse.ArgumentParser(
         prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.",
+        epilog="rustiz help COMMAND (or rustiz COMMAND --help) shows what a command does and its options.",
         formatter_class=_help_formatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     init = commands.add_parser("init", formatter_class=_help_formatter,
                                help="create a config file, a database and an API key",
                                description="Create DIR/config.env (mode 0600), the SQLite database and one "
-                                           "organization with a new API key, and print them.")
+                                           "organization with a new API key, and print them. config.env is where "
+                                           "every setting lives; --set writes settings into it.")
     init.add_argument("--dir", default=DEFAULT_DATA_DIR, help="where to create them (default: ./rustiz-data)")
     init.add_argument("--force", action="store_true", help="replace an existing config (makes a new API key)")
+    init.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                      help="a setting to write into config.env, where every command reads it (repeat for each; "
+                           "e.g. --set PORT=8080 --set RUSTIZ_FETCH_ALLOW=127.0.0.1)")
     init.set_defaults(run=command_init)
     serve_parser = commands.add_parser(
         "serve", formatter_class=_help_formatter, help="run the server",
@@ -5227,6 +5272,9 @@ def _add_operations_commands(commands: Any) -> None:
                     "RUSTIZ_CONFIG=DIR/config.env rustiz serve then serves them.")
     restore.add_argument("file", metavar="FILE", help="an archive written by rustiz backup")
     restore.add_argument("--dir", required=True, metavar="DIR", help="the new data folder (empty or absent)")
+    restore.add_argument("--keep-settings", action="store_true",
+                         help="keep the backed-up machine's RUSTIZ_FETCH_ALLOW, HOST, RUSTIZ_TRUSTED_PROXIES, proxy "
+                              "and bucket settings (default: commented out, and named)")
     restore.set_defaults(run=command_restore)
     doctor = commands.add_parser(
         "doctor", formatter_class=_help_formatter, help="check the config, database, scheduler, clock and channels",
@@ -5316,6 +5364,8 @@ def plain_serve_arguments(argv: list) -> Optional[Any]:
 
 def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["help"]:  # `rustiz help [COMMAND...]` is `rustiz [COMMAND...] --help`
+        argv = [*argv[1:], "--help"]
     arguments = plain_serve_arguments(argv) or build_argument_parser(argv).parse_args(argv)
     try:
         return arguments.run(arguments)

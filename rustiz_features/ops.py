@@ -10,7 +10,10 @@ Rules:
   file's path, size and SHA-256.
 - restore writes nothing until every member was read and checked against the manifest: names that are
   absolute, climb out with "..", are links or devices, are not listed, or differ in size or hash are refused,
-  with the file named. Extraction reads at most the manifest's size of each member and checks its hash again.
+  with the file named (cut short: names come from the archive). A pax or GNU long-name header declaring more than
+  MAX_EXTENDED_HEADER_BYTES is refused before tarfile reads it whole. Extraction reads at most the manifest's size
+  of each member and checks its hash again. The backed-up machine's network and bucket settings
+  (MACHINE_SETTINGS) are commented out in the restored config.env, and named, unless --keep-settings.
 - doctor prints one line per check, "ok", "warn" or "FAIL" with what to do, and exits 1 when one failed. A
   channel's credentials are checked with its provider's connect() (what adding the channel calls), when that
   only reads (Provider.connect_is_read_only); OAuth channels through TokenKeeper, as a publish would.
@@ -44,6 +47,10 @@ CONFIG_MEMBER = "config.env"
 UPLOADS_MEMBER = "uploads"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 1_000_000  # members read before the manifest (the last one) says how many there are
+# A pax header or GNU long name/link of a rustiz backup holds one path (at most a few hundred bytes); tarfile reads
+# such a header whole into memory, so a larger declared size is refused before it is read.
+MAX_EXTENDED_HEADER_BYTES = 64 * 1024
+NAME_SHOWN = 120  # characters of a member's name quoted in a message; longer ones are cut short
 PIECE = 1024 * 1024
 
 
@@ -196,7 +203,7 @@ class Refused(UserError):
     """The archive is not restored; nothing was written."""
 
 
-def restore(archive_path: str, directory: str) -> int:
+def restore(archive_path: str, directory: str, keep_settings: bool = False) -> int:
     directory = os.path.abspath(directory)
     if os.path.exists(directory) and (not os.path.isdir(directory) or os.listdir(directory)):
         raise UserError(f"{directory} is not empty: restore only into an empty or new folder, so that nothing is "
@@ -207,7 +214,7 @@ def restore(archive_path: str, directory: str) -> int:
         make_private_folders(directory)
         _extract(archive_path, manifest, directory)
         config_path = os.path.join(directory, CONFIG_MEMBER)
-        _point_config_at(config_path, manifest)
+        dropped = _point_config_at(config_path, keep_settings)
     except BaseException:
         if created:
             shutil.rmtree(directory, ignore_errors=True)
@@ -225,18 +232,47 @@ def restore(archive_path: str, directory: str) -> int:
           + (". It was taken from PostgreSQL and is now a SQLite file: `rustiz db copy --to postgresql://...` moves "
              "it back" if manifest.get("source_database") == "postgresql" else "")
           + f". Start it with: RUSTIZ_CONFIG={config_path} rustiz serve")
+    if dropped:
+        print(f"commented out in {config_path}, as settings of the machine the backup was taken on (they could let "
+              f"this one reach private addresses, listen elsewhere, believe other proxies or store in another "
+              f"bucket): {', '.join(dropped)}. Uncomment the ones this machine needs, or restore with "
+              "--keep-settings to keep them all")
     return 0
+
+
+class _HeaderTooLarge(Exception):
+    """A pax or GNU long-name header declares more bytes than a rustiz backup ever writes in one."""
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's member header, refusing an extended header (pax, GNU long name or link) whose declared size is
+    above MAX_EXTENDED_HEADER_BYTES before tarfile reads it whole (a 1.5 GiB pax record would be held in memory)."""
+
+    _EXTENDED = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+                 tarfile.GNUTYPE_LONGLINK)
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in self._EXTENDED and self.size > MAX_EXTENDED_HEADER_BYTES:
+            raise _HeaderTooLarge(f"a tar header declares {self.size} bytes of extended name or attributes (a rustiz "
+                                  f"backup's are at most {MAX_EXTENDED_HEADER_BYTES})")
+        return super()._proc_member(archive)
+
+
+def _quoted(name: str) -> str:
+    """A member's name for a message: quoted, and cut short when long (it comes from the archive)."""
+    return repr(name) if len(name) <= NAME_SHOWN else f"{name[:NAME_SHOWN]!r}... ({len(name)} characters)"
 
 
 def _member_problem(member: tarfile.TarInfo) -> Optional[str]:
     """Why a member may not be restored (a link, a device, a path outside the folder), or None."""
-    name = member.name
+    name = _quoted(member.name)
     if not member.isreg():
-        return f"{name!r} is not a plain file (a link, a folder or a device)"
-    if name.startswith("/") or "\\" in name or any(part in ("", ".", "..") for part in name.split("/")):
-        return f"{name!r} is not a plain relative path"
-    if name not in (MANIFEST, DATABASE_MEMBER, CONFIG_MEMBER) and not name.startswith(UPLOADS_MEMBER + "/"):
-        return f"{name!r} is not a file a rustiz backup holds"
+        return f"{name} is not a plain file (a link, a folder or a device)"
+    path = member.name
+    if path.startswith("/") or "\\" in path or any(part in ("", ".", "..") for part in path.split("/")):
+        return f"{name} is not a plain relative path"
+    if path not in (MANIFEST, DATABASE_MEMBER, CONFIG_MEMBER) and not path.startswith(UPLOADS_MEMBER + "/"):
+        return f"{name} is not a file a rustiz backup holds"
     return None
 
 
@@ -258,9 +294,11 @@ def _hash_member(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int,
 
 def _open_archive(archive_path: str) -> tarfile.TarFile:
     try:
-        return tarfile.open(archive_path, mode="r|gz")
+        return tarfile.open(archive_path, mode="r|gz", tarinfo=_BoundedTarInfo)
     except FileNotFoundError:
         raise UserError(f"there is no file {archive_path}") from None
+    except _HeaderTooLarge as refused:
+        raise Refused(f"{archive_path}: {refused}: it is not a rustiz backup; nothing was written") from None
     except (tarfile.TarError, OSError, EOFError) as error:
         raise Refused(f"{archive_path} is not a rustiz backup (a .tar.gz): {error}; nothing was written") from None
 
@@ -277,6 +315,8 @@ def _members(archive_path: str, archive: tarfile.TarFile) -> Any:
             if problem:
                 raise Refused(f"{archive_path}: {problem}; refused, nothing was written")
             yield member
+    except _HeaderTooLarge as refused:
+        raise Refused(f"{archive_path}: {refused}: it is not a rustiz backup; nothing was written") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise Refused(f"{archive_path} is damaged (cut short or corrupt: {error}); nothing was written") from None
 
@@ -291,8 +331,8 @@ def verified_manifest(archive_path: str) -> dict:
         try:
             for member in _members(archive_path, archive):
                 if member.name in seen or manifest is not None:
-                    raise Refused(f"{archive_path}: {member.name!r} comes twice, or after the manifest; refused, "
-                                  "nothing was written")
+                    raise Refused(f"{archive_path}: {_quoted(member.name)} comes twice, or after the manifest; "
+                                  "refused, nothing was written")
                 if member.name == MANIFEST:
                     manifest = _read_manifest(archive_path, archive, member)
                     continue
@@ -306,14 +346,14 @@ def verified_manifest(archive_path: str) -> dict:
     for name, (size, digest) in seen.items():
         expected = listed.get(name)
         if expected is None:
-            raise Refused(f"{archive_path}: {name} is not listed in {MANIFEST}; refused, nothing was written")
+            raise Refused(f"{archive_path}: {_quoted(name)} is not listed in {MANIFEST}; refused, nothing was written")
         if size != expected["size"] or digest != expected["sha256"]:
-            raise Refused(f"{archive_path}: {name} does not match its SHA-256 in {MANIFEST} (the archive is "
+            raise Refused(f"{archive_path}: {_quoted(name)} does not match its SHA-256 in {MANIFEST} (the archive is "
                           "corrupt or was changed); refused, nothing was written")
     missing = sorted(set(listed) - set(seen))
     if missing:
-        raise Refused(f"{archive_path}: {missing[0]} is listed in {MANIFEST} but missing; refused, nothing was "
-                      "written")
+        raise Refused(f"{archive_path}: {_quoted(missing[0])} is listed in {MANIFEST} but missing; refused, nothing "
+                      "was written")
     for required in (DATABASE_MEMBER, CONFIG_MEMBER):
         if required not in listed:
             raise Refused(f"{archive_path} has no {required}: not a rustiz backup; nothing was written")
@@ -351,32 +391,50 @@ def _extract(archive_path: str, manifest: dict, directory: str) -> None:
                 continue
             expected = listed.get(member.name)
             if expected is None:  # (the archive was replaced since it was checked)
-                raise Refused(f"{archive_path}: {member.name} is not listed in {MANIFEST}; the folder {directory} "
-                              "was emptied again")
+                raise Refused(f"{archive_path}: {_quoted(member.name)} is not listed in {MANIFEST}; the folder "
+                              f"{directory} was emptied again")
             path = os.path.join(directory, *member.name.split("/"))
             make_private_folders(os.path.dirname(path))
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "wb") as handle:
                 size, digest = _hash_member(archive, member, expected["size"], handle.write)
             if size != expected["size"] or digest != expected["sha256"]:
-                raise Refused(f"{archive_path}: {member.name} changed while it was restored; the folder "
+                raise Refused(f"{archive_path}: {_quoted(member.name)} changed while it was restored; the folder "
                               f"{directory} was emptied again")
 
 
-def _point_config_at(config_path: str, manifest: dict) -> None:
-    """The restored config.env names the restored database and uploads (paths relative to it)."""
+# Settings of the machine the backup was taken on that would let the restored instance reach, listen or store
+# somewhere its operator did not choose (an archive may come from someone else): commented out unless --keep-settings.
+MACHINE_SETTINGS = ("RUSTIZ_FETCH_ALLOW", "HOST", "RUSTIZ_TRUSTED_PROXIES", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                    "RUSTIZ_STORAGE", "RUSTIZ_UPLOADS_SERVE", "RUSTIZ_S3_PART_BYTES", "AWS_ACCESS_KEY_ID",
+                    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_ENDPOINT_URL_S3")
+
+
+def _setting_name(line: str) -> str:
+    return line.strip().removeprefix("export ").split("=", 1)[0].strip()
+
+
+def _point_config_at(config_path: str, keep_settings: bool) -> list:
+    """The restored config.env names the restored database and uploads (paths relative to it); the backed-up
+    machine's MACHINE_SETTINGS are commented out unless `keep_settings`. Returns the names commented out."""
     values = read_config_file(config_path)
-    storage = values.get("RUSTIZ_STORAGE", "")
-    dropped = {"RUSTIZ_DATABASE", "DATABASE_URL", "RUSTIZ_UPLOADS"} | ({"RUSTIZ_STORAGE"} if "://" not in storage
-                                                                         else set())
+    kept_bucket = keep_settings and "://" in values.get("RUSTIZ_STORAGE", "")
+    replaced = {"RUSTIZ_DATABASE", "DATABASE_URL", "RUSTIZ_UPLOADS"} | (set() if kept_bucket else {"RUSTIZ_STORAGE"})
+    foreign = set() if keep_settings else set(MACHINE_SETTINGS) & set(values)
     with open(config_path, encoding="utf-8") as handle:
-        lines = [line for line in handle.read().splitlines()
-                 if line.strip().removeprefix("export ").split("=", 1)[0].strip() not in dropped]
-    lines += [f"RUSTIZ_DATABASE={DATABASE_MEMBER}"] + ([] if "://" in storage else [f"RUSTIZ_UPLOADS={UPLOADS_MEMBER}"])
+        lines = []
+        for line in handle.read().splitlines():
+            name = _setting_name(line)
+            if name in foreign:
+                lines.append(f"# {line.strip()}    (the backed-up machine's; commented out by rustiz restore)")
+            elif name not in replaced:
+                lines.append(line)
+    lines += [f"RUSTIZ_DATABASE={DATABASE_MEMBER}"] + ([] if kept_bucket else [f"RUSTIZ_UPLOADS={UPLOADS_MEMBER}"])
     with open(config_path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     os.chmod(config_path, 0o600)
     make_private_folders(os.path.join(os.path.dirname(config_path), UPLOADS_MEMBER))
+    return sorted(foreign, key=MACHINE_SETTINGS.index)
 
 
 # --- doctor ------------------------------------------------------------------------------------------------------
@@ -413,6 +471,7 @@ def doctor(config: Config) -> int:
     except UserError as error:
         report.fail("database", f"{error}")
         return 1
+    _check_settings_source(config, report)
     try:
         _check_database(store, report)
         _check_scheduler(config, store, report)
@@ -420,7 +479,26 @@ def doctor(config: Config) -> int:
         asyncio.run(_check_network(config, store, report))
     finally:
         store.close()
+    print(f"\nWeb app: {web_app_url(config)} - sign in with the organization's API key (RUSTIZ_API_KEY in "
+          f"{config.config_path}), or with an email and password that `rustiz user add EMAIL` set")
     return 1 if report.failed else 0
+
+
+def web_app_url(config: Config) -> str:
+    """Where a browser on this machine opens the web app: FRONTEND_URL, else the address serve listens on."""
+    if config.frontend_url:
+        return config.frontend_url + "/"
+    return f"http://{_upstream(config)}/"
+
+
+def _check_settings_source(config: Config, report: Report) -> None:
+    names = environment_only_settings(config, dict(os.environ))
+    if names:
+        report.warn("settings", f"{', '.join(names)} come from this shell's environment, not (or otherwise) from "
+                                f"{config.config_path}: the server started without them (systemd, another shell) "
+                                "runs otherwise than this check. Write them into config.env to keep them")
+    else:
+        report.ok("settings", f"every setting comes from {config.config_path}")
 
 
 def _private(path: str, report: Report, check: str, folder: bool) -> None:
@@ -531,7 +609,7 @@ async def _check_network(config: Config, store: Store, report: Report) -> None:
     from .http_client import AddressRefused, ConnectFailed, HttpClient, NoAnswer
     http = HttpClient(config.fetch_allow)
     try:
-        url = (config.frontend_url or f"http://{config.host}:{config.port}") + "/health"
+        url = web_app_url(config) + "health"
         try:
             reply = await http.request("GET", url)
             if reply.status == 200:
@@ -606,6 +684,31 @@ def print_example(config: Config, kind: str) -> int:
     return 0
 
 
+# Settings read under their own names besides the RUSTIZ_* ones (PORT=... on the command line changes this run).
+PLAIN_SETTINGS = ("HOST", "PORT", "FRONTEND_URL", "REQUEST_LIMIT", "API_LIMIT", "MCP_API_LIMIT", "PUBLISH_GRACE",
+                  "DATABASE_URL")
+
+
+def environment_only_settings(config: Config, environ: dict) -> list:
+    """The settings this run takes from the environment that config.env does not hold (or holds otherwise): a
+    service started from the config alone (systemd, another shell) runs without them."""
+    try:
+        written = read_config_file(config.config_path)
+    except UserError:
+        written = {}
+    return sorted(name for name, value in environ.items()
+                  if value and name != "RUSTIZ_CONFIG" and (name.startswith("RUSTIZ_") or name in PLAIN_SETTINGS)
+                  and written.get(name) != value)
+
+
+def _environment_note(config: Config) -> str:
+    names = environment_only_settings(config, dict(os.environ))
+    if not names:
+        return ""
+    return (f"# Not in this service: {', '.join(names)}, set in this shell's environment but not (or otherwise) in\n"
+            f"# {os.path.abspath(config.config_path)}. Write them there to keep them.\n")
+
+
 def _public_host(config: Config) -> str:
     from urllib.parse import urlsplit
     host = urlsplit(config.frontend_url).hostname if config.frontend_url else None
@@ -624,7 +727,7 @@ def systemd_unit(config: Config) -> str:
                       | (set() if is_postgres_url(config.database) else {os.path.dirname(config.database)}))
     import getpass
     return f"""# /etc/systemd/system/rustiz.service  (then: systemctl daemon-reload && systemctl enable --now rustiz)
-[Unit]
+{_environment_note(config)}[Unit]
 Description=rustiz social-media scheduler
 After=network-online.target
 Wants=network-online.target

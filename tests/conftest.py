@@ -86,11 +86,15 @@ def run_cli(pyz: Path, *arguments: str, env: dict | None = None, cwd: str | Path
 
 
 def read_config(path: Path) -> dict:
+    """A config file's values, its file paths (relative to the config's folder, as init writes them) made absolute."""
     values = {}
     for line in path.read_text().splitlines():
         if "=" in line and not line.startswith("#"):
             name, _, value = line.partition("=")
             values[name.strip()] = value.strip()
+    for name in ("RUSTIZ_DATABASE", "RUSTIZ_UPLOADS"):
+        if name in values and "://" not in values[name]:
+            values[name] = os.path.join(path.parent, values[name])
     return values
 
 

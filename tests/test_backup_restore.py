@@ -2,6 +2,8 @@
 again with the same posts, channels, media and keys), and the archives restore refuses."""
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import os
@@ -12,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import LOCAL_FAKES, RustizServer, run_cli, wanted_backends
+from conftest import LOCAL_FAKES, RustizServer, read_config, run_cli, wanted_backends
 from support import API, DONE, api, auth, connect_database, iso, png_file, scheduled, uploaded, wait_for, \
     webhook_channel
 
@@ -184,3 +186,86 @@ def test_backup_refuses_to_overwrite_a_file(pyz, small_backup, tmp_path):
     config = small_backup.parent / "data" / "config.env"
     result = run_cli(pyz, "backup", str(small_backup), env={"RUSTIZ_CONFIG": str(config)})
     assert result.returncode == 2 and "already exists" in result.stderr
+
+
+def _with_headers_before_the_manifest(source: Path, target: Path, headers: bytes) -> Path:
+    """A copy of `source` (a backup) with raw tar blocks `headers` put before its members."""
+    with tarfile.open(source) as original:
+        plain = io.BytesIO()
+        with tarfile.open(fileobj=plain, mode="w", format=tarfile.USTAR_FORMAT) as copy:
+            for member in original.getmembers():
+                copy.addfile(member, original.extractfile(member))
+    target.write_bytes(gzip.compress(headers + plain.getvalue(), compresslevel=9))
+    return target
+
+
+def _extended_header(kind: bytes, declared: int) -> bytes:
+    """A tar header block of type `kind` (b"x": pax, b"L": GNU long name) that declares `declared` bytes of
+    records, followed by that many bytes of a name made of "a" (compressed, a few KB per MB)."""
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = kind, declared
+    block = header.tobuf(format=tarfile.GNU_FORMAT)[-tarfile.BLOCKSIZE:]
+    record = b"a" * declared if kind == tarfile.GNUTYPE_LONGNAME else \
+        b"%d path=" % declared + b"a" * (declared - len(b"%d path=" % declared) - 1) + b"\n"
+    return block + record + b"\0" * (-declared % tarfile.BLOCKSIZE)
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME], ids=["pax", "gnu-long-name"])
+def test_restore_refuses_an_oversized_pax_or_long_name_header_before_reading_it_and_says_so_briefly(
+        pyz, small_backup, tmp_path, kind):
+    # 64 MiB of name: restore used to hold it whole (and a 1.5 GiB one took 7.9 GB) and print it in its error line.
+    archive = _with_headers_before_the_manifest(small_backup, tmp_path / "huge-header.tar.gz",
+                                                _extended_header(kind, 64 * 1024 * 1024))
+    result = run_cli(pyz, "restore", str(archive), "--dir", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "67108864 bytes of extended name or attributes" in result.stderr, result.stderr[:500]
+    assert "nothing was written" in result.stderr and len(result.stderr) < 600, result.stderr[:500]
+    assert not (tmp_path / "out").exists()
+
+
+def test_restore_quotes_a_long_refused_name_cut_short(pyz, small_backup, tmp_path):
+    # Within the header bound (60,000 characters) but not a file a backup holds: named, cut short.
+    archive = _with_headers_before_the_manifest(small_backup, tmp_path / "long-name.tar.gz",
+                                                _extended_header(tarfile.GNUTYPE_LONGNAME, 60_000))
+    result = run_cli(pyz, "restore", str(archive), "--dir", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "'aaaa" in result.stderr and "(60000 characters)" in result.stderr, result.stderr[:500]
+    assert len(result.stderr) < 600, result.stderr[:500]
+    assert not (tmp_path / "out").exists()
+
+
+def test_restore_comments_out_the_backed_up_machine_s_network_and_storage_settings_and_names_them(
+        pyz, small_backup, tmp_path):
+    foreign = {"RUSTIZ_FETCH_ALLOW": "10.0.0.0/8", "HOST": "0.0.0.0", "RUSTIZ_TRUSTED_PROXIES": "0.0.0.0/0",
+               "RUSTIZ_STORAGE": "s3://their-bucket/rustiz", "AWS_SECRET_ACCESS_KEY": "theirs", "API_LIMIT": "7"}
+    with tarfile.open(small_backup) as original:
+        config = original.extractfile("config.env").read() + "".join(
+            f"{name}={value}\n" for name, value in foreign.items()).encode()
+
+    def with_foreign_settings(member, data):
+        if member.name == "config.env":
+            data = config
+        if member.name == "manifest.json":
+            manifest = json.loads(data)
+            for item in manifest["files"]:
+                if item["path"] == "config.env":
+                    item["size"], item["sha256"] = len(config), hashlib.sha256(config).hexdigest()
+            data = json.dumps(manifest).encode()
+        yield member, data
+
+    archive = rewritten(small_backup, tmp_path / "foreign.tar.gz", with_foreign_settings)
+    result = run_cli(pyz, "restore", str(archive), "--dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert ("RUSTIZ_FETCH_ALLOW, HOST, RUSTIZ_TRUSTED_PROXIES, RUSTIZ_STORAGE, AWS_SECRET_ACCESS_KEY. Uncomment"
+            in result.stdout), result.stdout
+    restored = read_config(tmp_path / "out" / "config.env")
+    assert restored["API_LIMIT"] == "7" and restored["RUSTIZ_UPLOADS"].endswith("uploads")
+    assert not set(foreign) - {"API_LIMIT"} & set(restored), restored
+    assert "# RUSTIZ_FETCH_ALLOW=10.0.0.0/8" in (tmp_path / "out" / "config.env").read_text()
+
+    kept = run_cli(pyz, "restore", str(archive), "--dir", str(tmp_path / "kept"), "--keep-settings")
+    assert kept.returncode == 0, kept.stderr
+    assert "commented out" not in kept.stdout
+    restored = read_config(tmp_path / "kept" / "config.env")
+    assert all(restored[name] == value for name, value in foreign.items()), restored
+    assert "RUSTIZ_UPLOADS" not in restored  # (the bucket kept: uploads live there)

@@ -128,6 +128,68 @@ class ZeroSetupServer(RustizServer):
         return env
 
 
+def test_init_writes_paths_relative_to_the_config_s_folder(pyz, tmp_path):
+    init(pyz, tmp_path / "data")
+    written = (tmp_path / "data" / "config.env").read_text()
+    assert "RUSTIZ_DATABASE=rustiz.db\n" in written and "RUSTIZ_UPLOADS=uploads\n" in written, written
+
+
+def test_a_data_folder_moved_with_mv_keeps_working_on_its_own_database(pyz, tmp_path, start_server):
+    init(pyz, tmp_path / "data")
+    moved_key = read_config(tmp_path / "data" / "config.env")["RUSTIZ_API_KEY"]
+    (tmp_path / "data").rename(tmp_path / "moved")
+    init(pyz, tmp_path / "data")  # a new instance where the old one was: the moved one must not open its database
+    other_database = tmp_path / "data" / "rustiz.db"
+    other_before = other_database.read_bytes()
+
+    server = start_server(data_dir=tmp_path / "moved")
+    assert status_of(server, moved_key) == (200, b'{"connected":true}')
+    assert server.database == str(tmp_path / "moved" / "rustiz.db")
+    assert (tmp_path / "moved" / "rustiz.db-scheduler").exists()  # its own scheduler lock, not the other's
+    assert not (tmp_path / "data" / "rustiz.db-scheduler").exists()
+    assert other_database.read_bytes() == other_before
+
+
+def test_a_config_pointing_at_another_instance_s_database_refuses_to_start_saying_what_to_do(pyz, tmp_path,
+                                                                                              start_server):
+    init(pyz, tmp_path / "first")
+    init(pyz, tmp_path / "second")
+    config_path = tmp_path / "second" / "config.env"
+    original = config_path.read_text()
+    config_path.write_text(original.replace("RUSTIZ_DATABASE=rustiz.db",
+                                            f"RUSTIZ_DATABASE={tmp_path / 'first' / 'rustiz.db'}"))
+
+    result = run_cli(pyz, "serve", env=serve_env(config_path), timeout=15)
+
+    assert_one_clear_error_line(result, "matches no organization of the database", str(tmp_path / "first"),
+                                "Point RUSTIZ_DATABASE at this config's own database", "rustiz key rotate")
+    assert not (tmp_path / "first" / "rustiz.db-scheduler").exists()
+    # An absolute path (what an older init wrote) to the config's own database still works.
+    config_path.write_text(original.replace("RUSTIZ_DATABASE=rustiz.db",
+                                            f"RUSTIZ_DATABASE={tmp_path / 'second' / 'rustiz.db'}"))
+    server = start_server(data_dir=tmp_path / "second")
+    assert status_of(server, server.key) == (200, b'{"connected":true}')
+
+
+def test_init_set_writes_settings_into_config_env_where_every_command_reads_them(pyz, tmp_path):
+    port = str(free_port())
+    init(pyz, tmp_path / "data", "--set", "RUSTIZ_FETCH_ALLOW=127.0.0.1", "--set", f"PORT={port}")
+    config = read_config(tmp_path / "data" / "config.env")
+    assert config["RUSTIZ_FETCH_ALLOW"] == "127.0.0.1" and config["PORT"] == port, config
+    site = run_cli(pyz, "example", "nginx", env={"RUSTIZ_CONFIG": str(tmp_path / "data" / "config.env")})
+    assert f"proxy_pass http://127.0.0.1:{port};" in site.stdout, site.stdout
+
+
+@pytest.mark.parametrize("pair, fragment", [("PORT=abc", "PORT='abc' is not a whole number"),
+                                            ("RUSTIZ_FETCH_ALLOW=not/a host", "RUSTIZ_FETCH_ALLOW"),
+                                            ("NOEQUALS", "use --set NAME=VALUE"),
+                                            ("RUSTIZ_API_KEY=abc", "init makes the API key")])
+def test_init_set_refuses_a_bad_setting_naming_it_and_writes_nothing(pyz, tmp_path, pair, fragment):
+    result = run_cli(pyz, "init", "--dir", str(tmp_path / "data"), "--set", pair)
+    assert_one_clear_error_line(result, fragment)
+    assert not (tmp_path / "data").exists()
+
+
 def test_serve_without_any_config_runs_init_first_says_so_and_serves(pyz, tmp_path, monkeypatch):
     workdir = tmp_path / "empty"
     workdir.mkdir()
@@ -318,3 +380,15 @@ def test_help_works_on_every_command(pyz, command, tmp_path):
     assert result.stderr == ""
     assert not missing.parent.exists()
     assert not (tmp_path / "rustiz-data").exists()
+
+
+@pytest.mark.parametrize("command", [(), ("serve",), ("key", "rotate"), ("restore",)],
+                         ids=lambda command: " ".join(command) or "rustiz")
+def test_help_command_prints_what_help_prints(pyz, command, tmp_path):
+    missing = tmp_path / "nothing" / "config.env"
+    asked = run_cli(pyz, "help", *command, env={"RUSTIZ_CONFIG": str(missing)}, cwd=tmp_path)
+    flag = run_cli(pyz, *command, "--help", env={"RUSTIZ_CONFIG": str(missing)}, cwd=tmp_path)
+
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == flag.stdout and asked.stdout.startswith("usage: rustiz"), asked.stdout
+    assert asked.stderr == "" and not missing.parent.exists() and not (tmp_path / "rustiz-data").exists()

@@ -131,7 +131,7 @@ def test_org_chooses_the_organization_and_the_default_is_the_config_key_s(server
 
 def test_without_a_matching_key_and_several_organizations_it_asks_for_org(server, tmp_path):
     Database(server).organization()
-    config = tmp_path / "other-config.env"
+    config = server.config_path.parent / "other-config.env"  # (beside it: its paths are relative to its folder)
     config.write_text(server.config_path.read_text().replace("RUSTIZ_API_KEY=", "RUSTIZ_API_KEY=0"))
     result = run_cli(server.pyz, "channel", "list", env={"RUSTIZ_CONFIG": str(config)})
     assert result.returncode == 2

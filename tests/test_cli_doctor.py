@@ -29,7 +29,8 @@ def doctor(server) -> tuple:
     result = run_cli(server.pyz, "doctor", env={"RUSTIZ_CONFIG": str(server.config_path), "FRONTEND_URL": server.url,
                                                 **LOCAL_FAKES, **database}, timeout=60)
     lines = {}
-    for line in result.stdout.splitlines():
+    checks, _, _ = result.stdout.partition("\n\n")  # (after the checks, a blank line and how to sign in)
+    for line in checks.splitlines():
         status, _, rest = line.partition(" ")
         check, _, detail = rest.strip().partition(": ")
         lines[check] = (status, detail)
@@ -65,6 +66,9 @@ def test_doctor_passes_when_all_is_well_and_sends_a_webhook_nothing(instance, re
     assert status == 0, output
     assert all(verdict[0] in ("ok", "warn") for verdict in lines.values()), output
     assert len(receiver.events) == pings
+    assert output.endswith(f"\n\nWeb app: {server.url}/ - sign in with the organization's API key (RUSTIZ_API_KEY in "
+                           f"{server.config_path}), or with an email and password that `rustiz user add EMAIL` "
+                           "set\n"), output
 
 
 def test_doctor_fails_on_a_config_others_may_read_and_on_a_stopped_server(instance):
@@ -89,6 +93,21 @@ def test_example_prints_a_unit_and_proxy_sites_with_this_configs_paths_and_port(
     for kind in ("caddy", "nginx"):
         site = run_cli(pyz, "example", kind, env=env)
         assert site.returncode == 0 and "social.example.org" in site.stdout and "127.0.0.1:5099" in site.stdout
+
+
+def test_example_systemd_and_doctor_name_settings_given_only_in_the_environment(pyz, tmp_path):
+    assert run_cli(pyz, "init", "--dir", str(tmp_path / "data"), "--set", "API_LIMIT=5").returncode == 0
+    config = tmp_path / "data" / "config.env"
+    env = {"RUSTIZ_CONFIG": str(config), "RUSTIZ_FETCH_ALLOW": "127.0.0.1", "API_LIMIT": "5"}
+    unit = run_cli(pyz, "example", "systemd", env=env).stdout
+    assert "# Not in this service: " in unit and "RUSTIZ_FETCH_ALLOW" in unit.split("[Unit]")[0], unit
+    assert "API_LIMIT" not in unit.split("[Unit]")[0], unit  # (in config.env, with the same value)
+    checked = run_cli(pyz, "doctor", env=env, timeout=60).stdout
+    assert "warn settings: " in checked and "RUSTIZ_FETCH_ALLOW" in checked.split("warn settings: ")[1].split("\n")[0]
+
+    config.write_text(config.read_text() + "RUSTIZ_FETCH_ALLOW=127.0.0.1\n")
+    unit = run_cli(pyz, "example", "systemd", env=env).stdout
+    assert "RUSTIZ_FETCH_ALLOW" not in unit.split("[Unit]")[0], unit
 
 
 def test_json_log_format_writes_one_object_per_line(start_server):
