@@ -151,13 +151,19 @@ def test_a_main_image_from_the_web_is_fetched_and_uploaded_as_the_featured_image
     assert wordpress.media[50]["bytes"] == png_file(2, 2) and wordpress.published[0]["featured_media"] == 50
 
 
-def test_a_main_image_that_cannot_be_fetched_fails_the_post_naming_the_setting(server, wordpress, channel, origin):
-    cover = {"id": "gone", "path": f"{origin.url}/covers/missing.png"}
+@pytest.mark.parametrize("where, reason", [
+    ("origin", "answered 404 Not Found"),
+    ("http://10.255.255.1/covers/missing.png", "a private address"),  # the outbound client's address guard
+])
+def test_a_main_image_that_cannot_be_fetched_fails_the_post_naming_the_setting(server, wordpress, channel, origin,
+                                                                             where, reason):
+    cover = {"id": "gone", "path": f"{origin.url}/covers/missing.png" if where == "origin" else where}
     post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
                         provider="wordpress")
     post = settled(server, post_id)
     assert post["state"] == "ERROR" and wordpress.published == [] and wordpress.media == {}
     assert "at the main_image setting" in post["error"] and "covers/missing.png" in post["error"]
+    assert reason in post["error"], post["error"]
 
 
 def test_a_main_image_that_is_not_the_organization_s_upload_is_refused_naming_the_setting(server, wordpress, channel):
