@@ -431,7 +431,8 @@ class PostsApi:
                       claim: Optional[IdempotentResponse]) -> Response:
         body = request.json()
         plan = validate_create_post(body, lambda channel_id: self.store.channel(
-            organization_id, channel_id, include_deleted=True), self.config.frontend_url)
+            organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+            lambda urls: self.store.media_ids_by_path(organization_id, urls))
         if request.scope != "full":
             self.mark_for_review(organization_id, plan, request.scope)
         if not duplicates_allowed(body):
@@ -615,7 +616,8 @@ class PostsApi:
         if root["intervalInDays"]:
             body["inter"] = root["intervalInDays"]
         plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id),
-                                    self.config.frontend_url)
+                                    self.config.frontend_url,
+                                    lambda urls: self.store.media_ids_by_path(organization_id, urls))
         plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
         return plan
 

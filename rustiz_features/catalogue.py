@@ -103,6 +103,20 @@ def _media_path_problem(path: Any, media: dict) -> Optional[str]:
     return MEDIA_EXTENSION_MESSAGE
 
 
+_UPLOAD_PATH = r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z"  # rustiz's (and Postiz's) uploads: /uploads/YYYY/MM/DD/name
+
+
+def upload_relative_path(url: str) -> Optional[str]:
+    """"YYYY/MM/DD/name" when `url` names a file of the uploads folder (/uploads/YYYY/MM/DD/name, on any
+    host or none), else None."""
+    from urllib.parse import urlsplit
+    try:
+        match = re.search(_UPLOAD_PATH, urlsplit(url).path)
+    except ValueError:  # a malformed URL: whoever fetches it says what is wrong with it
+        return None
+    return match[1] if match else None
+
+
 MEDIA_FIELDS = (Field("id", "string", defined=True), Field("path", "string", defined=True,
                                                               extra_check=_media_path_problem),
                  text_field("alt", optional=True), _optional_url("thumbnail"))

@@ -586,7 +586,8 @@ class McpTools:
         channel = self.store.channel(organization_id, item["integrationId"])
         try:
             plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None,
-                                        self.posts.config.frontend_url)
+                                        self.posts.config.frontend_url,
+                                        lambda urls: self.store.media_ids_by_path(organization_id, urls))
             if plan["type"] != "draft":  # checked before anything of the call is stored
                 self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:

@@ -249,7 +249,8 @@ class PostsFiles:
         """(problems, (threads, replaced groups, tags) to store): the checks of POST /posts, and duplicates."""
         try:
             plan = validate_create_post(body, lambda channel_id: self.store.channel(
-                organization_id, channel_id, include_deleted=True), self.config.frontend_url)
+                organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+                lambda urls: self.store.media_ids_by_path(organization_id, urls))
             plan["creationMethod"] = creation_method
             threads, replaced_groups = self.posts.planned_rows(organization_id, plan)
         except ApiError as refused:

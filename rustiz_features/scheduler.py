@@ -380,26 +380,23 @@ class Scheduler(WokenLoop):
     async def _media_file(self, item: Any, where: str, staged: list) -> "MediaFile":
         """One media object ({"path", "alt"...}) as a local file. An upload's URL is given under today's
         FRONTEND_URL, for platforms that download it themselves."""
-        from urllib.parse import urlsplit
+        from .catalogue import upload_relative_path
         from .media import fetch_media, read_from_bucket, sniff_media_type
         from .publishers.base import MediaFile, Rejected, Retryable
         url = (item.get("path") or "") if isinstance(item, dict) else ""
-        try:
-            match = re.search(r"/uploads/(\d{4}/\d{2}/\d{2}/[^/]+)\Z", urlsplit(url).path)
-        except ValueError:  # a malformed URL: fetch_media says what is wrong with it
-            match = None
-        path = os.path.join(self.config.uploads, *match[1].split("/")) if match else ""
+        relative = upload_relative_path(url)
+        path = os.path.join(self.config.uploads, *relative.split("/")) if relative else ""
         name = os.path.basename(path)
-        if match and self.config.storage is not None:  # our uploads are in the bucket: read into a staged file
+        if relative and self.config.storage is not None:  # our uploads are in the bucket: read into a staged file
             from .object_storage import StorageError
             try:
-                path = await read_from_bucket(self.http, self.config, match[1]) or ""
+                path = await read_from_bucket(self.http, self.config, relative) or ""
             except StorageError as error:
                 raise Retryable(f"the media could not be read from the uploads bucket: {error}", item=where) from None
             if path:
                 staged.append(path)
         if path and os.path.isfile(path):
-            url = f"{self.config.frontend_url}/uploads/{match[1]}"
+            url = f"{self.config.frontend_url}/uploads/{relative}"
         else:
             try:
                 download = await fetch_media(self.http, url, self.config.uploads, self.config.max_video_bytes)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Union
 from rustiz import ApiError, bad_request, parse_iso_date, utc_now_iso
 from .catalogue import (
     DEFAULT_ORDER, DESCRIPTORS, Field, MEDIA_FIELDS, POSTIZ_COUNTING_RULES, PROVIDERS, flag_field, is_number,
-    post_length, text_field, whole_number_check,
+    post_length, text_field, upload_relative_path, url_problem, whole_number_check,
 )
 from .publishers import provider_for
 from .text import sanitize_html, strip_html
@@ -239,6 +239,43 @@ def _checked_posts(posts: list, channels: list, errors: list) -> list:
     return checked
 
 
+_PICTURE_EXTENSION = r"(?i)\.(?:png|jpe?g|gif|webp)$"
+
+
+def _settings_media_problems(posts: list, channels: list, own_uploads: Callable[[list], dict],
+                             frontend_url: str) -> list:
+    """What is wrong with the pictures the settings carry themselves (WordPress's main_image, YouTube's
+    thumbnail...): each must be a picture, and either one of the organization's uploads or a web address,
+    which the outbound client fetches (with its address guard and size bounds) when the post goes out.
+    An address of the uploads' shape (/uploads/YYYY/MM/DD/name) is read from this server's uploads folder
+    whatever its host, so it must be one of the organization's own."""
+    found, uploads = [], []
+    for index, (post, channel) in enumerate(zip(posts, channels)):
+        platform = provider_for(channel["provider_identifier"])
+        for name in platform.media_settings if platform else ():  # (a setting no publisher reads is left alone)
+            media = post["settings"].get(name)
+            if isinstance(media, dict) and isinstance(media.get("path"), str):
+                found.append((f"posts.{index}.settings.{name}", media["path"]))
+                relative = upload_relative_path(media["path"])
+                if relative:
+                    uploads.append(f"{frontend_url}/uploads/{relative}")
+    own = own_uploads(uploads) if uploads else {}
+    problems = []
+    for where, path in found:
+        relative = upload_relative_path(path)
+        if not re.search(_PICTURE_EXTENSION, path.split("?", 1)[0]):
+            problems.append(f"{where} must be a picture (.png, .jpg, .jpeg, .gif or .webp): {path[:200]} is not")
+        elif relative is not None and f"{frontend_url}/uploads/{relative}" not in own:
+            problems.append(f"{where}: {path[:200]} is not an upload of this organization (deleted, or another "
+                            "organization's): upload the picture first (POST /public/v1/upload, or "
+                            "/public/v1/upload-from-url for a web address) and give the path it answers")
+        elif relative is None and url_problem(path, ("http", "https")):
+            problems.append(f"{where}: {path[:200]} is neither an upload of this organization nor a web address "
+                            f"rustiz can fetch (it {url_problem(path, ('http', 'https'))}); upload the picture "
+                            "first (POST /public/v1/upload) and give the path it answers")
+    return problems
+
+
 def _planned_values(values: list) -> list:
     """The checked values as stored: `delay` is a whole number of minutes by now (or absent: 0)."""
     return [{"id": value.get("id") if isinstance(value.get("id"), str) else None,
@@ -287,12 +324,14 @@ def _platform_problem(channel: dict, post: dict, media_origin: str) -> Optional[
             or platform.post_problem(channel, post["values"], post["settings"]))
 
 
-def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]], media_origin: str) -> dict:
+def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]], media_origin: str,
+                         own_uploads: Callable[[list], dict]) -> dict:
     """Validate a POST /public/v1/posts body exactly as Postiz does and return the plan to store; raises ApiError.
 
     `find_channel(id)` returns the caller's organization's channel (deleted ones too) as
     {"id", "name", "provider_identifier", "additional_settings": list, "disabled", ...}, or None;
-    `media_origin` is FRONTEND_URL, where platforms that download media themselves fetch it.
+    `media_origin` is FRONTEND_URL, where platforms that download media themselves fetch it;
+    `own_uploads(urls)` answers {url: media id} for those of `urls` that are the organization's live uploads.
     Errors, in Postiz's order: 400 "All posts must have an integration id" / "Integration with id X not
     found"; the ValidationPipe's 400 array of "path message"; a channel's PostValidationException."""
     body = body if isinstance(body, dict) else {}
@@ -306,6 +345,9 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     checked_posts = _checked_posts(posts, channels, errors)
     if errors:
         raise bad_request(errors)
+    problems = _settings_media_problems(checked_posts, channels, own_uploads, media_origin)
+    if problems:
+        raise bad_request(problems)
     post_type = body.get("type") if body.get("type") in ("draft", "now", "update") else "schedule"
     date = utc_now_iso()[:17] + "00.000Z" if post_type == "now" else parse_iso_date(top["date"])
     plan_posts = [{"integration": channel, "group": post.get("group"), "settings": post["settings"],

@@ -283,7 +283,7 @@ def create_post_bodies(draw, channels: dict):
 def test_the_create_post_validator_plans_or_refuses_with_a_400_and_never_raises_anything_else(body):
     assume(rustiz.lone_surrogate(body) is None)  # Request.json and MCP refuse those before any validation
     try:
-        plan = validate_create_post(body, CHANNELS.get, "http://127.0.0.1:5077")  # (a private FRONTEND_URL: its refusals too)
+        plan = validate_create_post(body, CHANNELS.get, "http://127.0.0.1:5077", lambda urls: {})  # (a private FRONTEND_URL: its refusals too)
     except ApiError as refused:
         assert refused.status == 400, refused.body
         rustiz.json_dumps(refused.body)  # the refusal can be written back

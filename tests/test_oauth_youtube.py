@@ -10,8 +10,8 @@ import pytest
 
 from fake_youtube import FakeYouTube
 from support import (
-    API, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso, mp4_file, parts_of,
-    png_file, refresh_needed, scheduled, settled, uploaded, wait_for,
+    API, Database, FakeOrigin, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso,
+    mp4_file, parts_of, png_file, refresh_needed, schedule, scheduled, settled, upload, uploaded, wait_for,
 )
 
 CHUNK = 1024
@@ -172,3 +172,23 @@ def test_an_account_without_a_channel_is_told_to_create_one_and_nothing_is_conne
     back = connect_oauth(server, "youtube")
     assert "channel" not in back and "has no YouTube channel" in back["problem"], back
     assert api(server, "GET", f"{API}/integrations") == (200, [])
+
+
+def test_a_thumbnail_from_the_web_is_fetched_and_set_and_another_organization_s_is_refused(server, youtube):
+    channel_id = connect_oauth(server, "youtube")["channel"]
+    origin = FakeOrigin()
+    try:
+        origin.serve("/thumbs/engines.png", png_file(8, 6))
+        post_id = video_post(server, channel_id, thumbnail={"id": "web", "path": f"{origin.url}/thumbs/engines.png"})
+        assert settled(server, post_id)["state"] == "PUBLISHED"
+        assert youtube.videos[youtube.published[0]]["thumbnail"] == png_file(8, 6)
+    finally:
+        origin.close()
+    _, other_key = Database(server).organization()
+    status, theirs = upload(server, png_file(), key=other_key)
+    assert status == 201
+    refused = schedule(server, channel_id, "<p>x</p>", provider="youtube", images=[uploaded(server, VIDEO, "mp4")],
+                       settings={"title": "Engines", "type": "unlisted",
+                                 "thumbnail": {"id": theirs["id"], "path": theirs["path"]}})
+    assert refused[0] == 400 and "posts.0.settings.thumbnail" in refused[1]["message"][0]
+    assert "is not an upload of this organization" in refused[1]["message"][0] and len(youtube.published) == 1

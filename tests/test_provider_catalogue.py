@@ -135,6 +135,12 @@ def test_rules_and_tools():
 
 MEDIA_ORIGIN = "https://rustiz.example.org"  # FRONTEND_URL: public, so no platform is refused its media
 
+
+def no_uploads(urls: list) -> dict:
+    """The organization's uploads among `urls`: none."""
+    return {}
+
+
 CHANNELS = {
     "X_ID": {"id": "X_ID", "name": "Acme on X", "provider_identifier": "x", "additional_settings": [],
              "disabled": False},
@@ -173,7 +179,7 @@ X_OK = {"who_can_reply_post": "everyone"}
 
 def error_of(payload: dict) -> tuple:
     with pytest.raises(ApiError) as raised:
-        validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN)
+        validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     return raised.value.status, raised.value.body
 
 
@@ -188,7 +194,7 @@ def test_the_reference_minimal_body_gives_a_normalised_plan():
     payload = {"type": "schedule", "date": "2026-09-01T10:00:00.000Z", "shortLink": False, "tags": [],
                "posts": [{"integration": {"id": "BSKY"}, "value": [{"content": "<p>Hello world</p>", "image": []}],
                           "settings": {"__type": "bluesky"}}]}
-    plan = validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN)
+    plan = validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert plan == {
         "type": "schedule", "date": "2026-09-01T10:00:00.000Z", "shortLink": False, "tags": [], "inter": None,
         "republish": False, "creationMethod": "API",
@@ -203,7 +209,7 @@ def test_plan_fields_thread_values_tags_and_creation_method():
                         group="g-1"),
                    tags=[{"value": "launch", "label": "Launch"}], inter=7, republish=True, creationMethod="CLI",
                    date="2026-09-01T12:30:00+02:00")
-    plan = validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN)
+    plan = validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert (plan["date"], plan["tags"], plan["inter"], plan["republish"], plan["creationMethod"]) == (
         "2026-09-01T10:30:00.000Z", ["Launch"], 7, True, "CLI")
     entry = plan["posts"][0]
@@ -214,22 +220,22 @@ def test_plan_fields_thread_values_tags_and_creation_method():
 
 
 def test_dates_without_offset_are_utc_and_type_now_takes_the_current_minute():
-    assert validate_create_post(body(post("BSKY"), date="2026-09-01T10:00:00"), CHANNELS.get, MEDIA_ORIGIN)["date"] == (
+    assert validate_create_post(body(post("BSKY"), date="2026-09-01T10:00:00"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)["date"] == (
         "2026-09-01T10:00:00.000Z")
-    assert validate_create_post(body(post("BSKY"), date="2026-09-01"), CHANNELS.get, MEDIA_ORIGIN)["date"] == (
+    assert validate_create_post(body(post("BSKY"), date="2026-09-01"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)["date"] == (
         "2026-09-01T00:00:00.000Z")
     before = time.strftime("%Y-%m-%dT%H:%M:00.000Z", time.gmtime())
-    plan = validate_create_post(body(post("BSKY"), type="now", date="2020-01-01T00:00:00Z"), CHANNELS.get, MEDIA_ORIGIN)
+    plan = validate_create_post(body(post("BSKY"), type="now", date="2020-01-01T00:00:00Z"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     after = time.strftime("%Y-%m-%dT%H:%M:00.000Z", time.gmtime())
     assert plan["type"] == "now"
     assert plan["date"] in (before, after)
 
 
 def test_unknown_type_behaves_like_schedule_and_missing_settings_become_type_only():
-    plan = validate_create_post(body(post("BSKY"), type="whatever"), CHANNELS.get, MEDIA_ORIGIN)
+    plan = validate_create_post(body(post("BSKY"), type="whatever"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert plan["type"] == "schedule"
     assert plan["posts"][0]["settings"] == {"__type": "bluesky"}
-    assert validate_create_post(body(post("BSKY"), type="update"), CHANNELS.get, MEDIA_ORIGIN)["type"] == "update"
+    assert validate_create_post(body(post("BSKY"), type="update"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)["type"] == "update"
 
 
 def test_posts_without_integration_ids():
@@ -249,7 +255,7 @@ def test_unknown_channel():
 def test_deleted_channels_are_still_found_as_postiz_does():
     deleted = {"id": "GONE", "name": "Gone", "provider_identifier": "bluesky", "additional_settings": [],
                "disabled": False, "deleted": True}
-    plan = validate_create_post(body(post("GONE")), {"GONE": deleted}.get, MEDIA_ORIGIN)
+    plan = validate_create_post(body(post("GONE")), {"GONE": deleted}.get, MEDIA_ORIGIN, no_uploads)
     assert plan["posts"][0]["integration"] is deleted
 
 
@@ -294,7 +300,7 @@ def test_media_paths_need_an_id_and_a_known_extension():
         "posts.0.value.0.image.0.File must have a valid extension: .png, .jpg, .jpeg, .gif, .webp, or .mp4",
         "posts.0.value.0.image.1.id should not be null or undefined", "posts.0.value.0.image.1.id must be a string"]
     ok = {"content": "", "image": [{"id": "1", "path": "https://h/a.jpeg?x=1"}, {"id": "2", "path": "/b.mp4"}]}
-    assert validate_create_post(body(post("BSKY", ok)), CHANNELS.get, MEDIA_ORIGIN)["posts"][0]["values"][0]["image"] == ok["image"]
+    assert validate_create_post(body(post("BSKY", ok)), CHANNELS.get, MEDIA_ORIGIN, no_uploads)["posts"][0]["values"][0]["image"] == ok["image"]
 
 
 def test_x_needs_who_can_reply_even_for_drafts():
@@ -315,7 +321,7 @@ def test_x_article_and_community_settings():
         "posts.0.settings.Invalid X community URL. It should be in the format: "
         "https://x.com/i/communities/1493446837214187523"]
     assert validate_create_post(body(post("X_ID", settings={**X_OK, "community": "https://x.com/i/communities/42"})),
-                                CHANNELS.get, MEDIA_ORIGIN)
+                                CHANNELS.get, MEDIA_ORIGIN, no_uploads)
 
 
 def test_provider_settings_messages():
@@ -358,7 +364,7 @@ def test_provider_settings_messages():
 
 def test_scalars_are_converted_as_nest_does_before_validation():
     plan = validate_create_post(body(post("BSKY", {"content": 42, "image": []}), shortLink="false", inter="3"),
-                                CHANNELS.get, MEDIA_ORIGIN)
+                                CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     # JavaScript's Boolean("false") is true: Postiz's ValidationPipe converts, and so does rustiz.
     assert (plan["shortLink"], plan["inter"], plan["posts"][0]["values"][0]["content"]) == (True, 3, "42")
 
@@ -377,11 +383,11 @@ def test_a_post_needs_text_or_media_even_as_draft():
 
 
 def test_length_limits_unless_draft():
-    assert validate_create_post(body(post("X_ID", "a" * 280, settings=X_OK)), CHANNELS.get, MEDIA_ORIGIN)
+    assert validate_create_post(body(post("X_ID", "a" * 280, settings=X_OK)), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert post_validation_error(body(post("X_ID", "<p>" + "a" * 281 + "</p>", settings=X_OK))) == {
         "statusCode": 400, "provider": "x", "name": "Acme on X", "message": "post is too long, please fix it"}
-    assert validate_create_post(body(post("X_ID", "a" * 281, settings=X_OK), type="draft"), CHANNELS.get, MEDIA_ORIGIN)
-    assert validate_create_post(body(post("XV_ID", "a" * 4000, settings=X_OK)), CHANNELS.get, MEDIA_ORIGIN)
+    assert validate_create_post(body(post("X_ID", "a" * 281, settings=X_OK), type="draft"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
+    assert validate_create_post(body(post("XV_ID", "a" * 4000, settings=X_OK)), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert post_validation_error(body(post("XV_ID", "a" * 4001, settings=X_OK)))["message"] == (
         "post is too long, please fix it")
     article = {"post_type": "article", "article_title": "Long read", "article_status": "published"}
@@ -399,7 +405,7 @@ def test_media_rules_unless_draft():
     assert post_validation_error(body(post("YT", settings=settings)))["message"] == "You need one media"
     picture = {"content": "x", "image": [{"id": "p", "path": "https://h/p.png"}]}
     assert post_validation_error(body(post("YT", picture, settings=settings)))["message"] == "Item must be a video"
-    assert validate_create_post(body(post("YT", settings=settings), type="draft"), CHANNELS.get, MEDIA_ORIGIN)
+    assert validate_create_post(body(post("YT", settings=settings), type="draft"), CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     five = {"content": "x", "image": [{"id": str(n), "path": f"https://h/{n}.png"} for n in range(5)]}
     assert post_validation_error(body(post("BSKY", five)))["message"] == "There can be maximum 4 pictures in a post."
 
@@ -423,7 +429,7 @@ def test_provider_media_rules(channel_id, settings, images, message):
 
 def test_content_is_sanitised_in_the_plan():
     plan = validate_create_post(body(post("BSKY", '<p onclick="x()">Hi <img src=x><script>alert(1)</script></p>')),
-                                CHANNELS.get, MEDIA_ORIGIN)
+                                CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert plan["posts"][0]["values"][0]["content"] == "<p>Hi </p>"
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rustiz_features.publishers.articles import html_to_markdown
 from conftest import provider_fixtures
 from fake_devto import FakeDevto
-from support import (waiting_for_reconnect, connect, connected, notifications, png_file, refresh_needed, refused_post, scheduled, settled,
-                     trigger, uploaded)
+from support import (Database, FakeOrigin, waiting_for_reconnect, connect, connected, notifications, png_file,
+                     refresh_needed, refused_post, scheduled, settled, trigger, upload, uploaded)
 
 SETTINGS = {"title": "Shipping rustiz", "tags": [{"value": 6, "label": "JavaScript"}, {"value": 8, "label": "python"}]}
 
@@ -65,6 +65,41 @@ def test_the_settings_main_image_is_the_cover(server, devto, channel):
                         provider="devto")
     assert settled(server, post_id)["state"] == "PUBLISHED"
     assert devto.published[0]["main_image"] == image["path"]
+
+
+def test_a_main_image_also_among_the_post_images_is_the_cover_and_not_repeated_in_the_body(server, devto, channel):
+    first, cover = uploaded(server, png_file()), uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Two</p>", settings={**SETTINGS, "main_image": cover},
+                        images=[first, cover], provider="devto")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    [article] = devto.published
+    assert article["main_image"] == cover["path"] and article["body_markdown"] == f"Two\n\n![]({first['path']})"
+
+
+def test_a_main_image_from_the_web_is_checked_then_given_to_dev_to_as_its_address(server, devto, channel):
+    origin = FakeOrigin()
+    try:
+        origin.serve("/cover.png", png_file())
+        cover = {"id": "web", "path": f"{origin.url}/cover.png"}
+        post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
+                            provider="devto")
+        assert settled(server, post_id)["state"] == "PUBLISHED"
+        assert devto.published[0]["main_image"] == cover["path"] and len(origin.requests_to("GET", "/cover.png")) == 1
+        gone = {"id": "gone", "path": f"{origin.url}/gone.png"}
+        post = settled(server, scheduled(server, channel["id"], "<p>y</p>", settings={**SETTINGS, "main_image": gone},
+                                         provider="devto"))
+        assert post["state"] == "ERROR" and "at the main_image setting" in post["error"] and len(devto.published) == 1
+    finally:
+        origin.close()
+
+
+def test_another_organization_s_upload_as_main_image_is_refused_naming_the_setting(server, devto, channel):
+    _, other_key = Database(server).organization()
+    status, theirs = upload(server, png_file(), key=other_key)
+    assert status == 201
+    message = refused_post(server, channel["id"], "<p>x</p>", provider="devto",
+                           settings={**SETTINGS, "main_image": {"id": theirs["id"], "path": theirs["path"]}})
+    assert "posts.0.settings.main_image" in message and "is not an upload of this organization" in message
 
 
 def test_a_429_is_retried_after_retry_after_and_published_once(server, devto, channel):

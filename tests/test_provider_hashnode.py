@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from conftest import provider_fixtures
 from fake_hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
-from support import waiting_for_reconnect, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger, uploaded
+from support import (Database, waiting_for_reconnect, connect, png_file, refresh_needed, refused_post, scheduled, settled,
+                     trigger, upload, uploaded)
 
 SETTINGS = {"title": "Notes on rustiz", "publication": PUBLICATION_ID,
             "tags": [{"value": TAG_ID, "label": "JavaScript"}, {"value": "web dev", "label": "Web Dev"}]}
@@ -42,6 +43,21 @@ def test_a_post_is_published_with_markdown_tags_cover_subtitle_and_canonical_url
         "tags": [{"id": TAG_ID}, {"slug": "web-dev", "name": "Web Dev"}],
         "coverImageOptions": {"coverImageURL": image["path"]},
         "originalArticleURL": "https://blog.example.com/notes"}
+
+
+def test_a_main_image_is_the_cover_whether_or_not_it_is_among_the_post_images(server, hashnode, channel):
+    first, cover = uploaded(server, png_file()), uploaded(server, png_file())
+    for number, images in enumerate(([first], [first, cover])):
+        assert settled(server, scheduled(server, channel["id"], f"<p>Body {number}</p>", provider="hashnode",
+                                         images=images, settings={**SETTINGS, "main_image": cover}))["state"] == "PUBLISHED"
+    for number, article in enumerate(hashnode.published):
+        assert article["coverImageOptions"] == {"coverImageURL": cover["path"]}
+        assert article["contentMarkdown"] == f"Body {number}\n\n![]({first['path']})"
+    _, other_key = Database(server).organization()
+    status, theirs = upload(server, png_file(), key=other_key)
+    message = refused_post(server, channel["id"], "<p>x</p>", provider="hashnode",
+                           settings={**SETTINGS, "main_image": {"id": theirs["id"], "path": theirs["path"]}})
+    assert status == 201 and "posts.0.settings.main_image" in message and "not an upload of this organization" in message
 
 
 def test_a_graphql_error_with_http_200_fails_the_post_with_hashnode_s_words(server, hashnode, channel):

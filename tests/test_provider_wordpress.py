@@ -3,15 +3,25 @@ media uploaded to the library (featured image and images in the content), posts 
 status, categories and tags, WordPress's error bodies, sites without pretty permalinks, and the tools."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import provider_fixtures
 from fake_wordpress import FakeWordPress, wordpress_error
-from support import (waiting_for_reconnect, channel_session, connect, connected, png_file, refresh_needed, refused_post, scheduled, settled,
-                     trigger, uploaded)
+from support import (Database, FakeOrigin, waiting_for_reconnect, channel_session, connect, connected,
+                     jpeg_file, png_file, refresh_needed, refused_post, scheduled, settled, trigger, upload, uploaded)
 
 SETTINGS = {"title": "Release notes", "type": "post"}
 
 
 wordpress, server, channel = provider_fixtures("wordpress", FakeWordPress, names=("wordpress", "server", "channel"))
+
+
+@pytest.fixture
+def origin():
+    """A web server with pictures, for a main_image given as a web address."""
+    site = FakeOrigin()
+    yield site
+    site.close()
 
 
 def test_connect_reads_the_user_and_its_avatar(server, wordpress, channel):
@@ -99,11 +109,101 @@ def test_the_settings_main_image_is_the_featured_one(server, wordpress, channel)
     assert wordpress.published[0]["featured_media"] == 51 and "uploads/" in wordpress.published[0]["content"]
 
 
-def test_a_main_image_that_is_not_among_the_post_images_is_refused_at_post_time(server, wordpress, channel):
-    image = uploaded(server, png_file())
-    message = refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": image},
+def test_a_main_image_not_among_the_post_images_is_uploaded_once_as_the_featured_image(server, wordpress, channel):
+    cover, image = uploaded(server, jpeg_file()), uploaded(server, png_file())
+    post_id = scheduled(server, channel["id"], "<p>Cover</p>", settings={**SETTINGS, "main_image": cover},
+                        images=[image], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    assert [item["content_type"] for item in wordpress.media.values()] == ["image/jpeg", "image/png"]
+    assert wordpress.media[50]["bytes"] == jpeg_file()
+    [article] = wordpress.published
+    assert article["featured_media"] == 50  # the cover, not the post's own image, which goes into the content
+    assert article["content"] == (f'<p>Cover</p><p><img src="{wordpress.url}/wp-content/uploads/'
+                                  f'{wordpress.media[51]["filename"]}" alt="" /></p>')
+
+
+def test_a_main_image_alone_is_the_featured_image_and_not_in_the_content(server, wordpress, channel):
+    cover = {**uploaded(server, png_file()), "alt": "The release's cover"}
+    post_id = scheduled(server, channel["id"], "<p>Text only</p>", settings={**SETTINGS, "main_image": cover},
+                        provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    assert list(wordpress.media) == [50] and wordpress.media[50]["alt_text"] == "The release's cover"
+    assert wordpress.published[0]["featured_media"] == 50 and wordpress.published[0]["content"] == "<p>Text only</p>"
+
+
+def test_a_main_image_also_among_the_post_images_is_uploaded_once(server, wordpress, channel):
+    first, cover = uploaded(server, png_file()), uploaded(server, jpeg_file())
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
+                        images=[first, cover], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    assert len(wordpress.media) == 2 and wordpress.media[51]["bytes"] == jpeg_file()
+    [article] = wordpress.published
+    assert article["featured_media"] == 51 and wordpress.media[51]["filename"] not in article["content"]
+    assert wordpress.media[50]["filename"] in article["content"]
+
+
+def test_a_main_image_from_the_web_is_fetched_and_uploaded_as_the_featured_image(server, wordpress, channel, origin):
+    origin.serve("/covers/launch.png", png_file(2, 2))
+    cover = {"id": "web-cover", "path": f"{origin.url}/covers/launch.png"}
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
+                        provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    assert wordpress.media[50]["bytes"] == png_file(2, 2) and wordpress.published[0]["featured_media"] == 50
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("origin", "answered 404 Not Found"),
+    ("http://10.255.255.1/covers/missing.png", "a private address"),  # the outbound client's address guard
+])
+def test_a_main_image_that_cannot_be_fetched_fails_the_post_naming_the_setting(server, wordpress, channel, origin,
+                                                                             where, reason):
+    cover = {"id": "gone", "path": f"{origin.url}/covers/missing.png" if where == "origin" else where}
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
+                        provider="wordpress")
+    post = settled(server, post_id)
+    assert post["state"] == "ERROR" and wordpress.published == [] and wordpress.media == {}
+    assert "at the main_image setting" in post["error"] and "covers/missing.png" in post["error"]
+    assert reason in post["error"], post["error"]
+
+
+def test_a_main_image_that_is_not_the_organization_s_upload_is_refused_naming_the_setting(server, wordpress, channel):
+    _, other_key = Database(server).organization()
+    status, theirs = upload(server, png_file(), key=other_key)
+    assert status == 201
+    deleted = uploaded(server, png_file())
+    with Database(server).connect() as db:
+        db.execute("UPDATE media SET deleted_at = ? WHERE id = ?", ("2024-05-01T10:00:00.000Z", deleted["id"]))
+    never = {"id": "x", "path": f"{server.url}/uploads/2024/01/01/never-uploaded.png"}
+    # (an address of the uploads' shape is read from this server's folder, whatever its host)
+    theirs_elsewhere = {"id": "y", "path": theirs["path"].replace(server.url, "https://cdn.example.com")}
+    for cover in ({"id": theirs["id"], "path": theirs["path"]}, deleted, never, theirs_elsewhere):
+        message = refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": cover},
+                               provider="wordpress")
+        assert "posts.0.settings.main_image" in message and "is not an upload of this organization" in message
+    assert wordpress.media == {} and wordpress.published == []
+
+
+@pytest.mark.parametrize("path, problem", [
+    ("https://cdn.example.com/clip.mp4", "must be a picture"),
+    ("ftp://cdn.example.com/cover.png", "is neither an upload of this organization nor a web address"),
+    ("/elsewhere/cover.png", "is neither an upload of this organization nor a web address"),
+])
+def test_a_main_image_that_is_no_picture_or_no_web_address_is_refused(server, wordpress, channel, path, problem):
+    message = refused_post(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": {"id": "c", "path": path}},
                            provider="wordpress")
-    assert "featured image" in message and image["path"] in message
+    assert "posts.0.settings.main_image" in message and problem in message
+
+
+def test_a_503_after_the_main_image_went_up_does_not_upload_it_again(server, wordpress, channel):
+    wordpress.fail_next("POST", "/wp-json/wp/v2/posts", 503, "<html>Service Unavailable</html>")
+    post_id = scheduled(server, channel["id"], "<p>x</p>", settings={**SETTINGS, "main_image": uploaded(server, png_file())},
+                        images=[uploaded(server, jpeg_file())], provider="wordpress")
+    assert settled(server, post_id)["state"] == "PUBLISHED"
+    assert len(wordpress.requests_to("POST", "/wp-json/wp/v2/posts")) == 2 and len(wordpress.media) == 2
+    assert wordpress.published[0]["featured_media"] == 50
+
+
+def test_a_thread_is_still_refused_at_post_time(server, wordpress, channel):
     assert "not 2" in refused_post(server, channel["id"], "<p>a</p>", "<p>b</p>", settings=SETTINGS,
                                    provider="wordpress")
 

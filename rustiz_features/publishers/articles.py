@@ -153,19 +153,13 @@ def _node_text(node: Any) -> str:
     return "\n" if node.tag == "br" else "".join(_node_text(child) for child in node.children)
 
 
-def settings_image_path(settings: dict, key: str = "main_image") -> Optional[str]:
-    """The path (URL) of a Postiz Media setting ({id, path}), or None when it is not set."""
-    image = settings.get(key)
-    path = image.get("path") if isinstance(image, dict) else None
-    return path if isinstance(path, str) and path else None
-
-
 def article_cover(post: OutgoingPost) -> tuple:
-    """(cover image URL or None, the post's media that go into the body): the settings' main_image,
-    else the post's first image, which is then not repeated in the body."""
-    cover = settings_image_path(post.settings)
-    if cover:
-        return cover, list(post.media)
+    """(cover image URL or None, the post's media that go into the body): settings.main_image (read by the
+    scheduler into post.settings_media, so an upload's URL is under today's FRONTEND_URL), else the post's
+    first image; the cover is not repeated in the body."""
+    cover = (post.settings_media or {}).get("main_image")
+    if cover is not None:
+        return cover.url, [media for media in post.media if media.url != cover.url]
     for index, media in enumerate(post.media):
         if media.kind == "image":
             return media.url, [other for position, other in enumerate(post.media) if position != index]

@@ -26,6 +26,7 @@ class DevtoProvider(Provider):
     threads = False
     concurrency = 2
     spacing = 3.0  # Dev.to lets an account create about 10 articles per 30 seconds
+    media_settings = ("main_image",)  # the cover, which the platform downloads from its URL
 
     @staticmethod
     def _base() -> str:

@@ -35,6 +35,7 @@ class HashnodeProvider(Provider):
     threads = False
     concurrency = 2
     spacing = 2.0
+    media_settings = ("main_image",)  # the cover, which the platform downloads from its URL
 
     @staticmethod
     def _base() -> str:

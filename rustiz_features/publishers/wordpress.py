@@ -8,7 +8,7 @@ from typing import Any, Optional
 from ..catalogue import ChannelAccount, url_host
 from ..http_client import HttpReply, Timeouts
 from ..text import escape_html, html_to_text
-from .articles import basic_auth_header, image_paragraph, remember_attempt, settings_image_path
+from .articles import basic_auth_header, image_paragraph, remember_attempt
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected,
     Release, Retryable, error_fields,
@@ -21,6 +21,7 @@ class WordPressProvider(Provider):
     threads = False  # comments on one's own post are rarely wanted, and need the post to allow them
     concurrency = 2
     spacing = 2.0
+    media_settings = ("main_image",)  # the featured image, which need not be among the post's images
 
     @staticmethod
     def _headers(channel: Channel) -> dict:
@@ -101,15 +102,27 @@ class WordPressProvider(Provider):
 
     async def _publish(self, channel: Channel, post: OutgoingPost) -> Release:
         settings, api = post.settings, self._api(channel)
-        featured_path = settings_image_path(settings)
-        featured_id, inline_html = None, []
         uploads = dict((channel.session.get("uploads") or {}).get(post.idempotency_key) or {})
-        for index, media in enumerate(post.media, 1):
-            if str(index) not in uploads:
-                uploads[str(index)] = await self._upload(channel, api, media, index)
+
+        async def uploaded(key: str, media: MediaFile, item: str) -> tuple:
+            """(media id, source URL) in the site's library, uploaded once across attempts."""
+            if key not in uploads:
+                uploads[key] = await self._upload(channel, api, media, item)
                 remember_attempt(channel, "uploads", post.idempotency_key, uploads)
-            media_id, source_url = uploads[str(index)]
-            if featured_id is None and media.kind == "image" and (not featured_path or featured_path == media.url):
+            return tuple(uploads[key])
+
+        # The featured image: settings.main_image (Postiz's), else the post's first image. Either way it is
+        # uploaded once and not repeated in the content.
+        cover = (post.settings_media or {}).get("main_image")
+        if cover is not None and cover.kind != "image":
+            raise Rejected("WordPress's featured image is a picture, and settings.main_image is a video",
+                           item="the main_image setting")
+        featured_id, inline_html = None, []
+        if cover is not None and all(media.url != cover.url for media in post.media):
+            featured_id = (await uploaded("main_image", cover, "the main_image setting"))[0]
+        for index, media in enumerate(post.media, 1):
+            media_id, source_url = await uploaded(str(index), media, f"media item {index}")
+            if featured_id is None and media.kind == "image" and (cover is None or media.url == cover.url):
                 featured_id = media_id
             elif media.kind == "video":
                 inline_html.append(f'<p>[video src="{escape_html(source_url, quote=True)}"]</p>')
@@ -133,8 +146,9 @@ class WordPressProvider(Provider):
                                  f"{reply.described(f'a WordPress {post_type}')}", reply.status)
         return Release(str(answer["id"]), answer.get("link") or "")
 
-    async def _upload(self, channel: Channel, api: str, media: MediaFile, index: int) -> tuple:
-        """(media id, source URL) of one file added to the site's media library."""
+    async def _upload(self, channel: Channel, api: str, media: MediaFile, item: str) -> tuple:
+        """(media id, source URL) of one file (`item`: "media item 2", "the main_image setting") added to the
+        site's media library."""
         from urllib.parse import quote
         filename = re.sub(r'["\\\r\n]', "_", media.name)
         query = "alt_text=" + quote(media.alt) if media.alt else ""
@@ -142,26 +156,17 @@ class WordPressProvider(Provider):
                    "Content-Disposition": f'attachment; filename="{filename}"'}
         try:
             reply = await self.send(channel, "POST", self._endpoint(api, "/media", query),
-                                    what=f"the upload of media item {index}", body=media.read(), headers=headers,
+                                    what=f"the upload of {item}", body=media.read(), headers=headers,
                                     timeouts=Timeouts(read=120, total=600))
         except PublishError as error:
-            error.item = f"media item {index}"
+            error.item = item
             raise
         answer = reply.json()
         answer = answer if isinstance(answer, dict) else {}
         if "id" not in answer:
-            raise Retryable(f"WordPress answered the upload of media item {index} without a media id: "
-                            f"{reply.described('a WordPress media item')}",
-                            reply.status, item=f"media item {index}")
+            raise Retryable(f"WordPress answered the upload of {item} without a media id: "
+                            f"{reply.described('a WordPress media item')}", reply.status, item=item)
         return answer["id"], answer.get("source_url") or ""
-
-    def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
-        featured = settings_image_path(settings)
-        images = [image.get("path") for image in values[0].get("image") or [] if isinstance(image, dict)]
-        if featured and featured not in images:
-            return (f"WordPress takes the featured image (settings.main_image, {featured}) from the post's own "
-                    "images, which rustiz uploads to the site's media library: add it to the post's images too")
-        return None
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the posts of {channel.credentials['domain'].rstrip('/')}/wp-admin/edit.php"
