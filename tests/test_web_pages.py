@@ -262,6 +262,8 @@ def test_schedule_confirms_and_shows_the_new_post_highlighted_on_the_calendar(st
     expect(chip).to_contain_text("Sunday's recap")
     expect(chip).to_be_in_viewport()
     assert f"date={when.date().isoformat()}" in page.url
+    if os.environ.get("RUSTIZ_PAGE_SHOTS"):
+        screenshots(page, Path(os.environ["RUSTIZ_PAGE_SHOTS"]) / "390-light-scheduled")
     confirmation.get_by_role("link", name="Open the post").click()
     expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
     page.get_by_role("link", name="Back to calendar").click()
