@@ -1,7 +1,7 @@
 // Composer: channels, the post and its thread parts, media with alt text, per-channel counters, a text
 // of its own for any channel ("Customize", as Postiz's "customize per channel"), the provider's settings
 // as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
-import { h, avatar, api, session, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
+import { h, avatar, mediaImage, api, session, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
 import { measure } from './count.js';
 
 const settingsCache = new Map();
@@ -110,7 +110,7 @@ export async function composerPage(main, { id }) {
     const drawMedia = () => { updateCounters(); previews.replaceChildren(...part.media.map((m, i) => {
       const alt = h('input', { type: 'text', value: m.alt || '', oninput: () => { m.alt = alt.value; updatePreviews(); } });
       const isVideo = /\.(mp4|mov|webm)$/i.test(m.path);
-      return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : h('img', { src: m.path, alt: m.alt || 'uploaded image' }),
+      return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : mediaImage(m.path, m.alt || 'uploaded image'),
         field('Alt text', alt), h('button.link', { type: 'button', onclick: () => { part.media.splice(i, 1); drawMedia(); } }, 'Remove'));
     })); };
     drawMedia();
@@ -155,7 +155,7 @@ export async function composerPage(main, { id }) {
   const previewOf = (c) => h('article.preview', { dataset: { channel: c.id } },
     h('header', avatar(c, 24), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
     partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', textFor(c.id, p, i) || '…'),
-      p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)));
+      p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : mediaImage(m.path, m.alt || '')))) : null)));
   function updatePreviews() {
     const chosen = channels.filter((x) => selected.has(x.id));
     previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map(previewOf));

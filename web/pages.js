@@ -1,5 +1,5 @@
 // Post detail, channels, settings and notifications.
-import { h, put, avatar, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+import { h, put, avatar, mediaImage, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
 
 // --- post detail ----------------------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ export async function postPage(main, { id }) {
       // a reply waiting for its delay goes out later than the post: say when (the API works it out)
       i && p.goesOutAt ? h('span.goes-out', ' · goes out ', h('time', { datetime: p.goesOutAt }, fmtDateTime(Date.parse(p.goesOutAt)))) : null),
     h('p.content', htmlToText(p.content)),
-    (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : h('img', { src: m.path, alt: m.alt || '' }), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
+    (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : mediaImage(m.path, m.alt || ''), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
     p.error ? h('div.post-error', { role: 'alert' }, h('strong', 'Error: '), h('span.error-text', p.error)) : null,
     safeUrl(p.releaseURL) ? h('p', h('a.release', { href: safeUrl(p.releaseURL), target: '_blank', rel: 'noopener noreferrer' }, 'View it on the platform ↗')) : null);
 

@@ -41,6 +41,14 @@ function append(el, children) {
   }
 }
 
+/** A post's picture; one the page may not load (stored elsewhere than rustiz: the policy blocks it) or
+ * that is gone says so in words instead of a broken-image icon. */
+export function mediaImage(path, alt) {
+  const img = h('img', { src: path, alt });
+  img.addEventListener('error', () => img.replaceWith(h('span.muted.media-missing', { title: path }, 'Picture not shown: it is not stored in rustiz, or it is gone')), { once: true });
+  return img;
+}
+
 /** A channel's picture, fetched through rustiz (the page loads no image from elsewhere), or its initial
  * when it has none or the picture fails to load. */
 export function avatar(channel, size = 32) {
