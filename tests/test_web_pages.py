@@ -134,7 +134,8 @@ def every_page(world: dict) -> list:
             + ["#/compose", f"#/compose/{posts['queued']}"]
             + [f"#/post/{post_id}" for post_id in posts.values()]
             + ["#/channels", "#/channels?problem=refused&provider=mastodon", "#/channels?notice=connected&provider=webhook",
-               "#/settings", "#/notifications", "#/review", "#/import"])
+               "#/settings", "#/notifications", "#/review", "#/import",
+               "#/notifications?page=abc", "#/calendar?view=bogus&date=2026-13-45", "#/post/no-such-post"])
 
 
 def test_no_page_shows_null_or_undefined_and_none_is_wider_than_a_phone(start_server_with_fakes, open_page, receivers):

@@ -458,7 +458,7 @@ export async function reviewPage(main) {
 // --- notifications --------------------------------------------------------------------------------
 
 export async function notificationsPage(main, { query }) {
-  const page = Number(query.get('page') || 0);
+  const page = Math.max(0, Number.parseInt(query.get('page'), 10) || 0);  // a link's ?page=abc is the first page
   const answer = await api('GET', `/notifications?page=${page}`);
   main.append(h('h1', 'Notifications'),
     answer.notifications.length ? h('ol.notifications', answer.notifications.map((n) => h('li',
