@@ -4232,6 +4232,7 @@ API_ROUTES = (
     ("GET", "/providers", "api_channels", "ChannelsApi.providers"),
     ("GET", "/social/:integration", "connect", "ConnectFlow.start"),
     ("GET", "/integrations/:id/steps", "connect", "ConnectFlow.step_choices"),
+    ("GET", "/integrations/:id/picture", "pictures", "ChannelPictures.serve"),
     ("POST", "/integrations/:id/steps", "connect", "ConnectFlow.choose"),
     ("GET", "/posts", "api_posts", "PostsApi.list_posts"),
     ("POST", "/posts", "api_posts", "PostsApi.create_posts"),

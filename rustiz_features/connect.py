@@ -4,8 +4,9 @@ choice some platforms ask for after consent, and keeping tokens fresh.
 Rules:
 - A flow's state is random, bound to the organization, good once, an hour long, and kept in the database,
   so any worker can finish the flow. PKCE (S256) wherever the provider supports it.
-- The callback answers with a redirect to the web app's channels page, saying what happened and what to
-  do; a platform's words appear only as its provider's error_words found them (never a raw body).
+- The callback answers with a redirect to the web app's channels page, saying what happened as codes the
+  page words itself (a crafted link cannot make it show any text); a platform's words go to the
+  organization's notifications, only as its provider's error_words found them (never a raw body).
 - Tokens are refreshed ahead of expiry and after a 401, by one worker at a time (a lease in the database).
   Only a definite refusal (TokenRefused) flags the channel, and notifies once; a passing failure leaves it
   connected, for the next attempt.
@@ -156,34 +157,37 @@ class ConnectFlow:
         state = query.get("state") or query.get("oauth_token") or query.get("denied") or ""  # (OAuth 1.0a: no state)
         flow = await self.store.off_loop(self.store.take_oauth_flow, state, time.time()) if state else None
         provider = oauth_provider(identifier)
-        label = provider.label if provider else identifier
         if flow is None or provider is None or flow["provider"] != identifier:
-            return self._back(problem=f"This {label} connection link has expired or was already used (links last "
-                                      "an hour and work once): start again with Connect")
+            return self._back(problem="expired", provider=identifier)
         if query.get("error") or query.get("denied"):
-            return self._back(problem=f"{label} did not give rustiz access ({query.get('error') or 'denied'}): "
-                                      "nothing was connected. Connect again and allow access to post")
+            return self._back(problem="denied", provider=identifier)
         code = query.get("code") or query.get("oauth_verifier")
         if not code:
-            return self._back(problem=f"{label} came back without an authorization code: connect again")
+            return self._back(problem="no-code", provider=identifier)
         try:
             channel_id, existed = await self._finish(provider, flow, code)
         except PublishError as failed:
-            return self._back(problem=f"{label} refused the connection: {failed.message}. Connect again; if it "
-                                      "keeps failing, check the app's settings (callback URL, permissions)")
-        except (LookupError, ValueError) as mismatch:
-            return self._back(problem=str(mismatch))
-        notice = (f"{label} channel reconnected" if existed else
-                  f"{label} connected: pick what to post to" if provider.between_steps else f"{label} connected")
-        return self._back(notice=notice, channel=channel_id)
+            return await self._failed(flow, ConnectProblem("refused", (
+                f"{provider.label} refused the connection: {failed.message}. Connect again; if it keeps failing, check the "
+                "app's settings (callback URL, permissions)")))
+        except ConnectProblem as problem:
+            return await self._failed(flow, problem)
+        notice = "reconnected" if existed else "pick" if provider.between_steps else "connected"
+        return self._back(notice=notice, provider=identifier, channel=channel_id)
+
+    async def _failed(self, flow: dict, problem: "ConnectProblem") -> Response:
+        """Back to the channels page with the problem's code; its words, which may quote the platform, go to
+        the organization's notifications (a link's text is never shown as rustiz's)."""
+        await self.store.off_loop(self.store.add_notification, flow["organization_id"], str(problem))
+        return self._back(problem=problem.code, provider=flow["provider"])
 
     async def _finish(self, provider: OAuthProvider, flow: dict, code: str) -> tuple:
         """Exchange the code, read the account, store the channel: (its id, whether it was there already)."""
         details = flow["details"]
         app = await operator_app(self.store, self.config, provider, self.http, details)
         if app is None:
-            raise LookupError(f"{provider.label}'s app is no longer configured on this server ("
-                              f"{' and '.join(provider.app_variables)}): ask the operator")
+            raise ConnectProblem("no-app", f"{provider.label}'s app is no longer configured on this server ("
+                                           f"{' and '.join(provider.app_variables)}): ask the operator")
         tokens = await provider.exchange_code(self.http, app, code, callback_url(self.config, provider.identifier),
                                               flow["code_verifier"], details)
         credentials = provider.credentials_for(tokens, details)
@@ -197,20 +201,21 @@ class ConnectFlow:
                 self.store.connect_oauth_channel, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
                 flow["refresh_channel_id"])
         except LookupError:
-            raise LookupError("The channel to reconnect was deleted meanwhile: nothing was changed; connect "
-                              "it as a new channel") from None
+            raise ConnectProblem("channel-gone", "The channel to reconnect was deleted meanwhile: nothing was "
+                                                 "changed; connect it as a new channel") from None
         except ValueError:
-            raise ValueError(f"You signed in to {provider.label} as {connected.account.name}, another account "
-                             "than this channel's: nothing was changed. Sign in with the channel's account, or "
-                             "connect this one as a new channel") from None
+            raise ConnectProblem("other-account", (
+                f"You signed in to {provider.label} as {connected.account.name}, another account than this "
+                "channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new "
+                "channel")) from None
         if existed:
             released = await self.store.off_loop(self.store.release_waiting_posts, channel_id)
             log(f"{provider.label} channel {channel_id} reconnected; {released} waiting post(s) released")
         return channel_id, existed
 
-    def _back(self, notice: str = "", problem: str = "", channel: str = "") -> Response:
-        """A redirect to the web app's channels page, with what happened."""
-        location = channels_page(self.config, notice=notice, problem=problem, channel=channel)
+    def _back(self, notice: str = "", problem: str = "", provider: str = "", channel: str = "") -> Response:
+        """A redirect to the web app's channels page, with what happened as codes the page words itself."""
+        location = channels_page(self.config, notice=notice, problem=problem, provider=provider, channel=channel)
         return Response(303, b"", "text/plain; charset=utf-8", [("Location", location), ("Cache-Control", "no-store")])
 
     # --- the choice after consent (a LinkedIn page, a Pinterest board) -------------------------------
@@ -330,8 +335,18 @@ class TokenKeeper:
         channel.credentials = credentials
 
 
+class ConnectProblem(Exception):
+    """A connection that did not complete: `code` for the channels page's own words, the message for the
+    organization's notifications."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
 def channels_page(config: Config, **query: str) -> str:
-    """The web app's channels page, with the non-empty `query` (notice, problem, channel) it shows."""
+    """The web app's channels page, with the non-empty `query` (notice, problem, provider, channel): codes
+    the page turns into its own words, never text it would show as is."""
     return f"{config.frontend_url}/#/channels?" + urlencode({name: value for name, value in query.items() if value},
                                                             quote_via=quote)
 

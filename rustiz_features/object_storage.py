@@ -52,6 +52,12 @@ class S3Storage(NamedTuple):
         """The object key of an upload's path under the uploads folder ("2024/05/01/<name>")."""
         return f"{self.prefix}/{relative}" if self.prefix else relative
 
+    def origin(self) -> str:
+        """scheme://host[:port] of the bucket's objects (where a presigned URL sends a browser)."""
+        from urllib.parse import urlsplit
+        scheme, netloc = urlsplit(self.endpoint)[:2]
+        return f"{scheme}://{netloc}" if self.path_style else f"{scheme}://{self.bucket}.{netloc}"
+
     def describe(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}".rstrip("/") + f" at {self.endpoint}"
 
@@ -211,13 +217,10 @@ class Bucket:
 
     def _address(self, key: str) -> tuple:
         """(base URL, host header, encoded path) of an object, or of the bucket itself when `key` is ""."""
-        from urllib.parse import urlsplit
         storage = self.storage
-        scheme, netloc = urlsplit(storage.endpoint)[:2]
-        if storage.path_style:
-            return f"{scheme}://{netloc}", netloc, f"/{storage.bucket}/" + uri_encode(key, keep_slashes=True)
-        netloc = f"{storage.bucket}.{netloc}"
-        return f"{scheme}://{netloc}", netloc, "/" + uri_encode(key, keep_slashes=True)
+        base = storage.origin()
+        path = f"/{storage.bucket}/" if storage.path_style else "/"
+        return base, base.partition("://")[2], path + uri_encode(key, keep_slashes=True)
 
     def presigned_get_url(self, key: str, seconds: int = PRESIGNED_URL_SECONDS) -> str:
         base, host, path = self._address(key)

@@ -356,6 +356,13 @@ def _openapi_paths(root: dict) -> dict:
             "post": _operation("Pick one: the channel becomes that page or board, ready to post to (rustiz)",
                                ("200", _schema_ref("ChannelRow")), "BadRequest IntegrationNotFound Conflict "
                                "PlatformUnreachable", (channel_id,), _object({"id": _STRING}))},
+        f"{v1}/integrations/{{id}}/picture": {"get": _operation(
+            "The channel's picture, fetched from the platform by rustiz and kept an hour (the web app shows "
+            "pictures only from rustiz); 404 when it has none or it could not be fetched (rustiz)",
+            ("200", {"description": "A JPEG, PNG, GIF or WebP image", "content": {
+                kind: {"schema": {"type": "string", "contentMediaType": kind}}
+                for kind in ("image/jpeg", "image/png", "image/gif", "image/webp")}}),
+            "NotFound", (channel_id,))},
         f"{v1}/integration-settings/{{id}}": {"get": _operation(
             "A channel's provider rules, length limit, settings JSON Schema and helper tools",
             ("200", _object({"output": _object({"rules": _STRING, "maxLength": _INTEGER,

@@ -35,13 +35,28 @@ MAX_PASSWORD_CHECKS = 16  # per worker, hashing or waiting for a thread; more si
 SIGN_IN_WINDOW_SECONDS = 15 * 60
 SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # password sign-ins per email per window, from any address
 SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # password sign-ins per client address per window, for any email
-WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob: https: http:; style-src 'self'; "
-                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
-                               "form-action 'self'")
+# Pictures and media only from rustiz itself (channel pictures through GET .../integrations/:id/picture,
+# uploads under /uploads), and the bucket its uploads redirect to: a post or a setting that names another
+# address cannot make a reader's browser fetch it.
+WEB_CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src {media} data: blob:; media-src {media} blob:; "
+                               "style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
+                               "base-uri 'none'; form-action 'self'")
 _WEB_CONTENT_TYPES = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
                       "css": "text/css; charset=utf-8", "svg": "image/svg+xml", "png": "image/png",
                       "ico": "image/x-icon", "json": "application/json", "webmanifest": "application/manifest+json",
                       "txt": "text/plain; charset=utf-8", "woff2": "font/woff2"}
+
+
+def content_security_policy(config: Any) -> str:
+    """The web app's policy for this server: media from 'self' and FRONTEND_URL (where uploads are said to
+    be), and from the bucket when /uploads redirects there (RUSTIZ_STORAGE=s3://..., RUSTIZ_UPLOADS_SERVE=redirect)."""
+    from urllib.parse import urlsplit
+    storage = config.storage
+    frontend = urlsplit(config.frontend_url)
+    sources = ["'self'", f"{frontend.scheme}://{frontend.netloc}"]
+    if storage is not None and storage.serve == "redirect":
+        sources.append(storage.origin())
+    return WEB_CONTENT_SECURITY_POLICY.format(media=" ".join(dict.fromkeys(sources)))
 
 
 def hash_password(password: str) -> str:
@@ -125,6 +140,7 @@ class WebApp:
     def __init__(self, app: App):
         self.config, self.store, self.guard = app.config, app.store, app.guard
         self.passwords = PasswordChecker()
+        self.policy = content_security_policy(app.config)
         self._answers: Optional[dict] = None  # file name -> (bytes, content type, ETag), read on first request
 
     @route_options(authenticated=False)
@@ -142,7 +158,7 @@ class WebApp:
         if answer is None:  # the router's own answer for a path it does not serve
             return json_response({"message": f"Cannot {request.method} {request.target}", "error": "Not Found",
                                   "statusCode": 404}, 404)
-        return self._serve(request, answer)
+        return self._serve(request, answer, self.policy)
 
     @staticmethod
     def _file_answer(name: str, data: bytes) -> tuple:
@@ -151,10 +167,10 @@ class WebApp:
         return data, content_type, etag
 
     @staticmethod
-    def _serve(request: Request, answer: tuple) -> Response:
+    def _serve(request: Request, answer: tuple, policy: str) -> Response:
         data, content_type, etag = answer
         headers = [("ETag", etag), ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
-                   ("Content-Security-Policy", WEB_CONTENT_SECURITY_POLICY), ("Referrer-Policy", "no-referrer")]
+                   ("Content-Security-Policy", policy), ("Referrer-Policy", "no-referrer")]
         if etag in request.headers.get("if-none-match", ""):
             return Response(304, b"", "", headers)
         return Response(200, data, content_type, headers)

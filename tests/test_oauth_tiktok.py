@@ -37,7 +37,7 @@ def server(start_server_with_fakes, tiktok):
 
 def connected(server) -> str:
     back = connect_oauth(server, "tiktok")
-    assert back["notice"] == "TikTok connected", back
+    assert back["notice"] == "connected", back
     return back["channel"]
 
 
@@ -183,6 +183,6 @@ def test_a_token_about_to_expire_is_refreshed_before_publishing(server, tiktok):
 def test_a_reconnect_keeps_the_channel(server, tiktok):
     channel_id = connected(server)
     back = connect_oauth(server, "tiktok", refresh=channel_id)
-    assert (back["notice"], back["channel"]) == ("TikTok channel reconnected", channel_id)
+    assert (back["notice"], back["channel"]) == ("reconnected", channel_id)
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))
     assert get_post(server, post["id"])["state"] == "PUBLISHED"

@@ -11,7 +11,8 @@ import pytest
 from fake_youtube import FakeYouTube
 from support import (
     API, Database, FakeOrigin, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso,
-    mp4_file, parts_of, png_file, refresh_needed, schedule, scheduled, settled, upload, uploaded, wait_for,
+    mp4_file, notifications, parts_of, png_file, refresh_needed, schedule, scheduled, settled, upload, uploaded,
+    wait_for,
 )
 
 CHUNK = 1024
@@ -51,7 +52,7 @@ def video_post(server, channel_id: str, *comments: str, **settings) -> str:
 
 def test_connect_a_channel_and_a_scheduled_video_goes_out_with_its_thumbnail_and_first_comment(server, youtube):
     back = connect_oauth(server, "youtube")
-    assert back["notice"] == "YouTube connected", back
+    assert back["notice"] == "connected", back
     channel_id = back["channel"]
     with connect_database(server.database) as db:
         account = db.execute("SELECT internal_id, name, profile FROM integration WHERE id = ?", (channel_id,)).fetchone()
@@ -140,7 +141,7 @@ def test_a_reconnect_without_a_new_refresh_token_keeps_the_stored_one_and_refres
     first_refresh_token = tokens_of(server, channel_id)[1]
     youtube.send_refresh_token = False
     back = connect_oauth(server, "youtube", refresh=channel_id)
-    assert (back["notice"], back["channel"]) == ("YouTube channel reconnected", channel_id), back
+    assert (back["notice"], back["channel"]) == ("reconnected", channel_id), back
     assert tokens_of(server, channel_id)[1] == first_refresh_token
     youtube.access_tokens.clear()  # the reconnect's access token dies: only the kept refresh token can help
     assert settled(server, video_post(server, channel_id))["state"] == "PUBLISHED"
@@ -170,7 +171,8 @@ def test_analytics_of_the_channel_and_of_a_video(server, youtube):
 def test_an_account_without_a_channel_is_told_to_create_one_and_nothing_is_connected(server, youtube):
     youtube.has_channel = False
     back = connect_oauth(server, "youtube")
-    assert "channel" not in back and "has no YouTube channel" in back["problem"], back
+    assert back == {"problem": "refused", "provider": "youtube"}, back
+    assert "has no YouTube channel" in notifications(server)[0]
     assert api(server, "GET", f"{API}/integrations") == (200, [])
 
 

@@ -88,6 +88,16 @@ def test_get_uploads_redirects_to_a_presigned_url_that_downloads_the_same_bytes(
     assert fetch(media["path"])[2] == picture  # followed, as a platform fetching the media does
 
 
+def test_the_web_app_may_show_pictures_from_the_bucket_only_when_uploads_redirect_there(start_server, s3, bucket):
+    def image_sources(server) -> list:
+        policy = first_answer(server.url + "/")[1]["content-security-policy"]
+        return next(part.split()[1:] for part in policy.split(";") if part.split()[:1] == ["img-src"])
+    redirecting = start_server(env=s3.rustiz_env(bucket))
+    assert image_sources(redirecting) == ["'self'", redirecting.url, s3.endpoint, "data:", "blob:"]
+    streaming = start_server(env={**s3.rustiz_env(bucket), "RUSTIZ_UPLOADS_SERVE": "stream"})
+    assert image_sources(streaming) == ["'self'", streaming.url, "data:", "blob:"]
+
+
 def test_stream_mode_serves_the_bytes_with_ranges_and_revalidation(start_server, s3, bucket):
     server = start_server(env={**s3.rustiz_env(bucket), "RUSTIZ_UPLOADS_SERVE": "stream"})
     video = random_mp4(300_000)

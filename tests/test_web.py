@@ -145,6 +145,8 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         expect(preview.locator("img")).to_have_attribute("alt", "a blue square")
         page.get_by_label("Date and time (UTC)").fill(local_input(time.time() + 4, "UTC"))
         page.get_by_role("button", name="Schedule").click()
+        expect(page.locator("p.made")).to_contain_text("Scheduled: the post for ")
+        page.locator("p.made").get_by_role("link", name="Open the post").click()
 
         expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
         expect(page.get_by_role("heading", name="Post")).to_contain_text("Published", timeout=20000)
@@ -342,6 +344,7 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         expect(page.get_by_role("alert")).to_contain_text("channel")
         page.get_by_label("channel (required)").fill("1300000000000000042")
         page.get_by_role("button", name="Schedule").click()
+        page.locator("p.made").get_by_role("link", name="Open the post").click()
         expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
         expect(page.locator("time.when")).to_contain_text("09:30")
         post_id = page.url.rsplit("/", 1)[1]
@@ -426,7 +429,7 @@ def test_the_composer_counts_mastodon_links_as_the_server_does(start_server_with
     expect(page.locator(".count")).to_have_text("Toots: 500 / 500 characters")
     page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
     page.get_by_role("button", name="Schedule").click()  # and the server takes what the counter says fits
-    expect(page.get_by_role("heading", name="Post")).to_contain_text("Queued")
+    expect(page.locator("p.made")).to_contain_text("Scheduled: the post")
 
 
 def test_edit_reschedule_and_delete_a_post_from_its_page(start_server_with_fakes, open_page):

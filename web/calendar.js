@@ -1,5 +1,5 @@
 // Calendar: week, month and list views of posts in the organization's timezone; filters; drag to reschedule.
-import { h, api, errorBox, field, parts, zoned, fmtTime, fmtDay, fmtDateTime, isoDay, htmlToText, stateBadge, STATES, zone } from './util.js';
+import { h, put, api, session, errorBox, field, parts, zoned, fmtTime, fmtDay, fmtDateTime, isoDay, htmlToText, stateBadge, STATES, zone } from './util.js';
 
 const DAY = 86400000;
 const civil = (y, m, d) => { const t = new Date(Date.UTC(y, m - 1, d)); return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate(), wd: (t.getUTCDay() + 6) % 7 }; };
@@ -24,6 +24,10 @@ export async function calendarPage(main, { query }) {
   const [channels, groups] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups')]);
   let posts = [];
   let timer = null;
+  const justMade = session.justMade;  // shown once: a reload or another visit is an ordinary calendar
+  session.justMade = null;
+  const made = new Set(justMade?.ids || []);
+  const confirmation = h('p.notice.made', { role: 'status', hidden: true });
 
   const errors = errorBox();
   const title = h('h1.cal-title', { 'aria-live': 'polite' });
@@ -39,7 +43,7 @@ export async function calendarPage(main, { query }) {
   const groupSelect = h('select', { onchange: () => { groupFilter = groupSelect.value; sync(); } },
     h('option', { value: '' }, 'All groups'), groups.map((g) => h('option', { value: g.id, selected: g.id === groupFilter }, g.name)));
 
-  main.append(
+  put(main,
     h('div.toolbar',
       h('div.group', { role: 'group', 'aria-label': 'View' }, viewButtons),
       h('div.group', { role: 'group', 'aria-label': 'Dates' },
@@ -50,7 +54,7 @@ export async function calendarPage(main, { query }) {
       h('div.filters', field('Channel', channelSelect), groups.length ? field('Group', groupSelect) : null),
       h('a.button.primary', { href: '#/compose' }, 'New post')),
     h('p.legend', Object.entries(STATES).map(([state]) => stateBadge(state)), h('span.muted', ` Drag a queued post or draft to another slot to reschedule it. Times in ${zone()}.`)),
-    errors, body);
+    errors, confirmation, body);
   if (!channels.length) body.before(h('p.notice', 'No channels yet. ', h('a', { href: '#/channels' }, 'Connect a channel'), ' to start posting.'));
 
   function sync() {
@@ -81,7 +85,20 @@ export async function calendarPage(main, { query }) {
       posts = [];
     }
     draw(start, days);
+    if (justMade && confirmation.hidden) confirmMade();
     schedulePoll();
+  }
+
+  /** "Scheduled: …" for the posts the composer just made, with the first of them in view. */
+  function confirmMade() {
+    const mine = posts.filter((p) => made.has(p.id));
+    const verb = { schedule: 'Scheduled', draft: 'Saved as a draft', now: 'Sent' }[justMade.action] || 'Saved';
+    const where = [...new Set(mine.map((p) => p.integration?.name).filter(Boolean))].join(', ');
+    put(confirmation, `${verb}: ${made.size === 1 ? 'the post' : `${made.size} posts`}`,
+      mine.length ? ` for ${fmtDateTime(mine[0].at)}${where ? ` on ${where}` : ''}. ` : '. ',
+      mine.length === 1 ? h('a', { href: `#/post/${mine[0].id}` }, 'Open the post') : null);
+    confirmation.hidden = false;
+    body.querySelector('.post.just-made')?.scrollIntoView({ block: 'nearest' });
   }
 
   function schedulePoll() {
@@ -94,7 +111,7 @@ export async function calendarPage(main, { query }) {
   function chip(post) {
     const movable = MOVABLE.has(post.state) && !post.actualDate;
     const text = htmlToText(post.content).trim().slice(0, 80) || '(no text)';
-    return h(`a.post.st-${post.state}`, {
+    return h(`a.post.st-${post.state}${made.has(post.id) ? '.just-made' : ''}`, {
       href: `#/post/${post.id}`, draggable: movable ? 'true' : 'false', dataset: { id: post.id, state: post.state },
       title: `${STATES[post.state] || post.state} · ${fmtDateTime(post.at)} · ${post.integration?.name || ''}`,
       ondragstart: movable ? (event) => { event.dataTransfer.setData('text/x-rustiz-post', post.id); event.dataTransfer.effectAllowed = 'move'; } : null,
@@ -153,7 +170,7 @@ export async function calendarPage(main, { query }) {
           cols.map((c) => dropTarget(h('div.slot', { role: 'gridcell', class: isToday(c) ? 'today' : '', 'aria-label': `${dayLabel(c)} ${hour}:00` },
             (byDay.get(dayKey(c)) || []).filter((p) => parts(p.at).h === hour).map(chip)), c, hour)))));
       body.replaceChildren(h('div.scroll', grid));
-      const first = grid.querySelector('.post');
+      const first = grid.querySelector('.post.just-made') || grid.querySelector('.post');
       const scroller = body.firstChild;
       const hourRow = first ? first.closest('.row') : grid.children[9];
       if (hourRow) scroller.scrollTop = Math.max(0, hourRow.offsetTop - grid.firstChild.offsetHeight - 8);

@@ -1,7 +1,7 @@
 // Composer: channels, the post and its thread parts, media with alt text, per-channel counters, a text
 // of its own for any channel ("Customize", as Postiz's "customize per channel"), the provider's settings
 // as a form from its JSON Schema, schedule / now / draft / next free slot; edit.
-import { h, api, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
+import { h, avatar, mediaImage, api, session, errorBox, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
 import { measure } from './count.js';
 
 const settingsCache = new Map();
@@ -95,7 +95,7 @@ export async function composerPage(main, { id }) {
     (editing ? channels.filter((c) => c.id === editing.integration.id) : usable).map((c) => {
       const box = h('input', { type: 'checkbox', value: c.id, checked: selected.has(c.id), disabled: !!editing, onchange: () => { if (box.checked) selected.add(c.id); else selected.delete(c.id); refreshChannels(); } });
       box.id = nextId('ch');
-      return h('label.chip', { for: box.id }, box, c.picture ? h('img', { src: c.picture, alt: '', width: 20, height: 20 }) : null, ` ${c.name} `, h('small.muted', c.identifier), c.customer ? h('small.muted', ` · ${c.customer.name}`) : null);
+      return h('label.chip', { for: box.id }, box, avatar(c, 20), ` ${c.name} `, h('small.muted', c.identifier), c.customer ? h('small.muted', ` · ${c.customer.name}`) : null);
     }));
 
   // parts
@@ -110,7 +110,7 @@ export async function composerPage(main, { id }) {
     const drawMedia = () => { updateCounters(); previews.replaceChildren(...part.media.map((m, i) => {
       const alt = h('input', { type: 'text', value: m.alt || '', oninput: () => { m.alt = alt.value; updatePreviews(); } });
       const isVideo = /\.(mp4|mov|webm)$/i.test(m.path);
-      return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : h('img', { src: m.path, alt: m.alt || 'uploaded image' }),
+      return h('li', isVideo ? h('video', { src: m.path, controls: true, preload: 'metadata' }) : mediaImage(m.path, m.alt || 'uploaded image'),
         field('Alt text', alt), h('button.link', { type: 'button', onclick: () => { part.media.splice(i, 1); drawMedia(); } }, 'Remove'));
     })); };
     drawMedia();
@@ -153,9 +153,9 @@ export async function composerPage(main, { id }) {
 
   const previewBox = h('section.previews', { 'aria-label': 'Previews' });
   const previewOf = (c) => h('article.preview', { dataset: { channel: c.id } },
-    h('header', c.picture ? h('img', { src: c.picture, alt: '', width: 24, height: 24 }) : h('span.avatar.small', { 'aria-hidden': 'true' }, (c.name || '?')[0]), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
+    h('header', avatar(c, 24), h('strong', c.name), h('small.muted', ` ${c.identifier}`)),
     partsState.map((p, i) => h(`div.preview-part${i ? '.reply' : ''}`, h('p', textFor(c.id, p, i) || '…'),
-      p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : h('img', { src: m.path, alt: m.alt || '' })))) : null)));
+      p.media.length ? h('div.thumbs', p.media.map((m) => (/\.(mp4|mov|webm)$/i.test(m.path) ? h('span.muted', '🎞 video') : mediaImage(m.path, m.alt || '')))) : null)));
   function updatePreviews() {
     const chosen = channels.filter((x) => selected.has(x.id));
     previewBox.replaceChildren(...(chosen.length ? [h('h2', 'Preview')] : []), ...chosen.map(previewOf));
@@ -250,10 +250,13 @@ export async function composerPage(main, { id }) {
     ? [h('button.primary', { type: 'submit', value: 'save' }, 'Save changes'), h('a.button', { href: `#/post/${editing.id}` }, 'Cancel')]
     : [h('button.primary', { type: 'submit', value: 'schedule' }, 'Schedule'), h('button', { type: 'submit', value: 'now' }, 'Post now'), h('button', { type: 'submit', value: 'draft', formnovalidate: true }, 'Save draft')];
 
+  // Scheduled and drafts: the calendar at their day says so and highlights them; a single post sent now
+  // opens its own page, to watch it go out.
   async function create(body, action, date) {
     const created = await api('POST', '/posts', body);
-    const p = toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10);
-    go(created.length === 1 ? `#/post/${created[0].postId}` : `#/calendar?date=${p}`);
+    if (action === 'now' && created.length === 1) { go(`#/post/${created[0].postId}`); return; }
+    session.justMade = { action, ids: created.map((item) => item.postId) };
+    go(`#/calendar?date=${toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10)}`);
   }
   // The same text on a channel within 24 hours is refused (409) with the posts it repeats: say so, and offer to send it anyway.
   function offerDuplicate(error, body, action, date) {

@@ -1,5 +1,5 @@
 // Post detail, channels, settings and notifications.
-import { h, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+import { h, put, avatar, mediaImage, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
 
 // --- post detail ----------------------------------------------------------------------------------
 
@@ -36,11 +36,11 @@ export async function postPage(main, { id }) {
       // a reply waiting for its delay goes out later than the post: say when (the API works it out)
       i && p.goesOutAt ? h('span.goes-out', ' · goes out ', h('time', { datetime: p.goesOutAt }, fmtDateTime(Date.parse(p.goesOutAt)))) : null),
     h('p.content', htmlToText(p.content)),
-    (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : h('img', { src: m.path, alt: m.alt || '' }), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
+    (p.image || []).length ? h('ul.media', p.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : mediaImage(m.path, m.alt || ''), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null,
     p.error ? h('div.post-error', { role: 'alert' }, h('strong', 'Error: '), h('span.error-text', p.error)) : null,
     safeUrl(p.releaseURL) ? h('p', h('a.release', { href: safeUrl(p.releaseURL), target: '_blank', rel: 'noopener noreferrer' }, 'View it on the platform ↗')) : null);
 
-  main.append(
+  put(main,
     h('h1', 'Post ', stateBadge(post.state)),
     h('dl.facts',
       h('dt', 'Channel'), h('dd', `${post.integration?.name || ''} (${post.integration?.providerIdentifier || ''})`),
@@ -90,9 +90,10 @@ export async function channelsPage(main, { query } = {}) {
   const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
   main.append(h('h1', 'Channels'), errors);
-  // What an OAuth connection came back with (the server's callback redirects here)
-  if (query?.get('notice')) main.append(h('p.notice', { role: 'status' }, query.get('notice')));
-  if (query?.get('problem')) errors.show(query.get('problem'));
+  // What an OAuth connection came back with (the server's callback redirects here): codes, in our words
+  const outcome = connectOutcome(query, known);
+  if (outcome.notice) main.append(h('p.notice', { role: 'status' }, outcome.notice));
+  if (outcome.problem) errors.show(outcome.problem);
   const list = h('ul.channel-list');
   const change = async (c, body) => {
     try { await api('PUT', `/integrations/${c.id}`, body); go('#/channels'); } catch (error) { errors.show(error); }
@@ -103,7 +104,7 @@ export async function channelsPage(main, { query } = {}) {
     const slots = h('input', { type: 'text', value: postingTimes(rows[index].postingTimes), 'aria-label': `Posting times of ${c.name}`,
       pattern: '^\\s*([01]?\\d|2[0-3]):[0-5]\\d(\\s*,\\s*([01]?\\d|2[0-3]):[0-5]\\d)*\\s*$', title: 'Times like 09:00, 13:30, 18:00' });
     list.append(h('li.channel', { dataset: { id: c.id } },
-      c.picture ? h('img', { src: c.picture, alt: '', width: 32, height: 32 }) : h('span.avatar', { 'aria-hidden': 'true' }, (c.name || '?')[0]),
+      avatar(c),
       h('div', h('strong', c.name), h('div.muted', `${known[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
         c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
         rows[index].inBetweenSteps ? h('span.badge.st-ERROR', 'Pick what to post to')
@@ -178,6 +179,35 @@ export async function channelsPage(main, { query } = {}) {
   formErrors, submit,
   h('p.hint', 'Or connect with the platform\'s own sign-in below.'));
   main.append(form, oauthForm(known));
+}
+
+// The OAuth callback's outcomes, by the code it sends: only these words are ever shown (a link can carry
+// any text; a problem's details, with the platform's own words, are in the notifications).
+const CONNECT_NOTICES = {
+  connected: (p) => `${p} connected`,
+  reconnected: (p) => `${p} channel reconnected`,
+  pick: (p) => `${p} connected: pick what to post to`,
+};
+const CONNECT_PROBLEMS = {
+  expired: (p, known) => `This ${known ? `${p} ` : ''}connection link has expired or was already used (links last an hour and work once): start again with Connect.`,
+  denied: (p) => `${p} did not give rustiz access: nothing was connected. Connect again and allow access to post.`,
+  'no-code': (p) => `${p} came back without an authorization code: nothing was connected. Connect again.`,
+  refused: (p) => `${p} refused the connection: nothing was connected. What it said is in Notifications. Connect again; if it keeps failing, the operator checks the app's settings (callback URL, permissions).`,
+  'no-app': (p) => `${p}'s app is no longer set up on this server: nothing was connected. Ask the operator (details in Notifications).`,
+  'channel-gone': () => 'The channel to reconnect was deleted meanwhile: nothing was changed. Connect it as a new channel.',
+  'other-account': (p) => `You signed in to ${p} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.`,
+};
+const UNKNOWN_PROBLEM = 'The connection did not complete: nothing was connected. Connect again.';
+
+function connectOutcome(query, known) {
+  const name = Object.hasOwn(known, query?.get('provider') || '') ? known[query.get('provider')].name : null;
+  const platform = name || 'The platform';
+  const notice = query?.get('notice');
+  const problem = query?.get('problem');
+  return {
+    notice: notice && Object.hasOwn(CONNECT_NOTICES, notice) ? CONNECT_NOTICES[notice](platform, !!name) : null,
+    problem: problem ? (Object.hasOwn(CONNECT_PROBLEMS, problem) ? CONNECT_PROBLEMS[problem](platform, !!name) : UNKNOWN_PROBLEM) : null,
+  };
 }
 
 /** The platform's own counts (GET /analytics/...), drawn as small bars; nothing when it gives none. */
@@ -368,8 +398,9 @@ function keysCard(copy) {
     try {
       const { keys } = await api('GET', '/api-keys');
       list.replaceChildren(...keys.map((k) => h('tr.api-key-row', { dataset: { name: k.name } },
-        h('td', k.name), h('td.scope', k.scope), h('td', when(k.createdAt)), h('td.last-use', when(k.lastUsedAt)),
-        h('td', k.id === 'default' ? h('small.muted', 'rotate above') : h('button.danger', { type: 'button', 'aria-label': `Revoke key ${k.name}`, onclick: async () => {
+        h('td', { dataset: { label: 'Name' } }, k.name), h('td.scope', { dataset: { label: 'Scope' } }, k.scope),
+        h('td', { dataset: { label: 'Created' } }, when(k.createdAt)), h('td.last-use', { dataset: { label: 'Last use' } }, when(k.lastUsedAt)),
+        h('td.key-action', k.id === 'default' ? h('small.muted', 'rotate above') : h('button.danger', { type: 'button', 'aria-label': `Revoke key ${k.name}`, onclick: async () => {
           if (!confirm(`Revoke the key ${k.name}? It stops working at once.`)) return;
           errors.show(null);
           try { await api('DELETE', `/api-keys/${encodeURIComponent(k.id)}`); shown.replaceChildren(); load(); } catch (error) { errors.show(error); }
@@ -427,7 +458,7 @@ export async function reviewPage(main) {
 // --- notifications --------------------------------------------------------------------------------
 
 export async function notificationsPage(main, { query }) {
-  const page = Number(query.get('page') || 0);
+  const page = Math.max(0, Number.parseInt(query.get('page'), 10) || 0);  // a link's ?page=abc is the first page
   const answer = await api('GET', `/notifications?page=${page}`);
   main.append(h('h1', 'Notifications'),
     answer.notifications.length ? h('ol.notifications', answer.notifications.map((n) => h('li',

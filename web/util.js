@@ -1,6 +1,7 @@
 // Shared helpers: DOM building, the API client (session cookie + CSRF), times in the organization's zone.
 
-export const session = { organization: null, csrfToken: '' };
+// justMade: the posts the composer just made ({action, ids}), for the calendar to confirm and highlight once.
+export const session = { organization: null, csrfToken: '', justMade: null };
 
 /** h('button#id.primary', {onclick}, 'text', child...) -> an element. Attributes starting with "on" are listeners. */
 export function h(tag, attrs, ...children) {
@@ -25,12 +26,37 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+/** Append children to an element as h() does: nested lists flattened; null, undefined and false skipped
+ * (a page writes `cond ? h(...) : null`; the DOM's own append would print "null"). */
+export function put(el, ...children) {
+  append(el, children);
+  return el;
+}
+
 function append(el, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(el, child);
     else el.append(child instanceof Node ? child : String(child));
   }
+}
+
+/** A post's picture; one the page may not load (stored elsewhere than rustiz: the policy blocks it) or
+ * that is gone says so in words instead of a broken-image icon. */
+export function mediaImage(path, alt) {
+  const img = h('img', { src: path, alt });
+  img.addEventListener('error', () => img.replaceWith(h('span.muted.media-missing', { title: path }, 'Picture not shown: it is not stored in rustiz, or it is gone')), { once: true });
+  return img;
+}
+
+/** A channel's picture, fetched through rustiz (the page loads no image from elsewhere), or its initial
+ * when it has none or the picture fails to load. */
+export function avatar(channel, size = 32) {
+  const initial = () => h(`span.avatar${size < 32 ? '.small' : ''}`, { 'aria-hidden': 'true' }, (channel?.name || '?').trim()[0] || '?');
+  if (!channel?.picture || !channel.id) return initial();
+  const img = h('img.avatar-img', { src: `/public/v1/integrations/${encodeURIComponent(channel.id)}/picture`, alt: '', width: size, height: size });
+  img.addEventListener('error', () => img.replaceWith(initial()), { once: true });
+  return img;
 }
 
 let uid = 0;
