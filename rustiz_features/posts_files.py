@@ -12,6 +12,11 @@ Rules:
 - Bounded: the body by RUSTIZ_MAX_BODY (the core), at most MAX_IMPORT_ROWS rows; an export holds at most
   MAX_EXPORTED_THREADS threads and MAX_EXPORTED_TEXT_BYTES of text (a 400 asks for a shorter window).
 - The JSON export is a list of CreatePost bodies that imports back as the same posts.
+- CSV formula injection (OWASP): a spreadsheet runs a cell that begins with = + - @ tab or CR as a formula,
+  so the export writes such a cell with a single quote before it (the spreadsheet shows the text as is).
+  The rule, lossless both ways: export adds one ' before a cell that begins with = + - @ tab CR, or with '
+  followed by one of those or by another '; import takes one leading ' off exactly such a cell (a ' followed
+  by anything else is content and stays). So "=1+2" exports as "'=1+2", "'=x" as "''=x", "'hello" as is.
 """
 from __future__ import annotations
 
@@ -36,7 +41,19 @@ MAX_CSV_PARTS = 100  # part2 ... part100: the thread parts after the first
 CSV_COLUMNS = ("date", "type", "channel", "content", "media", "settings", "tags", "allowDuplicate")
 REQUIRED_CSV_COLUMNS = ("date", "channel", "content")
 _PART_COLUMN = re.compile(r"part([0-9]+)(Media)?")
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _FLAGS = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
+def neutralised_cell(cell: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (see the module's rule)."""
+    escaped = cell.startswith(_FORMULA_STARTS) or (cell[:1] == "'" and cell[1:2] in _FORMULA_STARTS + ("'",))
+    return "'" + cell if escaped else cell
+
+
+def restored_cell(cell: str) -> str:
+    """The cell as it was before neutralised_cell (a ' it added is taken off; any other ' is content)."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in _FORMULA_STARTS + ("'",) else cell
 
 
 def query_flag(query: dict, name: str) -> bool:
@@ -156,7 +173,7 @@ class PostsFiles:
         except UnicodeDecodeError:
             raise bad_request("The CSV file is not UTF-8 text; save it as UTF-8") from None
         try:
-            lines = list(csv.reader(io.StringIO(text, newline="")))
+            lines = [[restored_cell(cell) for cell in line] for line in csv.reader(io.StringIO(text, newline=""))]
         except csv.Error as error:
             raise bad_request(f"The CSV file cannot be read: {error}") from None
         if not lines:
@@ -319,7 +336,7 @@ def csv_text(bodies: list) -> str:
     parts = [name for number in range(2, longest + 1) for name in (f"part{number}", f"part{number}Media")]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(list(CSV_COLUMNS[:-1]) + parts)
+    writer.writerow(list(CSV_COLUMNS[:-1]) + parts)  # (the header's names start with a letter)
     for body in bodies:
         post = body["posts"][0]
         values = post["value"]
@@ -328,5 +345,6 @@ def csv_text(bodies: list) -> str:
                  ",".join(tag["label"] for tag in body["tags"])]
         for value in values[1:]:
             cells += [value["content"], " ".join(image["path"] for image in value["image"])]
-        writer.writerow(cells + [""] * (len(CSV_COLUMNS) - 1 + len(parts) - len(cells)))
+        writer.writerow([neutralised_cell(cell) for cell in cells]
+                        + [""] * (len(CSV_COLUMNS) - 1 + len(parts) - len(cells)))
     return out.getvalue()

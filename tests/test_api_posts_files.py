@@ -176,6 +176,45 @@ def test_import_csv_turns_each_line_into_a_post_with_its_parts_media_and_setting
     assert json.loads(stored_image[0]) == [{"id": image["id"], "path": image["path"]}]
 
 
+FORMULA_CELLS = ["=HYPERLINK(\"https://evil.example\",\"x\")", "+1+2", "-2+3", "@SUM(A1:A9)", "\tTAB=1", "\rCR=1"]
+
+
+def test_csv_export_neutralises_formulas_and_imports_them_back_unchanged(server):
+    # OWASP's CSV injection advice: a cell a spreadsheet would run as a formula gets a single quote first.
+    db = Database(server)
+    channel = db.channel("Formulas", "bluesky")
+    contents = FORMULA_CELLS + ["'=already quoted", "''two quotes", "'just a quote", "plain = text"]
+    for day, content in enumerate(contents, 1):
+        body = scheduled_body(channel, content, "=part two", date=f"2031-06-{day:02d}T09:00:00Z")
+        assert api(server, "POST", f"{API}/posts", body)[0] == 201
+    window = "format=csv&startDate=2031-06-01&endDate=2031-06-30"
+    status, _, raw = export(server, window)
+    assert status == 200
+    rows = [row for row in csv.DictReader(io.StringIO(raw.decode(), newline="")) if row["channel"] == channel]
+    assert [row[0] for row in live_posts(db, channel) if row[3] is None] == contents
+    assert [row["content"] for row in rows] == ["'" + text for text in FORMULA_CELLS] + [
+        "''=already quoted", "'" + "''two quotes", "'just a quote", "plain = text"]
+    assert {row["part2"] for row in rows} == {"'=part two"}
+    for row in rows:
+        assert not row["content"].startswith(("=", "+", "-", "@", "\t", "\r")), row["content"]
+    before = live_posts(db, channel)
+    db.execute("UPDATE post SET deleted_at = ? WHERE integration_id = ?", "2031-01-01T00:00:00.000Z", channel)
+    status, answer = import_file(server, raw, content_type="text/csv")
+    assert status == 201, answer
+    assert [row[:3] for row in live_posts(db, channel)] == [row[:3] for row in before]
+    assert export(server, window)[2] == raw
+
+
+def test_a_hand_written_csv_cell_that_begins_with_a_quote_keeps_it_unless_it_guards_a_formula(server):
+    db = Database(server)
+    channel = db.channel("Quotes", "bluesky")
+    text = (f"date,channel,content\r\n2031-07-01T09:00:00Z,{channel},'Tis the season\r\n"
+            f"2031-07-02T09:00:00Z,{channel},'=not a formula\r\n")
+    status, answer = import_file(server, text.encode(), content_type="text/csv")
+    assert status == 201, answer
+    assert [row[0] for row in live_posts(db, channel)] == ["'Tis the season", "=not a formula"]
+
+
 def test_csv_media_must_be_uploads_of_the_organization(server):
     db = Database(server)
     channel = db.channel("CSV media", "bluesky")
