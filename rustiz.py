@@ -864,6 +864,14 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
+class PostGroupChanged(Exception):
+    """A decision was made on another version of a post group than the one stored now; nothing was written."""
+
+    def __init__(self, version: str):
+        super().__init__(version)
+        self.version = version
+
+
 class PostBeingPublished(Exception):
     """A write would change a post the scheduler has claimed (state PUBLISHING); nothing was written."""
 
@@ -1662,12 +1670,31 @@ class Store:
             posts.append(post)
         return posts
 
+    # Every column of a post that a change of the group (content, media, settings, date, parts added or
+    # removed, a decision) touches; updated_at too, so that a change undone still counts as one.
+    _VERSIONED_COLUMNS = ("id, integration_id, parent_post_id, content, image, settings, publish_date, delay, "
+                          "interval_in_days, state, review, review_reason, updated_at")
+
+    def group_version(self, organization_id: str, group: str) -> str:
+        """The version of a post group as it is now: it differs after any change to any of its live posts."""
+        return self._group_version(self._read, organization_id, group)
+
+    def _group_version(self, execute: Callable, organization_id: str, group: str) -> str:
+        rows = execute(f"SELECT {self._VERSIONED_COLUMNS} FROM post WHERE organization_id = ? AND post_group = ? "
+                       "AND deleted_at IS NULL ORDER BY id", (organization_id, group)).fetchall()
+        return sha256(json.dumps([list(row) for row in rows], default=str).encode()).hexdigest()[:20]
+
     def decide_review(self, organization_id: str, group: str, reason: Optional[str] = None,
-                      publish_date: Optional[str] = None) -> int:
+                      publish_date: Optional[str] = None, seen_version: Optional[str] = None) -> int:
         """A person's decision on a draft awaiting review (or rejected before): with `publish_date` approved
-        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed."""
+        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed.
+        With `seen_version`, raises PostGroupChanged (writing nothing) when the group is another version now."""
         now = utc_now_iso()
         with self._writing() as db:
+            if seen_version is not None:
+                version = self._group_version(db.execute, organization_id, group)
+                if version != seen_version:
+                    raise PostGroupChanged(version)
             if publish_date is not None:
                 changed = db.execute(
                     "UPDATE post SET review = NULL, review_reason = NULL, state = 'QUEUE', publish_date = ?, "
@@ -1997,6 +2024,12 @@ class Store:
                        "details, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (state, organization_id, provider, code_verifier, refresh_channel_id, json.dumps(details),
                         expires_at))
+
+    def oauth_flow_owner(self, state: str, now: float) -> Optional[tuple]:
+        """(organization id, provider) of the live flow `state` names, left in place; None when unknown or expired."""
+        row = self._read("SELECT organization_id, provider, expires_at FROM oauth_flow WHERE state = ?",
+                         (state,)).fetchone()
+        return None if row is None or row[2] < now else (row[0], row[1])
 
     def take_oauth_flow(self, state: str, now: float) -> Optional[dict]:
         """The flow `state` names, removed (a state is good once), or None when unknown or expired; expired
