@@ -2969,6 +2969,12 @@ class EventStreamResponse(Response):
         self.events.put_nowait(None)  # wakes the writer if it waits for an event
 
 
+async def _with_headers(awaitable: Awaitable[Response], headers: list) -> Response:
+    response = await awaitable
+    response.headers.extend(headers)
+    return response
+
+
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
     return Response(status, json_dumps(value), "application/json; charset=utf-8", headers or [])
 
@@ -4519,7 +4525,10 @@ class App:
             else:
                 response = request.route.handler(request)
             if request.rate_headers:
-                response.headers.extend(request.rate_headers)
+                if hasattr(response, "headers"):
+                    response.headers.extend(request.rate_headers)
+                else:  # a handler that awaits (an import, on its thread): the headers go on its answer
+                    response = _with_headers(response, request.rate_headers)
             return response
         except ApiError as error:
             return error.response()
