@@ -82,6 +82,7 @@ DEFAULT_DATA_DIR = "rustiz-data"
 DEFAULT_API_LIMIT = 90  # POST /public/v1/posts per organization per hour (Postiz default)
 DEFAULT_REQUEST_LIMIT = 600  # requests per minute per client address
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+NAME_MAX_LENGTH = 100  # characters of an organization's or a group's (customer's) name: pages and lists show them
 MAX_IMAGE_BYTES = 10 * 1024 * 1024  # Postiz's limit for uploaded images
 DEFAULT_MAX_VIDEO_BYTES = 1024 * 1024 * 1024  # Postiz's limit for uploaded video
 MAX_HEAD_BYTES = 16 * 1024
@@ -4787,6 +4788,8 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     name = arguments.name.strip()
     if not name:
         raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
+    if len(name) > NAME_MAX_LENGTH:
+        raise UserError(f"the organization's name has {len(name)} characters; give one of at most {NAME_MAX_LENGTH}")
     config = load_config(dict(os.environ))
     key = new_api_key()
     store = Store(config.database)

@@ -87,7 +87,9 @@ def _openapi_schemas() -> dict:
                            {"customer": _schema_ref("Customer")}),
         "Customer": _object({"id": _STRING, "name": _STRING}),
         "Webhook": _object({"id": _STRING, "name": _STRING, "url": _STRING, "integrations": _array_of(_STRING),
-                            "signed": _BOOLEAN, "createdAt": _STRING}),
+                            "signed": _BOOLEAN, "createdAt": _STRING}, {"urlMasked": {
+                                "type": "boolean", "description": "rustiz: below the scope full the url is shown as "
+                                                                  "scheme://host/… and its last 4 characters"}}),
         "NewChannel": _object(
             {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},

@@ -133,7 +133,7 @@ export async function channelsPage(main, { query } = {}) {
   const provider = h('select', { name: 'provider', onchange: () => drawFields() }, connectable.map((p) => h('option', { value: p.identifier }, p.name)));
   const fieldsBox = h('div');
   const name = h('input', { type: 'text', name: 'name' });
-  const group = h('input', { type: 'text', name: 'customer', list: 'group-names' });
+  const group = h('input', { type: 'text', name: 'customer', list: 'group-names', maxlength: 100 });
   const formErrors = errorBox();
   let inputs = [];
   function drawFields() {
@@ -328,7 +328,7 @@ export async function settingsPage(main) {
 
   // organization name and API key
   const orgErrors = errorBox();
-  const orgName = h('input', { type: 'text', value: org.name, required: true });
+  const orgName = h('input', { type: 'text', value: org.name, required: true, maxlength: 100 });
   const newKey = h('div', { role: 'status' });
   main.append(h('section.card', h('h2', 'Organization and API key'),
     h('form', { onsubmit: async (event) => {
