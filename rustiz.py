@@ -961,6 +961,21 @@ class Store:
         except OSError as error:
             raise UserError(f"cannot open database {path}: {error.strerror}") from None
 
+    def for_a_thread(self) -> "Store":
+        """A Store that a thread of its own may use while the event loop uses this one (an import): on SQLite
+        the same database on a connection of its own (this one's reads are shared per loop turn); on
+        PostgreSQL this Store, whose queries already run on threads. Not a new Store(path): that opens and
+        closes the database file, and closing any descriptor of it drops this process's SQLite locks."""
+        if self.remote:
+            return self
+        twin = object.__new__(Store)
+        twin.__dict__.update(self.__dict__)
+        twin._schedule_end_of_turn, twin._read_open, twin.on_posts_changed = None, False, None
+        twin.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=256)
+        for pragma in ("busy_timeout = 5000", "synchronous = NORMAL", "foreign_keys = ON"):
+            twin.db.execute(f"PRAGMA {pragma}")
+        return twin
+
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
         NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""

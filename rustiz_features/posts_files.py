@@ -32,7 +32,7 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from rustiz import (
-    ApiError, PostBeingPublished, Request, Response, Store, bad_request, encode_json, iso_ms, json_dumps, nest_error,
+    ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,
     parse_iso_instant,
 )
 from .api_posts import PostsApi
@@ -171,10 +171,9 @@ class PostsFiles:
         return answer
 
     def _import_on_thread(self, request: Request, organization_id: str) -> Response:
-        """(On the import thread) import_now on a Store of the thread's own: the server's connection belongs
-        to the event loop."""
+        """(On the import thread) import_now on the thread's own Store (Store.for_a_thread)."""
         if self._import_files is None:
-            self._import_files = PostsFiles(SimpleNamespace(store=Store(self.config.database), config=self.config))
+            self._import_files = PostsFiles(SimpleNamespace(store=self.store.for_a_thread(), config=self.config))
         return self._import_files.import_now(request, organization_id)
 
     def import_now(self, request: Request, organization_id: str) -> Response:
