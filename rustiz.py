@@ -82,6 +82,7 @@ DEFAULT_DATA_DIR = "rustiz-data"
 DEFAULT_API_LIMIT = 90  # POST /public/v1/posts per organization per hour (Postiz default)
 DEFAULT_REQUEST_LIMIT = 600  # requests per minute per client address
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+NAME_MAX_LENGTH = 100  # characters of an organization's or a group's (customer's) name: pages and lists show them
 MAX_IMAGE_BYTES = 10 * 1024 * 1024  # Postiz's limit for uploaded images
 DEFAULT_MAX_VIDEO_BYTES = 1024 * 1024 * 1024  # Postiz's limit for uploaded video
 MAX_HEAD_BYTES = 16 * 1024
@@ -870,6 +871,14 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
+class PostGroupChanged(Exception):
+    """A decision was made on another version of a post group than the one stored now; nothing was written."""
+
+    def __init__(self, version: str):
+        super().__init__(version)
+        self.version = version
+
+
 class PostBeingPublished(Exception):
     """A write would change a post the scheduler has claimed (state PUBLISHING); nothing was written."""
 
@@ -957,6 +966,21 @@ class Store:
             raise UserError(f"cannot open database {path}: {error}") from None
         except OSError as error:
             raise UserError(f"cannot open database {path}: {error.strerror}") from None
+
+    def for_a_thread(self) -> "Store":
+        """A Store that a thread of its own may use while the event loop uses this one (an import): on SQLite
+        the same database on a connection of its own (this one's reads are shared per loop turn); on
+        PostgreSQL this Store, whose queries already run on threads. Not a new Store(path): that opens and
+        closes the database file, and closing any descriptor of it drops this process's SQLite locks."""
+        if self.remote:
+            return self
+        twin = object.__new__(Store)
+        twin.__dict__.update(self.__dict__)
+        twin._schedule_end_of_turn, twin._read_open, twin.on_posts_changed = None, False, None
+        twin.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=256)
+        for pragma in ("busy_timeout = 5000", "synchronous = NORMAL", "foreign_keys = ON"):
+            twin.db.execute(f"PRAGMA {pragma}")
+        return twin
 
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
@@ -1668,12 +1692,31 @@ class Store:
             posts.append(post)
         return posts
 
+    # Every column of a post that a change of the group (content, media, settings, date, parts added or
+    # removed, a decision) touches; updated_at too, so that a change undone still counts as one.
+    _VERSIONED_COLUMNS = ("id, integration_id, parent_post_id, content, image, settings, publish_date, delay, "
+                          "interval_in_days, state, review, review_reason, updated_at")
+
+    def group_version(self, organization_id: str, group: str) -> str:
+        """The version of a post group as it is now: it differs after any change to any of its live posts."""
+        return self._group_version(self._read, organization_id, group)
+
+    def _group_version(self, execute: Callable, organization_id: str, group: str) -> str:
+        rows = execute(f"SELECT {self._VERSIONED_COLUMNS} FROM post WHERE organization_id = ? AND post_group = ? "
+                       "AND deleted_at IS NULL ORDER BY id", (organization_id, group)).fetchall()
+        return sha256(json.dumps([list(row) for row in rows], default=str).encode()).hexdigest()[:20]
+
     def decide_review(self, organization_id: str, group: str, reason: Optional[str] = None,
-                      publish_date: Optional[str] = None) -> int:
+                      publish_date: Optional[str] = None, seen_version: Optional[str] = None) -> int:
         """A person's decision on a draft awaiting review (or rejected before): with `publish_date` approved
-        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed."""
+        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed.
+        With `seen_version`, raises PostGroupChanged (writing nothing) when the group is another version now."""
         now = utc_now_iso()
         with self._writing() as db:
+            if seen_version is not None:
+                version = self._group_version(db.execute, organization_id, group)
+                if version != seen_version:
+                    raise PostGroupChanged(version)
             if publish_date is not None:
                 changed = db.execute(
                     "UPDATE post SET review = NULL, review_reason = NULL, state = 'QUEUE', publish_date = ?, "
@@ -2003,6 +2046,12 @@ class Store:
                        "details, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (state, organization_id, provider, code_verifier, refresh_channel_id, json.dumps(details),
                         expires_at))
+
+    def oauth_flow_owner(self, state: str, now: float) -> Optional[tuple]:
+        """(organization id, provider) of the live flow `state` names, left in place; None when unknown or expired."""
+        row = self._read("SELECT organization_id, provider, expires_at FROM oauth_flow WHERE state = ?",
+                         (state,)).fetchone()
+        return None if row is None or row[2] < now else (row[0], row[1])
 
     def take_oauth_flow(self, state: str, now: float) -> Optional[dict]:
         """The flow `state` names, removed (a state is good once), or None when unknown or expired; expired
@@ -2940,6 +2989,12 @@ class EventStreamResponse(Response):
         """End the stream at once, dropping what was not written (its client stopped reading it)."""
         self.abandoned = True
         self.events.put_nowait(None)  # wakes the writer if it waits for an event
+
+
+async def _with_headers(awaitable: Awaitable[Response], headers: list) -> Response:
+    response = await awaitable
+    response.headers.extend(headers)
+    return response
 
 
 def json_response(value: Any, status: int = 200, headers: Optional[list] = None) -> Response:
@@ -4493,7 +4548,10 @@ class App:
             else:
                 response = request.route.handler(request)
             if request.rate_headers:
-                response.headers.extend(request.rate_headers)
+                if hasattr(response, "headers"):
+                    response.headers.extend(request.rate_headers)
+                else:  # a handler that awaits (an import, on its thread): the headers go on its answer
+                    response = _with_headers(response, request.rate_headers)
             return response
         except ApiError as error:
             return error.response()
@@ -4786,6 +4844,8 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     name = arguments.name.strip()
     if not name:
         raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
+    if len(name) > NAME_MAX_LENGTH:
+        raise UserError(f"the organization's name has {len(name)} characters; give one of at most {NAME_MAX_LENGTH}")
     config = load_config(dict(os.environ))
     key = new_api_key()
     store = Store(config.database)

@@ -13,14 +13,14 @@ import re
 from typing import Any, Optional
 
 from rustiz import (
-    ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key, json_object,
-    json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file, route_options,
-    session_cookie, update_config_value,
+    NAME_MAX_LENGTH, ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key,
+    json_object, json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file,
+    route_options, session_cookie, update_config_value,
 )
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
 from .catalogue import (
-    NewChannel, PROVIDERS, optional_text_problem, provider_descriptions, provider_max_length, text_problem, url_host,
-    url_problem, validate_new_channel,
+    NewChannel, PROVIDERS, masked_url, optional_text_problem, provider_descriptions, provider_max_length,
+    text_problem, url_host, url_problem, validate_new_channel,
 )
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
@@ -157,7 +157,11 @@ class WebhooksApi:
         return self.app.http  # its address guard checks a URL when it is registered (and at each delivery)
 
     def list_webhooks(self, request: Request, organization_id: str) -> Response:
-        return json_response(self.store.webhooks(organization_id))
+        """The webhooks; below the scope full each URL is masked (its path often is the receiver's token)."""
+        hooks = self.store.webhooks(organization_id)
+        if request.scope != "full":
+            hooks = [{**hook, "url": masked_url(hook["url"]), "urlMasked": True} for hook in hooks]
+        return json_response(hooks)
 
     async def create(self, request: Request, organization_id: str) -> Response:
         body = json_object(request)
@@ -252,6 +256,8 @@ def validate_channel_changes(body: dict) -> dict:
     customer = body.get("customer")
     if customer not in (None, "") and text_problem(customer):  # "" or null: no group
         problems.append(f"customer {text_problem(customer)}")
+    elif isinstance(customer, str) and len(customer.strip()) > NAME_MAX_LENGTH:
+        problems.append(f"customer (the group's name) must be shorter than or equal to {NAME_MAX_LENGTH} characters")
     if problems:
         raise bad_request(problems)
     changes = {}
@@ -295,6 +301,8 @@ def validate_organization_changes(body: dict) -> dict:
         if value is None:
             continue
         problem = text_problem(value)
+        if problem is None and field == "name" and len(value.strip()) > NAME_MAX_LENGTH:
+            problem = f"must be shorter than or equal to {NAME_MAX_LENGTH} characters"
         if problem is not None:
             problems.append(f"{field} {problem}")
         elif field == "timezone" and timezone_problem(value.strip()):

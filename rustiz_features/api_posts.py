@@ -217,8 +217,10 @@ class PostsApi:
                  "reviewReason": post["reviewReason"]} for post in posts]
 
     def get_post(self, request: Request, organization_id: str) -> Response:
-        """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it."""
-        return json_response(self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"])))
+        """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it; its
+        `version` (of the whole group) also as the ETag, which POST /posts/:id/approve takes in If-Match."""
+        view = self._full_view(organization_id, self._post_or_404(organization_id, request.params["id"]))
+        return json_response(view, 200, [("ETag", f'"{view["version"]}"'), ("Cache-Control", "no-cache")])
 
     def _full_view(self, organization_id: str, post: dict) -> dict:
         thread = self.store.thread(organization_id, post["group"])
@@ -232,6 +234,7 @@ class PostsApi:
         view["goesOutAt"] = going_out[post["id"]]
         view["thread"] = [{**_post_view(reply), "goesOutAt": going_out[reply["id"]]} for reply in thread[position + 1:]]
         view["review"], view["reviewReason"] = self.store.post_reviews([post["id"]]).get(post["id"], (None, None))
+        view["version"] = self.store.group_version(organization_id, post["group"])
         return view
 
     def delete_post(self, request: Request, organization_id: str) -> Response:

@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any, Callable, NamedTuple, Optional, Union
 
-from rustiz import bad_request, sha256
+from rustiz import NAME_MAX_LENGTH, bad_request, sha256
 from .bech32 import bech32_payload
 from .text import counted_length
 
@@ -508,6 +508,16 @@ def url_host(url: str) -> str:
     return urlsplit(url).netloc.rpartition("@")[2].lower()
 
 
+def masked_url(url: str) -> str:
+    """A URL whose path or query may carry a token, as scheme://host/…last 4 characters: enough to tell two
+    apart, not enough to call it (a user:password@ part is dropped)."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    rest = url.split(parts.netloc, 1)[1] if parts.netloc else url
+    rest = rest.removeprefix("/")
+    return f"{parts.scheme}://{url_host(url)}/" + (f"…{rest[-4:]}" if rest else "")
+
+
 def nostr_private_key_hex(key: str) -> Optional[str]:
     """A Nostr private key given as 64 hex digits or as NIP-19 `nsec1...`, as hex; None when it is neither."""
     if re.fullmatch(r"[0-9a-fA-F]{64}", key):
@@ -880,13 +890,13 @@ def _credentials_problems(provider: str, credentials: Any) -> list:
     return problems
 
 
-def optional_text_problem(body: dict, name: str) -> Optional[str]:
+def optional_text_problem(body: dict, name: str, max_length: int = CHANNEL_NAME_MAX_LENGTH) -> Optional[str]:
     value = body.get(name)
     if value is None:
         return None
     problem = text_problem(value)
-    if problem is None and len(value) > CHANNEL_NAME_MAX_LENGTH:
-        problem = f"must be shorter than or equal to {CHANNEL_NAME_MAX_LENGTH} characters"
+    if problem is None and len(value) > max_length:
+        problem = f"must be shorter than or equal to {max_length} characters"
     return f"{name} {problem}" if problem else None
 
 
@@ -907,7 +917,7 @@ def validate_new_channel(body: Any) -> NewChannel:
         shown = json.dumps(provider)[:100] if provider is not None else "missing"
         raise bad_request(f"provider {shown} is not one rustiz can connect; use one of: {connectable}")
     problems = _credentials_problems(provider, body.get("credentials"))
-    problems += [problem for problem in (optional_text_problem(body, "name"), optional_text_problem(body, "customer"))
+    problems += [problem for problem in (optional_text_problem(body, "name"), optional_text_problem(body, "customer", NAME_MAX_LENGTH))
                  if problem]
     if problems:
         raise bad_request(problems)

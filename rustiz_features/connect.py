@@ -4,6 +4,11 @@ choice some platforms ask for after consent, and keeping tokens fresh.
 Rules:
 - A flow's state is random, bound to the organization, good once, an hour long, and kept in the database,
   so any worker can finish the flow. PKCE (S256) wherever the provider supports it.
+- The callback completes a flow only in a browser signed in to the organization that started it: else a
+  link made by one organization would make whoever consents on it that organization's channel. A browser
+  without its session cookie (signed out, or coming back through a cross-site redirect, which never carries
+  a SameSite=Strict cookie) is sent to the web app, which comes back to the callback once signed in; a
+  browser of another organization gets a refusal and the flow ends.
 - The callback answers with a redirect to the web app's channels page, saying what happened as codes the
   page words itself (a crafted link cannot make it show any text); a platform's words go to the
   organization's notifications, only as its provider's error_words found them (never a raw body).
@@ -20,8 +25,8 @@ import time
 from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import quote, urlencode
 
-from rustiz import ApiError, App, Config, Request, Response, Store, iso_at, json_object, json_response, log, \
-    nest_error, not_found, route_options
+from rustiz import ApiError, App, Config, Request, Response, Store, hash_api_key, iso_at, json_object, \
+    json_response, log, nest_error, not_found, route_options, session_cookie
 from .catalogue import DESCRIPTORS, NewChannel, url_problem
 from .http_client import HttpClient
 from .metrics import count
@@ -155,10 +160,18 @@ class ConnectFlow:
         identifier = request.params["identifier"]
         query = request.query
         state = query.get("state") or query.get("oauth_token") or query.get("denied") or ""  # (OAuth 1.0a: no state)
-        flow = await self.store.off_loop(self.store.take_oauth_flow, state, time.time()) if state else None
         provider = oauth_provider(identifier)
-        if flow is None or provider is None or flow["provider"] != identifier:
+        owner = await self.store.off_loop(self.store.oauth_flow_owner, state, time.time()) if state else None
+        if owner is None or provider is None or owner[1] != identifier:
             return self._back(problem="expired", provider=identifier)
+        browser_organization = await self.store.off_loop(self._browser_organization, request)
+        if browser_organization is None:
+            return self._resume_after_sign_in(request)
+        flow = await self.store.off_loop(self.store.take_oauth_flow, state, time.time())
+        if flow is None:
+            return self._back(problem="expired", provider=identifier)
+        if flow["organization_id"] != browser_organization:  # the link stops working: it was taken above
+            return self._back(problem="other-organization", provider=identifier)
         if query.get("error") or query.get("denied"):
             return self._back(problem="denied", provider=identifier)
         code = query.get("code") or query.get("oauth_verifier")
@@ -212,6 +225,19 @@ class ConnectFlow:
             released = await self.store.off_loop(self.store.release_waiting_posts, channel_id)
             log(f"{provider.label} channel {channel_id} reconnected; {released} waiting post(s) released")
         return channel_id, existed
+
+    def _browser_organization(self, request: Request) -> Optional[str]:
+        """The organization this browser's web session is signed in to, or None (no cookie, or ended)."""
+        token = session_cookie(request)
+        session = self.store.web_session(hash_api_key(token)) if token else None
+        return session[0] if session else None
+
+    def _resume_after_sign_in(self, request: Request) -> Response:
+        """To the web app, which signs the browser in (or finds it signed in) and then opens this callback
+        again, now with its session cookie; the flow waits meanwhile (its hour still runs)."""
+        location = f"{self.config.frontend_url}/#/connect?" + urlencode({"resume": request.target}, quote_via=quote)
+        return Response(303, b"", "text/plain; charset=utf-8", [("Location", location), ("Cache-Control", "no-store"),
+                                                                ("Referrer-Policy", "no-referrer")])
 
     def _back(self, notice: str = "", problem: str = "", provider: str = "", channel: str = "") -> Response:
         """A redirect to the web app's channels page, with what happened as codes the page words itself."""

@@ -87,7 +87,9 @@ def _openapi_schemas() -> dict:
                            {"customer": _schema_ref("Customer")}),
         "Customer": _object({"id": _STRING, "name": _STRING}),
         "Webhook": _object({"id": _STRING, "name": _STRING, "url": _STRING, "integrations": _array_of(_STRING),
-                            "signed": _BOOLEAN, "createdAt": _STRING}),
+                            "signed": _BOOLEAN, "createdAt": _STRING}, {"urlMasked": {
+                                "type": "boolean", "description": "rustiz: below the scope full the url is shown as "
+                                                                  "scheme://host/… and its last 4 characters"}}),
         "NewChannel": _object(
             {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
@@ -137,8 +139,13 @@ def _openapi_schemas() -> dict:
             "approvedSubmitForOrder": _STRING, "lastMessageId": _nullable("string")}},
         "Post": post_part | {"properties": post_part["properties"] | going_out | {
             "integration": post_integration, "tags": _array_of(_schema_ref("Tag")),
-            "thread": _array_of(post_part | {"properties": post_part["properties"] | going_out}), **_REVIEW_FIELDS},
-            "required": post_part["required"] + ["integration", "tags", "thread", "review", "reviewReason"]},
+            "thread": _array_of(post_part | {"properties": post_part["properties"] | going_out}), **_REVIEW_FIELDS,
+            "version": {"type": "string", "description": (
+                "rustiz: the version of the post's whole group (every part: text, media, settings, date), also "
+                "the answer's ETag; POST /posts/{id}/approve takes it (If-Match or version) and refuses with 409 "
+                "when the post changed since")}},
+            "required": post_part["required"] + ["integration", "tags", "thread", "review", "reviewReason",
+                                                 "version"]},
         "ApiKey": _object({"id": _STRING, "name": _STRING, "scope": {"type": "string", "enum": list(SCOPES)},
                            "createdAt": _STRING, "lastUsedAt": _nullable("string")}),
         "Media": _object({"id": _STRING, "name": _STRING, "originalName": _nullable("string"), "path": _STRING,
@@ -308,8 +315,11 @@ def _openapi_paths(root: dict) -> dict:
             (_parameter("path", "id", "The key's id or name"),))},
         f"{v1}/posts/{{id}}/approve": {"post": _operation(
             "Approve a draft awaiting review: queued at `date`, else its own date, else (passed) the channel's next "
-            "free slot (rustiz; scope full)", ("200", post), "PostRejected NotFound Conflict", (post_id,),
-            _object({}, {"date": _DATE}))},
+            "free slot (rustiz; scope full). With If-Match (the ETag of GET /posts/{id}) or `version`, a 409 "
+            "when the post changed since that version (nothing is approved)", ("200", post),
+            "PostRejected NotFound Conflict", (post_id, _parameter("header", "If-Match", (
+                "rustiz: the ETag of GET /posts/{id} the reviewer saw"), required=False)),
+            _object({}, {"date": _DATE, "version": _STRING}))},
         f"{v1}/posts/{{id}}/reject": {"post": _operation(
             "Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
             ("200", post), "BadRequest NotFound Conflict", (post_id,), _object({"reason": _STRING}))},

@@ -11,15 +11,25 @@ Rules:
   POST /upload-from-url does that, through the one outbound client and its address guard.
 - Bounded: the body by RUSTIZ_MAX_BODY (the core), at most MAX_IMPORT_ROWS rows; an export holds at most
   MAX_EXPORTED_THREADS threads and MAX_EXPORTED_TEXT_BYTES of text (a 400 asks for a shorter window).
+- An import is parsed, checked and stored off the event loop (a large one takes seconds, and every tenant's
+  requests would wait): on one thread per worker with a database connection of its own, one import at a time;
+  another arriving meanwhile gets a 503 with Retry-After.
 - The JSON export is a list of CreatePost bodies that imports back as the same posts.
+- CSV formula injection (OWASP): a spreadsheet runs a cell that begins with = + - @ tab or CR as a formula,
+  so the export writes such a cell with a single quote before it (the spreadsheet shows the text as is).
+  The rule, lossless both ways: export adds one ' before a cell that begins with = + - @ tab CR, or with '
+  followed by one of those or by another '; import takes one leading ' off exactly such a cell (a ' followed
+  by anything else is content and stays). So "=1+2" exports as "'=1+2", "'=x" as "''=x", "'hello" as is.
 """
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 import re
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Optional
 
 from rustiz import (
     ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,
@@ -30,13 +40,27 @@ from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, 
 from .validation import validate_create_post
 
 MAX_IMPORT_ROWS = 1000
+MAX_IMPORTS_AT_ONCE = 1  # per worker: each holds its file's rows and a thread; more wait for a 503's Retry-After
+IMPORT_BUSY_RETRY_SECONDS = 5
 MAX_EXPORTED_THREADS = 10_000
 MAX_EXPORTED_TEXT_BYTES = 64 * 1024 * 1024  # the posts' content, settings and media lists in one export
 MAX_CSV_PARTS = 100  # part2 ... part100: the thread parts after the first
 CSV_COLUMNS = ("date", "type", "channel", "content", "media", "settings", "tags", "allowDuplicate")
 REQUIRED_CSV_COLUMNS = ("date", "channel", "content")
 _PART_COLUMN = re.compile(r"part([0-9]+)(Media)?")
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _FLAGS = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
+def neutralised_cell(cell: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (see the module's rule)."""
+    escaped = cell.startswith(_FORMULA_STARTS) or (cell[:1] == "'" and cell[1:2] in _FORMULA_STARTS + ("'",))
+    return "'" + cell if escaped else cell
+
+
+def restored_cell(cell: str) -> str:
+    """The cell as it was before neutralised_cell (a ' it added is taken off; any other ' is content)."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in _FORMULA_STARTS + ("'",) else cell
 
 
 def query_flag(query: dict, name: str) -> bool:
@@ -81,6 +105,9 @@ class PostsFiles:
     def __init__(self, app: Any):
         self.store, self.config = app.store, app.config
         self.posts = PostsApi(app)
+        self._imports_running = 0
+        self._import_thread: Any = None  # (made on the first import)
+        self._import_files: Optional["PostsFiles"] = None  # this class on the import thread's own Store
 
     # --- export ------------------------------------------------------------------------------------------
 
@@ -121,9 +148,36 @@ class PostsFiles:
 
     # --- import ------------------------------------------------------------------------------------------
 
-    def import_posts(self, request: Request, organization_id: str) -> Response:
+    async def import_posts(self, request: Request, organization_id: str) -> Response:
         """POST /posts/import[?dryRun=1][&allowDuplicate=1]: a JSON array of CreatePost bodies (or one), or a
-        CSV file (Content-Type text/csv). 200 for a dry run, 201 once stored, 400 with the failed rows."""
+        CSV file (Content-Type text/csv). 200 for a dry run, 201 once stored, 400 with the failed rows; 503
+        while another import runs in this worker. Runs on the import thread (see the module's rules)."""
+        if self._imports_running >= MAX_IMPORTS_AT_ONCE:
+            raise ApiError(503, {"statusCode": 503, "error": "Service Unavailable", "message": (
+                "Another import is being checked and stored on this server right now (one at a time): nothing of "
+                f"this file was imported; send it again in {IMPORT_BUSY_RETRY_SECONDS} seconds")},
+                [("Retry-After", str(IMPORT_BUSY_RETRY_SECONDS))])
+        if self._import_thread is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._import_thread = ThreadPoolExecutor(1, thread_name_prefix="rustiz-import")
+        self._imports_running += 1
+        try:
+            answer = await asyncio.get_running_loop().run_in_executor(self._import_thread, self._import_on_thread,
+                                                                      request, organization_id)
+        finally:
+            self._imports_running -= 1
+        if answer.status == 201 and self.store.on_posts_changed is not None:
+            self.store.on_posts_changed()  # (this worker's scheduler, at once: the import's Store is another)
+        return answer
+
+    def _import_on_thread(self, request: Request, organization_id: str) -> Response:
+        """(On the import thread) import_now on the thread's own Store (Store.for_a_thread)."""
+        if self._import_files is None:
+            self._import_files = PostsFiles(SimpleNamespace(store=self.store.for_a_thread(), config=self.config))
+        return self._import_files.import_now(request, organization_id)
+
+    def import_now(self, request: Request, organization_id: str) -> Response:
+        """POST /posts/import's work, on the calling thread (see import_posts)."""
         dry_run, allow_duplicates = query_flag(request.query, "dryRun"), query_flag(request.query, "allowDuplicate")
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         rows = self.csv_rows(organization_id, request.body) if content_type in ("text/csv", "application/csv") \
@@ -156,7 +210,7 @@ class PostsFiles:
         except UnicodeDecodeError:
             raise bad_request("The CSV file is not UTF-8 text; save it as UTF-8") from None
         try:
-            lines = list(csv.reader(io.StringIO(text, newline="")))
+            lines = [[restored_cell(cell) for cell in line] for line in csv.reader(io.StringIO(text, newline=""))]
         except csv.Error as error:
             raise bad_request(f"The CSV file cannot be read: {error}") from None
         if not lines:
@@ -320,7 +374,7 @@ def csv_text(bodies: list) -> str:
     parts = [name for number in range(2, longest + 1) for name in (f"part{number}", f"part{number}Media")]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(list(CSV_COLUMNS[:-1]) + parts)
+    writer.writerow(list(CSV_COLUMNS[:-1]) + parts)  # (the header's names start with a letter)
     for body in bodies:
         post = body["posts"][0]
         values = post["value"]
@@ -329,5 +383,6 @@ def csv_text(bodies: list) -> str:
                  ",".join(tag["label"] for tag in body["tags"])]
         for value in values[1:]:
             cells += [value["content"], " ".join(image["path"] for image in value["image"])]
-        writer.writerow(cells + [""] * (len(CSV_COLUMNS) - 1 + len(parts) - len(cells)))
+        writer.writerow([neutralised_cell(cell) for cell in cells]
+                        + [""] * (len(CSV_COLUMNS) - 1 + len(parts) - len(cells)))
     return out.getvalue()

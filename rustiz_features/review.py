@@ -7,17 +7,22 @@ Rules:
   channel's next free posting slot (as GET /find-slot finds it); the post is checked as for scheduling first.
 - Rejecting keeps the draft, with the reviewer's reason for the agent to read (GET /posts/:id, MCP postGetTool).
 - Both need the scope "full" (a person: the organization's own key, a full key or a web session).
+- An approval can be bound to what the reviewer saw: the post group's `version` (GET /posts/:id, also its
+  ETag), sent as If-Match or {"version"}; when any part of the group changed since (content, media,
+  settings, date, a part added or removed) the approval is refused with 409 and nothing changes. The check
+  is made in the same transaction as the approval. Without a version, approve works as before (Postiz's).
 """
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
-from rustiz import App, Request, Response, bad_request, iso_ms, json_object, json_response, nest_error, not_found, \
-    parse_iso_instant, utc_now_iso
+from rustiz import ApiError, App, PostGroupChanged, Request, Response, bad_request, iso_ms, json_object, \
+    json_response, nest_error, not_found, parse_iso_instant, utc_now_iso
 from .api_posts import POST_NOT_FOUND, PostsApi
 
 MAX_REASON_CHARACTERS = 2000
+MAX_VERSION_CHARACTERS = 64
 
 
 class ReviewApi:
@@ -42,10 +47,19 @@ class ReviewApi:
         body = json_object(request) if request.body else {}
         thread = self._awaiting(organization_id, request.params["id"])
         root = thread[0]
+        seen = seen_version(request, body)
         date = self._approved_date(organization_id, root, body.get("date"))
         self.posts._revalidate(organization_id, thread, settings=json.loads(root["settings"] or "{}"),
                                request_type="update")  # drafts skip the media and length rules; queued posts not
-        if not self.store.decide_review(organization_id, root["group"], publish_date=date):
+        try:
+            decided = self.store.decide_review(organization_id, root["group"], publish_date=date, seen_version=seen)
+        except PostGroupChanged as changed:
+            raise ApiError(409, {"statusCode": 409, "error": "Conflict", "version": changed.version, "message": (
+                f"Post {root['id']} changed after you looked at it (you saw version {seen}, it is now version "
+                f"{changed.version}: its text, media, settings, date or thread parts were edited): nothing was "
+                f"approved. Look at it again (GET /public/v1/posts/{root['id']}), then approve what you see")},
+                [("ETag", f'"{changed.version}"')]) from None
+        if not decided:
             raise nest_error(409, f"Post {root['id']} changed while it was approved; look at it again")
         return json_response(self.posts.post_view(organization_id, root["id"]))
 
@@ -72,3 +86,23 @@ class ReviewApi:
         if not self.store.decide_review(organization_id, root["group"], reason=reason.strip()):
             raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
         return json_response(self.posts.post_view(organization_id, root["id"]))
+
+
+def seen_version(request: Request, body: dict) -> Optional[str]:
+    """The version the reviewer saw: If-Match (an ETag of GET /posts/:id) or the body's "version"; None when
+    neither is given ("*" in If-Match is any version). A 400 names a malformed one."""
+    version: Any = body.get("version")
+    if_match = request.headers.get("if-match", "").strip()
+    if if_match and if_match != "*":
+        tag = if_match.removeprefix("W/").strip()
+        if "," in tag or len(tag) < 2 or tag[0] != '"' or tag[-1] != '"':
+            raise bad_request('If-Match must be one ETag of GET /public/v1/posts/:id, as "<version>"')
+        if version is not None and version != tag[1:-1]:
+            raise bad_request("If-Match and version name different versions: send one of them")
+        version = tag[1:-1]
+    if version is None:
+        return None
+    if not isinstance(version, str) or not version or len(version) > MAX_VERSION_CHARACTERS:
+        raise bad_request([f"version must be the post's version as GET /public/v1/posts/:id answers it (a string "
+                           f"of at most {MAX_VERSION_CHARACTERS} characters)"])
+    return version

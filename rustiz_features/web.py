@@ -177,6 +177,7 @@ class WebApp:
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
     def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
+        self._refuse_cross_site_sign_in(request)
         body = json_object(request)
         if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
             key = body["apiKey"].strip()
@@ -196,6 +197,28 @@ class WebApp:
                             "from your address")
         self._count_sign_in("email:" + email, SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
         return self._password_sign_in(request, email, password)
+
+    def _refuse_cross_site_sign_in(self, request: Request) -> None:
+        """Login CSRF: a page of another site must not sign this browser in to an organization of its
+        choosing. A cross-site HTML form can send only text/plain, form or multipart bodies (JSON needs
+        fetch, which CORS stops), and a browser names the page's site in Origin and Sec-Fetch-Site."""
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise ApiError(415, {"statusCode": 415, "error": "Unsupported Media Type", "message": (
+                f"Sign in with a JSON body (Content-Type: application/json), not {content_type or 'no Content-Type'}")})
+        origin = request.headers.get("origin", "").strip()
+        if request.headers.get("sec-fetch-site", "").strip().lower() == "cross-site" or (
+                origin and origin.lower().partition("://")[2] not in self._own_hosts(request)):
+            raise ApiError(403, {"statusCode": 403, "error": "Forbidden", "message": (
+                f"A sign-in from another site ({origin or 'cross-site'}) is refused: open rustiz's own page to "
+                "sign in")})
+
+    def _own_hosts(self, request: Request) -> set:
+        """host[:port] of this server's own pages: the Host the browser asked for, and FRONTEND_URL's (a
+        proxy may pass on another Host). The scheme is not compared: a TLS proxy may not say it is one."""
+        hosts = {request.headers.get("host", "").strip().lower(), self.config.frontend_url.lower().partition(
+            "://")[2].partition("/")[0]}
+        return hosts - {""}
 
     def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
         """One password sign-in counted against `limit` per window (in the database, shared by every worker)."""

@@ -382,11 +382,22 @@ def trigger(server: RustizServer, channel_id: str, method_name: str, data: dict 
 
 # --- connecting through OAuth, as a browser does ----------------------------------------------------------
 
-def visit(server: RustizServer, path: str) -> tuple:
-    """(status, headers) of a GET as a browser's first hop: a redirect is not followed."""
+def browser_session(server: RustizServer, key: str | None = None) -> str:
+    """The Cookie header of a browser signed in to the web app with `key` (the server's own by default)."""
+    request = urllib.request.Request(server.url + "/auth/login", json.dumps({"apiKey": key or server.key}).encode(),
+                                     {"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.headers["Set-Cookie"].partition(";")[0]
+
+
+def visit(server: RustizServer, path: str, cookie: str | None = None, *, signed_in: bool = True) -> tuple:
+    """(status, headers) of a GET as a browser's first hop: a redirect is not followed. The browser is signed
+    in to the web app (`cookie`, or a new session of the server's key) unless signed_in is False."""
+    if signed_in and cookie is None:
+        cookie = browser_session(server)
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
-        connection.request("GET", path)
+        connection.request("GET", path, headers={"Cookie": cookie} if signed_in else {})
         response = connection.getresponse()
         response.read()
         return response.status, {name.lower(): value for name, value in response.getheaders()}

@@ -154,3 +154,17 @@ def test_only_full_keys_sign_in_to_the_web_app(shared):
     status, _, body = shared.request("POST", "/auth/login", {"Content-Type": "application/json"},
                                      json.dumps({"apiKey": key}).encode())
     assert status == 403 and "signs in with a full key or a password" in json.loads(body)["message"]
+
+
+def test_a_narrow_key_sees_outgoing_webhook_urls_masked_and_a_full_key_sees_them_whole(shared):
+    url = "https://user:pw@hooks.example.com/services/T000/B000/secretToken1234?sig=abcd9876"
+    status, made = api(shared, "POST", "/public/v1/webhooks", {"url": url, "name": "Masked"})
+    assert status == 201, made
+    for scope in ("read", "drafts"):
+        status, hooks = api(shared, "GET", "/public/v1/webhooks", key=new_key(shared, f"hooks-{scope}", scope))
+        hook = next(item for item in hooks if item["id"] == made["id"])
+        assert status == 200 and hook["url"] == "https://hooks.example.com/…9876" and hook["urlMasked"] is True
+        assert "secretToken" not in json.dumps(hooks) and "pw@" not in json.dumps(hooks)
+    status, hooks = api(shared, "GET", "/public/v1/webhooks")
+    hook = next(item for item in hooks if item["id"] == made["id"])
+    assert hook["url"] == url and "urlMasked" not in hook

@@ -106,3 +106,21 @@ def test_rotating_the_key_through_the_api_answers_it_once_and_the_old_one_stops_
     assert api(server, "GET", "/public/v1/is-connected", key=old_key) == (401, {"msg": "Invalid API key"})
     assert api(server, "GET", "/public/v1/is-connected", key=new_key) == (200, {"connected": True})
     assert server.key == new_key  # the config file held the old key, so it now holds the new one
+
+
+def test_organization_and_group_names_over_100_characters_are_400s_naming_the_field(server):
+    status, answer = api(server, "PUT", "/public/v1/organization", {"name": "N" * 101})
+    assert status == 400 and answer["message"] == ["name must be shorter than or equal to 100 characters"]
+    assert api(server, "GET", "/public/v1/organization")[1]["name"] != "N" * 101
+    status, answer = api(server, "PUT", "/public/v1/organization", {"name": "N" * 100})
+    assert status == 200 and answer["name"] == "N" * 100
+    channel = Database(server).channel("Grouped", "bluesky")
+    status, answer = api(server, "PUT", f"/public/v1/integrations/{channel}", {"customer": "G" * 101})
+    assert status == 400 and answer["message"] == [
+        "customer (the group's name) must be shorter than or equal to 100 characters"]
+    status, answer = api(server, "POST", "/public/v1/integrations", {
+        "provider": "webhook", "credentials": {"url": "https://hooks.example.com/x"}, "customer": "G" * 101})
+    assert status == 400 and "customer must be shorter than or equal to 100 characters" in answer["message"]
+    assert [group["name"] for group in api(server, "GET", "/public/v1/groups")[1]] == []
+    status, answer = api(server, "PUT", f"/public/v1/integrations/{channel}", {"customer": "G" * 100})
+    assert status == 200, answer

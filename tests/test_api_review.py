@@ -4,6 +4,7 @@ scheduler never publishes a post awaiting review; the review survives a restart.
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
@@ -166,3 +167,80 @@ def test_the_review_survives_a_restart(shared, channel, agent):
     shared.start()
     assert view(shared, waiting)["review"] == "review"
     assert (view(shared, rejected)["review"], view(shared, rejected)["reviewReason"]) == ("rejected", "no")
+
+
+# --- approval bound to what the reviewer saw (If-Match / version) ----------------------------------------
+
+def seen(server, post_id: str) -> str:
+    """The post's ETag, as the reviewer's GET /posts/:id gave it (and its version in the body)."""
+    status, headers, raw = server.request("GET", f"{API}/posts/{post_id}", {"Authorization": server.key})
+    assert status == 200
+    assert headers["etag"] == f'"{json.loads(raw)["version"]}"'
+    return headers["etag"]
+
+
+def approve(server, post_id: str, etag: str | None = None, body: dict | None = None) -> tuple:
+    return api(server, "POST", f"{API}/posts/{post_id}/approve", body or {},
+               headers={"If-Match": etag} if etag else None)
+
+
+def test_approving_the_version_the_reviewer_saw_queues_it(shared, channel, agent):
+    post_id = draft(shared, channel, agent)
+    etag = seen(shared, post_id)
+    assert seen(shared, post_id) == etag  # reading changes nothing
+    status, post = approve(shared, post_id, etag)
+    assert (status, post["state"], post["review"]) == (200, "QUEUE", None), post
+    other = draft(shared, channel, agent)
+    status, post = approve(shared, other, body={"version": view(shared, other)["version"]})
+    assert (status, post["state"]) == (200, "QUEUE"), post
+
+
+def test_an_edit_after_the_reviewer_looked_is_not_approved_and_the_409_says_so(shared, channel, agent):
+    edits = [{"content": "<p>An edit the reviewer never saw</p>"}, {"date": iso(5 * 86400)},
+             {"settings": {"title": "changed"}}]
+    for edit in edits:
+        post_id = draft(shared, channel, agent)
+        etag = seen(shared, post_id)
+        status, answer = api(shared, "PUT", f"{API}/posts/{post_id}", edit, key=agent)
+        assert status == 200, answer
+        for attempt in ({"etag": etag}, {"body": {"version": etag.strip('"')}}):
+            status, answer = approve(shared, post_id, **attempt)
+            assert status == 409, (edit, answer)
+            assert "changed after you looked at it" in answer["message"] and "nothing was approved" in answer["message"]
+            assert answer["version"] != etag.strip('"')
+        post = view(shared, post_id)
+        assert (post["state"], post["review"]) == ("DRAFT", "review")
+        status, post = approve(shared, post_id, seen(shared, post_id))
+        assert (status, post["state"]) == (200, "QUEUE"), post
+
+
+def test_a_reply_added_or_removed_after_the_reviewer_looked_is_not_approved(shared, channel, agent):
+    post_id = draft(shared, channel, agent)
+    etag = seen(shared, post_id)
+    entry = channel_post(channel, "<p>The post the reviewer saw, again</p>", "<p>A reply nobody saw</p>")
+    entry["value"][0]["id"] = post_id
+    status, answer = api(shared, "POST", f"{API}/posts", post_body(entry, type="draft", date=iso(86400)), key=agent)
+    assert status == 201, answer
+    status, answer = approve(shared, post_id, etag)
+    assert status == 409 and "changed after you looked at it" in answer["message"], answer
+    assert [part["content"] for part in view(shared, post_id)["thread"]] == ["<p>A reply nobody saw</p>"]
+    etag = seen(shared, post_id)
+    entry = channel_post(channel, "<p>The post the reviewer saw, again</p>")
+    entry["value"][0]["id"] = post_id
+    assert api(shared, "POST", f"{API}/posts", post_body(entry, type="draft", date=iso(86400)), key=agent)[0] == 201
+    assert approve(shared, post_id, etag)[0] == 409
+    assert view(shared, post_id)["state"] == "DRAFT"
+
+
+def test_without_a_version_approve_works_as_postiz_s_and_a_malformed_one_is_a_400(shared, channel, agent):
+    post_id = draft(shared, channel, agent)
+    for etag, field in (("abc", "If-Match"), ('"a", "b"', "If-Match")):
+        status, answer = approve(shared, post_id, etag)
+        assert status == 400 and field in str(answer["message"]), answer
+    for version in (7, "", "x" * 65):
+        status, answer = approve(shared, post_id, body={"version": version})
+        assert status == 400 and "version must be" in str(answer["message"]), answer
+    status, answer = approve(shared, post_id, '"one"', {"version": "two"})
+    assert status == 400 and "different versions" in answer["message"]
+    status, post = approve(shared, post_id, "*")
+    assert (status, post["state"]) == (200, "QUEUE")

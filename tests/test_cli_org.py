@@ -81,3 +81,11 @@ def test_org_without_an_action_explains_itself(server):
     result = org(server)
     assert result.returncode == 2
     assert "add" in result.stderr and "list" in result.stderr
+
+
+def test_org_add_refuses_a_name_over_100_characters(server):
+    result = org(server, "add", "A" * 101)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "rustiz: the organization's name has 101 characters; give one of at most 100"
+    assert org(server, "add", "B" * 100).returncode == 0
+    assert [name for _, name, _ in listed(server)] == ["My organization", "B" * 100]

@@ -10,7 +10,8 @@ import pytest
 
 from fake_mastodon import FakeMastodon
 from support import (
-    API, api, consent_link, notifications, redirect_query, refresh_needed, scheduled, settled, visit, wait_for,
+    API, Database, api, browser_session, consent_link, notifications, redirect_query, refresh_needed, scheduled,
+    settled, visit, wait_for,
 )
 
 
@@ -27,8 +28,12 @@ def server(start_server_with_fakes):
 
 
 def start(server, identifier: str, **query) -> tuple:
+    return start_as(server, None, identifier, **query)
+
+
+def start_as(server, key: str | None, identifier: str, **query) -> tuple:
     suffix = "&".join(f"{name}={value}" for name, value in query.items())
-    return api(server, "GET", f"{API}/social/{identifier}" + (f"?{suffix}" if suffix else ""))
+    return api(server, "GET", f"{API}/social/{identifier}" + (f"?{suffix}" if suffix else ""), key=key)
 
 
 def consent(server, url: str, choice: str = "allow") -> str:
@@ -86,6 +91,46 @@ def test_an_unknown_state_and_a_denied_consent_say_what_happened_and_connect_not
     status, body = start(server, "mastodon", instance=mastodon.url)
     assert redirect_query(consent(server, body["url"], "deny")) == {"problem": "denied", "provider": "mastodon"}
     assert api(server, "GET", f"{API}/integrations")[1] == []
+
+
+def channels_of(server, key: str | None = None) -> list:
+    return api(server, "GET", f"{API}/integrations", key=key)[1]
+
+
+def test_a_link_started_by_another_organization_connects_nothing_in_a_browser_signed_in_elsewhere(server, mastodon):
+    # The attack: org B starts a flow and sends its consent link to a person of org A, who consents.
+    _, other_key = Database(server).organization()
+    status, body = start_as(server, other_key, "mastodon", instance=mastodon.url)
+    assert status == 200, body
+    link = urlsplit(consent_link(body["url"]))
+    status, headers = visit(server, link.path + "?" + link.query, browser_session(server))  # signed in to A
+    assert status == 303 and redirect_query(headers["location"]) == {"problem": "other-organization",
+                                                                      "provider": "mastodon"}
+    assert channels_of(server) == [] and channels_of(server, other_key) == []
+    status, headers = visit(server, link.path + "?" + link.query, browser_session(server, other_key))
+    assert redirect_query(headers["location"])["problem"] == "expired"  # the flow ended
+    assert channels_of(server, other_key) == []
+
+
+def test_a_signed_out_browser_is_sent_to_sign_in_and_finishes_once_signed_in(server, mastodon):
+    # As postiz-agent does: an API client asks for the URL; its person consents in a browser not signed in.
+    status, body = start(server, "mastodon", instance=mastodon.url)
+    link = urlsplit(consent_link(body["url"]))
+    callback = link.path + "?" + link.query
+    status, headers = visit(server, callback, signed_in=False)
+    assert status == 303 and headers["location"].startswith(f"{server.url}/#/connect?resume=")
+    assert parse_qs(headers["location"].split("?", 1)[1])["resume"] == [callback]
+    assert channels_of(server) == []
+    status, headers = visit(server, callback, "rustiz_session=" + "0" * 64)  # a session that has ended
+    assert status == 303 and "/#/connect?resume=" in headers["location"]
+    status, headers = visit(server, callback, browser_session(server))
+    assert redirect_query(headers["location"])["notice"] == "connected"
+    assert [channel["name"] for channel in channels_of(server)] == ["Ada Lovelace"]
+
+
+def test_a_forged_or_expired_state_is_refused_before_any_sign_in_is_asked_for(server, mastodon):
+    status, headers = visit(server, "/integrations/social/mastodon?code=abc&state=forged", signed_in=False)
+    assert status == 303 and redirect_query(headers["location"])["problem"] == "expired"
 
 
 def test_a_start_names_what_is_wrong_with_its_request(server, mastodon):

@@ -655,6 +655,26 @@ def test_connect_mastodon_through_its_sign_in_and_land_back_with_the_channel_lis
         mastodon.close()
 
 
+def test_a_connection_an_api_client_started_finishes_after_its_person_signs_in(start_server_with_fakes, open_page):
+    # As postiz-agent does: the client asks for the consent URL; its person opens it in a signed-out browser.
+    from fake_mastodon import FakeMastodon
+    server = start_server_with_fakes()
+    mastodon = FakeMastodon()
+    try:
+        status, body = api(server, "GET", f"/public/v1/social/mastodon?instance={mastodon.url}")
+        assert status == 200, body
+        page = open_page(server)
+        page.goto(body["url"])
+        page.get_by_role("link", name="Authorize").click()
+        expect(page.locator("p.notice")).to_have_text("Sign in to finish connecting your channel.")
+        page.get_by_label("API key").fill(server.key)
+        page.get_by_role("button", name="Sign in", exact=True).click()
+        expect(page.get_by_role("status")).to_have_text("Mastodon connected")
+        expect(page.locator("li.channel strong")).to_have_text(["Ada Lovelace"])
+    finally:
+        mastodon.close()
+
+
 def test_an_oauth_platform_without_the_operator_s_app_shows_what_to_register(start_server_with_fakes, open_page):
     server = start_server_with_fakes()
     page = open_page(server)

@@ -15,7 +15,7 @@ if sync_playwright is None or not os.path.exists(CHROMIUM):
     pytest.skip(f"browser tests need Playwright for Python and Chromium at {CHROMIUM}", allow_module_level=True)
 
 from fake_webhook import FakeWebhookReceiver  # noqa: E402
-from support import API, api, channel_post, iso, post_body, webhook_channel  # noqa: E402
+from support import API, api, channel_post, iso, png_file, post_body, uploaded, webhook_channel  # noqa: E402
 
 
 @pytest.fixture
@@ -79,5 +79,42 @@ def test_to_review_approves_one_agent_draft_and_rejects_another_with_a_reason(pa
         rejected = api(server, "GET", f"{API}/posts/{ids[1]}", key=agent)[1]
         assert (approved["state"], approved["review"]) == ("QUEUE", None)
         assert (rejected["review"], rejected["reviewReason"]) == ("rejected", "Needs a source")
+    finally:
+        receiver.close()
+
+
+def test_to_review_shows_the_whole_post_and_does_not_approve_an_edit_made_after_it_loaded(page):
+    tab, server = page
+    receiver = FakeWebhookReceiver()
+    try:
+        channel = webhook_channel(server, receiver, "Hook")
+        agent = api(server, "POST", f"{API}/api-keys", {"name": "agent", "scope": "drafts"})[1]["apiKey"]
+        image = uploaded(server, png_file(4, 4))
+        body = post_body(channel_post(channel, ("<p>The post</p>", [{"id": image["id"], "path": image["path"]}]),
+                                      "<p>Its reply</p>", settings={"link_title": "Read more"}),
+                         type="draft", date=iso(86400))
+        post_id = api(server, "POST", f"{API}/posts", body, key=agent)[1][0]["postId"]
+        tab.get_by_role("link", name="To review").click()
+        item = tab.locator(f"li.review-item[data-id='{post_id}']")
+        expect(item.locator("li.review-part p.content")).to_have_text(["The post", "Its reply"])
+        expect(item.locator("ul.media img")).to_have_count(1)
+        expect(item.locator("dl.review-settings")).to_contain_text("Link title")
+        expect(item.locator("dl.review-settings")).to_contain_text("Read more")
+        if os.environ.get("RUSTIZ_SCREENSHOTS"):
+            for width in (1280, 390):
+                tab.set_viewport_size({"width": width, "height": 860})
+                tab.screenshot(path=f"/tmp/review-{width}.png", full_page=True)
+        status, answer = api(server, "PUT", f"{API}/posts/{post_id}", {"content": "<p>Swapped after you looked</p>"},
+                             key=agent)
+        assert status == 200, answer
+        item.get_by_role("button", name="Approve").click()
+        expect(item.get_by_role("alert")).to_contain_text("changed after you looked at it")
+        assert api(server, "GET", f"{API}/posts/{post_id}")[1]["state"] == "DRAFT"
+        item.get_by_role("button", name="Show the post as it is now").click()
+        item = tab.locator(f"li.review-item[data-id='{post_id}']")
+        expect(item.locator("li.review-part p.content").first).to_have_text("Swapped after you looked")
+        item.get_by_role("button", name="Approve").click()
+        expect(tab.get_by_text("Nothing to review.")).to_be_visible()
+        assert api(server, "GET", f"{API}/posts/{post_id}")[1]["state"] == "QUEUE"
     finally:
         receiver.close()

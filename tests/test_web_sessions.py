@@ -49,6 +49,37 @@ def test_a_wrong_key_or_an_empty_body_is_refused(server):
     assert status == 400 and json.loads(answer)["message"] == 'Sign in with {"apiKey"} or with {"email", "password"}'
 
 
+def test_a_sign_in_body_that_is_not_json_is_refused_so_a_cross_site_form_cannot_sign_in(server):
+    # An HTML form of another site can send text/plain, form and multipart bodies, never application/json.
+    key = server.key
+    forms = [("text/plain", json.dumps({"apiKey": key}).encode()),
+             ("application/x-www-form-urlencoded", f"apiKey={key}".encode()),
+             ("multipart/form-data; boundary=x",
+              f'--x\r\nContent-Disposition: form-data; name="apiKey"\r\n\r\n{key}\r\n--x--\r\n'.encode()),
+             (None, json.dumps({"apiKey": key}).encode())]
+    for content_type, body in forms:
+        headers = {"Content-Type": content_type} if content_type else {}
+        status, answer_headers, answer = server.request("POST", "/auth/login", headers, body)
+        assert status == 415, (content_type, answer)
+        assert "Content-Type: application/json" in json.loads(answer)["message"]
+        assert "set-cookie" not in answer_headers
+
+
+def test_a_sign_in_from_another_site_is_refused_and_one_from_rustiz_s_own_page_works(server):
+    body = {"apiKey": server.key}
+    for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"},
+                    {"Origin": f"http://127.0.0.1:{server.port}.evil.example"},
+                    {"Sec-Fetch-Site": "cross-site"},
+                    {"Origin": f"http://127.0.0.1:{server.port}", "Sec-Fetch-Site": "cross-site"}):
+        status, answer_headers, answer = post(server, "/auth/login", body, headers)
+        assert status == 403 and "another site" in json.loads(answer)["message"], headers
+        assert "set-cookie" not in answer_headers
+    for headers in ({"Origin": f"http://127.0.0.1:{server.port}", "Sec-Fetch-Site": "same-origin"},
+                    {"Sec-Fetch-Site": "none"}, {}):  # (typed address; a script without a browser)
+        status, _, answer = post(server, "/auth/login", body, headers)
+        assert status == 200, (headers, answer)
+
+
 def test_the_cookie_stands_for_the_key_and_changes_need_the_csrf_token(server):
     cookie, csrf = sign_in(server)
     status, _, answer = server.request("GET", "/public/v1/integrations", {"Cookie": cookie})

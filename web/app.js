@@ -19,6 +19,21 @@ function signIn(result) {
   session.csrfToken = result.csrfToken;
 }
 
+// rustiz's OAuth callback sends a browser here (#/connect?resume=<the callback>) when it came back from the
+// platform without its session cookie: signed out, or through a cross-site redirect, which never carries a
+// SameSite=Strict cookie. Once signed in, the browser opens the callback again, now with the cookie.
+function connectionToResume() {
+  const [name, search] = location.hash.replace(/^#\/?/, '').split('?');
+  const resume = name === 'connect' ? new URLSearchParams(search || '').get('resume') : null;
+  return resume && /^\/integrations\/social\/[A-Za-z0-9_-]+\?[^#]*$/.test(resume) ? resume : null;
+}
+
+function resumeConnection() {
+  const resume = connectionToResume();
+  if (resume) location.replace(resume);
+  return resume !== null;
+}
+
 function loginPage(message) {
   document.title = 'Sign in · rustiz';
   const errors = errorBox();
@@ -43,6 +58,7 @@ function loginPage(message) {
     try {
       const body = withKey ? { apiKey: key.value.trim() } : { email: email.value.trim(), password: password.value };
       signIn(await api('POST', '/auth/login', body));
+      if (resumeConnection()) return;
       if (!location.hash || location.hash === '#/login') location.hash = '#/calendar';
       shell();
     } catch (error) {
@@ -119,9 +135,9 @@ window.addEventListener('rustiz:signed-out', () => {
 (async () => {
   try {
     const current = await api('GET', '/auth/session');  // {signedIn: false} when this browser has no session
-    if (!current.signedIn) { loginPage(); return; }
+    if (!current.signedIn) { loginPage(connectionToResume() ? 'Sign in to finish connecting your channel.' : undefined); return; }
     signIn(current);
-    shell();
+    if (!resumeConnection()) shell();
   } catch {
     loginPage();
   }

@@ -134,7 +134,7 @@ export async function channelsPage(main, { query } = {}) {
   const provider = h('select', { name: 'provider', onchange: () => drawFields() }, connectable.map((p) => h('option', { value: p.identifier }, p.name)));
   const fieldsBox = h('div');
   const name = h('input', { type: 'text', name: 'name' });
-  const group = h('input', { type: 'text', name: 'customer', list: 'group-names' });
+  const group = h('input', { type: 'text', name: 'customer', list: 'group-names', maxlength: 100 });
   const formErrors = errorBox();
   let inputs = [];
   function drawFields() {
@@ -195,6 +195,7 @@ const CONNECT_PROBLEMS = {
   refused: (p) => `${p} refused the connection: nothing was connected. What it said is in Notifications. Connect again; if it keeps failing, the operator checks the app's settings (callback URL, permissions).`,
   'no-app': (p) => `${p}'s app is no longer set up on this server: nothing was connected. Ask the operator (details in Notifications).`,
   'channel-gone': () => 'The channel to reconnect was deleted meanwhile: nothing was changed. Connect it as a new channel.',
+  'other-organization': (p) => `This ${p} connection was started in another organization than the one you are signed in to, so nothing was connected and the link no longer works. If someone sent you this link, your ${p} account stays yours; to connect it here, use Connect on this page.`,
   'other-account': (p) => `You signed in to ${p} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.`,
 };
 const UNKNOWN_PROBLEM = 'The connection did not complete: nothing was connected. Connect again.';
@@ -358,7 +359,7 @@ export async function settingsPage(main) {
 
   // organization name and API key
   const orgErrors = errorBox();
-  const orgName = h('input', { type: 'text', value: org.name, required: true });
+  const orgName = h('input', { type: 'text', value: org.name, required: true, maxlength: 100 });
   const newKey = h('div', { role: 'status' });
   main.append(h('section.card', h('h2', 'Organization and API key'),
     h('form', { onsubmit: async (event) => {
@@ -430,29 +431,47 @@ function keysCard(copy) {
 
 export async function reviewPage(main) {
   const [waiting, rejected] = await Promise.all([api('GET', '/posts?state=review'), api('GET', '/posts?state=rejected')]);
+  // Each post whole (every part of its thread, media, settings), with the version the decision is bound to:
+  // a change made after this page loaded is not approved unseen.
+  const full = (posts) => Promise.all(posts.map((p) => api('GET', `/posts/${p.id}`).then((post) => ({ ...post, reviewReason: p.reviewReason }))));
+  const [waitingPosts, rejectedPosts] = await Promise.all([full(waiting.posts), full(rejected.posts)]);
   main.append(h('h1', 'To review'),
-    h('p.hint', 'Drafts made with a drafts API key (an agent). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which the agent can read.'));
-  const item = (p, withActions) => {
-    const errors = errorBox();
-    const reason = h('input', { type: 'text', required: true, maxlength: 2000, 'aria-label': 'Reason for rejecting' });
-    return h('li.review-item', { dataset: { id: p.id } },
-      h('div', h('strong', p.integration?.name || ''), ' · ', h('time', { datetime: p.publishDate }, fmtDateTime(Date.parse(p.publishDate))), ` (${zone()}) `,
-        h('a', { href: `#/post/${p.id}` }, 'open')),
-      h('p.content', htmlToText(p.content)),
-      p.reviewReason ? h('p.review-reason', 'Rejected: ', p.reviewReason) : null,
-      withActions ? h('form.inline', { onsubmit: async (event) => {
-        event.preventDefault();
-        errors.show(null);
-        try { await api('POST', `/posts/${p.id}/reject`, { reason: reason.value.trim() }); go('#/review'); } catch (error) { errors.show(error); }
-      } }, h('button.primary', { type: 'button', onclick: async () => {
-        errors.show(null);
-        try { await api('POST', `/posts/${p.id}/approve`, {}); go('#/review'); } catch (error) { errors.show(error); }
-      } }, 'Approve'), ' ', field('Reason', reason), h('button.danger', { type: 'submit' }, 'Reject')) : null,
-      errors);
+    h('p.hint', 'Drafts made with a drafts API key (an agent). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which the agent can read. Approve schedules exactly what is shown here: if the agent changes the post meanwhile, you are asked to look again.'));
+  main.append(h('section.card', h('h2', `Waiting (${waitingPosts.length})`),
+    waitingPosts.length ? h('ul.review-list', waitingPosts.map(reviewItem)) : h('p.muted', 'Nothing to review.')));
+  if (rejectedPosts.length) main.append(h('section.card', h('h2', `Rejected (${rejectedPosts.length})`), h('ul.rejected-list', rejectedPosts.map(reviewItem))));
+}
+
+const settingLabel = (name) => name.replace(/[_-]+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
+const settingValue = (value) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+function reviewItem(p) {
+  const errors = errorBox();
+  const reason = h('input', { type: 'text', required: true, maxlength: 2000, 'aria-label': 'Reason for rejecting' });
+  const parts = [p, ...(p.thread || [])];
+  const settings = Object.entries(p.settings && typeof p.settings === 'object' ? p.settings : {}).filter(([name]) => name !== '__type');
+  const decided = (error) => {
+    errors.show(error);
+    if (error.status === 409) errors.append(h('button', { type: 'button', onclick: () => go('#/review') }, 'Show the post as it is now'));
   };
-  main.append(h('section.card', h('h2', `Waiting (${waiting.posts.length})`),
-    waiting.posts.length ? h('ul.review-list', waiting.posts.map((p) => item(p, true))) : h('p.muted', 'Nothing to review.')));
-  if (rejected.posts.length) main.append(h('section.card', h('h2', `Rejected (${rejected.posts.length})`), h('ul.rejected-list', rejected.posts.map((p) => item(p, true)))));
+  return h('li.review-item', { dataset: { id: p.id } },
+    h('div', h('strong', p.integration?.name || ''), ' · ', h('time', { datetime: p.publishDate }, fmtDateTime(Date.parse(p.publishDate))), ` (${zone()}) `,
+      h('a', { href: `#/post/${p.id}` }, 'open')),
+    h('ol.review-parts', parts.map((part, i) => h('li.review-part',
+      parts.length > 1 ? h('small.muted', i === 0 ? 'Post' : `Thread part ${i + 1}`) : null,
+      h('p.content', htmlToText(part.content)),
+      (part.image || []).length ? h('ul.media', part.image.map((m) => h('li', /\.(mp4|mov|webm)$/i.test(m.path) ? h('video', { src: m.path, controls: true }) : h('img', { src: m.path, alt: m.alt || '' }), m.alt ? h('small', `Alt: ${m.alt}`) : null))) : null))),
+    settings.length ? h('dl.review-settings', { 'aria-label': 'Settings' }, settings.map(([name, value]) => [h('dt', settingLabel(name)), h('dd', settingValue(value))])) : null,
+    p.reviewReason ? h('p.review-reason', 'Rejected: ', p.reviewReason) : null,
+    h('form.inline', { onsubmit: async (event) => {
+      event.preventDefault();
+      errors.show(null);
+      try { await api('POST', `/posts/${p.id}/reject`, { reason: reason.value.trim() }); go('#/review'); } catch (error) { decided(error); }
+    } }, h('button.primary', { type: 'button', onclick: async () => {
+      errors.show(null);
+      try { await api('POST', `/posts/${p.id}/approve`, { version: p.version }); go('#/review'); } catch (error) { decided(error); }
+    } }, 'Approve'), ' ', field('Reason', reason), h('button.danger', { type: 'submit' }, 'Reject')),
+    errors);
 }
 
 // --- notifications --------------------------------------------------------------------------------
