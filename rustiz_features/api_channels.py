@@ -176,11 +176,12 @@ async def reconnect_channel(store: Store, organization_id: str, channel_id: str,
     descriptor = DESCRIPTORS.get(provider)
     if descriptor is None or descriptor.credentials is None:
         label = descriptor.label if descriptor else provider
-        how = (f"reconnect it with its sign-in instead: GET /public/v1/social/{provider}?refresh={channel_id} "
-               "(the Reconnect button on the web app's Channels page)" if descriptor and descriptor.oauth else
-               "rustiz cannot connect it with credentials")
+        if descriptor is None or not descriptor.oauth:
+            raise bad_request(f"credentials: rustiz cannot connect a {label} channel with credentials")
         raise bad_request(f"credentials: a {label} channel connects through {label}'s own sign-in, so no "
-                          f"credentials can be pasted into it; {how}")
+                          f"credentials can be pasted into it; reconnect it with its sign-in instead: GET "
+                          f"/public/v1/social/{provider}?refresh={channel_id} (the Reconnect button on the web "
+                          "app's Channels page)")
     unverified = validate_new_channel({"provider": provider, "credentials": body["credentials"]})
     probe_name = changes.get("name") or current["name"]  # (a platform that reports no name keeps the channel's)
     unverified = unverified._replace(account=unverified.account._replace(name=probe_name))

@@ -111,7 +111,8 @@ export async function channelsPage(main, { query } = {}) {
         rows[index].refreshNeeded && known[c.identifier]?.oauth && !known[c.identifier]?.connectable
           ? h('button', { type: 'button', 'aria-label': `Reconnect ${c.name}`, onclick: () => startOAuth(c.identifier, { refresh: c.id }, errors) }, 'Reconnect')
           : null,
-        known[c.identifier]?.connectable ? credentialsButton(c, known[c.identifier], rows[index].refreshNeeded, query?.get('channel') === c.id) : null),
+        known[c.identifier]?.connectable ? credentialsButton(c, known[c.identifier], rows[index].refreshNeeded,
+          rows[index].refreshNeeded && query?.get('channel') === c.id) : null),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
         rename, h('button', { type: 'submit', 'aria-label': `Rename ${c.name}` }, 'Rename')),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { postingTimes: parseTimes(slots.value) }); } },
@@ -173,7 +174,7 @@ export async function channelsPage(main, { query } = {}) {
 }
 
 /** "Update credentials" (or "Reconnect" when the channel needs it) of a channel connected with pasted
- * credentials: opens its form below the channel; `open`: at once (a notification's link to the channel). */
+ * credentials: opens its form below the channel; `open`: at once (a flagged channel's notification link). */
 function credentialsButton(c, provider, needsReconnect, open) {
   const labelled = (label) => { button.textContent = label; button.setAttribute('aria-label', `${label} ${c.name}`); };
   const button = h('button', { type: 'button', onclick: () => {
