@@ -888,7 +888,8 @@ class PostBeingPublished(Exception):
 
 
 class ChannelAlreadyAdded(Exception):
-    """The organization already has a live channel for that account; nothing was written."""
+    """The organization already has a live channel for that account (new credentials for another channel
+    named it); nothing was written."""
 
     def __init__(self, channel_id: str, name: str):
         super().__init__(channel_id)
@@ -1309,30 +1310,79 @@ class Store:
             channel["customer"] = {"id": row[6], "name": row[7]}
         return channel
 
-    def add_channel(self, organization_id: str, channel: "NewChannel") -> dict:
-        """Store a connected channel, its credentials as the token; returns it as GET /integrations lists it.
+    def add_channel(self, organization_id: str, channel: "NewChannel", rename: bool = True) -> tuple:
+        """Store a connected channel, its credentials as the token: (it as GET /integrations lists it, whether
+        it was there already).
 
-        Raises ChannelAlreadyAdded when the organization has a live channel for the same account.
+        The organization's live channel of the same account is reconnected (see _reconnect_channel) instead
+        of added twice; `rename`: whether it takes `channel`'s name too (given, or reported by the platform).
         `channel.customer` names a group by id or by name; an unknown name makes a new group."""
         account = channel.account
         now = utc_now_iso()
-        channel_id = new_cuid()
         with self._writing() as db:
-            existing = db.execute("SELECT id, name FROM integration WHERE organization_id = ? AND provider_identifier = ? "
+            existing = db.execute("SELECT id FROM integration WHERE organization_id = ? AND provider_identifier = ? "
                                   "AND internal_id = ? AND deleted_at IS NULL",
                                   (organization_id, channel.provider, account.internal_id)).fetchone()
-            if existing is not None:
-                raise ChannelAlreadyAdded(existing[0], existing[1])
             customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
-            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
-                       "token, profile, customer_id, created_at, updated_at, session, limits) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (channel_id, account.internal_id, organization_id, account.name, account.picture,
-                        channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now,
-                        None if channel.session is None else json.dumps(channel.session),
-                        None if channel.limits is None else json.dumps(channel.limits)))
+            if existing is not None:
+                channel_id = existing[0]
+                self._reconnect_channel(db, channel_id, channel, rename, now)
+                if customer_id is not None:
+                    db.execute("UPDATE integration SET customer_id = ? WHERE id = ?", (customer_id, channel_id))
+            else:
+                channel_id = new_cuid()
+                db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
+                           "token, profile, customer_id, created_at, updated_at, session, limits) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (channel_id, account.internal_id, organization_id, account.name, account.picture,
+                            channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now,
+                            None if channel.session is None else json.dumps(channel.session),
+                            None if channel.limits is None else json.dumps(channel.limits)))
             row = db.execute(self._INTEGRATIONS_SQL + " AND i.id = ?", (organization_id, channel_id)).fetchone()
-        return self._integration_item(row)
+        return self._integration_item(row), existing is not None
+
+    def update_channel_credentials(self, organization_id: str, channel_id: str, channel: "NewChannel", rename: bool,
+                                   another_account_allowed: bool, changes: dict) -> Optional[dict]:
+        """New credentials (checked with the platform) for a live channel of the organization, and the
+        `changes` of update_channel with them, in one write: the row, None when there is no such channel.
+
+        Raises ValueError (holding the channel's account) when the credentials are another account's, unless
+        `another_account_allowed` (a webhook: the URL is the account); ChannelAlreadyAdded when that other
+        account is already another channel of the organization. Nothing is written then."""
+        now = utc_now_iso()
+        with self._writing() as db:
+            row = db.execute("SELECT provider_identifier, internal_id FROM integration WHERE id = ? AND "
+                             "organization_id = ? AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
+            if row is None or row[0] != channel.provider:
+                return None
+            if row[1] != channel.account.internal_id:
+                if not another_account_allowed:
+                    raise ValueError(row[1])
+                other = db.execute("SELECT id, name FROM integration WHERE organization_id = ? AND "
+                                   "provider_identifier = ? AND internal_id = ? AND deleted_at IS NULL",
+                                   (organization_id, channel.provider, channel.account.internal_id)).fetchone()
+                if other is not None:
+                    raise ChannelAlreadyAdded(other[0], other[1])
+            self._reconnect_channel(db, channel_id, channel, rename, now)
+            self._change_channel(db, organization_id, channel_id, changes, now)
+            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        return self._channel_row(row)
+
+    @staticmethod
+    def _reconnect_channel(db: sqlite3.Connection, channel_id: str, channel: "NewChannel", rename: bool,
+                           now: str) -> None:
+        """A channel keeps its id, posts, settings and group, and takes the credentials and the account as the
+        platform just reported it: its reconnect flag is cleared (release_waiting_posts sends what waited).
+        Pasted credentials have no refresh token: an OAuth one left would later overwrite them."""
+        account = channel.account
+        db.execute("UPDATE integration SET token = ?, refresh_token = NULL, token_expiration = NULL, "
+                   "refresh_needed = 0, internal_id = ?, picture = COALESCE(?, picture), profile = COALESCE(?, profile), "
+                   "session = ?, limits = COALESCE(?, limits), updated_at = ? WHERE id = ?",
+                   (json.dumps(channel.credentials), account.internal_id, account.picture, account.profile,
+                    None if channel.session is None else json.dumps(channel.session),
+                    None if channel.limits is None else json.dumps(channel.limits), now, channel_id))
+        if rename:
+            db.execute("UPDATE integration SET name = ? WHERE id = ?", (account.name, channel_id))
 
     @staticmethod
     def _customer_id(db: sqlite3.Connection, organization_id: str, id_or_name: str, now: str) -> str:
@@ -1404,14 +1454,18 @@ class Store:
             if db.execute("SELECT 1 FROM integration WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
                           (channel_id, organization_id)).fetchone() is None:
                 return None
-            columns = {name: changes[name] for name in ("name", "disabled", "posting_times") if name in changes}
-            if "customer" in changes:
-                columns["customer_id"] = (self._customer_id(db, organization_id, changes["customer"], now)
-                                          if changes["customer"] else None)
-            for column, value in columns.items():  # column names come from the fixed list above, never input
-                db.execute(f"UPDATE integration SET {column} = ?, updated_at = ? WHERE id = ?", (value, now, channel_id))
+            self._change_channel(db, organization_id, channel_id, changes, now)
             row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
         return self._channel_row(row)
+
+    def _change_channel(self, db: sqlite3.Connection, organization_id: str, channel_id: str, changes: dict,
+                        now: str) -> None:
+        columns = {name: changes[name] for name in ("name", "disabled", "posting_times") if name in changes}
+        if "customer" in changes:
+            columns["customer_id"] = (self._customer_id(db, organization_id, changes["customer"], now)
+                                      if changes["customer"] else None)
+        for column, value in columns.items():  # column names come from the fixed list above, never input
+            db.execute(f"UPDATE integration SET {column} = ?, updated_at = ? WHERE id = ?", (value, now, channel_id))
 
     def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
         """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
@@ -4279,7 +4333,7 @@ API_ROUTES = (
     ("GET", "/integrations", "api_channels", "ChannelsApi.integrations"),
     ("POST", "/integrations", "api_channels", "ChannelsApi.add_channel"),
     ("GET", "/integrations/:id", "api_posts", "PostsApi.show_channel"),
-    ("PUT", "/integrations/:id", "api_posts", "PostsApi.update_channel"),
+    ("PUT", "/integrations/:id", "api_channels", "ChannelsApi.update_channel"),
     ("DELETE", "/integrations/:id", "api_posts", "PostsApi.delete_channel"),
     ("GET", "/integration-settings/:id", "api_channels", "ChannelsApi.integration_settings"),
     ("POST", "/integration-trigger/:id", "api_channels", "ChannelsApi.integration_trigger"),
@@ -5060,7 +5114,9 @@ def command_channel_add(arguments: argparse.Namespace) -> int:
     finally:
         store.close()
     print(channel["id"])
-    log(f"channel {channel['name']} ({channel['identifier']}) added to organization {organization['name']}")
+    done = ("reconnected: it has the new credentials, and the posts that waited for it go out now"
+            if channel.get("reconnected") else f"added to organization {organization['name']}")
+    log(f"channel {channel['name']} ({channel['identifier']}) {done}")
     return 0
 
 
@@ -5390,7 +5446,9 @@ def _add_channel_commands(commands: Any, with_providers: bool) -> None:
     add = channel_commands.add_parser(
         "add", formatter_class=_help_formatter, help="connect a channel with its credentials, print its id",
         description=f"Connect a channel that needs no developer app ({connectable}) with its credentials, as "
-                    "POST /public/v1/integrations does, and print the new channel's id. Example: rustiz channel "
+                    "POST /public/v1/integrations does, and print the new channel's id. An account that is "
+                    "already a channel reconnects that channel: it keeps its id and posts and gets the new "
+                    "credentials. Example: rustiz channel "
                     "add bluesky --credential service=https://bsky.social --credential identifier=me.bsky.social "
                     "--credential password=APP-PASSWORD")
     add.add_argument("provider", metavar="PROVIDER", help=f"one of: {connectable}")

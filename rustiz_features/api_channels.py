@@ -19,12 +19,14 @@ from rustiz import (
 )
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
 from .catalogue import (
-    NewChannel, PROVIDERS, masked_url, optional_text_problem, provider_descriptions, provider_max_length,
+    DESCRIPTORS, NewChannel, PROVIDERS, masked_url, optional_text_problem, provider_descriptions, provider_max_length,
     text_problem, url_host, url_problem, validate_new_channel,
 )
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
 from .web import start_web_session
+
+INTEGRATION_NOT_FOUND = "Integration not found"
 
 
 class ChannelsApi:
@@ -108,9 +110,25 @@ class ChannelsApi:
         return json_response(self.store.customers(organization_id))
 
     async def add_channel(self, request: Request, organization_id: str) -> Response:
-        """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social)."""
+        """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social); an
+        account that is already a channel reconnects that channel (200, "reconnected": true)."""
         channel = await connect_channel(self.store, organization_id, json_object(request), self.http)
-        return json_response(channel, 201)
+        return json_response(channel, 200 if channel.get("reconnected") else 201)
+
+    async def update_channel(self, request: Request, organization_id: str) -> Response:
+        """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?, "credentials"?}
+        -> the row. New credentials are checked with the platform before anything is changed."""
+        body = json_object(request)
+        changes = validate_channel_changes({name: value for name, value in body.items() if name != "credentials"})
+        if "credentials" in body:
+            channel = await reconnect_channel(self.store, organization_id, request.params["id"], body, changes,
+                                              self.http)
+        else:
+            channel = await self.store.off_loop(self.store.update_channel, organization_id, request.params["id"],
+                                                changes)
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
 
 
 async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpClient) -> "NewChannel":
@@ -133,15 +151,63 @@ async def verified_channel(channel: "NewChannel", name_given: bool, http: HttpCl
 
 async def connect_channel(store: Store, organization_id: str, body: Any, http: HttpClient) -> dict:
     """Validate, verify with the platform and store a channel added with credentials, for the API and the
-    CLI alike; raises ApiError."""
-    channel = validate_new_channel(body)
-    channel = await verified_channel(channel, isinstance(body, dict) and body.get("name") is not None, http)
+    CLI alike; raises ApiError. An account that is already a channel of the organization reconnects that
+    channel: it gets the credentials, and the answer "reconnected": true."""
+    unverified = validate_new_channel(body)
+    name_given = isinstance(body, dict) and body.get("name") is not None
+    channel = await verified_channel(unverified, name_given, http)
+    rename = name_given or channel.account.name != unverified.account.name  # (the platform reported its own)
+    saved, reconnected = await store.off_loop(store.add_channel, organization_id, channel, rename)
+    if not reconnected:
+        return saved
+    await released_after_reconnect(store, saved["id"], channel.provider)
+    return {**saved, "reconnected": True}
+
+
+async def reconnect_channel(store: Store, organization_id: str, channel_id: str, body: dict, changes: dict,
+                            http: HttpClient) -> Optional[dict]:
+    """PUT /integrations/:id with credentials: checked with the platform, then stored with `changes` (from
+    validate_channel_changes); the channel's row, None when it is not the organization's. Raises ApiError:
+    400 for credentials the platform refuses or an OAuth channel, 409 for another account's."""
+    current = await store.off_loop(store.channel, organization_id, channel_id)
+    if current is None:
+        return None
+    provider = current["provider_identifier"]
+    descriptor = DESCRIPTORS.get(provider)
+    if descriptor is None or descriptor.credentials is None:
+        label = descriptor.label if descriptor else provider
+        if descriptor is None or not descriptor.oauth:
+            raise bad_request(f"credentials: rustiz cannot connect a {label} channel with credentials")
+        raise bad_request(f"credentials: a {label} channel connects through {label}'s own sign-in, so no "
+                          f"credentials can be pasted into it; reconnect it with its sign-in instead: GET "
+                          f"/public/v1/social/{provider}?refresh={channel_id} (the Reconnect button on the web "
+                          "app's Channels page)")
+    unverified = validate_new_channel({"provider": provider, "credentials": body["credentials"]})
+    probe_name = changes.get("name") or current["name"]  # (a platform that reports no name keeps the channel's)
+    unverified = unverified._replace(account=unverified.account._replace(name=probe_name))
+    channel = await verified_channel(unverified, "name" in changes, http)
+    rename = "name" in changes or channel.account.name != probe_name
     try:
-        return await store.off_loop(store.add_channel, organization_id, channel)
+        row = await store.off_loop(store.update_channel_credentials, organization_id, channel_id, channel, rename,
+                                   descriptor.credentials.account_is_credentials, changes)
+    except ValueError:
+        raise nest_error(409, f"credentials: these are the credentials of another {descriptor.label} account "
+                              f"({channel.account.profile or channel.account.name}) than this channel's: nothing "
+                              "was changed. Give the channel's own account's credentials, or connect this account "
+                              "as a new channel (POST /public/v1/integrations)") from None
     except ChannelAlreadyAdded as duplicate:
-        raise nest_error(409, f"this {channel.provider} account is already the channel \"{duplicate.name}\" "
-                              f"({duplicate.channel_id}) of this organization; delete that channel first "
-                              f"(DELETE /public/v1/integrations/{duplicate.channel_id}) to add it again") from None
+        raise nest_error(409, f"credentials: this {descriptor.label} account is already the channel "
+                              f"\"{duplicate.name}\" ({duplicate.channel_id}) of this organization: nothing was "
+                              "changed") from None
+    if row is not None:
+        await released_after_reconnect(store, channel_id, provider)
+    return row
+
+
+async def released_after_reconnect(store: Store, channel_id: str, provider: str) -> None:
+    """The posts that waited for the channel to be reconnected go out now (as after an OAuth reconnect)."""
+    released = await store.off_loop(store.release_waiting_posts, channel_id)
+    log(f"{provider} channel {channel_id} reconnected with new credentials; {released} waiting post(s) released")
 
 
 class WebhooksApi:
@@ -243,8 +309,8 @@ class OrganizationApi:
 def validate_channel_changes(body: dict) -> dict:
     """The changes of PUT /integrations/:id as Store.update_channel takes them; raises a 400 listing problems."""
     allowed = ("name", "disabled", "postingTimes", "customer")
-    problems = [f"property {name} should not exist (a channel takes {', '.join(allowed)})"
-                for name in body if name not in allowed]
+    problems = [f"property {name[:100]} should not exist (a channel takes {', '.join(allowed)}, credentials)"
+                for name in body if name not in allowed][:5]
     problems += [problem for problem in (optional_text_problem(body, "name"),) if problem]
     if "disabled" in body and not isinstance(body["disabled"], bool):
         problems.append("disabled must be a boolean value")

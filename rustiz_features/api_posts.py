@@ -19,7 +19,7 @@ from rustiz import (
     encode_json, iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
     parse_iso_instant, route_options, scope_refusal, sha256, utc_now_iso,
 )
-from .api_channels import validate_channel_changes
+from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # (imported where a date is parsed)
 
 
 POST_NOT_FOUND = "Post not found"
-INTEGRATION_NOT_FOUND = "Integration not found"
 NOTIFICATIONS_PER_PAGE = 100
 MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
 SLOT_SEARCH_DAYS = 400
@@ -376,14 +375,6 @@ class PostsApi:
     def show_channel(self, request: Request, organization_id: str) -> Response:
         """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
         channel = self.store.channel_row(organization_id, request.params["id"])
-        if channel is None:
-            raise not_found(INTEGRATION_NOT_FOUND)
-        return json_response(channel)
-
-    def update_channel(self, request: Request, organization_id: str) -> Response:
-        """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?} -> the row."""
-        changes = validate_channel_changes(json_object(request))
-        channel = self.store.update_channel(organization_id, request.params["id"], changes)
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)

@@ -629,6 +629,9 @@ class CredentialSpec(NamedTuple):
     keys: tuple  # of CredentialKey, in the order the form shows them and errors are reported
     account: Callable[[dict], ChannelAccount]  # what the credentials alone tell of the account
     guide: str  # one line: where to get them
+    # A webhook's URL is the account: new credentials for a channel may name another one (a new webhook in
+    # place of a deleted one); for the others they must be the channel's own account.
+    account_is_credentials: bool = False
 
 
 class ProviderDescriptor(NamedTuple):
@@ -738,12 +741,14 @@ _DESCRIPTORS = (
               publisher="discord", credentials=CredentialSpec(
                   (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
                   secret_account("webhookUrl", lambda credentials: "Discord webhook"),
-                  "Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.")),
+                  "Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.",
+                  account_is_credentials=True)),
     _describe("slack", "Slack", 400000, _CHANNEL_FIELDS, tools=(("channels", "Get list of channels", ()),),
               publisher="slack", credentials=CredentialSpec(
                   (_url_key("webhookUrl", "Webhook URL", "https://hooks.slack.com/services/…"),),
                   secret_account("webhookUrl", lambda credentials: "Slack webhook"),
-                  "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.")),
+                  "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.",
+                  account_is_credentials=True)),
     _describe("kick", "Kick", 500, schema_shown=False),
     _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
     _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
@@ -827,7 +832,8 @@ _DESCRIPTORS = (
                    _secret_key("secret", "Signing secret", required=False,
                                help="Signs each delivery (X-Rustiz-Signature), as outgoing webhooks are signed")),
                   secret_account("url", lambda credentials: f"Webhook to {url_host(credentials['url'])}"),
-                  "Each post is POSTed as signed JSON to your URL (n8n, Zapier, your code); it must answer 2xx.")),
+                  "Each post is POSTed as signed JSON to your URL (n8n, Zapier, your code); it must answer 2xx.",
+                  account_is_credentials=True)),
 )
 
 DESCRIPTORS: dict = {descriptor.identifier: descriptor for descriptor in _DESCRIPTORS}  # every provider
@@ -856,15 +862,25 @@ def provider_descriptions() -> list:
 CHANNEL_NAME_MAX_LENGTH = 200
 
 
+CREDENTIAL_MAX_LENGTH = 4096  # no token, key or URL a platform gives is longer
+MAX_RELAYS = 20
+
+
 def _credential_problem(key: CredentialKey, value: Any) -> Optional[str]:
     """What is wrong with one credential, as `credentials.<key> ...` (`credentials.relays.1 ...` for a list item)."""
     path = f"credentials.{key.name}"
     problem = _CREDENTIAL_CHECKS[key.kind](value)
     if problem:
         return f"{path} {problem}"
+    if isinstance(value, str) and len(value) > CREDENTIAL_MAX_LENGTH:
+        return f"{path} must be shorter than or equal to {CREDENTIAL_MAX_LENGTH} characters"
+    if isinstance(value, list) and len(value) > MAX_RELAYS:
+        return f"{path} must contain no more than {MAX_RELAYS} elements"
     if key.kind == "relays":
         for index, relay in enumerate(value):
-            problem = url_problem(relay, ("ws", "wss"))
+            problem = url_problem(relay, ("ws", "wss")) or (
+                None if len(relay) <= CREDENTIAL_MAX_LENGTH else
+                f"must be shorter than or equal to {CREDENTIAL_MAX_LENGTH} characters")
             if problem:
                 return f"{path}.{index} {problem}"
     return None
@@ -885,8 +901,9 @@ def _credentials_problems(provider: str, credentials: Any) -> list:
         if problem:
             problems.append(problem)
     known = {key.name for key in keys}
-    problems.extend(f"credentials.{name} should not exist ({provider} takes {', '.join(key.name for key in keys)})"
-                    for name in credentials if name not in known)
+    unknown = [name for name in credentials if name not in known]
+    problems.extend(f"credentials.{name[:100]} should not exist ({provider} takes {', '.join(key.name for key in keys)})"
+                    for name in unknown[:5])  # (the first few: a body of a thousand names is not echoed whole)
     return problems
 
 

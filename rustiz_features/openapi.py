@@ -204,6 +204,12 @@ def _operation(summary: str, success: tuple, errors: str = "", parameters: tuple
     return operation
 
 
+def _with_response(operation: dict, status: str, response: dict) -> dict:
+    """`operation` with a second success answer (`status`: `response`)."""
+    operation["responses"] = {status: response, **operation["responses"]}
+    return operation
+
+
 _ERROR_STATUS = {"BadRequest": "400", "PostRejected": "400", "Unauthorized": "401", "Forbidden": "403",
                  "NotFound": "404", "IntegrationNotFound": "404", "Conflict": "409", "TooLarge": "413", "RangeNotSatisfiable": "416",
                  "IdempotencyKeyReused": "422", "TooManyRequests": "429", "PlatformUnreachable": "502",
@@ -222,7 +228,8 @@ def _openapi_responses() -> dict:
         "NotFound": _json_body(nest, "No such id in the caller's organization"),
         "IntegrationNotFound": _json_body(msg, "No such channel in the caller's organization"),
         "Conflict": _json_body(nest, "The post is being published or its state does not allow this, or the "
-                                      "channel's account is already connected, or (POST /posts) the same text "
+                                      "credentials are another account's than the channel's (or already another "
+                                      "channel's), or (POST /posts) the same text "
                                       "is queued or was published on the channel within 24 hours: `duplicates` "
                                       "lists those posts, and \"allowDuplicate\": true posts anyway"),
         "TooLarge": _json_body(nest, "The file is over the size limit for its type"),
@@ -283,10 +290,15 @@ def _openapi_paths(root: dict) -> dict:
         f"{v1}/integrations": {"get": _operation(
             "The organization's channels", ("200", _array_of(_schema_ref("Channel"))),
             parameters=(_parameter("query", "group", "Only the channels of this customer id"),)),
-            "post": _operation(
-                "Connect a channel that needs no developer app with its credentials (rustiz)",
-                ("201", _schema_ref("Channel")), "BadRequest Conflict PlatformUnreachable",
-                body=_schema_ref("NewChannel"))},
+            "post": _with_response(_operation(
+                "Connect a channel that needs no developer app with its credentials, checked with the platform "
+                "first (rustiz). An account that is already a channel of the organization reconnects that "
+                "channel instead: it keeps its id, posts, settings and group, takes the credentials (and the "
+                "name and picture the platform reports), loses its reconnect flag, and its waiting posts go out",
+                ("201", _schema_ref("Channel")), "BadRequest PlatformUnreachable",
+                body=_schema_ref("NewChannel")), "200", _json_body(
+                    _schema_ref("Channel") | {"properties": {"reconnected": {"const": True}}},
+                    "The account was already this channel: reconnected with these credentials"))},
         f"{v1}/webhooks": {
             "get": _operation("The organization's outgoing webhooks (rustiz)", ("200", _array_of(_schema_ref("Webhook")))),
             "post": _operation(
@@ -341,10 +353,18 @@ def _openapi_paths(root: dict) -> dict:
                                  (channel_id,)),
             "get": _operation("A channel's row, with refreshNeeded and postingTimes (rustiz)",
                               ("200", _schema_ref("ChannelRow")), "NotFound", (channel_id,)),
-            "put": _operation("Rename, disable or enable a channel, set its posting times or group (rustiz)",
-                              ("200", _schema_ref("ChannelRow")), "BadRequest NotFound", (channel_id,),
+            "put": _operation("Rename, disable or enable a channel, set its posting times or group, or give it "
+                              "new credentials (rustiz). Credentials are checked with the platform first (400 in "
+                              "its words, nothing changed); they must be the channel's own account's (409 "
+                              "otherwise; a webhook channel may take a new URL), and an OAuth channel takes none "
+                              "(400: reconnect it through GET /social/:integration?refresh=). Its waiting posts "
+                              "go out at once", ("200", _schema_ref("ChannelRow")),
+                              "BadRequest NotFound Conflict PlatformUnreachable", (channel_id,),
                               _object({}, {"name": _STRING, "disabled": _BOOLEAN, "customer": {"type": ["string", "null"]},
-                                           "postingTimes": _array_of(_object({"time": _INTEGER}))}))},
+                                           "postingTimes": _array_of(_object({"time": _INTEGER})),
+                                           "credentials": {"type": "object", "description": (
+                                               "The provider's credential keys, as POST /integrations takes "
+                                               "them (GET /providers lists them)")}}))},
         f"{v1}/groups": {"get": _operation("The organization's customers",
                                            ("200", _array_of(_schema_ref("Customer"))))},
         f"{v1}/providers": {"get": _operation(

@@ -11,6 +11,8 @@ class FakeDevto(FakePlatform):
     def __init__(self, api_key: str = "devto-key-1"):
         super().__init__()
         self.api_key = api_key
+        self.user = {"type_of": "user", "id": 1234, "username": "ada", "name": "Ada Lovelace",
+                     "profile_image": "https://media.dev.to/ada.png"}  # whose the key is
         self.env = {"RUSTIZ_DEVTO_API_URL": self.url}
         self.route("GET", "/api/users/me", self.me)
         self.route("POST", "/api/articles", self.create_article)
@@ -34,9 +36,7 @@ class FakeDevto(FakePlatform):
         return answer(401, {"error": "unauthorized", "status": 401})
 
     def me(self, request: FakeRequest):
-        return self.authorized(request) or answer(200, {
-            "type_of": "user", "id": 1234, "username": "ada", "name": "Ada Lovelace",
-            "profile_image": "https://media.dev.to/ada.png"})
+        return self.authorized(request) or answer(200, self.user)
 
     def create_article(self, request: FakeRequest):
         refused = self.authorized(request)

@@ -22,26 +22,27 @@ class FakeDiscord(FakePlatform):
     def __init__(self, forum: bool = False, avatar: str | None = "a1b2c3"):
         super().__init__()
         self.forum, self.avatar = forum, avatar
+        self.webhook_id, self.token = WEBHOOK_ID, TOKEN  # a test makes a new webhook by changing both
         self.ids = itertools.count(1300000000000000001)
         self.threads: dict = {}  # thread id -> name, for the topics a forum webhook opened
         self.route("GET", r"/api/webhooks/(\d+)/([\w-]+)", self.webhook)
         self.route("POST", r"/api/webhooks/(\d+)/([\w-]+)", self.execute)
 
-    def credentials(self, token: str = TOKEN) -> dict:
-        return {"webhookUrl": f"{self.url}/api/webhooks/{WEBHOOK_ID}/{token}"}
+    def credentials(self, token: str | None = None) -> dict:
+        return {"webhookUrl": f"{self.url}/api/webhooks/{self.webhook_id}/{token or self.token}"}
 
     def _refused(self, request: FakeRequest):
         webhook_id, token = request.match.groups()
-        if webhook_id != WEBHOOK_ID:
+        if webhook_id != self.webhook_id:
             return discord_error(404, "Unknown Webhook", 10015)
-        if token != TOKEN:
+        if token != self.token:
             return discord_error(401, "Invalid Webhook Token", 50027)
         return None
 
     def webhook(self, request: FakeRequest):
         return self._refused(request) or answer(200, {
-            "id": WEBHOOK_ID, "type": 1, "name": "Announcements bot", "avatar": self.avatar,
-            "channel_id": CHANNEL_ID, "guild_id": GUILD_ID, "application_id": None, "token": TOKEN})
+            "id": self.webhook_id, "type": 1, "name": "Announcements bot", "avatar": self.avatar,
+            "channel_id": CHANNEL_ID, "guild_id": GUILD_ID, "application_id": None, "token": self.token})
 
     def execute(self, request: FakeRequest):
         refused = self._refused(request)
@@ -74,5 +75,5 @@ class FakeDiscord(FakePlatform):
         if request.query.get("wait") != "true":
             return answer(204, b"", headers)
         return answer(200, {"id": message_id, "type": 0, "content": content, "channel_id": channel_id,
-                            "webhook_id": WEBHOOK_ID, "attachments": [{"filename": file[1]} for file in files]},
+                            "webhook_id": self.webhook_id, "attachments": [{"filename": file[1]} for file in files]},
                       headers)

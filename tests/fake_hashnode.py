@@ -17,6 +17,7 @@ class FakeHashnode(FakePlatform):
     def __init__(self, token: str = "hashnode-token-1"):
         super().__init__()
         self.token = token
+        self.user = {"id": "u-77", "username": "grace", "name": "Grace Hopper"}  # whose the token is
         self.env = {"RUSTIZ_HASHNODE_API_URL": self.url}
         self.route("POST", "/", self.graphql)
 
@@ -37,7 +38,7 @@ class FakeHashnode(FakePlatform):
                                                {"id": "5674470e958ef13879b94ca5", "name": "CSS", "slug": "css"}]}}]}}}})
         if "me" in query:
             return answer(200, {"data": {"me": {
-                "id": "u-77", "username": "grace", "name": "Grace Hopper", "profilePicture": "https://cdn.hashnode.com/g.png",
+                **self.user, "profilePicture": "https://cdn.hashnode.com/g.png",
                 "publications": {"edges": [{"node": {"id": PUBLICATION_ID, "title": "Grace's blog",
                                                      "url": "https://grace.hashnode.dev"}}]}}}})
         return graphql_error("Cannot query this field", "GRAPHQL_VALIDATION_FAILED")

@@ -15,13 +15,14 @@ class FakeSlack(FakePlatform):
     def __init__(self):
         super().__init__()
         self.removed = False
+        self.path = PATH  # the webhook's; a test makes a new webhook by changing it
         self.route("POST", r"/services/(T\w+)/(B\w+)/(\w+)", self.incoming)
 
     def credentials(self) -> dict:
-        return {"webhookUrl": self.url + PATH}
+        return {"webhookUrl": self.url + self.path}
 
     def incoming(self, request: FakeRequest):
-        if self.removed or request.path != PATH:
+        if self.removed or request.path != self.path:
             return slack_error(404, "no_service")
         try:
             message = request.json()

@@ -222,7 +222,7 @@ def test_nostr_keys_and_relays(server, platforms):
     relays = platforms.credentials("nostr")["relays"]
     assert add(server, {"provider": "nostr", "credentials": {"password": NSEC, "relays": relays}})[0] == 201
     status, answer = add(server, {"provider": "nostr", "credentials": {"password": NSEC_HEX.upper(), "relays": relays}})
-    assert status == 409, answer
+    assert (status, answer["reconnected"]) == (200, True), answer
 
 
 def test_telegram_token_and_chat(server, platforms):
@@ -286,22 +286,19 @@ def test_a_body_that_is_not_json_is_400_and_no_key_is_401(server, platforms):
     assert api(server, "GET", "/public/v1/integrations") == (200, [])
 
 
-def test_the_same_account_twice_is_a_409_until_its_channel_is_deleted(server, platforms):
+def test_the_same_account_again_reconnects_its_channel_until_it_is_deleted(server, platforms):
     credentials = platforms.credentials("bluesky")
     status, first = add(server, {"provider": "bluesky", "credentials": credentials})
     assert status == 201
-    # Another name, and the account's DID instead of its handle: still the same account.
+    # Another name, and the account's DID instead of its handle: still the same account, so the same channel.
     did = platforms.fakes["bluesky"].did
     status, answer = add(server, {"provider": "bluesky", "name": "Again", "credentials": {**credentials,
                                                                                         "identifier": did}})
-    assert status == 409
-    assert answer == {"statusCode": 409, "error": "Conflict", "message": (
-        f'this bluesky account is already the channel "Alice Example" ({first["id"]}) of this organization; '
-        f'delete that channel first (DELETE /public/v1/integrations/{first["id"]}) to add it again')}
+    assert (status, answer["id"], answer["name"], answer["reconnected"]) == (200, first["id"], "Again", True)
     assert len(api(server, "GET", "/public/v1/integrations")[1]) == 1
     assert api(server, "DELETE", f"/public/v1/integrations/{first['id']}")[0] == 200
     status, again = add(server, {"provider": "bluesky", "credentials": credentials})
-    assert status == 201 and again["id"] != first["id"]
+    assert status == 201 and again["id"] != first["id"] and "reconnected" not in again
 
 
 def test_organizations_are_isolated(server, platforms):

@@ -144,7 +144,7 @@ def test_channel_changes_are_checked_and_scoped_to_the_organization(server):
     status, answer = api(server, "PUT", f"/public/v1/integrations/{channel_id}",
                          {"disabled": "yes", "postingTimes": [{"time": 1440}], "token": "x"})
     assert status == 400 and answer["message"] == [
-        "property token should not exist (a channel takes name, disabled, postingTimes, customer)",
+        "property token should not exist (a channel takes name, disabled, postingTimes, customer, credentials)",
         "disabled must be a boolean value",
         'postingTimes must be a list of {"time": minutes after midnight, 0 to 1439}']
     not_found = (404, {"statusCode": 404, "message": "Integration not found", "error": "Not Found"})

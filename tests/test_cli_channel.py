@@ -107,14 +107,12 @@ def test_refusals_are_one_line_without_a_traceback_or_the_secret(server, channel
     assert listed(channel_cli, server) == []
 
 
-def test_the_same_account_twice_is_refused(server, channel_cli, bluesky):
+def test_the_same_account_again_reconnects_its_channel(server, channel_cli, bluesky):
     first = channel_cli(server, "add", "bluesky", *bluesky).stdout.strip()
     result = channel_cli(server, "add", "bluesky", *bluesky)
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
-        f'rustiz: cannot add the bluesky channel: this bluesky account is already the channel "Alice Example" '
-        f"({first}) of this organization; delete that channel first (DELETE /public/v1/integrations/{first}) "
-        "to add it again")
+    assert (result.returncode, result.stdout.strip()) == (0, first), result.stderr
+    assert ("channel Alice Example (bluesky) reconnected: it has the new credentials, and the posts that waited "
+            "for it go out now") in result.stderr
     assert len(listed(channel_cli, server)) == 1
 
 

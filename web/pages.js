@@ -1,5 +1,6 @@
 // Post detail, channels, settings and notifications.
 import { h, put, avatar, mediaImage, api, errorBox, field, providers, session, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+import { credentialInputs, credentialsOf, credentialsForm } from './credentials.js';
 
 // --- post detail ----------------------------------------------------------------------------------
 
@@ -68,8 +69,6 @@ export async function postPage(main, { id }) {
 
 // --- channels -------------------------------------------------------------------------------------
 
-const INPUT_TYPES = { url: 'url', text: 'text', secret: 'password' };
-
 // Posting slots are minutes after midnight in the organization's timezone; people read them as HH:MM.
 function postingTimes(json) {
   let slots = [];
@@ -108,11 +107,13 @@ export async function channelsPage(main, { query } = {}) {
       h('div', h('strong', c.name), h('div.muted', `${known[c.identifier]?.name || c.identifier}${c.profile ? ` · ${c.profile}` : ''}${c.customer ? ` · group ${c.customer.name}` : ''}`),
         c.disabled ? h('span.badge.st-DRAFT', 'Disabled') : null,
         rows[index].inBetweenSteps ? h('span.badge.st-ERROR', 'Pick what to post to')
-          : reconnect ? h('span.badge.st-ERROR', 'Needs reconnect') : null,
+          : reconnect ? h('span.badge.st-ERROR.needs-reconnect', 'Needs reconnect') : null,
         rows[index].inBetweenSteps ? stepPicker(c, errors) : null,
-        rows[index].refreshNeeded && known[c.identifier]?.oauth && c.identifier !== 'mastodon'
+        rows[index].refreshNeeded && known[c.identifier]?.oauth && !known[c.identifier]?.connectable
           ? h('button', { type: 'button', 'aria-label': `Reconnect ${c.name}`, onclick: () => startOAuth(c.identifier, { refresh: c.id }, errors) }, 'Reconnect')
-          : null),
+          : null,
+        known[c.identifier]?.connectable ? credentialsButton(c, known[c.identifier], rows[index].refreshNeeded,
+          rows[index].refreshNeeded && query?.get('channel') === c.id) : null),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { name: rename.value }); } },
         rename, h('button', { type: 'submit', 'aria-label': `Rename ${c.name}` }, 'Rename')),
       h('form.rename', { onsubmit: (event) => { event.preventDefault(); change(c, { postingTimes: parseTimes(slots.value) }); } },
@@ -139,9 +140,7 @@ export async function channelsPage(main, { query } = {}) {
   let inputs = [];
   function drawFields() {
     const p = known[provider.value];
-    inputs = p.credentials.map((f) => [f, f.kind === 'list'
-      ? h('textarea', { name: f.key, rows: 3, placeholder: f.placeholder || undefined })
-      : h('input', { type: INPUT_TYPES[f.kind] || 'text', name: f.key, placeholder: f.placeholder || undefined, autocomplete: 'off', spellcheck: 'false' })]);
+    inputs = credentialInputs(p);
     fieldsBox.replaceChildren(h('p.hint.guide', p.guide),
       ...inputs.map(([f, input]) => field(f.required ? f.label : `${f.label} (optional)`, input, f.help)));
   }
@@ -150,13 +149,7 @@ export async function channelsPage(main, { query } = {}) {
   const form = h('form.card.connect', { onsubmit: async (event) => {
     event.preventDefault();
     formErrors.show(null);
-    const credentials = {};
-    for (const [f, input] of inputs) {
-      const v = input.value.trim();
-      if (!v) continue;
-      credentials[f.key] = f.kind === 'list' ? v.split(/\s+/).filter(Boolean) : v;
-    }
-    const body = { provider: provider.value, credentials };
+    const body = { provider: provider.value, credentials: credentialsOf(inputs) };
     if (name.value.trim()) body.name = name.value.trim();
     if (group.value.trim()) body.customer = group.value.trim();
     submit.disabled = true;
@@ -209,6 +202,31 @@ function connectOutcome(query, known) {
     notice: notice && Object.hasOwn(CONNECT_NOTICES, notice) ? CONNECT_NOTICES[notice](platform, !!name) : null,
     problem: problem ? (Object.hasOwn(CONNECT_PROBLEMS, problem) ? CONNECT_PROBLEMS[problem](platform, !!name) : UNKNOWN_PROBLEM) : null,
   };
+}
+
+/** "Update credentials" (or "Reconnect" when the channel needs it) of a channel connected with pasted
+ * credentials: opens its form below the channel; `open`: at once (a flagged channel's notification link). */
+function credentialsButton(c, provider, needsReconnect, open) {
+  const labelled = (label) => { button.textContent = label; button.setAttribute('aria-label', `${label} ${c.name}`); };
+  const button = h('button', { type: 'button', onclick: () => {
+    const item = button.closest('li.channel');
+    item.querySelector('.reconnected')?.remove();
+    let form = item.querySelector('.credentials-form');
+    if (!form) {
+      form = credentialsForm(c, provider, () => {
+        item.querySelector('.needs-reconnect')?.remove();
+        form.replaceWith(h('p.notice.reconnected', { role: 'status' },
+          `${c.name} has its new credentials${needsReconnect ? ': the posts that waited for it go out now' : ''}.`));
+        labelled('Update credentials');
+        needsReconnect = false;
+      });
+      item.append(form);
+    }
+    form.querySelector('input, textarea')?.focus();
+  } });
+  labelled(needsReconnect ? 'Reconnect' : 'Update credentials');
+  if (open) setTimeout(() => { button.click(); button.closest('li.channel')?.scrollIntoView({ block: 'center' }); });
+  return button;
 }
 
 /** The platform's own counts (GET /analytics/...), drawn as small bars; nothing when it gives none. */
