@@ -2770,6 +2770,7 @@ class RequestParser:
         """Ignore every byte from now on (the connection answers what it has, then closes)."""
         self._state = _FAILED
         self._buffer = b""
+        self.backlog = False
 
     def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
         text = raw.decode("latin-1")
@@ -3223,6 +3224,7 @@ class HttpConnection(asyncio.Protocol):
         self.refusal: Optional[Response] = None  # its answer when it was refused from its head: its body is dropped
         self.body_parts: list = []
         self.body_charge = 0  # bytes of that body counted in state.body_memory
+        self.dropping_body = False  # that body means nothing (a GET's): read and dropped, as long as it is small
         self.body_received = 0  # bytes of that body so far, for the minimum rate
         self.window_started = 0.0  # when the current rate window began, and body_received then
         self.window_received = 0
@@ -3339,11 +3341,13 @@ class HttpConnection(asyncio.Protocol):
                 self.body_received += len(event.data)
                 if self.sink is not None:
                     self.sink.feed(event.data)
-                elif self.refusal is None:
+                elif self.refusal is None and not self.dropping_body:
                     self.body_parts.append(event.data)
                     if self._charge_piece(len(event.data)):  # (counted as it comes, not as announced)
                         break
-                elif self.body_received > DROPPED_BODY_BYTES:  # a refused chunked body that goes on and on
+                elif self.body_received > DROPPED_BODY_BYTES:  # a refused or dropped chunked body that goes on and on
+                    if self.refusal is None:
+                        self.refusal = self._no_body_here()
                     self._refuse_rest()
                     break
             elif kind is EndOfMessage:
@@ -3374,9 +3378,9 @@ class HttpConnection(asyncio.Protocol):
         """Where the body of the request just admitted goes (a sink, or memory within the worker's budget),
         or how a refused one is answered: True when the rest of the stream is not to be read."""
         request = self.request
+        self.dropping_body = False
         if refusal is None:
-            streamed = request.route.open_sink is not None
-            if streamed:
+            if request.route.open_sink is not None:
                 try:
                     request.sink = self.sink = request.route.open_sink(request, request.organization)
                 except ApiError as error:
@@ -3384,8 +3388,12 @@ class HttpConnection(asyncio.Protocol):
                 except Exception:
                     refusal = internal_error_response()
             elif request.method in BODYLESS_METHODS:
-                refusal = nest_error(400, f"{request.method} {request.path} takes no request body: send the request "
-                                          "without one (no Content-Length or Transfer-Encoding)").response()
+                # Such a body means nothing (RFC 9110): a small one is read and dropped, never held nor counted
+                # against the budget (some clients send "{}" with a GET); a larger one is refused from the head.
+                if (head.content_length or 0) > DROPPED_BODY_BYTES:
+                    refusal = self._no_body_here()
+                else:
+                    self.dropping_body = True
             elif head.content_length:
                 # Counted against the budget as its bytes arrive (_charge_piece), not as announced: announcing
                 # costs a client nothing, so a few announced bodies trickled in could otherwise hold it all.
@@ -3400,6 +3408,11 @@ class HttpConnection(asyncio.Protocol):
         self.body_received = 0
         self._restart_rate_window()
         return False
+
+    def _no_body_here(self) -> Response:
+        request = self.request
+        return nest_error(400, f"{request.method} {request.path} takes no request body: send the request without "
+                               "one (no Content-Length or Transfer-Encoding)").response()
 
     def _refuse_rest(self) -> None:
         """Answer the current request's refusal in its turn without reading the rest of its body, then close."""
@@ -4474,6 +4487,8 @@ class App:
             request.route, request.organization = route, None
             if not self.store.remote or route.open_sink is not None or route.on_loop:
                 self._authorize(request)
+            elif route.authenticated and not Guard.presented_key(request) and not session_cookie(request):
+                raise _unauthorized(NO_API_KEY)  # (needs no database: refused before any of its body is read)
             return None
         except ApiError as error:
             return error.response()

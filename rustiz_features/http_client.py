@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import http.client
 import io
 import json
 import os
@@ -127,14 +126,18 @@ class _DeadlineReader(io.RawIOBase):
         super().close()
 
 
-class _DeadlineResponse(http.client.HTTPResponse):
+@functools.lru_cache(maxsize=None)
+def _deadline_response() -> type:
     """http.client's answer, read through a _DeadlineReader (HttpClient._one_exchange makes its connections
-    build these)."""
+    build these). Made on first use: http.client imports ssl, whose OpenSSL most processes never need."""
+    import http.client
 
-    def __init__(self, sock: socket.socket, debuglevel: int = 0, method: Optional[str] = None,
-                 url: Optional[str] = None, *, deadline: float, read_timeout: float):
-        super().__init__(sock, debuglevel, method, url)
-        self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline, read_timeout))
+    class DeadlineResponse(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, debuglevel: int = 0, method: Optional[str] = None,
+                     url: Optional[str] = None, *, deadline: float, read_timeout: float):
+            super().__init__(sock, debuglevel, method, url)
+            self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline, read_timeout))
+    return DeadlineResponse
 
 
 class _Redirect(NamedTuple):
@@ -447,6 +450,7 @@ class HttpClient:
     def _connection(self, scheme: str, host: str, port: int, timeout: float) -> tuple:
         """(connection, whether requests carry the full URL): pinned to a checked address, or through the
         environment's proxy."""
+        import http.client
         import urllib.request
         proxy = urllib.request.getproxies().get(scheme)
         if not proxy or urllib.request.proxy_bypass(host):
@@ -501,6 +505,7 @@ class HttpClient:
     def _one_exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts,
                       deadline: float, read: Optional[Callable]) -> Any:
         """One request and its answer: a redirect to follow, `read`'s result, or the whole HttpReply."""
+        import http.client
         try:
             parts = parsed_url(url)
         except ValueError as problem:
@@ -512,7 +517,8 @@ class HttpClient:
         if left <= 0:
             raise NoAnswer(f"{where}: the redirects took longer than the total time allowed")
         connection, absolute = self._connection(scheme, host, port, min(timeouts.connect, left))
-        connection.response_class = functools.partial(_DeadlineResponse, deadline=deadline, read_timeout=timeouts.read)
+        connection.response_class = functools.partial(_deadline_response(), deadline=deadline,
+                                                      read_timeout=timeouts.read)
         target = url if absolute else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
             try:

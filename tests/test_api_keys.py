@@ -154,3 +154,12 @@ def test_only_full_keys_sign_in_to_the_web_app(shared):
     status, _, body = shared.request("POST", "/auth/login", {"Content-Type": "application/json"},
                                      json.dumps({"apiKey": key}).encode())
     assert status == 403 and "signs in with a full key or a password" in json.loads(body)["message"]
+
+
+def test_a_body_sent_without_any_credentials_is_refused_from_its_head(shared):
+    """On either backend (PostgreSQL checks a key on a Store thread, once the body is in): a request with no key
+    and no session is answered 401 before a byte of its announced 25 MiB is sent."""
+    from conftest import raw_exchange
+    answer = raw_exchange(shared.port, b"POST /public/v1/posts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                       b"Content-Length: 26214400\r\n\r\n", timeout=5)
+    assert answer.startswith(b"HTTP/1.1 401 ") and answer.endswith(b'{"msg":"No API Key found"}'), answer[:300]
