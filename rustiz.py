@@ -2736,6 +2736,10 @@ class RequestParser:
 
     `body_limit_for(head)`, when given, names a larger body limit for some requests (uploads) or
     returns None; it is asked only about chunked bodies and bodies over `max_body_bytes`.
+
+    `feed(data, max_requests)` stops after that many request heads and keeps the rest of the bytes
+    (`backlog` is then True); `feed(b"", max_requests)` goes on with them. So one read holding a thousand
+    pipelined requests can be worked through a batch at a time.
     """
 
     def __init__(self, max_head_bytes: int = MAX_HEAD_BYTES, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -2748,6 +2752,7 @@ class RequestParser:
         self._remaining = 0  # bytes left in the fixed body or the current chunk
         self._body_seen = 0
         self._chunked_body_limit = max_body_bytes
+        self.backlog = False  # the last feed stopped at max_requests with more bytes buffered
 
     def _body_limit(self, head: RequestHead) -> int:
         larger = self.body_limit_for(head) if self.body_limit_for is not None else None
@@ -2762,16 +2767,22 @@ class RequestParser:
     def reading_head(self) -> bool:
         return self._state == _HEAD
 
-    def feed(self, data: bytes) -> "list[Event]":
+    def feed(self, data: bytes, max_requests: int = 0) -> "list[Event]":
+        """The events `data` completes; with `max_requests`, at most that many heads (see `backlog`)."""
+        self.backlog = False
         if self._state == _FAILED:
             return []
         buffer = self._buffer + data if self._buffer else data
         events: list = []
         position = 0
         size = len(buffer)
+        heads = 0
         while position < size:
             state = self._state
             if state == _HEAD:
+                if heads == max_requests and heads:
+                    self.backlog = True
+                    break
                 while buffer.startswith(b"\r\n", position):  # stray CRLF between requests (RFC 9112 2.2)
                     position += 2
                 end = buffer.find(b"\r\n\r\n", position)
@@ -2794,6 +2805,7 @@ class RequestParser:
                         return self._fail(events, 413, f"request body of {head.content_length} bytes is over "
                                                        f"the limit of {limit} bytes")
                 events.append(head)
+                heads += 1
                 if head.chunked:
                     self._state = _CHUNK_SIZE_LINE
                     self._body_seen = 0
@@ -2867,6 +2879,7 @@ class RequestParser:
         """Ignore every byte from now on (the connection answers what it has, then closes)."""
         self._state = _FAILED
         self._buffer = b""
+        self.backlog = False
 
     def _parse_head(self, raw: bytes) -> Union[RequestHead, ParseError]:
         text = raw.decode("latin-1")
@@ -3295,6 +3308,8 @@ OVERFLOW_CONNECTIONS = 64
 OVERFLOW_HEAD_SECONDS = 2.0
 DROPPED_BODY_BYTES = 64 * 1024  # a refused request's body up to this size is read and dropped; larger: close
 LINGER_SECONDS = 1.0  # after answering a client that is still sending, time for the answer to reach it
+BODYLESS_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))  # routes for these take no request body
+PIPELINE_BATCH = 16  # pipelined requests one connection has answered per turn of the event loop
 
 
 def service_unavailable(message: str, retry_after: int = 5) -> Response:
@@ -3309,8 +3324,9 @@ class HttpConnection(asyncio.Protocol):
     so a request that will be refused is answered without its body being read. A connection reads only
     while it has nothing left to answer: once a request waits behind an earlier answer, or the client
     leaves our answers unread, reading pauses. So besides the body of the request being received, a
-    connection holds at most what one read brought (256 KiB) of pipelined requests; and bodies held in
-    memory count against the worker's body_memory_budget."""
+    connection holds at most what one read brought (256 KiB) of pipelined requests, and answers them
+    PIPELINE_BATCH per turn of the event loop; bodies held in memory count, as their bytes arrive,
+    against the worker's body_memory_budget."""
 
     def __init__(self, state: ServerState):
         self.state = state
@@ -3323,7 +3339,7 @@ class HttpConnection(asyncio.Protocol):
         self.refusal: Optional[Response] = None  # its answer when it was refused from its head: its body is dropped
         self.body_parts: list = []
         self.body_charge = 0  # bytes of that body counted in state.body_memory
-        self.charge_each_piece = False  # a chunked body held in memory, counted as it comes
+        self.dropping_body = False  # that body means nothing (a GET's): read and dropped, as long as it is small
         self.body_received = 0  # bytes of that body so far, for the minimum rate
         self.window_started = 0.0  # when the current rate window began, and body_received then
         self.window_received = 0
@@ -3337,6 +3353,7 @@ class HttpConnection(asyncio.Protocol):
         self.body_unread = False  # the client may still be sending: close gracefully (see close)
         self.lingering_until = 0.0
         self.reading_paused = False
+        self.backlog_due = False  # _read_backlog is scheduled
         self.writing_paused = False
         self.head_timeout = state.config.header_timeout
         self.last_activity = self.message_started = time.monotonic()
@@ -3422,7 +3439,7 @@ class HttpConnection(asyncio.Protocol):
         now = time.monotonic()
         if self.parser.idle:
             self.message_started = now
-        events = self.parser.feed(data)
+        events = self.parser.feed(data, PIPELINE_BATCH)
         if events or not self.parser.idle:  # stray blank lines alone do not keep a connection alive
             self.last_activity = now
         for event in events:
@@ -3439,11 +3456,13 @@ class HttpConnection(asyncio.Protocol):
                 self.body_received += len(event.data)
                 if self.sink is not None:
                     self.sink.feed(event.data)
-                elif self.refusal is None:
+                elif self.refusal is None and not self.dropping_body:
                     self.body_parts.append(event.data)
-                    if self.charge_each_piece and self._charge_piece(len(event.data)):
+                    if self._charge_piece(len(event.data)):  # (counted as it comes, not as announced)
                         break
-                elif self.body_received > DROPPED_BODY_BYTES:  # a refused chunked body that goes on and on
+                elif self.body_received > DROPPED_BODY_BYTES:  # a refused or dropped chunked body that goes on and on
+                    if self.refusal is None:
+                        self.refusal = self._no_body_here()
                     self._refuse_rest()
                     break
             elif kind is EndOfMessage:
@@ -3463,6 +3482,8 @@ class HttpConnection(asyncio.Protocol):
                     self.pending.append(request)
             else:
                 self.pending.append(event)
+        if self.parser.backlog and not self.reading_paused and not self.closed:
+            self._pause_reading()  # the rest of what was read waits its turn (see _continue_reading)
         if self.pending or self.continue_due:
             self._answer_pending()
         if (self.pending or (self.busy and not self.parser.idle)) and not self.reading_paused and not self.closed:
@@ -3472,19 +3493,26 @@ class HttpConnection(asyncio.Protocol):
         """Where the body of the request just admitted goes (a sink, or memory within the worker's budget),
         or how a refused one is answered: True when the rest of the stream is not to be read."""
         request = self.request
-        self.charge_each_piece = False
+        self.dropping_body = False
         if refusal is None:
-            streamed = request.route.open_sink is not None
-            if streamed:
+            if request.route.open_sink is not None:
                 try:
                     request.sink = self.sink = request.route.open_sink(request, request.organization)
                 except ApiError as error:
                     refusal = error.response()
                 except Exception:
                     refusal = internal_error_response()
+            elif request.method in BODYLESS_METHODS:
+                # Such a body means nothing (RFC 9110): a small one is read and dropped, never held nor counted
+                # against the budget (some clients send "{}" with a GET); a larger one is refused from the head.
+                if (head.content_length or 0) > DROPPED_BODY_BYTES:
+                    refusal = self._no_body_here()
+                else:
+                    self.dropping_body = True
             elif head.content_length:
-                refusal = self._over_route_limit(head.content_length) or self._charge(head.content_length)
-            self.charge_each_piece = head.chunked and refusal is None and not streamed
+                # Counted against the budget as its bytes arrive (_charge_piece), not as announced: announcing
+                # costs a client nothing, so a few announced bodies trickled in could otherwise hold it all.
+                refusal = self._over_route_limit(head.content_length) or self._budget_full(head.content_length)
         self.refusal = refusal
         if refusal is not None and ((head.content_length or 0) > DROPPED_BODY_BYTES
                                     or head.expect_continue and head.content_length != 0):
@@ -3495,6 +3523,11 @@ class HttpConnection(asyncio.Protocol):
         self.body_received = 0
         self._restart_rate_window()
         return False
+
+    def _no_body_here(self) -> Response:
+        request = self.request
+        return nest_error(400, f"{request.method} {request.path} takes no request body: send the request without "
+                               "one (no Content-Length or Transfer-Encoding)").response()
 
     def _refuse_rest(self) -> None:
         """Answer the current request's refusal in its turn without reading the rest of its body, then close."""
@@ -3520,19 +3553,26 @@ class HttpConnection(asyncio.Protocol):
         return nest_error(413, f"request body of {size} bytes is over the limit of {limit} bytes for "
                                f"{request.method} {request.path}").response()
 
-    def _charge(self, size: int) -> Optional[Response]:
-        """Count `size` more bytes of body in memory against the worker's budget, or the 503 when they do not fit."""
+    def _budget_full(self, size: int) -> Optional[Response]:
+        """The 503 when `size` more bytes of body would not fit in the worker's budget now, else None."""
         state = self.state
         if state.body_memory + size > state.config.body_memory_budget:
             return service_unavailable(f"rustiz already holds {state.body_memory} bytes of request bodies in memory, "
                                        f"near RUSTIZ_BODY_MEMORY_BUDGET ({state.config.body_memory_budget}); "
                                        "retry in a few seconds")
-        state.body_memory += size
+        return None
+
+    def _charge(self, size: int) -> Optional[Response]:
+        """Count `size` more bytes of body in memory against the worker's budget, or the 503 when they do not fit."""
+        refusal = self._budget_full(size)
+        if refusal is not None:
+            return refusal
+        self.state.body_memory += size
         self.body_charge += size
         return None
 
     def _charge_piece(self, size: int) -> bool:
-        """A piece of a chunked body: counted, or, over the budget, the request refused; True if refused."""
+        """A piece of a body held in memory: counted, or, over a limit, the request refused; True if refused."""
         refusal = self._over_route_limit(self.body_charge + size) or self._charge(size)
         if refusal is None:
             return False
@@ -3586,7 +3626,21 @@ class HttpConnection(asyncio.Protocol):
             self._restart_rate_window()  # the client sends its body from now
         if self.reading_paused and not pending and not self.writing_paused and not self.closed and (
                 not self.busy or self.event_stream is not None):  # (a stream is the last answer: read to see it end)
+            self._continue_reading()
+
+    def _continue_reading(self) -> None:
+        """Read on: first the pipelined requests already read, a batch per turn of the event loop, so that a
+        connection with a thousand of them delays every other connection by one batch at most; then the socket."""
+        if not self.parser.backlog:
             self._resume_reading()
+        elif not self.backlog_due:
+            self.backlog_due = True
+            asyncio.get_running_loop().call_soon(self._read_backlog)
+
+    def _read_backlog(self) -> None:
+        self.backlog_due = False
+        if not self.closed:
+            self.data_received(b"")
 
     async def _finish_async(self, request: Request, awaitable: Awaitable[Response], started: float) -> None:
         try:
@@ -3721,7 +3775,7 @@ class HttpConnection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             self._drop_pending()
-            if self.body_unread and self.transport.can_write_eof():
+            if (self.body_unread or not self.parser.idle) and self.transport.can_write_eof():  # (or pipelined requests)
                 if self.reading_paused:
                     self.reading_paused = False
                     self.transport.resume_reading()
@@ -4523,7 +4577,11 @@ class App:
             if method not in KNOWN_METHODS:
                 return self._method_not_allowed(request, KNOWN_METHODS)
             if self.config.request_limit and request.path != "/health":
-                self.guard.count_request(request)
+                try:
+                    self.guard.count_request(request)
+                except ApiError:
+                    request.keep_alive = False  # a client past REQUEST_LIMIT loses its connection, pipeline and all
+                    raise
             request.rate_headers = ()
             if method == "POST" and not self.store.remote:  # (PostgreSQL: counted on a Store thread)
                 self._count_post(request)
@@ -4545,6 +4603,8 @@ class App:
             request.route, request.organization = route, None
             if not self.store.remote or route.open_sink is not None or route.on_loop:
                 self._authorize(request)
+            elif route.authenticated and not Guard.presented_key(request) and not session_cookie(request):
+                raise _unauthorized(NO_API_KEY)  # (needs no database: refused before any of its body is read)
             return None
         except ApiError as error:
             return error.response()

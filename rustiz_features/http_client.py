@@ -11,6 +11,8 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import functools
+import io
 import json
 import os
 import re
@@ -84,7 +86,58 @@ class NoAnswer(Exception):
 class Timeouts(NamedTuple):
     connect: float = 10.0
     read: float = 30.0  # the longest silence while waiting for or reading the answer
-    total: float = 120.0
+    total: float = 120.0  # the whole exchange: connecting, sending, the answer's head, 1xx answers, body, trailers
+
+
+def _total_cap() -> float:
+    """RUSTIZ_OUTBOUND_TOTAL_TIMEOUT: when set, no exchange with another server lasts longer, whatever its caller
+    allows (0 or unset: each caller's own Timeouts.total)."""
+    try:
+        return max(0.0, float(os.environ.get("RUSTIZ_OUTBOUND_TOTAL_TIMEOUT") or 0))
+    except ValueError:
+        return 0.0
+
+
+TOTAL_CAP_SECONDS = _total_cap()
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket under an answer, read with each wait bounded by the read timeout and by what is left of the
+    exchange's total time: a server sending its head a line at a time, endless `100 Continue` answers or slow
+    chunked trailers keeps every single wait short, so only a deadline over the whole answer stops it."""
+
+    def __init__(self, raw: Any, sock: socket.socket, deadline: float, read_timeout: float):
+        super().__init__()
+        self.raw, self.sock, self.deadline, self.read_timeout = raw, sock, deadline, read_timeout
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> Optional[int]:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the answer took longer than the total time allowed")
+        self.sock.settimeout(min(self.read_timeout, remaining))
+        return self.raw.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()  # (the socket's own makefile reader: the socket closes once both let go of it)
+        super().close()
+
+
+@functools.lru_cache(maxsize=None)
+def _deadline_response() -> type:
+    """http.client's answer, read through a _DeadlineReader (HttpClient._one_exchange makes its connections
+    build these). Made on first use: http.client imports ssl, whose OpenSSL most processes never need."""
+    import http.client
+
+    class DeadlineResponse(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, debuglevel: int = 0, method: Optional[str] = None,
+                     url: Optional[str] = None, *, deadline: float, read_timeout: float):
+            super().__init__(sock, debuglevel, method, url)
+            self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline, read_timeout))
+    return DeadlineResponse
 
 
 class _Redirect(NamedTuple):
@@ -430,7 +483,8 @@ class HttpClient:
 
     def _exchange(self, method: str, url: str, headers: dict, body: bytes, timeouts: Timeouts,
                   read: Optional[Callable] = None, max_redirects: int = MAX_REDIRECTS) -> Any:
-        deadline = time.monotonic() + timeouts.total
+        # One deadline over every redirect and every step of each exchange (see _DeadlineReader).
+        deadline = time.monotonic() + (min(timeouts.total, TOTAL_CAP_SECONDS) if TOTAL_CAP_SECONDS else timeouts.total)
         for _ in range(max_redirects + 1):
             count("rustiz_outbound_requests_total")
             try:
@@ -459,7 +513,12 @@ class HttpClient:
         scheme, host = parts.scheme.lower(), ascii_host(parts.hostname)
         port = parts.port or (443 if scheme == "https" else 80)
         where = _host_port(host, port)
-        connection, absolute = self._connection(scheme, host, port, timeouts.connect)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise NoAnswer(f"{where}: the redirects took longer than the total time allowed")
+        connection, absolute = self._connection(scheme, host, port, min(timeouts.connect, left))
+        connection.response_class = functools.partial(_deadline_response(), deadline=deadline,
+                                                      read_timeout=timeouts.read)
         target = url if absolute else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
             try:
@@ -478,8 +537,7 @@ class HttpClient:
                 if method in ("GET", "HEAD") and response.status in _REDIRECT_STATUSES and location:
                     from urllib.parse import urljoin
                     return _Redirect(urljoin(url, location))
-                pieces = self._body_pieces(response, sock, deadline, timeouts.read, where,
-                                           None if read else MAX_OUTBOUND_REPLY_BYTES)
+                pieces = self._body_pieces(response, where, None if read else MAX_OUTBOUND_REPLY_BYTES)
                 return read(head, pieces) if read else head._replace(body=b"".join(pieces))
             except (OSError, http.client.HTTPException) as error:
                 raise NoAnswer(f"{where} did not answer {method} {parts.path or '/'}: "
@@ -488,8 +546,7 @@ class HttpClient:
             connection.close()
 
     @staticmethod
-    def _body_pieces(response: Any, sock: Any, deadline: float, read_timeout: float, where: str,
-                     limit: Optional[int]) -> Any:
+    def _body_pieces(response: Any, where: str, limit: Optional[int]) -> Any:
         """The body as it arrives (a generator), unpacked when gzip or deflate: at most `limit` bytes as sent,
         and again at most `limit` once unpacked. Any other encoding is refused: rustiz did not ask for it."""
         encoding = (response.getheader("content-encoding") or "").strip().lower()
@@ -499,12 +556,7 @@ class HttpClient:
         inflater = _Inflater(encoding, where) if encoding not in ("", "identity") else None
         sent = unpacked = 0
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise NoAnswer(f"{where}: the answer took longer than the total time allowed")
-            if sock is not None:
-                sock.settimeout(min(read_timeout, remaining))
-            chunk = response.read1(_READ_PIECE_BYTES)
+            chunk = response.read1(_READ_PIECE_BYTES)  # (within the exchange's deadline: see _DeadlineReader)
             if not chunk:
                 break
             sent += len(chunk)

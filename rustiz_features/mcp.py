@@ -18,8 +18,8 @@ import traceback
 from typing import Any, Awaitable, NamedTuple, Optional, Union
 
 from rustiz import (
-    App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, json_dumps, log, lone_surrogate,
-    new_uuid, route_options,
+    App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, hash_api_key, json_dumps, log,
+    lone_surrogate, new_uuid, route_options,
 )
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,
@@ -27,6 +27,8 @@ from .mcp_tools import (
     MCP_SSE_ENDED_REMEMBERED, MCP_SSE_QUEUE_BYTES, META_CAPABILITIES, META_SERVER_INFO, META_VERSION,
     METHOD_NOT_FOUND, McpError, McpTools, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION, rpc_error,
 )
+
+KEY_WATCH_SECONDS = 1.0  # how soon an open legacy SSE stream ends once its key is revoked or rotated
 
 
 class McpCall(NamedTuple):
@@ -82,7 +84,9 @@ class McpServer:
         self.tools = McpTools(app)
         self.server_info = {"name": "rustiz", "version": VERSION}
         self.capabilities = {"tools": {}, "logging": {"enabled": True}}
-        self.sse_sessions: dict = {}  # session id -> (organization id, its EventStreamResponse)
+        self.sse_sessions: dict = {}  # session id -> (organization id, its EventStreamResponse, the key of its URL)
+        self.watching_keys = False  # _watch_keys runs (while streams are open)
+        self.seen_generation = b""
         self.sse_unread: dict = {}  # session id -> organization id, of streams ended because nobody read them
 
     # --- HTTP ---------------------------------------------------------------------------------
@@ -292,8 +296,34 @@ class McpServer:
         endpoint = f"{prefix}/message/{quote(request.params['apiKey'], safe='')}?sessionId={session_id}"
         events.put_nowait(f"event: endpoint\ndata: {endpoint}\n\n".encode())
         stream = EventStreamResponse(events, lambda: self.sse_sessions.pop(session_id, None), MCP_CORS_HEADERS)
-        self.sse_sessions[session_id] = (organization_id, stream)
+        self.sse_sessions[session_id] = (organization_id, stream, request.params["apiKey"])
+        if not self.watching_keys:
+            self.watching_keys = True
+            self.seen_generation = self.app.store.credentials_generation()
+            asyncio.get_running_loop().call_later(KEY_WATCH_SECONDS, self._watch_keys)
         return stream
+
+    def _watch_keys(self) -> None:
+        """Every KEY_WATCH_SECONDS while streams are open: when keys changed (one revoked or rotated, in any worker
+        or by the CLI: the shared credentials generation moves), the streams of keys that no longer work end, as
+        a revoked key's web sessions do."""
+        if not self.sse_sessions:
+            self.watching_keys = False
+            return
+        generation = self.app.store.credentials_generation()
+        if generation != self.seen_generation:
+            self.seen_generation = generation
+            asyncio.ensure_future(self._end_streams_of_revoked_keys())
+        asyncio.get_running_loop().call_later(KEY_WATCH_SECONDS, self._watch_keys)
+
+    async def _end_streams_of_revoked_keys(self) -> None:
+        store = self.app.store
+        for session_id, (organization_id, stream, key) in list(self.sse_sessions.items()):
+            identity = await store.off_loop(store.key_for_hash, hash_api_key(key))
+            if identity is None or identity.organization != organization_id:
+                log(f"legacy MCP SSE stream {session_id} ended: its key was revoked or rotated")
+                self.sse_sessions.pop(session_id, None)
+                stream.abandon()
 
     @route_options(**MCP_ROUTE, on_loop=True)
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:

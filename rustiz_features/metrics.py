@@ -223,6 +223,11 @@ def _lag_family(out: Exposition, lags: list) -> None:
     out.sample("rustiz_scheduler_lag_seconds_count", len(lags))
 
 
+# A request carrying any of these came through a reverse proxy (nginx's common snippets set X-Real-IP alone), so
+# its loopback peer is the proxy's, not the client's.
+PROXY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "via")
+
+
 class Metrics:
     """GET /metrics, and GET /health?verbose=1 (App.health hands it here)."""
 
@@ -236,7 +241,8 @@ class Metrics:
         if self.token and header[:7].lower() == "bearer " and compare_digest(header[7:].strip().encode(),
                                                                              self.token.encode()):
             return True
-        proxied = "x-forwarded-for" in request.headers or "forwarded" in request.headers
+        headers = request.headers
+        proxied = any(name in headers for name in PROXY_HEADERS)
         peer = request.peer
         return not proxied and (peer.startswith("127.") or peer in ("::1", "localhost")
                                 or peer.startswith("::ffff:127."))

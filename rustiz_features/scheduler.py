@@ -118,6 +118,11 @@ class Scheduler(WokenLoop):
         self.lock_descriptor: Optional[int] = None
         self.busy_channels: set = set()
         self.busy_per_provider: dict = {}
+        # Publishes in flight per organization, and per (provider, organization): see _fair_shares.
+        self.busy_per_organization: dict = {}
+        self.busy_per_provider_organization: dict = {}
+        self.channel_organizations: dict = {}  # channel id -> organization id (a channel never changes organization)
+        self.organizations_with_channels = 0
         self.channel_free_at: dict = {}  # channel id -> Unix time its next publish may start (spacing, throttling)
         self.tasks: set = set()
         self.seen_generation = b""
@@ -246,17 +251,21 @@ class Scheduler(WokenLoop):
     def _start_due_posts(self, now: float) -> Optional[float]:
         """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
         next_free = None
-        for post_id, channel_id, provider in self.store.due_posts(iso_at(now)):
+        # (one publish at a time per channel; its end wakes us)
+        due = [row for row in self.store.due_posts(iso_at(now)) if row[1] not in self.busy_channels]
+        organizations = self._organizations_of([channel_id for _, channel_id, _ in due])
+        shares = self._fair_shares(due, organizations)
+        for (post_id, channel_id, provider), organization in zip(due, organizations):
             if len(self.busy_channels) >= self.config.publish_concurrency:
                 break
-            if channel_id in self.busy_channels:
-                continue  # one publish at a time per channel; its end wakes us
+            if (self.busy_per_organization.get(organization, 0) >= shares[None]
+                    or self.busy_per_provider_organization.get((provider, organization), 0) >= shares[provider]):
+                continue  # its share is taken: another organization's post goes first, this one at the next end
             free_at = self.channel_free_at.get(channel_id, 0.0)
             if free_at > now:
                 next_free = free_at if next_free is None else min(next_free, free_at)
                 continue
-            platform = provider_for(provider)
-            if self.busy_per_provider.get(provider, 0) >= (platform.concurrency if platform else 1):
+            if self.busy_per_provider.get(provider, 0) >= self._provider_cap(provider):
                 continue
             claim = self.store.claim_post(post_id, self.owner, iso_at(now + self.lease_seconds))
             if claim is None:
@@ -264,12 +273,57 @@ class Scheduler(WokenLoop):
             self.claimed.add(post_id)
             self.busy_channels.add(channel_id)
             self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
-            task = self.loop.create_task(self._publish(claim))
+            self.busy_per_organization[organization] = self.busy_per_organization.get(organization, 0) + 1
+            pair = (provider, organization)
+            self.busy_per_provider_organization[pair] = self.busy_per_provider_organization.get(pair, 0) + 1
+            task = self.loop.create_task(self._publish(claim, organization))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
         return next_free
 
-    async def _publish(self, claim: dict) -> None:
+    def _organizations_of(self, channel_ids: list) -> list:
+        """The organization of each channel (its own id for one not found: a disabled channel's post, about to fail)."""
+        known = self.channel_organizations
+        if any(channel_id not in known for channel_id in channel_ids):
+            if len(known) > 100_000:
+                known.clear()
+            known.update((row[0], row[1]) for row in self.store.channels_to_check())
+            self.organizations_with_channels = len(set(known.values()))
+        return [known.get(channel_id, channel_id) for channel_id in channel_ids]
+
+    @staticmethod
+    def _count_out(counts: dict, key: Any) -> None:
+        """One publish fewer under `key` (gone at none, so that only those publishing are looked at)."""
+        counts[key] -= 1
+        if not counts[key]:
+            del counts[key]
+
+    @staticmethod
+    def _provider_cap(provider: str) -> int:
+        """Publishes at once on one platform, across channels and organizations."""
+        platform = provider_for(provider)
+        return platform.concurrency if platform else 1
+
+    def _fair_shares(self, due: list, organizations: list) -> dict:
+        """How many publishes one organization may have in flight: in all (key None; RUSTIZ_PUBLISH_CONCURRENCY)
+        and on each platform (key: the provider; its cap). An equal part (at least one) among the organizations
+        publishing or with posts due there, and, where other organizations have channels, one slot less than
+        all: one organization's slow servers cannot hold every slot while another's posts wait, nor take the
+        last one from a post that comes due while they hang."""
+        contenders: dict = {None: set(organizations)}
+        for (_, _, provider), organization in zip(due, organizations):
+            contenders.setdefault(provider, set()).add(organization)
+        for provider, organization in self.busy_per_provider_organization:
+            contenders[None].add(organization)
+            contenders.setdefault(provider, set()).add(organization)
+        shares = {}
+        for provider, names in contenders.items():
+            cap = self.config.publish_concurrency if provider is None else self._provider_cap(provider)
+            most = cap - 1 if self.organizations_with_channels > 1 else cap
+            shares[provider] = max(1, min(most, cap // max(1, len(names))))
+        return shares
+
+    async def _publish(self, claim: dict, organization: str) -> None:
         from .publishers.base import Channel
         platform = provider_for(claim["provider"])
         channel = Channel(claim["channel_id"], claim["channel_name"], json.loads(claim["credentials"] or "{}"),
@@ -285,6 +339,8 @@ class Scheduler(WokenLoop):
             self.claimed.discard(claim["id"])
             self.busy_channels.discard(claim["channel_id"])
             self.busy_per_provider[claim["provider"]] -= 1
+            self._count_out(self.busy_per_organization, organization)
+            self._count_out(self.busy_per_provider_organization, (claim["provider"], organization))
             spacing = platform.spacing if platform else 0.0
             self.channel_free_at[claim["channel_id"]] = time.time() + max(spacing, channel.throttled_for)
             if channel.throttled_for:

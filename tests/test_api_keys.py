@@ -168,3 +168,12 @@ def test_a_narrow_key_sees_outgoing_webhook_urls_masked_and_a_full_key_sees_them
     status, hooks = api(shared, "GET", "/public/v1/webhooks")
     hook = next(item for item in hooks if item["id"] == made["id"])
     assert hook["url"] == url and "urlMasked" not in hook
+
+
+def test_a_body_sent_without_any_credentials_is_refused_from_its_head(shared):
+    """On either backend (PostgreSQL checks a key on a Store thread, once the body is in): a request with no key
+    and no session is answered 401 before a byte of its announced 25 MiB is sent."""
+    from conftest import raw_exchange
+    answer = raw_exchange(shared.port, b"POST /public/v1/posts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                       b"Content-Length: 26214400\r\n\r\n", timeout=5)
+    assert answer.startswith(b"HTTP/1.1 401 ") and answer.endswith(b'{"msg":"No API Key found"}'), answer[:300]

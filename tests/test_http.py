@@ -260,6 +260,26 @@ def test_chunked_body_is_consumed_and_the_connection_goes_on(shared):
         assert (after.status, after.body) == (200, b"ok")
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_small_body_sent_with_a_get_is_dropped_and_the_connection_goes_on(shared, framing):
+    body = b"{}" * 1000
+    head = (b"Content-Length: %d\r\n\r\n" % len(body) + body if framing == "content-length"
+            else b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    with Client(shared.port) as client:
+        response = client.request(b"GET /health HTTP/1.1\r\n" + head)
+        assert (response.status, response.body) == (200, b"ok")
+        assert client.request(get()).status == 200
+
+
+def test_a_large_body_sent_with_a_get_is_refused_from_the_head_and_the_connection_closed(start_server):
+    server = start_server()  # (RUSTIZ_MAX_BODY's default, 25 MiB: the body is refused for its route, not its size)
+    response = assert_rejected(server, b"GET /health HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % 2**20, 400)
+    assert response.json()["message"] == ("GET /health takes no request body: send the request without one "
+                                          "(no Content-Length or Transfer-Encoding)")
+    piece = b"%x\r\n%s\r\n" % (16384, b"x" * 16384)
+    assert_rejected(server, b"GET /web/app.js HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + piece * 6, 400)
+
+
 def test_body_at_the_limit_is_accepted(shared):
     with Client(shared.port) as client:
         response = client.request(b"POST /public/v1/xyz HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % MAX_BODY

@@ -204,6 +204,25 @@ def test_valid_requests_give_the_same_events_when_fed_one_byte_at_a_time(stream)
 
 
 @PROPERTY_SETTINGS
+@given(valid_stream(), st.integers(min_value=1, max_value=3))
+def test_a_batch_limit_gives_the_same_events_a_batch_at_a_time(stream, batch):
+    data, expected = stream
+    parser = new_parser()
+    events = parser.feed(data, batch)
+    while parser.backlog:
+        events.extend(parser.feed(b"", batch))
+    assert normalise(events) == expected
+
+
+def test_a_batch_limit_stops_after_that_many_requests_and_keeps_the_rest():
+    parser = new_parser()
+    events = parser.feed(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n" * 5, 2)
+    assert [type(event) for event in events] == [RequestHead, EndOfMessage] * 2 and parser.backlog
+    assert len(parser.feed(b"", 2)) == 4 and parser.backlog
+    assert len(parser.feed(b"", 2)) == 2 and not parser.backlog and parser.idle
+
+
+@PROPERTY_SETTINGS
 @given(stream_and_cuts(arbitrary_bytes))
 def test_arbitrary_bytes_never_raise_and_end_at_most_in_one_parse_error(case):
     data, cuts = case

@@ -9,6 +9,7 @@ import json
 import time
 from contextlib import asynccontextmanager
 
+import anyio
 import httpx2
 import jsonschema
 import pytest
@@ -114,6 +115,25 @@ def test_the_legacy_sse_transport_works(server):
                 result = await session.call_tool("integrationSchema", {"isPremium": False, "platform": "x"})
                 assert result.structured_content["output"]["maxLength"] == 280
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("change", ["revoke", "rotate"])
+def test_a_legacy_sse_stream_ends_when_its_key_is_revoked_or_rotated(server, change):
+    if change == "revoke":
+        status, made = api(server, "POST", "/public/v1/api-keys", {"name": "agent", "scope": "full"})
+        assert status == 201, made
+        key = made["apiKey"]
+    else:
+        key = server.key
+
+    async def scenario() -> list:
+        async with sse_client(f"{server.url}/sse/{key}") as (read, _):  # (open once its endpoint event came)
+            status, answer = (api(server, "DELETE", "/public/v1/api-keys/agent") if change == "revoke"
+                              else api(server, "POST", "/public/v1/organization/api-key", {}))
+            assert status in (200, 201), answer
+            with anyio.fail_after(10):  # the stream ends: the client reads its end (or the error it ended with)
+                return [message async for message in read]
+    assert all(isinstance(item, Exception) for item in asyncio.run(scenario()))
 
 
 def test_every_tool_schema_is_draft_07_json_schema(server):

@@ -78,6 +78,15 @@ def test_metrics_answer_a_proxied_client_only_with_the_token(server):
     assert server.request("GET", "/health?verbose=1", proxied)[0] == 403
 
 
+@pytest.mark.parametrize("header", ["X-Real-IP", "Via", "Forwarded", "X-Forwarded-For"])
+def test_metrics_count_a_request_through_any_common_proxy_header_as_proxied(server, header):
+    value = {"Via": "1.1 nginx", "Forwarded": "for=203.0.113.9"}.get(header, "203.0.113.9")
+    status, _, body = server.request("GET", "/metrics", {header: value})
+    assert status == 403 and b"RUSTIZ_METRICS_TOKEN" in body, header
+    assert server.request("GET", "/health?verbose=1", {header: value})[0] == 403
+    assert samples(server, {header: value, "Authorization": f"Bearer {TOKEN}"})
+
+
 def test_health_stays_plain_and_verbose_health_reports_the_database_scheduler_queue_and_channels(server):
     status, headers, body = server.request("GET", "/health")
     assert (status, body) == (200, b"ok") and headers["content-type"].startswith("text/plain")

@@ -9,12 +9,15 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import zlib
 
 import pytest
 
 from rustiz_features.http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, encode_multipart
 from conftest import client_for_fakes
+from support import upload_from_url
+from fake_slow_server import SlowServer
 from fakes import FakePlatform, answer
 
 
@@ -246,3 +249,37 @@ def test_multipart_bodies_carry_fields_and_files(platform):
     body, content_type = encode_multipart([("description", "a cat"), ("file", ("cat.png", b"PNG", "image/png"))])
     reply = fetch("POST", platform.url + "/upload", body=body, headers={"Content-Type": content_type})
     assert reply.json() == {"description": [None, "a cat", "text/plain"], "file": ["cat.png", "PNG", "image/png"]}
+
+
+SLOW_ANSWERS = {
+    "a header line at a time": (b"HTTP/1.1 200 OK\r\n", b"X-Slow: 1\r\n"),
+    "endless 100 Continue": (b"", b"HTTP/1.1 100 Continue\r\n\r\n"),
+    "chunked trailers at a time": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n",
+                                   b"X-Trailer: 1\r\n"),
+    "a body at a time": (b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", b"x"),
+}
+
+
+@pytest.mark.parametrize("opening, line", SLOW_ANSWERS.values(), ids=SLOW_ANSWERS.keys())
+def test_the_total_deadline_holds_over_the_whole_answer(opening, line):
+    server = SlowServer(opening, line)
+    try:
+        started = time.monotonic()
+        with pytest.raises(NoAnswer, match="timed out"):
+            fetch("POST", server.url + "/hook", body=b"{}", timeouts=Timeouts(connect=2, read=1, total=2))
+        assert time.monotonic() - started < 2 + 2, f"the answer went on for {time.monotonic() - started:.1f} s"
+    finally:
+        server.close()
+
+
+def test_upload_from_url_stops_at_the_total_deadline_while_a_server_sends_its_head_a_line_at_a_time(
+        start_server_with_fakes):
+    server = start_server_with_fakes(env={"RUSTIZ_OUTBOUND_TOTAL_TIMEOUT": "2"})
+    hanging = SlowServer(b"HTTP/1.1 200 OK\r\n", b"X-Slow: 1\r\n")
+    try:
+        started = time.monotonic()
+        status, answer = upload_from_url(server, hanging.url + "/picture.png")
+        assert status == 400 and "timed out" in answer["message"], (status, answer)
+        assert time.monotonic() - started < 2 + 2, f"upload-from-url ran {time.monotonic() - started:.1f} s"
+    finally:
+        hanging.close()

@@ -11,8 +11,10 @@ import time
 
 import pytest
 
+from conftest import run_cli
+from fake_slow_server import SlowServer
 from fake_webhook import FakeWebhookReceiver, signature_ok
-from support import waiting_for_reconnect, FAST_RETRIES, api, wait_for, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
+from support import waiting_for_reconnect, FAST_RETRIES, api, channel_post, connected, post_body, wait_for, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
 
 
 @pytest.fixture
@@ -333,3 +335,33 @@ def test_a_second_server_on_the_same_database_stands_by_and_takes_over_when_the_
     settled(second, scheduled(second, channel, "<p>by the second</p>", type="schedule", date=iso(0.5)))
     assert [item["text"] for item in receiver.published] == ["by the first", "by the second"]
     assert sum("scheduler running" in line for line in first.stderr_lines + second.stderr_lines) == 2
+
+
+def test_one_organization_s_hanging_servers_do_not_hold_up_another_organization_s_posts(start_server_with_fakes,
+                                                                                          receiver):
+    # Two publishing slots; org A's three webhook channels point at a server that answers a header line every
+    # 0.3 s (for 15 s), org B's at a receiver that answers at once.
+    server = start_server_with_fakes(env={"RUSTIZ_PUBLISH_CONCURRENCY": "2", "RUSTIZ_OUTBOUND_TOTAL_TIMEOUT": "10",
+                                          **FAST_RETRIES})
+    hanging = SlowServer(b"HTTP/1.1 200 OK\r\n", b"X-Slow: 1\r\n", quick=lambda request: (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}" if b'"ping"' in request else None))
+    try:
+        result = run_cli(server.pyz, "org", "add", "Second", env={"RUSTIZ_CONFIG": str(server.config_path)})
+        assert result.returncode == 0, result.stderr
+        other_key = next(word for word in result.stdout.split() if len(word) == 64)
+        slow_channels = [connected(server, "webhook", {"url": f"{hanging.url}/hook{number}"}, f"slow {number}")["id"]
+                         for number in range(3)]
+        status, channel = api(server, "POST", "/public/v1/integrations",
+                              {"provider": "webhook", "credentials": receiver.credentials()}, key=other_key)
+        assert status == 201, channel
+        for number, channel_id in enumerate(slow_channels):
+            scheduled(server, channel_id, f"<p>slow {number}</p>", type="schedule", date=iso(1))
+        time.sleep(2)  # org A's posts are being published (hanging) when org B's comes due
+        due = time.time() + 1
+        status, created = api(server, "POST", "/public/v1/posts", post_body(
+            channel_post(channel["id"], "<p>org B</p>"), type="schedule", date=iso(1)), key=other_key)
+        assert status == 201, created
+        wait_for(lambda: receiver.published, bool, timeout=15)
+        assert time.time() - due < 4, f"org B's post went out {time.time() - due:.1f} s late"
+    finally:
+        hanging.close()
