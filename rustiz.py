@@ -3350,6 +3350,7 @@ class HttpConnection(asyncio.Protocol):
         self.answered = 0  # responses sent; before the first, an idle client gets the header timeout
         self.continue_due = False  # the current head asked for 100 Continue and has not had it yet
         self.closed = False
+        self.client_done = False  # the client half-closed: it sends no more, but still reads the answers due
         self.body_unread = False  # the client may still be sending: close gracefully (see close)
         self.lingering_until = 0.0
         self.reading_paused = False
@@ -3406,6 +3407,15 @@ class HttpConnection(asyncio.Protocol):
         if self.event_stream is not None:
             self.event_stream.cancel()
             self.event_stream = None
+
+    def eof_received(self) -> Optional[bool]:
+        """The client sends no more (a half-close, as `nc -N` or shutdown(SHUT_WR) do). Answers still being
+        made (an asynchronous handler, a file, pipelined requests) go out first, then the connection closes;
+        with none due it closes now. A stream of events has no last answer: it ends with the connection."""
+        if self.closed or self.event_stream is not None or not (self.busy or self.pending or self.parser.backlog):
+            return None
+        self.client_done = True
+        return True
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -3624,6 +3634,9 @@ class HttpConnection(asyncio.Protocol):
             self.continue_due = False
             self.transport.write(CONTINUE_RESPONSE)
             self._restart_rate_window()  # the client sends its body from now
+        if self.client_done and not pending and not self.busy and not self.parser.backlog and not self.closed:
+            self.close()  # every answer the half-closed client waited for is out
+            return
         if self.reading_paused and not pending and not self.writing_paused and not self.closed and (
                 not self.busy or self.event_stream is not None):  # (a stream is the last answer: read to see it end)
             self._continue_reading()

@@ -488,6 +488,15 @@ def test_a_refused_request_with_a_small_body_is_answered_and_the_connection_goes
         assert client.request(get()).status == 200
 
 
+def test_a_client_that_half_closes_still_gets_the_answers_of_its_requests_made_asynchronously(shared):
+    # (the import runs on a thread: its answer comes after the client's end of stream has arrived)
+    request = (b"POST /public/v1/posts/import HTTP/1.1\r\nAuthorization: " + shared.key.encode()
+               + b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    answer = raw_exchange(shared.port, request + request, half_close=True)
+    assert answer.count(b"HTTP/1.1 400 Bad Request") == 2, answer[:300]
+    assert b"must be a JSON array of CreatePost bodies" in answer
+
+
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 def test_a_refused_request_with_a_large_body_is_answered_before_the_body_and_the_connection_closed(
         start_server, framing):
