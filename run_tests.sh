@@ -26,4 +26,6 @@ if command -v npm >/dev/null && [ ! -d "$RUSTIZ_TEST_BSKY_DEVENV/node_modules/@a
         "(see $RUSTIZ_TEST_BSKY_DEVENV/npm-install.log); the real Bluesky PDS test will be skipped" >&2
 fi
 .venv/bin/python build_zipapp.py
-RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest "$@"
+# One worker per core (RUSTIZ_TEST_WORKERS to choose; 0 runs in this process), each file's tests on one worker:
+# module fixtures (one server for a file) stay shared, and every server and fake binds its own free port.
+RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest -n "${RUSTIZ_TEST_WORKERS:-auto}" --dist loadfile "$@"
