@@ -917,7 +917,7 @@ _UNWRITABLE_CAUSES = (("readonly", "the database is read-only; check the permiss
                       ("disk i/o error", "the disk reported an I/O error; check the disk, the file system's "
                                          "quotas and the kernel log"))
 WRITE_PROBE_SECONDS = 5  # how often /health tries a write while writes fail
-# PostgreSQL: the advisory lock every write transaction takes (see Store._writing), and so also the one that
+# PostgreSQL: the advisory lock every write transaction takes (see Store.writing), and so also the one that
 # makes processes started together run the migrations once (the first migrates; the others then find it done).
 WRITE_LOCK_KEY = 0x72757374
 
@@ -925,7 +925,7 @@ WRITE_LOCK_KEY = 0x72757374
 class Store:
     """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
 
-    Reads go through `_read`, writes through `_writing()`. In the server, reads made in one turn of
+    Reads go through `read`, writes through `writing()`. In the server, reads made in one turn of
     the event loop share one read transaction (see `share_reads_per_loop_turn`): a WAL read
     transaction costs file-lock system calls, and paying them once per turn instead of once per
     query doubles the throughput of a read-only route. Every write first ends that shared read, so
@@ -1047,7 +1047,7 @@ class Store:
         if not self.remote:
             self._schedule_end_of_turn = call_soon
 
-    def _read(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
+    def read(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
         if not self._read_open and self._schedule_end_of_turn is not None:
             self.db.execute("BEGIN")
             self._read_open = True
@@ -1060,7 +1060,7 @@ class Store:
             self.db.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _writing(self, shared: bool = False):
+    def writing(self, shared: bool = False):
         """One write transaction, committed when the block ends (rolled back if it raises). Raises
         DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`.
 
@@ -1105,7 +1105,7 @@ class Store:
                 and now - self._write_failed_at >= WRITE_PROBE_SECONDS:
             self._next_write_probe = now + WRITE_PROBE_SECONDS
             if os.statvfs(os.path.dirname(os.path.abspath(self.path))).f_bavail > 0:
-                with contextlib.suppress(sqlite3.OperationalError), self._writing() as db:
+                with contextlib.suppress(sqlite3.OperationalError), self.writing() as db:
                     # (a new value: SQLite leaves a page alone when an UPDATE writes back the same bytes)
                     db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
         return self.write_problem
@@ -1117,7 +1117,7 @@ class Store:
     def write_probe_problem(self) -> Optional[str]:
         """Why a small write fails now, or None when it succeeds (rustiz doctor; /health on PostgreSQL)."""
         try:
-            with self._writing() as db:
+            with self.writing() as db:
                 db.execute("INSERT OR REPLACE INTO write_probe (id, written_at) VALUES (1, ?)", (time.time(),))
         except sqlite3.DatabaseError as error:
             return str(error)
@@ -1149,13 +1149,13 @@ class Store:
     def credentials_generation(self) -> bytes:
         return bytes(self._generations[:8]) if self.remote else self._shared_counters[:8]
 
-    def _credentials_changed(self) -> None:
+    def credentials_changed(self) -> None:
         self._bump(0)
 
     def posts_generation(self) -> bytes:
         return bytes(self._generations[8:16]) if self.remote else self._shared_counters[8:16]
 
-    def _posts_changed(self) -> None:
+    def posts_changed(self) -> None:
         """Tell the scheduler: at once in this process (on_posts_changed), within a second in the others.
         (PostgreSQL: every scheduler, this process's too, hears it as a notice within milliseconds.)"""
         self._bump(8)
@@ -1163,7 +1163,7 @@ class Store:
             self.on_posts_changed()
 
     def _migrate(self) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             run = db.execute_schema if self.remote else db.execute
             run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = db.execute("SELECT version FROM schema_version").fetchone()
@@ -1182,33 +1182,33 @@ class Store:
                 db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
 
     def schema_version(self) -> int:
-        return self._read("SELECT version FROM schema_version").fetchone()[0]
+        return self.read("SELECT version FROM schema_version").fetchone()[0]
 
     # --- organizations ------------------------------------------------------
 
     def create_organization(self, name: str, api_key_hash: str) -> str:
         organization_id = new_uuid()
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO organization (id, name, api_key_hash, created_at, updated_at) "
                        "VALUES (?, ?, ?, ?, ?)", (organization_id, name, api_key_hash, now, now))
         return organization_id
 
     def organizations(self) -> list:
-        rows = self._read(
+        rows = self.read(
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
     def organization_summaries(self) -> list:
         """Every organization with the number of its channels (deleted channels not counted)."""
-        rows = self._read(
+        rows = self.read(
             "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
             "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
             "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
         return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
 
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
-        row = self._read(
+        row = self.read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
             (api_key_hash,)).fetchone()
         # The index finds the row; the constant-time compare keeps the final check free of timing leaks.
@@ -1217,18 +1217,18 @@ class Store:
         return None
 
     def api_key_hash(self, organization_id: str) -> Optional[str]:
-        row = self._read("SELECT api_key_hash FROM organization WHERE id = ?", (organization_id,)).fetchone()
+        row = self.read("SELECT api_key_hash FROM organization WHERE id = ?", (organization_id,)).fetchone()
         return row[0] if row else None
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         """A new key for the organization; the web sessions signed in with the old one end with it."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("DELETE FROM web_session WHERE api_key_hash = "
                        "(SELECT api_key_hash FROM organization WHERE id = ?)", (organization_id,))
             db.execute("UPDATE organization SET api_key_hash = ?, api_key_created_at = ?, api_key_last_used_at = NULL, "
                        "updated_at = ? WHERE id = ?", (api_key_hash, now, now, organization_id))
-        self._credentials_changed()
+        self.credentials_changed()
 
     # --- named API keys with a scope (the organization's own key is the full key named "default") ------
 
@@ -1237,7 +1237,7 @@ class Store:
         organization_id = self.organization_for_key_hash(api_key_hash)
         if organization_id is not None:
             return KeyIdentity(organization_id, "full", None)
-        row = self._read("SELECT k.organization_id, k.scope, k.id, k.key_hash FROM api_key k JOIN organization o "
+        row = self.read("SELECT k.organization_id, k.scope, k.id, k.key_hash FROM api_key k JOIN organization o "
                          "ON o.id = k.organization_id WHERE k.key_hash = ? AND o.deleted_at IS NULL",
                          (api_key_hash,)).fetchone()
         if row is not None and compare_digest(row[3], api_key_hash):
@@ -1247,38 +1247,38 @@ class Store:
     def add_api_key(self, organization_id: str, name: str, scope: str, api_key_hash: str) -> dict:
         """A new named key; raises sqlite3.IntegrityError when the organization has a key of that name."""
         key_id, now = new_uuid(), utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO api_key (id, organization_id, name, scope, key_hash, created_at) "
                        "VALUES (?, ?, ?, ?, ?, ?)", (key_id, organization_id, name, scope, api_key_hash, now))
         return {"id": key_id, "name": name, "scope": scope, "createdAt": now, "lastUsedAt": None}
 
     def api_keys(self, organization_id: str) -> list:
         """The organization's keys, its own first (id and name "default"), never their hashes."""
-        own = self._read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
+        own = self.read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
                          "WHERE id = ?", (organization_id,)).fetchone()
         keys = [] if own is None else [
             {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0],
              "lastUsedAt": own[1]}]
-        rows = self._read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
+        rows = self.read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
                           "ORDER BY created_at, name", (organization_id,))
         return keys + [{"id": row[0], "name": row[1], "scope": row[2], "createdAt": row[3], "lastUsedAt": row[4]}
                        for row in rows]
 
     def revoke_api_key(self, organization_id: str, name_or_id: str) -> Optional[dict]:
         """The named key (by name or id) deleted, with the web sessions signed in with it; None when unknown."""
-        with self._writing() as db:
+        with self.writing() as db:
             row = db.execute("SELECT id, name, scope, key_hash FROM api_key WHERE organization_id = ? "
                              "AND (id = ? OR name = ?)", (organization_id, name_or_id, name_or_id)).fetchone()
             if row is None:
                 return None
             db.execute("DELETE FROM web_session WHERE api_key_hash = ?", (row[3],))
             db.execute("DELETE FROM api_key WHERE id = ?", (row[0],))
-        self._credentials_changed()
+        self.credentials_changed()
         return {"id": row[0], "name": row[1], "scope": row[2]}
 
     def record_key_use(self, key: KeyIdentity, when: str) -> None:
         """A key's last use (the caller writes it at most every KEY_LAST_USE_SECONDS)."""
-        with self._writing() as db:
+        with self.writing() as db:
             if key.key_id is None:
                 db.execute("UPDATE organization SET api_key_last_used_at = ? WHERE id = ?", (when, key.organization))
             else:
@@ -1297,9 +1297,9 @@ class Store:
     def integrations(self, organization_id: str, customer_id: Optional[str] = None) -> list:
         """Channels in Postiz's public shape; `customer` is omitted when the channel has none."""
         if customer_id is None:
-            rows = self._read(self._ALL_INTEGRATIONS_SQL, (organization_id,))
+            rows = self.read(self._ALL_INTEGRATIONS_SQL, (organization_id,))
         else:
-            rows = self._read(self._GROUP_INTEGRATIONS_SQL, (organization_id, customer_id))
+            rows = self.read(self._GROUP_INTEGRATIONS_SQL, (organization_id, customer_id))
         return [self._integration_item(row) for row in rows]
 
     @staticmethod
@@ -1319,7 +1319,7 @@ class Store:
         `channel.customer` names a group by id or by name; an unknown name makes a new group."""
         account = channel.account
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             existing = db.execute("SELECT id FROM integration WHERE organization_id = ? AND provider_identifier = ? "
                                   "AND internal_id = ? AND deleted_at IS NULL",
                                   (organization_id, channel.provider, account.internal_id)).fetchone()
@@ -1350,7 +1350,7 @@ class Store:
         `another_account_allowed` (a webhook: the URL is the account); ChannelAlreadyAdded when that other
         account is already another channel of the organization. Nothing is written then."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             row = db.execute("SELECT provider_identifier, internal_id FROM integration WHERE id = ? AND "
                              "organization_id = ? AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
             if row is None or row[0] != channel.provider:
@@ -1399,7 +1399,7 @@ class Store:
 
     def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
         """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
-        row = self._read(
+        row = self.read(
             "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
             "deleted_at, limits FROM integration WHERE id = ? AND organization_id = ?"
             + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
@@ -1417,7 +1417,7 @@ class Store:
     # --- customers (groups) ---------------------------------------------------
 
     def customers(self, organization_id: str) -> list:
-        rows = self._read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
+        rows = self.read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
                           "ORDER BY created_at, id", (organization_id,))
         return [{"id": row[0], "name": row[1]} for row in rows]
 
@@ -1442,7 +1442,7 @@ class Store:
 
     def channel_row(self, organization_id: str, channel_id: str) -> Optional[dict]:
         """A live channel of the organization as Postiz's Integration row (other organizations' ids: None)."""
-        row = self._read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ? "
+        row = self.read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ? "
                          "AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
         return None if row is None else self._channel_row(row)
 
@@ -1450,7 +1450,7 @@ class Store:
         """Rename, disable or enable a channel, set its posting times or its group (`changes` holds any of
         name, disabled, posting_times, customer: a group's id or name, "" for none); the row, None when unknown."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             if db.execute("SELECT 1 FROM integration WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
                           (channel_id, organization_id)).fetchone() is None:
                 return None
@@ -1470,7 +1470,7 @@ class Store:
     def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
         """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             deleted = db.execute("UPDATE integration SET deleted_at = ?, updated_at = ? "
                                  "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
                                  (now, now, channel_id, organization_id)).rowcount
@@ -1480,23 +1480,23 @@ class Store:
                        "WHERE integration_id = ? AND organization_id = ? AND deleted_at IS NULL",
                        (now, now, channel_id, organization_id))
             row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
-        self._posts_changed()
+        self.posts_changed()
         return self._channel_row(row)
 
     def organization_timezone(self, organization_id: str) -> str:
-        row = self._read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
+        row = self.read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
         return row[0] if row else "UTC"
 
     def organization(self, organization_id: str) -> Optional[dict]:
         """{id, name, timezone} of a live organization."""
-        row = self._read("SELECT id, name, timezone FROM organization WHERE id = ? AND deleted_at IS NULL",
+        row = self.read("SELECT id, name, timezone FROM organization WHERE id = ? AND deleted_at IS NULL",
                          (organization_id,)).fetchone()
         return None if row is None else {"id": row[0], "name": row[1], "timezone": row[2]}
 
     def update_organization(self, organization_id: str, name: Optional[str] = None,
                             timezone: Optional[str] = None) -> None:
         """Change the name and/or the IANA timezone (checked by the caller); None leaves a field as it is."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
                        "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
 
@@ -1518,7 +1518,7 @@ class Store:
 
     def post(self, organization_id: str, post_id: str) -> Optional[dict]:
         """A live post of the organization (not deleted, on a channel that is not deleted)."""
-        row = self._read(f"SELECT {self._POST_COLUMNS} FROM post p JOIN integration i ON i.id = p.integration_id "
+        row = self.read(f"SELECT {self._POST_COLUMNS} FROM post p JOIN integration i ON i.id = p.integration_id "
                          "WHERE p.id = ? AND p.organization_id = ? AND p.deleted_at IS NULL "
                          "AND i.deleted_at IS NULL", (post_id, organization_id)).fetchone()
         return None if row is None else self._post_row(row)
@@ -1528,7 +1528,7 @@ class Store:
         found: dict = {}
         for start in range(0, len(post_ids), 500):
             chunk = post_ids[start:start + 500]
-            rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+            rows = self.read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
                               f"AND p.deleted_at IS NULL AND p.id IN ({','.join('?' * len(chunk))})",
                               (organization_id, *chunk))
             found.update((row[0], self._post_row(row)) for row in rows)
@@ -1537,12 +1537,12 @@ class Store:
     def thread_waits(self, organization_id: str, group: str) -> dict:
         """post id -> not_before, for the parts of one group that wait for a time of their own (a reply's
         delay once the part before it went out, a retry's wait)."""
-        return dict(self._read("SELECT id, not_before FROM post WHERE organization_id = ? AND post_group = ? "
+        return dict(self.read("SELECT id, not_before FROM post WHERE organization_id = ? AND post_group = ? "
                                "AND deleted_at IS NULL AND not_before IS NOT NULL", (organization_id, group)))
 
     def thread(self, organization_id: str, group: str) -> list:
         """The live posts of one group in thread order: the root first, then each reply after its parent."""
-        rows = self._read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+        rows = self.read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
                           "AND p.post_group = ? AND p.deleted_at IS NULL", (organization_id, group))
         by_parent: dict = {}
         for row in rows:
@@ -1560,7 +1560,7 @@ class Store:
         tags: dict = {}
         for start in range(0, len(post_ids), 500):
             chunk = post_ids[start:start + 500]
-            rows = self._read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
+            rows = self.read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
                               "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
                               f"WHERE tp.post_id IN ({','.join('?' * len(chunk))}) ORDER BY t.name", chunk)
             for row in rows:
@@ -1584,7 +1584,7 @@ class Store:
             sql += " AND i.customer_id = ?"
             parameters += (customer_id,)
         posts = []
-        for row in self._read(sql + " ORDER BY p.publish_date, p.id", parameters):
+        for row in self.read(sql + " ORDER BY p.publish_date, p.id", parameters):
             post = self._post_row(row)
             post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
             post["recurrenceAnchor"] = row[22]
@@ -1593,7 +1593,7 @@ class Store:
 
     def queued_publish_dates(self, channel_id: str, since: str) -> set:
         """Publish dates (as stored) of the channel's queued root posts from `since` on."""
-        rows = self._read("SELECT publish_date FROM post WHERE integration_id = ? AND state = 'QUEUE' "
+        rows = self.read("SELECT publish_date FROM post WHERE integration_id = ? AND state = 'QUEUE' "
                           "AND parent_post_id IS NULL AND deleted_at IS NULL AND publish_date >= ?",
                           (channel_id, since))
         return {row[0] for row in rows}
@@ -1601,14 +1601,14 @@ class Store:
     def channel_roots_near(self, channel_id: str, start: str, end: str) -> list:
         """Root posts of a channel dated in [start, end] that are queued, being published or published, as
         (id, post_group, content, publish_date, state): what a new post's text is compared with (duplicates)."""
-        return self._read("SELECT id, post_group, content, publish_date, state FROM post WHERE integration_id = ? "
+        return self.read("SELECT id, post_group, content, publish_date, state FROM post WHERE integration_id = ? "
                           "AND publish_date BETWEEN ? AND ? AND parent_post_id IS NULL AND deleted_at IS NULL "
                           "AND state IN ('QUEUE', 'PUBLISHING', 'PUBLISHED')", (channel_id, start, end)).fetchall()
 
     def posts_for_export(self, organization_id: str, start: str, end: str, limit: int) -> list:
         """The live posts (roots and their replies) of the groups whose root is dated in [start, end], on live
         channels, ordered by the root's date; at most `limit` groups (the caller asks for one more to know)."""
-        rows = self._read(
+        rows = self.read(
             f"SELECT {self._POST_COLUMNS} FROM post p JOIN (SELECT r.post_group, r.publish_date FROM post r "
             "JOIN integration i ON i.id = r.integration_id WHERE r.organization_id = ? AND r.parent_post_id IS NULL "
             "AND r.deleted_at IS NULL AND i.deleted_at IS NULL AND r.publish_date BETWEEN ? AND ? "
@@ -1622,7 +1622,7 @@ class Store:
         found: dict = {}
         for start in range(0, len(paths), 500):
             chunk = paths[start:start + 500]
-            rows = self._read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
+            rows = self.read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
                               f"AND path IN ({','.join('?' * len(chunk))})", (organization_id, *chunk))
             found.update((row[0], row[1]) for row in rows)
         return found
@@ -1631,10 +1631,10 @@ class Store:
         """Write several save_posts batches, each (threads, replaced_groups, tag_labels), in ONE transaction:
         all of them or none (an import)."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             for threads, replaced_groups, tag_labels in batches:
                 self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
-        self._posts_changed()
+        self.posts_changed()
 
     def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
                    idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
@@ -1648,7 +1648,7 @@ class Store:
         nothing is written; otherwise `idempotency` is stored with the posts, and None is returned.
         """
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             if idempotency is not None:
                 earlier = self._stored_response(db.execute, organization_id, idempotency.key)
                 if earlier is not None:
@@ -1656,7 +1656,7 @@ class Store:
             self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
             if idempotency is not None:
                 self._store_response(db, organization_id, idempotency)
-        self._posts_changed()
+        self.posts_changed()
         return None
 
     def _write_threads(self, db: sqlite3.Connection, organization_id: str, threads: list, replaced_groups: set,
@@ -1728,13 +1728,13 @@ class Store:
         """post id -> (review, reason) for those of `post_ids` that await review or were rejected."""
         if not post_ids:
             return {}
-        rows = self._read(f"SELECT id, review, review_reason FROM post WHERE review IS NOT NULL "
+        rows = self.read(f"SELECT id, review, review_reason FROM post WHERE review IS NOT NULL "
                           f"AND id IN ({','.join('?' * len(post_ids))})", post_ids)
         return {row[0]: (row[1], row[2]) for row in rows}
 
     def posts_for_review(self, organization_id: str, review: str) -> list:
         """Root posts of live channels whose review is `review` ("review" or "rejected"), oldest first."""
-        rows = self._read(f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
+        rows = self.read(f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
                           "FROM post p JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? "
                           "AND p.review = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
                           "AND i.deleted_at IS NULL ORDER BY p.created_at, p.id", (organization_id, review))
@@ -1753,7 +1753,7 @@ class Store:
 
     def group_version(self, organization_id: str, group: str) -> str:
         """The version of a post group as it is now: it differs after any change to any of its live posts."""
-        return self._group_version(self._read, organization_id, group)
+        return self._group_version(self.read, organization_id, group)
 
     def _group_version(self, execute: Callable, organization_id: str, group: str) -> str:
         rows = execute(f"SELECT {self._VERSIONED_COLUMNS} FROM post WHERE organization_id = ? AND post_group = ? "
@@ -1766,7 +1766,7 @@ class Store:
         (its thread queued at that date), else rejected with `reason`. Returns how many posts changed.
         With `seen_version`, raises PostGroupChanged (writing nothing) when the group is another version now."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             if seen_version is not None:
                 version = self._group_version(db.execute, organization_id, group)
                 if version != seen_version:
@@ -1782,7 +1782,7 @@ class Store:
                     "UPDATE post SET review = 'rejected', review_reason = ?, updated_at = ? WHERE organization_id = ? "
                     "AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' AND deleted_at IS NULL",
                     (reason, now, organization_id, group)).rowcount
-        self._posts_changed()
+        self.posts_changed()
         return changed
 
     @staticmethod
@@ -1801,31 +1801,31 @@ class Store:
         are left alone. Returns how many posts changed."""
         assignments = ", ".join(f"{name} = ?" for name in fields)
         state_check = f" AND state IN ({','.join('?' * len(only_in_states))})" if only_in_states else ""
-        with self._writing() as db:
+        with self.writing() as db:
             changed = db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
                                  f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
                                  (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
                                  ).rowcount
-        self._posts_changed()
+        self.posts_changed()
         return changed
 
     def retry_failed_group(self, organization_id: str, group: str) -> int:
         """Failed posts of a group back to the queue, due now, their error cleared; returns how many."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             retried = db.execute("UPDATE post SET state = 'QUEUE', error = NULL, not_before = ?, attempts = 0, "
                                  "updated_at = ? WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
                                  "AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
-        self._posts_changed()
+        self.posts_changed()
         return retried
 
     def delete_group(self, organization_id: str, group: str) -> int:
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             deleted = db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
                                  "AND post_group = ? AND deleted_at IS NULL",
                                  (now, now, organization_id, group)).rowcount
-        self._posts_changed()
+        self.posts_changed()
         return deleted
 
     # --- publishing: the scheduler's claims and outcomes ------------------------------------------
@@ -1840,13 +1840,13 @@ class Store:
 
     def next_due_time(self, after: str) -> Optional[str]:
         """The earliest time after `after` that a queued post becomes due (ISO, UTC), or None."""
-        return self._read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
+        return self.read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
                           + self._DUE_SQL + ") AS due_times WHERE due > ?", (after,)).fetchone()[0]
 
     def due_posts(self, now: str, limit: int = 500) -> list:
         """(post id, channel id, provider) of the earliest due post of each channel, earliest first."""
         if self.remote:  # (PostgreSQL has no SQLite's "the row where MIN was found" for bare columns)
-            rows = self._read("SELECT id, integration_id, provider_identifier FROM (SELECT DISTINCT ON "
+            rows = self.read("SELECT id, integration_id, provider_identifier FROM (SELECT DISTINCT ON "
                               "(p.integration_id) p.id, p.integration_id, i.provider_identifier, "
                               "MAX(p.publish_date, COALESCE(p.not_before, '')) AS due " + self._DUE_SQL +
                               " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? AND NOT EXISTS "
@@ -1854,7 +1854,7 @@ class Store:
                               "AND busy.state = 'PUBLISHING') "
                               "ORDER BY p.integration_id, due) AS first_due ORDER BY due LIMIT ?", (now, now, limit))
             return [tuple(row) for row in rows]
-        rows = self._read("SELECT p.id, p.integration_id, i.provider_identifier, "
+        rows = self.read("SELECT p.id, p.integration_id, i.provider_identifier, "
                           "MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) AS due "
                           + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? "
                           "GROUP BY p.integration_id ORDER BY due LIMIT ?", (now, now, limit))
@@ -1866,7 +1866,7 @@ class Store:
         None when the post meanwhile left the queue (edited to a draft, deleted, claimed), or (PostgreSQL) when
         another process is claiming or publishing on the same channel."""
         now = utc_now_iso()
-        with self._writing(shared=self.remote) as db:
+        with self.writing(shared=self.remote) as db:
             if self.remote and not self._claimable(db, post_id):
                 return None
             claimed = db.execute("UPDATE post SET state = 'PUBLISHING', lease_owner = ?, lease_until = ?, "
@@ -1889,14 +1889,14 @@ class Store:
 
     def renew_leases(self, post_ids: list, owner: str, lease_until: str) -> None:
         """PostgreSQL: the posts `owner` still publishes stay its own until `lease_until`."""
-        with self._writing(shared=True) as db:
+        with self.writing(shared=True) as db:
             db.execute(f"UPDATE post SET lease_until = ? WHERE lease_owner = ? AND state = 'PUBLISHING' "
                        f"AND id IN ({','.join('?' * len(post_ids))})", (lease_until, owner, *post_ids))
 
     def expired_publishing_posts(self, now: str, owner: str, lease_until: str) -> list:
         """PostgreSQL: the posts left PUBLISHING whose lease ran out, taken over by `owner` until `lease_until` (so
         one process recovers each); rows as `publishing_posts` gives them, with the owner that lost them."""
-        with self._writing(shared=True) as db:
+        with self.writing(shared=True) as db:
             lost = db.execute("SELECT id, lease_owner FROM post WHERE state = 'PUBLISHING' AND lease_until < ? "
                               "ORDER BY lease_until LIMIT 500 FOR UPDATE SKIP LOCKED", (now,)).fetchall()
             if not lost:
@@ -1912,7 +1912,7 @@ class Store:
 
     def post_for_publishing(self, post_id: str) -> dict:
         """A post with its channel (credentials, session, state), the part before it, and its place in the thread."""
-        row = self._read(
+        row = self.read(
                 "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
                 "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
                 "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
@@ -1924,7 +1924,7 @@ class Store:
                  "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
                  "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at")
         claim = dict(zip(names, row))
-        claim["part"] = self._read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
+        claim["part"] = self.read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
                                    "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
                                    "SELECT COUNT(*) - 1 FROM up", (post_id,)).fetchone()[0]
         return claim
@@ -1932,19 +1932,19 @@ class Store:
     def requeue_post(self, post_id: str, not_before: str, note: str, attempted: bool = True) -> None:
         """A claimed post back to the queue, to be tried again from `not_before`; `note` says why (shown as error).
         `attempted` False: nothing was tried (the post waits for its channel), so the claim is not an attempt."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
                        "lease_until = NULL, attempts = MAX(attempts - ?, 0), updated_at = ? "
                        "WHERE id = ? AND state = 'PUBLISHING'",
                        (not_before, note, 0 if attempted else 1, utc_now_iso(), post_id))
-        self._posts_changed()
+        self.posts_changed()
 
     def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any,
                          webhook_event: Optional[dict] = None) -> None:
         """PUBLISHED with its release; the next thread part becomes due after its delay. `webhook_event` is
         queued for the organization's webhooks in the same transaction (see _queue_webhook_event)."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             if webhook_event is not None:
                 self._queue_webhook_event(db, webhook_event, now)
             db.execute("UPDATE post SET state = 'PUBLISHED', release_id = ?, release_url = ?, reply_ref = ?, "
@@ -1955,13 +1955,13 @@ class Store:
                                               "AND deleted_at IS NULL AND state = 'QUEUE'", (post_id,)).fetchall():
                 db.execute("UPDATE post SET not_before = ? WHERE id = ?",
                            (iso_at(time.time() + max(0, delay or 0) * 60), child_id))
-        self._posts_changed()
+        self.posts_changed()
 
     def record_failed(self, post_id: str, error: str, webhook_event: Optional[dict] = None) -> int:
         """ERROR with `error`; the thread parts after it fail too (they would reply to nothing). Returns
         how many later parts were failed with it. `webhook_event` as in record_published."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             if webhook_event is not None:
                 self._queue_webhook_event(db, webhook_event, now)
             db.execute("UPDATE post SET state = 'ERROR', error = ?, lease_owner = NULL, lease_until = NULL, "
@@ -1976,65 +1976,65 @@ class Store:
                                ("Not published: an earlier part of this thread failed (" + error[:300] + ")",
                                 now, child))
                 failed, parents = failed + len(children), children
-        self._posts_changed()
+        self.posts_changed()
         return failed
 
     def finished_recurring_root(self, group: str) -> Optional[tuple]:
         """(root id, publish date, interval in days, recurrence anchor or None) when the group recurs and none
         of it waits or is publishing."""
-        if self._read("SELECT 1 FROM post WHERE post_group = ? AND deleted_at IS NULL "
+        if self.read("SELECT 1 FROM post WHERE post_group = ? AND deleted_at IS NULL "
                       "AND state IN ('QUEUE', 'PUBLISHING') LIMIT 1", (group,)).fetchone() is not None:
             return None
-        return self._read("SELECT id, publish_date, interval_in_days, recurrence_anchor FROM post "
+        return self.read("SELECT id, publish_date, interval_in_days, recurrence_anchor FROM post "
                           "WHERE post_group = ? AND parent_post_id IS NULL AND deleted_at IS NULL "
                           "AND interval_in_days > 0", (group,)).fetchone()
 
     def rearm_recurring(self, root_id: str, next_date: str) -> None:
         """A recurring post's whole thread back to the queue for its next occurrence."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             group = db.execute("SELECT post_group FROM post WHERE id = ?", (root_id,)).fetchone()[0]
             db.execute("UPDATE post SET state = 'QUEUE', publish_date = ?, not_before = NULL, attempts = 0, "
                        "idempotency_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE post_group = ? AND deleted_at IS NULL "
                        "AND state IN ('PUBLISHED', 'QUEUE', 'PUBLISHING')", (next_date, now, group))
-        self._posts_changed()
+        self.posts_changed()
 
     def beat_scheduler(self, owner: str, now: float) -> None:
         """PostgreSQL: `owner`'s scheduler is alive at `now` (signs older than a week are forgotten)."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO scheduler_heartbeat (owner, alive_at) VALUES (?, ?) "
                        "ON CONFLICT (owner) DO UPDATE SET alive_at = excluded.alive_at", (owner, now))
             db.execute("DELETE FROM scheduler_heartbeat WHERE alive_at < ?", (now - 7 * 86400,))
 
     def last_scheduler_heartbeat(self) -> Optional[float]:
         """PostgreSQL: when a scheduler last gave a sign of life, or None."""
-        return self._read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
+        return self.read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
 
     # --- operations: GET /metrics, GET /health?verbose=1, rustiz doctor, rustiz backup ------------
 
     def post_counts_by_state(self) -> list:
         """(state, number of posts) for the posts not deleted, each thread part counted."""
-        return [tuple(row) for row in self._read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
+        return [tuple(row) for row in self.read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
                                                  "GROUP BY state ORDER BY state")]
 
     def queue_depth(self, now: str) -> tuple:
         """(queued posts due by `now`, queued posts in all, the earliest due time of the due ones or None)."""
-        due, earliest = self._read("SELECT COUNT(*), MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) "
+        due, earliest = self.read("SELECT COUNT(*), MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) "
                                    + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ?",
                                    (now, now)).fetchone()
-        total = self._read("SELECT COUNT(*) FROM post WHERE state = 'QUEUE' AND deleted_at IS NULL").fetchone()[0]
+        total = self.read("SELECT COUNT(*) FROM post WHERE state = 'QUEUE' AND deleted_at IS NULL").fetchone()[0]
         return due, total, earliest
 
     def channels_needing_attention(self) -> tuple:
         """(channels flagged for reconnecting, channels disabled), deleted ones left out."""
-        row = self._read("SELECT COALESCE(SUM(CASE WHEN refresh_needed = 1 THEN 1 ELSE 0 END), 0), "
+        row = self.read("SELECT COALESCE(SUM(CASE WHEN refresh_needed = 1 THEN 1 ELSE 0 END), 0), "
                          "COALESCE(SUM(CASE WHEN disabled = 1 THEN 1 ELSE 0 END), 0) "
                          "FROM integration WHERE deleted_at IS NULL").fetchone()
         return int(row[0]), int(row[1])
 
     def channels_to_check(self) -> list:
         """(id, organization id, name, provider) of every channel not deleted nor disabled, for rustiz doctor."""
-        return [tuple(row) for row in self._read(
+        return [tuple(row) for row in self.read(
             "SELECT id, organization_id, name, provider_identifier FROM integration "
             "WHERE deleted_at IS NULL AND disabled = 0 ORDER BY organization_id, name, id")]
 
@@ -2045,18 +2045,18 @@ class Store:
             for table in self.table_names():
                 self.row_count(table)
             return []
-        found = [row[0] for row in self._read("PRAGMA quick_check").fetchall()]
+        found = [row[0] for row in self.read("PRAGMA quick_check").fetchall()]
         return [] if found == ["ok"] else found
 
     def newest_update(self) -> Optional[str]:
         """The latest updated_at of any post (ISO, UTC): a clock that went back is later than now."""
-        return self._read("SELECT MAX(updated_at) FROM post").fetchone()[0]
+        return self.read("SELECT MAX(updated_at) FROM post").fetchone()[0]
 
     def database_clock(self) -> Optional[float]:
         """PostgreSQL: the database server's time (Unix seconds), to compare with this machine's; SQLite: None."""
         if not self.remote:
             return None
-        return float(self._read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+        return float(self.read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
 
     @contextlib.contextmanager
     def consistent_read(self):
@@ -2073,21 +2073,21 @@ class Store:
 
     def publishing_posts(self) -> list:
         """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
-        return self._read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
+        return self.read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
                           "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
 
     def channel_secrets(self, channel_id: str) -> tuple:
         """(credentials, cached session) of a channel, for calls to its platform outside a publish."""
-        row = self._read("SELECT token, session FROM integration WHERE id = ?", (channel_id,)).fetchone()
+        row = self.read("SELECT token, session FROM integration WHERE id = ?", (channel_id,)).fetchone()
         return json.loads(row[0] or "{}"), json.loads(row[1] or "null")
 
     def save_channel_session(self, channel_id: str, session: dict) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE integration SET session = ? WHERE id = ?", (json.dumps(session), channel_id))
 
     def mark_refresh_needed(self, channel_id: str) -> bool:
         """Flag a channel for reconnecting; True when this call flagged it (so its notification goes out once)."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("UPDATE integration SET refresh_needed = 1, updated_at = ? WHERE id = ? AND "
                               "refresh_needed = 0", (utc_now_iso(), channel_id)).rowcount == 1
 
@@ -2095,7 +2095,7 @@ class Store:
 
     def start_oauth_flow(self, state: str, organization_id: str, provider: str, code_verifier: Optional[str],
                          refresh_channel_id: Optional[str], details: dict, expires_at: float) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO oauth_flow (state, organization_id, provider, code_verifier, refresh_channel_id, "
                        "details, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (state, organization_id, provider, code_verifier, refresh_channel_id, json.dumps(details),
@@ -2103,14 +2103,14 @@ class Store:
 
     def oauth_flow_owner(self, state: str, now: float) -> Optional[tuple]:
         """(organization id, provider) of the live flow `state` names, left in place; None when unknown or expired."""
-        row = self._read("SELECT organization_id, provider, expires_at FROM oauth_flow WHERE state = ?",
+        row = self.read("SELECT organization_id, provider, expires_at FROM oauth_flow WHERE state = ?",
                          (state,)).fetchone()
         return None if row is None or row[2] < now else (row[0], row[1])
 
     def take_oauth_flow(self, state: str, now: float) -> Optional[dict]:
         """The flow `state` names, removed (a state is good once), or None when unknown or expired; expired
         flows go with it."""
-        with self._writing() as db:
+        with self.writing() as db:
             row = db.execute("SELECT organization_id, provider, code_verifier, refresh_channel_id, details, expires_at "
                              "FROM oauth_flow WHERE state = ?", (state,)).fetchone()
             db.execute("DELETE FROM oauth_flow WHERE state = ? OR expires_at < ?", (state, now))
@@ -2121,12 +2121,12 @@ class Store:
 
     def oauth_app(self, provider: str, origin: str) -> Optional[tuple]:
         """(client id, client secret) of the app rustiz registered on `origin` (a Mastodon instance), or None."""
-        return self._read("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
+        return self.read("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
                           (provider, origin)).fetchone()
 
     def save_oauth_app(self, provider: str, origin: str, client_id: str, client_secret: str) -> tuple:
         """Keep a registered app; when another worker registered one first, that one stays and is returned."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT OR IGNORE INTO oauth_app (provider, origin, client_id, client_secret, created_at) "
                        "VALUES (?, ?, ?, ?, ?)", (provider, origin, client_id, client_secret, utc_now_iso()))
             return db.execute("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
@@ -2144,7 +2144,7 @@ class Store:
         account than that channel's."""
         account, now = channel.account, utc_now_iso()
         token = json.dumps(channel.credentials)
-        with self._writing() as db:
+        with self.writing() as db:
             if refresh_channel_id:
                 row = db.execute("SELECT id, provider_identifier, internal_id, in_between_steps FROM integration "
                                  "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
@@ -2184,7 +2184,7 @@ class Store:
                               limits: Optional[dict]) -> bool:
         """The choice after consent made: the channel becomes the chosen page or board; False when the channel
         is not waiting for one."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("UPDATE integration SET internal_id = ?, name = ?, picture = ?, profile = ?, "
                               "session = ?, limits = COALESCE(?, limits), in_between_steps = 0, updated_at = ? "
                               "WHERE id = ? AND organization_id = ? AND in_between_steps = 1 AND deleted_at IS NULL",
@@ -2195,14 +2195,14 @@ class Store:
 
     def channel_tokens(self, channel_id: str) -> tuple:
         """(credentials, refresh token, token expiration ISO or None, refresh needed) of a channel."""
-        row = self._read("SELECT token, refresh_token, token_expiration, refresh_needed FROM integration WHERE id = ?",
+        row = self.read("SELECT token, refresh_token, token_expiration, refresh_needed FROM integration WHERE id = ?",
                          (channel_id,)).fetchone()
         return json.loads(row[0] or "{}"), row[1], row[2], bool(row[3])
 
     def channels_with_tokens_expiring(self, before: str) -> list:
         """Live, enabled channels whose refreshable token expires before the ISO instant `before`:
         [{id, name, organization_id, provider, token_expiration}], soonest first."""
-        rows = self._read("SELECT id, name, organization_id, provider_identifier, token_expiration FROM integration "
+        rows = self.read("SELECT id, name, organization_id, provider_identifier, token_expiration FROM integration "
                           "WHERE refresh_token IS NOT NULL AND token_expiration IS NOT NULL AND token_expiration < ? "
                           "AND refresh_needed = 0 AND disabled = 0 AND deleted_at IS NULL "
                           "ORDER BY token_expiration LIMIT 500", (before,)).fetchall()
@@ -2210,7 +2210,7 @@ class Store:
 
     def take_refresh_lease(self, channel_id: str, owner: str, now: float, seconds: float) -> bool:
         """True when `owner` may refresh the channel's tokens now: no other owner holds an unexpired lease."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("UPDATE integration SET refresh_lease_owner = ?, refresh_lease_until = ? WHERE id = ? "
                               "AND (refresh_lease_until IS NULL OR refresh_lease_until < ? OR refresh_lease_owner = ?)",
                               (owner, now + seconds, channel_id, now, owner)).rowcount == 1
@@ -2218,30 +2218,30 @@ class Store:
     def save_refreshed_tokens(self, channel_id: str, owner: str, credentials: dict, refresh_token: Optional[str],
                               token_expiration: Optional[str]) -> None:
         """New tokens from a refresh, and the lease given back; the refresh token stays unless a new one came."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE integration SET token = ?, refresh_token = COALESCE(?, refresh_token), "
                        "token_expiration = ?, refresh_lease_owner = NULL, refresh_lease_until = NULL, updated_at = ? "
                        "WHERE id = ? AND refresh_lease_owner = ?",
                        (json.dumps(credentials), refresh_token, token_expiration, utc_now_iso(), channel_id, owner))
 
     def release_refresh_lease(self, channel_id: str, owner: str) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE integration SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
                        "WHERE id = ? AND refresh_lease_owner = ?", (channel_id, owner))
 
     def release_waiting_posts(self, channel_id: str) -> int:
         """Posts that waited for the channel to be reconnected become due now; how many."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             released = db.execute("UPDATE post SET not_before = ?, updated_at = ? WHERE integration_id = ? AND "
                                   "state = 'QUEUE' AND deleted_at IS NULL AND not_before > ?",
                                   (now, now, channel_id, now)).rowcount
-        self._posts_changed()
+        self.posts_changed()
         return released
 
     def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
                        "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
 
@@ -2255,14 +2255,14 @@ class Store:
                 "signed": bool(row[4]), "createdAt": row[5]}
 
     def webhooks(self, organization_id: str) -> list:
-        return [self._webhook_row(row) for row in self._read(
+        return [self._webhook_row(row) for row in self.read(
             f"SELECT {self._WEBHOOK_COLUMNS} FROM webhook WHERE organization_id = ? AND deleted_at IS NULL "
             "ORDER BY created_at", (organization_id,))]
 
     def create_webhook(self, organization_id: str, name: str, url: str, integrations: list,
                        secret: Optional[str]) -> dict:
         webhook_id, now = new_uuid(), utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO webhook (id, organization_id, name, url, integrations, secret, created_at, "
                        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (webhook_id, organization_id, name, url, json.dumps(integrations), secret, now, now))
@@ -2272,7 +2272,7 @@ class Store:
     def delete_webhook(self, organization_id: str, webhook_id: str) -> bool:
         """Soft-delete a webhook; its deliveries still waiting are dropped with it (none is sent after)."""
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             deleted = db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
                                  "AND organization_id = ? AND deleted_at IS NULL",
                                  (now, now, webhook_id, organization_id)).rowcount
@@ -2303,20 +2303,20 @@ class Store:
 
     def due_webhook_deliveries(self, now: float, limit: int) -> list:
         """Ids of the deliveries due by `now` that no live lease holds, the longest waiting first."""
-        return [row[0] for row in self._read(
+        return [row[0] for row in self.read(
             f"SELECT id FROM webhook_delivery WHERE {self._DELIVERY_PENDING} AND next_attempt_at <= ? "
             f"AND {self._DELIVERY_FREE} ORDER BY next_attempt_at LIMIT ?", (now, now, limit))]
 
     def next_webhook_delivery_time(self) -> Optional[float]:
         """When the next waiting delivery may be tried (its next attempt, or the end of the lease holding it)."""
-        return self._read("SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until "
+        return self.read("SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until "
                           f"ELSE next_attempt_at END) FROM webhook_delivery WHERE {self._DELIVERY_PENDING}"
                           ).fetchone()[0]
 
     def claim_webhook_delivery(self, delivery_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
         """Lease one due delivery to `owner` and count the attempt; with what sending it needs (its webhook's
         url, secret and name). None when it is no longer due, or another process claimed it first."""
-        with self._writing() as db:
+        with self.writing() as db:
             claimed = db.execute(
                 "UPDATE webhook_delivery SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 "
                 f"WHERE id = ? AND {self._DELIVERY_PENDING} AND next_attempt_at <= ? AND {self._DELIVERY_FREE}",
@@ -2329,27 +2329,27 @@ class Store:
         return dict(zip(names, row)) if row else None
 
     def record_webhook_delivered(self, delivery_id: str) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE webhook_delivery SET delivered_at = ?, lease_owner = NULL, lease_until = NULL, "
                        f"last_error = NULL WHERE id = ? AND {self._DELIVERY_PENDING}", (utc_now_iso(), delivery_id))
 
     def retry_webhook_delivery(self, delivery_id: str, owner: str, next_attempt_at: float, problem: str) -> None:
         """The attempt failed: try again at `next_attempt_at` (unless the lease meanwhile passed to another)."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE webhook_delivery SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, "
                        f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
                        (next_attempt_at, problem, delivery_id, owner))
 
     def give_up_webhook_delivery(self, delivery_id: str, owner: str, problem: str) -> bool:
         """No further attempt; True when this call gave it up (so that one notification says so)."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("UPDATE webhook_delivery SET gave_up_at = ?, last_error = ?, lease_owner = NULL, "
                               f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
                               (utc_now_iso(), problem, delivery_id, owner)).rowcount == 1
 
     def forget_finished_webhook_deliveries(self, finished_before: str) -> int:
         """Delete the deliveries delivered or given up before `finished_before` (ISO), so the table stays small."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("DELETE FROM webhook_delivery WHERE delivered_at < ? OR gave_up_at < ?",
                               (finished_before, finished_before)).rowcount
 
@@ -2361,12 +2361,12 @@ class Store:
 
     def alert_settings(self, organization_id: str) -> tuple:
         """(alert channel id or None, late threshold in minutes or None) of an organization."""
-        row = self._read("SELECT alert_channel_id, alert_late_minutes FROM organization WHERE id = ?",
+        row = self.read("SELECT alert_channel_id, alert_late_minutes FROM organization WHERE id = ?",
                          (organization_id,)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     def set_alert_settings(self, organization_id: str, channel_id: Optional[str], late_minutes: Optional[int]) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE organization SET alert_channel_id = ?, alert_late_minutes = ?, updated_at = ? "
                        "WHERE id = ?", (channel_id, late_minutes, utc_now_iso(), organization_id))
 
@@ -2376,7 +2376,7 @@ class Store:
         channel_id = self.alert_settings(organization_id)[0]
         if channel_id is None:  # (most organizations: no write at all)
             return False
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("INSERT OR IGNORE INTO alert (id, organization_id, kind, subject_id, channel_id, text, "
                               "link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (new_uuid(), organization_id, kind, subject_id, channel_id, text, link,
@@ -2387,11 +2387,11 @@ class Store:
         with an alert channel, not yet announced as late: [{id, organization_id, publish_date, error,
         channel_name, provider}], oldest first."""
         found: list = []
-        for organization_id, minutes in self._read(
+        for organization_id, minutes in self.read(
                 "SELECT id, alert_late_minutes FROM organization WHERE alert_channel_id IS NOT NULL "
                 "AND deleted_at IS NULL").fetchall():
             threshold = default_minutes if minutes is None else minutes
-            rows = self._read(
+            rows = self.read(
                 "SELECT p.id, p.organization_id, p.publish_date, p.error, i.name, i.provider_identifier FROM post p "
                 "JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? AND p.state = 'QUEUE' "
                 "AND p.deleted_at IS NULL AND p.publish_date < ? AND (p.parent_post_id IS NULL OR EXISTS (SELECT 1 "
@@ -2409,13 +2409,13 @@ class Store:
 
     def due_alerts(self, now: float, limit: int) -> list:
         """Ids of the alerts waiting to be sent that no live lease holds, the oldest first."""
-        return [row[0] for row in self._read(
+        return [row[0] for row in self.read(
             f"SELECT id FROM alert WHERE {self._ALERT_FREE} ORDER BY created_at LIMIT ?", (now, limit))]
 
     def claim_alert(self, alert_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
         """Lease one waiting alert to `owner`, with its alert channel ({..., "channel": row or None when the
         channel is gone}); None when another process claimed it first."""
-        with self._writing() as db:
+        with self.writing() as db:
             if db.execute("UPDATE alert SET lease_owner = ?, lease_until = ?, attempted_at = ?, "
                           f"attempts = attempts + 1 WHERE id = ? AND {self._ALERT_FREE}",
                           (owner, lease_until, now, alert_id, now)).rowcount != 1:
@@ -2432,50 +2432,50 @@ class Store:
     def alerts_attempted_since(self, organization_id: str, since: float) -> int:
         """How many of the organization's alerts were claimed to be sent since `since` (a Unix time): sent,
         failed or being sent (not those held back)."""
-        return self._read("SELECT COUNT(*) FROM alert WHERE organization_id = ? AND attempted_at >= ? "
+        return self.read("SELECT COUNT(*) FROM alert WHERE organization_id = ? AND attempted_at >= ? "
                           "AND status IN ('pending', 'sent', 'failed')", (organization_id, since)).fetchone()[0]
 
     def fold_held_alerts(self, organization_id: str) -> int:
         """The organization's alerts held back by the limit, marked told of; how many."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("UPDATE alert SET status = 'folded' WHERE organization_id = ? AND status = 'held'",
                               (organization_id,)).rowcount
 
     def record_alert_outcome(self, alert_id: str, owner: str, status: str, error: Optional[str]) -> None:
         """'sent', 'failed' (with why) or 'held', unless the lease meanwhile passed to another process."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("UPDATE alert SET status = ?, error = ?, lease_owner = NULL, lease_until = NULL "
                        "WHERE id = ? AND lease_owner = ? AND status = 'pending'", (status, error, alert_id, owner))
 
     def recent_alerts(self, organization_id: str, limit: int = 20) -> list:
         """The organization's latest alerts, newest first, as GET /public/v1/alerts shows them."""
-        rows = self._read("SELECT id, kind, text, link, status, error, created_at FROM alert WHERE organization_id = ? "
+        rows = self.read("SELECT id, kind, text, link, status, error, created_at FROM alert WHERE organization_id = ? "
                           "ORDER BY created_at DESC LIMIT ?", (organization_id, limit)).fetchall()
         return [dict(zip(("id", "kind", "text", "link", "status", "error", "createdAt"), row)) for row in rows]
 
     def forget_old_alerts(self, before: str) -> int:
         """Delete the alerts queued before `before` (ISO) that are no longer waiting."""
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("DELETE FROM alert WHERE created_at < ? AND status != 'pending'", (before,)).rowcount
 
     # --- the web app's users and sign-in sessions ---------------------------------------------
 
     def add_web_user(self, organization_id: str, email: str, password_hash: str) -> None:
         """A person who signs in to the web app with a password (raises sqlite3.IntegrityError for a taken email)."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
                        "VALUES (?, ?, ?, ?, ?)", (new_uuid(), organization_id, email.lower(), password_hash,
                                                   utc_now_iso()))
 
     def web_user(self, email: str) -> Optional[tuple]:
         """(user id, organization id, password hash) of the web user with this email, or None."""
-        return self._read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
+        return self.read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
                           (email.lower(),)).fetchone()
 
     def set_web_user_password(self, organization_id: str, email: str, password_hash: str) -> bool:
         """A new password for the organization's web user (False when there is none with that email); the
         sessions signed in with the old password end."""
-        with self._writing() as db:
+        with self.writing() as db:
             user = self._web_user_id(db, organization_id, email)
             if user is None:
                 return False
@@ -2485,7 +2485,7 @@ class Store:
 
     def remove_web_user(self, organization_id: str, email: str) -> bool:
         """The organization's web user and its sessions gone (False when there is none with that email)."""
-        with self._writing() as db:
+        with self.writing() as db:
             user = self._web_user_id(db, organization_id, email)
             if user is None:
                 return False
@@ -2502,7 +2502,7 @@ class Store:
     def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float,
                            api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> None:
         """A session signed in with the API key of that hash, or by that web user (one of the two)."""
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
             db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at, api_key_hash, "
                        "web_user_id) VALUES (?, ?, ?, ?, ?, ?)",
@@ -2510,11 +2510,11 @@ class Store:
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
         """(organization id, CSRF token) of a live session, or None."""
-        return self._read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
+        return self.read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
                           "AND expires_at > ?", (token_hash, time.time())).fetchone()
 
     def end_web_session(self, token_hash: str) -> None:
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
     # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
@@ -2522,7 +2522,7 @@ class Store:
     IDEMPOTENCY_SECONDS = 24 * 3600
 
     def stored_response(self, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
-        return self._stored_response(self._read, organization_id, key)
+        return self._stored_response(self.read, organization_id, key)
 
     def _stored_response(self, execute: Callable, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
         row = execute("SELECT request_hash, status, response FROM idempotency_key WHERE organization_id = ? "
@@ -2538,12 +2538,12 @@ class Store:
 
     def remember_response(self, organization_id: str, response: "IdempotentResponse") -> None:
         """Store a response that wrote nothing (a refused request), unless the key was taken meanwhile."""
-        with self._writing() as db:
+        with self.writing() as db:
             if self._stored_response(db.execute, organization_id, response.key) is None:
                 self._store_response(db, organization_id, response)
 
     def forget_expired_idempotency_keys(self, now: float) -> int:
-        with self._writing() as db:
+        with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
 
@@ -2551,9 +2551,9 @@ class Store:
 
     def notifications(self, organization_id: str, offset: int, limit: int) -> tuple:
         """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
-        total = self._read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
+        total = self.read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
                            (organization_id,)).fetchone()[0]
-        rows = self._read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
+        rows = self.read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
                           "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
                           (organization_id, limit, offset))
         return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
@@ -2568,7 +2568,7 @@ class Store:
         moment (Postiz's throttler) or, when None, until the window ends; afterwards counting restarts at 1.
         """
         now = time.time() if now is None else now
-        with self._writing() as db:
+        with self.writing() as db:
             row = db.execute("SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?",
                              (key,)).fetchone()
             if row is not None and row[2] is not None and now < row[2]:
@@ -2588,7 +2588,7 @@ class Store:
         return RateDecision(True, limit, max(0, limit - hits), reset, 0)
 
     def forget_expired_rate_limits(self, now: float, longest_window: int) -> int:
-        with self._writing() as db:
+        with self.writing() as db:
             cursor = db.execute(
                 "DELETE FROM rate_limit WHERE window_start < ? AND (blocked_until IS NULL OR blocked_until < ?)",
                 (now - longest_window, now))
@@ -2603,7 +2603,7 @@ class Store:
         `original_name` is the file name the client gave (the multipart filename), or None."""
         media_id = new_uuid()
         now = utc_now_iso()
-        with self._writing() as db:
+        with self.writing() as db:
             db.execute("INSERT INTO media (id, organization_id, name, original_name, path, file_size, type, created_at, "
                        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (media_id, organization_id, name, original_name, path, file_size, kind, now, now))
@@ -2624,17 +2624,17 @@ class Store:
         if self._schema_tables is not None:
             return self._schema_tables
         if self.remote:
-            names = [row[0] for row in self._read("SELECT table_name FROM information_schema.tables "
+            names = [row[0] for row in self.read("SELECT table_name FROM information_schema.tables "
                                                   "WHERE table_schema = current_schema()")]
         else:
-            names = [row[0] for row in self._read("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            names = [row[0] for row in self.read("SELECT name FROM sqlite_master WHERE type = 'table'")]
         names = [name for name in names if name not in self.NOT_COPIED and not name.startswith("sqlite_")]
         known = [name for name in self.TABLES_BY_REFERENCE if name in names]
         self._schema_tables = known + sorted(set(names) - set(known))
         return self._schema_tables
 
     def row_count(self, table: str) -> int:
-        return self._read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
+        return self.read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
 
     def _table(self, table: str) -> str:
         if table not in self.table_names():  # (names come from the schema, never from a user: checked anyway)
@@ -2643,10 +2643,10 @@ class Store:
 
     def columns(self, table: str) -> list:
         if self.remote:
-            return [row[0] for row in self._read("SELECT column_name FROM information_schema.columns WHERE "
+            return [row[0] for row in self.read("SELECT column_name FROM information_schema.columns WHERE "
                                                  "table_schema = current_schema() AND table_name = ? "
                                                  "ORDER BY ordinal_position", (table,))]
-        return [row[1] for row in self._read(f"PRAGMA table_info({self._table(table)})")]
+        return [row[1] for row in self.read(f"PRAGMA table_info({self._table(table)})")]
 
     def rows(self, table: str, columns: list, batch: int = 1000) -> Any:
         """The rows of `table` (values in `columns`' order), `batch` at a time: a large table never whole in memory."""
@@ -2654,7 +2654,7 @@ class Store:
         order = ", ".join(str(position + 1) for position in range(len(columns)))
         offset = 0
         while True:
-            page = self._read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
+            page = self.read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
                               (batch, offset)).fetchall()
             if not page:
                 return
@@ -2667,7 +2667,7 @@ class Store:
         parent = columns.index("parent_post_id") if table == "post" else -1
         placeholders = ", ".join("?" * len(columns))
         inserted, parents = 0, []
-        with self._writing() as db:
+        with self.writing() as db:
             for page in pages:
                 for row in page:
                     row = tuple(row)

@@ -80,7 +80,7 @@ def test_reads_in_one_loop_turn_share_a_snapshot_and_writes_end_it(tmp_path):
     try:
         organization_id = store.create_organization("Org", rustiz.hash_api_key("a" * 64))
         assert store.integrations(organization_id) == []  # opens the turn's read snapshot
-        with other._writing() as db:  # another process adds a channel meanwhile
+        with other.writing() as db:  # another process adds a channel meanwhile
             db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
                        "created_at, updated_at) VALUES ('c1', 'i1', ?, 'Chan', 'bluesky', 'now', 'now')",
                        (organization_id,))
