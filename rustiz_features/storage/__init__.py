@@ -1,0 +1,17 @@
+"""Each feature's SQL, beside the feature: one module per area, called by that feature.
+
+The core (rustiz.py) keeps the storage *engine*: `Store` owns the connection (SQLite, or PostgreSQL through
+rustiz_features.postgres), transactions, the migration runner with its one ordered list of migrations, and
+the few queries the request path and `init`/`serve` need (key and session lookup, the organization, the
+integrations listing, rate limits). The modules here own everything else.
+
+Rules of every module in this package:
+- Its functions take the engine as their first argument, `store`, and speak SQL only through
+  `store.read(sql, parameters)` (reads; in the server, shared per loop turn) and `with store.writing() as db:`
+  (one write transaction). They call `store.posts_changed()` / `store.credentials_changed()` after writes
+  that the scheduler or other processes must hear of.
+- They import the core and nothing above storage: no handler, publisher or scheduler module. Handlers and
+  the CLI import them under an alias that names the area: `from rustiz_features.storage import posts as
+  post_store`, then `post_store.create_posts(store, ...)`.
+- No SQL anywhere else in the package but here and in the core's engine.
+"""
