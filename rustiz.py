@@ -2716,6 +2716,8 @@ class ParseError(NamedTuple):
 
 Event = Union[RequestHead, Body, EndOfMessage, ParseError]
 
+# The methods the router answers; the parser also lets through any other well-formed token (a 405 then).
+KNOWN_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but TAB, CR and LF
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
@@ -4140,7 +4142,6 @@ def _reap_all(children: dict) -> None:
 # =============================================================================
 
 API_PREFIXES = ("/public/v1", "/api/public/v1")
-KNOWN_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def _unauthorized(message: str) -> ApiError:
