@@ -115,6 +115,20 @@ class ChannelsApi:
         channel = await connect_channel(self.store, organization_id, json_object(request), self.http)
         return json_response(channel, 200 if channel.get("reconnected") else 201)
 
+    def show_channel(self, request: Request, organization_id: str) -> Response:
+        """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
+        channel = self.store.channel_row(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
+    def delete_channel(self, request: Request, organization_id: str) -> Response:
+        """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
+        channel = self.store.delete_channel(organization_id, request.params["id"])
+        if channel is None:
+            raise not_found(INTEGRATION_NOT_FOUND)
+        return json_response(channel)
+
     async def update_channel(self, request: Request, organization_id: str) -> Response:
         """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?, "credentials"?}
         -> the row. New credentials are checked with the platform before anything is changed."""

@@ -1,4 +1,4 @@
-"""Posts, notifications, posting slots and analytics: Postiz's post routes and rustiz's additions.
+"""Posts, notifications and posting slots: Postiz's post routes and rustiz's additions.
 
 Rules:
 - A post is validated (validation.py) before anything is stored, then saved in one transaction.
@@ -371,20 +371,6 @@ class PostsApi:
                     return slot, zone_name, zone
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
-
-    def show_channel(self, request: Request, organization_id: str) -> Response:
-        """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
-        channel = self.store.channel_row(organization_id, request.params["id"])
-        if channel is None:
-            raise not_found(INTEGRATION_NOT_FOUND)
-        return json_response(channel)
-
-    def delete_channel(self, request: Request, organization_id: str) -> Response:
-        """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
-        channel = self.store.delete_channel(organization_id, request.params["id"])
-        if channel is None:
-            raise not_found(INTEGRATION_NOT_FOUND)
-        return json_response(channel)
 
     # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
 
