@@ -4394,7 +4394,8 @@ def template_parameters(template: tuple, parts: Optional[list]) -> Optional[dict
 
 # The route table. Each handler is `Class.method` in a module of rustiz_features/, imported on the first
 # request to one of its routes; each Class is built once per worker, from the App (App.feature). A
-# handler's own options (no key, its body limit...) are written beside it with @route_options.
+# handler's own options (no key, its body limit...) are written beside it with @route_options, and its
+# OpenAPI description with @documented (rustiz_features/api_docs.py): openapi.py reads this table.
 # The public API, served under each of API_PREFIXES:
 API_ROUTES = (
     ("GET", "/is-connected", "api_channels", "ChannelsApi.is_connected"),
@@ -4461,8 +4462,9 @@ OTHER_ROUTES = (
     ("OPTIONS", "/sse/:apiKey", "mcp", "McpServer.preflight"),
     ("OPTIONS", "/message/:apiKey", "mcp", "McpServer.preflight"),
 )
-# The web app's sign-in, and the OAuth callback (served at these paths only).
-WEB_ROUTES = (
+# Served at these paths only: the metrics, the web app's sign-in, and the OAuth callback.
+ROOT_ROUTES = (
+    ("GET", "/metrics", "metrics", "Metrics.serve"),
     ("POST", "/auth/login", "web", "WebApp.login"),
     ("GET", "/auth/session", "web", "WebApp.session"),
     ("POST", "/auth/logout", "web", "WebApp.logout"),
@@ -4488,7 +4490,6 @@ class App:
         self.features: dict = {}  # feature class -> its one object in this worker
         self._http: Any = None
         self.add("GET", "/health", Route(self.health, authenticated=False))
-        self.add("GET", "/metrics", LazyRoute("metrics", "Metrics.serve"))
         for method, path, module, handler in API_ROUTES:
             for prefix in API_PREFIXES:
                 self.add(method, prefix + path, LazyRoute(module, handler))
@@ -4496,7 +4497,7 @@ class App:
             for prefix in ("", "/api"):
                 for method in methods.split():
                     self.add(method, prefix + path, LazyRoute(module, handler))
-        for method, path, module, handler in WEB_ROUTES:
+        for method, path, module, handler in ROOT_ROUTES:
             self.add(method, path, LazyRoute(module, handler))
         for path, module, handler in WEB_FILES:
             self.files[path] = {"GET": LazyRoute(module, handler)}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import (
     App, Config, Request, Response, Store, bad_request, duration, iso_at, json_object, json_response, log,
 )
+from .api_docs import documented, object_schema, ref
 from .publishers import provider_for
 from .scheduler import RowSender, epoch_seconds, failure_text
 
@@ -225,9 +226,14 @@ class AlertsApi:
         self.config = app.config
         self.store = app.store
 
+    @documented("The organization's alert channel, late threshold and latest alerts (rustiz)", ("200", ref("Alerts")))
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(alert_settings_view(self.config, self.store, organization_id))
 
+    @documented("Name the channel trouble is announced on (null: none), and after how many minutes a queued post "
+                "counts as late (null: RUSTIZ_ALERT_LATE_MINUTES) (rustiz)", ("200", ref("Alerts")), "BadRequest",
+                request=object_schema({}, {"channel": {"type": ["string", "null"]}, "lateMinutes": {
+                    "type": ["integer", "null"], "minimum": 1, "maximum": 10080}}))
     def update(self, request: Request, organization_id: str) -> Response:
         channel_id, late_minutes = validate_alert_settings(self.store, organization_id, json_object(request))
         self.store.set_alert_settings(organization_id, channel_id, late_minutes)

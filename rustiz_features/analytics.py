@@ -13,6 +13,7 @@ import time
 from typing import Awaitable, Optional
 
 from rustiz import App, Request, Response, json_response, nest_error, not_found
+from .api_docs import INTEGER, array_of, documented, object_schema, parameter, ref
 from .http_client import HttpClient
 from .publishers import provider_for
 from .connect import TokenKeeper
@@ -22,6 +23,9 @@ from .publishers.oauth import OAuthProvider
 ANALYTICS_CACHE_SECONDS = 600
 ANALYTICS_CACHE_ENTRIES = 1000
 MAX_DAYS = 365
+_FIGURES = array_of(ref("AnalyticsData"))
+_DAYS_BACK = parameter("query", "date", "Days back, 1 to 365 (default 30); platforms that give a daily history "
+                                        "(Pinterest) answer that many days, the others today's totals", schema=INTEGER)
 
 
 def analytics_days(request: Request) -> int:
@@ -43,6 +47,10 @@ class AnalyticsApi:
     def http(self) -> HttpClient:
         return self.app.http
 
+    @documented("A channel's figures, read from its platform (cached 10 minutes); [] where the platform gives none. "
+                "409: the channel lacks its credentials or the operator's app; 502: the platform did not answer",
+                ("200", _FIGURES), "BadRequest NotFound Conflict PlatformUnreachable",
+                (parameter("path", "integration", "A channel id"), _DAYS_BACK))
     async def channel(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
         channel = await self.store.off_loop(self.store.channel, organization_id, request.params["integration"])
@@ -51,6 +59,10 @@ class AnalyticsApi:
         return json_response(await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
                                                 channel["provider_identifier"], None, days))
 
+    @documented("A published post's figures, read from its platform (cached 10 minutes); [] before it is published",
+                ("200", {"anyOf": [_FIGURES, object_schema({"missing": {"const": True}})]}),
+                "BadRequest NotFound Conflict PlatformUnreachable",
+                (parameter("path", "postId", "A post id"), _DAYS_BACK))
     async def post(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
         post = await self.store.off_loop(self.store.post, organization_id, request.params["postId"])

@@ -17,6 +17,9 @@ from rustiz import (
     json_object, json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file,
     route_options, session_cookie, update_config_value,
 )
+from .api_docs import (
+    ANY, BOOLEAN, CHANNEL_ID, INTEGER, STRING, array_of, documented, json_body, object_schema, parameter, ref,
+)
 from .publishers.base import AddressNotAllowed, Channel, NeedsReconnect, PublishError, Rejected
 from .catalogue import (
     DESCRIPTORS, NewChannel, PROVIDERS, masked_url, optional_text_problem, provider_descriptions, provider_max_length,
@@ -41,6 +44,8 @@ class ChannelsApi:
     def http(self) -> HttpClient:
         return self.app.http  # made on first use: listing channels needs no outbound client
 
+    @documented("Every provider rustiz knows: its credential fields, how its text is counted, its limits (rustiz)",
+                ("200", array_of(ref("Provider"))))
     def providers(self, request: Request, organization_id: str) -> Response:
         """rustiz: every provider's descriptor as the web app reads it (encoded once per worker: it never changes)."""
         if self._providers is None:
@@ -48,9 +53,12 @@ class ChannelsApi:
         return Response(200, self._providers, "application/json; charset=utf-8")
 
     @staticmethod
+    @documented("Check the API key", ("200", object_schema({"connected": {"const": True}})))
     def is_connected(request: Request, organization_id: str) -> Response:
         return json_response({"connected": True})
 
+    @documented("The organization's channels", ("200", array_of(ref("Channel"))),
+                parameters=(parameter("query", "group", "Only the channels of this customer id"),))
     def integrations(self, request: Request, organization_id: str) -> Response:
         group = request.query.get("group") if request.query_string else None
         return json_response(self.store.integrations(organization_id, group or None))
@@ -61,6 +69,11 @@ class ChannelsApi:
             raise ApiError(404, {"msg": "Integration not found"})
         return channel
 
+    @documented("A channel's provider rules, length limit, settings JSON Schema and helper tools",
+                ("200", object_schema({"output": object_schema({"rules": STRING, "maxLength": INTEGER,
+                                                               "settings": {"type": ["object", "string"]},
+                                                               "tools": array_of({"type": "object"})})})),
+                "IntegrationNotFound", (CHANNEL_ID,))
     def integration_settings(self, request: Request, organization_id: str) -> Response:
         channel = self._channel(request, organization_id)
         spec = PROVIDERS.get(channel["provider_identifier"])
@@ -74,6 +87,9 @@ class ChannelsApi:
             "settings": settings, "tools": spec.tools}})
 
     @route_options(scope="drafts")  # (a platform's helper lookups, which a post's settings may need)
+    @documented("Call a provider helper tool", ("201", object_schema({"output": ANY})),
+                "BadRequest IntegrationNotFound PlatformUnreachable", (CHANNEL_ID,),
+                object_schema({"methodName": STRING}, {"data": {"type": "object"}}))
     async def integration_trigger(self, request: Request, organization_id: str) -> Response:
         channel = await self.store.off_loop(self._channel, request, organization_id)
         if channel["provider_identifier"] not in PROVIDERS:
@@ -106,15 +122,26 @@ class ChannelsApi:
             raise nest_error(502, f"{platform.label} could not answer {method_name}: {failed.message}") from None
         return output
 
+    @documented("The organization's customers", ("200", array_of(ref("Customer"))))
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.customers(organization_id))
 
+    @documented("Connect a channel that needs no developer app with its credentials, checked with the platform first "
+                "(rustiz). An account that is already a channel of the organization reconnects that channel instead: "
+                "it keeps its id, posts, settings and group, takes the credentials (and the name and picture the "
+                "platform reports), loses its reconnect flag, and its waiting posts go out",
+                ("201", ref("Channel")), "BadRequest PlatformUnreachable", request=ref("NewChannel"),
+                more_answers={"200": json_body(ref("Channel") | {"properties": {"reconnected": {"const": True}}},
+                                               "The account was already this channel: reconnected with these "
+                                               "credentials")})
     async def add_channel(self, request: Request, organization_id: str) -> Response:
         """rustiz: connect a channel with credentials (Postiz has only the OAuth dance of GET /social); an
         account that is already a channel reconnects that channel (200, "reconnected": true)."""
         channel = await connect_channel(self.store, organization_id, json_object(request), self.http)
         return json_response(channel, 200 if channel.get("reconnected") else 201)
 
+    @documented("A channel's row, with refreshNeeded and postingTimes (rustiz)", ("200", ref("ChannelRow")),
+                "NotFound", (CHANNEL_ID,))
     def show_channel(self, request: Request, organization_id: str) -> Response:
         """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
         channel = self.store.channel_row(organization_id, request.params["id"])
@@ -122,6 +149,7 @@ class ChannelsApi:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
+    @documented("Soft-delete a channel and its posts", ("200", ref("ChannelRow")), "NotFound", (CHANNEL_ID,))
     def delete_channel(self, request: Request, organization_id: str) -> Response:
         """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
         channel = self.store.delete_channel(organization_id, request.params["id"])
@@ -129,6 +157,17 @@ class ChannelsApi:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
+    @documented("Rename, disable or enable a channel, set its posting times or group, or give it new credentials "
+                "(rustiz). Credentials are checked with the platform first (400 in its words, nothing changed); they "
+                "must be the channel's own account's (409 otherwise; a webhook channel may take a new URL), and an "
+                "OAuth channel takes none (400: reconnect it through GET /social/:integration?refresh=). Its waiting "
+                "posts go out at once", ("200", ref("ChannelRow")), "BadRequest NotFound Conflict PlatformUnreachable",
+                (CHANNEL_ID,), object_schema({}, {
+                    "name": STRING, "disabled": BOOLEAN, "customer": {"type": ["string", "null"]},
+                    "postingTimes": array_of(object_schema({"time": INTEGER})),
+                    "credentials": {"type": "object", "description": (
+                        "The provider's credential keys, as POST /integrations takes them (GET /providers lists "
+                        "them)")}}))
     async def update_channel(self, request: Request, organization_id: str) -> Response:
         """PUT /integrations/:id (rustiz): {"name"?, "disabled"?, "postingTimes"?, "customer"?, "credentials"?}
         -> the row. New credentials are checked with the platform before anything is changed."""
@@ -236,6 +275,7 @@ class WebhooksApi:
     def http(self) -> HttpClient:
         return self.app.http  # its address guard checks a URL when it is registered (and at each delivery)
 
+    @documented("The organization's outgoing webhooks (rustiz)", ("200", array_of(ref("Webhook"))))
     def list_webhooks(self, request: Request, organization_id: str) -> Response:
         """The webhooks; below the scope full each URL is masked (its path often is the receiver's token)."""
         hooks = self.store.webhooks(organization_id)
@@ -243,6 +283,10 @@ class WebhooksApi:
             hooks = [{**hook, "url": masked_url(hook["url"]), "urlMasked": True} for hook in hooks]
         return json_response(hooks)
 
+    @documented("Register a URL told of each post published or failed, with a signed JSON event (rustiz)",
+                ("201", ref("Webhook")), "BadRequest",
+                request=object_schema({"url": STRING}, {"name": STRING, "secret": STRING, "integrations": array_of(
+                    {"anyOf": [STRING, object_schema({"id": STRING})]})}))
     async def create(self, request: Request, organization_id: str) -> Response:
         body = json_object(request)
         problems = [f"url {problem}" for problem in [url_problem(body.get("url"), ("http", "https"))] if problem]
@@ -276,6 +320,8 @@ class WebhooksApi:
                 ids.append(channel_id)
         return ids, problems
 
+    @documented("Stop sending events to a webhook (rustiz)", ("200", object_schema({"deleted": {"const": True}})),
+                "NotFound", (parameter("path", "id", "A webhook id"),))
     def delete(self, request: Request, organization_id: str) -> Response:
         if not self.store.delete_webhook(organization_id, request.params["id"]):
             raise not_found(f"No webhook {request.params['id']} in this organization")
@@ -290,6 +336,9 @@ class OrganizationApi:
         self.store = app.store
         self.guard = app.guard
 
+    @documented("A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
+                "(rustiz). Called from such a session: a new session cookie, and its csrfToken",
+                ("201", object_schema({"apiKey": STRING}, {"csrfToken": STRING})))
     def rotate_key(self, request: Request, organization_id: str) -> Response:
         """A new API key, answered once (only its hash is kept); the old one stops working at once, in every
         worker, and so do the web sessions signed in with it. A browser that rotated with such a session gets
@@ -311,9 +360,12 @@ class OrganizationApi:
             headers.append(("Set-Cookie", cookie))
         return json_response(answer, 201, headers)
 
+    @documented("The caller's organization and its timezone (rustiz)", ("200", ref("Organization")))
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.organization(organization_id))
 
+    @documented("Rename the organization or set its IANA timezone (rustiz)", ("200", ref("Organization")), "BadRequest",
+                request={"type": "object", "properties": {"name": STRING, "timezone": STRING}})
     def update(self, request: Request, organization_id: str) -> Response:
         changes = validate_organization_changes(json_object(request))
         self.store.update_organization(organization_id, **changes)

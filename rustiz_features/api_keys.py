@@ -16,6 +16,7 @@ from rustiz import (
     DEFAULT_KEY_NAME, SCOPES, App, Request, Response, Store, bad_request, hash_api_key, json_object, json_response,
     log, nest_error, new_api_key, not_found, route_options,
 )
+from .api_docs import STRING, array_of, documented, object_schema, parameter, ref
 
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}")
 
@@ -60,15 +61,23 @@ class KeysApi:
         self.store = app.store
 
     @route_options(scope="full")  # (a GET, but the list of keys is the organization's business)
+    @documented("The organization's API keys, its own first (named default), never the keys (rustiz; scope full)",
+                ("200", object_schema({"keys": array_of(ref("ApiKey"))})))
     def list_keys(self, request: Request, organization_id: str) -> Response:
         return json_response({"keys": self.store.api_keys(organization_id)}, 200, [("Cache-Control", "no-store")])
 
+    @documented("A named key with a scope, shown once (rustiz; scope full)",
+                ("201", ref("ApiKey") | {"properties": {"apiKey": STRING}}), "BadRequest Conflict",
+                request=object_schema({"name": STRING, "scope": {"type": "string", "enum": list(SCOPES)}}))
     def add(self, request: Request, organization_id: str) -> Response:
         body = json_object(request)
         key, row = add_key(self.store, organization_id, body.get("name"), body.get("scope"))
         log(f"API key {row['name']!r} ({row['scope']}) added to organization {organization_id} through the API")
         return json_response({**row, "apiKey": key}, 201, [("Cache-Control", "no-store")])
 
+    @documented("Revoke a named key (by id or name); it and its web sessions stop working at once (rustiz; scope full)",
+                ("200", object_schema({"id": STRING, "name": STRING, "scope": STRING})), "BadRequest NotFound",
+                (parameter("path", "id", "The key's id or name"),))
     def revoke(self, request: Request, organization_id: str) -> Response:
         revoked = revoke_key(self.store, organization_id, request.params["id"])
         log(f"API key {revoked['name']!r} of organization {organization_id} revoked through the API")

@@ -19,6 +19,10 @@ from rustiz import (
     encode_json, iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
     parse_iso_instant, route_options, scope_refusal, sha256, utc_now_iso,
 )
+from .api_docs import (
+    BOOLEAN, CHANNEL_ID, DATE, ID, INTEGER, POST_ID, STRING, array_of, documented, json_body, object_schema,
+    parameter, ref,
+)
 from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
@@ -35,6 +39,19 @@ NOTIFICATIONS_PER_PAGE = 100
 MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
 SLOT_SEARCH_DAYS = 400
 REVIEW_STATES = ("review", "rejected")  # GET /posts?state=...: drafts of drafts keys awaiting review, or rejected
+
+
+def _rate_limit_headers() -> dict:
+    """What POST /posts answers carry: Postiz's throttler headers while API_LIMIT is on, and the replay mark."""
+    headers = {name: {"description": description, "schema": INTEGER} for name, description in (
+        ("X-RateLimit-Limit", "API_LIMIT"), ("X-RateLimit-Remaining", "Calls left in this hour's window"),
+        ("X-RateLimit-Reset", "Seconds until the window ends"))}
+    headers["Idempotent-Replayed"] = {"description": "The answer first given for this Idempotency-Key",
+                                      "schema": {"const": "true"}}
+    return headers
+
+
+_DELETED = object_schema({"error": {"const": True}}, description="sic: Postiz's answer")
 
 
 def postiz_state(state: str) -> str:
@@ -149,6 +166,14 @@ class PostsApi:
             raise not_found(POST_NOT_FOUND)
         return post
 
+    @documented("Main posts in a date window, recurring ones once per occurrence",
+                ("200", object_schema({"posts": array_of(ref("ListedPost"))})), "BadRequest",
+                (parameter("query", "startDate", "From this instant (required without state)", False, DATE),
+                 parameter("query", "endDate", "Up to this instant, inclusive (required without state)", False, DATE),
+                 parameter("query", "customer", "Only posts on this customer's channels"),
+                 parameter("query", "state", "rustiz: review (drafts of drafts keys awaiting review) or rejected, "
+                                             "whatever their date; each item adds review and reviewReason",
+                           schema={"type": "string", "enum": ["review", "rejected"]})))
     def list_posts(self, request: Request, organization_id: str) -> Response:
         """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
 
@@ -215,6 +240,7 @@ class PostsApi:
         return [{**_listing_item(post, tags.get(post["id"], [])), "review": post["review"],
                  "reviewReason": post["reviewReason"]} for post in posts]
 
+    @documented("A post with its thread (rustiz)", ("200", ref("Post")), "NotFound", (POST_ID,))
     def get_post(self, request: Request, organization_id: str) -> Response:
         """GET /posts/:id (rustiz): the post, its channel and tags, and the thread replies that follow it; its
         `version` (of the whole group) also as the ETag, which POST /posts/:id/approve takes in If-Match."""
@@ -236,17 +262,23 @@ class PostsApi:
         view["version"] = self.store.group_version(organization_id, post["group"])
         return view
 
+    @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
         post = self._post_or_404(organization_id, request.params["id"])
         self.store.delete_group(organization_id, post["group"])
         return json_response({"error": True})
 
+    @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
         self.store.delete_group(organization_id, request.params["group"])
         return json_response({"error": True})
 
+    @documented("Make a post a draft or queue it",
+                ("200", object_schema({"id": STRING, "state": {"type": "string", "enum": ["DRAFT", "QUEUE"]}})),
+                "PostRejected Conflict", (POST_ID,),
+                object_schema({"status": {"type": "string", "enum": ["draft", "schedule"]}}))
     def change_status(self, request: Request, organization_id: str) -> Response:
         """PUT /posts/:id/status {"status": "draft"|"schedule"}: the whole thread becomes DRAFT or QUEUE."""
         status = json_object(request).get("status")
@@ -276,6 +308,8 @@ class PostsApi:
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
+    @documented("Link a post whose releaseId is \"missing\" to its platform post", ("200", ref("PostRow")),
+                "BadRequest NotFound", (POST_ID,), object_schema({"releaseId": ID}))
     def link_release(self, request: Request, organization_id: str) -> Response:
         """PUT /posts/:id/release-id: tell rustiz which platform post a "missing" release is; the Post row."""
         release_id = json_object(request).get("releaseId")
@@ -293,6 +327,8 @@ class PostsApi:
                               "submittedForOrderId": None, "submittedForOrganizationId": None,
                               "approvedSubmitForOrder": "NO", "lastMessageId": None})
 
+    @documented("Recent platform posts to link a missing release to",
+                ("200", array_of(object_schema({"id": STRING, "url": STRING}))), "NotFound", (POST_ID,))
     def missing_releases(self, request: Request, organization_id: str) -> Response:
         """GET /posts/:id/missing: recent platform posts to link a "missing" release to.
 
@@ -301,6 +337,8 @@ class PostsApi:
         self._post_or_404(organization_id, request.params["id"])
         return json_response([])
 
+    @documented("Queue the failed parts of a post's thread again (rustiz)", ("201", ref("Post")), "NotFound Conflict",
+                (POST_ID,))
     def retry(self, request: Request, organization_id: str) -> Response:
         """POST /posts/:id/retry (rustiz): the failed parts of the post's thread go back to the queue."""
         return json_response(self.retry_post(organization_id, request.params["id"]), 201)
@@ -317,6 +355,11 @@ class PostsApi:
         """GET /posts/:id's answer (MCP's postGetTool too); raises ApiError 404 for another organization's post."""
         return self._full_view(organization_id, self._post_or_404(organization_id, post_id))
 
+    @documented("Notifications, newest first, 100 a page",
+                ("200", object_schema({"notifications": array_of(ref("Notification")), "total": INTEGER,
+                                       "page": INTEGER, "limit": INTEGER, "hasMore": BOOLEAN})), "BadRequest",
+                (parameter("query", "page", "From 0", schema={"type": "integer", "minimum": 0,
+                                                              "maximum": MAX_NOTIFICATIONS_PAGE}),))
     def notifications(self, request: Request, organization_id: str) -> Response:
         """GET /notifications?page=N: newest first, 100 per page, pages counted from 0."""
         page_text = request.query.get("page", "0").strip()
@@ -335,6 +378,9 @@ class PostsApi:
         items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
         return {"notifications": items, "total": total, "page": page, "hasMore": offset + len(items) < total}
 
+    @documented("The channel's next free posting time",
+                ("200", object_schema({"date": STRING, "timezone": STRING, "localDate": STRING})),
+                "BadRequest NotFound Conflict", (CHANNEL_ID,))
     def find_slot(self, request: Request, organization_id: str) -> Response:
         """GET /find-slot/:id: the next posting time of the channel, in the future, without a queued post.
 
@@ -375,6 +421,14 @@ class PostsApi:
     # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
 
     @route_options(scope="drafts")  # (a drafts key's post must be a draft: checked in _create_posts)
+    @documented("Create, schedule or update posts: one thread per channel",
+                ("201", {**json_body(array_of(object_schema({"postId": STRING, "integration": STRING})), "Created"),
+                         "headers": _rate_limit_headers()}),
+                "PostRejected Conflict IdempotencyKeyReused",
+                (parameter("header", "Idempotency-Key", "A retry with the same key and body within 24 h gets the first "
+                                                        "answer and creates nothing",
+                           schema={"type": "string", "minLength": 1, "maxLength": 255}),),
+                ref("CreatePost"))
     def create_posts(self, request: Request, organization_id: str) -> Response:
         """POST /posts: Postiz's CreatePost body -> one thread per channel -> 201 [{postId, integration}].
 
@@ -496,6 +550,9 @@ class PostsApi:
             threads.append(rows)
         return threads, replaced_groups
 
+    @documented("Merge provider settings into a main post",
+                ("200", object_schema({"postId": STRING, "publishDate": STRING})), "BadRequest NotFound Conflict",
+                (POST_ID,), object_schema({"settings": {"type": "object"}}))
     def update_settings(self, request: Request, organization_id: str) -> Response:
         """PUT /posts/:id/settings {"settings": {...}}: merge keys into a main post's settings, re-validated.
 
@@ -543,6 +600,8 @@ class PostsApi:
     _EDITABLE_FIELDS = ("content", "image", "date", "settings")
 
     @route_options(scope="drafts")  # (a drafts key edits drafts only: checked below)
+    @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
+                (POST_ID,), ref("PostEdit"))
     def edit_post(self, request: Request, organization_id: str) -> Response:
         """PUT /posts/:id (rustiz): change content, media, date or settings of a post not published yet.
 

@@ -27,6 +27,7 @@ from urllib.parse import quote, urlencode
 
 from rustiz import ApiError, App, Config, Request, Response, Store, hash_api_key, iso_at, json_object, \
     json_response, log, nest_error, not_found, route_options, session_cookie
+from .api_docs import CHANNEL_ID, STRING, array_of, documented, object_schema, parameter, ref
 from .catalogue import DESCRIPTORS, NewChannel, url_problem
 from .http_client import HttpClient
 from .metrics import count
@@ -94,6 +95,13 @@ class ConnectFlow:
     # --- GET /public/v1/social/:integration ---------------------------------------------------------
 
     @route_options(scope="full")  # (a GET that starts connecting a channel)
+    @documented("Start connecting an OAuth channel: the platform's consent page, which comes back to "
+                "{FRONTEND_URL}/integrations/social/<identifier>. Without the operator's app configured: 400 with "
+                "needsOperatorApp, callbackUrl, variables and guide (rustiz)",
+                ("200", object_schema({"url": STRING})), "BadRequest NotFound PlatformUnreachable",
+                (parameter("path", "integration", "The provider identifier (x, linkedin, mastodon...)"),
+                 parameter("query", "refresh", "Reconnect this channel (its id): it keeps its id, posts and settings"),
+                 parameter("query", "instance", "Mastodon: the server to connect to (rustiz registers its app there)")))
     async def start(self, request: Request, organization_id: str) -> Response:
         """{"url": the platform's consent page}, as Postiz; ?refresh=<channel id> reconnects that channel."""
         identifier = request.params["integration"]
@@ -156,6 +164,14 @@ class ConnectFlow:
     # --- GET /integrations/social/:identifier: the platform sends the user back here ---------------------
 
     @route_options(authenticated=False)  # the browser comes back from the platform; the state names the org
+    @documented("Where an OAuth platform sends the user back after consent: stores the channel, then redirects to the "
+                "web app's channels page with notice= or problem=",
+                ("303", {"description": "To {FRONTEND_URL}/#/channels?notice=...&channel=<id> or "
+                                        "?problem=<what happened and what to do>", "content": {}}),
+                parameters=(parameter("path", "identifier", "The provider identifier"),
+                            parameter("query", "code", "The authorization code (OAuth 2.0)"),
+                            parameter("query", "state", "The flow's state, from GET /social/:integration"),
+                            parameter("query", "error", "The platform's refusal, e.g. access_denied")))
     async def callback(self, request: Request) -> Response:
         identifier = request.params["identifier"]
         query = request.query
@@ -256,6 +272,10 @@ class ConnectFlow:
         probe = Channel(channel["id"], channel["name"], *self.store.channel_secrets(channel["id"]), self.http)
         return provider, probe
 
+    @documented("What a channel in inBetweenSteps is chosen from: pages, boards (rustiz)",
+                ("200", array_of(object_schema({"id": STRING, "name": STRING},
+                                               {"picture": {"type": ["string", "null"]}}))),
+                "IntegrationNotFound Conflict PlatformUnreachable", (CHANNEL_ID,))
     async def step_choices(self, request: Request, organization_id: str) -> Response:
         """rustiz: what a channel in inBetweenSteps is chosen from ([{id, name, picture}])."""
         provider, probe = await self.store.off_loop(self._waiting_channel, request, organization_id)
@@ -265,6 +285,9 @@ class ConnectFlow:
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not list the choices: {failed.message}") from None
 
+    @documented("Pick one: the channel becomes that page or board, ready to post to (rustiz)",
+                ("200", ref("ChannelRow")), "BadRequest IntegrationNotFound Conflict PlatformUnreachable",
+                (CHANNEL_ID,), object_schema({"id": STRING}))
     async def choose(self, request: Request, organization_id: str) -> Response:
         """rustiz: {"id": one of the choices}; the channel becomes that page or board, ready to post to."""
         body = json_object(request)

@@ -21,6 +21,7 @@ from rustiz import (
     App, EventStreamResponse, KeyIdentity, PlainRefusal, Request, Response, VERSION, hash_api_key, json_dumps, log,
     lone_surrogate, new_uuid, route_options,
 )
+from .api_docs import ANY, STRING, documented, parameter
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,
     MCP_LATEST_HANDSHAKE, MCP_MAX_BATCH, MCP_MAX_BODY_BYTES, MCP_MAX_SSE_SESSIONS, MCP_MODERN_VERSIONS,
@@ -73,6 +74,11 @@ def _wants_only_event_stream(request: Request) -> bool:
 # Postiz's MCP auth texts, checked from the head (so a refused body is never read), and MCP's body limit.
 MCP_ROUTE = {"authenticated": False, "authenticate": "authenticate", "body_limit": MCP_MAX_BODY_BYTES,
              "too_large": mcp_body_too_large}
+# For the OpenAPI document: JSON-RPC itself is described by the MCP specification, not there.
+_API_KEY = parameter("path", "apiKey", "The organization's API key (or send it as `Authorization: Bearer <key>` to "
+                                       "the path without it)")
+_MESSAGE = {"description": "One JSON-RPC 2.0 message or a batch (MCP Streamable HTTP)",
+            "content": {"application/json": {"schema": {"anyOf": [{"type": "object"}, {"type": "array"}]}}}}
 
 
 class McpServer:
@@ -93,6 +99,7 @@ class McpServer:
 
     @staticmethod
     @route_options(authenticated=False)  # CORS preflights carry no credentials
+    @documented("CORS preflight", ("200", {"description": "OK"}), parameters=(_API_KEY,))
     def preflight(request: Request) -> Response:
         return _text_response(200, "OK")
 
@@ -117,16 +124,24 @@ class McpServer:
 
     @staticmethod
     @route_options(**MCP_ROUTE)
+    @documented("Refused with 405: rustiz sends no server-initiated messages", ("405", {"type": "object"}),
+                parameters=(_API_KEY,))
     def not_allowed(request: Request) -> Response:
         # GET would open a stream for server-initiated messages; rustiz sends none (the spec allows 405).
         return _rpc_response(rpc_error(-32000, "Method not allowed."), 405, [("Allow", "POST, DELETE, OPTIONS")])
 
     @route_options(**MCP_ROUTE)
+    @documented("End an MCP session (nothing is kept between requests)", ("200", {"description": "Done"}),
+                parameters=(_API_KEY,))
     def delete(self, request: Request) -> Response:
         """Ending a session: nothing is kept between requests, so there is nothing to forget."""
         return _text_response(200, "")
 
     @route_options(**MCP_ROUTE)
+    @documented("MCP (Model Context Protocol) for AI agents: JSON-RPC requests, notifications, batches",
+                ("200", {"description": "The JSON-RPC answer(s); 202 when there is none to give",
+                         "content": {"application/json": {"schema": ANY}, "text/event-stream": {"schema": STRING}}}),
+                "BadRequest", (_API_KEY,), _MESSAGE)
     def post(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = request.organization
         messages, batch = self._messages(request)
@@ -282,6 +297,9 @@ class McpServer:
     # --- the legacy HTTP+SSE transport (2024-11-05) -------------------------------------------
 
     @route_options(**MCP_ROUTE, on_loop=True)  # (the stream's queue belongs to the event loop's thread)
+    @documented("MCP legacy HTTP+SSE transport: a stream that announces its message endpoint, then carries the answers",
+                ("200", {"description": "text/event-stream", "content": {"text/event-stream": {"schema": STRING}}}),
+                parameters=(_API_KEY,))
     def open_sse(self, request: Request) -> Response:
         organization_id = request.organization
         if request.method == "HEAD":  # the head of a stream, without opening a session nobody will read
@@ -326,6 +344,10 @@ class McpServer:
                 stream.abandon()
 
     @route_options(**MCP_ROUTE, on_loop=True)
+    @documented("MCP legacy HTTP+SSE transport: a message for the stream's session; the answer goes to the stream",
+                ("202", {"description": "Accepted"}), "BadRequest NotFound",
+                (_API_KEY, parameter("query", "sessionId", "From the stream's endpoint event", required=True)),
+                _MESSAGE)
     def post_sse_message(self, request: Request) -> Union[Response, Awaitable[Response]]:
         organization_id = request.organization
         session_id = request.query.get("sessionId", "")

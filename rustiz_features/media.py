@@ -22,6 +22,7 @@ from rustiz import (
     ApiError, App, BodySink, FileResponse, MAX_IMAGE_BYTES, Request, Response, bad_request, json_response, log,
     make_private_folders, nest_error, not_found, route_options,
 )
+from .api_docs import STRING, documented, object_schema, parameter, ref
 
 # The outbound client and the catalogue's URL check serve upload-from-url alone: fetch_media imports them, so
 # that the primary worker's housekeeping (which removes abandoned uploads at start) loads neither.
@@ -449,6 +450,12 @@ def remove_abandoned_uploads(uploads: str, older_than: float) -> None:
 _UPLOAD_FILE_NAME = r"[0-9a-f]{32}\.(?:" + "|".join(MEDIA_TYPES) + r")\Z"  # compiled on first use
 
 
+# GET /uploads/... in the OpenAPI document.
+_UPLOADED_FILE = {"description": "The file (Range, If-Range and If-None-Match are honoured)", "content": {
+    media.content_type: {"schema": {"type": "string", "contentMediaType": media.content_type}}
+    for media in MEDIA_TYPES.values()}}
+
+
 class MediaApi:
     """POST /upload, POST /upload-from-url, and GET /uploads/YYYY/MM/DD/<name> (public, as Postiz's nginx)."""
 
@@ -467,6 +474,9 @@ class MediaApi:
         return UploadSink(request, self.config.uploads, self.config.max_video_bytes)
 
     @route_options(body_limit="upload_body_limit", open_sink="open_upload", scope="drafts")  # (drafts need images)
+    @documented("Upload an image or video (type read from its bytes)", ("201", ref("Media")), "BadRequest TooLarge",
+                request={"required": True, "content": {"multipart/form-data": {"schema": object_schema(
+                    {"file": {"type": "string", "contentMediaType": "application/octet-stream"}})}}})
     def upload(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
         """The body streamed to disk as it came (UploadSink); only an admitted request's body is kept."""
         staged = request.sink.result()
@@ -478,6 +488,8 @@ class MediaApi:
         return json_response(await self._store_in_bucket(organization_id, staged), 201)
 
     @route_options(scope="drafts")
+    @documented("Store an image or video fetched from a public URL", ("201", ref("Media")), "BadRequest TooLarge",
+                request=object_schema({"url": STRING}))
     def upload_from_url(self, request: Request, organization_id: str) -> Awaitable[Response]:
         body = request.json()
         url = body.get("url") if isinstance(body, dict) else None
@@ -588,6 +600,13 @@ class MediaApi:
         return FileResponse(head.status, temporary, 0, size, content_type, headers)
 
     @route_options(authenticated=False)  # public, as Postiz serves its uploads
+    @documented("An uploaded file", ("200", _UPLOADED_FILE), "NotFound RangeNotSatisfiable",
+                tuple(parameter("path", name, "From the Media path") for name in ("year", "month", "day", "name"))
+                + (parameter("header", "Range", "One range, bytes=first-last; others are ignored"),
+                   parameter("header", "If-Range", "An ETag: the range only if the file is still that one"),
+                   parameter("header", "If-None-Match", "ETags of a cached copy")),
+                more_answers={"206": {**_UPLOADED_FILE, "description": "The requested range"},
+                              "304": {"description": "The cached copy is current"}})
     def serve_upload(self, request: Request) -> Union[Response, Awaitable[Response]]:
         """The stored file, with ETag/Last-Modified revalidation and single byte ranges."""
         params = request.params

@@ -27,6 +27,7 @@ from rustiz import (
     REQUEST_TALLY, VERSION, App, Config, Request, RequestTally, Response, compare_digest, iso_at, json_response, log,
     parse_iso_instant, route_options,
 )
+from .api_docs import documented
 
 SHARE_SECONDS = 5.0  # how often each worker of several writes its counters for the others' /metrics
 LAG_SAMPLES = 1000  # the latest scheduler lags kept per process, for the p50 and p99
@@ -252,6 +253,9 @@ class Metrics:
                               "or with Authorization: Bearer <RUSTIZ_METRICS_TOKEN> (set it in config.env)"}, 403)
 
     @route_options(authenticated=False)  # (its own check: loopback, or RUSTIZ_METRICS_TOKEN)
+    @documented("Prometheus metrics (text format 0.0.4) for loopback clients, or with Authorization: Bearer "
+                "RUSTIZ_METRICS_TOKEN; 403 otherwise (rustiz)",
+                ("200", {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}))
     def serve(self, request: Request) -> Response:
         if not self.allowed(request):
             return self._refused()

@@ -19,6 +19,7 @@ import time
 from typing import Any, Optional
 
 from rustiz import App, Request, Response, log, not_found
+from .api_docs import CHANNEL_ID, documented
 
 MAX_PICTURE_BYTES = 512 * 1024
 CACHE_SECONDS = 3600
@@ -57,6 +58,12 @@ class ChannelPictures:
         self._cache: dict = {}  # picture URL -> (expires at, (content type, bytes) or None)
         self._fetching: dict = {}  # picture URL -> the Future of its fetch under way
 
+    @documented("The channel's picture, fetched from the platform by rustiz and kept an hour (the web app shows "
+                "pictures only from rustiz); 404 when it has none or it could not be fetched (rustiz)",
+                ("200", {"description": "A JPEG, PNG, GIF or WebP image", "content": {
+                    kind: {"schema": {"type": "string", "contentMediaType": kind}}
+                    for kind in ("image/jpeg", "image/png", "image/gif", "image/webp")}}),
+                "NotFound", (CHANNEL_ID,))
     async def serve(self, request: Request, organization_id: str) -> Response:
         channel = await self.store.off_loop(self.store.channel_row, organization_id, request.params["id"])
         if channel is None:

@@ -35,6 +35,7 @@ from rustiz import (
     ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,
     parse_iso_instant,
 )
+from .api_docs import DATE, array_of, documented, parameter, ref
 from .api_posts import PostsApi
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, pending_entries
 from .validation import validate_create_post
@@ -99,6 +100,9 @@ def _split_flag(text: str, column: str) -> Any:
     return value if value is not None else f"{column} must be 1, 0, true, false or empty, not {text!r}"
 
 
+_YES_OR_NO = {"type": "string", "enum": ["0", "1", "true", "false"]}  # (a query flag, in the OpenAPI document)
+
+
 class PostsFiles:
     """Export and import for one process: the App in the server, or the CLI's (store, config) namespace."""
 
@@ -111,6 +115,14 @@ class PostsFiles:
 
     # --- export ------------------------------------------------------------------------------------------
 
+    @documented("The posts of a date window as a file: JSON (CreatePost bodies, importable) or CSV (rustiz)",
+                ("200", {"description": "The file", "content": {
+                    "application/json": {"schema": array_of(ref("CreatePost"))},
+                    "text/csv": {"schema": {"type": "string"}}}}), "BadRequest",
+                (parameter("query", "format", "json (default) or csv",
+                           schema={"type": "string", "enum": ["json", "csv"]}),
+                 parameter("query", "startDate", "Main posts dated from this instant", True, DATE),
+                 parameter("query", "endDate", "Up to this instant, inclusive", True, DATE)))
     def export(self, request: Request, organization_id: str) -> Response:
         """GET /posts/export?format=json|csv&startDate&endDate: the window's threads as a file."""
         query = request.query
@@ -148,6 +160,13 @@ class PostsFiles:
 
     # --- import ------------------------------------------------------------------------------------------
 
+    @documented("Validate (dryRun=1) or store, all or nothing, posts from a JSON or CSV file (rustiz)",
+                ("201", ref("ImportReport")), "BadRequest",
+                (parameter("query", "dryRun", "1: validate every row, store nothing, answer 200", schema=_YES_OR_NO),
+                 parameter("query", "allowDuplicate", "1: no row is refused as a duplicate", schema=_YES_OR_NO)),
+                {"required": True, "content": {
+                    "application/json": {"schema": {"anyOf": [array_of(ref("CreatePost")), ref("CreatePost")]}},
+                    "text/csv": {"schema": {"type": "string"}}}})
     async def import_posts(self, request: Request, organization_id: str) -> Response:
         """POST /posts/import[?dryRun=1][&allowDuplicate=1]: a JSON array of CreatePost bodies (or one), or a
         CSV file (Content-Type text/csv). 200 for a dry run, 201 once stored, 400 with the failed rows; 503

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from rustiz import ApiError, App, PostGroupChanged, Request, Response, bad_request, iso_ms, json_object, \
     json_response, nest_error, not_found, parse_iso_instant, utc_now_iso
+from .api_docs import DATE, POST_ID, STRING, documented, object_schema, parameter, ref
 from .api_posts import POST_NOT_FOUND, PostsApi
 
 MAX_REASON_CHARACTERS = 2000
@@ -43,6 +44,12 @@ class ReviewApi:
                                   "GET /public/v1/posts?state=review lists them)")
         return thread
 
+    @documented("Approve a draft awaiting review: queued at `date`, else its own date, else (passed) the channel's "
+                "next free slot (rustiz; scope full). With If-Match (the ETag of GET /posts/{id}) or `version`, a "
+                "409 when the post changed since that version (nothing is approved)", ("200", ref("Post")),
+                "PostRejected NotFound Conflict",
+                (POST_ID, parameter("header", "If-Match", "rustiz: the ETag of GET /posts/{id} the reviewer saw")),
+                object_schema({}, {"date": DATE, "version": STRING}))
     def approve(self, request: Request, organization_id: str) -> Response:
         body = json_object(request) if request.body else {}
         thread = self._awaiting(organization_id, request.params["id"])
@@ -77,6 +84,8 @@ class ReviewApi:
         slot, _, _ = self.posts.free_slot(organization_id, channel)
         return iso_ms(slot)
 
+    @documented("Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
+                ("200", ref("Post")), "BadRequest NotFound Conflict", (POST_ID,), object_schema({"reason": STRING}))
     def reject(self, request: Request, organization_id: str) -> Response:
         reason = json_object(request).get("reason")
         if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARACTERS:

@@ -23,6 +23,7 @@ from rustiz import (
     ApiError, App, Guard, Request, Response, SESSION_COOKIE, Store, bad_request, duration, hash_api_key, json_object,
     json_response, route_options, session_cookie, sha256,
 )
+from .api_docs import STRING, documented, json_body, object_schema, ref
 
 
 SESSION_SECONDS = 30 * 86400
@@ -132,6 +133,9 @@ def web_files() -> dict:
 # What sign-in and sign-out bodies may weigh: these routes are open to anyone, so nobody may make them
 # hold megabytes (a key, an email and a password are well under 1 KiB).
 SIGN_IN_BODY_BYTES = 16 * 1024
+# For the OpenAPI document (the web app's files are not API, so not in it).
+_SIGNED_IN = object_schema({"organization": ref("Organization"), "csrfToken": STRING})
+_NOT_SIGNED_IN = {"401": json_body(object_schema({"message": STRING}), "Wrong key or password, or not signed in")}
 
 
 class WebApp:
@@ -176,6 +180,10 @@ class WebApp:
         return Response(200, data, content_type, headers)
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
+    @documented("Sign in to the web app: sets the HttpOnly session cookie", ("200", _SIGNED_IN), "BadRequest",
+                request={"anyOf": [object_schema({"apiKey": STRING}),
+                                   object_schema({"email": STRING, "password": STRING})]},
+                more_answers=_NOT_SIGNED_IN)
     def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
         self._refuse_cross_site_sign_in(request)
         body = json_object(request)
@@ -242,6 +250,11 @@ class WebApp:
                              200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
 
     @route_options(authenticated=False)
+    @documented("The signed-in organization and the CSRF token changes must send (X-CSRF-Token); {signedIn: false} "
+                "when the request carries no session cookie",
+                ("200", {"oneOf": [object_schema({"signedIn": {"const": True}, "organization": ref("Organization"),
+                                                  "csrfToken": STRING}),
+                                   object_schema({"signedIn": {"const": False}})]}), more_answers=_NOT_SIGNED_IN)
     def session(self, request: Request) -> Response:
         token = session_cookie(request)
         if not token:  # a browser's first visit: a plain answer, not an error in its console
@@ -254,6 +267,8 @@ class WebApp:
                               "csrfToken": csrf_token}, 200, [("Cache-Control", "no-store")])
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
+    @documented("Sign out: the session ends and its cookie is cleared",
+                ("204", {"description": "Done, with no body", "content": {}}))
     def logout(self, request: Request) -> Response:
         token = session_cookie(request)
         if token:

@@ -19,6 +19,7 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),
     ("GET", "/auth/session"), ("POST", "/auth/logout"), ("GET", "/integrations/social/:identifier"),
+    ("GET", "/metrics"),
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -46,7 +47,7 @@ def every_route() -> list:
     routes += [(method, path, route_options(module, handler)) for methods, path, module, handler in rustiz.OTHER_ROUTES
                for method in methods.split()]
     return routes + [(method, path, route_options(module, handler))
-                     for method, path, module, handler in rustiz.WEB_ROUTES]
+                     for method, path, module, handler in rustiz.ROOT_ROUTES]
 
 
 def needed_scope(method: str, options: dict) -> str:
