@@ -5,7 +5,7 @@ Rules:
   new route is two edits: its line in the table and its handler. tests/test_openapi.py fails on a route
   without it.
 - @documented only attaches a dict to the handler: nothing here runs on a request, and this module imports
-  nothing, so that every handler module can import it at no cost.
+  nothing but typing, so that every handler module can import it at no cost.
 - Whether a route needs a key is not written here: openapi.py reads it from the route's own options.
 - Shapes several routes answer with are components of the document (openapi.py), named here with ref().
 """
