@@ -92,7 +92,7 @@ DEFAULT_BODY_MIN_RATE = 4096  # bytes/s: a 1 GiB video over a 33 kbit/s link sti
 DEFAULT_BODY_RATE_WINDOW = 30.0  # seconds over which that rate is averaged
 API_LIMIT_WINDOW_SECONDS = 3600
 REQUEST_LIMIT_WINDOW_SECONDS = 60
-# API key scopes, each allowing what the ones before it allow (see README, "API keys and scopes"): read (GET),
+# API key scopes, each allowing what the ones before it allow (see docs/api.md, "API keys and scopes"): read (GET),
 # drafts (also drafts that wait for review, and uploads), full (everything, the organization's own key).
 SCOPES = ("read", "drafts", "full")
 KEY_LAST_USE_SECONDS = 60  # a key's last use is written at most this often (per key and worker)

@@ -43,7 +43,7 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
-# The key scope each tool needs (see README, "API keys and scopes"); tests/test_mcp_scopes.py checks every
+# The key scope each tool needs (see docs/api.md, "API keys and scopes"); tests/test_mcp_scopes.py checks every
 # tool has one. The tools that create posts get the caller's scope and the tighter RUSTIZ_MCP_POST_LIMIT.
 TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchema": "read", "triggerTool": "drafts",
                "integrationSchedulePostTool": "drafts", "postsListTool": "read", "postSettingsTool": "full",

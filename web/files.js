@@ -42,7 +42,7 @@ export async function importPage(main) {
 
   main.append(h('h1', 'Import posts'),
     h('section.card',
-      h('p.hint', 'A JSON array of POST /posts bodies (what Export gives), or a CSV file with the columns date, channel, content, and optionally type, media, settings, tags, allowDuplicate, part2, part2Media… See the README, "Posts as files". Rows are stored all together, or none when one fails.'),
+      h('p.hint', 'A JSON array of POST /posts bodies (what Export gives), or a CSV file with the columns date, channel, content, and optionally type, media, settings, tags, allowDuplicate, part2, part2Media… See "Posts as files" in the API manual (docs/api.md). Rows are stored all together, or none when one fails.'),
       field('File (JSON or CSV)', picker),
       field('…or paste its text', text),
       h('div.field.check', allow, h('label', { for: allowId }, 'Allow duplicates (the same text on a channel within 24 hours)')),
