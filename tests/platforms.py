@@ -2,18 +2,18 @@
 channels of every kind (the API's and the CLI's channel tests, the end-to-end publish of each)."""
 from __future__ import annotations
 
-from fake_bluesky import FakeBluesky
-from fake_devto import FakeDevto
-from fake_discord import FakeDiscord
-from fake_hashnode import FakeHashnode
-from fake_lemmy import FakeLemmy
-from fake_listmonk import FakeListmonk
-from fake_mastodon import FakeMastodon
-from fake_nostr import FakeNostrRelay
-from fake_slack import FakeSlack
-from fake_telegram import FakeTelegram
-from fake_webhook import FakeWebhookReceiver
-from fake_wordpress import FakeWordPress
+from fakes.bluesky import FakeBluesky
+from fakes.devto import FakeDevto
+from fakes.discord import FakeDiscord
+from fakes.hashnode import FakeHashnode
+from fakes.lemmy import FakeLemmy
+from fakes.listmonk import FakeListmonk
+from fakes.mastodon import FakeMastodon
+from fakes.nostr import FakeNostrRelay
+from fakes.slack import FakeSlack
+from fakes.telegram import FakeTelegram
+from fakes.webhook import FakeWebhookReceiver
+from fakes.wordpress import FakeWordPress
 
 FAKES = {"bluesky": FakeBluesky, "devto": FakeDevto, "discord": FakeDiscord, "hashnode": FakeHashnode,
          "lemmy": FakeLemmy, "listmonk": FakeListmonk, "mastodon": FakeMastodon, "nostr": FakeNostrRelay,

@@ -17,7 +17,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from fake_hashnode import PUBLICATION_ID
+from fakes.hashnode import PUBLICATION_ID
 from fakes import UNSIZED, FakePlatform, answer
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from platforms import FAKES
 from support import PREFIXES, Database, api, auth, connect_database
 

@@ -10,11 +10,11 @@ from typing import Callable, NamedTuple, Optional
 
 import pytest
 
-from fake_bluesky import FakeBluesky
-from fake_lemmy import FakeLemmy
-from fake_mastodon import FakeMastodon
-from fake_webhook import FakeWebhookReceiver
-from fake_wordpress import FakeWordPress
+from fakes.bluesky import FakeBluesky
+from fakes.lemmy import FakeLemmy
+from fakes.mastodon import FakeMastodon
+from fakes.webhook import FakeWebhookReceiver
+from fakes.wordpress import FakeWordPress
 from platforms import FAKES
 from support import API, REQUIRED_SETTINGS, Database, api, connected, get_post, scheduled, waiting_for_reconnect
 

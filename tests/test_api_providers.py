@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_mastodon import FakeMastodon
+from fakes.mastodon import FakeMastodon
 from support import API, PREFIXES, Database, api, channel_post, connect, post_body
 from test_mcp_transport import post as mcp_post, rpc
 from rustiz_features.catalogue import DESCRIPTORS, POSTIZ_COUNTING_RULES, PROVIDERS

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import LOCAL_FAKES
-from fake_bluesky import FakeBluesky
+from fakes.bluesky import FakeBluesky
 from fakes import FakePlatform, answer
 from platforms import FAKES, Platforms
 from support import REQUIRED_SETTINGS, api, connect, schedule, settled, trigger, upload_from_url

@@ -1,7 +1,7 @@
 """Local stand-ins for platform APIs: a small HTTP server with routes, a record of every request,
 and scripted trouble (error answers, 429 with Retry-After, slow answers, dropped connections).
 
-Each platform's fake (tests/fake_<provider>.py) builds on FakePlatform and offers:
+Each platform's fake (tests/fakes/<provider>.py) builds on FakePlatform and offers:
   .url           its base URL
   .env           environment variables that point rustiz at it (for platforms not in the credentials)
   .credentials() credentials that connect a channel to it
