@@ -14,9 +14,10 @@ the core imports none of these at load time, and these import the core and one a
   analytics -> connect, publishers, http_client
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
-  scheduler -> connect, publishers, media, object_storage, recurrence, http_client, catalogue
-  alerts (trouble announced on an alert channel) -> scheduler (its RowSender; the scheduler makes its
-    AlertSender when it starts, so imports alerts only then), publishers, text
+  scheduler -> alerts, background, connect, publishers, media, object_storage, recurrence, http_client,
+    catalogue
+  alerts (trouble announced on an alert channel) -> background, publishers, text
+  background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage
   db_copy (`rustiz db copy`) -> object_storage, http_client
@@ -30,6 +31,9 @@ the core imports none of these at load time, and these import the core and one a
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> the core only
   web, recurrence, text, bech32 -> the core only
 
-tests/test_layout.py checks this graph has no cycle and that the core imports none of these at load time.
+tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
+imports none of these at load time, and that it imports them later only from the sites it names
+(CORE_TO_FEATURE_SITES: the route table's loader, the scheduler's start, the CLI dispatch, the PostgreSQL
+engine, and a few named exceptions).
 """
 from __future__ import annotations

@@ -12,6 +12,8 @@ Rules:
   notification, and flags no channel for reconnecting, even when the alert channel is the one in trouble.
 - Rate-limited: at most RUSTIZ_ALERT_LIMIT alerts per organization per hour; more are held (logged and
   recorded), and the next alert that goes out says how many were held.
+- It imports background.py, never the scheduler: the scheduler makes the AlertSender, and reaches it as its
+  SenderHost (its owner name, tasks, outbound client and publish).
 """
 from __future__ import annotations
 
@@ -19,17 +21,14 @@ import json
 import sqlite3
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from rustiz import (
     App, Config, Request, Response, Store, bad_request, duration, iso_at, json_object, json_response, log,
 )
 from .api_docs import documented, object_schema, ref
+from .background import RowSender, SenderHost, epoch_seconds, failure_text
 from .publishers import provider_for
-from .scheduler import RowSender, epoch_seconds, failure_text
-
-if TYPE_CHECKING:
-    from .scheduler import Scheduler
 
 DEFAULT_LATE_MINUTES = 15
 LATE_MINUTES_MAX = 7 * 24 * 60  # a week
@@ -76,7 +75,7 @@ class AlertSender(RowSender):
     scheduler reports, looks for late posts where the scheduler runs, claims waiting alerts under a lease,
     and sends each once."""
 
-    def __init__(self, scheduler: Scheduler):
+    def __init__(self, scheduler: SenderHost):
         self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
         self.config = scheduler.config
         settings = scheduler.config.settings

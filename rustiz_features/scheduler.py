@@ -22,6 +22,8 @@ import traceback
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log
+from .alerts import AlertSender
+from .background import RowSender, WokenLoop, epoch_seconds, failure_text
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
@@ -59,55 +61,6 @@ TOKEN_SWEEP_SECONDS = 3600
 TOKEN_SWEEP_HORIZON_SECONDS = 90 * 86400  # no platform refreshes further ahead than this
 
 
-def epoch_seconds(iso: str) -> float:
-    """The Unix time of an instant as posts store it ('YYYY-MM-DDTHH:MM:SS.mmmZ')."""
-    import calendar
-    return calendar.timegm(time.strptime(iso[:19], "%Y-%m-%dT%H:%M:%S")) + int(iso[20:23] or 0) / 1000
-
-
-def failure_text(label: str, error: PublishError, part: int) -> str:
-    """"Failed on Mastodon (HTTP 422) at thread part 2, media item 1: <message> — <body excerpt>"."""
-    where = ", ".join(filter(None, (f"thread part {part + 1}" if part else "", error.item)))
-    text = f"Failed on {label}" + (f" (HTTP {error.status})" if error.status else "") + (f" at {where}" if where else "")
-    text += f": {error.message}"
-    if error.body and error.body not in error.message and len(error.body) > len(error.message) + 40:
-        text += f" — {label} answered: {error.body}"  # the body says more than the message we picked
-    return text[:2000]
-
-
-class WokenLoop:
-    """Work that runs when woken, however often in one turn of the event loop only once (`_run_due`), and
-    otherwise sleeps on one timer (`sleep`), which each run replaces."""
-    loop: asyncio.AbstractEventLoop
-    timer: Optional[asyncio.TimerHandle] = None
-    wake_pending = False
-
-    def may_run(self) -> bool:
-        raise NotImplementedError
-
-    def wake(self) -> None:
-        if not self.wake_pending and self.may_run():
-            self.wake_pending = True
-            self.loop.call_soon(self._woken)
-
-    def _woken(self) -> None:
-        self.wake_pending = False
-        self.stop_sleeping()
-        self._run_due()
-
-    def _run_due(self) -> None:
-        raise NotImplementedError
-
-    def sleep(self, seconds: float) -> None:
-        """Wake again in `seconds`, unless woken sooner."""
-        self.timer = self.loop.call_later(seconds, self.wake)
-
-    def stop_sleeping(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-
 class Scheduler(WokenLoop):
     """Claims due posts, hands each to its publisher, records PUBLISHED or ERROR, notifies, calls webhooks."""
 
@@ -138,7 +91,6 @@ class Scheduler(WokenLoop):
         self.leases_renewed_at = 0.0
         self.claimed: set = set()  # ids of the posts this scheduler is publishing
         self.deliveries = WebhookDeliveries(self)
-        from .alerts import AlertSender  # (imports this module: it cannot be imported at the top)
         self.alerts = AlertSender(self)
 
     @property
@@ -678,25 +630,6 @@ def webhook_retry_waits(settings: Optional[dict]) -> tuple:
     log(f"RUSTIZ_WEBHOOK_RETRY_WAITS must be seconds between 0 and 86400 separated by commas, like 5,30,120; "
         f"got {raw[:100]!r}: webhooks are retried on the default schedule instead")
     return WEBHOOK_RETRY_WAITS
-
-
-class RowSender(WokenLoop):
-    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts): started by the
-    scheduler's first tick in every process, stopped with the scheduler."""
-    started = stopped = False
-
-    def start(self) -> None:
-        if not self.started:
-            self.started = True
-            self.wake()
-
-    def stop(self) -> None:
-        """Claim nothing more (sends in flight finish, or their leases end and another process takes them)."""
-        self.stopped = True
-        self.stop_sleeping()
-
-    def may_run(self) -> bool:
-        return self.started and not self.stopped
 
 
 class WebhookDeliveries(RowSender):

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from pg_cluster import INSTALL_HINT, PostgresCluster, postgres_bin
 from support import FAST_RETRIES, connected
 

@@ -1,23 +1,24 @@
-"""One fake platform per provider rustiz publishes to, started together, for tests that connect
-channels of every kind (the API's and the CLI's channel tests, the end-to-end publish of each)."""
+"""One fake platform per provider that connects with pasted credentials, read from the catalogue and
+started together, for tests that connect channels of every kind (the API's and the CLI's channel tests,
+the address guard's, the end-to-end publish of each). A provider's fake is tests/fakes/<its publisher
+module>.py, with what tests/fakes/__init__.py lists for these platforms."""
 from __future__ import annotations
 
-from fake_bluesky import FakeBluesky
-from fake_devto import FakeDevto
-from fake_discord import FakeDiscord
-from fake_hashnode import FakeHashnode
-from fake_lemmy import FakeLemmy
-from fake_listmonk import FakeListmonk
-from fake_mastodon import FakeMastodon
-from fake_nostr import FakeNostrRelay
-from fake_slack import FakeSlack
-from fake_telegram import FakeTelegram
-from fake_webhook import FakeWebhookReceiver
-from fake_wordpress import FakeWordPress
+import importlib
+from types import ModuleType
 
-FAKES = {"bluesky": FakeBluesky, "devto": FakeDevto, "discord": FakeDiscord, "hashnode": FakeHashnode,
-         "lemmy": FakeLemmy, "listmonk": FakeListmonk, "mastodon": FakeMastodon, "nostr": FakeNostrRelay,
-         "slack": FakeSlack, "telegram": FakeTelegram, "webhook": FakeWebhookReceiver, "wordpress": FakeWordPress}
+from rustiz_features.catalogue import CREDENTIAL_SPECS, DESCRIPTORS
+
+
+def fake_module(provider: str) -> ModuleType:
+    """tests/fakes/<the provider's publisher module>.py."""
+    return importlib.import_module(f"fakes.{DESCRIPTORS[provider].publisher}")
+
+
+CONNECTABLE = sorted(CREDENTIAL_SPECS)  # the providers that connect with pasted credentials
+FAKES = {provider: fake_module(provider).FAKE for provider in CONNECTABLE}
+# Settings each provider's Postiz DTO requires to publish (the others need none).
+REQUIRED_SETTINGS = {provider: fake.post_settings for provider, fake in FAKES.items() if fake.post_settings}
 
 
 class Platforms:

@@ -17,7 +17,6 @@ import zlib
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from fake_hashnode import PUBLICATION_ID
 from fakes import UNSIZED, FakePlatform, answer
 
 if TYPE_CHECKING:
@@ -27,19 +26,6 @@ API = "/public/v1"
 PREFIXES = ("/public/v1", "/api/public/v1")  # the public API answers under both
 FAST_RETRIES = {"RUSTIZ_RETRY_BASE": "0.2"}
 DONE = ("PUBLISHED", "ERROR")
-
-# Settings each provider's Postiz DTO requires to publish (the others need none).
-REQUIRED_SETTINGS = {
-    "discord": {"channel": "general"},  # Postiz's DTOs ask for a channel; the webhook decides it
-    "slack": {"channel": "general"},
-    "devto": {"title": "Shipping rustiz", "tags": [{"value": 1, "label": "python"}]},
-    "hashnode": {"title": "Shipping rustiz", "publication": PUBLICATION_ID,
-                 "tags": [{"value": "python", "label": "Python"}]},
-    "lemmy": {"subreddit": [{"value": {"subreddit": "rust", "id": "2", "title": "Shipping rustiz"}}]},
-    "wordpress": {"title": "Shipping rustiz", "type": "post"},
-    "listmonk": {"subject": "Shipping rustiz", "preview": "What is new", "list": "3"},
-}
-
 
 # --- calling the API ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from fakes import answer
 from conftest import run_cli
 from support import (API, FAST_RETRIES, api, connect_database, iso, notifications, scheduled, settled,

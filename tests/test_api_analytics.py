@@ -7,8 +7,8 @@ import time
 import pytest
 
 from conftest import provider_fixtures
-from fake_bluesky import FakeBluesky
-from fake_mastodon import FakeMastodon
+from fakes.bluesky import FakeBluesky
+from fakes.mastodon import FakeMastodon
 from support import API, api, scheduled, settled, webhook_channel
 
 mastodon, server, channel = provider_fixtures("mastodon", FakeMastodon, names=("mastodon", "server", "channel"))

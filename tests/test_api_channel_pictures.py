@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 
 from conftest import run_cli
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from fakes import answer
 from support import API, api, connect_database, png_file, webhook_channel
 

@@ -6,156 +6,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable, NamedTuple, Optional
+from typing import Optional
 
 import pytest
 
-from fake_bluesky import FakeBluesky
-from fake_lemmy import FakeLemmy
-from fake_mastodon import FakeMastodon
-from fake_webhook import FakeWebhookReceiver
-from fake_wordpress import FakeWordPress
-from platforms import FAKES
-from support import API, REQUIRED_SETTINGS, Database, api, connected, get_post, scheduled, waiting_for_reconnect
+from fakes import Extras
+from fakes.nostr import OTHER_KEY as OTHER_NOSTR_KEY
+from platforms import FAKES, REQUIRED_SETTINGS, fake_module
+from support import API, Database, api, connected, get_post, scheduled, waiting_for_reconnect
+from rustiz_features.catalogue import CREDENTIAL_SPECS
 
-OTHER_NOSTR_KEY = "11" * 32
-
-
-class Extras:
-    """Second fakes a scenario starts (another account on another server), closed after the test."""
-
-    def __init__(self):
-        self.fakes: list = []
-
-    def __call__(self, fake):
-        self.fakes.append(fake)
-        return fake
-
-
-class Scenario(NamedTuple):
-    """How a provider's platform behaves when credentials change, on its fake.
-
-    renew: the platform gives the same account new credentials (the old ones stop working where it can);
-    wrong: credentials it refuses, and `says`, the words of its refusal;
-    other: credentials of another account it accepts; for a webhook (the URL is the account) a new webhook."""
-    renew: Callable
-    wrong: Callable
-    says: str
-    other: Callable
-
-
-def _renew_bluesky(fake, extras):
-    fake.revoke_everything()  # the app password deleted, a new one made
-    return fake.credentials()
-
-
-def _other_bluesky(fake, extras):
-    other = extras(FakeBluesky(handle="bob.test"))
-    other.did = "did:plc:bobbobbobbob5678"
-    return other.credentials()
-
-
-def _renew_mastodon(fake, extras):
-    fake.token = "masto-token-renewed-" + "y" * 12
-    return fake.credentials()
-
-
-def _renew_telegram(fake, extras):
-    fake.token = "7000001:AAH" + "n" * 32  # /revoke at @BotFather: the same bot, a new token
-    return fake.credentials()
-
-
-def _other_telegram(fake, extras):
-    fake.token, fake.bot = "7000002:AAH" + "o" * 32, {**fake.bot, "id": 7000002, "username": "other_bot"}
-    return fake.credentials()
-
-
-def _new_discord_webhook(fake, extras):
-    fake.webhook_id, fake.token = "1199887766554433299", "hook-token-new"
-    return fake.credentials()
-
-
-def _new_slack_webhook(fake, extras):
-    fake.path = "/services/T0AB12CD3/B0NEW0000/nEwSeCrEt456"
-    return fake.credentials()
-
-
-def _renew_webhook(fake, extras):
-    fake.secret = "a-new-signing-secret"
-    return fake.credentials()
-
-
-def _renew_lemmy(fake, extras):
-    fake.password = "a new horse"
-    fake.revoke_logins()
-    return fake.credentials(password="a new horse")
-
-
-def _renew_wordpress(fake, extras):
-    fake.password = "wxyz WXYZ 9876 abcd EFGH 5432"  # a new Application Password
-    return fake.credentials()
-
-
-def _renew_listmonk(fake, extras):
-    fake.token = "lm-token-2"
-    return fake.credentials()
-
-
-def _other_listmonk(fake, extras):
-    fake.username, fake.token = "another-api-user", "lm-token-other"
-    return fake.credentials()
-
-
-def _renew_devto(fake, extras):
-    fake.api_key = "devto-key-2"
-    return fake.credentials()
-
-
-def _other_devto(fake, extras):
-    fake.api_key, fake.user = "devto-key-other", {**fake.user, "id": 5678, "username": "grace", "name": "Grace"}
-    return fake.credentials()
-
-
-def _renew_hashnode(fake, extras):
-    fake.token = "hashnode-token-2"
-    return fake.credentials()
-
-
-def _other_hashnode(fake, extras):
-    fake.token, fake.user = "hashnode-token-other", {"id": "u-99", "username": "ada", "name": "Ada"}
-    return fake.credentials()
-
-
-SCENARIOS = {
-    "bluesky": Scenario(_renew_bluesky, lambda fake: fake.credentials(password="not-the-app-password"),
-                        "Invalid identifier or password", _other_bluesky),
-    "mastodon": Scenario(_renew_mastodon, lambda fake: {**fake.credentials(), "accessToken": "revoked"},
-                         "The access token is invalid", lambda fake, extras: extras(FakeMastodon()).credentials()),
-    "telegram": Scenario(_renew_telegram, lambda fake: {**fake.credentials(), "botToken": "7000001:AAH" + "w" * 32},
-                         "Unauthorized", _other_telegram),
-    "discord": Scenario(lambda fake, extras: fake.credentials(), lambda fake: fake.credentials(token="wrong-token"),
-                        "Invalid Webhook Token", _new_discord_webhook),
-    "slack": Scenario(lambda fake, extras: fake.credentials(),
-                      lambda fake: {"webhookUrl": "https://hooks.slack.com/services/not-a-webhook"},
-                      "this is not a Slack incoming webhook URL", _new_slack_webhook),
-    "webhook": Scenario(_renew_webhook, lambda fake: {**fake.credentials(), "secret": "not-the-secret"},
-                        "bad signature", lambda fake, extras: extras(FakeWebhookReceiver()).credentials()),
-    "lemmy": Scenario(_renew_lemmy, lambda fake: fake.credentials(password="wrong password"), "incorrect_login",
-                      lambda fake, extras: extras(FakeLemmy()).credentials()),
-    "nostr": Scenario(lambda fake, extras: fake.credentials(),
-                      lambda fake: {**fake.credentials(), "relays": ["ws://127.0.0.1:9"]},
-                      "none of the relays accepted a WebSocket connection",
-                      lambda fake, extras: {**fake.credentials(), "password": OTHER_NOSTR_KEY}),
-    "wordpress": Scenario(_renew_wordpress, lambda fake: {**fake.credentials(), "password": "nope nope nope"},
-                          "The provided password is an invalid application password",
-                          lambda fake, extras: extras(FakeWordPress()).credentials()),
-    "listmonk": Scenario(_renew_listmonk, lambda fake: {**fake.credentials(), "password": "wrong-token"},
-                         "invalid API credentials", _other_listmonk),
-    "devto": Scenario(_renew_devto, lambda fake: {"apiKey": "revoked-key"}, "unauthorized", _other_devto),
-    "hashnode": Scenario(_renew_hashnode, lambda fake: {"apiKey": "revoked-token"}, "You must be authenticated",
-                         _other_hashnode),
-}
-WEBHOOKS = {"discord", "slack", "webhook"}  # the URL is the account: a new one replaces the channel's
+# How each platform behaves when credentials change: its fake's RECONNECT (tests/fakes/__init__.py).
+SCENARIOS = {provider: fake_module(provider).RECONNECT for provider in FAKES}
+# The URL is the account: a new one replaces the channel's.
+WEBHOOKS = {provider for provider in FAKES if CREDENTIAL_SPECS[provider].account_is_credentials}
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import LOCAL_FAKES, run_cli, wanted_backends
-from fake_mastodon import FakeMastodon
+from fakes.mastodon import FakeMastodon
 from support import connected, webhook_channel
 
 

@@ -6,7 +6,7 @@ import signal
 import time
 from collections import Counter
 
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from support import FAST_RETRIES, api, channel_post, iso, post_body, settled, webhook_channel
 
 

@@ -1,6 +1,7 @@
-"""The layout: rustiz.py is the core, which imports only the standard library when it loads; the
-feature modules of rustiz_features/ import the core and one another as a DAG, and no underscore name
-crosses from one module to another; and what a start-up loads, and when."""
+"""The layout: rustiz.py is the core, which imports only the standard library when it loads, and feature
+modules later only from the sites CORE_TO_FEATURE_SITES names; the feature modules of rustiz_features/
+import the core and one another as a DAG (imports inside functions count), and no underscore name crosses
+from one module to another; and what a start-up loads, and when."""
 from __future__ import annotations
 
 import ast
@@ -27,33 +28,84 @@ def is_package(name: str) -> bool:
     return name == PACKAGE or (ROOT / Path(*name.split(".")) / "__init__.py").exists()
 
 
+def resolved(name: str, node: ast.AST) -> list:
+    """(imported module, names) of one `import` or `from ... import` statement of module `name`."""
+    if isinstance(node, ast.Import):
+        return [(alias.name, ()) for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = name if is_package(name) else name.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    names = tuple(alias.name for alias in node.names)
+    # `from . import x` and `from .publishers import provider_for` name modules or attributes
+    submodules = [f"{base}.{item}" for item in names if f"{base}.{item}" in modules_by_name]
+    return [(base, names)] + [(submodule, ()) for submodule in submodules]
+
+
 def load_time_imports(name: str, tree: ast.Module) -> list:
     """(imported module, names) of the imports that run when `name` loads: those at its top level, not
     inside functions or an `if TYPE_CHECKING:` block."""
-    imports = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            imports.extend((alias.name, ()) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = name if is_package(name) else name.rpartition(".")[0]
-                for _ in range(node.level - 1):
-                    package = package.rpartition(".")[0]
-                base = f"{package}.{base}" if base else package
-            names = tuple(alias.name for alias in node.names)
-            # `from . import x` and `from .publishers import provider_for` name modules or attributes
-            submodules = [f"{base}.{item}" for item in names if f"{base}.{item}" in modules_by_name]
-            imports.append((base, names))
-            imports.extend((submodule, ()) for submodule in submodules)
-    return imports
+    return [found for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+            for found in resolved(name, node)]
+
+
+def is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def imports_anywhere(name: str, tree: ast.Module) -> list:
+    """(imported module, names, site) of every import of `name`, at load time or inside a function (the site:
+    the enclosing function, as "Class.method" or "outer.inner"; "" at the top level), but for the body of an
+    `if TYPE_CHECKING:` block. A call to importlib.import_module whose argument names the package counts as
+    an import of the package (the route table's loader)."""
+    found = []
+
+    def visit(node: ast.AST, site: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if is_type_checking_block(child):
+                for branch in child.orelse:
+                    visit_one(branch, site)
+            else:
+                visit_one(child, site)
+
+    def visit_one(node: ast.AST, site: str) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.extend((module, names, site) for module, names in resolved(name, node))
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("importlib.import_module", "import_module") \
+                and node.args and PACKAGE in ast.unparse(node.args[0]):
+            found.append((PACKAGE, (), site))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            site = f"{site}.{node.name}" if site else node.name
+        visit(node, site)
+
+    visit(tree, "")
+    return found
 
 
 modules_by_name = modules()
 
 
+# The core reaches feature modules only from these functions of rustiz.py (see docs/architecture.md), each
+# importing inside the function so that a start-up loads none of them. The four doors:
+CORE_TO_FEATURE_SITES = {
+    "App.resolve": "the route table's lazy loader: a route's module, on the first request to one of its routes",
+    "run_worker.start_scheduler": "the scheduler's start, once the server listens",
+    "main": "the CLI dispatch: every command but init, serve and version is in rustiz_features/cli.py",
+    "Store._open_postgres": "the PostgreSQL engine: its connections (rustiz_features/postgres.py)",
+    "Store.listen_for_changes": "the PostgreSQL engine: LISTEN for the changes of other processes",
+    # ...and the named exceptions, each loading a feature only when a setting or a moment calls for it:
+    "_bucket_storage": "RUSTIZ_STORAGE names a bucket: object_storage checks its settings",
+    "run_worker": "several workers: metrics shares their counters (GET /metrics sums them)",
+    "App.http": "the worker's outbound client (http_client), made on its first use",
+    "App.housekeeping": "the primary worker's sweep of uploads abandoned by a crash (media)",
+}
+
+
 def feature_graph() -> dict:
-    return {name: {imported for imported, _ in load_time_imports(name, tree)
+    """Feature module -> the feature modules it imports, at load time or inside its functions."""
+    return {name: {imported for imported, _, _ in imports_anywhere(name, tree)
                    if imported.startswith(PACKAGE) and imported != name}
             for name, tree in modules_by_name.items() if name.startswith(PACKAGE)}
 
@@ -64,7 +116,32 @@ def test_the_core_imports_only_the_standard_library_when_it_loads():
     assert imported - {"__future__"} <= standard, imported - standard
 
 
+def function_sites(tree: ast.AST, site: str = "") -> set:
+    """Every function of a module by its site name ("Class.method", "outer.inner")."""
+    found = set()
+    for node in ast.iter_child_nodes(tree):
+        inner = site
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = f"{site}.{node.name}" if site else node.name
+            if not isinstance(node, ast.ClassDef):
+                found.add(inner)
+        found |= function_sites(node, inner)
+    return found
+
+
+def test_the_core_imports_feature_modules_only_from_its_named_sites():
+    """Inside functions too: a command, a handler or a helper of the core that needs a feature goes through
+    one of CORE_TO_FEATURE_SITES (or moves beside the feature)."""
+    core = modules_by_name["rustiz"]
+    elsewhere = [f"{site or '(top level)'} imports {imported}" for imported, _, site in imports_anywhere("rustiz", core)
+                 if imported.startswith(PACKAGE) and site not in CORE_TO_FEATURE_SITES]
+    assert not elsewhere, elsewhere
+    gone = sorted(set(CORE_TO_FEATURE_SITES) - function_sites(core))
+    assert not gone, f"CORE_TO_FEATURE_SITES names functions rustiz.py no longer has: {gone}"
+
+
 def test_feature_modules_import_one_another_as_a_graph_without_cycles():
+    """Counting the imports inside functions: a cycle there is a cycle too, only deferred."""
     graph = feature_graph()
     visiting, done = [], set()
 
@@ -85,7 +162,7 @@ def test_feature_modules_import_one_another_as_a_graph_without_cycles():
 def test_no_underscore_name_crosses_from_one_module_to_another():
     crossing = [f"{name} imports {imported}.{item}"
                 for name, tree in modules_by_name.items()
-                for imported, items in load_time_imports(name, tree)
+                for imported, items, _ in imports_anywhere(name, tree)
                 if imported == "rustiz" or imported.startswith(PACKAGE)
                 for item in items if item.startswith("_") and item != "__future__"]
     assert not crossing, crossing

@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from fake_wordpress import FakeWordPress
+from fakes.wordpress import FakeWordPress
 from support import FakeOrigin, api, connected, iso, png_file, webhook_channel
 
 TOOL_NAMES = ["integrationList", "groupList", "integrationSchema", "triggerTool", "integrationSchedulePostTool",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fake_webhook import FakeWebhookReceiver
+from fakes.webhook import FakeWebhookReceiver
 from support import Database
 
 JSON = {"Content-Type": "application/json"}

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fake_reddit import FakeReddit
+from fakes.reddit import FakeReddit
 from support import api, iso
 from test_mcp import output, sdk_client
 from test_oauth_refresh import connect_reddit, reddit_env

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from fake_mastodon import FakeMastodon
+from fakes.mastodon import FakeMastodon
 from support import (
     API, Database, api, browser_session, consent_link, notifications, redirect_query, refresh_needed, scheduled,
     settled, visit, wait_for,

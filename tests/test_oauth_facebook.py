@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from fake_facebook import FakeFacebook, graph_error
+from fakes.facebook import FakeFacebook, graph_error
 from support import (
     API, api, connect_database, connect_oauth, get_post, iso, jpeg_file, mp4_file, png_file, refresh_needed,
     refused_post, scheduled, settled, uploaded, waiting_for_reconnect,

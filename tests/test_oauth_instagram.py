@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fake_instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
+from fakes.instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
 from support import (
     API, api, connect_database, connect_oauth, expire_token_in, get_post, iso, jpeg_file, mp4_file, refresh_needed,
     scheduled, settled, trigger, uploaded, waiting_for_reconnect,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fake_reddit import FakeReddit
+from fakes.reddit import FakeReddit
 from support import (
     API, api, connect_database, connect_oauth, expire_token_in, notifications, refresh_needed, scheduled, settled,
     waiting_for_reconnect,

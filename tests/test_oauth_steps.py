@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
+from fakes.linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
 from support import API, api, connect_oauth, get_post, scheduled, settled, wait_for
 
 

@@ -1,4 +1,4 @@
-"""Threads end to end with the built server and the fake (tests/fake_threads.py): connecting through the
+"""Threads end to end with the built server and the fake (tests/fakes/threads.py): connecting through the
 real flow (code -> short-lived -> long-lived token), a scheduled post with a video and a first reply that
 Threads fetches from rustiz's own /uploads, a container Threads cannot process, the 60-day token refreshed
 a month ahead with th_refresh_token, a dead token (Graph code 190) waiting for a reconnect, throttling."""
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fake_threads import THROTTLED, FakeThreads
+from fakes.threads import THROTTLED, FakeThreads
 from support import (
     API, api, connect_database, connect_oauth, expire_token_in, get_post, iso, mp4_file, notifications,
     refresh_needed, scheduled, settled, uploaded, wait_for, waiting_for_reconnect,

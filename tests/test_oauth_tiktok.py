@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fake_tiktok import FakeTikTok, api_error
+from fakes.tiktok import FakeTikTok, api_error
 from support import (
     API, api, connect_database, connect_oauth, dict_rows, get_post, jpeg_file, mp4_file, png_file, refused_post,
     scheduled, settled, uploaded,

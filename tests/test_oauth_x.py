@@ -10,7 +10,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from fake_x import FakeX
+from fakes.x import FakeX
 from support import API, api, redirect_query, scheduled, settled, visit
 
 

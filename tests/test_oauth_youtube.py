@@ -1,4 +1,4 @@
-"""YouTube end to end with the built server and the fake (tests/fake_youtube.py): connecting through Google's
+"""YouTube end to end with the built server and the fake (tests/fakes/youtube.py): connecting through Google's
 consent, a scheduled video with its thumbnail and first comment going out at its time, an upload that fails
 halfway and resumes from the acknowledged byte, the daily quota, token expiry, a 401 cured by a refresh, and a
 reconnect where Google sends no refresh token keeping the stored one (Postiz #1884, #1595)."""
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fake_youtube import FakeYouTube
+from fakes.youtube import FakeYouTube
 from support import (
     API, Database, FakeOrigin, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso,
     mp4_file, notifications, parts_of, png_file, refresh_needed, schedule, scheduled, settled, upload, uploaded,

@@ -11,18 +11,15 @@ import time
 import pytest
 
 from conftest import LOCAL_FAKES
-from fake_bluesky import FakeBluesky
+from fakes.bluesky import FakeBluesky
 from fakes import FakePlatform, answer
-from platforms import FAKES, Platforms
-from support import REQUIRED_SETTINGS, api, connect, schedule, settled, trigger, upload_from_url
+from platforms import FAKES, REQUIRED_SETTINGS, Platforms, fake_module
+from support import api, connect, schedule, settled, trigger, upload_from_url
+from rustiz_features.catalogue import DESCRIPTORS
 
 SECRET = "RUSTIZ_API_KEY=s3cr3t-from-a-private-config-file"
 PAGE = f"<html><head><title>{SECRET}</title></head><body><pre>{SECRET}</pre></body></html>".encode()
-NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 HINT = "rustiz does not reach private networks unless RUSTIZ_FETCH_ALLOW lists them"
-LABELS = {"bluesky": "Bluesky", "mastodon": "Mastodon", "telegram": "Telegram", "discord": "Discord",
-          "slack": "Slack", "lemmy": "Lemmy", "nostr": "Nostr", "wordpress": "WordPress", "devto": "Dev.to",
-          "hashnode": "Hashnode", "listmonk": "Listmonk", "webhook": "Webhook"}
 BASE_URL_VARIABLES = {"devto": "RUSTIZ_DEVTO_API_URL", "hashnode": "RUSTIZ_HASHNODE_API_URL",
                       "telegram": "RUSTIZ_TELEGRAM_API_URL"}  # the operator's, not the tenant's: guarded too
 
@@ -56,18 +53,8 @@ def base_url(host: str, reachable: bool, secret: SecretServer, scheme: str = "ht
 
 def credentials(provider: str, url: str) -> dict:
     """Credentials that point `provider` at `url` (for the three whose base URL is the operator's, the
-    server's environment does)."""
-    return {"bluesky": {"service": url, "identifier": "alice.test", "password": "app-password"},
-            "mastodon": {"instance": url, "accessToken": "token"},
-            "discord": {"webhookUrl": f"{url}/api/webhooks/1/token"},
-            "slack": {"webhookUrl": f"{url}/services/T1/B1/token"},
-            "lemmy": {"service": url, "identifier": "alice", "password": "password"},
-            "wordpress": {"domain": url, "username": "editor", "password": "app password"},
-            "listmonk": {"url": url, "username": "api", "password": "token"},
-            "webhook": {"url": f"{url}/hook"},
-            "nostr": {"password": NSEC, "relays": [url.replace("http", "ws", 1)]},
-            "devto": {"apiKey": "key"}, "hashnode": {"apiKey": "key"},
-            "telegram": {"botToken": "123456789:AAE" + "x" * 30, "chatId": "@rustiz_news"}}[provider]
+    server's environment does): its fake's credentials_at."""
+    return fake_module(provider).credentials_at(url)
 
 
 def assert_never_echoed(*answers) -> None:
@@ -78,7 +65,7 @@ def assert_never_echoed(*answers) -> None:
 def assert_refused(status: int, answer, provider: str, refusal: str) -> None:
     assert status == 400, (provider, answer)
     message = answer["message"]
-    assert message.startswith(f"Cannot connect a {LABELS[provider]} channel: ") and refusal in message, message
+    assert message.startswith(f"Cannot connect a {DESCRIPTORS[provider].label} channel: ") and refusal in message, message
     assert message.endswith(HINT) or f"{HINT};" in message, message
     assert_never_echoed(answer)
 
@@ -249,7 +236,7 @@ def test_publishing_to_a_channel_whose_address_is_no_longer_allowed_fails_at_onc
         for provider, post_id in posts.items():  # at once: a refused address is not retried
             post = settled(server, post_id, timeout=10)
             assert post["state"] == "ERROR", (provider, post)
-            assert post["error"].startswith(f"Failed on {LABELS[provider]}") and "a loopback address" in post["error"] \
+            assert post["error"].startswith(f"Failed on {DESCRIPTORS[provider].label}") and "a loopback address" in post["error"] \
                 and HINT in post["error"], (provider, post["error"])
         status, answer = trigger(server, channels["lemmy"], "subreddits", {"word": "rust"})
         assert status == 400 and "a loopback address" in answer["message"] and HINT in answer["message"], answer

@@ -17,7 +17,7 @@ import pytest
 from rustiz_features.http_client import AddressRefused, ConnectFailed, HttpClient, HttpReply, NoAnswer, Timeouts, encode_multipart
 from conftest import client_for_fakes
 from support import upload_from_url
-from fake_slow_server import SlowServer
+from fakes.slow_server import SlowServer
 from fakes import FakePlatform, answer
 
 

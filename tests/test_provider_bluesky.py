@@ -1,4 +1,4 @@
-"""The Bluesky publisher against a fake PDS (tests/fake_bluesky.py), through the real server from the .pyz:
+"""The Bluesky publisher against a fake PDS (tests/fakes/bluesky.py), through the real server from the .pyz:
 connect, facets with UTF-8 byte offsets, link cards, images, replies, the cached session, every error rule,
 and the limits refused at POST /posts. The pure helpers (graphemes, spans, record keys) are tested directly."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rustiz_features.publishers.bluesky import (
 )
 from rustiz_features.text import grapheme_count
 from conftest import provider_fixtures
-from fake_bluesky import FakeBluesky, TID
+from fakes.bluesky import FakeBluesky, TID
 from support import waiting_for_reconnect, connect, connected, mp4_file, png_file as png, published, schedule, scheduled, uploaded
 
 pds, rustiz_server, channel = provider_fixtures("bluesky", FakeBluesky, names=("pds", "rustiz_server", "channel"))

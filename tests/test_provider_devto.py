@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rustiz_features.publishers.articles import html_to_markdown
 from conftest import provider_fixtures
-from fake_devto import FakeDevto
+from fakes.devto import FakeDevto
 from support import (Database, FakeOrigin, waiting_for_reconnect, connect, connected, notifications, png_file,
                      refresh_needed, refused_post, scheduled, settled, trigger, upload, uploaded)
 

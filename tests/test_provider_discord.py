@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import provider_fixtures
-from fake_discord import CHANNEL_ID, GUILD_ID, WEBHOOK_ID, FakeDiscord, discord_error
+from fakes.discord import CHANNEL_ID, GUILD_ID, WEBHOOK_ID, FakeDiscord, discord_error
 from support import (waiting_for_reconnect, connect, connected, get_post, notifications, png_file, refresh_needed, schedule, scheduled,
                      settled_rows, uploaded)
 

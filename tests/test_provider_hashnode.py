@@ -3,7 +3,7 @@ title, Markdown, tags, cover and canonical URL, GraphQL errors that come with HT
 from __future__ import annotations
 
 from conftest import provider_fixtures
-from fake_hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
+from fakes.hashnode import PUBLICATION_ID, TAG_ID, FakeHashnode, graphql_error
 from support import (Database, waiting_for_reconnect, connect, png_file, refresh_needed, refused_post, scheduled, settled,
                      trigger, upload, uploaded)
 

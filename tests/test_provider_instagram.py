@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_instagram import DEAD_TOKEN, FB_SCOPES, IG_STANDALONE, PAGES, THROTTLED, FakeInstagram, graph_error
+from fakes.instagram import DEAD_TOKEN, FB_SCOPES, IG_STANDALONE, PAGES, THROTTLED, FakeInstagram, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import instagram_shared
 from rustiz_features.publishers.base import (

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import provider_fixtures
-from fake_lemmy import FakeLemmy, lemmy_error
+from fakes.lemmy import FakeLemmy, lemmy_error
 from support import waiting_for_reconnect, api, connect, notifications, png_file, refresh_needed, schedule, scheduled, settled_rows, uploaded
 
 

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from fake_linkedin import ACTIVE_VERSIONS, CLIENT_ID, CLIENT_SECRET, MEMBER, PERSONAL_SCOPES, FakeLinkedIn
+from fakes.linkedin import ACTIVE_VERSIONS, CLIENT_ID, CLIENT_SECRET, MEMBER, PERSONAL_SCOPES, FakeLinkedIn
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,

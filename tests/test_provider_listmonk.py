@@ -3,7 +3,7 @@ created as a draft and then started, what happens when the start fails, and the 
 from __future__ import annotations
 
 from conftest import provider_fixtures
-from fake_listmonk import FakeListmonk
+from fakes.listmonk import FakeListmonk
 from support import (waiting_for_reconnect, channel_session, connect, png_file, refresh_needed, refused_post, scheduled, settled, trigger,
                      uploaded)
 

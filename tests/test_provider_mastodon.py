@@ -6,7 +6,7 @@ import datetime
 
 
 from conftest import provider_fixtures
-from fake_mastodon import FakeMastodon
+from fakes.mastodon import FakeMastodon
 from support import waiting_for_reconnect, connect, jpeg_file, notifications, png_file, refresh_needed, schedule, scheduled, settled, uploaded
 
 fake, server, channel = provider_fixtures("mastodon", FakeMastodon)

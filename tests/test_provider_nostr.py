@@ -1,5 +1,5 @@
 """The Nostr publisher: BIP-340 signatures (the BIP's own test vectors), NIP-19 encodings, the RFC 6455
-client, then connect and publish through the built .pyz against a fake relay (tests/fake_nostr.py)
+client, then connect and publish through the built .pyz against a fake relay (tests/fakes/nostr.py)
 for every error path, and against a real `nostr-relay` on loopback when RUSTIZ_TEST_NOSTR_RELAY
 names its executable.
 """
@@ -27,7 +27,7 @@ from rustiz_features.publishers.nostr import (
 from rustiz_features.publishers.secp256k1 import SECP256K1_N, schnorr_public_key, schnorr_sign, schnorr_verify
 from rustiz_features.publishers.websocket import WebSocketClient, _websocket_accept, _websocket_mask
 from conftest import client_for_fakes, provider_fixtures
-from fake_nostr import SECRET_KEY_HEX, FakeNostrRelay, closed_port_url, profile_event
+from fakes.nostr import SECRET_KEY_HEX, FakeNostrRelay, closed_port_url, profile_event
 from support import api, connected, get_post, parts_of, png_file, schedule, scheduled, settled, uploaded
 from support import connect as connect_channel
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_pinterest import FakePinterest
+from fakes.pinterest import FakePinterest
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import pinterest as pinterest_module
 from rustiz_features.publishers.base import (

@@ -1,4 +1,4 @@
-"""The Reddit provider driven directly against the fake (tests/fake_reddit.py), over real sockets: the
+"""The Reddit provider driven directly against the fake (tests/fakes/reddit.py), over real sockets: the
 consent URL, code exchange and refresh with Reddit's refusals, the account, posts to one or several
 subreddits, comments as thread parts, Reddit's errors (HTTP 200 json.errors, RATELIMIT), the tools."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_reddit import FakeReddit
+from fakes.reddit import FakeReddit
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )

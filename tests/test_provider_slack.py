@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import provider_fixtures
-from fake_slack import FakeSlack, slack_error
+from fakes.slack import FakeSlack, slack_error
 from support import (waiting_for_reconnect, connect, connected, mp4_file, notifications, png_file, refresh_needed, schedule, scheduled,
                      settled_rows, uploaded)
 

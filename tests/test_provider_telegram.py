@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import provider_fixtures
-from fake_telegram import FakeTelegram
+from fakes.telegram import FakeTelegram
 from support import (waiting_for_reconnect, connect, gif_file, jpeg_file, mp4_file, png_file, refresh_needed, schedule, scheduled, settled,
                      uploaded)
 

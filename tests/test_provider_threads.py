@@ -1,4 +1,4 @@
-"""The Threads provider driven directly against the fake (tests/fake_threads.py), over real sockets: the
+"""The Threads provider driven directly against the fake (tests/fakes/threads.py), over real sockets: the
 authorization URL, the code -> short-lived -> long-lived exchange and th_refresh_token, the profile, text,
 image, video and carousel containers polled until processed then published, replies, Threads downloading
 the media from their URLs, Graph's error codes (190, throttling, permissions), insights."""
@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_threads import EXPIRED_TOKEN, THROTTLED, FakeThreads, graph_error
+from fakes.threads import EXPIRED_TOKEN, THROTTLED, FakeThreads, graph_error
 from rustiz_features.http_client import HttpReply
 from rustiz_features.publishers import threads as threads_module
 from rustiz_features.publishers.base import (

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_tiktok import FakeTikTok, api_error
+from fakes.tiktok import FakeTikTok, api_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import provider_fixtures
-from fake_wordpress import FakeWordPress, wordpress_error
+from fakes.wordpress import FakeWordPress, wordpress_error
 from support import (Database, FakeOrigin, waiting_for_reconnect, channel_session, connect, connected,
                      jpeg_file, png_file, refresh_needed, refused_post, scheduled, settled, trigger, upload, uploaded)
 

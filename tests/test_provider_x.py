@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import client_for_fakes
-from fake_x import FakeX
+from fakes.x import FakeX
 from support import run, jpeg_file, mp4_file, png_file
 from rustiz_features.publishers import x as x_module
 from rustiz_features.publishers.base import (

@@ -1,4 +1,4 @@
-"""The YouTube provider driven directly against the fake (tests/fake_youtube.py), over real sockets: the consent
+"""The YouTube provider driven directly against the fake (tests/fakes/youtube.py), over real sockets: the consent
 URL (offline, consent, PKCE), the code exchange and refresh with Google's refusals, the channel, the resumable
 upload (chunks, 308 + Range, resuming after a failed chunk or a lost attempt, a lost session), thumbnail and
 comments, quota and upload limits, analytics."""
@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fake_youtube import GRANTED, SCOPE, THUMBNAIL_PNG, FakeYouTube
+from fakes.youtube import GRANTED, SCOPE, THUMBNAIL_PNG, FakeYouTube
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutgoingPost, Rejected, Release, Retryable,
 )

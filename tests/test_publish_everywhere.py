@@ -1,14 +1,15 @@
-"""The whole path for each of the twelve providers at once: a channel connected with credentials,
+"""The whole path for every provider that connects with credentials, all at once: a channel connected,
 an image uploaded, a post (with a thread part where the platform has replies) scheduled through
 POST /public/v1/posts, and the platform's fake receiving it at its time, ending PUBLISHED."""
 from __future__ import annotations
 
 import time
 
-from platforms import FAKES
-from support import DONE, REQUIRED_SETTINGS, connect, get_post, iso, parts_of, png_file, schedule, uploaded
+from platforms import FAKES, REQUIRED_SETTINGS
+from support import DONE, connect, get_post, iso, parts_of, png_file, schedule, uploaded
+from rustiz_features.publishers import provider_for
 
-NO_THREADS = {"devto", "hashnode", "wordpress", "listmonk", "slack"}
+NO_THREADS = {provider for provider in FAKES if not provider_for(provider).threads}  # (one part only)
 
 
 def test_a_scheduled_post_reaches_every_provider_at_its_time_with_its_media_and_thread(start_server_with_fakes, platforms):

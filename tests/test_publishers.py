@@ -17,7 +17,7 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.text import html_to_text
 from rustiz_features.recurrence import next_occurrence
-from rustiz_features.scheduler import epoch_seconds, failure_text
+from rustiz_features.background import epoch_seconds, failure_text
 
 
 def reply(status: int, body: bytes = b"", **headers: str) -> HttpReply:

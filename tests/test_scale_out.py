@@ -2,7 +2,7 @@
 machine, sharing one PostgreSQL database (and, for uploads, one S3 bucket). Every due post is published exactly once, by whichever process
 claims it; a process killed mid-way leaves leases that expire, and the others finish its posts under the
 exactly-once rules (the webhook provider sends the same delivery id on every attempt, so a receiver can tell
-a repeat). The receiver is tests/fake_webhook.py's (zero latency); it also notes which process sent each
+a repeat). The receiver is tests/fakes/webhook.py's (zero latency); it also notes which process sent each
 delivery, from the socket the request came on."""
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import LOCAL_FAKES, RustizServer
-from fake_telegram import FakeTelegram
-from fake_webhook import FakeWebhookReceiver
+from fakes.telegram import FakeTelegram
+from fakes.webhook import FakeWebhookReceiver
 from s3_server import S3Server
 from support import (API, FAST_RETRIES, api, channel_post, connected, iso, png_file, post_body, scheduled, settled,
                      uploaded, visit, wait_for, webhook_channel)

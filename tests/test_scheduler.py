@@ -12,8 +12,8 @@ import time
 import pytest
 
 from conftest import run_cli
-from fake_slow_server import SlowServer
-from fake_webhook import FakeWebhookReceiver, signature_ok
+from fakes.slow_server import SlowServer
+from fakes.webhook import FakeWebhookReceiver, signature_ok
 from support import waiting_for_reconnect, FAST_RETRIES, api, channel_post, connected, post_body, wait_for, connect_database, get_post, iso, notifications, scheduled, settled, webhook_channel
 
 

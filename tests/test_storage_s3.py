@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import client_for_fakes, run_cli
-from fake_telegram import FakeTelegram
+from fakes.telegram import FakeTelegram
 from s3_server import ACCESS_KEY, S3Server
 from support import (FAST_RETRIES, Database, FakeOrigin, connected, iso_box, jpeg_file, mp4_file, png_file, scheduled,
                      settled, upload, upload_from_url, uploaded)

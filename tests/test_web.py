@@ -23,7 +23,7 @@ if sync_playwright is None or not os.path.exists(CHROMIUM):
     pytest.skip(f"browser tests need Playwright for Python (pip install playwright==1.63.0) and Chromium at {CHROMIUM} "
                 "(apt-get install chromium)", allow_module_level=True)
 
-from fake_webhook import FakeWebhookReceiver  # noqa: E402
+from fakes.webhook import FakeWebhookReceiver  # noqa: E402
 from support import FAST_RETRIES, api, png_file, scheduled, settled, webhook_channel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,7 +324,7 @@ def test_the_whole_ui_is_small_and_loads_fast(start_server_with_fakes):
 
 
 def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_server_with_fakes, open_page):
-    from fake_discord import FakeDiscord
+    from fakes.discord import FakeDiscord
     server = start_server_with_fakes()
     discord = FakeDiscord()
     try:
@@ -637,7 +637,7 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
 
 
 def test_connect_mastodon_through_its_sign_in_and_land_back_with_the_channel_listed(start_server_with_fakes, open_page):
-    from fake_mastodon import FakeMastodon
+    from fakes.mastodon import FakeMastodon
     server = start_server_with_fakes()
     mastodon = FakeMastodon()
     try:
@@ -657,7 +657,7 @@ def test_connect_mastodon_through_its_sign_in_and_land_back_with_the_channel_lis
 
 def test_a_connection_an_api_client_started_finishes_after_its_person_signs_in(start_server_with_fakes, open_page):
     # As postiz-agent does: the client asks for the consent URL; its person opens it in a signed-out browser.
-    from fake_mastodon import FakeMastodon
+    from fakes.mastodon import FakeMastodon
     server = start_server_with_fakes()
     mastodon = FakeMastodon()
     try:
@@ -687,7 +687,7 @@ def test_an_oauth_platform_without_the_operator_s_app_shows_what_to_register(sta
 
 
 def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_server_with_fakes, open_page):
-    from fake_mastodon import FakeMastodon
+    from fakes.mastodon import FakeMastodon
     from support import connected, settled
     mastodon = FakeMastodon()
     try:
@@ -707,7 +707,7 @@ def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_serv
 
 
 def test_a_linkedin_page_is_connected_then_its_page_picked_in_the_browser(start_server_with_fakes, open_page):
-    from fake_linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
+    from fakes.linkedin import CLIENT_ID, CLIENT_SECRET, FakeLinkedIn
     linkedin = FakeLinkedIn()
     try:
         server = start_server_with_fakes(env={
@@ -732,7 +732,7 @@ def test_a_linkedin_page_is_connected_then_its_page_picked_in_the_browser(start_
 
 def test_one_meta_account_with_two_pages_is_connected_and_one_page_picked_in_the_browser(start_server_with_fakes,
                                                                                         open_page):
-    from fake_facebook import FakeFacebook
+    from fakes.facebook import FakeFacebook
     facebook = FakeFacebook()
     try:
         server = start_server_with_fakes(env=facebook.env)
@@ -760,7 +760,7 @@ def test_one_meta_account_with_two_pages_is_connected_and_one_page_picked_in_the
 def test_reconnecting_an_oauth_channel_in_the_browser_keeps_it_and_sends_its_waiting_post(start_server_with_fakes,
                                                                                             open_page):
     import sqlite3
-    from fake_reddit import FakeReddit
+    from fakes.reddit import FakeReddit
     from support import get_post, waiting_for_reconnect
     from test_oauth_refresh import SETTINGS, connect_reddit, reddit_env
     reddit = FakeReddit()

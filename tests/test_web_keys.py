@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - machines without the browser tests' to
 if sync_playwright is None or not os.path.exists(CHROMIUM):
     pytest.skip(f"browser tests need Playwright for Python and Chromium at {CHROMIUM}", allow_module_level=True)
 
-from fake_webhook import FakeWebhookReceiver  # noqa: E402
+from fakes.webhook import FakeWebhookReceiver  # noqa: E402
 from support import API, api, channel_post, iso, png_file, post_body, uploaded, webhook_channel  # noqa: E402
 
 

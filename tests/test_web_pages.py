@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_web import browser, expect, sign_in  # noqa: E402,F401 (and skips here too where it cannot run)
-from fake_webhook import FakeWebhookReceiver  # noqa: E402
+from fakes.webhook import FakeWebhookReceiver  # noqa: E402
 from fakes import answer  # noqa: E402
 from support import (  # noqa: E402
     API, FAST_RETRIES, api, channel_post, connect_database, iso, png_file, post_body, scheduled, settled, uploaded,

@@ -10,8 +10,9 @@ import os
 import pytest
 
 from test_web import browser, expect, open_page, sign_in  # noqa: F401  (fixtures; skips without a browser)
-from fake_wordpress import FakeWordPress  # noqa: E402
-from support import API, REQUIRED_SETTINGS, api, connected, get_post, scheduled, settled, waiting_for_reconnect  # noqa: E402
+from fakes.wordpress import FakeWordPress  # noqa: E402
+from platforms import REQUIRED_SETTINGS  # noqa: E402
+from support import API, api, connected, get_post, scheduled, settled, waiting_for_reconnect  # noqa: E402
 
 
 def screenshot(page, name: str) -> None:

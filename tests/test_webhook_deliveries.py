@@ -12,7 +12,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from fake_webhook import FakeWebhookReceiver, signature_ok
+from fakes.webhook import FakeWebhookReceiver, signature_ok
 from support import (API, FAST_RETRIES, api, connect_database, dict_rows, iso, notifications, scheduled, settled,
                      wait_for, webhook_channel)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import re
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 
 def wordpress_error(status: int, code: str, message: str) -> tuple:
@@ -14,6 +14,8 @@ def wordpress_error(status: int, code: str, message: str) -> tuple:
 
 
 class FakeWordPress(FakePlatform):
+    post_settings = {"title": "Shipping rustiz", "type": "post"}
+
     def __init__(self, username: str = "editor", password: str = "abcd EFGH 1234 ijkl MNOP 6789",
                  can_publish: bool = True, pretty_permalinks: bool = True):
         super().__init__()
@@ -34,6 +36,10 @@ class FakeWordPress(FakePlatform):
         if not pretty_permalinks:  # no /wp-json/: ?rest_route=/wp/v2/... on the front page instead
             self.route("GET", "/", self.front_page)
             self.route("POST", "/", self.front_page)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return self.url.removeprefix("http://"), "editor"
 
     def credentials(self) -> dict:
         return {"domain": self.url, "username": self.username, "password": self.password}
@@ -95,3 +101,23 @@ class FakeWordPress(FakePlatform):
         self.published.append(post)
         post_id = 200 + len(self.published)
         return answer(201, {"id": post_id, "link": f"{self.url}/?p={post_id}", "status": post.get("status")})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeWordPress
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"domain": url, "username": "editor", "password": "app password"}
+
+
+def _renew(fake, extras):
+    fake.password = "wxyz WXYZ 9876 abcd EFGH 5432"  # a new Application Password
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {**fake.credentials(), "password": "nope nope nope"},
+                      "The provided password is an invalid application password",
+                      lambda fake, extras: extras(FakeWordPress()).credentials())

@@ -9,7 +9,7 @@ import itertools
 import json
 import re
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 TELEGRAM_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote",
                  "tg-spoiler", "span", "tg-emoji"}
@@ -42,6 +42,10 @@ class FakeTelegram(FakePlatform):
         self.message_ids = itertools.count(501)
         self.env = {"RUSTIZ_TELEGRAM_API_URL": self.url}
         self.route("POST", r"/bot([^/]+)/(\w+)", self.call)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Rustiz News", "rustiz_news"
 
     def credentials(self, chat_id="@rustiz_news") -> dict:
         return {"botToken": self.token, "chatId": chat_id}
@@ -137,3 +141,28 @@ class FakeTelegram(FakePlatform):
             files.append((item["type"], attached[1]))
         first = self._message(parameters, caption=caption, media=files[:1])
         return ok([first] + [self._message(parameters, media=[file]) for file in files[1:]])
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeTelegram
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials of some account: they cannot aim elsewhere, the API's address is the operator's
+    (RUSTIZ_TELEGRAM_API_URL)."""
+    return {"botToken": "123456789:AAE" + "x" * 30, "chatId": "@rustiz_news"}
+
+
+def _renew(fake, extras):
+    fake.token = "7000001:AAH" + "n" * 32  # /revoke at @BotFather: the same bot, a new token
+    return fake.credentials()
+
+
+def _other_account(fake, extras):
+    fake.token, fake.bot = "7000002:AAH" + "o" * 32, {**fake.bot, "id": 7000002, "username": "other_bot"}
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {**fake.credentials(), "botToken": "7000001:AAH" + "w" * 32},
+                      "Unauthorized", _other_account)

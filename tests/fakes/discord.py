@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 WEBHOOK_ID = "1199887766554433221"
 TOKEN = "hook-token-abc"
@@ -19,6 +19,8 @@ def discord_error(status: int, message: str, code: int, **extra) -> tuple:
 
 
 class FakeDiscord(FakePlatform):
+    post_settings = {"channel": "general"}  # Postiz's DTO asks for a channel; the webhook decides it
+
     def __init__(self, forum: bool = False, avatar: str | None = "a1b2c3"):
         super().__init__()
         self.forum, self.avatar = forum, avatar
@@ -27,6 +29,10 @@ class FakeDiscord(FakePlatform):
         self.threads: dict = {}  # thread id -> name, for the topics a forum webhook opened
         self.route("GET", r"/api/webhooks/(\d+)/([\w-]+)", self.webhook)
         self.route("POST", r"/api/webhooks/(\d+)/([\w-]+)", self.execute)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Announcements bot", None
 
     def credentials(self, token: str | None = None) -> dict:
         return {"webhookUrl": f"{self.url}/api/webhooks/{self.webhook_id}/{token or self.token}"}
@@ -77,3 +83,22 @@ class FakeDiscord(FakePlatform):
         return answer(200, {"id": message_id, "type": 0, "content": content, "channel_id": channel_id,
                             "webhook_id": self.webhook_id, "attachments": [{"filename": file[1]} for file in files]},
                       headers)
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeDiscord
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"webhookUrl": f"{url}/api/webhooks/1/token"}
+
+
+def _new_webhook(fake, extras):
+    fake.webhook_id, fake.token = "1199887766554433299", "hook-token-new"
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(lambda fake, extras: fake.credentials(), lambda fake: fake.credentials(token="wrong-token"),
+                      "Invalid Webhook Token", _new_webhook)

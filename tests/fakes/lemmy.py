@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 USERNAME, PASSWORD = "alice", "correct horse battery"
 COMMUNITIES = {2: ("rust", "Rust programming"), 5: ("python", "Python"), 9: ("rustaceans", "Rustaceans meetup")}
@@ -15,6 +15,8 @@ def lemmy_error(status: int, code: str) -> tuple:
 
 
 class FakeLemmy(FakePlatform):
+    post_settings = {"subreddit": [{"value": {"subreddit": "rust", "id": "2", "title": "Shipping rustiz"}}]}
+
     def __init__(self, two_factor: bool = False):
         super().__init__()
         self.two_factor = two_factor
@@ -27,6 +29,10 @@ class FakeLemmy(FakePlatform):
         self.route("POST", r"/api/v3/post", self.create_post)
         self.route("POST", r"/api/v3/comment", self.create_comment)
         self.route("GET", r"/api/v3/search", self.search)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Alice A.", f"alice@{self.url.removeprefix('http://')}"
 
     def credentials(self, password: str = PASSWORD) -> dict:
         return {"service": self.url, "identifier": USERNAME, "password": password}
@@ -96,3 +102,23 @@ class FakeLemmy(FakePlatform):
                   "subscribed": "NotSubscribed", "counts": {"subscribers": 10}}
                  for id_, (name, title) in COMMUNITIES.items() if word in name]
         return answer(200, {"type_": "Communities", "comments": [], "posts": [], "communities": found, "users": []})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeLemmy
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"service": url, "identifier": "alice", "password": "password"}
+
+
+def _renew(fake, extras):
+    fake.password = "a new horse"
+    fake.revoke_logins()
+    return fake.credentials(password="a new horse")
+
+
+RECONNECT = Reconnect(_renew, lambda fake: fake.credentials(password="wrong password"), "incorrect_login",
+                      lambda fake, extras: extras(FakeLemmy()).credentials())

@@ -17,15 +17,20 @@ import struct
 import threading
 import time
 
+from fakes import Reconnect
 from rustiz_features.publishers.nostr import nostr_event, nostr_event_is_valid
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # A known key (NIP-19's example nsec), so tests can also sign events of their own with it.
 SECRET_KEY_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
+NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"  # the same key, as NIP-19 writes it
+NPUB = "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"  # its public key
 
 
 class FakeNostrRelay:
     env: dict = {}
+
+    post_settings = None  # a note needs no settings
 
     def __init__(self):
         self.events: dict = {}  # id -> event, everything stored
@@ -39,6 +44,10 @@ class FakeNostrRelay:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"ws://127.0.0.1:{self.listener.getsockname()[1]}"
         threading.Thread(target=self._accept_forever, daemon=True).start()
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return NPUB, NPUB
 
     def credentials(self, *other_relays: str) -> dict:
         return {"password": SECRET_KEY_HEX, "relays": [self.url, *other_relays]}
@@ -220,3 +229,20 @@ def profile_event(name: str, picture: str, created_at: int | None = None) -> dic
     content = json.dumps({"name": name.lower(), "display_name": name, "picture": picture, "nip05": "me@example.org"})
     return nostr_event(bytes.fromhex(SECRET_KEY_HEX), created_at or int(time.time()) - 60, 0, [], content)
 
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeNostrRelay
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"password": NSEC, "relays": [url.replace("http", "ws", 1)]}
+
+
+OTHER_KEY = "11" * 32
+
+RECONNECT = Reconnect(lambda fake, extras: fake.credentials(),
+                      lambda fake: {**fake.credentials(), "relays": ["ws://127.0.0.1:9"]},
+                      "none of the relays accepted a WebSocket connection",
+                      lambda fake, extras: {**fake.credentials(), "password": OTHER_KEY})

@@ -3,7 +3,7 @@ the publishPost mutation, a publication's posts with their tags, and GraphQL err
 HTTP 200 ({"errors": [{"message", "extensions": {"code"}}], "data": null})."""
 from __future__ import annotations
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 PUBLICATION_ID = "64a1b2c3d4e5f60718293a4b"
 TAG_ID = "56744721958ef13879b94cad"
@@ -14,12 +14,19 @@ def graphql_error(message: str, code: str) -> tuple:
 
 
 class FakeHashnode(FakePlatform):
+    post_settings = {"title": "Shipping rustiz", "publication": PUBLICATION_ID,
+                     "tags": [{"value": "python", "label": "Python"}]}
+
     def __init__(self, token: str = "hashnode-token-1"):
         super().__init__()
         self.token = token
         self.user = {"id": "u-77", "username": "grace", "name": "Grace Hopper"}  # whose the token is
         self.env = {"RUSTIZ_HASHNODE_API_URL": self.url}
         self.route("POST", "/", self.graphql)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Grace Hopper", "grace"
 
     def credentials(self) -> dict:
         return {"apiKey": self.token}
@@ -50,3 +57,28 @@ class FakeHashnode(FakePlatform):
         number = len(self.published)
         return answer(200, {"data": {"publishPost": {"post": {
             "id": f"post-{number}", "url": f"https://grace.hashnode.dev/post-{number}"}}}})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeHashnode
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials of some account: they cannot aim elsewhere, the API's address is the operator's
+    (RUSTIZ_HASHNODE_API_URL)."""
+    return {"apiKey": "key"}
+
+
+def _renew(fake, extras):
+    fake.token = "hashnode-token-2"
+    return fake.credentials()
+
+
+def _other_account(fake, extras):
+    fake.token, fake.user = "hashnode-token-other", {"id": "u-99", "username": "ada", "name": "Ada"}
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {"apiKey": "revoked-token"}, "You must be authenticated",
+                      _other_account)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 
 class FakeListmonk(FakePlatform):
+    post_settings = {"subject": "Shipping rustiz", "preview": "What is new", "list": "3"}
+
     def __init__(self, username: str = "rustiz-api", token: str = "lm-token-1"):
         super().__init__()
         self.username, self.token = username, token
@@ -20,6 +22,10 @@ class FakeListmonk(FakePlatform):
             {"id": 2, "name": "Default transactional template", "type": "tx", "is_default": False}]}))
         self.route("POST", "/api/campaigns", self.create_campaign)
         self.route("PUT", r"/api/campaigns/(?P<id>\d+)/status", self.change_status)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return f"Listmonk at {self.url.removeprefix('http://')}", "rustiz-api"
 
     def credentials(self) -> dict:
         return {"url": self.url, "username": self.username, "password": self.token}
@@ -53,3 +59,27 @@ class FakeListmonk(FakePlatform):
         campaign["status"] = request.json()["status"]
         self.published.append(campaign)
         return answer(200, {"data": campaign})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeListmonk
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"url": url, "username": "api", "password": "token"}
+
+
+def _renew(fake, extras):
+    fake.token = "lm-token-2"
+    return fake.credentials()
+
+
+def _other_account(fake, extras):
+    fake.username, fake.token = "another-api-user", "lm-token-other"
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {**fake.credentials(), "password": "wrong-token"},
+                      "invalid API credentials", _other_account)

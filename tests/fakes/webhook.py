@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 
 def signature_ok(request: FakeRequest, secret: str) -> bool:
@@ -21,6 +21,10 @@ class FakeWebhookReceiver(FakePlatform):
         self.deliveries: dict = {}
         self.events: list = []
         self.route("POST", "/hook", self.receive)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return f"Webhook to {self.url.removeprefix('http://')}", None
 
     def credentials(self) -> dict:
         return {"url": self.url + "/hook", **({"secret": self.secret} if self.secret else {})}
@@ -38,3 +42,22 @@ class FakeWebhookReceiver(FakePlatform):
             self.deliveries[delivery] = len(self.published)
         number = self.deliveries[delivery]
         return answer(200, {"id": f"msg-{number}", "url": f"{self.url}/m/{number}"})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeWebhookReceiver
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"url": f"{url}/hook"}
+
+
+def _renew(fake, extras):
+    fake.secret = "a-new-signing-secret"
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {**fake.credentials(), "secret": "not-the-secret"},
+                      "bad signature", lambda fake, extras: extras(FakeWebhookReceiver()).credentials())

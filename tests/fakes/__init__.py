@@ -1,11 +1,19 @@
 """Local stand-ins for platform APIs: a small HTTP server with routes, a record of every request,
 and scripted trouble (error answers, 429 with Retry-After, slow answers, dropped connections).
 
-Each platform's fake (tests/fake_<provider>.py) builds on FakePlatform and offers:
+Each platform's fake (tests/fakes/<its publisher module>.py) builds on FakePlatform and offers:
   .url           its base URL
   .env           environment variables that point rustiz at it (for platforms not in the credentials)
   .credentials() credentials that connect a channel to it
   .published     what it accepted as published, in order
+
+A platform that connects with pasted credentials (its catalogue entry has `credentials`) is tested for
+every such provider at once (tests/platforms.py reads the catalogue), so its module also has:
+  FAKE                 the fake's class, started with no arguments
+  .account()           (name, profile) of the channel its credentials() connect
+  .post_settings       the settings a post to it needs (its Postiz DTO's required ones), or None
+  credentials_at(url)  credentials that aim a channel at `url` (the address guard's tests)
+  RECONNECT            a Reconnect: how the platform behaves when a channel's credentials change
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -70,6 +78,8 @@ def consent_page(question: str, redirect_uri: str, allowed: dict, denied: dict, 
 
 
 class FakePlatform:
+    post_settings: dict | None = None  # the settings a post to it needs (see the top of this module)
+
     def __init__(self):
         self.routes: list = []
         self.requests: list[FakeRequest] = []
@@ -188,3 +198,28 @@ class FakePlatform:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Reconnect(NamedTuple):
+    """How a provider's platform behaves when credentials change, on its fake (test_api_channel_reconnect).
+
+    renew(fake, extras): the platform gives the same account new credentials (the old ones stop working
+        where it can); `extras` starts and later closes any second fake;
+    wrong(fake): credentials it refuses, and `says`, the words of its refusal;
+    other(fake, extras): credentials of another account it accepts; for a webhook (the URL is the account)
+        a new webhook."""
+    renew: Callable
+    wrong: Callable
+    says: str
+    other: Callable
+
+
+class Extras:
+    """Second fakes a Reconnect starts (another account on another server), closed after the test."""
+
+    def __init__(self):
+        self.fakes: list = []
+
+    def __call__(self, fake):
+        self.fakes.append(fake)
+        return fake

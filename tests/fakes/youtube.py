@@ -4,7 +4,7 @@ and invalid_client refusals, no refresh token on a refresh) and www.googleapis.c
 videos.list statistics, the resumable upload: session start, chunks answered 308 with Range, the status query
 "bytes */total", 404 for a lost session; thumbnails.set; commentThreads.insert and comments.insert), with
 Google's error shape {"error": {"code", "message", "errors": [{"reason"}]}} for 401, quota and upload limits.
-Trouble to inject: fail_next/drop_next (fakes.py), `partial_next` (a chunk of which only the first n bytes are
+Trouble to inject: fail_next/drop_next (fakes/__init__.py), `partial_next` (a chunk of which only the first n bytes are
 kept before a 503), `quota_exceeded`, `upload_limit`, `lose_sessions()`, `has_channel`."""
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import re
 import secrets
 from urllib.parse import urlencode
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 URL = re.compile(r"https?://\S+")
 # Enough of Unicode's grapheme rules for the tests' texts: skin tones join the emoji before them, and
@@ -48,6 +48,10 @@ class FakeMastodon(FakePlatform):
         self.route("POST", "/api/v1/apps", self.register_app)
         self.route("GET", "/oauth/authorize", self.authorize_page)
         self.route("POST", "/oauth/token", self.token_endpoint)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Ada Lovelace", "ada"
 
     def credentials(self) -> dict:
         return {"instance": self.url, "accessToken": self.token}
@@ -199,3 +203,22 @@ class FakeMastodon(FakePlatform):
                 return answer(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
         return answer(200, {"access_token": self.token, "token_type": "Bearer", "scope": app["scopes"],
                             "created_at": 1700000000})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeMastodon
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"instance": url, "accessToken": "token"}
+
+
+def _renew(fake, extras):
+    fake.token = "masto-token-renewed-" + "y" * 12
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {**fake.credentials(), "accessToken": "revoked"},
+                      "The access token is invalid", lambda fake, extras: extras(FakeMastodon()).credentials())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 
 class FakeDevto(FakePlatform):
+    post_settings = {"title": "Shipping rustiz", "tags": [{"value": 1, "label": "python"}]}
+
     def __init__(self, api_key: str = "devto-key-1"):
         super().__init__()
         self.api_key = api_key
@@ -25,6 +27,10 @@ class FakeDevto(FakePlatform):
             {"id": 3, "title": "Again", "organization": {"name": "The Org", "username": "theorg", "slug": "theorg"}}]))
         self.route("GET", "/api/organizations/(?P<username>[^/]+)", lambda request: self.authorized(request) or answer(
             200, {"type_of": "organization", "id": 4242, "username": request.match["username"], "name": "The Org"}))
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Ada Lovelace", "ada"
 
     def credentials(self) -> dict:
         return {"apiKey": self.api_key}
@@ -53,3 +59,27 @@ class FakeDevto(FakePlatform):
         number = len(self.published)
         return answer(201, {"type_of": "article", "id": 9000 + number, "title": article["title"],
                             "url": f"https://dev.to/ada/article-{number}", "published": True})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeDevto
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials of some account: they cannot aim elsewhere, the API's address is the operator's
+    (RUSTIZ_DEVTO_API_URL)."""
+    return {"apiKey": "key"}
+
+
+def _renew(fake, extras):
+    fake.api_key = "devto-key-2"
+    return fake.credentials()
+
+
+def _other_account(fake, extras):
+    fake.api_key, fake.user = "devto-key-other", {**fake.user, "id": 5678, "username": "grace", "name": "Grace"}
+    return fake.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: {"apiKey": "revoked-key"}, "unauthorized", _other_account)

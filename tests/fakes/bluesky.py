@@ -12,7 +12,7 @@ import re
 import secrets
 import time
 
-from fakes import FakePlatform, FakeRequest, answer
+from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
 TID = re.compile(r"[234567abcdefghij][234567abcdefghijklmnopqrstuvwxyz]{12}")
 MAX_BLOB_BYTES = 1_000_000
@@ -62,6 +62,10 @@ class FakeBluesky(FakePlatform):
             {"Content-Type": "text/html; charset=utf-8"}))
 
     env: dict = {}  # the PDS URL is in the credentials (`service`)
+
+    def account(self) -> tuple:
+        """(name, profile) of the channel credentials() connect: what this fake's account says."""
+        return "Alice Example", "alice.test"
 
     def credentials(self, **changes) -> dict:
         return {"service": self.url, "identifier": self.handle, "password": self.password, **changes}
@@ -183,3 +187,28 @@ class FakeBluesky(FakePlatform):
         self.published.append({"rkey": rkey, **stored})
         return answer(200, {"uri": uri, "cid": stored["cid"], "commit": {"cid": cid_of(uri.encode()), "rev": rkey},
                             "validationStatus": "valid"})
+
+
+# --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------
+
+FAKE = FakeBluesky
+
+
+def credentials_at(url: str) -> dict:
+    """Credentials that aim a channel at `url`."""
+    return {"service": url, "identifier": "alice.test", "password": "app-password"}
+
+
+def _renew(fake, extras):
+    fake.revoke_everything()  # the app password deleted, a new one made
+    return fake.credentials()
+
+
+def _other_account(fake, extras):
+    other = extras(FakeBluesky(handle="bob.test"))
+    other.did = "did:plc:bobbobbobbob5678"
+    return other.credentials()
+
+
+RECONNECT = Reconnect(_renew, lambda fake: fake.credentials(password="not-the-app-password"),
+                      "Invalid identifier or password", _other_account)

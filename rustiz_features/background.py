@@ -1,0 +1,110 @@
+"""The base of the background work, below the scheduler and its senders (webhook deliveries, alerts).
+
+Rules:
+- It imports the core only: the scheduler (scheduler.py) and the alert sender (alerts.py) import it, and
+  neither is imported from here, so alerts never imports the scheduler and the scheduler may import alerts.
+- A sender reaches the scheduler it runs beside only through SenderHost: the process's owner name, its
+  tasks, its outbound client, whether it publishes here, and its publish. The scheduler is one such host.
+- Times are posts' stored instants ('YYYY-MM-DDTHH:MM:SS.mmmZ'); failure texts are what a post's error and
+  an alert quote, at most 2,000 characters.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Optional, Protocol
+
+from rustiz import Config, Store
+
+if TYPE_CHECKING:
+    from .http_client import HttpClient
+    from .publishers.base import Channel, OutgoingPost, Provider, PublishError, Release
+
+
+def epoch_seconds(iso: str) -> float:
+    """The Unix time of an instant as posts store it ('YYYY-MM-DDTHH:MM:SS.mmmZ')."""
+    import calendar
+    return calendar.timegm(time.strptime(iso[:19], "%Y-%m-%dT%H:%M:%S")) + int(iso[20:23] or 0) / 1000
+
+
+def failure_text(label: str, error: PublishError, part: int) -> str:
+    """"Failed on Mastodon (HTTP 422) at thread part 2, media item 1: <message> — <body excerpt>"."""
+    where = ", ".join(filter(None, (f"thread part {part + 1}" if part else "", error.item)))
+    text = f"Failed on {label}" + (f" (HTTP {error.status})" if error.status else "") + (f" at {where}" if where else "")
+    text += f": {error.message}"
+    if error.body and error.body not in error.message and len(error.body) > len(error.message) + 40:
+        text += f" — {label} answered: {error.body}"  # the body says more than the message we picked
+    return text[:2000]
+
+
+class SenderHost(Protocol):
+    """What a RowSender needs of the scheduler it runs beside (scheduler.Scheduler is one)."""
+    config: Config
+    store: Store
+    loop: asyncio.AbstractEventLoop
+    owner: str  # "<host>:<pid>": this process's name on the rows it claims
+    tasks: set  # the tasks the host's stop() lets finish
+
+    @property
+    def running(self) -> bool:
+        """Whether this process publishes posts (holds the scheduler's lock, or schedules on PostgreSQL)."""
+
+    @property
+    def http(self) -> HttpClient:
+        """The host's outbound client."""
+
+    async def publish_part(self, platform: Provider, channel: Channel, post: OutgoingPost,
+                           parent: Optional[Release]) -> Release:
+        """Publish as the scheduler does (an OAuth channel's token refreshed first)."""
+
+
+class WokenLoop:
+    """Work that runs when woken, however often in one turn of the event loop only once (`_run_due`), and
+    otherwise sleeps on one timer (`sleep`), which each run replaces."""
+    loop: asyncio.AbstractEventLoop
+    timer: Optional[asyncio.TimerHandle] = None
+    wake_pending = False
+
+    def may_run(self) -> bool:
+        raise NotImplementedError
+
+    def wake(self) -> None:
+        if not self.wake_pending and self.may_run():
+            self.wake_pending = True
+            self.loop.call_soon(self._woken)
+
+    def _woken(self) -> None:
+        self.wake_pending = False
+        self.stop_sleeping()
+        self._run_due()
+
+    def _run_due(self) -> None:
+        raise NotImplementedError
+
+    def sleep(self, seconds: float) -> None:
+        """Wake again in `seconds`, unless woken sooner."""
+        self.timer = self.loop.call_later(seconds, self.wake)
+
+    def stop_sleeping(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class RowSender(WokenLoop):
+    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts): started by the
+    scheduler's first tick in every process, stopped with the scheduler."""
+    started = stopped = False
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.wake()
+
+    def stop(self) -> None:
+        """Claim nothing more (sends in flight finish, or their leases end and another process takes them)."""
+        self.stopped = True
+        self.stop_sleeping()
+
+    def may_run(self) -> bool:
+        return self.started and not self.stopped
