@@ -76,7 +76,7 @@
 #     32 connections on SQLite (1 process) and PostgreSQL (1, and 2 processes on two ports with
 #     the load split: wrk -c16 on each at once), as ratios to SQLite; the scheduler's posts/s
 #     (1,000 webhook posts due at once) with 1 and 3 processes on PostgreSQL beside SQLite's 1;
-#   * hostile clients: .bench/hostile_bench.py (asyncio, stdlib) starts the
+#   * hostile clients: bench/hostile_bench.py (asyncio, stdlib) starts the
 #     stdlib rustiz, then for 20 s keeps 200 connections trickling 25 MiB
 #     bodies at 160 KiB/s each (half without a key, half with the key) and
 #     2,000 idle, each reconnecting 0.5 s after the server closes it, while a
@@ -99,6 +99,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$ROOT" || exit 2
 B=$ROOT/.bench
 RES=$B/results
+BENCH_FILES=$ROOT/bench   # the programs bench.sh runs (the C poller, the peer app, the Python benches...)
 mkdir -p "$B" "$RES"
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
@@ -209,249 +210,18 @@ if [ "${BENCH_PYTHON_RAW:-0}" != 1 ]; then
 fi
 
 # ------------------------------------------------------------ poller (C)
-cat >"$B/poller.c.new" <<'EOF'
-/* poller PORT TIMEOUT_MS LOGFILE CMD...: fork+exec CMD in its own session,
- * poll GET /health on 127.0.0.1:PORT every 1 ms until 200 "ok", print the
- * elapsed milliseconds, then kill the session. Exit 0 only when ready.
- * POLLER_PATH, POLLER_AUTH (a whole header line) and POLLER_EXPECT change the
- * request and the body looked for (the Postiz rows: the API GET with a key). */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static char req[2048];
-static const char *expect = "ok";
-
-static int probe(int port) {
-    struct timeval tv = {2, 0};
-    struct sockaddr_in a;
-    char buf[16384];
-    size_t n = 0;
-    ssize_t r;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return 0;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((unsigned short)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { close(fd); return 0; }
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) { close(fd); return 0; }
-    while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
-        char *body;
-        n += (size_t)r;
-        buf[n] = 0;
-        body = strstr(buf, "\r\n\r\n");
-        if (body && n > 12 && strncmp(buf, "HTTP/1.", 7) == 0 &&
-            strncmp(buf + 9, "200", 3) == 0 && strstr(body + 4, expect)) {
-            close(fd);
-            return 1;
-        }
-    }
-    close(fd);
-    return 0;
-}
-
-int main(int argc, char **argv) {
-    struct timespec one_ms = {0, 1000000};
-    double t0, t1 = 0, tmo, d;
-    int port, ok = 0, status, fd;
-    pid_t pid;
-    if (argc < 5) {
-        fprintf(stderr, "usage: poller PORT TIMEOUT_MS LOGFILE CMD...\n");
-        return 2;
-    }
-    port = atoi(argv[1]);
-    tmo = atof(argv[2]);
-    {
-        const char *path = getenv("POLLER_PATH"), *auth = getenv("POLLER_AUTH");
-        if (getenv("POLLER_EXPECT")) expect = getenv("POLLER_EXPECT");
-        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%sConnection: close\r\n\r\n",
-                 path ? path : "/health", auth ? auth : "", auth ? "\r\n" : "");
-    }
-    signal(SIGPIPE, SIG_IGN);
-    t0 = now_ms();
-    pid = fork();
-    if (pid < 0) { perror("fork"); return 2; }
-    if (pid == 0) {
-        setsid();
-        fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
-        fd = open("/dev/null", O_RDONLY);
-        if (fd >= 0) { dup2(fd, 0); close(fd); }
-        execvp(argv[4], argv + 4);
-        _exit(127);
-    }
-    for (;;) {
-        if (probe(port)) { t1 = now_ms(); ok = 1; break; }
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            fprintf(stderr, "poller: server exited before it was ready\n");
-            kill(-pid, SIGKILL);
-            return 1;
-        }
-        if (now_ms() - t0 > tmo) { fprintf(stderr, "poller: timed out\n"); break; }
-        nanosleep(&one_ms, NULL);
-    }
-    kill(-pid, SIGTERM);
-    d = now_ms();
-    while (waitpid(pid, &status, WNOHANG) == 0 && now_ms() - d < 5000)
-        nanosleep(&one_ms, NULL);
-    kill(-pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    if (ok) printf("%.2f\n", t1 - t0);
-    return ok ? 0 : 1;
-}
-EOF
-if ! cmp -s "$B/poller.c.new" "$B/poller.c" || [ ! -x "$B/poller" ]; then
-    mv "$B/poller.c.new" "$B/poller.c"
+if ! cmp -s "$BENCH_FILES/poller.c" "$B/poller.c" || [ ! -x "$B/poller" ]; then
+    cp "$BENCH_FILES/poller.c" "$B/poller.c"
     timeout 60 cc -O2 -Wall -o "$B/poller" "$B/poller.c" || die "could not compile $B/poller.c"
-else
-    rm -f "$B/poller.c.new"
 fi
 POLLER=$B/poller
 
 # ------------------------------------------------------------ zero-latency receiver
-# What the scheduler rows share (sched_bench.py and sched_scale.py import it from beside them): a webhook
-# receiver that answers at once, and a rustiz set up to publish to it.
-cat >"$B/bench_receiver.py" <<'EOF'
-"""A zero-latency webhook receiver, and a rustiz instance set up to publish to it."""
-import asyncio, json, os, subprocess, threading, time, urllib.request
+# What the scheduler rows share (bench/sched_bench.py and bench/sched_scale.py import it from beside them):
+# bench/bench_receiver.py, a webhook receiver that answers at once, and a rustiz set up to publish to it.
 
-
-def start_receiver(arrivals, clock):
-    """Answer every POST at once, on a thread of its own, recording clock() at each post's first post.publish
-    into arrivals[post id]; returns the hook URL."""
-    async def handle(reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-                body = json.loads(await reader.readexactly(length))
-                if body["event"] == "post.publish":
-                    arrivals.setdefault(body["post"]["id"], clock())
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
-    async def serve(ready):
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        ready.append(server.sockets[0].getsockname()[1])
-        await server.serve_forever()
-
-    ready = []
-    threading.Thread(target=lambda: asyncio.run(serve(ready)), daemon=True).start()
-    while not ready:
-        time.sleep(0.01)
-    return f"http://127.0.0.1:{ready[0]}/hook"
-
-
-def rustiz_env(work, database="sqlite"):
-    """A stdlib rustiz's environment for WORK (DATABASE: a PostgreSQL URL, or "sqlite": the file in WORK)."""
-    env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0", "REQUEST_LIMIT": "0",
-           "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"}  # the receiver is local
-    if database != "sqlite":
-        env["RUSTIZ_DATABASE"] = database
-    return env
-
-
-def init_key(python, pyz, work, env):
-    """`rustiz init` into WORK; its API key."""
-    subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
-    return [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines()
-            if l.startswith("RUSTIZ_API_KEY=")][0]
-
-
-def call(base, key, method, path, body):
-    """One JSON request to the rustiz at BASE; its JSON answer."""
-    request = urllib.request.Request(base + path, json.dumps(body).encode(), method=method,
-                                     headers={"Authorization": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.loads(answer.read())
-
-
-def iso(epoch):
-    """A Unix time as the API takes dates."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
-EOF
-
-# ------------------------------------------------------------ peer app
-cat >"$B/peer_app.py" <<'EOF'
-"""uvicorn+starlette peer: same key check and same SQLite queries as rustiz."""
-import hashlib
-import os
-import sqlite3
-
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
-
-
-def _config(path):
-    cfg = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                k, v = line.split("=", 1)
-                cfg[k.strip()] = v.strip().strip("'\"")
-    return cfg
-
-
-_cfg = _config(os.environ["RUSTIZ_CONFIG"])
-db = sqlite3.connect(_cfg["RUSTIZ_DATABASE"], check_same_thread=False)
-
-ORG_SQL = "SELECT id FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL"
-INT_SQL = (
-    "SELECT id, name, provider_identifier, picture, disabled, profile, customer_id "
-    "FROM integration WHERE organization_id = ? AND deleted_at IS NULL"
-)
-
-
-async def health(request):
-    return PlainTextResponse("ok")
-
-
-async def integrations(request):
-    key = request.headers.get("authorization", "")
-    if key.startswith("Bearer "):
-        key = key[7:]
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    org = db.execute(ORG_SQL, (digest,)).fetchone()
-    if org is None:
-        return JSONResponse({"msg": "Invalid API key"}, status_code=401)
-    rows = db.execute(INT_SQL, (org[0],)).fetchall()
-    return JSONResponse([
-        {"id": r[0], "name": r[1], "identifier": r[2], "picture": r[3],
-         "disabled": bool(r[4]), "profile": r[5], "customer": r[6]}
-        for r in rows
-    ])
-
-
-app = Starlette(routes=[
-    Route("/health", health),
-    Route("/public/v1/integrations", integrations),
-])
-EOF
-
-"$VPY" -m py_compile "$B/peer_app.py" 2>/dev/null   # cached bytecode, as pip gave the packages
+# ------------------------------------------------------------ peer app (bench/peer_app.py)
+"$VPY" -m py_compile "$BENCH_FILES/peer_app.py" 2>/dev/null   # cached bytecode, as pip gave the packages
 
 # ------------------------------------------------------------ ports
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -656,45 +426,15 @@ BASE_ENV=("${RZ_ENV[@]}")
 
 # ------------------------------------------------------------ nginx config
 mkdir -p "$B/nginx/tmp"
-write_nginx_conf() {
-    cat >"$B/nginx/nginx.conf" <<EOF
-# generated by bench.sh: static [] ceiling. worker_processes 1 (one core for
-# the server, like the single-process Python rows; wrk has the other core).
-worker_processes 1;
-pid $B/nginx/nginx.pid;
-error_log $B/nginx/error.log warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $B/nginx/tmp/body;
-    proxy_temp_path $B/nginx/tmp/proxy;
-    fastcgi_temp_path $B/nginx/tmp/fastcgi;
-    uwsgi_temp_path $B/nginx/tmp/uwsgi;
-    scgi_temp_path $B/nginx/tmp/scgi;
-    keepalive_requests 10000000;
-    keepalive_timeout 75s;
-    server {
-        listen 127.0.0.1:$1;
-        default_type application/json;
-        location = /health { default_type text/plain; return 200 'ok'; }
-        location / { return 200 '[]'; }
-    }
-}
-EOF
+write_nginx_conf() {   # bench/nginx.conf with this run's folder and port
+    sed -e "s|@BENCH@|$B|g" -e "s|@PORT@|$1|g" "$BENCH_FILES/nginx.conf" >"$B/nginx/nginx.conf"
 }
 
 # ------------------------------------------------------------ MCP
 # tools/call integrationList through /mcp/<key>, beside GET /public/v1/integrations on the same server.
 # wrk, not a Python client: a Python client is slower than the server it measures.
 MCP_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"integrationList","arguments":{}}}'
-cat >"$B/mcp_call.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '$MCP_BODY'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
-LUA
+
 MCP_EXPECTED='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"output\":[]}"}],"structuredContent":{"output":[]},"isError":false}}'
 declare -A MCP_RPS MCP_P99 MCP_REST_RPS MCP_REST_P99
 mcp_row() {   # mcp_row ID CMD...  (PORT is taken from $FREE_PORT)
@@ -709,9 +449,9 @@ mcp_row() {   # mcp_row ID CMD...  (PORT is taken from $FREE_PORT)
     fi
     body=$(curl -s -m 5 -H 'Content-Type: application/json' --data "$MCP_BODY" "http://127.0.0.1:$port/mcp/$KEY")
     [ "$body" = "$MCP_EXPECTED" ] || note "$id: MCP tools/call integrationList answered '$body'"
-    fg_run timeout 30 wrk -t1 -c32 -d1s -s "$B/mcp_call.lua" "http://127.0.0.1:$port/mcp/$KEY" \
+    fg_run timeout 30 wrk -t1 -c32 -d1s -s "$BENCH_FILES/mcp_call.lua" "http://127.0.0.1:$port/mcp/$KEY" \
         >"$RES/$id.mcp.warmup.txt" 2>&1
-    fg_run timeout $((DUR + 20)) wrk -t1 -c32 -d"${DUR}s" --latency -s "$B/mcp_call.lua" \
+    fg_run timeout $((DUR + 20)) wrk -t1 -c32 -d"${DUR}s" --latency -s "$BENCH_FILES/mcp_call.lua" \
         "http://127.0.0.1:$port/mcp/$KEY" >"$out" 2>&1
     MCP_RPS[$id]=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
     MCP_P99[$id]=$(awk '$1 == "99%" { print $2 }' "$out")
@@ -745,124 +485,14 @@ mcp_table() {
     echo
 }
 # ------------------------------------------------------------ hostile clients
-cat >"$B/hostile_bench.py" <<'EOF'
-"""Hostile clients: the server's peak RSS and the /health p99 while 200 connections trickle large bodies
-(half without a key, half with the organization's key) and 2,000 sit idle; each reconnects when the
-server closes it, as a patient attacker would. Usage: hostile_bench.py PYTHON PYZ WORKDIR [SECONDS]"""
-import asyncio, os, resource, socket, subprocess, sys, threading, time
 
-python, pyz, work = sys.argv[1:4]
-SECONDS = float(sys.argv[4]) if len(sys.argv) > 4 else 20
-TRICKLERS, IDLE = 200, 2000
-ANNOUNCED = 25 * 1024 * 1024  # RUSTIZ_MAX_BODY's default
-PIECE, EVERY = 16 * 1024, 0.1  # 160 KiB/s per trickler
-
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-if soft < hard:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 2,200 sockets here, as many in the server
-if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < TRICKLERS + IDLE + 200:
-    sys.exit(f"ulimit -n is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}: {TRICKLERS + IDLE + 200} needed")
-
-env = {**os.environ, "RUSTIZ_CONFIG": f"{work}/config.env", "HOST": "127.0.0.1", "PORT": "0",
-       "REQUEST_LIMIT": "0", "API_LIMIT": "0", "RUSTIZ_NO_SPEEDUPS": "1"}
-subprocess.run([python, pyz, "init", "--dir", work], env=env, check=True, capture_output=True)
-key = [l.split("=", 1)[1] for l in open(f"{work}/config.env").read().splitlines() if l.startswith("RUSTIZ_API_KEY=")][0]
-server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard)))
-port = int(server.stderr.readline().split("ready on ")[1].split()[0].rsplit(":", 1)[1])
-threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()  # keep its stderr drained
-
-
-def status_kib(name):
-    with open(f"/proc/{server.pid}/status") as status:
-        return int(next(line for line in status if line.startswith(name + ":")).split()[1])
-
-
-latencies, failures = [], [0]
-
-
-def probe(stop):
-    """GET /health on a new connection every 50 ms; a failure counts as 5 s."""
-    while not stop.is_set():
-        started = time.monotonic()
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
-                connection.sendall(b"GET /health HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")
-                reply = b""
-                while chunk := connection.recv(4096):
-                    reply += chunk
-            ok = reply.startswith(b"HTTP/1.1 200 ")
-        except OSError:
-            ok = False
-        latencies.append(time.monotonic() - started if ok else 5.0)
-        failures[0] += not ok
-        stop.wait(0.05)
-
-
-async def connection_loop(head, trickle, deadline, counts):
-    loop = asyncio.get_running_loop()
-    piece = b"x" * PIECE
-    while loop.time() < deadline:
-        connection = socket.socket()
-        connection.setblocking(False)
-        try:
-            await loop.sock_connect(connection, ("127.0.0.1", port))
-            counts["opened"] += 1
-            if trickle:
-                await loop.sock_sendall(connection, head)
-                sent = 0
-                while sent < ANNOUNCED and loop.time() < deadline:
-                    await asyncio.wait_for(loop.sock_sendall(connection, piece), deadline - loop.time())
-                    sent += PIECE
-                    await asyncio.sleep(EVERY)
-            else:
-                while await asyncio.wait_for(loop.sock_recv(connection, 4096), deadline - loop.time()):
-                    pass  # idle: only the server's closing (or its answer) ends this
-        except (OSError, asyncio.TimeoutError):
-            pass
-        finally:
-            connection.close()
-        await asyncio.sleep(0.5)  # then come back
-
-
-async def main():
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + SECONDS
-    counts = {"opened": 0}
-    heads = [(f"POST /public/v1/posts HTTP/1.1\r\nHost: b\r\n{'Authorization: ' + key + chr(13) + chr(10) if n % 2 else ''}"
-              f"Content-Type: application/json\r\nContent-Length: {ANNOUNCED}\r\n\r\n").encode() for n in range(TRICKLERS)]
-    tasks = [connection_loop(head, True, deadline, counts) for head in heads]
-    tasks += [connection_loop(b"", False, deadline, counts) for _ in range(IDLE)]
-    await asyncio.gather(*tasks)
-    return counts
-
-
-stop = threading.Event()
-prober = threading.Thread(target=probe, args=(stop,), daemon=True)
-try:
-    prober.start()
-    counts = asyncio.run(main())
-    stop.set()
-    prober.join(10)
-    peak = status_kib("VmHWM") / 1024
-    ordered = sorted(latencies)
-    p99 = ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000 if ordered else float("nan")
-    print(f"HOSTILE_PEAK_RSS={peak:.0f} HOSTILE_HEALTH_P99={p99:.0f} HOSTILE_HEALTH_N={len(ordered)} "
-          f"HOSTILE_HEALTH_FAILS={failures[0]} HOSTILE_CONNECTIONS={counts['opened']} HOSTILE_SECONDS={SECONDS:.0f}")
-finally:
-    server.terminate()
-    try:
-        server.wait(20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-EOF
 declare -A HOSTILE_LINE
 hostile_row() {   # hostile_row ID PYZ -> HOSTILE_LINE[ID]
     local id=$1 pyz=$2 out
     check_quiet "hostile clients ($id)"
     log "hostile clients: $pyz"
     rm -rf "$B/hostile-$id" && mkdir -p "$B/hostile-$id"
-    out=$(timeout 120 "$RZPY" "$B/hostile_bench.py" "$RZPY" "$pyz" "$B/hostile-$id" 2>"$RES/hostile-$id.err" | tail -n 1)
+    out=$(timeout 120 "$RZPY" "$BENCH_FILES/hostile_bench.py" "$RZPY" "$pyz" "$B/hostile-$id" 2>"$RES/hostile-$id.err" | tail -n 1)
     [ -n "$out" ] || { note "hostile clients ($id) failed: $(tail -n 1 "$RES/hostile-$id.err")"; return; }
     local HOSTILE_PEAK_RSS HOSTILE_HEALTH_P99 HOSTILE_HEALTH_N HOSTILE_HEALTH_FAILS HOSTILE_CONNECTIONS HOSTILE_SECONDS
     eval "$out"
@@ -975,65 +605,7 @@ scale_rows() {
     for n in 1 2; do
         if scale_servers "sc_pg$n" "$cfg" "$n"; then scale_load "sc_pg$n" "$key" "${SC_PORTS[@]}"; fi; scale_stop
     done
-    # the scheduler: 1,000 posts due at once
-    cat >"$B/sched_scale.py" <<'EOF'
-"""Posts published per second to a zero-latency local receiver by COUNT rustiz processes sharing DATABASE
-(a postgresql:// URL, or "sqlite": one process on a SQLite file): 1,000 webhook channels, one post each,
-all due at the same instant. Usage: sched_scale.py PYTHON PYZ WORKDIR COUNT DATABASE"""
-import subprocess, sys, threading, time
-
-import bench_receiver
-from bench_receiver import init_key, iso, rustiz_env, start_receiver
-
-python, pyz, work, count, database = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-CHANNELS = 1000
-arrivals = {}  # post id -> time.time() of its first arrival
-
-hook = start_receiver(arrivals, time.time)
-env = rustiz_env(work, database)
-key = init_key(python, pyz, work, env)
-servers = [subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True) for _ in range(count)]
-
-
-def ready_url(server):
-    for line in server.stderr:
-        if "ready on " in line:
-            return line.split("ready on ")[1].split()[0]
-    raise SystemExit(f"a rustiz process exited ({server.wait()}) before it was ready")
-
-
-bases = [ready_url(server) for server in servers]
-for server in servers:  # keep draining their logs, so that logging never blocks them
-    threading.Thread(target=server.stderr.read, daemon=True).start()
-
-
-def call(base, method, path, body):
-    return bench_receiver.call(base, key, method, path, body)
-
-
-try:
-    channels = [call(bases[n % count], "POST", "/public/v1/integrations",
-                     {"provider": "webhook", "credentials": {"url": f"{hook}?c={n}"}})["id"] for n in range(CHANNELS)]
-    due = time.time() + 8
-    ids = []
-    for start in range(0, CHANNELS, 100):
-        ids += [item["postId"] for item in call(bases[start // 100 % count], "POST", "/public/v1/posts", {
-            "type": "schedule", "date": iso(due), "shortLink": False, "tags": [],
-            "posts": [{"integration": {"id": channel}, "settings": {}, "value": [{"content": "<p>rate</p>", "image": []}]}
-                      for channel in channels[start:start + 100]]})]
-    created = time.time()
-    deadline = time.monotonic() + 180
-    while len([i for i in ids if i in arrivals]) < len(ids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    got = sorted(arrivals[i] for i in ids if i in arrivals)
-    start = max(due, created)  # (if creating them took longer than planned, counted from when the last was made)
-    print(f"RATE={len(got) / max(1e-9, got[-1] - start):.0f} POSTS={len(got)} LATE_START={max(0.0, created - due):.1f}")
-finally:
-    for server in servers:
-        server.terminate()
-    for server in servers:
-        server.wait(20)
-EOF
+    # the scheduler: 1,000 posts due at once (bench/sched_scale.py)
     local id out
     for id in sched_sqlite1 sched_pg1 sched_pg3; do
         check_quiet "$id"
@@ -1044,7 +616,7 @@ EOF
         fi
         rm -rf "$B/scale/$id" && mkdir -p "$B/scale/$id"
         log "scheduler: 1,000 posts due at once, $n process(es), ${db%%:*}"
-        out=$(timeout 400 "$PGPY" "$B/sched_scale.py" "$PGPY" "$PYZ" "$B/scale/$id" "$n" "$db" 2>"$RES/$id.err" | tail -n 1)
+        out=$(timeout 400 "$PGPY" "$BENCH_FILES/sched_scale.py" "$PGPY" "$PYZ" "$B/scale/$id" "$n" "$db" 2>"$RES/$id.err" | tail -n 1)
         case $out in
             RATE=*) eval "local $out"; SC_RATE[$id]=$RATE
                     [ "$POSTS" = 1000 ] || note "$id: only $POSTS of 1000 posts arrived within 3 min"
@@ -1206,17 +778,7 @@ postiz_prepare() {   # installs and builds Postiz's backend in $PZ/src; sets PZ_
             prisma@6.19.3 @prisma/client@6.19.3 @prisma/adapter-pg@6.19.3 pg || return 1
     fi
     : >"$PZ/no-engine"
-    cat >"$pf/prisma.config.ts" <<EOF
-// generated by bench.sh: Prisma without the Rust engines (driver adapter, JS query compiler)
-import { defineConfig } from 'prisma/config';
-import { PrismaPg } from '@prisma/adapter-pg';
-export default defineConfig({
-  experimental: { adapter: true },
-  engine: 'js',
-  schema: '$schema',
-  adapter: async () => new PrismaPg({ connectionString: process.env.DATABASE_URL }),
-});
-EOF
+    sed "s|@SCHEMA@|$schema|" "$BENCH_FILES/prisma.config.ts" >"$pf/prisma.config.ts"
     # The two changes to Postiz's own files: the generator's engine, and the adapter in PrismaService.
     sed -i 's/^\([[:space:]]*provider[[:space:]]*=[[:space:]]*"prisma-client-js"\)[[:space:]]*$/\1\n  engineType = "client"/' "$schema"
     grep -q '^  engineType = "client"' "$schema" || { pz_skip "could not add engineType = \"client\" to schema.prisma's generator"; return 1; }
@@ -1513,7 +1075,7 @@ if [ -n "$BASE_FAST_PYZ" ]; then
     startup_series base_fast "${BASE_ENV[@]}" -- "$RZPY" "$BASE_FAST_PYZ" serve
 fi
 free_port
-startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$B" \
+startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$BENCH_FILES" \
     --host 127.0.0.1 --port "$FREE_PORT" --loop uvloop --http httptools --no-access-log --log-level warning
 
 free_port; write_nginx_conf "$FREE_PORT"
@@ -1522,7 +1084,7 @@ run_row nginx "nginx, static [] (1 worker: ceiling)" 0 \
 
 free_port
 run_row uvicorn "${LABEL[uvicorn]}" 1 env RUSTIZ_CONFIG="$CFG" \
-    "$VPY" -m uvicorn peer_app:app --app-dir "$B" --host 127.0.0.1 --port "$FREE_PORT" \
+    "$VPY" -m uvicorn peer_app:app --app-dir "$BENCH_FILES" --host 127.0.0.1 --port "$FREE_PORT" \
     --loop uvloop --http httptools --no-access-log --log-level warning
 
 free_port
@@ -1561,70 +1123,11 @@ mcp_rows
 # Posts published per second to a zero-latency local receiver (1,000 webhook channels, one post
 # each, all due at once: bounded by the webhook provider's cap of 4 publishes in flight), and how
 # late 200 posts due 50 ms apart reach it (median, p99).
-cat >"$B/sched_bench.py" <<'EOF'
-"""Scheduler figures: posts published per second to a zero-latency local receiver, and how late
-each post reaches it after its due time. Usage: sched_bench.py PYTHON PYZ WORKDIR"""
-import statistics, subprocess, sys, time
 
-import bench_receiver
-from bench_receiver import init_key, iso, rustiz_env, start_receiver
-
-python, pyz, work = sys.argv[1:4]
-CHANNELS, LATENCY_POSTS = 1000, 200
-arrivals = {}  # post id -> monotonic arrival
-clock_offset = time.time() - time.monotonic()
-
-hook = start_receiver(arrivals, time.monotonic)
-env = rustiz_env(work)
-key = init_key(python, pyz, work, env)
-server = subprocess.Popen([python, pyz, "serve"], env=env, stderr=subprocess.PIPE, text=True)
-line = server.stderr.readline()
-base = line.split("ready on ")[1].split()[0]
-
-
-def call(method, path, body):
-    return bench_receiver.call(base, key, method, path, body)
-
-
-try:
-    channels = [call("POST", "/public/v1/integrations", {"provider": "webhook", "credentials": {"url": f"{hook}?c={n}"}})["id"]
-                for n in range(CHANNELS)]
-    # 1. throughput: one post on each channel, all due at the same instant
-    due = time.time() + 3
-    ids = []
-    for start in range(0, CHANNELS, 100):
-        ids += [item["postId"] for item in call("POST", "/public/v1/posts", {
-            "type": "schedule", "date": iso(due), "shortLink": False, "tags": [],
-            "posts": [{"integration": {"id": channel}, "settings": {}, "value": [{"content": "<p>rate</p>", "image": []}]}
-                      for channel in channels[start:start + 100]]})]
-    deadline = time.monotonic() + 120
-    while len([i for i in ids if i in arrivals]) < len(ids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    got = sorted(arrivals[i] for i in ids if i in arrivals)
-    rate = len(got) / max(1e-9, got[-1] + clock_offset - due)
-    # 2. lateness: posts due one by one, 50 ms apart, on distinct channels
-    first_due = time.time() + 3
-    dues = {}
-    for n in range(LATENCY_POSTS):
-        when = first_due + n * 0.05
-        post = call("POST", "/public/v1/posts", {
-            "type": "schedule", "date": iso(when), "shortLink": False, "tags": [],
-            "posts": [{"integration": {"id": channels[n]}, "settings": {}, "value": [{"content": "<p>late?</p>", "image": []}]}]})
-        dues[post[0]["postId"]] = round(when, 3)
-    deadline = time.monotonic() + 60
-    while len([i for i in dues if i in arrivals]) < len(dues) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    late = sorted((arrivals[i] + clock_offset - dues[i]) * 1000 for i in dues if i in arrivals)
-    print(f"SCHED_POSTS={len(got)} SCHED_RATE={rate:.0f} SCHED_LATE_P50={statistics.median(late):.0f} "
-          f"SCHED_LATE_P99={late[int(len(late) * 0.99) - 1]:.0f} SCHED_LATE_N={len(late)}")
-finally:
-    server.terminate()
-    server.wait(20)
-EOF
 log "scheduler: 1,000 posts due at once, then 200 due one by one"
 check_quiet "scheduler"
 rm -rf "$B/sched" && mkdir -p "$B/sched"
-SCHED=$(timeout 300 "$RZPY" "$B/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RES/sched.err" | tail -n 1) || true
+SCHED=$(timeout 300 "$RZPY" "$BENCH_FILES/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RES/sched.err" | tail -n 1) || true
 [ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
 eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
 
