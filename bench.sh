@@ -294,13 +294,12 @@ wait_health() {   # wait_health PORT SID SECONDS
     done
     return 1
 }
-to_ms() {   # wrk latency "850.00us" / "1.23ms" / "1.02s" -> ms
-    awk -v v="$1" 'BEGIN {
-        if (v ~ /us$/) { sub(/us$/, "", v); printf "%.2f", v / 1000 }
-        else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.2f", v }
-        else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.2f", v * 60000 }
-        else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.2f", v * 1000 }
-        else printf "?" }'
+load_summary() {   # load_summary wrk|ab FILE -> L_RPS L_P99 (ms) L_ERR L_KA (ab's keep-alive requests), read by bench/loadgen.py
+    read -r L_RPS L_P99 L_ERR L_KA < <("$PY" -m bench.loadgen "$1" "$2")
+    [ "$L_RPS" = - ] && L_RPS=""
+    [ "$L_P99" = - ] && L_P99=""
+    [ "$L_KA" = - ] && L_KA=""
+    return 0
 }
 mib() {   # "RSS NPROC PSS" -> "24.6 MiB", or "61.3 MiB (3 proc., PSS 40.2)" for a process tree
     awk -v v="$1" 'BEGIN { split(v, a, " ");
@@ -314,12 +313,8 @@ run_wrk() {   # run_wrk ID PORT CONNS -> sets W_RPS W_P99 W_ERR
     fg_run timeout $((DUR + 20)) wrk -t1 -c"$c" -d"${DUR}s" --latency -H "$AUTH" \
         "http://127.0.0.1:$port$PATH_EP" >"$out" 2>&1
     local rc=$?
-    W_RPS=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
-    W_P99=$(awk '$1 == "99%" { print $2 }' "$out")
-    [ -n "$W_P99" ] && W_P99=$(to_ms "$W_P99")
-    W_ERR=$(awk '/Non-2xx or 3xx responses:/ { e += $NF }
-                 /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 }
-                 END { print e + 0 }' "$out")
+    load_summary wrk "$out"
+    W_RPS=$L_RPS W_P99=$L_P99 W_ERR=$L_ERR
     [ $rc -ne 0 ] && note "$id: wrk -c$c exited $rc (see $out)"
     [ "${W_ERR:-0}" != 0 ] && note "$id: wrk -c$c: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | paste -sd';' -)"
 }
@@ -328,11 +323,9 @@ run_ab() {   # run_ab ID PORT -> A_RPS A_P99 A_ERR
     fg_run timeout "$AB_TMO" ab -q -k -c "$AB_C" -n "$AB_N" -H "$AUTH" \
         "http://127.0.0.1:$port$PATH_EP" >"$out" 2>&1
     local rc=$?
-    A_RPS=$(awk '/^Requests per second:/ { printf "%.0f", $4 }' "$out")
-    A_P99=$(awk '$1 == "99%" { print $2 }' "$out")
-    A_ERR=$(awk '/^Failed requests:/ { e += $3 } /^Non-2xx responses:/ { e += $3 } END { print e + 0 }' "$out")
-    local ka
-    ka=$(awk '/^Keep-Alive requests:/ { print $3 }' "$out")
+    load_summary ab "$out"
+    A_RPS=$L_RPS A_P99=$L_P99 A_ERR=$L_ERR
+    local ka=$L_KA
     [ $rc -ne 0 ] && note "$id: ab exited $rc$([ $rc = 124 ] && echo ' (timed out)') (see $out)"
     [ -n "$ka" ] && [ "$ka" -lt $((AB_N * 9 / 10)) ] && note "$id: ab -k reused a connection for only $ka of $AB_N requests (the server closes HTTP/1.0 keep-alive connections), so its ab row measures a new connection per request"
     [ "${A_ERR:-0}" != 0 ] && note "$id: ab: $(grep -E '^(Failed requests|Non-2xx responses)' "$out" | tr -s ' ' | paste -sd';' -)"
@@ -452,9 +445,8 @@ mcp_row() {   # mcp_row ID CMD...  (PORT is taken from $FREE_PORT)
         >"$RES/$id.mcp.warmup.txt" 2>&1
     fg_run timeout $((DUR + 20)) wrk -t1 -c32 -d"${DUR}s" --latency -s "$BENCH_FILES/mcp_call.lua" \
         "http://127.0.0.1:$port/mcp/$KEY" >"$out" 2>&1
-    MCP_RPS[$id]=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
-    MCP_P99[$id]=$(awk '$1 == "99%" { print $2 }' "$out")
-    [ -n "${MCP_P99[$id]}" ] && MCP_P99[$id]=$(to_ms "${MCP_P99[$id]}")
+    load_summary wrk "$out"
+    MCP_RPS[$id]=$L_RPS MCP_P99[$id]=$L_P99
     grep -qE 'Non-2xx|Socket errors' "$out" \
         && note "$id: MCP wrk: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | paste -sd';' -)"
     run_wrk "$id.mcp-rest" "$port" 32
@@ -535,9 +527,9 @@ scale_load() {   # scale_load ID KEY PORT... -> SC_RPS[ID], SC_P99[ID]: 32 conne
     wait "${pids[@]}"
     SC_P99[$id]=""
     for port in "$@"; do
-        sum=$(awk -v s="$sum" '/^Requests\/sec:/ { s += $2 } END { printf "%.0f", s }' "$RES/$id.wrk.$port.txt")
-        out=$(awk '$1 == "99%" { print $2 }' "$RES/$id.wrk.$port.txt")
-        [ -n "$out" ] && out=$(to_ms "$out") && SC_P99[$id]=$(awk -v a="${SC_P99[$id]:-0}" -v b="$out" 'BEGIN { print (b > a ? b : a) }')
+        load_summary wrk "$RES/$id.wrk.$port.txt"
+        sum=$((sum + ${L_RPS:-0}))
+        [ -n "$L_P99" ] && SC_P99[$id]=$(printf '%s\n' "${SC_P99[$id]:-0}" "$L_P99" | sort -g | tail -n 1)
         grep -qE 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" \
             && note "$id: $(grep -E 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" | tr -s ' ' | paste -sd';' -)"
     done
