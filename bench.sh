@@ -359,36 +359,6 @@ check_quiet() {   # wait up to BENCH_QUIET_WAIT s for an idle machine; note it w
     return 0
 }
 
-run_row() {   # run_row ID LABEL CHECK401 CMD...  (PORT is taken from $FREE_PORT)
-    local id=$1 label=$2 chk=$3; shift 3
-    local port=$FREE_PORT t0 sid
-    LABEL[$id]=$label
-    check_quiet "$id"
-    log "load: $label on :$port"
-    t0=$(date +%s.%N)
-    start_bg "$RES/$id.server.log" "$@"
-    sid=$SRV_SID
-    if ! wait_health "$port" "$sid" 30; then
-        note "$id: not ready within 30 s: $(tail -n 3 "$RES/$id.server.log" | tr '\n' ' ')"
-        stop_bg "$sid"; return
-    fi
-    # RSS 2 s after launch
-    sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { d = 2 - (now - t0); print (d > 0 ? d : 0) }')"
-    RSS0[$id]=$(rss_kib "$sid")
-    sanity "$id" "$port" "$chk"
-    fg_run timeout 30 wrk -t1 -c32 -d1s -H "$AUTH" "http://127.0.0.1:$port$PATH_EP" >"$RES/$id.warmup.txt" 2>&1
-    local errs=0
-    run_ab "$id" "$port";        ABRPS[$id]=$A_RPS; ABP99[$id]=$A_P99; errs=$((errs + A_ERR))
-    run_wrk "$id" "$port" 32;    RPS32[$id]=$W_RPS; P99_32[$id]=$W_P99; errs=$((errs + W_ERR))
-    run_wrk "$id" "$port" 64;    RPS64[$id]=$W_RPS; P99_64[$id]=$W_P99; errs=$((errs + W_ERR))
-    RSS1[$id]=$(rss_kib "$sid")
-    ERRS[$id]=$errs
-    [ "$(curl -s -m 3 "http://127.0.0.1:$port/health")" = ok ] || note "$id: /health no longer answers after the load"
-    stop_bg "$sid"
-    grep -qiE 'traceback|exception|error' "$RES/$id.server.log" 2>/dev/null \
-        && note "$id: server log mentions errors: $(grep -iE 'traceback|exception|error' "$RES/$id.server.log" | sort | uniq -c | sort -rn | head -3 | tr -s ' ' | paste -sd'|' -)"
-}
-
 STARTUP_TMO=30   # seconds a cold start may take (the Postiz rows allow more)
 startup_series() {   # startup_series ID VAR=VAL... -- CMD...
     local id=$1; shift
@@ -416,11 +386,6 @@ rm -rf "$B/cache"
 RZ_ENV=(RUSTIZ_CONFIG="$CFG" HOST=127.0.0.1 REQUEST_LIMIT=0 API_LIMIT=0 RUSTIZ_MCP_TOOL_LIMIT=0 RUSTIZ_MCP_POST_LIMIT=0 XDG_CACHE_HOME="$B/cache")
 BASE_ENV=("${RZ_ENV[@]}")
 
-# ------------------------------------------------------------ nginx config
-mkdir -p "$B/nginx/tmp"
-write_nginx_conf() {   # bench/nginx.conf with this run's folder and port
-    sed -e "s|@BENCH@|$B|g" -e "s|@PORT@|$1|g" "$BENCH_FILES/nginx.conf" >"$B/nginx/nginx.conf"
-}
 
 # ------------------------------------------------------------ measuring modules (bench/*.py)
 # Each runs as `python3 -m bench.NAME` with the run's context in BENCH_* variables (bench/common.py); its
@@ -432,6 +397,8 @@ run_module() {   # run_module NAME
     fg_run env BENCH_DIR="$B" BENCH_RESULTS="$RES" BENCH_RZPY="$RZPY" BENCH_PYZ="$PYZ" BENCH_PYZ_FAST="$PYZ_FAST" \
         BENCH_FAST_OK="$FAST_OK" BENCH_KEY="$KEY" BENCH_DUR="$DUR" BENCH_NEXT_PORT="$NEXT_PORT" \
         BENCH_SERVER_TTL="$SERVER_TTL" BENCH_RZ_ENV="$(printf '%s\n' "${RZ_ENV[@]}")" \
+        BENCH_BASE_ENV="$(printf '%s\n' "${BASE_ENV[@]}")" BENCH_POLLER="$POLLER" BENCH_STARTS="$STARTS" \
+        BENCH_AB_N="$AB_N" BENCH_CONFIG="$CFG" BENCH_PEER_PYTHON="$VPY" BENCH_NGINX="$NGINX" \
         BENCH_LABELS="$(for id in "${!LABEL[@]}"; do printf '%s\t%s\n' "$id" "${LABEL[$id]}"; done)" \
         "$PY" -m "bench.$1" >"$out" || note "bench/$1.py exited $? (see $out)"
     while IFS= read -r line; do
@@ -444,124 +411,9 @@ run_module() {   # run_module NAME
 
 # ------------------------------------------------------------ MCP and hostile clients: bench/mcp.py, bench/hostile.py
 
-# ------------------------------------------------------------ PostgreSQL: scaling out (issue 14)
-# GET /public/v1/integrations on PostgreSQL with 1 and 2 `rustiz serve` processes (two processes: two
-# ports, the load split between them, a wrk -c16 on each at once) beside SQLite's 1 process, all driven
-# the same way (32 connections in all, wrk -t1 -d${DUR}s each): requests/s summed, p99 the worse one.
-# Then the scheduler's posts/s to a zero-latency receiver (1,000 webhook channels, one post each, due at
-# once) with 1 and 3 processes on PostgreSQL beside SQLite's 1 process. Every row here runs on $PGPY,
-# which has psycopg (the stdlib .pyz imports it only for PostgreSQL), RUSTIZ_NO_SPEEDUPS=1. The cluster is a
-# throwaway one (tests/pg_cluster.py: initdb in a temporary folder, fsync off), stopped at the end.
-declare -A SC_RPS SC_P99 SC_RATE
-PG_FOLDER=""
-stop_pg() { [ -n "$PG_FOLDER" ] && timeout 60 python3 "$ROOT/tests/pg_cluster.py" stop "$PG_FOLDER"; PG_FOLDER=""; }
-trap 'cleanup; stop_pg' EXIT
-
-scale_python() {   # sets PGPY: a python that imports psycopg, or "" (and says why)
-    PGPY=${BENCH_PG_PYTHON:-}
-    if [ -z "$PGPY" ]; then
-        PGPY=$B/pgpy/bin/python
-        if ! timeout 30 "$PGPY" -c 'import psycopg' 2>/dev/null; then
-            if [ "${BENCH_NO_INSTALL:-0}" = 1 ]; then
-                note "PostgreSQL rows: no python with psycopg (set BENCH_PG_PYTHON, or let bench.sh install it); skipped"
-                PGPY=""; return
-            fi
-            local spec
-            spec=$(grep -o '^psycopg[^ #]*' "$ROOT/requirements-dev.txt" | head -1)
-            log "creating $B/pgpy (${spec:-psycopg[binary]})"
-            { timeout 120 "$PY" -m venv "$B/pgpy" && timeout 600 "$B/pgpy/bin/python" -m pip install -q \
-                --disable-pip-version-check "${spec:-psycopg[binary]}"; } >"$RES/pgpy.log" 2>&1 \
-                || { note "PostgreSQL rows: installing psycopg failed (see $RES/pgpy.log); skipped"; PGPY=""; }
-        fi
-    fi
-}
-
-scale_load() {   # scale_load ID KEY PORT... -> SC_RPS[ID], SC_P99[ID]: 32 connections split over the ports
-    local id=$1 key=$2; shift 2
-    local conns=$((32 / $#)) port pids=() out sum=0
-    check_quiet "$id"
-    for port in "$@"; do   # warm-up, then the measured load on every port at once
-        timeout 30 wrk -t1 -c"$conns" -d1s -H "Authorization: Bearer $key" "http://127.0.0.1:$port$PATH_EP" \
-            >"$RES/$id.warmup.$port.txt" 2>&1
-    done
-    for port in "$@"; do
-        timeout $((DUR + 20)) wrk -t1 -c"$conns" -d"${DUR}s" --latency -H "Authorization: Bearer $key" \
-            "http://127.0.0.1:$port$PATH_EP" >"$RES/$id.wrk.$port.txt" 2>&1 &
-        pids+=($!)
-    done
-    wait "${pids[@]}"
-    SC_P99[$id]=""
-    for port in "$@"; do
-        load_summary wrk "$RES/$id.wrk.$port.txt"
-        sum=$((sum + ${L_RPS:-0}))
-        [ -n "$L_P99" ] && SC_P99[$id]=$(printf '%s\n' "${SC_P99[$id]:-0}" "$L_P99" | sort -g | tail -n 1)
-        grep -qE 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" \
-            && note "$id: $(grep -E 'Non-2xx|Socket errors' "$RES/$id.wrk.$port.txt" | tr -s ' ' | paste -sd';' -)"
-    done
-    [ "$sum" != 0 ] && SC_RPS[$id]=$sum
-}
-
-scale_servers() {   # scale_servers ID CONFIG COUNT ENV... -> SC_PORTS (started, healthy) or returns 1
-    local id=$1 cfg=$2 count=$3 i sid; shift 3
-    SC_PORTS=() SC_SIDS=()
-    for i in $(seq 1 "$count"); do
-        free_port
-        start_bg "$RES/$id.server$i.log" env RUSTIZ_CONFIG="$cfg" HOST=127.0.0.1 PORT="$FREE_PORT" REQUEST_LIMIT=0 \
-            RUSTIZ_NO_SPEEDUPS=1 "$@" "$PGPY" "$PYZ" serve
-        sid=$SRV_SID
-        wait_health "$FREE_PORT" "$sid" 30 || { note "$id: process $i not ready in 30 s: $(tail -n 2 "$RES/$id.server$i.log" | tr '\n' ' ')"; return 1; }
-        SC_PORTS+=("$FREE_PORT") SC_SIDS+=("$sid")
-    done
-}
-scale_stop() { local s; for s in "${SC_SIDS[@]}"; do stop_bg "$s"; done; SC_SIDS=(); }
-
-scale_key() { sed -n 's/^RUSTIZ_API_KEY=//p' "$1" | head -1 | tr -d "\"' \r"; }
-
-scale_rows() {
-    if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
-        note "PostgreSQL rows: PostgreSQL is not installed (apt-get install postgresql); skipped"; return
-    fi
-    scale_python
-    [ -n "$PGPY" ] || return
-    local line url db cfg key n
-    line=$(timeout 60 python3 "$ROOT/tests/pg_cluster.py" start 2>"$RES/pg-start.err") \
-        || { note "PostgreSQL rows: the cluster did not start: $(tail -n 1 "$RES/pg-start.err")"; return; }
-    PG_FOLDER=${line%% *} url=${line#* }
-    log "PostgreSQL cluster at $url ($PG_FOLDER)"
-    # GET /integrations: SQLite, then PostgreSQL with 1 and 2 processes (one database, one organization)
-    rm -rf "$B/scale" && mkdir -p "$B/scale"
-    timeout 60 "$PGPY" "$PYZ" init --dir "$B/scale/sqlite" >"$RES/scale-init.log" 2>&1 || { note "scale: init failed"; return; }
-    cfg=$B/scale/sqlite/config.env key=$(scale_key "$cfg")
-    if scale_servers sc_sqlite1 "$cfg" 1; then scale_load sc_sqlite1 "$key" "${SC_PORTS[@]}"; fi; scale_stop
-    db=$(timeout 60 "$PGPY" "$ROOT/tests/pg_cluster.py" createdb "$PG_FOLDER" bench_api) || { note "scale: createdb failed"; return; }
-    RUSTIZ_DATABASE=$db timeout 60 "$PGPY" "$PYZ" init --dir "$B/scale/pg" >>"$RES/scale-init.log" 2>&1 \
-        || { note "scale: init on PostgreSQL failed (see $RES/scale-init.log)"; return; }
-    cfg=$B/scale/pg/config.env key=$(scale_key "$cfg")
-    for n in 1 2; do
-        if scale_servers "sc_pg$n" "$cfg" "$n"; then scale_load "sc_pg$n" "$key" "${SC_PORTS[@]}"; fi; scale_stop
-    done
-    # the scheduler: 1,000 posts due at once (bench/sched_scale.py)
-    local id out
-    for id in sched_sqlite1 sched_pg1 sched_pg3; do
-        check_quiet "$id"
-        n=${id: -1}
-        db=sqlite
-        if [ "$id" != sched_sqlite1 ]; then
-            db=$(timeout 60 "$PGPY" "$ROOT/tests/pg_cluster.py" createdb "$PG_FOLDER" "bench_$id") || { note "$id: createdb failed"; continue; }
-        fi
-        rm -rf "$B/scale/$id" && mkdir -p "$B/scale/$id"
-        log "scheduler: 1,000 posts due at once, $n process(es), ${db%%:*}"
-        out=$(timeout 400 "$PGPY" "$BENCH_FILES/sched_scale.py" "$PGPY" "$PYZ" "$B/scale/$id" "$n" "$db" 2>"$RES/$id.err" | tail -n 1)
-        case $out in
-            RATE=*) eval "local $out"; SC_RATE[$id]=$RATE
-                    [ "$POSTS" = 1000 ] || note "$id: only $POSTS of 1000 posts arrived within 3 min"
-                    [ "$LATE_START" != 0.0 ] && note "$id: creating the posts ended ${LATE_START} s after they were due" ;;
-            *) note "$id: the scheduler bench failed: $(tail -n 1 "$RES/$id.err")" ;;
-        esac
-    done
-    stop_pg
-}
-
+# ------------------------------------------------------------ PostgreSQL: scaling out (issue 14): bench/scale.py
+# GET /public/v1/integrations on PostgreSQL with 1 and 2 `rustiz serve` processes beside SQLite's 1, and the
+# scheduler's posts/s with 1 and 3 processes on PostgreSQL beside SQLite's 1, on a throwaway cluster.
 
 # ------------------------------------------------------------ Postiz beside rustiz (issue 16; BENCH_POSTIZ=1)
 # Postiz's backend (NestJS on Node, Prisma on PostgreSQL, Redis, Temporal) brought up from a checkout and
@@ -780,7 +632,7 @@ postiz_services_down() {
     [ -n "$PZ_PG" ] && timeout 60 python3 "$ROOT/tests/pg_cluster.py" stop "$PZ_PG"
     PZ_PG="" PZ_SVC_UP=0
 }
-trap 'cleanup; stop_pg; postiz_services_down' EXIT
+trap 'cleanup; postiz_services_down' EXIT
 
 # over PID and its children (PostgreSQL: the postmaster and its backends), as rss_kib sums a session
 pid_tree_kib() { ps -o pid=,rss=,comm= -p "$1" --ppid "$1" 2>/dev/null | sum_memory; }
@@ -886,10 +738,10 @@ postiz_rows() {   # the comparison: rustiz (both builds) and then Postiz, on `Au
 
 
 # ------------------------------------------------------------ report
-MEASURED_ARRAYS=(LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE SC_RPS SC_P99 SC_RATE C_RSS2
+MEASURED_ARRAYS=(LABEL RPS32 P99_32 RPS64 P99_64 ABRPS ABP99 RSS0 RSS1 ERRS SU_VALUES SIZE C_RSS2
     C_RSS10 C_RSS1 C_SVC2 C_SVC10 C_SVC1 C_STACK10 C_STACK1 C_READY NOTES)
-MEASURED_SCALARS=(DUR AB_C AB_N STARTS CMP_AB_N PATH_EP RZPY NPROC LOAD_START T_BEGIN SIZE_PLAIN SIZE_FAST PEERS PGPY
-    SCHED_RAW PZ_COMMIT_USED PZ_PREP_S PZ_SERVICES PARTIAL MCP_ONLY SCALE_ONLY HOSTILE_ONLY MAIN_ONLY BASE_FAST_PYZ
+MEASURED_SCALARS=(DUR AB_C AB_N STARTS CMP_AB_N PATH_EP RZPY NPROC LOAD_START T_BEGIN SIZE_PLAIN SIZE_FAST PEERS
+    PZ_COMMIT_USED PZ_PREP_S PZ_SERVICES PARTIAL MCP_ONLY SCALE_ONLY HOSTILE_ONLY MAIN_ONLY BASE_FAST_PYZ
     BENCH_QUICK BENCH_STRICT BENCH_POSTIZ BENCH_HOSTILE_BASELINE)
 write_measurements() {   # write_measurements FILE: every array as NAME<TAB>KEY<TAB>VALUE, every scalar as scalar<TAB>NAME<TAB>VALUE
     local name key
@@ -941,7 +793,7 @@ MAIN_ONLY=${BENCH_MAIN_ONLY:-0}
 
 if [ "$PARTIAL" = 1 ]; then   # BENCH_MCP_ONLY, BENCH_SCALE_ONLY and/or BENCH_HOSTILE_ONLY
     [ "$MCP_ONLY" = 1 ] && run_module mcp
-    [ "$SCALE_ONLY" = 1 ] && scale_rows
+    [ "$SCALE_ONLY" = 1 ] && run_module scale
     [ "$HOSTILE_ONLY" = 1 ] && run_module hostile
     report
     exit 0
@@ -950,79 +802,19 @@ fi
 # Postiz's install and build (BENCH_POSTIZ=1) before anything is measured: it keeps both cores busy for minutes
 [ "${BENCH_POSTIZ:-0}" = 1 ] && postiz_prepare
 
-# start-up first (quiet machine), same initialised dir for every server
-free_port
-startup_series rz_std "${RZ_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$PYZ" serve
-if [ $FAST_OK = 1 ]; then
-    free_port
-    startup_series rz_fast "${RZ_ENV[@]}" -- "$RZPY" "$PYZ_FAST" serve
-fi
-if [ -n "$BASE_PYZ" ]; then
-    free_port
-    startup_series base_std "${BASE_ENV[@]}" RUSTIZ_NO_SPEEDUPS=1 -- "$RZPY" "$BASE_PYZ" serve
-fi
-if [ -n "$BASE_FAST_PYZ" ]; then
-    free_port
-    startup_series base_fast "${BASE_ENV[@]}" -- "$RZPY" "$BASE_FAST_PYZ" serve
-fi
-free_port
-startup_series uvicorn RUSTIZ_CONFIG="$CFG" -- "$VPY" -m uvicorn peer_app:app --app-dir "$BENCH_FILES" \
-    --host 127.0.0.1 --port "$FREE_PORT" --loop uvloop --http httptools --no-access-log --log-level warning
-
-free_port; write_nginx_conf "$FREE_PORT"
-run_row nginx "nginx, static [] (1 worker: ceiling)" 0 \
-    "$NGINX" -p "$B/nginx" -c "$B/nginx/nginx.conf" -e "$B/nginx/error.log"
-
-free_port
-run_row uvicorn "${LABEL[uvicorn]}" 1 env RUSTIZ_CONFIG="$CFG" \
-    "$VPY" -m uvicorn peer_app:app --app-dir "$BENCH_FILES" --host 127.0.0.1 --port "$FREE_PORT" \
-    --loop uvloop --http httptools --no-access-log --log-level warning
-
-free_port
-run_row rz_std "${LABEL[rz_std]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 "$RZPY" "$PYZ" serve
-
-if [ $FAST_OK = 1 ]; then
-    free_port
-    run_row rz_fast "${LABEL[rz_fast]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$PYZ_FAST" serve
-fi
-
-if [ -n "$BASE_PYZ" ]; then
-    free_port
-    run_row base_std "${LABEL[base_std]}" 1 env "${BASE_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
-        "$RZPY" "$BASE_PYZ" serve
-fi
-if [ -n "$BASE_FAST_PYZ" ]; then
-    free_port
-    run_row base_fast "${LABEL[base_fast]}" 1 env "${BASE_ENV[@]}" PORT="$FREE_PORT" "$RZPY" "$BASE_FAST_PYZ" serve
-fi
+# start-up series, then the load rows (bench/serving.py; --workers 2 too unless BENCH_MAIN_ONLY=1)
+run_module serving
 
 if [ "$MAIN_ONLY" != 1 ]; then
-free_port
-run_row rz_std_w2 "rustiz, stdlib, --workers 2" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" RUSTIZ_NO_SPEEDUPS=1 \
-    "$RZPY" "$PYZ" serve --workers 2
-
-LABEL[rz_fast_w2]="rustiz, uvloop+orjson, --workers 2"
-if [ $FAST_OK = 1 ]; then
-    free_port
-    run_row rz_fast_w2 "${LABEL[rz_fast_w2]}" 1 env "${RZ_ENV[@]}" PORT="$FREE_PORT" \
-        "$RZPY" "$PYZ_FAST" serve --workers 2
-fi
-
 run_module mcp
 
-# ------------------------------------------------------------ scheduler
+# ------------------------------------------------------------ scheduler (bench/scheduler.py)
 # Posts published per second to a zero-latency local receiver (1,000 webhook channels, one post
 # each, all due at once: bounded by the webhook provider's cap of 4 publishes in flight), and how
 # late 200 posts due 50 ms apart reach it (median, p99).
+run_module scheduler
 
-log "scheduler: 1,000 posts due at once, then 200 due one by one"
-check_quiet "scheduler"
-rm -rf "$B/sched" && mkdir -p "$B/sched"
-SCHED=$(timeout 300 "$RZPY" "$BENCH_FILES/sched_bench.py" "$RZPY" "$PYZ" "$B/sched" 2>"$RES/sched.err" | tail -n 1) || true
-[ -n "$SCHED" ] || note "scheduler bench failed: $(tail -n 1 "$RES/sched.err")"
-SCHED_RAW=$SCHED   # SCHED_POSTS=.. SCHED_RATE=.. SCHED_LATE_P50=.. SCHED_LATE_P99=.. SCHED_LATE_N=.. (bench/report.py reads them)
-
-scale_rows
+run_module scale
 run_module hostile
 fi   # (BENCH_MAIN_ONLY)
 

@@ -7,6 +7,7 @@ line: `ARRAY<TAB>KEY<TAB>VALUE` (what bench/report.py reads) or `note<TAB>TEXT` 
 on stderr as bench.sh does. Every server it starts is stopped before it returns, on SIGTERM too.
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,9 @@ class Context(NamedTuple):
     server_ttl: int
     rustiz_env: dict  # the environment every rustiz server gets (config, limits off...)
     labels: dict  # row id -> its label in the report
+    poller: str  # .bench/poller, built from bench/poller.c
+    starts: int  # cold starts per series
+    ab_requests: int  # ab -n
 
     @classmethod
     def from_environment(cls, environ: Optional[dict] = None) -> "Context":
@@ -42,7 +46,14 @@ class Context(NamedTuple):
                    environ["BENCH_RZPY"], environ["BENCH_PYZ"],
                    environ["BENCH_PYZ_FAST"] if environ.get("BENCH_FAST_OK") == "1" else None,
                    environ["BENCH_KEY"], int(environ["BENCH_DUR"]), int(environ.get("BENCH_NEXT_PORT", "18080")),
-                   int(environ.get("BENCH_SERVER_TTL", "300")), dict(pairs), dict(labels))
+                   int(environ.get("BENCH_SERVER_TTL", "300")), dict(pairs), dict(labels),
+                   environ.get("BENCH_POLLER", ""), int(environ.get("BENCH_STARTS", "7")),
+                   int(environ.get("BENCH_AB_N", "40000")))
+
+    @property
+    def root(self) -> str:
+        """The checkout bench.sh runs in (bench/'s parent)."""
+        return os.path.dirname(self.files)
 
     def raw(self, name: str) -> str:
         """The path of a raw output in .bench/results."""
@@ -182,10 +193,10 @@ def wrk_errors_text(output_path: str) -> str:
     """wrk's error lines, squeezed and joined with ";" (what the notes quote)."""
     with open(output_path, encoding="utf-8", errors="replace") as written:
         found = [line for line in written.read().splitlines() if "Non-2xx" in line or "Socket errors" in line]
-    return ";".join(_squeezed(line) for line in found)
+    return ";".join(squeezed(line) for line in found)
 
 
-def _squeezed(line: str) -> str:
+def squeezed(line: str) -> str:
     """Runs of spaces as one, as `tr -s ' '` leaves them."""
     while "  " in line:
         line = line.replace("  ", " ")
@@ -205,6 +216,30 @@ def measured_wrk(context: Context, row: str, port: int, connections: int, header
     if summary.errors:
         note(f"{row}: wrk -c{connections}: {wrk_errors_text(output_path)}")
     return summary
+
+
+def last_line(command: list, seconds: int, error_path: str) -> str:
+    """The last line COMMAND prints (run under timeout(1), its stderr into ERROR_PATH), or "" when it prints none."""
+    with open(error_path, "wb") as errors:
+        try:
+            finished = subprocess.run(["timeout", str(seconds), *command], stdout=subprocess.PIPE, stderr=errors)
+        except OSError as error:
+            errors.write(str(error).encode())
+            return ""
+    lines = finished.stdout.decode("utf-8", "replace").splitlines()
+    return lines[-1] if lines else ""
+
+
+def last_error(error_path: str) -> str:
+    """The last line of a program's stderr (what a note quotes when it failed)."""
+    with open(error_path, encoding="utf-8", errors="replace") as written:
+        return (written.read().splitlines() or [""])[-1]
+
+
+def fresh_folder(path: str) -> str:
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
 
 
 def stop_on_sigterm() -> None:

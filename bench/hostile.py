@@ -5,34 +5,23 @@ Rules: standard library only. Run by bench.sh as `python3 -m bench.hostile` (see
 HOSTILE_RAW[this] (and [baseline]), hostile_bench.py's last line, which bench/report.py words.
 """
 import os
-import shutil
-import subprocess
 import sys
 
-from bench.common import Context, check_quiet, log, note, record, stop_on_sigterm
+from bench.common import (Context, check_quiet, fresh_folder, last_error, last_line, log, note, record,
+                          stop_on_sigterm)
 
 
 def hostile_row(context: Context, row: str, pyz: str) -> None:
     check_quiet(f"hostile clients ({row})")
     log(f"hostile clients: {pyz}")
-    work = os.path.join(context.bench_dir, f"hostile-{row}")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_folder(os.path.join(context.bench_dir, f"hostile-{row}"))
     error_path = context.raw(f"hostile-{row}.err")
-    with open(error_path, "wb") as errors:
-        try:
-            finished = subprocess.run(["timeout", "120", context.rustiz_python, os.path.join(context.files, "hostile_bench.py"),
-                                       context.rustiz_python, pyz, work], stdout=subprocess.PIPE, stderr=errors)
-            lines = finished.stdout.decode("utf-8", "replace").splitlines()
-        except OSError as error:
-            lines = []
-            errors.write(str(error).encode())
-    if not lines or not lines[-1]:
-        with open(error_path, encoding="utf-8", errors="replace") as written:
-            last = (written.read().splitlines() or [""])[-1]
-        note(f"hostile clients ({row}) failed: {last}")
+    figures = last_line([context.rustiz_python, os.path.join(context.files, "hostile_bench.py"), context.rustiz_python,
+                         pyz, work], 120, error_path)
+    if not figures:
+        note(f"hostile clients ({row}) failed: {last_error(error_path)}")
         return
-    record("HOSTILE_RAW", row, lines[-1])
+    record("HOSTILE_RAW", row, figures)
 
 
 def main() -> int:
