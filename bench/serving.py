@@ -16,7 +16,7 @@ import time
 
 from bench.common import (Context, Ports, Server, check_quiet, get, log, measured_wrk, note, record, squeezed,
                           stop_on_sigterm, wait_health, wrk)
-from bench.loadgen import ab_summary
+from bench.loadgen import LoadSummary, ab_summary
 
 PATH = "/public/v1/integrations"
 STARTUP_TIMEOUT = 30  # seconds a cold start may take
@@ -25,7 +25,12 @@ AB_CONNECTIONS, AB_TIMEOUT = 32, 120
 
 def memory_of_session(session: int) -> str:
     """"RSS NPROC PSS" (KiB) over a session's processes, leaving out the timeout(1) wrapper."""
-    listed = subprocess.run(["ps", "-o", "pid=,rss=,comm=", "-s", str(session)], capture_output=True, text=True).stdout
+    return memory_of(["-s", str(session)])
+
+
+def memory_of(selection: list) -> str:
+    """"RSS NPROC PSS" (KiB) over the processes `ps SELECTION` lists, leaving out any timeout(1) wrapper."""
+    listed = subprocess.run(["ps", "-o", "pid=,rss=,comm=", *selection], capture_output=True, text=True).stdout
     resident = count = proportional = 0
     for line in listed.splitlines():
         fields = line.split(None, 2)
@@ -41,16 +46,17 @@ def memory_of_session(session: int) -> str:
     return f"{resident} {count} {proportional}"
 
 
-def startup_series(context: Context, row: str, port: int, env: dict, command: list) -> None:
-    """STARTS cold starts of COMMAND, each timed by the poller; records SU_VALUES[ROW]."""
+def startup_series(context: Context, row: str, port: int, env: dict, command: list,
+                   seconds: int = STARTUP_TIMEOUT) -> None:
+    """STARTS cold starts of COMMAND, each timed by the poller (SECONDS at most); records SU_VALUES[ROW]."""
     log(f"start-up: {context.labels.get(row, row)} x{context.starts} on :{port}")
     check_quiet(f"{row} start-up")
     times = []
     with open(context.raw(f"{row}.startup.err"), "ab") as errors:
         for number in range(1, context.starts + 1):
             log_path = context.raw(f"{row}.startup-{number}.log")
-            timed = subprocess.run(["timeout", str(STARTUP_TIMEOUT + 30), context.poller, str(port),
-                                    str(STARTUP_TIMEOUT * 1000), log_path, *command], env={**env, "PORT": str(port)},
+            timed = subprocess.run(["timeout", str(seconds + 30), context.poller, str(port),
+                                    str(seconds * 1000), log_path, *command], env={**env, "PORT": str(port)},
                                    stdout=subprocess.PIPE, stderr=errors)
             elapsed = timed.stdout.decode().strip()
             if elapsed:
@@ -70,9 +76,9 @@ def _last_line(path: str) -> str:
         return (written.read().splitlines() or [""])[-1]
 
 
-def sanity(context: Context, row: str, port: int, check_401: bool) -> None:
-    """The answer is `[]`; with CHECK_401, a wrong key gets 401 and "Invalid API key"."""
-    body = get(port, PATH, {"Authorization": f"Bearer {context.key}"})
+def sanity(context: Context, row: str, port: int, check_401: bool, authorization: str) -> None:
+    """The answer to AUTHORIZATION is `[]`; with CHECK_401, a wrong key gets 401 and "Invalid API key"."""
+    body = get(port, PATH, {"Authorization": authorization})
     if "".join(body.split()) != "[]":
         note(f"{row}: GET {PATH} answered '{body}', expected []")
     if not check_401:
@@ -88,20 +94,21 @@ def sanity(context: Context, row: str, port: int, check_401: bool) -> None:
         note(f"{row}: 401 body was '{refusal[:200]}'")
 
 
-def measured_ab(context: Context, row: str, port: int) -> tuple:
-    """ab -k -c 32: (requests/s, p99 ms, errors), with its notes."""
+def measured_ab(context: Context, row: str, port: int, authorization: str, requests: int,
+                seconds: int = AB_TIMEOUT) -> LoadSummary:
+    """ab -k -c 32 -n REQUESTS (SECONDS at most), with its notes."""
     output_path = context.raw(f"{row}.ab.txt")
     with open(output_path, "wb") as output:
-        status = subprocess.run(["timeout", str(AB_TIMEOUT), "ab", "-q", "-k", "-c", str(AB_CONNECTIONS), "-n",
-                                 str(context.ab_requests), "-H", f"Authorization: Bearer {context.key}",
+        status = subprocess.run(["timeout", str(seconds), "ab", "-q", "-k", "-c", str(AB_CONNECTIONS), "-n",
+                                 str(requests), "-H", f"Authorization: {authorization}",
                                  f"http://127.0.0.1:{port}{PATH}"], stdout=output, stderr=subprocess.STDOUT).returncode
     with open(output_path, encoding="utf-8", errors="replace") as written:
         text = written.read()
     summary = ab_summary(text)
     if status != 0:
         note(f"{row}: ab exited {status}{' (timed out)' if status == 124 else ''} (see {output_path})")
-    if summary.keep_alive_requests and int(summary.keep_alive_requests) < context.ab_requests * 9 // 10:
-        note(f"{row}: ab -k reused a connection for only {summary.keep_alive_requests} of {context.ab_requests} requests "
+    if summary.keep_alive_requests and int(summary.keep_alive_requests) < requests * 9 // 10:
+        note(f"{row}: ab -k reused a connection for only {summary.keep_alive_requests} of {requests} requests "
              "(the server closes HTTP/1.0 keep-alive connections), so its ab row measures a new connection per request")
     if summary.errors:
         failed = [squeezed(line) for line in text.splitlines() if re.match(r"(Failed requests|Non-2xx responses)", line)]
@@ -131,22 +138,29 @@ def load_row(context: Context, row: str, label: str, check_401: bool, port: int,
             return
         time.sleep(max(0.0, 2 - (time.monotonic() - launched)))  # RSS 2 s after launch
         record("RSS0", row, memory_of_session(server.process.pid))
-        sanity(context, row, port, check_401)
-        wrk(["-c32", "-d1s", "-H", f"Authorization: Bearer {context.key}"], f"http://127.0.0.1:{port}{PATH}",
-            context.raw(f"{row}.warmup.txt"), 30)
-        loads = [("ABRPS", "ABP99", measured_ab(context, row, port))]
-        for connections, rate, p99 in ((32, "RPS32", "P99_32"), (64, "RPS64", "P99_64")):
-            loads.append((rate, p99, measured_wrk(context, row, port, connections, [f"Authorization: Bearer {context.key}"])))
-        for rate, p99, summary in loads:
-            record(rate, row, summary.requests_per_second)
-            record(p99, row, summary.p99_ms)
+        sanity(context, row, port, check_401, f"Bearer {context.key}")
+        three_loads(context, row, port, f"Bearer {context.key}", context.ab_requests, 30, AB_TIMEOUT)
         record("RSS1", row, memory_of_session(server.process.pid))
-        record("ERRS", row, str(sum(summary.errors for _, _, summary in loads)))
         if get(port, "/health", timeout=3) != "ok":
             note(f"{row}: /health no longer answers after the load")
     finally:
         server.stop()
     note_log_errors(row, context.raw(f"{row}.server.log"))
+
+
+def three_loads(context: Context, row: str, port: int, authorization: str, ab_requests: int, warm_up_seconds: int,
+                ab_seconds: int) -> None:
+    """A 1 s wrk warm-up, then ab -k, wrk c32 and wrk c64 on GET /public/v1/integrations; records their figures and
+    ERRS[ROW], their errors summed."""
+    wrk(["-c32", "-d1s", "-H", f"Authorization: {authorization}"], f"http://127.0.0.1:{port}{PATH}",
+        context.raw(f"{row}.warmup.txt"), warm_up_seconds)
+    loads = [("ABRPS", "ABP99", measured_ab(context, row, port, authorization, ab_requests, ab_seconds))]
+    for connections, rate, p99 in ((32, "RPS32", "P99_32"), (64, "RPS64", "P99_64")):
+        loads.append((rate, p99, measured_wrk(context, row, port, connections, [f"Authorization: {authorization}"])))
+    for rate, p99, summary in loads:
+        record(rate, row, summary.requests_per_second)
+        record(p99, row, summary.p99_ms)
+    record("ERRS", row, str(sum(summary.errors for _, _, summary in loads)))
 
 
 class Rows:
@@ -200,7 +214,8 @@ def main() -> int:
         command, env = rows.rustiz(row, port)
         startup_series(context, row, port, env, command)
     port = ports.free()
-    startup_series(context, "uvicorn", port, *reversed(rows.uvicorn(port)))
+    command, env = rows.uvicorn(port)
+    startup_series(context, "uvicorn", port, env, command)
     port = ports.free()
     load_row(context, "nginx", "nginx, static [] (1 worker: ceiling)", False, port, *rows.nginx_ceiling(port))
     port = ports.free()
