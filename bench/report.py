@@ -1,11 +1,10 @@
 """bench.sh's report: the tables, the lines beside them, the targets (PASS/FAIL) and the notes, from what the
 run measured.
 
-Rules: standard library only; nothing here measures. bench.sh writes its measurements to a file of
-tab-separated lines, `ARRAY<TAB>KEY<TAB>VALUE` for its associative arrays (LABEL, RPS32, SU_VALUES...) and
-`scalar<TAB>NAME<TAB>VALUE` for single values, then runs `python3 -m bench.report FILE`, which prints the
-report and exits 1 only when BENCH_STRICT=1 and a target FAILs. Every figure is printed as bench.sh's awk
-printed it ("—" for one not measured), so the rows and lines stay the same from run to run.
+Rules: standard library only; nothing here measures. bench/__main__.py hands the measurements over as
+.bench/results/measurements.tsv, tab-separated lines: `ARRAY<TAB>KEY<TAB>VALUE` per measurement (LABEL, RPS32, SU_VALUES...) and
+`scalar<TAB>NAME<TAB>VALUE` for single values; print_report prints the report and says the exit status (1 only
+when BENCH_STRICT=1 and a target FAILs). Every figure is printed as bench.sh's awk printed it ("—" for one not measured), so the rows and lines stay the same from run to run.
 """
 import os
 import sys
@@ -145,17 +144,22 @@ def full_report(data: Measurements, now: Optional[float] = None) -> list:
     return lines
 
 
-def main(argv: list) -> int:
-    if len(argv) != 1:
-        print("usage: python3 -m bench.report MEASUREMENTS_FILE", file=sys.stderr)
-        return 2
-    data = Measurements.read(argv[0])
+def print_report(data: Measurements) -> int:
+    """Print the run's report; its exit status: 1 only with BENCH_STRICT=1 and a target that FAILs."""
     if data.scalar("PARTIAL") == "1":
         print("\n".join(partial_report(data)))
         return 0
     print("\n".join(full_report(data)))
     failed = [target for target in targets(data) if not target.passes()]
     return 1 if failed and data.scalar("BENCH_STRICT") == "1" else 0
+
+
+def main(argv: list) -> int:
+    """`python3 -m bench.report .bench/results/measurements.tsv`: a run's report printed again."""
+    if len(argv) != 1:
+        print("usage: python3 -m bench.report MEASUREMENTS_FILE", file=sys.stderr)
+        return 2
+    return print_report(Measurements.read(argv[0]))
 
 
 if __name__ == "__main__":
