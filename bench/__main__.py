@@ -18,6 +18,7 @@ import time
 from typing import Optional
 
 from bench import report
+from bench.common import api_key, last_error, read_text
 from bench.values import Measurements
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,7 +118,7 @@ class Run:
         """.bench/poller, compiled again when bench/poller.c changed; the peer app's bytecode, as pip gave the packages'."""
         source, copy, self.poller_path = (os.path.join(FILES, "poller.c"), os.path.join(BENCH_DIR, "poller.c"),
                                           os.path.join(BENCH_DIR, "poller"))
-        if _read_bytes(source) != _read_bytes(copy) or not os.access(self.poller_path, os.X_OK):
+        if read_text(source) != read_text(copy) or not os.access(self.poller_path, os.X_OK):
             shutil.copyfile(source, copy)
             if subprocess.run(["timeout", "60", "cc", "-O2", "-Wall", "-o", self.poller_path, copy]).returncode != 0:
                 raise Failed(f"could not compile {copy}")
@@ -138,7 +139,7 @@ class Run:
                 os.remove(self.pyz_fast)
             if not quiet_run([sys.executable, "build_zipapp.py", "--with-speedups", "--output", self.pyz_fast], 600,
                              "build-speedups.log"):
-                last = (_read_bytes(os.path.join(RESULTS, "build-speedups.log")).decode(errors="replace").splitlines() or [""])[-1]
+                last = last_error(os.path.join(RESULTS, "build-speedups.log"))
                 self.note(f"the --with-speedups build failed: {last} (full log: .bench/results/build-speedups.log); "
                           "its rows are not measured")
         if not os.path.isfile(self.pyz):
@@ -211,7 +212,7 @@ class Run:
             self.module = None
         if status != 0:
             self.note(f"bench/{name}.py exited {status} (see {output_path})")
-        for line in _read_bytes(output_path).decode("utf-8", "replace").splitlines():
+        for line in read_text(output_path).splitlines():
             if line.startswith("note\t"):
                 self.notes.append(line[len("note\t"):])  # (the module logged it already)
             elif line:
@@ -221,21 +222,6 @@ class Run:
         if self.module is not None:
             self.module.terminate()
             self.module.wait()
-
-
-def api_key(config_path: str) -> str:
-    for line in _read_bytes(config_path).decode("utf-8", "replace").splitlines():
-        if line.startswith("RUSTIZ_API_KEY="):
-            return line.split("=", 1)[1].strip("\"' \r")
-    return ""
-
-
-def _read_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as written:
-            return written.read()
-    except OSError:
-        return b""
 
 
 def peers(run: Run) -> str:

@@ -7,6 +7,7 @@ line: `ARRAY<TAB>KEY<TAB>VALUE` (what bench/report.py reads) or `note<TAB>TEXT` 
 on stderr as bench.sh does. Every server it starts is stopped before it returns, on SIGTERM too.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -230,10 +231,24 @@ def last_line(command: list, seconds: int, error_path: str) -> str:
     return lines[-1] if lines else ""
 
 
+def read_text(path: str) -> str:
+    """A file's text ("" when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as written:
+            return written.read()
+    except OSError:
+        return ""
+
+
 def last_error(error_path: str) -> str:
-    """The last line of a program's stderr (what a note quotes when it failed)."""
-    with open(error_path, encoding="utf-8", errors="replace") as written:
-        return (written.read().splitlines() or [""])[-1]
+    """The last line of a program's stderr or log (what a note quotes when it failed)."""
+    return (read_text(error_path).splitlines() or [""])[-1]
+
+
+def api_key(config_path: str) -> str:
+    """RUSTIZ_API_KEY of a config.env ("" when it has none)."""
+    found = re.findall(r"^RUSTIZ_API_KEY=(.*)$", read_text(config_path), re.M)
+    return found[0].strip("\"' \r") if found else ""
 
 
 def fresh_folder(path: str) -> str:

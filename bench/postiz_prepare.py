@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from bench.common import Context, log, note, record, stop_on_sigterm
+from bench.common import Context, log, note, read_text, record, stop_on_sigterm
 
 POSTIZ_COMMIT = "74b01ada154a177242d558bedc646fcfed100adf"  # 2026-08-21; the commit this recipe was made on
 POSTIZ_RECIPE = 1  # bump when the preparation changes, so that an older prepared copy is not reused
@@ -157,7 +157,7 @@ def prepare(context: Context) -> None:
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     stamp, src = f"{commit} recipe {POSTIZ_RECIPE} node {node}", os.path.join(postiz, "src")
     ready_stamp = os.path.join(src, ".bench-ready")
-    if _read(ready_stamp).strip() == stamp and os.environ.get("BENCH_POSTIZ_REBUILD") != "1":
+    if read_text(ready_stamp).strip() == stamp and os.environ.get("BENCH_POSTIZ_REBUILD") != "1":
         log(f"Postiz: reusing the copy prepared in {src} ({stamp})")
         record("scalar", "PZ_PREP_S", "0")
         return
@@ -166,14 +166,6 @@ def prepare(context: Context) -> None:
     with open(ready_stamp, "w") as written:
         written.write(stamp + "\n")
     record("scalar", "PZ_PREP_S", str(int(time.time() - started)))
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as written:
-            return written.read()
-    except OSError:
-        return ""
 
 
 def install(context: Context, postiz: str, src: str) -> None:
@@ -213,13 +205,13 @@ def engine_free_prisma(context: Context, postiz: str, src: str) -> None:
     with open(f"{side}/prisma.config.ts", "w", encoding="utf-8") as written:
         written.write(config)
     text = re.sub(r'^([ \t]*provider[ \t]*=[ \t]*"prisma-client-js")[ \t]*$', r'\1\n  engineType = "client"',
-                  _read(schema), flags=re.M)
+                  read_text(schema), flags=re.M)
     if not re.search(r'^  engineType = "client"', text, re.M):
         raise Skipped('could not add engineType = "client" to schema.prisma\'s generator')
     with open(schema, "w", encoding="utf-8") as written:
         written.write(text)
     code = re.sub(r"^import \{ PrismaClient \} from '@prisma/client';",
-                  lambda found: found.group(0) + "\nimport { PrismaPg } from '@prisma/adapter-pg';", _read(service), flags=re.M)
+                  lambda found: found.group(0) + "\nimport { PrismaPg } from '@prisma/adapter-pg';", read_text(service), flags=re.M)
     code = re.sub(r"^([ \t]*)super\(\{[ \t]*$", lambda found: found.group(0) + "\n" + found.group(1)
                   + "  adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }),", code, flags=re.M)
     if code.count("PrismaPg") != 2:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Optional
 
-from bench.common import (Context, Ports, Server, check_quiet, fresh_folder, last_error, last_line, log, note,
+from bench.common import (Context, Ports, Server, api_key, check_quiet, fresh_folder, last_error, last_line, log, note,
                           record, stop_on_sigterm, wait_health, wrk, wrk_errors_text)
 from bench.loadgen import wrk_summary
 from bench.values import parse_pairs
@@ -47,12 +47,6 @@ def postgres_python(context: Context) -> Optional[str]:
         note(f"PostgreSQL rows: installing psycopg failed (see {context.raw('pgpy.log')}); skipped")
         return None
     return python
-
-
-def api_key(config_path: str) -> str:
-    with open(config_path, encoding="utf-8") as config:
-        found = re.findall(r"^RUSTIZ_API_KEY=(.*)$", config.read(), re.M)
-    return found[0].strip("\"' \r") if found else ""
 
 
 def start_servers(context: Context, ports: Ports, row: str, config_path: str, count: int, python: str) -> Optional[list]:

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 
-from bench.common import (Context, Ports, Server, check_quiet, get, log, measured_wrk, note, record, squeezed,
-                          stop_on_sigterm, wait_health, wrk)
+from bench.common import (Context, Ports, Server, check_quiet, get, last_error, log, measured_wrk, note, record,
+                          squeezed, stop_on_sigterm, wait_health, wrk)
 from bench.loadgen import LoadSummary, ab_summary
 
 PATH = "/public/v1/integrations"
@@ -63,17 +63,12 @@ def startup_series(context: Context, row: str, port: int, env: dict, command: li
                 times.append(elapsed)
             else:
                 errors.flush()
-                note(f"{row}: cold start {number} failed ({_last_line(context.raw(f'{row}.startup.err'))}; log {log_path})")
+                note(f"{row}: cold start {number} failed ({last_error(context.raw(f'{row}.startup.err'))}; log {log_path})")
             time.sleep(0.3)
     if times:
         with open(context.raw(f"{row}.startup.txt"), "w") as written:
             written.write("".join(f"{elapsed}\n" for elapsed in times))
         record("SU_VALUES", row, " ".join(times))
-
-
-def _last_line(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as written:
-        return (written.read().splitlines() or [""])[-1]
 
 
 def sanity(context: Context, row: str, port: int, check_401: bool, authorization: str) -> None:
