@@ -189,6 +189,26 @@ def install(context: Context, postiz: str, src: str) -> None:
         raise Skipped(f"nest build made no apps/backend/{BACKEND_MAIN}")
 
 
+def engine_free_schema(schema: str) -> str:
+    """schema.prisma with `engineType = "client"` in its prisma-client-js generator."""
+    changed = re.sub(r'^([ \t]*provider[ \t]*=[ \t]*"prisma-client-js")[ \t]*$', r'\1\n  engineType = "client"', schema,
+                     flags=re.M)
+    if not re.search(r'^  engineType = "client"', changed, re.M):
+        raise Skipped('could not add engineType = "client" to schema.prisma\'s generator')
+    return changed
+
+
+def service_with_adapter(service: str) -> str:
+    """prisma.service.ts passing a PrismaPg adapter on DATABASE_URL to PrismaClient's constructor."""
+    changed = re.sub(r"^import \{ PrismaClient \} from '@prisma/client';",
+                     lambda found: found.group(0) + "\nimport { PrismaPg } from '@prisma/adapter-pg';", service, flags=re.M)
+    changed = re.sub(r"^([ \t]*)super\(\{[ \t]*$", lambda found: found.group(0) + "\n" + found.group(1)
+                     + "  adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }),", changed, flags=re.M)
+    if changed.count("PrismaPg") != 2:
+        raise Skipped("could not pass the adapter in prisma.service.ts")
+    return changed
+
+
 def engine_free_prisma(context: Context, postiz: str, src: str) -> None:
     """Prisma 6.19.3 in a side folder, engine-free (the driver adapter does the database work in JavaScript),
     and the two changes to Postiz's own files: the generator's engine, and the adapter in PrismaService."""
@@ -204,20 +224,10 @@ def engine_free_prisma(context: Context, postiz: str, src: str) -> None:
         config = template.read().replace("@SCHEMA@", schema)
     with open(f"{side}/prisma.config.ts", "w", encoding="utf-8") as written:
         written.write(config)
-    text = re.sub(r'^([ \t]*provider[ \t]*=[ \t]*"prisma-client-js")[ \t]*$', r'\1\n  engineType = "client"',
-                  read_text(schema), flags=re.M)
-    if not re.search(r'^  engineType = "client"', text, re.M):
-        raise Skipped('could not add engineType = "client" to schema.prisma\'s generator')
-    with open(schema, "w", encoding="utf-8") as written:
-        written.write(text)
-    code = re.sub(r"^import \{ PrismaClient \} from '@prisma/client';",
-                  lambda found: found.group(0) + "\nimport { PrismaPg } from '@prisma/adapter-pg';", read_text(service), flags=re.M)
-    code = re.sub(r"^([ \t]*)super\(\{[ \t]*$", lambda found: found.group(0) + "\n" + found.group(1)
-                  + "  adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }),", code, flags=re.M)
-    if code.count("PrismaPg") != 2:
-        raise Skipped("could not pass the adapter in prisma.service.ts")
-    with open(service, "w", encoding="utf-8") as written:
-        written.write(code)
+    for path, change in ((schema, engine_free_schema), (service, service_with_adapter)):
+        changed = change(read_text(path))
+        with open(path, "w", encoding="utf-8") as written:
+            written.write(changed)
     # Postiz's tree resolves @prisma/client, @prisma/adapter-pg and the generated .prisma/client to the side folder
     # (symlinks: Node and tsc follow them, so their own dependencies come from there too).
     os.makedirs(f"{src}/node_modules/@prisma", exist_ok=True)

@@ -6,7 +6,9 @@ import subprocess
 import sys
 import zipfile
 
-from bench import common, loadgen, mcp, report, sections, values
+import pytest
+
+from bench import common, loadgen, mcp, postiz_prepare, report, sections, serving, values
 from bench.values import Measurements
 
 from conftest import ROOT
@@ -195,3 +197,31 @@ def test_wrk_error_lines_are_quoted_squeezed_and_joined(tmp_path):
     (tmp_path / "wrk.txt").write_text(WRK_OUTPUT)
     assert common.wrk_errors_text(str(tmp_path / "wrk.txt")) == \
         " Socket errors: connect 0, read 3, write 1, timeout 2; Non-2xx or 3xx responses: 5"
+
+
+def test_postiz_schema_gets_the_engine_free_generator():
+    schema = 'generator client {\n  provider = "prisma-client-js"\n}\n'
+    assert postiz_prepare.engine_free_schema(schema) == \
+        'generator client {\n  provider = "prisma-client-js"\n  engineType = "client"\n}\n'
+    with pytest.raises(postiz_prepare.Skipped):
+        postiz_prepare.engine_free_schema('generator client {\n  provider = "prisma-client"\n}\n')
+
+
+def test_postiz_service_gets_the_pg_adapter():
+    service = ("import { PrismaClient } from '@prisma/client';\nexport class PrismaService extends PrismaClient {\n"
+               "  constructor() {\n    super({\n      log: [],\n    });\n  }\n}\n")
+    changed = postiz_prepare.service_with_adapter(service)
+    assert "import { PrismaPg } from '@prisma/adapter-pg';\n" in changed
+    assert "    super({\n      adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }),\n      log: []," in changed
+    with pytest.raises(postiz_prepare.Skipped):
+        postiz_prepare.service_with_adapter("export class Other {}\n")
+
+
+def test_the_nginx_template_is_filled_with_the_run_folder_and_port(tmp_path):
+    context = common.Context.from_environment({"BENCH_DIR": str(tmp_path), "BENCH_RESULTS": str(tmp_path), "BENCH_RZPY": "py",
+                                               "BENCH_PYZ": "x.pyz", "BENCH_KEY": "k", "BENCH_DUR": "2"})
+    rows = serving.Rows(context, {"BENCH_CONFIG": "c", "BENCH_PEER_PYTHON": "p", "BENCH_NGINX": "/usr/sbin/nginx"})
+    command, _ = rows.nginx_ceiling(18099)
+    written = (tmp_path / "nginx" / "nginx.conf").read_text()
+    assert "listen 127.0.0.1:18099;" in written and f"pid {tmp_path}/nginx/nginx.pid;" in written and "@" not in written
+    assert command[:3] == ["/usr/sbin/nginx", "-p", str(tmp_path / "nginx")]
