@@ -193,7 +193,8 @@ class Run:
 
     def module_env(self) -> dict:
         """The run's context, as bench/common.py's Context reads it."""
-        lines = lambda pairs, separator: "".join(f"{name}{separator}{value}\n" for name, value in pairs.items())  # noqa: E731
+        def lines(pairs: dict, separator: str) -> str:
+            return "".join(f"{name}{separator}{value}\n" for name, value in pairs.items())
         return {**os.environ, "BENCH_DIR": BENCH_DIR, "BENCH_RESULTS": RESULTS, "BENCH_RZPY": self.rustiz_python,
                 "BENCH_PYZ": self.pyz, "BENCH_PYZ_FAST": self.pyz_fast, "BENCH_FAST_OK": "1" if self.fast_built else "0",
                 "BENCH_KEY": self.key, "BENCH_DUR": str(self.duration), "BENCH_NEXT_PORT": os.environ.get("BENCH_PORT", "18080"),
@@ -283,7 +284,8 @@ def measure(run: Run, partial: bool) -> None:
         run.run_module("postiz")
 
 
-def interrupted(number: int, frame) -> None:
+def interrupted(number: int, frame: object) -> None:
+    """SIGTERM ends the run as Ctrl-C does: the running module is stopped, and with it its servers."""
     raise KeyboardInterrupt
 
 

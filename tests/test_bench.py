@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+from bench import __main__ as bench_main
 from bench import common, loadgen, mcp, postiz_prepare, report, sections, serving, values
 from bench.values import Measurements
 
@@ -225,3 +226,17 @@ def test_the_nginx_template_is_filled_with_the_run_folder_and_port(tmp_path):
     written = (tmp_path / "nginx" / "nginx.conf").read_text()
     assert "listen 127.0.0.1:18099;" in written and f"pid {tmp_path}/nginx/nginx.pid;" in written and "@" not in written
     assert command[:3] == ["/usr/sbin/nginx", "-p", str(tmp_path / "nginx")]
+
+
+def test_the_run_hands_its_settings_labels_notes_and_module_lines_to_the_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_main, "RESULTS", str(tmp_path))
+    run = bench_main.Run(True)
+    (tmp_path / "rustiz.pyz").write_bytes(b"x" * 10)
+    run.pyz, run.pyz_fast, run.fast_built, run.rustiz_python = str(tmp_path / "rustiz.pyz"), "", False, "/py"
+    run.notes.append("first")
+    run.measured.append("MCP_RPS\trz_std\t9000")
+    data = bench_main.measurements(run, True)
+    assert data.get("SIZE")["rz_std"] == "10" and data.get("MCP_RPS") == {"rz_std": "9000"}
+    assert data.scalar("PARTIAL") == "1" and data.scalar("SIZE_PLAIN") == "10" and data.get("NOTES") == {"0": "first"}
+    assert data.get("LABEL")["rz_std"] == "rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
+    assert Measurements.read(str(tmp_path / "measurements.tsv")).get("MCP_RPS") == {"rz_std": "9000"}
