@@ -8,6 +8,7 @@
 # Other knobs (all optional):
 #   BENCH_PYTHON=/path/python  interpreter to run servers with (default: the real
 #                              path behind `python3`, never a pyenv shim)
+#   BENCH_PYTHON_RAW=1         run rustiz with that interpreter itself, not .bench/rzpy (a bare venv of it)
 #   BENCH_PORT=18080           first port to try; free ones are picked from here
 #   BENCH_NO_BUILD=1           use the existing dist/rustiz.pyz and
 #                              dist/rustiz-speedups.pyz instead of rebuilding
