@@ -897,14 +897,6 @@ class ChannelAlreadyAdded(Exception):
         self.name = name
 
 
-class IdempotentResponse(NamedTuple):
-    """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
-    key: str
-    request_hash: str
-    status: int
-    body: bytes
-
-
 class DatabaseUnwritable(sqlite3.OperationalError):
     """SQLite could not write the database (a full disk, a read-only file or mount, an I/O error); the
     message names the file, the cause and what to do. Requests that meet it are answered 503."""
@@ -1637,7 +1629,7 @@ class Store:
         self.posts_changed()
 
     def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
-                   idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
+                   idempotency: Any = None) -> Any:
         """Write new and updated posts in one transaction.
 
         `threads`: per channel, its rows root first, each a dict of post fields (snake_case keys of the
@@ -1647,15 +1639,16 @@ class Store:
         With `idempotency`, a response already stored under that key (in the last 24 h) is returned and
         nothing is written; otherwise `idempotency` is stored with the posts, and None is returned.
         """
+        from rustiz_features.storage import idempotency as idempotency_store  # (until posts move beside it)
         now = utc_now_iso()
         with self.writing() as db:
             if idempotency is not None:
-                earlier = self._stored_response(db.execute, organization_id, idempotency.key)
+                earlier = idempotency_store.earlier_response(self, db.execute, organization_id, idempotency.key)
                 if earlier is not None:
                     return earlier
             self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
             if idempotency is not None:
-                self._store_response(db, organization_id, idempotency)
+                idempotency_store.store_response(db, organization_id, idempotency)
         self.posts_changed()
         return None
 
@@ -2517,30 +2510,10 @@ class Store:
         with self.writing() as db:
             db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
-    # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
+    # --- idempotency keys (POST /posts): their rows are rustiz_features/storage/idempotency.py's; the
+    # housekeeping here forgets them after a day -----------------------------------------------
 
     IDEMPOTENCY_SECONDS = 24 * 3600
-
-    def stored_response(self, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
-        return self._stored_response(self.read, organization_id, key)
-
-    def _stored_response(self, execute: Callable, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
-        row = execute("SELECT request_hash, status, response FROM idempotency_key WHERE organization_id = ? "
-                    "AND key = ? AND created_at > ?", (organization_id, key, time.time() - self.IDEMPOTENCY_SECONDS)
-                    ).fetchone()
-        return None if row is None else IdempotentResponse(key, row[0], row[1], bytes(row[2]))
-
-    @staticmethod
-    def _store_response(db: sqlite3.Connection, organization_id: str, response: "IdempotentResponse") -> None:
-        db.execute("INSERT OR REPLACE INTO idempotency_key (organization_id, key, request_hash, status, response, "
-                   "created_at) VALUES (?, ?, ?, ?, ?, ?)", (organization_id, response.key, response.request_hash,
-                                                             response.status, response.body, time.time()))
-
-    def remember_response(self, organization_id: str, response: "IdempotentResponse") -> None:
-        """Store a response that wrote nothing (a refused request), unless the key was taken meanwhile."""
-        with self.writing() as db:
-            if self._stored_response(db.execute, organization_id, response.key) is None:
-                self._store_response(db, organization_id, response)
 
     def forget_expired_idempotency_keys(self, now: float) -> int:
         with self.writing() as db:

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import (
-    ApiError, App, Guard, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration,
+    ApiError, App, Guard, PostBeingPublished, Request, Response, bad_request, duration,
     encode_json, iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
     parse_iso_instant, route_options, scope_refusal, sha256, utc_now_iso,
 )
@@ -23,6 +23,8 @@ from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
+from .storage import idempotency as idempotency_store
+from .storage.idempotency import IdempotentResponse
 from .validation import validate_create_post
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
@@ -401,15 +403,15 @@ class PostsApi:
             raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
         request_hash = sha256(request.body).hexdigest()
         claim = IdempotentResponse(key, request_hash, 0, b"")
-        earlier = self.store.stored_response(organization_id, key)
+        earlier = idempotency_store.stored_response(self.store, organization_id, key)
         if earlier is not None:
             return self._replay(earlier, claim)
         try:
             return self._create_posts(request, organization_id, claim)
         except ApiError as refused:
             # A refused request is answered the same way when retried, so its answer is kept too.
-            self.store.remember_response(organization_id, claim._replace(status=refused.status,
-                                                                         body=json_dumps(refused.body)))
+            idempotency_store.remember_response(self.store, organization_id, claim._replace(
+                status=refused.status, body=json_dumps(refused.body)))
             raise
 
     @staticmethod
@@ -435,7 +437,7 @@ class PostsApi:
             except ApiError:
                 # A twin request with the same Idempotency-Key, saved while this one was validated, is what
                 # this one repeats: its answer is replayed, not refused as a duplicate.
-                earlier = claim and self.store.stored_response(organization_id, claim.key)
+                earlier = claim and idempotency_store.stored_response(self.store, organization_id, claim.key)
                 if earlier is None:
                     raise
                 return self._replay(earlier, claim)
