@@ -2232,12 +2232,6 @@ class Store:
         self.posts_changed()
         return released
 
-    def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
-        now = utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
-
     # --- outgoing webhooks: an organization's URLs told of each outcome ------------------------
 
     _WEBHOOK_COLUMNS = "id, name, url, integrations, secret IS NOT NULL AND secret != '', created_at"
@@ -2519,17 +2513,6 @@ class Store:
         with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
-
-    # --- notifications --------------------------------------------------------------
-
-    def notifications(self, organization_id: str, offset: int, limit: int) -> tuple:
-        """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
-        total = self.read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
-                           (organization_id,)).fetchone()[0]
-        rows = self.read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
-                          "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-                          (organization_id, limit, offset))
-        return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
 
     # --- rate limits ----------------------------------------------------------
 

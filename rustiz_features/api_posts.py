@@ -24,6 +24,7 @@ from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .storage import idempotency as idempotency_store
+from .storage import notifications as notification_store
 from .storage.idempotency import IdempotentResponse
 from .validation import validate_create_post
 
@@ -334,7 +335,7 @@ class PostsApi:
     def notifications_page(self, organization_id: str, page: int) -> dict:
         """One page of notifications (a checked page number), for GET /notifications and MCP alike."""
         offset = page * NOTIFICATIONS_PER_PAGE
-        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        items, total = notification_store.notifications(self.store, organization_id, offset, NOTIFICATIONS_PER_PAGE)
         return {"notifications": items, "total": total, "page": page, "hasMore": offset + len(items) < total}
 
     def find_slot(self, request: Request, organization_id: str) -> Response:

@@ -25,6 +25,7 @@ from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
+from .storage import notifications as notification_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -505,9 +506,9 @@ class Scheduler(WokenLoop):
         self.store.record_published(claim["id"], release.id, release.url, release.reply_ref, event)
         self.deliveries.wake()
         what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
-        self.store.add_notification(claim["organization_id"],
-                                    f"Published {what} on {label} ({claim['channel_name']}): "
-                                    f"{release.url or release.id}", release.url or None)
+        notification_store.add_notification(self.store, claim["organization_id"],
+                                            f"Published {what} on {label} ({claim['channel_name']}): "
+                                            f"{release.url or release.id}", release.url or None)
         recurring = self.store.finished_recurring_root(claim["group"])
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
@@ -545,8 +546,8 @@ class Scheduler(WokenLoop):
         from .connect import reconnect_link
         if self.store.mark_refresh_needed(claim["channel_id"]):
             link = reconnect_link(self.config, claim["channel_id"])
-            self.store.add_notification(
-                claim["organization_id"],
+            notification_store.add_notification(
+                self.store, claim["organization_id"],
                 f"{claim['channel_name']}: reconnect this {label} channel, its credentials were refused: "
                 f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
                 f"after their date): {link}", link)
@@ -557,7 +558,8 @@ class Scheduler(WokenLoop):
                                                                                      {"error": text}))
         self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
-        self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        notification_store.add_notification(self.store, claim["organization_id"],
+                                            f"{claim['channel_name']}: {text}{suffix}")
         self.alerts.post_failed(claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
@@ -569,10 +571,11 @@ class Scheduler(WokenLoop):
                                        self.store.organization_timezone(claim["organization_id"]), time.time())
         if upcoming is not None:
             self.store.rearm_recurring(claim["id"], upcoming)
-            self.store.add_notification(claim["organization_id"],
-                                        f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
-                                        f"was {duration(late)} late, more than the {grace} grace period "
-                                        f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
+            notification_store.add_notification(
+                self.store, claim["organization_id"],
+                f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
+                f"was {duration(late)} late, more than the {grace} grace period "
+                f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
             return
         self._fail(claim, None, f"Missed: this post was due at {due}, but {why}; it was {duration(late)} late, "
                                 f"more than the {grace} grace period (PUBLISH_GRACE), so it was not sent. Retry it "
@@ -795,7 +798,7 @@ class WebhookDeliveries(RowSender):
                 f"{duration(time.time() - epoch_seconds(delivery['created_at']))}; the last problem: {problem}. "
                 f"rustiz stopped trying (delivery {delivery['id']})")
         log(text)
-        self.store.add_notification(delivery["organization_id"], text)
+        notification_store.add_notification(self.store, delivery["organization_id"], text)
 
 
 class SchedulerThread:
