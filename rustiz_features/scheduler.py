@@ -25,6 +25,7 @@ from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
+from .storage import deliveries as delivery_store
 from .storage import notifications as notification_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
@@ -719,7 +720,7 @@ class WebhookDeliveries(RowSender):
         try:
             self._forget_finished(now)
             self._start_due(now)
-            next_due = self.store.next_webhook_delivery_time()
+            next_due = delivery_store.next_webhook_delivery_time(self.store)
         except sqlite3.Error as error:
             log(f"webhook deliveries: the database failed ({error}); trying again in 5 s")
             next_due = now + 5
@@ -730,15 +731,15 @@ class WebhookDeliveries(RowSender):
     def _forget_finished(self, now: float) -> None:
         if now >= self.housekeeping_at:
             self.housekeeping_at = now + WEBHOOK_HOUSEKEEPING_SECONDS
-            self.store.forget_finished_webhook_deliveries(iso_at(now - WEBHOOK_KEEP_SECONDS))
+            delivery_store.forget_finished_webhook_deliveries(self.store, iso_at(now - WEBHOOK_KEEP_SECONDS))
 
     def _start_due(self, now: float) -> None:
         room = WEBHOOK_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for delivery_id in self.store.due_webhook_deliveries(now, room):
-            delivery = self.store.claim_webhook_delivery(delivery_id, self.scheduler.owner,
-                                                         now + WEBHOOK_LEASE_SECONDS, now)
+        for delivery_id in delivery_store.due_webhook_deliveries(self.store, now, room):
+            delivery = delivery_store.claim_webhook_delivery(self.store, delivery_id, self.scheduler.owner,
+                                                             now + WEBHOOK_LEASE_SECONDS, now)
             if delivery is None:
                 continue  # another process claimed it first
             self.in_flight += 1
@@ -779,13 +780,13 @@ class WebhookDeliveries(RowSender):
 
     def _record(self, delivery: dict, problem: str, may_retry: bool) -> None:
         if not problem:
-            self.store.record_webhook_delivered(delivery["id"])
+            delivery_store.record_webhook_delivered(self.store, delivery["id"])
             return
         attempts, owner = delivery["attempts"], self.scheduler.owner
         if may_retry and attempts <= len(self.retry_waits):
-            self.store.retry_webhook_delivery(delivery["id"], owner, time.time() + self.retry_waits[attempts - 1],
-                                              problem)
-        elif self.store.give_up_webhook_delivery(delivery["id"], owner, problem):
+            delivery_store.retry_webhook_delivery(self.store, delivery["id"], owner,
+                                                  time.time() + self.retry_waits[attempts - 1], problem)
+        elif delivery_store.give_up_webhook_delivery(self.store, delivery["id"], owner, problem):
             self._announce_giving_up(delivery, problem)
 
     def _announce_giving_up(self, delivery: dict, problem: str) -> None:
