@@ -2,7 +2,7 @@
 
 Rules:
 - Posts made or changed with a drafts key are drafts marked for review (api_posts.mark_for_review); the
-  scheduler never publishes a post marked for review or rejected (Store._DUE_SQL).
+  scheduler never publishes a post marked for review or rejected (storage.scheduling.DUE_SQL).
 - Approving queues the thread at its date, or at the date given, or, when its date has passed, at the
   channel's next free posting slot (as GET /find-slot finds it); the post is checked as for scheduling first.
 - Rejecting keeps the draft, with the reviewer's reason for the agent to read (GET /posts/:id, MCP postGetTool).
