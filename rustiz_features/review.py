@@ -20,6 +20,7 @@ from typing import Any, Optional
 from rustiz import ApiError, App, PostGroupChanged, Request, Response, bad_request, iso_ms, json_object, \
     json_response, nest_error, not_found, parse_iso_instant, utc_now_iso
 from .api_posts import POST_NOT_FOUND, PostsApi
+from .storage import posts as post_store
 
 MAX_REASON_CHARACTERS = 2000
 MAX_VERSION_CHARACTERS = 64
@@ -34,10 +35,10 @@ class ReviewApi:
 
     def _awaiting(self, organization_id: str, post_id: str) -> list:
         """The thread of a post awaiting review or rejected (root first); raises ApiError 404 or 409."""
-        post = self.store.post(organization_id, post_id)
+        post = post_store.post(self.store, organization_id, post_id)
         if post is None:  # (another organization's post answers as one that never existed)
             raise not_found(POST_NOT_FOUND)
-        thread = self.store.thread(organization_id, post["group"])
+        thread = post_store.thread(self.store, organization_id, post["group"])
         if thread[0]["id"] not in self.store.post_reviews([thread[0]["id"]]):
             raise nest_error(409, f"Post {post_id} is not awaiting review (only drafts made with a drafts key are: "
                                   "GET /public/v1/posts?state=review lists them)")
