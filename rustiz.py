@@ -871,14 +871,6 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
-class PostGroupChanged(Exception):
-    """A decision was made on another version of a post group than the one stored now; nothing was written."""
-
-    def __init__(self, version: str):
-        super().__init__(version)
-        self.version = version
-
-
 class ChannelAlreadyAdded(Exception):
     """The organization already has a live channel for that account (new credentials for another channel
     named it); nothing was written."""
@@ -1484,69 +1476,7 @@ class Store:
             db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
                        "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
 
-    # --- posts: rustiz_features/storage/posts.py; awaiting review: rustiz_features/storage/review.py ---
-
-    def post_reviews(self, post_ids: list) -> dict:
-        """post id -> (review, reason) for those of `post_ids` that await review or were rejected."""
-        if not post_ids:
-            return {}
-        rows = self.read(f"SELECT id, review, review_reason FROM post WHERE review IS NOT NULL "
-                          f"AND id IN ({','.join('?' * len(post_ids))})", post_ids)
-        return {row[0]: (row[1], row[2]) for row in rows}
-
-    def posts_for_review(self, organization_id: str, review: str) -> list:
-        """Root posts of live channels whose review is `review` ("review" or "rejected"), oldest first."""
-        from rustiz_features.storage.posts import POST_COLUMNS, post_row  # (until review moves beside posts)
-        rows = self.read(f"SELECT {POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
-                          "FROM post p JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? "
-                          "AND p.review = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
-                          "AND i.deleted_at IS NULL ORDER BY p.created_at, p.id", (organization_id, review))
-        posts = []
-        for row in rows:
-            post = post_row(row)
-            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
-            post["review"], post["reviewReason"] = review, row[22]
-            posts.append(post)
-        return posts
-
-    # Every column of a post that a change of the group (content, media, settings, date, parts added or
-    # removed, a decision) touches; updated_at too, so that a change undone still counts as one.
-    _VERSIONED_COLUMNS = ("id, integration_id, parent_post_id, content, image, settings, publish_date, delay, "
-                          "interval_in_days, state, review, review_reason, updated_at")
-
-    def group_version(self, organization_id: str, group: str) -> str:
-        """The version of a post group as it is now: it differs after any change to any of its live posts."""
-        return self._group_version(self.read, organization_id, group)
-
-    def _group_version(self, execute: Callable, organization_id: str, group: str) -> str:
-        rows = execute(f"SELECT {self._VERSIONED_COLUMNS} FROM post WHERE organization_id = ? AND post_group = ? "
-                       "AND deleted_at IS NULL ORDER BY id", (organization_id, group)).fetchall()
-        return sha256(json.dumps([list(row) for row in rows], default=str).encode()).hexdigest()[:20]
-
-    def decide_review(self, organization_id: str, group: str, reason: Optional[str] = None,
-                      publish_date: Optional[str] = None, seen_version: Optional[str] = None) -> int:
-        """A person's decision on a draft awaiting review (or rejected before): with `publish_date` approved
-        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed.
-        With `seen_version`, raises PostGroupChanged (writing nothing) when the group is another version now."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            if seen_version is not None:
-                version = self._group_version(db.execute, organization_id, group)
-                if version != seen_version:
-                    raise PostGroupChanged(version)
-            if publish_date is not None:
-                changed = db.execute(
-                    "UPDATE post SET review = NULL, review_reason = NULL, state = 'QUEUE', publish_date = ?, "
-                    "recurrence_anchor = ?, error = NULL, not_before = NULL, attempts = 0, updated_at = ? "
-                    "WHERE organization_id = ? AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' "
-                    "AND deleted_at IS NULL", (publish_date, publish_date, now, organization_id, group)).rowcount
-            else:
-                changed = db.execute(
-                    "UPDATE post SET review = 'rejected', review_reason = ?, updated_at = ? WHERE organization_id = ? "
-                    "AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' AND deleted_at IS NULL",
-                    (reason, now, organization_id, group)).rowcount
-        self.posts_changed()
-        return changed
+    # --- the uploads a post names (posts, their review: rustiz_features/storage/posts.py, review.py) ---
 
     def media_ids_by_path(self, organization_id: str, paths: list) -> dict:
         """path -> id of the organization's live uploads among `paths`."""

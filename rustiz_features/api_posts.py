@@ -26,6 +26,7 @@ from .recurrence import recurrence_of, zone_named, zoned_instant
 from .storage import idempotency as idempotency_store
 from .storage import notifications as notification_store
 from .storage import posts as post_store
+from .storage import review as review_store
 from .storage.idempotency import IdempotentResponse
 from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
@@ -215,7 +216,7 @@ class PostsApi:
         if state not in REVIEW_STATES:
             raise bad_request(f"state must be one of the following values: {', '.join(REVIEW_STATES)} "
                               f"(without state, GET /posts lists by startDate and endDate)")
-        posts = self.store.posts_for_review(organization_id, state)
+        posts = review_store.posts_for_review(self.store, organization_id, state)
         tags = post_store.post_tags(self.store, [post["id"] for post in posts])
         return [{**_listing_item(post, tags.get(post["id"], [])), "review": post["review"],
                  "reviewReason": post["reviewReason"]} for post in posts]
@@ -237,8 +238,9 @@ class PostsApi:
         going_out = going_out_times(thread, post_store.thread_waits(self.store, organization_id, post["group"]))
         view["goesOutAt"] = going_out[post["id"]]
         view["thread"] = [{**_post_view(reply), "goesOutAt": going_out[reply["id"]]} for reply in thread[position + 1:]]
-        view["review"], view["reviewReason"] = self.store.post_reviews([post["id"]]).get(post["id"], (None, None))
-        view["version"] = self.store.group_version(organization_id, post["group"])
+        reviews = review_store.post_reviews(self.store, [post["id"]])
+        view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
+        view["version"] = review_store.group_version(self.store, organization_id, post["group"])
         return view
 
     def delete_post(self, request: Request, organization_id: str) -> Response:
