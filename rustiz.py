@@ -12,8 +12,9 @@ primary worker starts it; CLI commands import what they use.
 Map of this file (each section starts with a banner comment):
   1. Constants        version, defaults, small helpers (ids, time and dates, JSON)
   2. Config           config.env parsing, environment overrides -> one frozen Config
-  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query), on a SQLite
-                      file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
+  3. Storage          Store, the storage engine: connections, transactions, migrations and the request path's
+                      queries, on a SQLite file or, through rustiz_features.postgres, on PostgreSQL shared by
+                      many processes (each feature's SQL: rustiz_features/storage/)
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
                       limits, back-pressure, shutdown, --workers; RequestTally (what GET /metrics counts)
@@ -899,7 +900,11 @@ WRITE_LOCK_KEY = 0x72757374
 
 
 class Store:
-    """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
+    """The storage engine: the connection (one per process; WAL lets workers share the file), transactions,
+    migrations, the counters that tell other processes of changes, and the few queries the request path and
+    `init`/`serve` need (keys, sessions, the organization, the integrations listing, rate limits). Each
+    feature's own SQL is in rustiz_features/storage/ (posts, review, scheduling, deliveries, alerts,
+    notifications, idempotency), as functions that take this Store and use `read` and `writing` alone.
 
     Reads go through `read`, writes through `writing()`. In the server, reads made in one turn of
     the event loop share one read transaction (see `share_reads_per_loop_turn`): a WAL read
