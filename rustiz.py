@@ -12,8 +12,9 @@ primary worker starts it; CLI commands import what they use.
 Map of this file (each section starts with a banner comment):
   1. Constants        version, defaults, small helpers (ids, time and dates, JSON)
   2. Config           config.env parsing, environment overrides -> one frozen Config
-  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query), on a SQLite
-                      file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
+  3. Storage          Store, the storage engine: connections, transactions, migrations and the request path's
+                      queries, on a SQLite file or, through rustiz_features.postgres, on PostgreSQL shared by
+                      many processes (each feature's SQL: rustiz_features/storage/)
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
                       limits, back-pressure, shutdown, --workers; RequestTally (what GET /metrics counts)
@@ -871,22 +872,6 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
-class PostGroupChanged(Exception):
-    """A decision was made on another version of a post group than the one stored now; nothing was written."""
-
-    def __init__(self, version: str):
-        super().__init__(version)
-        self.version = version
-
-
-class PostBeingPublished(Exception):
-    """A write would change a post the scheduler has claimed (state PUBLISHING); nothing was written."""
-
-    def __init__(self, post_id: str):
-        super().__init__(post_id)
-        self.post_id = post_id
-
-
 class ChannelAlreadyAdded(Exception):
     """The organization already has a live channel for that account (new credentials for another channel
     named it); nothing was written."""
@@ -895,14 +880,6 @@ class ChannelAlreadyAdded(Exception):
         super().__init__(channel_id)
         self.channel_id = channel_id
         self.name = name
-
-
-class IdempotentResponse(NamedTuple):
-    """The answer given to the first request with an Idempotency-Key, replayed to its retries."""
-    key: str
-    request_hash: str
-    status: int
-    body: bytes
 
 
 class DatabaseUnwritable(sqlite3.OperationalError):
@@ -923,7 +900,11 @@ WRITE_LOCK_KEY = 0x72757374
 
 
 class Store:
-    """The only code that speaks SQL. One connection per process; WAL lets workers share the file.
+    """The storage engine: the connection (one per process; WAL lets workers share the file), transactions,
+    migrations, the counters that tell other processes of changes, and the few queries the request path and
+    `init`/`serve` need (keys, sessions, the organization, the integrations listing, rate limits). Each
+    feature's own SQL is in rustiz_features/storage/ (posts, review, scheduling, deliveries, alerts,
+    notifications, idempotency), as functions that take this Store and use `read` and `writing` alone.
 
     Reads go through `read`, writes through `writing()`. In the server, reads made in one turn of
     the event loop share one read transaction (see `share_reads_per_loop_turn`): a WAL read
@@ -1500,122 +1481,7 @@ class Store:
             db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
                        "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
 
-    # --- posts -------------------------------------------------------------------
-
-    _POST_COLUMNS = (
-        "p.id, p.state, p.publish_date, p.organization_id, p.integration_id, p.content, p.delay, p.post_group, "
-        "p.parent_post_id, p.release_id, p.release_url, p.settings, p.image, p.creation_method, "
-        "p.interval_in_days, p.error, p.created_at, p.updated_at, p.deleted_at")
-
-    @staticmethod
-    def _post_row(row: tuple) -> dict:
-        """A post in the shape of Postiz's Post DB row (§7.2); `state` may also be PUBLISHING here."""
-        return {"id": row[0], "state": row[1], "publishDate": row[2], "organizationId": row[3],
-                "integrationId": row[4], "content": row[5], "delay": row[6], "group": row[7],
-                "parentPostId": row[8], "releaseId": row[9], "releaseURL": row[10], "settings": row[11],
-                "image": row[12], "creationMethod": row[13], "intervalInDays": row[14], "error": row[15],
-                "createdAt": row[16], "updatedAt": row[17], "deletedAt": row[18]}
-
-    def post(self, organization_id: str, post_id: str) -> Optional[dict]:
-        """A live post of the organization (not deleted, on a channel that is not deleted)."""
-        row = self.read(f"SELECT {self._POST_COLUMNS} FROM post p JOIN integration i ON i.id = p.integration_id "
-                         "WHERE p.id = ? AND p.organization_id = ? AND p.deleted_at IS NULL "
-                         "AND i.deleted_at IS NULL", (post_id, organization_id)).fetchone()
-        return None if row is None else self._post_row(row)
-
-    def posts_by_id(self, organization_id: str, post_ids: list) -> dict:
-        """id -> post, for the live posts among `post_ids` (others are simply absent)."""
-        found: dict = {}
-        for start in range(0, len(post_ids), 500):
-            chunk = post_ids[start:start + 500]
-            rows = self.read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
-                              f"AND p.deleted_at IS NULL AND p.id IN ({','.join('?' * len(chunk))})",
-                              (organization_id, *chunk))
-            found.update((row[0], self._post_row(row)) for row in rows)
-        return found
-
-    def thread_waits(self, organization_id: str, group: str) -> dict:
-        """post id -> not_before, for the parts of one group that wait for a time of their own (a reply's
-        delay once the part before it went out, a retry's wait)."""
-        return dict(self.read("SELECT id, not_before FROM post WHERE organization_id = ? AND post_group = ? "
-                               "AND deleted_at IS NULL AND not_before IS NOT NULL", (organization_id, group)))
-
-    def thread(self, organization_id: str, group: str) -> list:
-        """The live posts of one group in thread order: the root first, then each reply after its parent."""
-        rows = self.read(f"SELECT {self._POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
-                          "AND p.post_group = ? AND p.deleted_at IS NULL", (organization_id, group))
-        by_parent: dict = {}
-        for row in rows:
-            by_parent.setdefault(row[8], []).append(self._post_row(row))
-        ordered: list = []
-        pending = sorted(by_parent.get(None, []), key=lambda post: post["createdAt"])
-        while pending:
-            post = pending.pop(0)
-            ordered.append(post)
-            pending[:0] = sorted(by_parent.get(post["id"], []), key=lambda child: child["createdAt"])
-        return ordered
-
-    def post_tags(self, post_ids: list) -> dict:
-        """post id -> [{"tag": Postiz Tags row}], for the tags linked to those posts."""
-        tags: dict = {}
-        for start in range(0, len(post_ids), 500):
-            chunk = post_ids[start:start + 500]
-            rows = self.read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
-                              "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
-                              f"WHERE tp.post_id IN ({','.join('?' * len(chunk))}) ORDER BY t.name", chunk)
-            for row in rows:
-                tags.setdefault(row[0], []).append({"tag": {
-                    "id": row[1], "name": row[2], "color": row[3], "orgId": row[4], "deletedAt": row[5],
-                    "createdAt": row[6], "updatedAt": row[7]}})
-        return tags
-
-    def root_posts_for_listing(self, organization_id: str, start: str, end: str,
-                               customer_id: Optional[str]) -> list:
-        """Root posts of live channels dated in [start, end], plus every recurring one (the caller expands them).
-
-        Each row is a post with `integration` {id, providerIdentifier, name, picture} and `recurrenceAnchor` added."""
-        sql = (f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.recurrence_anchor "
-               "FROM post p "
-               "JOIN integration i ON i.id = p.integration_id "
-               "WHERE p.organization_id = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
-               "AND i.deleted_at IS NULL AND (p.publish_date BETWEEN ? AND ? OR p.interval_in_days IS NOT NULL)")
-        parameters: tuple = (organization_id, start, end)
-        if customer_id is not None:
-            sql += " AND i.customer_id = ?"
-            parameters += (customer_id,)
-        posts = []
-        for row in self.read(sql + " ORDER BY p.publish_date, p.id", parameters):
-            post = self._post_row(row)
-            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
-            post["recurrenceAnchor"] = row[22]
-            posts.append(post)
-        return posts
-
-    def queued_publish_dates(self, channel_id: str, since: str) -> set:
-        """Publish dates (as stored) of the channel's queued root posts from `since` on."""
-        rows = self.read("SELECT publish_date FROM post WHERE integration_id = ? AND state = 'QUEUE' "
-                          "AND parent_post_id IS NULL AND deleted_at IS NULL AND publish_date >= ?",
-                          (channel_id, since))
-        return {row[0] for row in rows}
-
-    def channel_roots_near(self, channel_id: str, start: str, end: str) -> list:
-        """Root posts of a channel dated in [start, end] that are queued, being published or published, as
-        (id, post_group, content, publish_date, state): what a new post's text is compared with (duplicates)."""
-        return self.read("SELECT id, post_group, content, publish_date, state FROM post WHERE integration_id = ? "
-                          "AND publish_date BETWEEN ? AND ? AND parent_post_id IS NULL AND deleted_at IS NULL "
-                          "AND state IN ('QUEUE', 'PUBLISHING', 'PUBLISHED')", (channel_id, start, end)).fetchall()
-
-    def posts_for_export(self, organization_id: str, start: str, end: str, limit: int) -> list:
-        """The live posts (roots and their replies) of the groups whose root is dated in [start, end], on live
-        channels, ordered by the root's date; at most `limit` groups (the caller asks for one more to know)."""
-        rows = self.read(
-            f"SELECT {self._POST_COLUMNS} FROM post p JOIN (SELECT r.post_group, r.publish_date FROM post r "
-            "JOIN integration i ON i.id = r.integration_id WHERE r.organization_id = ? AND r.parent_post_id IS NULL "
-            "AND r.deleted_at IS NULL AND i.deleted_at IS NULL AND r.publish_date BETWEEN ? AND ? "
-            "ORDER BY r.publish_date, r.id LIMIT ?) g ON g.post_group = p.post_group "
-            "WHERE p.organization_id = ? AND p.deleted_at IS NULL ORDER BY g.publish_date, p.post_group, p.created_at",
-            (organization_id, start, end, limit, organization_id))
-        return [self._post_row(row) for row in rows]
+    # --- the uploads a post names (posts, their review: rustiz_features/storage/posts.py, review.py) ---
 
     def media_ids_by_path(self, organization_id: str, paths: list) -> dict:
         """path -> id of the organization's live uploads among `paths`."""
@@ -1627,403 +1493,12 @@ class Store:
             found.update((row[0], row[1]) for row in rows)
         return found
 
-    def save_post_batches(self, organization_id: str, batches: list) -> None:
-        """Write several save_posts batches, each (threads, replaced_groups, tag_labels), in ONE transaction:
-        all of them or none (an import)."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            for threads, replaced_groups, tag_labels in batches:
-                self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
-        self.posts_changed()
-
-    def save_posts(self, organization_id: str, threads: list, replaced_groups: set, tag_labels: list,
-                   idempotency: Optional["IdempotentResponse"] = None) -> Optional["IdempotentResponse"]:
-        """Write new and updated posts in one transaction.
-
-        `threads`: per channel, its rows root first, each a dict of post fields (snake_case keys of the
-        post table) with `existing` telling whether to update the row with that id instead of inserting.
-        Live posts of `replaced_groups` that are not rewritten here are soft-deleted. Tags are matched to
-        the organization's tags by name (unknown labels are ignored, as Postiz does) and linked to roots.
-        With `idempotency`, a response already stored under that key (in the last 24 h) is returned and
-        nothing is written; otherwise `idempotency` is stored with the posts, and None is returned.
-        """
-        now = utc_now_iso()
-        with self.writing() as db:
-            if idempotency is not None:
-                earlier = self._stored_response(db.execute, organization_id, idempotency.key)
-                if earlier is not None:
-                    return earlier
-            self._write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
-            if idempotency is not None:
-                self._store_response(db, organization_id, idempotency)
-        self.posts_changed()
-        return None
-
-    def _write_threads(self, db: sqlite3.Connection, organization_id: str, threads: list, replaced_groups: set,
-                       tag_labels: list, now: str) -> None:
-        kept = [row["id"] for thread in threads for row in thread if row["existing"]]
-        # Checked inside the write transaction: the scheduler claims posts in one too, so no claim
-        # can slip in between this check and the writes below.
-        busy = db.execute(f"SELECT id FROM post WHERE state = 'PUBLISHING' AND id IN ({','.join('?' * len(kept))})",
-                          kept).fetchone()
-        if busy is not None:
-            raise PostBeingPublished(busy[0])
-        for group in replaced_groups:
-            db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
-                       f"AND post_group = ? AND deleted_at IS NULL AND id NOT IN ({','.join('?' * len(kept))})",
-                       (now, now, organization_id, group, *kept))
-        tag_ids = self._tag_ids(db, organization_id, tag_labels)
-        for thread in threads:
-            for row in thread:
-                self._write_post(db, organization_id, row, now)
-            db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
-            db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
-                           [(thread[0]["id"], tag_id) for tag_id in tag_ids])
-
-    _WRITTEN_POST_COLUMNS = ("state", "publish_date", "integration_id", "content", "delay", "post_group", "parent_post_id",
-                             "settings", "image", "creation_method", "interval_in_days")
-
-    def _write_post(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:
-        values = tuple(row[field] for field in self._WRITTEN_POST_COLUMNS)
-        if "review" in row:  # (a row without it keeps its review: an edit by a person changes nothing there)
-            self._write_post_review(db, organization_id, row, now, values)
-            return
-        if row["existing"]:
-            # Back in the queue (or a draft) means the last failure no longer describes the post.
-            # An edited queued post is a new post to the scheduler: no retry wait, a fresh idempotency key.
-            # A recurring post keeps counting from its anchor unless its date or interval changes (the
-            # right-hand sides all read the row as it was before this UPDATE).
-            db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._WRITTEN_POST_COLUMNS)}, "
-                       "error = CASE WHEN ? IN ('QUEUE', 'DRAFT') THEN NULL ELSE error END, "
-                       # A person queueing a post awaiting review approves it (a drafts key cannot queue).
-                       "review = CASE WHEN ? = 'QUEUE' THEN NULL ELSE review END, "
-                       "review_reason = CASE WHEN ? = 'QUEUE' THEN NULL ELSE review_reason END, "
-                       "recurrence_anchor = CASE WHEN publish_date = ? AND interval_in_days IS ? "
-                       "THEN COALESCE(recurrence_anchor, publish_date) ELSE ? END, "
-                       "not_before = NULL, attempts = 0, idempotency_key = NULL, "
-                       "deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
-                       (*values, row["state"], row["state"], row["state"], row["publish_date"], row["interval_in_days"],
-                        row["publish_date"],
-                        now, row["id"], organization_id))
-        else:
-            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, "
-                       f"{', '.join(self._WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?{', ?' * len(values)})",
-                       (row["id"], organization_id, now, now, row["publish_date"], *values))
-
-    def _write_post_review(self, db: sqlite3.Connection, organization_id: str, row: dict, now: str,
-                           values: tuple) -> None:
-        """A post written with its review mark: "review" (made or changed by a drafts key: a person's review
-        is pending again, any earlier reason dropped) or None (a person scheduled it)."""
-        if row["existing"]:
-            db.execute(f"UPDATE post SET {', '.join(field + ' = ?' for field in self._WRITTEN_POST_COLUMNS)}, "
-                       "review = ?, review_reason = NULL, error = NULL, not_before = NULL, attempts = 0, "
-                       "idempotency_key = NULL, deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
-                       (*values, row["review"], now, row["id"], organization_id))
-        else:
-            db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, review, "
-                       f"{', '.join(self._WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?{', ?' * len(values)})",
-                       (row["id"], organization_id, now, now, row["publish_date"], row["review"], *values))
-
-    def post_reviews(self, post_ids: list) -> dict:
-        """post id -> (review, reason) for those of `post_ids` that await review or were rejected."""
-        if not post_ids:
-            return {}
-        rows = self.read(f"SELECT id, review, review_reason FROM post WHERE review IS NOT NULL "
-                          f"AND id IN ({','.join('?' * len(post_ids))})", post_ids)
-        return {row[0]: (row[1], row[2]) for row in rows}
-
-    def posts_for_review(self, organization_id: str, review: str) -> list:
-        """Root posts of live channels whose review is `review` ("review" or "rejected"), oldest first."""
-        rows = self.read(f"SELECT {self._POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
-                          "FROM post p JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? "
-                          "AND p.review = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
-                          "AND i.deleted_at IS NULL ORDER BY p.created_at, p.id", (organization_id, review))
-        posts = []
-        for row in rows:
-            post = self._post_row(row)
-            post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
-            post["review"], post["reviewReason"] = review, row[22]
-            posts.append(post)
-        return posts
-
-    # Every column of a post that a change of the group (content, media, settings, date, parts added or
-    # removed, a decision) touches; updated_at too, so that a change undone still counts as one.
-    _VERSIONED_COLUMNS = ("id, integration_id, parent_post_id, content, image, settings, publish_date, delay, "
-                          "interval_in_days, state, review, review_reason, updated_at")
-
-    def group_version(self, organization_id: str, group: str) -> str:
-        """The version of a post group as it is now: it differs after any change to any of its live posts."""
-        return self._group_version(self.read, organization_id, group)
-
-    def _group_version(self, execute: Callable, organization_id: str, group: str) -> str:
-        rows = execute(f"SELECT {self._VERSIONED_COLUMNS} FROM post WHERE organization_id = ? AND post_group = ? "
-                       "AND deleted_at IS NULL ORDER BY id", (organization_id, group)).fetchall()
-        return sha256(json.dumps([list(row) for row in rows], default=str).encode()).hexdigest()[:20]
-
-    def decide_review(self, organization_id: str, group: str, reason: Optional[str] = None,
-                      publish_date: Optional[str] = None, seen_version: Optional[str] = None) -> int:
-        """A person's decision on a draft awaiting review (or rejected before): with `publish_date` approved
-        (its thread queued at that date), else rejected with `reason`. Returns how many posts changed.
-        With `seen_version`, raises PostGroupChanged (writing nothing) when the group is another version now."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            if seen_version is not None:
-                version = self._group_version(db.execute, organization_id, group)
-                if version != seen_version:
-                    raise PostGroupChanged(version)
-            if publish_date is not None:
-                changed = db.execute(
-                    "UPDATE post SET review = NULL, review_reason = NULL, state = 'QUEUE', publish_date = ?, "
-                    "recurrence_anchor = ?, error = NULL, not_before = NULL, attempts = 0, updated_at = ? "
-                    "WHERE organization_id = ? AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' "
-                    "AND deleted_at IS NULL", (publish_date, publish_date, now, organization_id, group)).rowcount
-            else:
-                changed = db.execute(
-                    "UPDATE post SET review = 'rejected', review_reason = ?, updated_at = ? WHERE organization_id = ? "
-                    "AND post_group = ? AND review IS NOT NULL AND state = 'DRAFT' AND deleted_at IS NULL",
-                    (reason, now, organization_id, group)).rowcount
-        self.posts_changed()
-        return changed
-
-    @staticmethod
-    def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
-        if not labels:
-            return []
-        rows = db.execute(f"SELECT id FROM tag WHERE organization_id = ? AND deleted_at IS NULL "
-                          f"AND name IN ({','.join('?' * len(labels))})", (organization_id, *labels))
-        return [row[0] for row in rows]
-
-    def update_post_fields(self, organization_id: str, post_ids: list, only_in_states: tuple = (),
-                           **fields: Any) -> int:
-        """Set the given columns (settings, state, release_id, ...) on live posts of the organization.
-
-        With `only_in_states`, posts that meanwhile moved to another state (the scheduler claimed them)
-        are left alone. Returns how many posts changed."""
-        assignments = ", ".join(f"{name} = ?" for name in fields)
-        state_check = f" AND state IN ({','.join('?' * len(only_in_states))})" if only_in_states else ""
-        with self.writing() as db:
-            changed = db.execute(f"UPDATE post SET {assignments}, updated_at = ? WHERE organization_id = ? "
-                                 f"AND deleted_at IS NULL AND id IN ({','.join('?' * len(post_ids))}){state_check}",
-                                 (*fields.values(), utc_now_iso(), organization_id, *post_ids, *only_in_states)
-                                 ).rowcount
-        self.posts_changed()
-        return changed
-
-    def retry_failed_group(self, organization_id: str, group: str) -> int:
-        """Failed posts of a group back to the queue, due now, their error cleared; returns how many."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            retried = db.execute("UPDATE post SET state = 'QUEUE', error = NULL, not_before = ?, attempts = 0, "
-                                 "updated_at = ? WHERE organization_id = ? AND post_group = ? AND state = 'ERROR' "
-                                 "AND deleted_at IS NULL", (now, now, organization_id, group)).rowcount
-        self.posts_changed()
-        return retried
-
-    def delete_group(self, organization_id: str, group: str) -> int:
-        now = utc_now_iso()
-        with self.writing() as db:
-            deleted = db.execute("UPDATE post SET deleted_at = ?, updated_at = ? WHERE organization_id = ? "
-                                 "AND post_group = ? AND deleted_at IS NULL",
-                                 (now, now, organization_id, group)).rowcount
-        self.posts_changed()
-        return deleted
-
-    # --- publishing: the scheduler's claims and outcomes ------------------------------------------
-    # A post row is due when it is queued, its publish date and not_before (a retry's wait, a thread
-    # part's delay) have passed, and, for a thread part, the part before it is published. Only the
-    # scheduler moves a post out of QUEUE, each move one write transaction.
-
-    _DUE_SQL = ("FROM post p JOIN integration i ON i.id = p.integration_id "
-                "LEFT JOIN post parent ON parent.id = p.parent_post_id "
-                "WHERE p.state = 'QUEUE' AND p.deleted_at IS NULL AND i.deleted_at IS NULL AND p.review IS NULL "
-                "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED')")
-
-    def next_due_time(self, after: str) -> Optional[str]:
-        """The earliest time after `after` that a queued post becomes due (ISO, UTC), or None."""
-        return self.read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
-                          + self._DUE_SQL + ") AS due_times WHERE due > ?", (after,)).fetchone()[0]
-
-    def due_posts(self, now: str, limit: int = 500) -> list:
-        """(post id, channel id, provider) of the earliest due post of each channel, earliest first."""
-        if self.remote:  # (PostgreSQL has no SQLite's "the row where MIN was found" for bare columns)
-            rows = self.read("SELECT id, integration_id, provider_identifier FROM (SELECT DISTINCT ON "
-                              "(p.integration_id) p.id, p.integration_id, i.provider_identifier, "
-                              "MAX(p.publish_date, COALESCE(p.not_before, '')) AS due " + self._DUE_SQL +
-                              " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? AND NOT EXISTS "
-                              "(SELECT 1 FROM post busy WHERE busy.integration_id = p.integration_id "
-                              "AND busy.state = 'PUBLISHING') "
-                              "ORDER BY p.integration_id, due) AS first_due ORDER BY due LIMIT ?", (now, now, limit))
-            return [tuple(row) for row in rows]
-        rows = self.read("SELECT p.id, p.integration_id, i.provider_identifier, "
-                          "MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) AS due "
-                          + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ? "
-                          "GROUP BY p.integration_id ORDER BY due LIMIT ?", (now, now, limit))
-        return [tuple(row[:3]) for row in rows]
-
-    def claim_post(self, post_id: str, owner: str, lease_until: str) -> Optional[dict]:
-        """QUEUE -> PUBLISHING for one post, and everything publishing it needs, read in the same transaction.
-
-        None when the post meanwhile left the queue (edited to a draft, deleted, claimed), or (PostgreSQL) when
-        another process is claiming or publishing on the same channel."""
-        now = utc_now_iso()
-        with self.writing(shared=self.remote) as db:
-            if self.remote and not self._claimable(db, post_id):
-                return None
-            claimed = db.execute("UPDATE post SET state = 'PUBLISHING', lease_owner = ?, lease_until = ?, "
-                                 "attempts = attempts + 1, idempotency_key = COALESCE(idempotency_key, ?), "
-                                 "updated_at = ? WHERE id = ? AND state = 'QUEUE' AND deleted_at IS NULL "
-                                 "AND review IS NULL", (owner, lease_until, new_uuid(), now, post_id)).rowcount
-        return self.post_for_publishing(post_id) if claimed else None
-
-    @staticmethod
-    def _claimable(db: Any, post_id: str) -> bool:
-        """PostgreSQL: lock the post and its channel for this claim, skipping (False) what another process holds
-        or the channel another process publishes on, so processes claim side by side and never twice."""
-        row = db.execute("SELECT p.integration_id FROM post p WHERE p.id = ? AND p.state = 'QUEUE' "
-                         "AND p.deleted_at IS NULL FOR UPDATE SKIP LOCKED", (post_id,)).fetchone()
-        if row is None or db.execute("SELECT id FROM integration WHERE id = ? FOR UPDATE SKIP LOCKED",
-                                     (row[0],)).fetchone() is None:
-            return False
-        return db.execute("SELECT 1 FROM post WHERE integration_id = ? AND state = 'PUBLISHING' LIMIT 1",
-                          (row[0],)).fetchone() is None
-
-    def renew_leases(self, post_ids: list, owner: str, lease_until: str) -> None:
-        """PostgreSQL: the posts `owner` still publishes stay its own until `lease_until`."""
-        with self.writing(shared=True) as db:
-            db.execute(f"UPDATE post SET lease_until = ? WHERE lease_owner = ? AND state = 'PUBLISHING' "
-                       f"AND id IN ({','.join('?' * len(post_ids))})", (lease_until, owner, *post_ids))
-
-    def expired_publishing_posts(self, now: str, owner: str, lease_until: str) -> list:
-        """PostgreSQL: the posts left PUBLISHING whose lease ran out, taken over by `owner` until `lease_until` (so
-        one process recovers each); rows as `publishing_posts` gives them, with the owner that lost them."""
-        with self.writing(shared=True) as db:
-            lost = db.execute("SELECT id, lease_owner FROM post WHERE state = 'PUBLISHING' AND lease_until < ? "
-                              "ORDER BY lease_until LIMIT 500 FOR UPDATE SKIP LOCKED", (now,)).fetchall()
-            if not lost:
-                return []
-            ids = [row[0] for row in lost]
-            db.execute(f"UPDATE post SET lease_owner = ?, lease_until = ? WHERE id IN ({','.join('?' * len(ids))})",
-                       (owner, lease_until, *ids))
-            rows = db.execute("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token "
-                              "FROM post p JOIN integration i ON i.id = p.integration_id "
-                              f"WHERE p.id IN ({','.join('?' * len(ids))})", ids).fetchall()
-        previous = dict(lost)
-        return [(row[0], row[1], previous[row[0]], *row[3:]) for row in rows]
-
-    def post_for_publishing(self, post_id: str) -> dict:
-        """A post with its channel (credentials, session, state), the part before it, and its place in the thread."""
-        row = self.read(
-                "SELECT p.id, p.organization_id, p.integration_id, p.content, p.settings, p.image, p.post_group, "
-                "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
-                "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
-                "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps, "
-                "p.created_at FROM post p JOIN integration i ON i.id = p.integration_id "
-            "LEFT JOIN post parent ON parent.id = p.parent_post_id WHERE p.id = ?", (post_id,)).fetchone()
-        names = ("id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
-                 "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
-                 "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-                 "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at")
-        claim = dict(zip(names, row))
-        claim["part"] = self.read("WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
-                                   "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
-                                   "SELECT COUNT(*) - 1 FROM up", (post_id,)).fetchone()[0]
-        return claim
-
-    def requeue_post(self, post_id: str, not_before: str, note: str, attempted: bool = True) -> None:
-        """A claimed post back to the queue, to be tried again from `not_before`; `note` says why (shown as error).
-        `attempted` False: nothing was tried (the post waits for its channel), so the claim is not an attempt."""
-        with self.writing() as db:
-            db.execute("UPDATE post SET state = 'QUEUE', not_before = ?, error = ?, lease_owner = NULL, "
-                       "lease_until = NULL, attempts = MAX(attempts - ?, 0), updated_at = ? "
-                       "WHERE id = ? AND state = 'PUBLISHING'",
-                       (not_before, note, 0 if attempted else 1, utc_now_iso(), post_id))
-        self.posts_changed()
-
-    def record_published(self, post_id: str, release_id: str, release_url: str, reply_ref: Any,
-                         webhook_event: Optional[dict] = None) -> None:
-        """PUBLISHED with its release; the next thread part becomes due after its delay. `webhook_event` is
-        queued for the organization's webhooks in the same transaction (see _queue_webhook_event)."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            if webhook_event is not None:
-                self._queue_webhook_event(db, webhook_event, now)
-            db.execute("UPDATE post SET state = 'PUBLISHED', release_id = ?, release_url = ?, reply_ref = ?, "
-                       "error = NULL, lease_owner = NULL, lease_until = NULL, published_at = ?, updated_at = ? "
-                       "WHERE id = ?", (release_id, release_url,
-                                        None if reply_ref is None else json.dumps(reply_ref), now, now, post_id))
-            for child_id, delay in db.execute("SELECT id, delay FROM post WHERE parent_post_id = ? "
-                                              "AND deleted_at IS NULL AND state = 'QUEUE'", (post_id,)).fetchall():
-                db.execute("UPDATE post SET not_before = ? WHERE id = ?",
-                           (iso_at(time.time() + max(0, delay or 0) * 60), child_id))
-        self.posts_changed()
-
-    def record_failed(self, post_id: str, error: str, webhook_event: Optional[dict] = None) -> int:
-        """ERROR with `error`; the thread parts after it fail too (they would reply to nothing). Returns
-        how many later parts were failed with it. `webhook_event` as in record_published."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            if webhook_event is not None:
-                self._queue_webhook_event(db, webhook_event, now)
-            db.execute("UPDATE post SET state = 'ERROR', error = ?, lease_owner = NULL, lease_until = NULL, "
-                       "updated_at = ? WHERE id = ?", (error, now, post_id))
-            failed, parents = 0, [post_id]
-            while parents:
-                children = [row[0] for row in db.execute(
-                    f"SELECT id FROM post WHERE parent_post_id IN ({','.join('?' * len(parents))}) "
-                    "AND deleted_at IS NULL AND state = 'QUEUE'", parents)]
-                for child in children:
-                    db.execute("UPDATE post SET state = 'ERROR', error = ?, updated_at = ? WHERE id = ?",
-                               ("Not published: an earlier part of this thread failed (" + error[:300] + ")",
-                                now, child))
-                failed, parents = failed + len(children), children
-        self.posts_changed()
-        return failed
-
-    def finished_recurring_root(self, group: str) -> Optional[tuple]:
-        """(root id, publish date, interval in days, recurrence anchor or None) when the group recurs and none
-        of it waits or is publishing."""
-        if self.read("SELECT 1 FROM post WHERE post_group = ? AND deleted_at IS NULL "
-                      "AND state IN ('QUEUE', 'PUBLISHING') LIMIT 1", (group,)).fetchone() is not None:
-            return None
-        return self.read("SELECT id, publish_date, interval_in_days, recurrence_anchor FROM post "
-                          "WHERE post_group = ? AND parent_post_id IS NULL AND deleted_at IS NULL "
-                          "AND interval_in_days > 0", (group,)).fetchone()
-
-    def rearm_recurring(self, root_id: str, next_date: str) -> None:
-        """A recurring post's whole thread back to the queue for its next occurrence."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            group = db.execute("SELECT post_group FROM post WHERE id = ?", (root_id,)).fetchone()[0]
-            db.execute("UPDATE post SET state = 'QUEUE', publish_date = ?, not_before = NULL, attempts = 0, "
-                       "idempotency_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE post_group = ? AND deleted_at IS NULL "
-                       "AND state IN ('PUBLISHED', 'QUEUE', 'PUBLISHING')", (next_date, now, group))
-        self.posts_changed()
-
-    def beat_scheduler(self, owner: str, now: float) -> None:
-        """PostgreSQL: `owner`'s scheduler is alive at `now` (signs older than a week are forgotten)."""
-        with self.writing() as db:
-            db.execute("INSERT INTO scheduler_heartbeat (owner, alive_at) VALUES (?, ?) "
-                       "ON CONFLICT (owner) DO UPDATE SET alive_at = excluded.alive_at", (owner, now))
-            db.execute("DELETE FROM scheduler_heartbeat WHERE alive_at < ?", (now - 7 * 86400,))
-
-    def last_scheduler_heartbeat(self) -> Optional[float]:
-        """PostgreSQL: when a scheduler last gave a sign of life, or None."""
-        return self.read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
-
     # --- operations: GET /metrics, GET /health?verbose=1, rustiz doctor, rustiz backup ------------
 
     def post_counts_by_state(self) -> list:
         """(state, number of posts) for the posts not deleted, each thread part counted."""
         return [tuple(row) for row in self.read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
                                                  "GROUP BY state ORDER BY state")]
-
-    def queue_depth(self, now: str) -> tuple:
-        """(queued posts due by `now`, queued posts in all, the earliest due time of the due ones or None)."""
-        due, earliest = self.read("SELECT COUNT(*), MIN(MAX(p.publish_date, COALESCE(p.not_before, ''))) "
-                                   + self._DUE_SQL + " AND p.publish_date <= ? AND COALESCE(p.not_before, '') <= ?",
-                                   (now, now)).fetchone()
-        total = self.read("SELECT COUNT(*) FROM post WHERE state = 'QUEUE' AND deleted_at IS NULL").fetchone()[0]
-        return due, total, earliest
 
     def channels_needing_attention(self) -> tuple:
         """(channels flagged for reconnecting, channels disabled), deleted ones left out."""
@@ -2070,11 +1545,6 @@ class Store:
             yield
         finally:
             self.db.execute("ROLLBACK")
-
-    def publishing_posts(self) -> list:
-        """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
-        return self.read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
-                          "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
 
     def channel_secrets(self, channel_id: str) -> tuple:
         """(credentials, cached session) of a channel, for calls to its platform outside a publish."""
@@ -2239,225 +1709,6 @@ class Store:
         self.posts_changed()
         return released
 
-    def add_notification(self, organization_id: str, content: str, link: Optional[str] = None) -> None:
-        now = utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
-
-    # --- outgoing webhooks: an organization's URLs told of each outcome ------------------------
-
-    _WEBHOOK_COLUMNS = "id, name, url, integrations, secret IS NOT NULL AND secret != '', created_at"
-
-    @staticmethod
-    def _webhook_row(row: tuple) -> dict:
-        return {"id": row[0], "name": row[1], "url": row[2], "integrations": json.loads(row[3]),
-                "signed": bool(row[4]), "createdAt": row[5]}
-
-    def webhooks(self, organization_id: str) -> list:
-        return [self._webhook_row(row) for row in self.read(
-            f"SELECT {self._WEBHOOK_COLUMNS} FROM webhook WHERE organization_id = ? AND deleted_at IS NULL "
-            "ORDER BY created_at", (organization_id,))]
-
-    def create_webhook(self, organization_id: str, name: str, url: str, integrations: list,
-                       secret: Optional[str]) -> dict:
-        webhook_id, now = new_uuid(), utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO webhook (id, organization_id, name, url, integrations, secret, created_at, "
-                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (webhook_id, organization_id, name, url, json.dumps(integrations), secret, now, now))
-            row = db.execute(f"SELECT {self._WEBHOOK_COLUMNS} FROM webhook WHERE id = ?", (webhook_id,)).fetchone()
-        return self._webhook_row(row)
-
-    def delete_webhook(self, organization_id: str, webhook_id: str) -> bool:
-        """Soft-delete a webhook; its deliveries still waiting are dropped with it (none is sent after)."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            deleted = db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
-                                 "AND organization_id = ? AND deleted_at IS NULL",
-                                 (now, now, webhook_id, organization_id)).rowcount
-            db.execute(f"DELETE FROM webhook_delivery WHERE webhook_id = ? AND {self._DELIVERY_PENDING}",
-                       (webhook_id,))
-        return bool(deleted)
-
-    # Deliveries of outcome events to those webhooks: one row per webhook and event, queued in the transaction
-    # that records the outcome, claimed under a lease by whichever process is free (a conditional UPDATE:
-    # when several race for one, exactly one changes the row), then delivered, retried later, or given up.
-
-    _DELIVERY_PENDING = "delivered_at IS NULL AND gave_up_at IS NULL"
-    _DELIVERY_FREE = "(lease_until IS NULL OR lease_until < ?)"
-
-    def _queue_webhook_event(self, db: sqlite3.Connection, event: dict, now: str) -> None:
-        """A delivery of `event` (the scheduler's payload: "event", "organizationId", "channel": {"id"}) to each
-        of the organization's webhooks that covers its channel (an empty list of channels covers all)."""
-        payload = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        for webhook_id, integrations in db.execute(
-                "SELECT id, integrations FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
-                (event["organizationId"],)).fetchall():
-            covered = json.loads(integrations)
-            if not covered or event["channel"]["id"] in covered:
-                db.execute("INSERT INTO webhook_delivery (id, organization_id, webhook_id, event, payload, "
-                           "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (new_uuid(), event["organizationId"], webhook_id, event["event"], payload,
-                            time.time(), now))
-
-    def due_webhook_deliveries(self, now: float, limit: int) -> list:
-        """Ids of the deliveries due by `now` that no live lease holds, the longest waiting first."""
-        return [row[0] for row in self.read(
-            f"SELECT id FROM webhook_delivery WHERE {self._DELIVERY_PENDING} AND next_attempt_at <= ? "
-            f"AND {self._DELIVERY_FREE} ORDER BY next_attempt_at LIMIT ?", (now, now, limit))]
-
-    def next_webhook_delivery_time(self) -> Optional[float]:
-        """When the next waiting delivery may be tried (its next attempt, or the end of the lease holding it)."""
-        return self.read("SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until "
-                          f"ELSE next_attempt_at END) FROM webhook_delivery WHERE {self._DELIVERY_PENDING}"
-                          ).fetchone()[0]
-
-    def claim_webhook_delivery(self, delivery_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
-        """Lease one due delivery to `owner` and count the attempt; with what sending it needs (its webhook's
-        url, secret and name). None when it is no longer due, or another process claimed it first."""
-        with self.writing() as db:
-            claimed = db.execute(
-                "UPDATE webhook_delivery SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 "
-                f"WHERE id = ? AND {self._DELIVERY_PENDING} AND next_attempt_at <= ? AND {self._DELIVERY_FREE}",
-                (owner, lease_until, delivery_id, now, now)).rowcount
-            row = db.execute(
-                "SELECT d.id, d.organization_id, d.event, d.payload, d.attempts, d.created_at, w.url, w.secret, "
-                "w.name FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id WHERE d.id = ?",
-                (delivery_id,)).fetchone() if claimed == 1 else None
-        names = ("id", "organization_id", "event", "payload", "attempts", "created_at", "url", "secret", "name")
-        return dict(zip(names, row)) if row else None
-
-    def record_webhook_delivered(self, delivery_id: str) -> None:
-        with self.writing() as db:
-            db.execute("UPDATE webhook_delivery SET delivered_at = ?, lease_owner = NULL, lease_until = NULL, "
-                       f"last_error = NULL WHERE id = ? AND {self._DELIVERY_PENDING}", (utc_now_iso(), delivery_id))
-
-    def retry_webhook_delivery(self, delivery_id: str, owner: str, next_attempt_at: float, problem: str) -> None:
-        """The attempt failed: try again at `next_attempt_at` (unless the lease meanwhile passed to another)."""
-        with self.writing() as db:
-            db.execute("UPDATE webhook_delivery SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, "
-                       f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
-                       (next_attempt_at, problem, delivery_id, owner))
-
-    def give_up_webhook_delivery(self, delivery_id: str, owner: str, problem: str) -> bool:
-        """No further attempt; True when this call gave it up (so that one notification says so)."""
-        with self.writing() as db:
-            return db.execute("UPDATE webhook_delivery SET gave_up_at = ?, last_error = ?, lease_owner = NULL, "
-                              f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {self._DELIVERY_PENDING}",
-                              (utc_now_iso(), problem, delivery_id, owner)).rowcount == 1
-
-    def forget_finished_webhook_deliveries(self, finished_before: str) -> int:
-        """Delete the deliveries delivered or given up before `finished_before` (ISO), so the table stays small."""
-        with self.writing() as db:
-            return db.execute("DELETE FROM webhook_delivery WHERE delivered_at < ? OR gave_up_at < ?",
-                              (finished_before, finished_before)).rowcount
-
-    # --- alerts: trouble announced on an organization's alert channel (rustiz_features/alerts.py) ----
-    # One row per event, unique by (organization, kind, subject): whoever finds an event again (another
-    # process, the next sweep, a restart) inserts nothing. A row is claimed under a lease like a webhook
-    # delivery, tried once, and ends 'sent', 'failed' or 'held' (over the hourly limit; 'folded' once a later
-    # alert has said how many were held).
-
-    def alert_settings(self, organization_id: str) -> tuple:
-        """(alert channel id or None, late threshold in minutes or None) of an organization."""
-        row = self.read("SELECT alert_channel_id, alert_late_minutes FROM organization WHERE id = ?",
-                         (organization_id,)).fetchone()
-        return (row[0], row[1]) if row else (None, None)
-
-    def set_alert_settings(self, organization_id: str, channel_id: Optional[str], late_minutes: Optional[int]) -> None:
-        with self.writing() as db:
-            db.execute("UPDATE organization SET alert_channel_id = ?, alert_late_minutes = ?, updated_at = ? "
-                       "WHERE id = ?", (channel_id, late_minutes, utc_now_iso(), organization_id))
-
-    def queue_alert(self, organization_id: str, kind: str, subject_id: str, text: str, link: Optional[str]) -> bool:
-        """An alert to the organization's alert channel, unless it has none or this event was queued before;
-        True when this call queued it."""
-        channel_id = self.alert_settings(organization_id)[0]
-        if channel_id is None:  # (most organizations: no write at all)
-            return False
-        with self.writing() as db:
-            return db.execute("INSERT OR IGNORE INTO alert (id, organization_id, kind, subject_id, channel_id, text, "
-                              "link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                              (new_uuid(), organization_id, kind, subject_id, channel_id, text, link,
-                               utc_now_iso())).rowcount == 1
-
-    def late_posts_to_alert(self, default_minutes: int, now: float, limit: int = 100) -> list:
-        """Posts still QUEUE more than their organization's late threshold after their date, in organizations
-        with an alert channel, not yet announced as late: [{id, organization_id, publish_date, error,
-        channel_name, provider}], oldest first."""
-        found: list = []
-        for organization_id, minutes in self.read(
-                "SELECT id, alert_late_minutes FROM organization WHERE alert_channel_id IS NOT NULL "
-                "AND deleted_at IS NULL").fetchall():
-            threshold = default_minutes if minutes is None else minutes
-            rows = self.read(
-                "SELECT p.id, p.organization_id, p.publish_date, p.error, i.name, i.provider_identifier FROM post p "
-                "JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? AND p.state = 'QUEUE' "
-                "AND p.deleted_at IS NULL AND p.publish_date < ? AND (p.parent_post_id IS NULL OR EXISTS (SELECT 1 "
-                "FROM post parent WHERE parent.id = p.parent_post_id AND parent.state = 'PUBLISHED')) AND NOT EXISTS "
-                "(SELECT 1 FROM alert a WHERE a.organization_id = p.organization_id AND a.kind = 'late' AND "
-                "a.subject_id = p.id || '@' || p.publish_date) ORDER BY p.publish_date LIMIT ?",
-                (organization_id, iso_at(now - threshold * 60), limit - len(found))).fetchall()
-            found += [dict(zip(("id", "organization_id", "publish_date", "error", "channel_name", "provider"), row))
-                      for row in rows]
-            if len(found) >= limit:
-                break
-        return found
-
-    _ALERT_FREE = "status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"
-
-    def due_alerts(self, now: float, limit: int) -> list:
-        """Ids of the alerts waiting to be sent that no live lease holds, the oldest first."""
-        return [row[0] for row in self.read(
-            f"SELECT id FROM alert WHERE {self._ALERT_FREE} ORDER BY created_at LIMIT ?", (now, limit))]
-
-    def claim_alert(self, alert_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
-        """Lease one waiting alert to `owner`, with its alert channel ({..., "channel": row or None when the
-        channel is gone}); None when another process claimed it first."""
-        with self.writing() as db:
-            if db.execute("UPDATE alert SET lease_owner = ?, lease_until = ?, attempted_at = ?, "
-                          f"attempts = attempts + 1 WHERE id = ? AND {self._ALERT_FREE}",
-                          (owner, lease_until, now, alert_id, now)).rowcount != 1:
-                return None
-            alert = dict(zip(("id", "organization_id", "kind", "text", "link", "attempts", "channel_id"), db.execute(
-                "SELECT id, organization_id, kind, text, link, attempts, channel_id FROM alert WHERE id = ?",
-                (alert_id,)).fetchone()))
-            channel = db.execute("SELECT id, name, provider_identifier, token, session, disabled FROM integration "
-                                 "WHERE id = ? AND deleted_at IS NULL", (alert["channel_id"],)).fetchone()
-        alert["channel"] = dict(zip(("id", "name", "provider", "credentials", "session", "disabled"), channel)) \
-            if channel else None
-        return alert
-
-    def alerts_attempted_since(self, organization_id: str, since: float) -> int:
-        """How many of the organization's alerts were claimed to be sent since `since` (a Unix time): sent,
-        failed or being sent (not those held back)."""
-        return self.read("SELECT COUNT(*) FROM alert WHERE organization_id = ? AND attempted_at >= ? "
-                          "AND status IN ('pending', 'sent', 'failed')", (organization_id, since)).fetchone()[0]
-
-    def fold_held_alerts(self, organization_id: str) -> int:
-        """The organization's alerts held back by the limit, marked told of; how many."""
-        with self.writing() as db:
-            return db.execute("UPDATE alert SET status = 'folded' WHERE organization_id = ? AND status = 'held'",
-                              (organization_id,)).rowcount
-
-    def record_alert_outcome(self, alert_id: str, owner: str, status: str, error: Optional[str]) -> None:
-        """'sent', 'failed' (with why) or 'held', unless the lease meanwhile passed to another process."""
-        with self.writing() as db:
-            db.execute("UPDATE alert SET status = ?, error = ?, lease_owner = NULL, lease_until = NULL "
-                       "WHERE id = ? AND lease_owner = ? AND status = 'pending'", (status, error, alert_id, owner))
-
-    def recent_alerts(self, organization_id: str, limit: int = 20) -> list:
-        """The organization's latest alerts, newest first, as GET /public/v1/alerts shows them."""
-        rows = self.read("SELECT id, kind, text, link, status, error, created_at FROM alert WHERE organization_id = ? "
-                          "ORDER BY created_at DESC LIMIT ?", (organization_id, limit)).fetchall()
-        return [dict(zip(("id", "kind", "text", "link", "status", "error", "createdAt"), row)) for row in rows]
-
-    def forget_old_alerts(self, before: str) -> int:
-        """Delete the alerts queued before `before` (ISO) that are no longer waiting."""
-        with self.writing() as db:
-            return db.execute("DELETE FROM alert WHERE created_at < ? AND status != 'pending'", (before,)).rowcount
-
     # --- the web app's users and sign-in sessions ---------------------------------------------
 
     def add_web_user(self, organization_id: str, email: str, password_hash: str) -> None:
@@ -2517,46 +1768,15 @@ class Store:
         with self.writing() as db:
             db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
-    # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
+    # --- idempotency keys (POST /posts): their rows are rustiz_features/storage/idempotency.py's; the
+    # housekeeping here forgets them after a day -----------------------------------------------
 
     IDEMPOTENCY_SECONDS = 24 * 3600
-
-    def stored_response(self, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
-        return self._stored_response(self.read, organization_id, key)
-
-    def _stored_response(self, execute: Callable, organization_id: str, key: str) -> Optional["IdempotentResponse"]:
-        row = execute("SELECT request_hash, status, response FROM idempotency_key WHERE organization_id = ? "
-                    "AND key = ? AND created_at > ?", (organization_id, key, time.time() - self.IDEMPOTENCY_SECONDS)
-                    ).fetchone()
-        return None if row is None else IdempotentResponse(key, row[0], row[1], bytes(row[2]))
-
-    @staticmethod
-    def _store_response(db: sqlite3.Connection, organization_id: str, response: "IdempotentResponse") -> None:
-        db.execute("INSERT OR REPLACE INTO idempotency_key (organization_id, key, request_hash, status, response, "
-                   "created_at) VALUES (?, ?, ?, ?, ?, ?)", (organization_id, response.key, response.request_hash,
-                                                             response.status, response.body, time.time()))
-
-    def remember_response(self, organization_id: str, response: "IdempotentResponse") -> None:
-        """Store a response that wrote nothing (a refused request), unless the key was taken meanwhile."""
-        with self.writing() as db:
-            if self._stored_response(db.execute, organization_id, response.key) is None:
-                self._store_response(db, organization_id, response)
 
     def forget_expired_idempotency_keys(self, now: float) -> int:
         with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
-
-    # --- notifications --------------------------------------------------------------
-
-    def notifications(self, organization_id: str, offset: int, limit: int) -> tuple:
-        """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
-        total = self.read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
-                           (organization_id,)).fetchone()[0]
-        rows = self.read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
-                          "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-                          (organization_id, limit, offset))
-        return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
 
     # --- rate limits ----------------------------------------------------------
 
@@ -5138,7 +4358,9 @@ def command_org_alerts(arguments: argparse.Namespace) -> int:
         if minutes is not None:  # (a number is checked by validate_alert_settings, which names the field)
             whole = minutes.isascii() and minutes.isdigit()
             body["lateMinutes"] = None if minutes == "default" else int(minutes) if whole else minutes
-        store.set_alert_settings(organization["id"], *validate_alert_settings(store, organization["id"], body))
+        from rustiz_features.storage import alerts as alert_store
+        alert_store.set_alert_settings(store, organization["id"],
+                                       *validate_alert_settings(store, organization["id"], body))
         view = alert_settings_view(config, store, organization["id"])
     except ApiError as refused:
         raise UserError(_refusal_text(refused)) from None

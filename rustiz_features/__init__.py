@@ -5,18 +5,19 @@ every route, and a module is imported on the first request to one of its routes.
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
-  posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
-  api_posts -> api_channels, validation, recurrence, catalogue, duplicates
-  review (approving and rejecting drafts keys' posts) -> api_posts
+  posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation, storage.posts
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, storage.posts, storage.review,
+    storage.notifications, storage.idempotency
+  review (approving and rejecting drafts keys' posts) -> api_posts, storage.posts, storage.review
   api_keys (named API keys with a scope) -> the core only
-  duplicates (the same text twice on a channel within 24 hours) -> text
-  api_channels -> catalogue, publishers, http_client, web
-  analytics -> connect, publishers, http_client
-  connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
+  duplicates (the same text twice on a channel within 24 hours) -> text, storage.posts
+  api_channels -> catalogue, publishers, http_client, web, storage.deliveries (its webhooks)
+  analytics -> connect, publishers, http_client, storage.posts
+  connect (OAuth flows, token refresh) -> catalogue, publishers, http_client, storage.notifications
   validation -> catalogue, text, publishers
   scheduler -> alerts, background, connect, publishers, media, object_storage, recurrence, http_client,
-    catalogue
-  alerts (trouble announced on an alert channel) -> background, publishers, text
+    catalogue, storage.scheduling, storage.deliveries, storage.notifications
+  alerts (trouble announced on an alert channel) -> background, publishers, text, storage.alerts
   background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage
@@ -27,8 +28,13 @@ the core imports none of these at load time, and these import the core and one a
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
-  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client
-  metrics (GET /metrics, GET /health?verbose=1, the counters) -> the core only
+  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client,
+    storage.scheduling
+  metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage.scheduling (the queue's depth)
+  storage (each feature's SQL, beside the core's storage engine; see storage/__init__.py):
+    storage.posts -> storage.idempotency; storage.review -> storage.posts;
+    storage.scheduling -> storage.deliveries; storage.deliveries, storage.alerts, storage.notifications,
+    storage.idempotency -> the core only
   web, recurrence, text, bech32 -> the core only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core

@@ -3,7 +3,7 @@
 Rules:
 - Three events: a post that failed for good ("failed"), a channel that needs reconnecting ("reconnect"), a
   post still queued more than the organization's late threshold after its date ("late"). Each is one alert
-  row, unique by (organization, kind, subject), written by Store.queue_alert: found again by another process,
+  row, unique by (organization, kind, subject), written by storage.alerts.queue_alert: found again by another process,
   the next sweep or after a restart, it is not announced again.
 - An alert goes out through its channel's publisher (so through the one outbound client and its address
   guard) as a short text with the link that fixes the trouble. It is never a post: no calendar, no retry, no
@@ -29,6 +29,7 @@ from rustiz import (
 from .api_docs import documented, object_schema, ref
 from .background import RowSender, SenderHost, epoch_seconds, failure_text
 from .publishers import provider_for
+from .storage import alerts as alert_store
 
 DEFAULT_LATE_MINUTES = 15
 LATE_MINUTES_MAX = 7 * 24 * 60  # a week
@@ -102,7 +103,7 @@ class AlertSender(RowSender):
 
     def _queue(self, organization_id: str, kind: str, subject_id: str, text: str, link: str) -> None:
         try:
-            queued = self.store.queue_alert(organization_id, kind, subject_id, text, link)
+            queued = alert_store.queue_alert(self.store, organization_id, kind, subject_id, text, link)
         except sqlite3.Error as error:  # the event is still in the notifications: publishing goes on
             log(f"alert ({kind} {subject_id}) could not be queued ({error}); it is in the notifications only")
             return
@@ -110,7 +111,7 @@ class AlertSender(RowSender):
             self.wake()
 
     def _queue_late_posts(self, now: float) -> None:
-        for post in self.store.late_posts_to_alert(self.late_minutes, now):
+        for post in alert_store.late_posts_to_alert(self.store, self.late_minutes, now):
             platform = provider_for(post["provider"])
             label = platform.label if platform else post["provider"]
             late = now - epoch_seconds(post["publish_date"])
@@ -132,7 +133,7 @@ class AlertSender(RowSender):
                 self._queue_late_posts(now)
             if now >= self.housekeeping_at:
                 self.housekeeping_at = now + 3600
-                self.store.forget_old_alerts(iso_at(now - ALERT_KEEP_SECONDS))
+                alert_store.forget_old_alerts(self.store, iso_at(now - ALERT_KEEP_SECONDS))
             self._start_due(now)
         except sqlite3.Error as error:
             log(f"alerts: the database failed ({error}); trying again in 5 s")
@@ -144,8 +145,9 @@ class AlertSender(RowSender):
         room = ALERT_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for alert_id in self.store.due_alerts(now, room):
-            alert = self.store.claim_alert(alert_id, self.scheduler.owner, now + ALERT_LEASE_SECONDS, now)
+        for alert_id in alert_store.due_alerts(self.store, now, room):
+            alert = alert_store.claim_alert(self.store, alert_id, self.scheduler.owner, now + ALERT_LEASE_SECONDS,
+                                            now)
             if alert is None:
                 continue  # another process claimed it first
             if self._over_limit(alert):
@@ -158,11 +160,12 @@ class AlertSender(RowSender):
     def _over_limit(self, alert: dict) -> bool:
         """Hold the alert (recorded, logged) when the organization had RUSTIZ_ALERT_LIMIT in the last hour.
         (Counted when claimed, the claimed one included, so that alerts sent at once count each other.)"""
-        if self.store.alerts_attempted_since(alert["organization_id"], time.time() - 3600) <= self.hourly_limit:
+        attempted = alert_store.alerts_attempted_since(self.store, alert["organization_id"], time.time() - 3600)
+        if attempted <= self.hourly_limit:
             return False
         problem = f"held back: {self.hourly_limit} alerts went out in the last hour already (RUSTIZ_ALERT_LIMIT)"
         log(f"alert {alert['id']} of organization {alert['organization_id']} {problem}: {alert['text']}")
-        self.store.record_alert_outcome(alert["id"], self.scheduler.owner, "held", problem)
+        alert_store.record_alert_outcome(self.store, alert["id"], self.scheduler.owner, "held", problem)
         return True
 
     async def _send(self, alert: dict) -> None:
@@ -175,8 +178,8 @@ class AlertSender(RowSender):
             if problem:
                 log(f"alert {alert['id']} of organization {alert['organization_id']} was not sent: {problem} "
                     f"(the alert was: {alert['text']})")
-            self.store.record_alert_outcome(alert["id"], self.scheduler.owner, "failed" if problem else "sent",
-                                            problem or None)
+            alert_store.record_alert_outcome(self.store, alert["id"], self.scheduler.owner,
+                                             "failed" if problem else "sent", problem or None)
         except sqlite3.Error as error:
             log(f"alert {alert['id']}: its outcome could not be recorded ({error})")
         finally:
@@ -197,7 +200,7 @@ class AlertSender(RowSender):
         platform = provider_for(row["provider"])
         if platform is None:
             return f"rustiz cannot publish to {row['provider']} channels"
-        held = self.store.fold_held_alerts(alert["organization_id"])
+        held = alert_store.fold_held_alerts(self.store, alert["organization_id"])
         text = alert["text"] + (f" (Also {held} more alert{'s' if held > 1 else ''} held back by the limit of "
                                 f"{self.hourly_limit} an hour: see the notifications, "
                                 f"{self.config.frontend_url}/#/notifications)" if held else "")
@@ -235,22 +238,22 @@ class AlertsApi:
                     "type": ["integer", "null"], "minimum": 1, "maximum": 10080}}))
     def update(self, request: Request, organization_id: str) -> Response:
         channel_id, late_minutes = validate_alert_settings(self.store, organization_id, json_object(request))
-        self.store.set_alert_settings(organization_id, channel_id, late_minutes)
+        alert_store.set_alert_settings(self.store, organization_id, channel_id, late_minutes)
         return json_response(alert_settings_view(self.config, self.store, organization_id))
 
 
 def alert_settings_view(config: Config, store: Store, organization_id: str) -> dict:
     """{channel, lateMinutes (null: the default), defaultLateMinutes, alerts: the latest 20}."""
-    channel_id, late_minutes = store.alert_settings(organization_id)
+    channel_id, late_minutes = alert_store.alert_settings(store, organization_id)
     return {"channel": channel_id, "lateMinutes": late_minutes,
             "defaultLateMinutes": default_late_minutes(config.settings),
-            "alerts": store.recent_alerts(organization_id)}
+            "alerts": alert_store.recent_alerts(store, organization_id)}
 
 
 def validate_alert_settings(store: Store, organization_id: str, body: dict) -> tuple:
     """(channel id or None, late minutes or None) of PUT /alerts (and `rustiz org alerts`), a property left out
     keeping its value; raises ApiError (400) naming each problem."""
-    current_channel, current_minutes = store.alert_settings(organization_id)
+    current_channel, current_minutes = alert_store.alert_settings(store, organization_id)
     problems = [f"property {name} should not exist (send channel and/or lateMinutes)" for name in body
                 if name not in ("channel", "lateMinutes")]
     channel_id: Any = body.get("channel", current_channel)

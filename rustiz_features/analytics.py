@@ -19,6 +19,7 @@ from .publishers import provider_for
 from .connect import TokenKeeper
 from .publishers.base import Channel, PublishError, Release
 from .publishers.oauth import OAuthProvider
+from .storage import posts as post_store
 
 ANALYTICS_CACHE_SECONDS = 600
 ANALYTICS_CACHE_ENTRIES = 1000
@@ -65,7 +66,7 @@ class AnalyticsApi:
                 (parameter("path", "postId", "A post id"), _DAYS_BACK))
     async def post(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
-        post = await self.store.off_loop(self.store.post, organization_id, request.params["postId"])
+        post = await self.store.off_loop(post_store.post, self.store, organization_id, request.params["postId"])
         if post is None:
             raise not_found("Post not found")
         if post["releaseId"] == "missing":

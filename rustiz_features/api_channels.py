@@ -27,6 +27,7 @@ from .catalogue import (
 )
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
+from .storage import deliveries as delivery_store
 from .web import start_web_session
 
 INTEGRATION_NOT_FOUND = "Integration not found"
@@ -278,7 +279,7 @@ class WebhooksApi:
     @documented("The organization's outgoing webhooks (rustiz)", ("200", array_of(ref("Webhook"))))
     def list_webhooks(self, request: Request, organization_id: str) -> Response:
         """The webhooks; below the scope full each URL is masked (its path often is the receiver's token)."""
-        hooks = self.store.webhooks(organization_id)
+        hooks = delivery_store.webhooks(self.store, organization_id)
         if request.scope != "full":
             hooks = [{**hook, "url": masked_url(hook["url"]), "urlMasked": True} for hook in hooks]
         return json_response(hooks)
@@ -303,8 +304,9 @@ class WebhooksApi:
         except AddressRefused as refused:
             raise bad_request(f"url cannot receive webhooks: {refused}") from None
         name = body["name"].strip() if body.get("name") is not None else f"Webhook to {url_host(body['url'])}"
-        return json_response(await self.store.off_loop(self.store.create_webhook, organization_id, name, body["url"],
-                                                       channel_ids, secret), 201)
+        created = await self.store.off_loop(delivery_store.create_webhook, self.store, organization_id, name,
+                                            body["url"], channel_ids, secret)
+        return json_response(created, 201)
 
     def _channel_ids(self, organization_id: str, integrations: Any) -> tuple:
         """The channel ids a webhook covers (Postiz's [{"id"}] or plain ids; none = every channel), and problems."""
@@ -323,7 +325,7 @@ class WebhooksApi:
     @documented("Stop sending events to a webhook (rustiz)", ("200", object_schema({"deleted": {"const": True}})),
                 "NotFound", (parameter("path", "id", "A webhook id"),))
     def delete(self, request: Request, organization_id: str) -> Response:
-        if not self.store.delete_webhook(organization_id, request.params["id"]):
+        if not delivery_store.delete_webhook(self.store, organization_id, request.params["id"]):
             raise not_found(f"No webhook {request.params['id']} in this organization")
         return json_response({"deleted": True})
 

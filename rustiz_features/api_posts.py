@@ -15,9 +15,9 @@ import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import (
-    ApiError, App, Guard, IdempotentResponse, PostBeingPublished, Request, Response, bad_request, duration,
-    encode_json, iso_at, iso_ms, json_dumps, json_object, json_response, nest_error, new_cuid, new_uuid, not_found,
-    parse_iso_instant, route_options, scope_refusal, sha256, utc_now_iso,
+    ApiError, App, Guard, Request, Response, bad_request, duration, encode_json, iso_at, iso_ms, json_dumps,
+    json_object, json_response, nest_error, new_cuid, new_uuid, not_found, parse_iso_instant, route_options,
+    scope_refusal, sha256, utc_now_iso,
 )
 from .api_docs import (
     BOOLEAN, CHANNEL_ID, DATE, ID, INTEGER, POST_ID, STRING, array_of, documented, json_body, object_schema,
@@ -27,6 +27,12 @@ from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
+from .storage import idempotency as idempotency_store
+from .storage import notifications as notification_store
+from .storage import posts as post_store
+from .storage import review as review_store
+from .storage.idempotency import IdempotentResponse
+from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
@@ -161,7 +167,7 @@ class PostsApi:
                               f"grace period (PUBLISH_GRACE) ago, so the post would never be sent: {remedy}")
 
     def _post_or_404(self, organization_id: str, post_id: str) -> dict:
-        post = self.store.post(organization_id, post_id)
+        post = post_store.post(self.store, organization_id, post_id)
         if post is None:
             raise not_found(POST_NOT_FOUND)
         return post
@@ -193,8 +199,8 @@ class PostsApi:
             raise bad_request([f"{name} must be a valid ISO 8601 date string"
                                for name, value in (("startDate", start), ("endDate", end)) if value is None])
         first, last = iso_ms(start), iso_ms(end)
-        posts = self.store.root_posts_for_listing(organization_id, first, last, customer)
-        tags = self.store.post_tags([post["id"] for post in posts])
+        posts = post_store.root_posts_for_listing(self.store, organization_id, first, last, customer)
+        tags = post_store.post_tags(self.store, [post["id"] for post in posts])
         zone = None
         # Each entry: (item, None) for a post listed once, or (item, its occurrences in the window), which
         # are counted (and weighed) before any is computed, so that no answer grows beyond the limits.
@@ -235,8 +241,8 @@ class PostsApi:
         if state not in REVIEW_STATES:
             raise bad_request(f"state must be one of the following values: {', '.join(REVIEW_STATES)} "
                               f"(without state, GET /posts lists by startDate and endDate)")
-        posts = self.store.posts_for_review(organization_id, state)
-        tags = self.store.post_tags([post["id"] for post in posts])
+        posts = review_store.posts_for_review(self.store, organization_id, state)
+        tags = post_store.post_tags(self.store, [post["id"] for post in posts])
         return [{**_listing_item(post, tags.get(post["id"], [])), "review": post["review"],
                  "reviewReason": post["reviewReason"]} for post in posts]
 
@@ -248,31 +254,32 @@ class PostsApi:
         return json_response(view, 200, [("ETag", f'"{view["version"]}"'), ("Cache-Control", "no-cache")])
 
     def _full_view(self, organization_id: str, post: dict) -> dict:
-        thread = self.store.thread(organization_id, post["group"])
+        thread = post_store.thread(self.store, organization_id, post["group"])
         position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
         channel = self.store.channel_row(organization_id, post["integrationId"])
         view = _post_view(post)
         view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
                                "name": channel["name"], "picture": channel["picture"]}
-        view["tags"] = self.store.post_tags([post["id"]]).get(post["id"], [])
-        going_out = going_out_times(thread, self.store.thread_waits(organization_id, post["group"]))
+        view["tags"] = post_store.post_tags(self.store, [post["id"]]).get(post["id"], [])
+        going_out = going_out_times(thread, post_store.thread_waits(self.store, organization_id, post["group"]))
         view["goesOutAt"] = going_out[post["id"]]
         view["thread"] = [{**_post_view(reply), "goesOutAt": going_out[reply["id"]]} for reply in thread[position + 1:]]
-        view["review"], view["reviewReason"] = self.store.post_reviews([post["id"]]).get(post["id"], (None, None))
-        view["version"] = self.store.group_version(organization_id, post["group"])
+        reviews = review_store.post_reviews(self.store, [post["id"]])
+        view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
+        view["version"] = review_store.group_version(self.store, organization_id, post["group"])
         return view
 
     @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
         post = self._post_or_404(organization_id, request.params["id"])
-        self.store.delete_group(organization_id, post["group"])
+        post_store.delete_group(self.store, organization_id, post["group"])
         return json_response({"error": True})
 
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
-        self.store.delete_group(organization_id, request.params["group"])
+        post_store.delete_group(self.store, organization_id, request.params["group"])
         return json_response({"error": True})
 
     @documented("Make a post a draft or queue it",
@@ -284,7 +291,7 @@ class PostsApi:
         status = json_object(request).get("status")
         if status not in ("draft", "schedule"):
             raise bad_request(["status must be one of the following values: draft, schedule"])
-        post = self.store.post(organization_id, request.params["id"])
+        post = post_store.post(self.store, organization_id, request.params["id"])
         if post is None:  # Postiz answers 400 here, not 404
             raise bad_request(POST_NOT_FOUND)
         if post["state"] not in ("QUEUE", "DRAFT"):
@@ -293,7 +300,7 @@ class PostsApi:
                               + (" (use POST /posts/:id/retry to try a failed post again)"
                                  if post["state"] == "ERROR" else ""))
         state = "DRAFT" if status == "draft" else "QUEUE"
-        thread = self.store.thread(organization_id, post["group"])
+        thread = post_store.thread(self.store, organization_id, post["group"])
         if state == "QUEUE" and post["state"] == "DRAFT":
             # Drafts skip the media and length rules, and may keep a past date; a draft entering the queue
             # must pass them now.
@@ -303,7 +310,7 @@ class PostsApi:
                                     f'give it a later date first (PUT /posts/{post["id"]} {{"date": "..."}}), '
                                     "then schedule it")
         approval = {"review": None, "review_reason": None} if state == "QUEUE" else {}  # (a person scheduling it)
-        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+        if not post_store.update_post_fields(self.store, organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"), state=state, **approval):
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
@@ -320,8 +327,8 @@ class PostsApi:
             raise bad_request(f"Post {post['id']} is not waiting for its release id (releaseId is "
                               f"{encode_json(post['releaseId'])}); only a post whose releaseId is \"missing\" "
                               f"can be linked to a platform post")
-        self.store.update_post_fields(organization_id, [post["id"]], release_id=release_id)
-        row = self.store.post(organization_id, post["id"])
+        post_store.update_post_fields(self.store, organization_id, [post["id"]], release_id=release_id)
+        row = post_store.post(self.store, organization_id, post["id"])
         # Postiz's row also has columns rustiz does not keep (titles, the marketplace's); they are empty there too.
         return json_response({**row, "state": postiz_state(row["state"]), "title": None, "description": None,
                               "submittedForOrderId": None, "submittedForOrganizationId": None,
@@ -346,7 +353,7 @@ class PostsApi:
     def retry_post(self, organization_id: str, post_id: str) -> dict:
         """The failed parts of the post's thread back in the queue; the post as GET /posts/:id shows it."""
         post = self._post_or_404(organization_id, post_id)
-        if not self.store.retry_failed_group(organization_id, post["group"]):
+        if not post_store.retry_failed_group(self.store, organization_id, post["group"]):
             raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
                                   f"only a post in ERROR can be retried")
         return self.post_view(organization_id, post["id"])
@@ -375,7 +382,7 @@ class PostsApi:
     def notifications_page(self, organization_id: str, page: int) -> dict:
         """One page of notifications (a checked page number), for GET /notifications and MCP alike."""
         offset = page * NOTIFICATIONS_PER_PAGE
-        items, total = self.store.notifications(organization_id, offset, NOTIFICATIONS_PER_PAGE)
+        items, total = notification_store.notifications(self.store, organization_id, offset, NOTIFICATIONS_PER_PAGE)
         return {"notifications": items, "total": total, "page": page, "hasMore": offset + len(items) < total}
 
     @documented("The channel's next free posting time",
@@ -406,7 +413,7 @@ class PostsApi:
         zone_name = self.store.organization_timezone(organization_id)
         zone = zone_named(zone_name)
         now = datetime.datetime.now(datetime.timezone.utc)
-        taken = {date[:16] for date in self.store.queued_publish_dates(channel["id"], iso_ms(now)[:16])}
+        taken = {date[:16] for date in post_store.queued_publish_dates(self.store, channel["id"], iso_ms(now)[:16])}
         today = now.astimezone(zone).date()
         for day in range(SLOT_SEARCH_DAYS):
             midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
@@ -441,15 +448,15 @@ class PostsApi:
             raise bad_request("Idempotency-Key must be between 1 and 255 characters long")
         request_hash = sha256(request.body).hexdigest()
         claim = IdempotentResponse(key, request_hash, 0, b"")
-        earlier = self.store.stored_response(organization_id, key)
+        earlier = idempotency_store.stored_response(self.store, organization_id, key)
         if earlier is not None:
             return self._replay(earlier, claim)
         try:
             return self._create_posts(request, organization_id, claim)
         except ApiError as refused:
             # A refused request is answered the same way when retried, so its answer is kept too.
-            self.store.remember_response(organization_id, claim._replace(status=refused.status,
-                                                                         body=json_dumps(refused.body)))
+            idempotency_store.remember_response(self.store, organization_id, claim._replace(
+                status=refused.status, body=json_dumps(refused.body)))
             raise
 
     @staticmethod
@@ -475,7 +482,7 @@ class PostsApi:
             except ApiError:
                 # A twin request with the same Idempotency-Key, saved while this one was validated, is what
                 # this one repeats: its answer is replayed, not refused as a duplicate.
-                earlier = claim and self.store.stored_response(organization_id, claim.key)
+                earlier = claim and idempotency_store.stored_response(self.store, organization_id, claim.key)
                 if earlier is None:
                     raise
                 return self._replay(earlier, claim)
@@ -490,9 +497,9 @@ class PostsApi:
         if plan["type"] != "draft":
             raise scope_refusal(scope, "full", f'a post of type "{plan["type"]}" (only "draft" waits for review)')
         ids = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
-        rewritten = list(self.store.posts_by_id(organization_id, ids).values()) if ids else []
+        rewritten = list(post_store.posts_by_id(self.store, organization_id, ids).values()) if ids else []
         for group in {post["group"] for post in plan["posts"] if post.get("group")}:
-            rewritten += self.store.thread(organization_id, group)
+            rewritten += post_store.thread(self.store, organization_id, group)
         for post in rewritten:
             if post["state"] != "DRAFT":
                 raise scope_refusal(scope, "full", f"rewriting post {post['id']} (it is {post['state']})")
@@ -507,7 +514,7 @@ class PostsApi:
         created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
         body = json_dumps(created)
         try:
-            earlier = self.store.save_posts(organization_id, threads, replaced_groups, plan["tags"],
+            earlier = post_store.save_posts(self.store, organization_id, threads, replaced_groups, plan["tags"],
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
@@ -524,7 +531,7 @@ class PostsApi:
         its old group is replaced (a thread edit that drops a reply deletes it); an unknown id is ignored.
         A `group` given in the body soft-deletes that group's posts (Postiz's edit semantics)."""
         wanted = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
-        existing = self.store.posts_by_id(organization_id, wanted) if wanted else {}
+        existing = post_store.posts_by_id(self.store, organization_id, wanted) if wanted else {}
         replaced_groups = {post["group"] for post in plan["posts"] if post.get("group")}
         threads, claimed = [], set()
         for post in plan["posts"]:
@@ -573,13 +580,13 @@ class PostsApi:
             raise bad_request("Only scheduled posts that were not published yet (or drafts) can be updated")
         if post["state"] == "QUEUE" and post["publishDate"] < utc_now_iso():
             raise bad_request("The publish time of this post already passed, it cannot be updated")
-        thread = self.store.thread(organization_id, post["group"])
+        thread = post_store.thread(self.store, organization_id, post["group"])
         merged = {**_load_json(post["settings"], {}), **settings}
         try:
             plan = self._revalidate(organization_id, thread, settings=merged)
         except ApiError as refused:
             raise bad_request(self._settings_problem(refused, thread)) from None
-        if not self.store.update_post_fields(organization_id, [part["id"] for part in thread],
+        if not post_store.update_post_fields(self.store, organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"),
                                              settings=encode_json(plan["posts"][0]["settings"])):
             raise _being_published(post["id"])
@@ -624,7 +631,7 @@ class PostsApi:
                                   f"it again, POST /posts with its id as value[0].id and \"republish\": true")
         if post["state"] != "DRAFT":
             Guard.check_scope(request, "full", f"editing post {post['id']} (it is {post['state']})")
-        thread = self.store.thread(organization_id, post["group"])
+        thread = post_store.thread(self.store, organization_id, post["group"])
         edits = {name: body[name] for name in ("content", "image") if name in body}
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
         plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
@@ -632,12 +639,13 @@ class PostsApi:
         if request.scope != "full":  # changed by an agent: a person reviews it (again)
             plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
-        tags = self.store.post_tags([thread[0]["id"]]).get(thread[0]["id"], [])
+        tags = post_store.post_tags(self.store, [thread[0]["id"]]).get(thread[0]["id"], [])
         try:
-            self.store.save_posts(organization_id, threads, replaced_groups, [tag["tag"]["name"] for tag in tags])
+            post_store.save_posts(self.store, organization_id, threads, replaced_groups,
+                                  [tag["tag"]["name"] for tag in tags])
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
-        return json_response(self._full_view(organization_id, self.store.post(organization_id, post["id"])))
+        return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
 
     def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
                     edits: Optional[dict] = None, date: Optional[str] = None,

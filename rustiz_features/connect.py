@@ -34,6 +34,7 @@ from .metrics import count
 from .publishers import provider_for
 from .publishers.base import AddressNotAllowed, Channel, PublishError
 from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
+from .storage import notifications as notification_store
 
 FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
@@ -207,7 +208,8 @@ class ConnectFlow:
     async def _failed(self, flow: dict, problem: "ConnectProblem") -> Response:
         """Back to the channels page with the problem's code; its words, which may quote the platform, go to
         the organization's notifications (a link's text is never shown as rustiz's)."""
-        await self.store.off_loop(self.store.add_notification, flow["organization_id"], str(problem))
+        await self.store.off_loop(notification_store.add_notification, self.store, flow["organization_id"],
+                                  str(problem))
         return self._back(problem=problem.code, provider=flow["provider"])
 
     async def _finish(self, provider: OAuthProvider, flow: dict, code: str) -> tuple:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rustiz import ApiError, iso_ms, parse_iso_instant
+from .storage import posts as post_store
 from .text import strip_html
 
 DUPLICATE_WINDOW_SECONDS = 24 * 3600
@@ -54,7 +55,8 @@ def find_duplicates(store: Any, plan: dict, pending: Optional[list] = None) -> l
         if not text:  # media alone: no text to repeat
             continue
         rewritten = {value["id"] for value in post["values"] if value.get("id")}
-        for post_id, group, content, publish_date, state in store.channel_roots_near(channel["id"], start, end):
+        nearby = post_store.channel_roots_near(store, channel["id"], start, end)
+        for post_id, group, content, publish_date, state in nearby:
             if post_id in rewritten or group == post.get("group") or normalized_text(content) != text:
                 continue
             found.append({"postId": post_id, "integration": channel["id"], "channel": channel["name"],

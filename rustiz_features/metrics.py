@@ -28,6 +28,7 @@ from rustiz import (
     parse_iso_instant, route_options,
 )
 from .api_docs import documented
+from .storage import scheduling as schedule_store
 
 SHARE_SECONDS = 5.0  # how often each worker of several writes its counters for the others' /metrics
 LAG_SAMPLES = 1000  # the latest scheduler lags kept per process, for the p50 and p99
@@ -270,7 +271,7 @@ class Metrics:
         return Response(200, out.text(), "text/plain; version=0.0.4; charset=utf-8")
 
     def _database_families(self, out: Exposition) -> None:
-        due, total, _ = self.store.queue_depth(iso_at(time.time()))
+        due, total, _ = schedule_store.queue_depth(self.store, iso_at(time.time()))
         states = dict(self.store.post_counts_by_state())
         out.family("rustiz_posts", "gauge", "Posts (each thread part) by state, deleted ones left out")
         for state in sorted({"DRAFT", "QUEUE", "PUBLISHING", "PUBLISHED", "ERROR", *states}):
@@ -295,7 +296,7 @@ def scheduler_heartbeat(config: Config, store: Any) -> Optional[float]:
     """When a scheduler last gave a sign of life (Unix time): on SQLite in its lock file, on PostgreSQL in the
     scheduler_heartbeat table; None when none ever did."""
     if store.remote:
-        return store.last_scheduler_heartbeat()
+        return schedule_store.last_scheduler_heartbeat(store)
     import re
     try:
         with open(config.database + "-scheduler", "rb") as handle:
@@ -312,7 +313,7 @@ def health_report(config: Config, store: Any) -> dict:
     """What GET /health?verbose=1 answers, and rustiz doctor reads."""
     now = time.time()
     problem = store.current_write_problem()
-    due, total, earliest = store.queue_depth(iso_at(now))
+    due, total, earliest = schedule_store.queue_depth(store, iso_at(now))
     beat = scheduler_heartbeat(config, store)
     refresh_needed, disabled = store.channels_needing_attention()
     lag = max(0.0, now - parse_iso_instant(earliest).timestamp()) if earliest else 0.0

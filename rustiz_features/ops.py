@@ -38,6 +38,7 @@ from rustiz import (
     VERSION, Config, Store, UserError, is_postgres_url, iso_at, make_private_folders, parse_iso_instant,
     read_config_file, redacted_url, utc_now_iso,
 )
+from .storage import scheduling as schedule_store
 
 MANIFEST = "manifest.json"
 ARCHIVE_FORMAT = "rustiz-backup"
@@ -557,7 +558,7 @@ def _check_scheduler(config: Config, store: Store, report: Report) -> None:
                                  "rustiz serve with RUSTIZ_SCHEDULER=1 runs, and its log")
     else:
         report.ok("scheduler", f"alive (heartbeat {age:.0f} s ago)")
-    due, total, earliest = store.queue_depth(iso_at(time.time()))
+    due, total, earliest = schedule_store.queue_depth(store, iso_at(time.time()))
     lag = time.time() - parse_iso_instant(earliest).timestamp() if earliest else 0.0
     if lag > 120:
         report.warn("queue", f"{due} of {total} queued posts are due, the oldest {lag:.0f} s overdue: look at "

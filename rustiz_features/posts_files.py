@@ -5,7 +5,7 @@ Rules:
 - An imported row is a CreatePost body, as POST /posts takes it (a CSV line is turned into one first); it
   passes the same checks: validate_create_post, the missed-date and republish guards (PostsApi's row
   planning), and the duplicate rule (duplicates.py), also against the import's earlier rows.
-- All or nothing: rows are stored only when every row passes, in one transaction (Store.save_post_batches).
+- All or nothing: rows are stored only when every row passes, in one transaction (storage.posts.save_post_batches).
   A dry run checks every row the same way and stores nothing.
 - Media of a CSV line must be uploads of the organization (its Media rows); an import never fetches a URL:
   POST /upload-from-url does that, through the one outbound client and its address guard.
@@ -32,12 +32,13 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from rustiz import (
-    ApiError, PostBeingPublished, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error,
-    parse_iso_instant,
+    ApiError, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error, parse_iso_instant,
 )
 from .api_docs import DATE, array_of, documented, parameter, ref
 from .api_posts import PostsApi
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, pending_entries
+from .storage import posts as post_store
+from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
 
 MAX_IMPORT_ROWS = 1000
@@ -144,7 +145,7 @@ class PostsFiles:
     def exported_bodies(self, organization_id: str, start: str, end: str) -> list:
         """One CreatePost body per thread whose main post is dated in [start, end]: drafts as type "draft",
         everything else as "schedule" (posts already published or failed are listed too, with their date)."""
-        rows = self.store.posts_for_export(organization_id, start, end, MAX_EXPORTED_THREADS + 1)
+        rows = post_store.posts_for_export(self.store, organization_id, start, end, MAX_EXPORTED_THREADS + 1)
         groups: dict = {}
         for row in rows:
             groups.setdefault(row["group"], []).append(row)
@@ -154,7 +155,7 @@ class PostsFiles:
                               f"{MAX_EXPORTED_THREADS} threads and {MAX_EXPORTED_TEXT_BYTES // 2**20} MiB of "
                               "text): ask for a shorter window")
         threads = [_in_thread_order(parts) for parts in groups.values()]
-        tags = self.store.post_tags([thread[0]["id"] for thread in threads])
+        tags = post_store.post_tags(self.store, [thread[0]["id"] for thread in threads])
         return [_create_post_body(thread, [tag["tag"]["name"] for tag in tags.get(thread[0]["id"], [])])
                 for thread in threads]
 
@@ -306,7 +307,7 @@ class PostsFiles:
         report: dict = {"dryRun": dry_run, "ok": ok, "rows": results}
         if ok and not dry_run:
             try:
-                self.store.save_post_batches(organization_id, batches)
+                post_store.save_post_batches(self.store, organization_id, batches)
             except PostBeingPublished as busy:
                 raise nest_error(409, f"Post {busy.post_id} began to be published during the import, which "
                                       "rewrites it; nothing was imported: wait until it is PUBLISHED or ERROR, "

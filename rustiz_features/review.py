@@ -2,7 +2,7 @@
 
 Rules:
 - Posts made or changed with a drafts key are drafts marked for review (api_posts.mark_for_review); the
-  scheduler never publishes a post marked for review or rejected (Store._DUE_SQL).
+  scheduler never publishes a post marked for review or rejected (storage.scheduling.DUE_SQL).
 - Approving queues the thread at its date, or at the date given, or, when its date has passed, at the
   channel's next free posting slot (as GET /find-slot finds it); the post is checked as for scheduling first.
 - Rejecting keeps the draft, with the reviewer's reason for the agent to read (GET /posts/:id, MCP postGetTool).
@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from rustiz import ApiError, App, PostGroupChanged, Request, Response, bad_request, iso_ms, json_object, \
-    json_response, nest_error, not_found, parse_iso_instant, utc_now_iso
+from rustiz import ApiError, App, Request, Response, bad_request, iso_ms, json_object, json_response, \
+    nest_error, not_found, parse_iso_instant, utc_now_iso
 from .api_docs import DATE, POST_ID, STRING, documented, object_schema, parameter, ref
 from .api_posts import POST_NOT_FOUND, PostsApi
+from .storage import posts as post_store
+from .storage import review as review_store
+from .storage.review import PostGroupChanged
 
 MAX_REASON_CHARACTERS = 2000
 MAX_VERSION_CHARACTERS = 64
@@ -35,11 +38,11 @@ class ReviewApi:
 
     def _awaiting(self, organization_id: str, post_id: str) -> list:
         """The thread of a post awaiting review or rejected (root first); raises ApiError 404 or 409."""
-        post = self.store.post(organization_id, post_id)
+        post = post_store.post(self.store, organization_id, post_id)
         if post is None:  # (another organization's post answers as one that never existed)
             raise not_found(POST_NOT_FOUND)
-        thread = self.store.thread(organization_id, post["group"])
-        if thread[0]["id"] not in self.store.post_reviews([thread[0]["id"]]):
+        thread = post_store.thread(self.store, organization_id, post["group"])
+        if thread[0]["id"] not in review_store.post_reviews(self.store, [thread[0]["id"]]):
             raise nest_error(409, f"Post {post_id} is not awaiting review (only drafts made with a drafts key are: "
                                   "GET /public/v1/posts?state=review lists them)")
         return thread
@@ -59,7 +62,8 @@ class ReviewApi:
         self.posts._revalidate(organization_id, thread, settings=json.loads(root["settings"] or "{}"),
                                request_type="update")  # drafts skip the media and length rules; queued posts not
         try:
-            decided = self.store.decide_review(organization_id, root["group"], publish_date=date, seen_version=seen)
+            decided = review_store.decide_review(self.store, organization_id, root["group"], publish_date=date,
+                                                 seen_version=seen)
         except PostGroupChanged as changed:
             raise ApiError(409, {"statusCode": 409, "error": "Conflict", "version": changed.version, "message": (
                 f"Post {root['id']} changed after you looked at it (you saw version {seen}, it is now version "
@@ -92,7 +96,7 @@ class ReviewApi:
             raise bad_request([f"reason must be a non-empty string of at most {MAX_REASON_CHARACTERS} characters "
                                "(the agent reads it back)"])
         root = self._awaiting(organization_id, request.params["id"])[0]
-        if not self.store.decide_review(organization_id, root["group"], reason=reason.strip()):
+        if not review_store.decide_review(self.store, organization_id, root["group"], reason=reason.strip()):
             raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
         return json_response(self.posts.post_view(organization_id, root["id"]))
 

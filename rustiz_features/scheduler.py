@@ -27,6 +27,9 @@ from .background import RowSender, WokenLoop, epoch_seconds, failure_text
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
+from .storage import deliveries as delivery_store
+from .storage import notifications as notification_store
+from .storage import scheduling as schedule_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -136,7 +139,7 @@ class Scheduler(WokenLoop):
 
     def _take_lock(self) -> bool:
         if self.shared:  # (no file lock: every process schedules; row locks and leases keep them apart)
-            self.last_alive_before = self.store.last_scheduler_heartbeat()
+            self.last_alive_before = schedule_store.last_scheduler_heartbeat(self.store)
             self.started_at = time.time()
             self._beat()
             return True
@@ -160,7 +163,7 @@ class Scheduler(WokenLoop):
         self.beaten_at = time.time()
         if self.shared:
             with contextlib.suppress(sqlite3.Error):  # (a missed beat only makes a missed post's story vaguer)
-                self.store.beat_scheduler(self.owner, self.beaten_at)
+                schedule_store.beat_scheduler(self.store, self.owner, self.beaten_at)
             return
         line = f"rustiz scheduler {self.owner} alive at {self.beaten_at:.0f} ({iso_at(self.beaten_at)})\n".encode()
         try:
@@ -178,7 +181,8 @@ class Scheduler(WokenLoop):
         self.leases_renewed_at = now
         try:
             if self.claimed:
-                self.store.renew_leases(sorted(self.claimed), self.owner, iso_at(now + self.lease_seconds))
+                schedule_store.renew_leases(self.store, sorted(self.claimed), self.owner,
+                                            iso_at(now + self.lease_seconds))
             self._recover_interrupted()
         except sqlite3.Error as error:
             log(f"scheduler: could not renew or check leases ({error}); trying again in a second")
@@ -191,7 +195,7 @@ class Scheduler(WokenLoop):
         now = time.time()
         try:
             next_free = self._start_due_posts(now)
-            next_due = self.store.next_due_time(iso_at(now))
+            next_due = schedule_store.next_due_time(self.store, iso_at(now))
         except sqlite3.Error as error:
             log(f"scheduler: the database failed ({error}); trying again in 5 s")
             self.sleep(5)
@@ -204,7 +208,7 @@ class Scheduler(WokenLoop):
         """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
         next_free = None
         # (one publish at a time per channel; its end wakes us)
-        due = [row for row in self.store.due_posts(iso_at(now)) if row[1] not in self.busy_channels]
+        due = [row for row in schedule_store.due_posts(self.store, iso_at(now)) if row[1] not in self.busy_channels]
         organizations = self._organizations_of([channel_id for _, channel_id, _ in due])
         shares = self._fair_shares(due, organizations)
         for (post_id, channel_id, provider), organization in zip(due, organizations):
@@ -219,7 +223,7 @@ class Scheduler(WokenLoop):
                 continue
             if self.busy_per_provider.get(provider, 0) >= self._provider_cap(provider):
                 continue
-            claim = self.store.claim_post(post_id, self.owner, iso_at(now + self.lease_seconds))
+            claim = schedule_store.claim_post(self.store, post_id, self.owner, iso_at(now + self.lease_seconds))
             if claim is None:
                 continue
             self.claimed.add(post_id)
@@ -371,9 +375,10 @@ class Scheduler(WokenLoop):
             return
         why = ("Waiting for the channel's page or board to be chosen" if choosing else
                f"Waiting for the channel to be reconnected ({cause or f'{label} refused its credentials'})")
-        self.store.requeue_post(claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
-                                f"{why}: it goes out as soon as the channel is {'ready' if choosing else 'reconnected'}, "
-                                f"or fails at {iso_at(deadline)} (PUBLISH_GRACE)", attempted=False)
+        schedule_store.requeue_post(
+            self.store, claim["id"], iso_at(min(deadline, time.time() + RECONNECT_RECHECK_SECONDS)),
+            f"{why}: it goes out as soon as the channel is {'ready' if choosing else 'reconnected'}, "
+            f"or fails at {iso_at(deadline)} (PUBLISH_GRACE)", attempted=False)
 
     async def _media(self, claim: dict, settings: dict, names: tuple, staged: list) -> tuple:
         """(the post's images and videos, the media objects of the settings `names`, e.g. YouTube's
@@ -454,19 +459,19 @@ class Scheduler(WokenLoop):
 
     def _published(self, claim: dict, label: str, release: Release) -> None:
         event = self._webhook_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
-        self.store.record_published(claim["id"], release.id, release.url, release.reply_ref, event)
+        schedule_store.record_published(self.store, claim["id"], release.id, release.url, release.reply_ref, event)
         self.deliveries.wake()
         what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
-        self.store.add_notification(claim["organization_id"],
-                                    f"Published {what} on {label} ({claim['channel_name']}): "
-                                    f"{release.url or release.id}", release.url or None)
-        recurring = self.store.finished_recurring_root(claim["group"])
+        notification_store.add_notification(self.store, claim["organization_id"],
+                                            f"Published {what} on {label} ({claim['channel_name']}): "
+                                            f"{release.url or release.id}", release.url or None)
+        recurring = schedule_store.finished_recurring_root(self.store, claim["group"])
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,
                                        self.store.organization_timezone(claim["organization_id"]), time.time())
             if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
-                self.store.rearm_recurring(root_id, upcoming)
+                schedule_store.rearm_recurring(self.store, root_id, upcoming)
 
     def _failed_attempt(self, claim: dict, platform: Provider, channel: Channel, error: PublishError) -> None:
         from .publishers.base import NeedsReconnect, OutcomeUnknown, Retryable
@@ -477,10 +482,10 @@ class Scheduler(WokenLoop):
                 wait = error.after if getattr(error, "after", None) else min(
                     RETRY_CAP_SECONDS, self.config.retry_base_seconds * 2 ** (attempts - 1))
                 channel.throttle(wait if getattr(error, "after", None) else 0.0)
-                self.store.requeue_post(claim["id"], iso_at(time.time() + wait),
-                                        f"Attempt {attempts} of {self.config.retry_limit + 1}: "
-                                        f"{failure_text(label, error, claim['part'])}; trying again in "
-                                        f"{duration(wait)}")
+                schedule_store.requeue_post(self.store, claim["id"], iso_at(time.time() + wait),
+                                            f"Attempt {attempts} of {self.config.retry_limit + 1}: "
+                                            f"{failure_text(label, error, claim['part'])}; trying again in "
+                                            f"{duration(wait)}")
                 return
             error.message = f"gave up after {attempts} attempts; the last one: {error.message}"
         elif isinstance(error, OutcomeUnknown):
@@ -497,19 +502,20 @@ class Scheduler(WokenLoop):
         from .connect import reconnect_link
         if self.store.mark_refresh_needed(claim["channel_id"]):
             link = reconnect_link(self.config, claim["channel_id"])
-            self.store.add_notification(
-                claim["organization_id"],
+            notification_store.add_notification(
+                self.store, claim["organization_id"],
                 f"{claim['channel_name']}: reconnect this {label} channel, its credentials were refused: "
                 f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
                 f"after their date): {link}", link)
             self.alerts.channel_needs_reconnect(claim, label, failure_text(label, error, 0), link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
-        later_parts = self.store.record_failed(claim["id"], text, self._webhook_event(claim, "post.failed",
-                                                                                     {"error": text}))
+        later_parts = schedule_store.record_failed(self.store, claim["id"], text,
+                                                   self._webhook_event(claim, "post.failed", {"error": text}))
         self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
-        self.store.add_notification(claim["organization_id"], f"{claim['channel_name']}: {text}{suffix}")
+        notification_store.add_notification(self.store, claim["organization_id"],
+                                            f"{claim['channel_name']}: {text}{suffix}")
         self.alerts.post_failed(claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
@@ -520,11 +526,12 @@ class Scheduler(WokenLoop):
             upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
                                        self.store.organization_timezone(claim["organization_id"]), time.time())
         if upcoming is not None:
-            self.store.rearm_recurring(claim["id"], upcoming)
-            self.store.add_notification(claim["organization_id"],
-                                        f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
-                                        f"was {duration(late)} late, more than the {grace} grace period "
-                                        f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
+            schedule_store.rearm_recurring(self.store, claim["id"], upcoming)
+            notification_store.add_notification(
+                self.store, claim["organization_id"],
+                f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
+                f"was {duration(late)} late, more than the {grace} grace period "
+                f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
             return
         self._fail(claim, None, f"Missed: this post was due at {due}, but {why}; it was {duration(late)} late, "
                                 f"more than the {grace} grace period (PUBLISH_GRACE), so it was not sent. Retry it "
@@ -552,16 +559,16 @@ class Scheduler(WokenLoop):
     def _recover_interrupted(self) -> None:
         """Posts left PUBLISHING by a process that died: sent again where that cannot duplicate, else ERROR.
         (PostgreSQL: those whose lease expired, each taken over by one process, so each is recovered once.)"""
-        rows = self.store.expired_publishing_posts(iso_at(time.time()), self.owner,
-                                                   iso_at(time.time() + self.lease_seconds)) \
-            if self.shared else self.store.publishing_posts()
+        rows = schedule_store.expired_publishing_posts(self.store, iso_at(time.time()), self.owner,
+                                                       iso_at(time.time() + self.lease_seconds)) \
+            if self.shared else schedule_store.publishing_posts(self.store)
         for post_id, provider, owner, channel_name, since, credentials in rows:
             platform = provider_for(provider)
             recent = time.time() - epoch_seconds(since) < RESEND_WINDOW_SECONDS
             if platform is not None and platform.resend_is_safe and recent:
-                self.store.requeue_post(post_id, iso_at(time.time()),
-                                        f"rustiz stopped while publishing this post ({owner}); sending it again, "
-                                        f"which {platform.label} recognises as the same post")
+                schedule_store.requeue_post(self.store, post_id, iso_at(time.time()),
+                                            f"rustiz stopped while publishing this post ({owner}); sending it again, "
+                                            f"which {platform.label} recognises as the same post")
             else:
                 self._fail_interrupted(post_id, platform, provider, channel_name, since, credentials)
 
@@ -572,7 +579,7 @@ class Scheduler(WokenLoop):
         label = platform.label if platform else provider
         channel = Channel("", channel_name, json.loads(credentials or "{}"), None, self.http)
         where = platform.where_to_check(channel) if platform else f"the channel \"{channel_name}\""
-        claim = self.store.post_for_publishing(post_id)
+        claim = schedule_store.post_for_publishing(self.store, post_id)
         self._fail(claim, platform, f"Failed on {label}: rustiz stopped (a crash, a kill or a power cut) while "
                                       f"publishing this post at {since}, so it may have been published: check "
                                       f"{where} before retrying")
@@ -602,12 +609,12 @@ class Scheduler(WokenLoop):
 
 
 # --- outgoing webhook deliveries ----------------------------------------------------------------------
-# Each outcome event is one webhook_delivery row per webhook, queued by Store.record_published/record_failed
-# in the outcome's own transaction, so a crash cannot record PUBLISHED and lose the event. Any process sharing
-# the database may send it: it claims the row under a lease (a conditional UPDATE only one process wins),
-# sends it with the row's id as the delivery id (the same on every try, so a receiver can drop repeats), and
-# records it delivered, or its next try with back-off, or gives it up with a notification after about a day.
-# A process killed mid-send leaves its lease, which ends: another process then sends the same delivery again.
+# Each outcome event is one webhook_delivery row per webhook, queued by record_published/record_failed (of
+# storage.scheduling) in the outcome's own transaction, so a crash cannot record PUBLISHED and lose the event. Any
+# process sharing the database may send it: it claims the row under a lease (a conditional UPDATE only one process
+# wins), sends it with the row's id as the delivery id (the same on every try, so a receiver can drop repeats), and
+# records it delivered, or its next try with back-off, or gives it up with a notification after about a day. A
+# process killed mid-send leaves its lease, which ends: another process then sends the same delivery again.
 
 WEBHOOK_RETRY_WAITS = (5.0, 30.0, 120.0, 600.0, 1800.0) + (3600.0,) * 23  # before each retry: ~24 h in all
 WEBHOOK_LEASE_SECONDS = 120  # well beyond one try (WEBHOOK_TIMEOUTS: 30 s at most), so a live sender keeps it
@@ -649,7 +656,7 @@ class WebhookDeliveries(RowSender):
         try:
             self._forget_finished(now)
             self._start_due(now)
-            next_due = self.store.next_webhook_delivery_time()
+            next_due = delivery_store.next_webhook_delivery_time(self.store)
         except sqlite3.Error as error:
             log(f"webhook deliveries: the database failed ({error}); trying again in 5 s")
             next_due = now + 5
@@ -660,15 +667,15 @@ class WebhookDeliveries(RowSender):
     def _forget_finished(self, now: float) -> None:
         if now >= self.housekeeping_at:
             self.housekeeping_at = now + WEBHOOK_HOUSEKEEPING_SECONDS
-            self.store.forget_finished_webhook_deliveries(iso_at(now - WEBHOOK_KEEP_SECONDS))
+            delivery_store.forget_finished_webhook_deliveries(self.store, iso_at(now - WEBHOOK_KEEP_SECONDS))
 
     def _start_due(self, now: float) -> None:
         room = WEBHOOK_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for delivery_id in self.store.due_webhook_deliveries(now, room):
-            delivery = self.store.claim_webhook_delivery(delivery_id, self.scheduler.owner,
-                                                         now + WEBHOOK_LEASE_SECONDS, now)
+        for delivery_id in delivery_store.due_webhook_deliveries(self.store, now, room):
+            delivery = delivery_store.claim_webhook_delivery(self.store, delivery_id, self.scheduler.owner,
+                                                             now + WEBHOOK_LEASE_SECONDS, now)
             if delivery is None:
                 continue  # another process claimed it first
             self.in_flight += 1
@@ -709,13 +716,13 @@ class WebhookDeliveries(RowSender):
 
     def _record(self, delivery: dict, problem: str, may_retry: bool) -> None:
         if not problem:
-            self.store.record_webhook_delivered(delivery["id"])
+            delivery_store.record_webhook_delivered(self.store, delivery["id"])
             return
         attempts, owner = delivery["attempts"], self.scheduler.owner
         if may_retry and attempts <= len(self.retry_waits):
-            self.store.retry_webhook_delivery(delivery["id"], owner, time.time() + self.retry_waits[attempts - 1],
-                                              problem)
-        elif self.store.give_up_webhook_delivery(delivery["id"], owner, problem):
+            delivery_store.retry_webhook_delivery(self.store, delivery["id"], owner,
+                                                  time.time() + self.retry_waits[attempts - 1], problem)
+        elif delivery_store.give_up_webhook_delivery(self.store, delivery["id"], owner, problem):
             self._announce_giving_up(delivery, problem)
 
     def _announce_giving_up(self, delivery: dict, problem: str) -> None:
@@ -728,7 +735,7 @@ class WebhookDeliveries(RowSender):
                 f"{duration(time.time() - epoch_seconds(delivery['created_at']))}; the last problem: {problem}. "
                 f"rustiz stopped trying (delivery {delivery['id']})")
         log(text)
-        self.store.add_notification(delivery["organization_id"], text)
+        notification_store.add_notification(self.store, delivery["organization_id"], text)
 
 
 class SchedulerThread:

@@ -1,0 +1,135 @@
+"""Outgoing webhooks and their deliveries: an organization's URLs, told of each post's outcome.
+
+Rules:
+- A webhook is a row of the organization (GET/POST/DELETE /webhooks); deleting one drops its deliveries
+  still waiting, so none is sent after.
+- One delivery row per webhook and event, queued by `queue_webhook_event` in the transaction that records
+  the outcome (storage.scheduling), so a crash loses none; claimed under a lease by whichever process is
+  free (a conditional UPDATE: when several race for one, exactly one changes the row), then delivered,
+  retried later, or given up.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Optional
+
+from rustiz import Store, new_uuid, utc_now_iso
+
+
+# A webhook as GET /webhooks shows it: its secret only as whether there is one.
+_WEBHOOK_COLUMNS = "id, name, url, integrations, secret IS NOT NULL AND secret != '', created_at"
+
+
+def _webhook_row(row: tuple) -> dict:
+    return {"id": row[0], "name": row[1], "url": row[2], "integrations": json.loads(row[3]),
+            "signed": bool(row[4]), "createdAt": row[5]}
+
+
+def webhooks(store: Store, organization_id: str) -> list:
+    return [_webhook_row(row) for row in store.read(
+        f"SELECT {_WEBHOOK_COLUMNS} FROM webhook WHERE organization_id = ? AND deleted_at IS NULL "
+        "ORDER BY created_at", (organization_id,))]
+
+
+def create_webhook(store: Store, organization_id: str, name: str, url: str, integrations: list,
+                   secret: Optional[str]) -> dict:
+    webhook_id, now = new_uuid(), utc_now_iso()
+    with store.writing() as db:
+        db.execute("INSERT INTO webhook (id, organization_id, name, url, integrations, secret, created_at, "
+                   "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   (webhook_id, organization_id, name, url, json.dumps(integrations), secret, now, now))
+        row = db.execute(f"SELECT {_WEBHOOK_COLUMNS} FROM webhook WHERE id = ?", (webhook_id,)).fetchone()
+    return _webhook_row(row)
+
+
+def delete_webhook(store: Store, organization_id: str, webhook_id: str) -> bool:
+    """Soft-delete a webhook; its deliveries still waiting are dropped with it (none is sent after)."""
+    now = utc_now_iso()
+    with store.writing() as db:
+        deleted = db.execute("UPDATE webhook SET deleted_at = ?, updated_at = ? WHERE id = ? "
+                             "AND organization_id = ? AND deleted_at IS NULL",
+                             (now, now, webhook_id, organization_id)).rowcount
+        db.execute(f"DELETE FROM webhook_delivery WHERE webhook_id = ? AND {_DELIVERY_PENDING}",
+                   (webhook_id,))
+    return bool(deleted)
+
+
+# A delivery not yet delivered nor given up; one no live lease holds (the parameter: now).
+_DELIVERY_PENDING = "delivered_at IS NULL AND gave_up_at IS NULL"
+_DELIVERY_FREE = "(lease_until IS NULL OR lease_until < ?)"
+
+
+def queue_webhook_event(db: sqlite3.Connection, event: dict, now: str) -> None:
+    """A delivery of `event` (the scheduler's payload: "event", "organizationId", "channel": {"id"}) to each
+    of the organization's webhooks that covers its channel (an empty list of channels covers all)."""
+    payload = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    for webhook_id, integrations in db.execute(
+            "SELECT id, integrations FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
+            (event["organizationId"],)).fetchall():
+        covered = json.loads(integrations)
+        if not covered or event["channel"]["id"] in covered:
+            db.execute("INSERT INTO webhook_delivery (id, organization_id, webhook_id, event, payload, "
+                       "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (new_uuid(), event["organizationId"], webhook_id, event["event"], payload,
+                        time.time(), now))
+
+
+def due_webhook_deliveries(store: Store, now: float, limit: int) -> list:
+    """Ids of the deliveries due by `now` that no live lease holds, the longest waiting first."""
+    return [row[0] for row in store.read(
+        f"SELECT id FROM webhook_delivery WHERE {_DELIVERY_PENDING} AND next_attempt_at <= ? "
+        f"AND {_DELIVERY_FREE} ORDER BY next_attempt_at LIMIT ?", (now, now, limit))]
+
+
+def next_webhook_delivery_time(store: Store) -> Optional[float]:
+    """When the next waiting delivery may be tried (its next attempt, or the end of the lease holding it)."""
+    return store.read("SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until "
+                      f"ELSE next_attempt_at END) FROM webhook_delivery WHERE {_DELIVERY_PENDING}"
+                      ).fetchone()[0]
+
+
+def claim_webhook_delivery(store: Store, delivery_id: str, owner: str, lease_until: float, now: float) -> Optional[dict]:
+    """Lease one due delivery to `owner` and count the attempt; with what sending it needs (its webhook's
+    url, secret and name). None when it is no longer due, or another process claimed it first."""
+    with store.writing() as db:
+        claimed = db.execute(
+            "UPDATE webhook_delivery SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 "
+            f"WHERE id = ? AND {_DELIVERY_PENDING} AND next_attempt_at <= ? AND {_DELIVERY_FREE}",
+            (owner, lease_until, delivery_id, now, now)).rowcount
+        row = db.execute(
+            "SELECT d.id, d.organization_id, d.event, d.payload, d.attempts, d.created_at, w.url, w.secret, "
+            "w.name FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id WHERE d.id = ?",
+            (delivery_id,)).fetchone() if claimed == 1 else None
+    names = ("id", "organization_id", "event", "payload", "attempts", "created_at", "url", "secret", "name")
+    return dict(zip(names, row)) if row else None
+
+
+def record_webhook_delivered(store: Store, delivery_id: str) -> None:
+    with store.writing() as db:
+        db.execute("UPDATE webhook_delivery SET delivered_at = ?, lease_owner = NULL, lease_until = NULL, "
+                   f"last_error = NULL WHERE id = ? AND {_DELIVERY_PENDING}", (utc_now_iso(), delivery_id))
+
+
+def retry_webhook_delivery(store: Store, delivery_id: str, owner: str, next_attempt_at: float, problem: str) -> None:
+    """The attempt failed: try again at `next_attempt_at` (unless the lease meanwhile passed to another)."""
+    with store.writing() as db:
+        db.execute("UPDATE webhook_delivery SET next_attempt_at = ?, last_error = ?, lease_owner = NULL, "
+                   f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {_DELIVERY_PENDING}",
+                   (next_attempt_at, problem, delivery_id, owner))
+
+
+def give_up_webhook_delivery(store: Store, delivery_id: str, owner: str, problem: str) -> bool:
+    """No further attempt; True when this call gave it up (so that one notification says so)."""
+    with store.writing() as db:
+        return db.execute("UPDATE webhook_delivery SET gave_up_at = ?, last_error = ?, lease_owner = NULL, "
+                          f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {_DELIVERY_PENDING}",
+                          (utc_now_iso(), problem, delivery_id, owner)).rowcount == 1
+
+
+def forget_finished_webhook_deliveries(store: Store, finished_before: str) -> int:
+    """Delete the deliveries delivered or given up before `finished_before` (ISO), so the table stays small."""
+    with store.writing() as db:
+        return db.execute("DELETE FROM webhook_delivery WHERE delivered_at < ? OR gave_up_at < ?",
+                          (finished_before, finished_before)).rowcount

@@ -1,0 +1,28 @@
+"""An organization's notifications: what went wrong (or right) that a person should read, newest first.
+
+Rules:
+- Written by the scheduler (outcomes, retries, deliveries given up) and the connect flows (their problems);
+  read one page at a time by GET /public/v1/notifications, in Postiz's shape.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from rustiz import Store, new_uuid, utc_now_iso
+
+
+def add_notification(store: Store, organization_id: str, content: str, link: Optional[str] = None) -> None:
+    now = utc_now_iso()
+    with store.writing() as db:
+        db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
+
+
+def notifications(store: Store, organization_id: str, offset: int, limit: int) -> tuple:
+    """(one page of notifications newest first, in Postiz's shape; how many there are in all)."""
+    total = store.read("SELECT count(*) FROM notification WHERE organization_id = ? AND deleted_at IS NULL",
+                       (organization_id,)).fetchone()[0]
+    rows = store.read("SELECT id, content, link, created_at FROM notification WHERE organization_id = ? "
+                      "AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                      (organization_id, limit, offset))
+    return [{"id": row[0], "content": row[1], "link": row[2], "createdAt": row[3]} for row in rows], total
