@@ -28,5 +28,5 @@ fi
 .venv/bin/python build_zipapp.py
 # One worker per core (RUSTIZ_TEST_WORKERS to choose; 0 runs in this process), each file's tests on one worker:
 # module fixtures (one server for a file) stay shared, and every server and fake binds its own free port.
-# The 25 slowest tests are listed at the end of the log.
-RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest -n "${RUSTIZ_TEST_WORKERS:-auto}" --dist loadfile --durations=25 "$@"
+# (pytest.ini lists the 25 slowest tests at the end of the log.)
+RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest -n "${RUSTIZ_TEST_WORKERS:-auto}" --dist loadfile "$@"
