@@ -4,6 +4,8 @@ The core serves HTTP, stores, authenticates and routes; its route table names th
 every route, and a module is imported on the first request to one of its routes. Imports go one way:
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
+  cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
+    posts_files, web, catalogue, http_client, db_copy, ops
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates
