@@ -24,6 +24,7 @@ from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
+from .storage import channels as channel_store
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
     import datetime
@@ -224,7 +225,7 @@ class PostsApi:
     def _full_view(self, organization_id: str, post: dict) -> dict:
         thread = self.store.thread(organization_id, post["group"])
         position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
-        channel = self.store.channel_row(organization_id, post["integrationId"])
+        channel = channel_store.channel_row(self.store, organization_id, post["integrationId"])
         view = _post_view(post)
         view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
                                "name": channel["name"], "picture": channel["picture"]}
@@ -341,7 +342,7 @@ class PostsApi:
         Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
         an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
         `timezone`."""
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         slot, zone_name, zone = self.free_slot(organization_id, channel)
@@ -374,14 +375,14 @@ class PostsApi:
 
     def show_channel(self, request: Request, organization_id: str) -> Response:
         """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
     def delete_channel(self, request: Request, organization_id: str) -> Response:
         """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
-        channel = self.store.delete_channel(organization_id, request.params["id"])
+        channel = channel_store.delete_channel(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
@@ -424,8 +425,8 @@ class PostsApi:
     def _create_posts(self, request: Request, organization_id: str,
                       claim: Optional[IdempotentResponse]) -> Response:
         body = request.json()
-        plan = validate_create_post(body, lambda channel_id: self.store.channel(
-            organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+        plan = validate_create_post(body, lambda channel_id: channel_store.channel(
+            self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
             lambda urls: self.store.media_ids_by_path(organization_id, urls))
         if request.scope != "full":
             self.mark_for_review(organization_id, plan, request.scope)
@@ -544,7 +545,7 @@ class PostsApi:
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
         """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
-        channel = self.store.channel(thread[0]["organizationId"], thread[0]["integrationId"])
+        channel = channel_store.channel(self.store, thread[0]["organizationId"], thread[0]["integrationId"])
         message = refused.body.get("message") if isinstance(refused.body, dict) else None
         if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
             message = message[0].split(".settings.", 1)[-1] if message else None
@@ -609,7 +610,7 @@ class PostsApi:
                 "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
         if root["intervalInDays"]:
             body["inter"] = root["intervalInDays"]
-        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id),
+        plan = validate_create_post(body, lambda channel_id: channel_store.channel(self.store, organization_id, channel_id),
                                     self.config.frontend_url,
                                     lambda urls: self.store.media_ids_by_path(organization_id, urls))
         plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post

@@ -33,6 +33,7 @@ from .metrics import count
 from .publishers import provider_for
 from .publishers.base import AddressNotAllowed, Channel, PublishError
 from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
+from .storage import channels as channel_store
 
 FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
@@ -110,7 +111,7 @@ class ConnectFlow:
             raise nest_error(400, f"FRONTEND_URL: {unreachable}; then connect {provider.label}")
         refresh = request.query.get("refresh") or None
         if refresh is not None:
-            channel = await self.store.off_loop(self.store.channel, organization_id, refresh)
+            channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, refresh)
             if channel is None or channel["provider_identifier"] != identifier:
                 raise not_found(f"refresh: no {provider.label} channel {refresh!r} in this organization")
         details = self._details(provider, request)
@@ -211,7 +212,7 @@ class ConnectFlow:
                          connected.limits)
         try:
             channel_id, existed = await self.store.off_loop(
-                self.store.connect_oauth_channel, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
+                channel_store.connect_oauth_channel, self.store, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
                 flow["refresh_channel_id"])
         except LookupError:
             raise ConnectProblem("channel-gone", "The channel to reconnect was deleted meanwhile: nothing was "
@@ -247,13 +248,13 @@ class ConnectFlow:
     # --- the choice after consent (a LinkedIn page, a Pinterest board) -------------------------------
 
     def _waiting_channel(self, request: Request, organization_id: str) -> tuple:
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise ApiError(404, {"msg": "Integration not found"})
         provider = oauth_provider(channel["providerIdentifier"])
         if provider is None or not provider.between_steps or not channel["inBetweenSteps"]:
             raise nest_error(409, f"channel {channel['id']} is not waiting for a choice: it is ready to post to")
-        probe = Channel(channel["id"], channel["name"], *self.store.channel_secrets(channel["id"]), self.http)
+        probe = Channel(channel["id"], channel["name"], *channel_store.channel_secrets(self.store, channel["id"]), self.http)
         return provider, probe
 
     async def step_choices(self, request: Request, organization_id: str) -> Response:
@@ -286,11 +287,11 @@ class ConnectFlow:
                                                        session))
 
     def _complete_step(self, organization_id: str, channel_id: str, connected: Any, session: dict) -> dict:
-        if not self.store.complete_channel_step(organization_id, channel_id, connected.account, session,
+        if not channel_store.complete_channel_step(self.store, organization_id, channel_id, connected.account, session,
                                                 connected.limits):
             raise nest_error(409, f"channel {channel_id} is not waiting for a choice any more")
         self.store.release_waiting_posts(channel_id)
-        return self.store.channel_row(organization_id, channel_id)
+        return channel_store.channel_row(self.store, organization_id, channel_id)
 
 
 class TokenKeeper:

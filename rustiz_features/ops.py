@@ -38,6 +38,7 @@ from rustiz import (
     VERSION, Config, Store, UserError, is_postgres_url, iso_at, make_private_folders, parse_iso_instant,
     read_config_file, redacted_url, utc_now_iso,
 )
+from .storage import channels as channel_store
 
 MANIFEST = "manifest.json"
 ARCHIVE_FORMAT = "rustiz-backup"
@@ -656,9 +657,9 @@ async def _channel_verdict(config: Config, store: Store, http: Any, channel: tup
             provider.app(config.settings or {}) is None:
         return "fail", (f"{provider.label}'s app is not configured: set {' and '.join(provider.app_variables)} in "
                         "config.env")
-    credentials, session = store.channel_secrets(channel_id)
+    credentials, session = channel_store.channel_secrets(store, channel_id)
     target = Channel(channel_id, name, credentials, session, http,
-                     lambda saved: store.save_channel_session(channel_id, saved))
+                     lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     try:
         if isinstance(provider, OAuthProvider):
             connected = await TokenKeeper(config, store, http).call(provider, target, lambda: provider.connect(target))

@@ -19,6 +19,7 @@ import time
 from typing import Any, Optional
 
 from rustiz import App, Request, Response, log, not_found
+from .storage import channels as channel_store
 
 MAX_PICTURE_BYTES = 512 * 1024
 CACHE_SECONDS = 3600
@@ -58,7 +59,7 @@ class ChannelPictures:
         self._fetching: dict = {}  # picture URL -> the Future of its fetch under way
 
     async def serve(self, request: Request, organization_id: str) -> Response:
-        channel = await self.store.off_loop(self.store.channel_row, organization_id, request.params["id"])
+        channel = await self.store.off_loop(channel_store.channel_row, self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(f"No channel {request.params['id']!r} in this organization")
         url = channel.get("picture") or ""

@@ -38,6 +38,7 @@ from rustiz import (
 from .api_posts import PostsApi
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, pending_entries
 from .validation import validate_create_post
+from .storage import channels as channel_store
 
 MAX_IMPORT_ROWS = 1000
 MAX_IMPORTS_AT_ONCE = 1  # per worker: each holds its file's rows and a thread; more wait for a 503's Retry-After
@@ -302,8 +303,8 @@ class PostsFiles:
                      creation_method: str) -> tuple:
         """(problems, (threads, replaced groups, tags) to store): the checks of POST /posts, and duplicates."""
         try:
-            plan = validate_create_post(body, lambda channel_id: self.store.channel(
-                organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+            plan = validate_create_post(body, lambda channel_id: channel_store.channel(
+                self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
                 lambda urls: self.store.media_ids_by_path(organization_id, urls))
             plan["creationMethod"] = creation_method
             threads, replaced_groups = self.posts.planned_rows(organization_id, plan)

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from rustiz import ApiError, App, PostGroupChanged, Request, Response, bad_request, iso_ms, json_object, \
     json_response, nest_error, not_found, parse_iso_instant, utc_now_iso
 from .api_posts import POST_NOT_FOUND, PostsApi
+from .storage import channels as channel_store
 
 MAX_REASON_CHARACTERS = 2000
 MAX_VERSION_CHARACTERS = 64
@@ -73,7 +74,7 @@ class ReviewApi:
             return date
         if root["publishDate"] > utc_now_iso():
             return root["publishDate"]
-        channel = self.store.channel_row(organization_id, root["integrationId"])
+        channel = channel_store.channel_row(self.store, organization_id, root["integrationId"])
         slot, _, _ = self.posts.free_slot(organization_id, channel)
         return iso_ms(slot)
 

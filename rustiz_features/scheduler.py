@@ -25,6 +25,7 @@ from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
+from .storage import channels as channel_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -328,7 +329,7 @@ class Scheduler(WokenLoop):
         platform = provider_for(claim["provider"])
         channel = Channel(claim["channel_id"], claim["channel_name"], json.loads(claim["credentials"] or "{}"),
                           json.loads(claim["session"] or "null"), self.http,
-                          lambda session: self.store.save_channel_session(claim["channel_id"], session))
+                          lambda session: channel_store.save_channel_session(self.store, claim["channel_id"], session))
         try:
             await self._attempt(claim, platform, channel)
         except Exception:  # a bug in rustiz: the post must still end in a state that says so
@@ -487,7 +488,7 @@ class Scheduler(WokenLoop):
             if not isinstance(platform, OAuthProvider) or platform.refresh_ahead_seconds <= TOKEN_SWEEP_SECONDS or \
                     epoch_seconds(row["token_expiration"]) > time.time() + platform.refresh_ahead_seconds:
                 continue
-            channel = Channel(row["id"], row["name"], *self.store.channel_secrets(row["id"]), self.http)
+            channel = Channel(row["id"], row["name"], *channel_store.channel_secrets(self.store, row["id"]), self.http)
             try:
                 await keeper.refresh(platform, channel)
                 log(f"{platform.label} channel {row['id']}: its token was refreshed ahead of its expiry")
@@ -543,7 +544,7 @@ class Scheduler(WokenLoop):
     def _flag_for_reconnect(self, claim: dict, label: str, error: PublishError) -> None:
         """The channel needs reconnecting: flagged, with one notification however many posts find out."""
         from .connect import reconnect_link
-        if self.store.mark_refresh_needed(claim["channel_id"]):
+        if channel_store.mark_refresh_needed(self.store, claim["channel_id"]):
             link = reconnect_link(self.config, claim["channel_id"])
             self.store.add_notification(
                 claim["organization_id"],
