@@ -26,6 +26,7 @@ from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
 from .storage import channels as channel_store
+from .storage import oauth as oauth_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -473,7 +474,7 @@ class Scheduler(WokenLoop):
         """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a
         channel with nothing to publish for weeks is not stranded when its token lapses unused."""
         try:
-            expiring = self.store.channels_with_tokens_expiring(iso_at(time.time() + TOKEN_SWEEP_HORIZON_SECONDS))
+            expiring = oauth_store.channels_with_tokens_expiring(self.store, iso_at(time.time() + TOKEN_SWEEP_HORIZON_SECONDS))
         except sqlite3.Error as error:
             log(f"scheduler: could not look for tokens to refresh ({error}); looking again in an hour")
             return
