@@ -852,7 +852,6 @@ MIGRATIONS: tuple = (
 )
 
 
-DEFAULT_KEY_NAME = "default"  # how key list shows the organization's own key (organization.api_key_hash)
 
 
 class KeyIdentity(NamedTuple):
@@ -1206,10 +1205,6 @@ class Store:
             return row[0]
         return None
 
-    def api_key_hash(self, organization_id: str) -> Optional[str]:
-        row = self.read("SELECT api_key_hash FROM organization WHERE id = ?", (organization_id,)).fetchone()
-        return row[0] if row else None
-
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         """A new key for the organization; the web sessions signed in with the old one end with it."""
         now = utc_now_iso()
@@ -1233,38 +1228,6 @@ class Store:
         if row is not None and compare_digest(row[3], api_key_hash):
             return KeyIdentity(row[0], row[1], row[2])
         return None
-
-    def add_api_key(self, organization_id: str, name: str, scope: str, api_key_hash: str) -> dict:
-        """A new named key; raises sqlite3.IntegrityError when the organization has a key of that name."""
-        key_id, now = new_uuid(), utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO api_key (id, organization_id, name, scope, key_hash, created_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (key_id, organization_id, name, scope, api_key_hash, now))
-        return {"id": key_id, "name": name, "scope": scope, "createdAt": now, "lastUsedAt": None}
-
-    def api_keys(self, organization_id: str) -> list:
-        """The organization's keys, its own first (id and name "default"), never their hashes."""
-        own = self.read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
-                         "WHERE id = ?", (organization_id,)).fetchone()
-        keys = [] if own is None else [
-            {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0],
-             "lastUsedAt": own[1]}]
-        rows = self.read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
-                          "ORDER BY created_at, name", (organization_id,))
-        return keys + [{"id": row[0], "name": row[1], "scope": row[2], "createdAt": row[3], "lastUsedAt": row[4]}
-                       for row in rows]
-
-    def revoke_api_key(self, organization_id: str, name_or_id: str) -> Optional[dict]:
-        """The named key (by name or id) deleted, with the web sessions signed in with it; None when unknown."""
-        with self.writing() as db:
-            row = db.execute("SELECT id, name, scope, key_hash FROM api_key WHERE organization_id = ? "
-                             "AND (id = ? OR name = ?)", (organization_id, name_or_id, name_or_id)).fetchone()
-            if row is None:
-                return None
-            db.execute("DELETE FROM web_session WHERE api_key_hash = ?", (row[3],))
-            db.execute("DELETE FROM api_key WHERE id = ?", (row[0],))
-        self.credentials_changed()
-        return {"id": row[0], "name": row[1], "scope": row[2]}
 
     def record_key_use(self, key: KeyIdentity, when: str) -> None:
         """A key's last use (the caller writes it at most every KEY_LAST_USE_SECONDS)."""

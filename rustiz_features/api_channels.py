@@ -26,6 +26,7 @@ from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
 from .web import start_web_session
 from .storage import channels as channel_store
+from .storage import keys as key_store
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 
@@ -283,7 +284,7 @@ class OrganizationApi:
         a new one for the new key (a cookie, and the csrfToken in the answer). When the config file holds the
         old key, it gets the new one."""
         key = new_api_key()
-        old_hash = self.store.api_key_hash(organization_id)
+        old_hash = key_store.api_key_hash(self.store, organization_id)
         self.store.set_api_key_hash(organization_id, hash_api_key(key))
         saved_key = read_config_file(self.config.config_path).get("RUSTIZ_API_KEY", "")
         if saved_key and hash_api_key(saved_key) == old_hash:

@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import (NAME_MAX_LENGTH, SCOPES, ApiError, Config, Store, UserError, hash_api_key, load_config, log,
                     new_api_key, update_config_value)
+from .storage import keys as key_store
 
 
 def command_key_rotate(arguments: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ def command_key_add(arguments: argparse.Namespace) -> int:
 def command_key_list(arguments: argparse.Namespace) -> int:
     listed: list = []
     _in_chosen_organization(arguments.org,
-                            lambda store, organization: listed.extend(store.api_keys(organization["id"])))
+                            lambda store, organization: listed.extend(key_store.api_keys(store, organization["id"])))
     print("NAME\tSCOPE\tCREATED\tLAST USE\tID")
     for key in listed:
         print(f"{key['name']}\t{key['scope']}\t{key['createdAt']}\t{key['lastUsedAt'] or 'never'}\t{key['id']}")
