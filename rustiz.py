@@ -1188,14 +1188,6 @@ class Store:
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
-    def organization_summaries(self) -> list:
-        """Every organization with the number of its channels (deleted channels not counted)."""
-        rows = self.read(
-            "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
-            "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
-            "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
-        return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
-
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
         row = self.read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
@@ -1265,22 +1257,11 @@ class Store:
 
     # --- customers (groups) ---------------------------------------------------
 
-    def organization_timezone(self, organization_id: str) -> str:
-        row = self.read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
-        return row[0] if row else "UTC"
-
     def organization(self, organization_id: str) -> Optional[dict]:
         """{id, name, timezone} of a live organization."""
         row = self.read("SELECT id, name, timezone FROM organization WHERE id = ? AND deleted_at IS NULL",
                          (organization_id,)).fetchone()
         return None if row is None else {"id": row[0], "name": row[1], "timezone": row[2]}
-
-    def update_organization(self, organization_id: str, name: Optional[str] = None,
-                            timezone: Optional[str] = None) -> None:
-        """Change the name and/or the IANA timezone (checked by the caller); None leaves a field as it is."""
-        with self.writing() as db:
-            db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
-                       "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
 
     # --- posts -------------------------------------------------------------------
 

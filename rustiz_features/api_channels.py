@@ -27,6 +27,7 @@ from .publishers import provider_for
 from .web import start_web_session
 from .storage import channels as channel_store
 from .storage import keys as key_store
+from .storage import organizations as organization_store
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 
@@ -304,7 +305,7 @@ class OrganizationApi:
 
     def update(self, request: Request, organization_id: str) -> Response:
         changes = validate_organization_changes(json_object(request))
-        self.store.update_organization(organization_id, **changes)
+        organization_store.update_organization(self.store, organization_id, **changes)
         return json_response(self.store.organization(organization_id))
 
 

@@ -25,6 +25,7 @@ from .duplicates import duplicates_allowed, refuse_duplicates
 from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
 from .storage import channels as channel_store
+from .storage import organizations as organization_store
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
     import datetime
@@ -183,7 +184,7 @@ class PostsApi:
                 if first <= post["publishDate"] <= last:
                     entries.append((item, None))
                 continue
-            zone = zone or zone_named(self.store.organization_timezone(organization_id))
+            zone = zone or zone_named(organization_store.organization_timezone(self.store, organization_id))
             series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone)
             # The pending occurrence is the post's own date; the later ones follow the series.
             occurrences = ([published] if start <= published <= end else [], series,
@@ -358,7 +359,7 @@ class PostsApi:
         minutes = _posting_minutes(channel["postingTimes"])
         if not minutes:
             raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
-        zone_name = self.store.organization_timezone(organization_id)
+        zone_name = organization_store.organization_timezone(self.store, organization_id)
         zone = zone_named(zone_name)
         now = datetime.datetime.now(datetime.timezone.utc)
         taken = {date[:16] for date in self.store.queued_publish_dates(channel["id"], iso_ms(now)[:16])}

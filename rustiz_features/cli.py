@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from rustiz import (NAME_MAX_LENGTH, SCOPES, ApiError, Config, Store, UserError, hash_api_key, load_config, log,
                     new_api_key, update_config_value)
 from .storage import keys as key_store
+from .storage import organizations as organization_store
 
 
 def command_key_rotate(arguments: argparse.Namespace) -> int:
@@ -196,7 +197,7 @@ def command_org_list(arguments: argparse.Namespace) -> int:
     config = load_config(dict(os.environ))
     store = Store(config.database)
     try:
-        organizations = store.organization_summaries()
+        organizations = organization_store.organization_summaries(store)
     finally:
         store.close()
     print("ID\tNAME\tCHANNELS")
@@ -237,7 +238,7 @@ def command_org_timezone(arguments: argparse.Namespace) -> int:
         organization = _chosen_organization(config, store, arguments.org)
         from rustiz_features.api_channels import validate_organization_changes
         changes = validate_organization_changes({"timezone": arguments.zone})
-        store.update_organization(organization["id"], **changes)
+        organization_store.update_organization(store, organization["id"], **changes)
     except ApiError as refused:
         raise UserError(_refusal_text(refused)) from None
     finally:

@@ -27,6 +27,7 @@ from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
 from .storage import channels as channel_store
 from .storage import oauth as oauth_store
+from .storage import organizations as organization_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -514,7 +515,7 @@ class Scheduler(WokenLoop):
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,
-                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
             if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
                 self.store.rearm_recurring(root_id, upcoming)
 
@@ -568,7 +569,7 @@ class Scheduler(WokenLoop):
         upcoming = None
         if claim["interval_days"] and not claim["parent_id"]:
             upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
-                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
         if upcoming is not None:
             self.store.rearm_recurring(claim["id"], upcoming)
             self.store.add_notification(claim["organization_id"],
