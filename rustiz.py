@@ -2070,64 +2070,12 @@ class Store:
         with self.writing() as db:
             return db.execute("DELETE FROM alert WHERE created_at < ? AND status != 'pending'", (before,)).rowcount
 
-    # --- the web app's users and sign-in sessions ---------------------------------------------
-
-    def add_web_user(self, organization_id: str, email: str, password_hash: str) -> None:
-        """A person who signs in to the web app with a password (raises sqlite3.IntegrityError for a taken email)."""
-        with self.writing() as db:
-            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (new_uuid(), organization_id, email.lower(), password_hash,
-                                                  utc_now_iso()))
-
-    def web_user(self, email: str) -> Optional[tuple]:
-        """(user id, organization id, password hash) of the web user with this email, or None."""
-        return self.read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
-                          (email.lower(),)).fetchone()
-
-    def set_web_user_password(self, organization_id: str, email: str, password_hash: str) -> bool:
-        """A new password for the organization's web user (False when there is none with that email); the
-        sessions signed in with the old password end."""
-        with self.writing() as db:
-            user = self._web_user_id(db, organization_id, email)
-            if user is None:
-                return False
-            db.execute("UPDATE web_user SET password_hash = ? WHERE id = ?", (password_hash, user))
-            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
-        return True
-
-    def remove_web_user(self, organization_id: str, email: str) -> bool:
-        """The organization's web user and its sessions gone (False when there is none with that email)."""
-        with self.writing() as db:
-            user = self._web_user_id(db, organization_id, email)
-            if user is None:
-                return False
-            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
-            db.execute("DELETE FROM web_user WHERE id = ?", (user,))
-        return True
-
-    @staticmethod
-    def _web_user_id(db: sqlite3.Connection, organization_id: str, email: str) -> Optional[str]:
-        row = db.execute("SELECT id FROM web_user WHERE email = ? AND organization_id = ?",
-                         (email.lower(), organization_id)).fetchone()
-        return row[0] if row else None
-
-    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float,
-                           api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> None:
-        """A session signed in with the API key of that hash, or by that web user (one of the two)."""
-        with self.writing() as db:
-            db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
-            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at, api_key_hash, "
-                       "web_user_id) VALUES (?, ?, ?, ?, ?, ?)",
-                       (token_hash, organization_id, csrf_token, expires_at, api_key_hash, web_user_id))
+    # --- the web app's sign-in session of a request (the rest: rustiz_features/storage/web_users.py) --
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
         """(organization id, CSRF token) of a live session, or None."""
         return self.read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
                           "AND expires_at > ?", (token_hash, time.time())).fetchone()
-
-    def end_web_session(self, token_hash: str) -> None:
-        with self.writing() as db:
-            db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
     # --- idempotency keys (POST /posts): a retried request gets the first answer -------------
 

@@ -24,6 +24,7 @@ from rustiz import (NAME_MAX_LENGTH, SCOPES, ApiError, Config, Store, UserError,
                     new_api_key, update_config_value)
 from .storage import keys as key_store
 from .storage import organizations as organization_store
+from .storage import web_users as web_user_store
 
 
 def command_key_rotate(arguments: argparse.Namespace) -> int:
@@ -125,7 +126,7 @@ def command_user_add(arguments: argparse.Namespace) -> int:
 
     def add(store: Store, organization: dict) -> None:
         try:
-            store.add_web_user(organization["id"], email, password_hash)
+            web_user_store.add_web_user(store, organization["id"], email, password_hash)
         except sqlite3.IntegrityError:
             raise UserError(f"{email} already has a web app password") from None
 
@@ -141,7 +142,7 @@ def command_user_password(arguments: argparse.Namespace) -> int:
     password_hash = hash_password(_new_password())
 
     def change(store: Store, organization: dict) -> None:
-        if not store.set_web_user_password(organization["id"], email, password_hash):
+        if not web_user_store.set_web_user_password(store, organization["id"], email, password_hash):
             raise _no_such_web_user(email, organization)
 
     _in_chosen_organization(arguments.org, change)
@@ -153,7 +154,7 @@ def command_user_remove(arguments: argparse.Namespace) -> int:
     email = _email_argument(arguments)
 
     def remove(store: Store, organization: dict) -> None:
-        if not store.remove_web_user(organization["id"], email):
+        if not web_user_store.remove_web_user(store, organization["id"], email):
             raise _no_such_web_user(email, organization)
 
     organization = _in_chosen_organization(arguments.org, remove)
