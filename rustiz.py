@@ -1380,16 +1380,6 @@ class Store:
             (organization_id, start, end, limit, organization_id))
         return [self._post_row(row) for row in rows]
 
-    def media_ids_by_path(self, organization_id: str, paths: list) -> dict:
-        """path -> id of the organization's live uploads among `paths`."""
-        found: dict = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start:start + 500]
-            rows = self.read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
-                              f"AND path IN ({','.join('?' * len(chunk))})", (organization_id, *chunk))
-            found.update((row[0], row[1]) for row in rows)
-        return found
-
     def save_post_batches(self, organization_id: str, batches: list) -> None:
         """Write several save_posts batches, each (threads, replaced_groups, tag_labels), in ONE transaction:
         all of them or none (an import)."""
@@ -2153,22 +2143,6 @@ class Store:
                 "DELETE FROM rate_limit WHERE window_start < ? AND (blocked_until IS NULL OR blocked_until < ?)",
                 (now - longest_window, now))
         return cursor.rowcount
-
-    # --- media ----------------------------------------------------------------
-
-    def create_media(self, organization_id: str, name: str, path: str, file_size: int, kind: str,
-                     original_name: Optional[str] = None) -> dict:
-        """A new Media row; returns what Postiz's upload routes answer: {id, name, originalName, path, thumbnail, alt}.
-
-        `original_name` is the file name the client gave (the multipart filename), or None."""
-        media_id = new_uuid()
-        now = utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO media (id, organization_id, name, original_name, path, file_size, type, created_at, "
-                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (media_id, organization_id, name, original_name, path, file_size, kind, now, now))
-        return {"id": media_id, "name": name, "originalName": original_name, "path": path, "thumbnail": None,
-                "alt": None}
 
     # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
 

@@ -26,6 +26,7 @@ from .recurrence import recurrence_of, zone_named, zoned_instant
 from .validation import validate_create_post
 from .storage import channels as channel_store
 from .storage import organizations as organization_store
+from .storage import media_library as media_store
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
     import datetime
@@ -428,7 +429,7 @@ class PostsApi:
         body = request.json()
         plan = validate_create_post(body, lambda channel_id: channel_store.channel(
             self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
-            lambda urls: self.store.media_ids_by_path(organization_id, urls))
+            lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
         if request.scope != "full":
             self.mark_for_review(organization_id, plan, request.scope)
         if not duplicates_allowed(body):
@@ -613,7 +614,7 @@ class PostsApi:
             body["inter"] = root["intervalInDays"]
         plan = validate_create_post(body, lambda channel_id: channel_store.channel(self.store, organization_id, channel_id),
                                     self.config.frontend_url,
-                                    lambda urls: self.store.media_ids_by_path(organization_id, urls))
+                                    lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
         plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
         return plan
 

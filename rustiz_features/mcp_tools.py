@@ -24,6 +24,7 @@ from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
 from .validation import validate_create_post
 from .storage import channels as channel_store
+from .storage import media_library as media_store
 
 
 #
@@ -588,7 +589,7 @@ class McpTools:
         try:
             plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None,
                                         self.posts.config.frontend_url,
-                                        lambda urls: self.store.media_ids_by_path(organization_id, urls))
+                                        lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
             if plan["type"] != "draft":  # checked before anything of the call is stored
                 self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:
