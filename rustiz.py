@@ -1763,12 +1763,8 @@ class Store:
         """PostgreSQL: when a scheduler last gave a sign of life, or None."""
         return self.read("SELECT MAX(alive_at) FROM scheduler_heartbeat").fetchone()[0]
 
-    # --- operations: GET /metrics, GET /health?verbose=1, rustiz doctor, rustiz backup ------------
-
-    def post_counts_by_state(self) -> list:
-        """(state, number of posts) for the posts not deleted, each thread part counted."""
-        return [tuple(row) for row in self.read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
-                                                 "GROUP BY state ORDER BY state")]
+    # --- what operations read here: the queue (its due SQL is the scheduler's), one consistent snapshot ----
+    # (the rest of what /metrics, doctor, backup and db copy read: rustiz_features/storage/operations.py)
 
     def queue_depth(self, now: str) -> tuple:
         """(queued posts due by `now`, queued posts in all, the earliest due time of the due ones or None)."""
@@ -1777,39 +1773,6 @@ class Store:
                                    (now, now)).fetchone()
         total = self.read("SELECT COUNT(*) FROM post WHERE state = 'QUEUE' AND deleted_at IS NULL").fetchone()[0]
         return due, total, earliest
-
-    def channels_needing_attention(self) -> tuple:
-        """(channels flagged for reconnecting, channels disabled), deleted ones left out."""
-        row = self.read("SELECT COALESCE(SUM(CASE WHEN refresh_needed = 1 THEN 1 ELSE 0 END), 0), "
-                         "COALESCE(SUM(CASE WHEN disabled = 1 THEN 1 ELSE 0 END), 0) "
-                         "FROM integration WHERE deleted_at IS NULL").fetchone()
-        return int(row[0]), int(row[1])
-
-    def channels_to_check(self) -> list:
-        """(id, organization id, name, provider) of every channel not deleted nor disabled, for rustiz doctor."""
-        return [tuple(row) for row in self.read(
-            "SELECT id, organization_id, name, provider_identifier FROM integration "
-            "WHERE deleted_at IS NULL AND disabled = 0 ORDER BY organization_id, name, id")]
-
-    def integrity_problems(self) -> list:
-        """What SQLite's quick check finds wrong with the file (nothing: []); on PostgreSQL, a query that reads
-        every table's row count fails with the reason when the database cannot be read."""
-        if self.remote:
-            for table in self.table_names():
-                self.row_count(table)
-            return []
-        found = [row[0] for row in self.read("PRAGMA quick_check").fetchall()]
-        return [] if found == ["ok"] else found
-
-    def newest_update(self) -> Optional[str]:
-        """The latest updated_at of any post (ISO, UTC): a clock that went back is later than now."""
-        return self.read("SELECT MAX(updated_at) FROM post").fetchone()[0]
-
-    def database_clock(self) -> Optional[float]:
-        """PostgreSQL: the database server's time (Unix seconds), to compare with this machine's; SQLite: None."""
-        if not self.remote:
-            return None
-        return float(self.read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
 
     @contextlib.contextmanager
     def consistent_read(self):
@@ -1823,11 +1786,6 @@ class Store:
             yield
         finally:
             self.db.execute("ROLLBACK")
-
-    def publishing_posts(self) -> list:
-        """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
-        return self.read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
-                          "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
 
     # --- posts that waited for their channel to be reconnected ------------------------------------
 
@@ -2147,7 +2105,8 @@ class Store:
     # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
 
     # Tables in an order where each row's references are already copied (post's parent_post_id aside: see
-    # copy_rows). Tables a later migration adds, and this list does not name, are copied after these.
+    # copy_rows in rustiz_features/storage/operations.py). Tables a later migration adds, and this list does not
+    # name, are copied after these.
     TABLES_BY_REFERENCE = ("organization", "customer", "integration", "post", "tag", "tag_post", "notification",
                            "idempotency_key", "media", "webhook", "web_user", "web_session", "oauth_flow",
                            "oauth_app", "rate_limit")
@@ -2166,53 +2125,6 @@ class Store:
         known = [name for name in self.TABLES_BY_REFERENCE if name in names]
         self._schema_tables = known + sorted(set(names) - set(known))
         return self._schema_tables
-
-    def row_count(self, table: str) -> int:
-        return self.read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
-
-    def _table(self, table: str) -> str:
-        if table not in self.table_names():  # (names come from the schema, never from a user: checked anyway)
-            raise ValueError(f"no table {table!r}")
-        return table
-
-    def columns(self, table: str) -> list:
-        if self.remote:
-            return [row[0] for row in self.read("SELECT column_name FROM information_schema.columns WHERE "
-                                                 "table_schema = current_schema() AND table_name = ? "
-                                                 "ORDER BY ordinal_position", (table,))]
-        return [row[1] for row in self.read(f"PRAGMA table_info({self._table(table)})")]
-
-    def rows(self, table: str, columns: list, batch: int = 1000) -> Any:
-        """The rows of `table` (values in `columns`' order), `batch` at a time: a large table never whole in memory."""
-        listed = ", ".join(columns)
-        order = ", ".join(str(position + 1) for position in range(len(columns)))
-        offset = 0
-        while True:
-            page = self.read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
-                              (batch, offset)).fetchall()
-            if not page:
-                return
-            yield page
-            offset += len(page)
-
-    def copy_rows(self, table: str, columns: list, pages: Any) -> int:
-        """Insert every row of `pages` into `table`, in one transaction with the table's other pages (a failure
-        leaves the table empty). A post's parent is set once all posts are in, so their order does not matter."""
-        parent = columns.index("parent_post_id") if table == "post" else -1
-        placeholders = ", ".join("?" * len(columns))
-        inserted, parents = 0, []
-        with self.writing() as db:
-            for page in pages:
-                for row in page:
-                    row = tuple(row)
-                    if parent >= 0 and row[parent] is not None:
-                        parents.append((row[parent], row[0]))
-                        row = row[:parent] + (None,) + row[parent + 1:]
-                    db.execute(f"INSERT INTO {self._table(table)} ({', '.join(columns)}) VALUES ({placeholders})", row)
-                    inserted += 1
-            for parent_id, post_id in parents:
-                db.execute("UPDATE post SET parent_post_id = ? WHERE id = ?", (parent_id, post_id))
-        return inserted
 
 
 # =============================================================================

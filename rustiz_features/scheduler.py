@@ -28,6 +28,7 @@ from .recurrence import next_occurrence
 from .storage import channels as channel_store
 from .storage import oauth as oauth_store
 from .storage import organizations as organization_store
+from .storage import operations as operation_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -290,7 +291,7 @@ class Scheduler(WokenLoop):
         if any(channel_id not in known for channel_id in channel_ids):
             if len(known) > 100_000:
                 known.clear()
-            known.update((row[0], row[1]) for row in self.store.channels_to_check())
+            known.update((row[0], row[1]) for row in operation_store.channels_to_check(self.store))
             self.organizations_with_channels = len(set(known.values()))
         return [known.get(channel_id, channel_id) for channel_id in channel_ids]
 
@@ -605,7 +606,7 @@ class Scheduler(WokenLoop):
         (PostgreSQL: those whose lease expired, each taken over by one process, so each is recovered once.)"""
         rows = self.store.expired_publishing_posts(iso_at(time.time()), self.owner,
                                                    iso_at(time.time() + self.lease_seconds)) \
-            if self.shared else self.store.publishing_posts()
+            if self.shared else operation_store.publishing_posts(self.store)
         for post_id, provider, owner, channel_name, since, credentials in rows:
             platform = provider_for(provider)
             recent = time.time() - epoch_seconds(since) < RESEND_WINDOW_SECONDS
