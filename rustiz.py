@@ -13,8 +13,10 @@ and version.
 Map of this file (each section starts with a banner comment):
   1. Constants        version, defaults, small helpers (ids, time and dates, JSON)
   2. Config           config.env parsing, environment overrides -> one frozen Config
-  3. Storage          Store: the only owner of SQL (schema, migrations, one method per query), on a SQLite
-                      file or, through rustiz_features.postgres, on PostgreSQL shared by many processes
+  3. Storage          Store: the storage engine (connections, transactions, the schema and its migrations) and
+                      the queries of the request path, init and serve, on a SQLite file or, through
+                      rustiz_features.postgres, on PostgreSQL shared by many processes; each feature's own SQL
+                      is in rustiz_features/storage/
   4. HTTP protocol    sans-IO: RequestParser.feed(bytes) -> events; Response and its serialisation
   5. Server           Request, ApiError (what handlers and checks raise to refuse); the asyncio Protocol,
                       limits, back-pressure, shutdown, --workers; RequestTally (what GET /metrics counts)

@@ -24,6 +24,8 @@ the core imports none of these at load time, and these import the core and one a
   db_copy (`rustiz db copy`) -> object_storage, http_client
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
+  storage/<area> (each feature's SQL: channels, oauth, keys, organizations, web_users, media_library,
+    operations, ...) -> the core only; the features import the areas whose SQL they run (arrows not drawn)
   publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
