@@ -974,13 +974,19 @@ class Store:
             twin.db.execute(f"PRAGMA {pragma}")
         return twin
 
+    # PostgreSQL: the memory in which the workers one `serve` forks share their two counters (made before the
+    # fork), so that a key revoked through one worker is forgotten by its siblings at once, not only once the
+    # notice reaches each of them.
+    shared_generations: Optional[mmap.mmap] = None
+
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
         NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""
         from rustiz_features.postgres import Database
         self.db = Database(url)
         self.listener: Any = None
-        self._generations = bytearray(16)  # the two counters of _map_shared_counters, moved by notices
+        # the two counters of _map_shared_counters, moved by notices (and shared by the workers of one serve)
+        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(16)
         self._migrate()
 
     @property
@@ -1133,6 +1139,8 @@ class Store:
         if self.remote:  # every process that listens, this one too, counts it when the notice arrives
             with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
                 self.db.execute(f"NOTIFY {'rustiz_credentials' if offset == 0 else 'rustiz_posts'}")
+            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer
+                self._noticed("rustiz_credentials")
             return
         counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
         self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
@@ -3492,6 +3500,8 @@ def serve(config: Config, startup_note: str, store: Store) -> int:
     ready_line = f"rustiz {VERSION} ready on {url} ({config.workers} {plural}; {startup_note})"
     if config.workers == 1:
         return run_worker(config, sockets[0], True, lambda: log(ready_line), store=store)
+    if store.remote:
+        Store.shared_generations = mmap.mmap(-1, 16)  # (anonymous and shared: every forked worker sees it)
     store.close()  # (an SQLite connection must not cross a fork)
     return supervise_workers(config, sockets, ready_line)
 
