@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
 import sqlite3
 import sys
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 from rustiz import (NAME_MAX_LENGTH, SCOPES, ApiError, Config, Store, UserError, hash_api_key, load_config, log,
                     new_api_key, update_config_value)
@@ -30,16 +31,11 @@ from .storage import web_users as web_user_store
 def command_key_rotate(arguments: argparse.Namespace) -> int:
     """A new own key for the organization (--org, else the config key's, else the only one); the config file
     gets it when it held the old one."""
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org) as (config, store, organization):
         current = hash_api_key(config.api_key) if config.api_key else None
         saved = arguments.org is None or organization["api_key_hash"] == current
         key = new_api_key()
         store.set_api_key_hash(organization["id"], hash_api_key(key))
-    finally:
-        store.close()
     if saved:
         update_config_value(config.config_path, "RUSTIZ_API_KEY", key)
     print(key)
@@ -52,25 +48,17 @@ def command_key_rotate(arguments: argparse.Namespace) -> int:
 def command_key_add(arguments: argparse.Namespace) -> int:
     """A named key with a scope, printed once."""
     from rustiz_features.api_keys import add_key
-    made: dict = {}
-
-    def add(store: Store, organization: dict) -> None:
-        try:
-            made["key"], made["row"] = add_key(store, organization["id"], arguments.name, arguments.scope)
-        except ApiError as refused:
-            raise UserError(_refusal_text(refused)) from None
-
-    organization = _in_chosen_organization(arguments.org, add)
-    print(made["key"])
-    log(f"API key {made['row']['name']!r} with the scope {arguments.scope} added to organization "
+    with _organization_opened(arguments.org) as (_, store, organization):
+        key, row = add_key(store, organization["id"], arguments.name, arguments.scope)
+    print(key)
+    log(f"API key {row['name']!r} with the scope {arguments.scope} added to organization "
         f"{organization['name']}; the key above is shown once: only its hash is stored")
     return 0
 
 
 def command_key_list(arguments: argparse.Namespace) -> int:
-    listed: list = []
-    _in_chosen_organization(arguments.org,
-                            lambda store, organization: listed.extend(key_store.api_keys(store, organization["id"])))
+    with _organization_opened(arguments.org) as (_, store, organization):
+        listed = key_store.api_keys(store, organization["id"])
     print("NAME\tSCOPE\tCREATED\tLAST USE\tID")
     for key in listed:
         print(f"{key['name']}\t{key['scope']}\t{key['createdAt']}\t{key['lastUsedAt'] or 'never'}\t{key['id']}")
@@ -79,15 +67,8 @@ def command_key_list(arguments: argparse.Namespace) -> int:
 
 def command_key_revoke(arguments: argparse.Namespace) -> int:
     from rustiz_features.api_keys import revoke_key
-    revoked: dict = {}
-
-    def revoke(store: Store, organization: dict) -> None:
-        try:
-            revoked.update(revoke_key(store, organization["id"], arguments.key))
-        except ApiError as refused:
-            raise UserError(_refusal_text(refused)) from None
-
-    organization = _in_chosen_organization(arguments.org, revoke)
+    with _organization_opened(arguments.org) as (_, store, organization):
+        revoked = revoke_key(store, organization["id"], arguments.key)
     log(f"API key {revoked['name']!r} of organization {organization['name']} revoked: it and the web sessions "
         "signed in with it no longer work, in running servers too")
     return 0
@@ -123,14 +104,11 @@ def command_user_add(arguments: argparse.Namespace) -> int:
     email = _email_argument(arguments)
     from rustiz_features.web import hash_password
     password_hash = hash_password(_new_password())
-
-    def add(store: Store, organization: dict) -> None:
+    with _organization_opened(arguments.org) as (_, store, organization):
         try:
             web_user_store.add_web_user(store, organization["id"], email, password_hash)
         except sqlite3.IntegrityError:
             raise UserError(f"{email} already has a web app password") from None
-
-    organization = _in_chosen_organization(arguments.org, add)
     log(f"{email} can now sign in to the web app of organization {organization['name']}")
     return 0
 
@@ -140,39 +118,36 @@ def command_user_password(arguments: argparse.Namespace) -> int:
     email = _email_argument(arguments)
     from rustiz_features.web import hash_password
     password_hash = hash_password(_new_password())
-
-    def change(store: Store, organization: dict) -> None:
+    with _organization_opened(arguments.org) as (_, store, organization):
         if not web_user_store.set_web_user_password(store, organization["id"], email, password_hash):
             raise _no_such_web_user(email, organization)
-
-    _in_chosen_organization(arguments.org, change)
     log(f"{email} has a new web app password; the browsers signed in with the old one are signed out")
     return 0
 
 
 def command_user_remove(arguments: argparse.Namespace) -> int:
     email = _email_argument(arguments)
-
-    def remove(store: Store, organization: dict) -> None:
+    with _organization_opened(arguments.org) as (_, store, organization):
         if not web_user_store.remove_web_user(store, organization["id"], email):
             raise _no_such_web_user(email, organization)
-
-    organization = _in_chosen_organization(arguments.org, remove)
     log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
         "its browsers are signed out")
     return 0
 
 
-def _in_chosen_organization(organization_id: Optional[str], action: Callable[[Store, dict], None]) -> dict:
-    """Run `action(store, organization)` for the organization --org names (see _chosen_organization); returns it."""
-    config = load_config(dict(os.environ))
+@contextlib.contextmanager
+def _organization_opened(organization_id: Optional[str], refused: str = "",
+                         config: Optional[Config] = None) -> Iterator[tuple]:
+    """(config, store, the organization --org names: see _chosen_organization) for the block, the Store closed
+    after it; an API refusal in the block becomes a UserError, its text after `refused`."""
+    config = config or load_config(dict(os.environ))
     store = Store(config.database)
     try:
-        organization = _chosen_organization(config, store, organization_id)
-        action(store, organization)
+        yield config, store, _chosen_organization(config, store, organization_id)
+    except ApiError as refusal:
+        raise UserError(refused + _refusal_text(refusal)) from None
     finally:
         store.close()
-    return organization
 
 
 def _no_such_web_user(email: str, organization: dict) -> UserError:
@@ -233,27 +208,17 @@ def _refusal_text(refused: ApiError) -> str:
 
 
 def command_org_timezone(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org) as (_, store, organization):
         from rustiz_features.api_channels import validate_organization_changes
         changes = validate_organization_changes({"timezone": arguments.zone})
         organization_store.update_organization(store, organization["id"], **changes)
-    except ApiError as refused:
-        raise UserError(_refusal_text(refused)) from None
-    finally:
-        store.close()
     print(f"organization {organization['name']} ({organization['id']}) now uses the timezone {changes['timezone']}")
     return 0
 
 
 def command_org_alerts(arguments: argparse.Namespace) -> int:
     """Name the organization's alert channel and late threshold (the same checks as PUT /public/v1/alerts)."""
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org) as (config, store, organization):
         from rustiz_features.alerts import alert_settings_view, validate_alert_settings
         body: dict = {}
         if arguments.channel is not None:
@@ -264,10 +229,6 @@ def command_org_alerts(arguments: argparse.Namespace) -> int:
             body["lateMinutes"] = None if minutes == "default" else int(minutes) if whole else minutes
         store.set_alert_settings(organization["id"], *validate_alert_settings(store, organization["id"], body))
         view = alert_settings_view(config, store, organization["id"])
-    except ApiError as refused:
-        raise UserError(_refusal_text(refused)) from None
-    finally:
-        store.close()
     own_minutes = view["lateMinutes"] is not None
     print(f"organization {organization['name']} ({organization['id']}): alerts go to "
           f"{'channel ' + view['channel'] if view['channel'] else 'no channel (off)'}; a post counts as late "
@@ -297,10 +258,8 @@ def credentials_from_arguments(provider: str, pairs: list) -> dict:
 def command_channel_add(arguments: argparse.Namespace) -> int:
     body = {"provider": arguments.provider, "name": arguments.name, "customer": arguments.customer,
             "credentials": credentials_from_arguments(arguments.provider, arguments.credential)}
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org, f"cannot add the {arguments.provider} channel: ") as (
+            config, store, organization):
         from rustiz_features.api_channels import connect_channel
         from rustiz_features.http_client import HttpClient
         http = HttpClient(config.fetch_allow)
@@ -308,10 +267,6 @@ def command_channel_add(arguments: argparse.Namespace) -> int:
             channel = asyncio.run(connect_channel(store, organization["id"], body, http))
         finally:
             http.close()
-    except ApiError as refused:
-        raise UserError(f"cannot add the {arguments.provider} channel: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
     print(channel["id"])
     done = ("reconnected: it has the new credentials, and the posts that waited for it go out now"
             if channel.get("reconnected") else f"added to organization {organization['name']}")
@@ -320,13 +275,8 @@ def command_channel_add(arguments: argparse.Namespace) -> int:
 
 
 def command_channel_list(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org) as (_, store, organization):
         channels = store.integrations(organization["id"])
-    finally:
-        store.close()
     print("ID\tPROVIDER\tNAME\tPROFILE\tGROUP\tDISABLED")
     for channel in channels:
         group = channel["customer"]["name"] if "customer" in channel else "-"
@@ -343,19 +293,12 @@ def _posts_files(store: Store, config: Config) -> Any:
 
 
 def command_posts_export(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org, "cannot export: ") as (config, store, organization):
         from rustiz_features.posts_files import export_window
         files = _posts_files(store, config)
         bodies = files.exported_bodies(organization["id"], *export_window(arguments.start, arguments.end,
                                                                           ("--from", "--to")))
         content, _ = files.encoded(bodies, arguments.format)
-    except ApiError as refused:
-        raise UserError(f"cannot export: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
     sys.stdout.buffer.write(content + (b"\n" if arguments.format == "json" else b""))
     sys.stdout.flush()
     log(f"exported {len(bodies)} posts of organization {organization['name']}")
@@ -380,16 +323,10 @@ def command_posts_import(arguments: argparse.Namespace) -> int:
         raise UserError(f"{arguments.file} is larger than RUSTIZ_MAX_BODY ({config.max_body_bytes} bytes), the "
                         "limit of an import; split it into several files")
     is_csv = arguments.file.lower().endswith(".csv") or not data.lstrip()[:1] in (b"[", b"{")
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
+    with _organization_opened(arguments.org, f"cannot import {arguments.file}: ", config) as (_, store, organization):
         files = _posts_files(store, config)
         rows = files.csv_rows(organization["id"], data) if is_csv else files.json_rows(_json_file(arguments.file, data))
         report = files.import_rows(organization["id"], rows, arguments.dry_run, arguments.allow_duplicate, "CLI")
-    except ApiError as refused:
-        raise UserError(f"cannot import {arguments.file}: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
     for row in report["rows"]:
         if row["ok"]:
             print(f"row {row['row']}: ok" + "".join(f" {post['postId']}" for post in row.get("posts", ())))
