@@ -1239,7 +1239,7 @@ class Store:
             else:
                 db.execute("UPDATE api_key SET last_used_at = ? WHERE id = ?", (when, key.key_id))
 
-    # --- channels (integrations) ---------------------------------------------
+    # --- channels (integrations): the listing (the rest: rustiz_features/storage/channels.py) ---------
 
     INTEGRATIONS_SQL = (
         "SELECT i.id, i.name, i.provider_identifier, i.picture, i.disabled, i.profile, c.id, c.name "
@@ -1259,13 +1259,14 @@ class Store:
 
     @staticmethod
     def integration_item(row: tuple) -> dict:
+        """A row of INTEGRATIONS_SQL as GET /integrations lists a channel."""
         channel = {"id": row[0], "name": row[1], "identifier": row[2], "picture": row[3],
                    "disabled": bool(row[4]), "profile": row[5]}
         if row[6] is not None:
             channel["customer"] = {"id": row[6], "name": row[7]}
         return channel
 
-    # --- customers (groups) ---------------------------------------------------
+    # --- the organization a request acts for ----------------------------------------------------------
 
     def organization(self, organization_id: str) -> Optional[dict]:
         """{id, name, timezone} of a live organization."""
