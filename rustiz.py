@@ -1798,6 +1798,11 @@ class Store:
         finally:
             self.db.execute("ROLLBACK")
 
+    def publishing_posts(self) -> list:
+        """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
+        return self.read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
+                          "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
+
     # --- posts that waited for their channel to be reconnected ------------------------------------
 
     def release_waiting_posts(self, channel_id: str) -> int:

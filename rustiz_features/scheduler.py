@@ -606,7 +606,7 @@ class Scheduler(WokenLoop):
         (PostgreSQL: those whose lease expired, each taken over by one process, so each is recovered once.)"""
         rows = self.store.expired_publishing_posts(iso_at(time.time()), self.owner,
                                                    iso_at(time.time() + self.lease_seconds)) \
-            if self.shared else operation_store.publishing_posts(self.store)
+            if self.shared else self.store.publishing_posts()
         for post_id, provider, owner, channel_name, since, credentials in rows:
             platform = provider_for(provider)
             recent = time.time() - epoch_seconds(since) < RESEND_WINDOW_SECONDS

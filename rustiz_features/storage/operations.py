@@ -1,5 +1,5 @@
-"""What operations read and copy: GET /metrics and GET /health?verbose=1's counts, `rustiz doctor`'s checks, the
-scheduler's look at posts left publishing, and `rustiz backup` / `rustiz db copy`, table by table.
+"""What operations read and copy: GET /metrics and GET /health?verbose=1's counts, `rustiz doctor`'s checks,
+and `rustiz backup` / `rustiz db copy`, table by table.
 
 Rules:
 - Reads only, but for copy_rows, which writes a whole table into an empty database in one transaction.
@@ -55,12 +55,6 @@ def database_clock(store: Store) -> Optional[float]:
     if not store.remote:
         return None
     return float(store.read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
-
-
-def publishing_posts(store: Store) -> list:
-    """(post id, provider, lease owner, channel name, claimed at, credentials) of every post left PUBLISHING."""
-    return store.read("SELECT p.id, i.provider_identifier, p.lease_owner, i.name, p.updated_at, i.token FROM post p "
-                      "JOIN integration i ON i.id = p.integration_id WHERE p.state = 'PUBLISHING'").fetchall()
 
 
 def row_count(store: Store, table: str) -> int:
