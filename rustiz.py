@@ -7,7 +7,8 @@ This module is the core: it serves HTTP, stores, authenticates and routes, and i
 library when it loads. Everything else is a feature module of the rustiz_features package beside it
 (rustiz_features/__init__.py maps them), imported the first time it is needed: the route table (section 7)
 names each route's module, imported on the route's first request; the scheduler is imported when the
-primary worker starts it; CLI commands import what they use.
+primary worker starts it; main() imports rustiz_features.cli for any command but init, serve
+and version.
 
 Map of this file (each section starts with a banner comment):
   1. Constants        version, defaults, small helpers (ids, time and dates, JSON)
@@ -22,9 +23,9 @@ Map of this file (each section starts with a banner comment):
                       organization
   7. Routing          the route table (method, path -> feature module and handler) and App: admit, respond
   8. Speedups         orjson/uvloop when importable, or unpacked from the .pyz bundle
-  9. CLI              init, serve, key rotate/add/list/revoke, org add/list/timezone/alerts,
-                      channel add/list, user add/password/remove, posts export/import, db copy,
-                      backup, restore, doctor, example, version
+  9. CLI              init, serve, version, and main(): the one dispatch, which asks rustiz_features.cli for
+                      every other command (key, org, channel, user, posts, db copy, backup, restore, doctor,
+                      example)
 """
 from __future__ import annotations
 
@@ -47,7 +48,6 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple, Optional
 if TYPE_CHECKING:  # names in annotations only: the core imports no feature module at load time
     import argparse  # (imported by the CLI when a command needs it: `serve` does not)
     import datetime  # (imported where a date is parsed: most requests parse none)
-    from rustiz_features.catalogue import NewChannel
 
 # Key hashing uses CPython's built-in SHA-256: importing hashlib (or hmac) loads OpenSSL's libcrypto,
 # which costs about a tenth of start-up and several MiB, for 64-byte inputs where speed is equal.
@@ -853,7 +853,6 @@ MIGRATIONS: tuple = (
 )
 
 
-DEFAULT_KEY_NAME = "default"  # how key list shows the organization's own key (organization.api_key_hash)
 
 
 class KeyIdentity(NamedTuple):
@@ -870,16 +869,6 @@ class RateDecision(NamedTuple):
     remaining: int
     reset_seconds: int  # until the window ends
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
-
-
-class ChannelAlreadyAdded(Exception):
-    """The organization already has a live channel for that account (new credentials for another channel
-    named it); nothing was written."""
-
-    def __init__(self, channel_id: str, name: str):
-        super().__init__(channel_id)
-        self.channel_id = channel_id
-        self.name = name
 
 
 class DatabaseUnwritable(sqlite3.OperationalError):
@@ -964,13 +953,19 @@ class Store:
             twin.db.execute(f"PRAGMA {pragma}")
         return twin
 
+    # PostgreSQL: the memory in which the workers one `serve` forks share their two counters (made before the
+    # fork), so that a key revoked through one worker is forgotten by its siblings at once, not only once the
+    # notice reaches each of them.
+    shared_generations: Optional[mmap.mmap] = None
+
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
         NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""
         from rustiz_features.postgres import Database
         self.db = Database(url)
         self.listener: Any = None
-        self._generations = bytearray(16)  # the two counters of _map_shared_counters, moved by notices
+        # the two counters of _map_shared_counters, moved by notices (and shared by the workers of one serve)
+        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(16)
         self._migrate()
 
     @property
@@ -1123,6 +1118,8 @@ class Store:
         if self.remote:  # every process that listens, this one too, counts it when the notice arrives
             with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
                 self.db.execute(f"NOTIFY {'rustiz_credentials' if offset == 0 else 'rustiz_posts'}")
+            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer
+                self._noticed("rustiz_credentials")
             return
         counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
         self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
@@ -1180,14 +1177,6 @@ class Store:
             "SELECT id, name, api_key_hash FROM organization WHERE deleted_at IS NULL ORDER BY created_at, id")
         return [{"id": row[0], "name": row[1], "api_key_hash": row[2]} for row in rows]
 
-    def organization_summaries(self) -> list:
-        """Every organization with the number of its channels (deleted channels not counted)."""
-        rows = self.read(
-            "SELECT o.id, o.name, COUNT(i.id) FROM organization o "
-            "LEFT JOIN integration i ON i.organization_id = o.id AND i.deleted_at IS NULL "
-            "WHERE o.deleted_at IS NULL GROUP BY o.id ORDER BY o.created_at, o.id")
-        return [{"id": row[0], "name": row[1], "channels": row[2]} for row in rows]
-
     def organization_for_key_hash(self, api_key_hash: str) -> Optional[str]:
         row = self.read(
             "SELECT id, api_key_hash FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL",
@@ -1196,10 +1185,6 @@ class Store:
         if row is not None and compare_digest(row[1], api_key_hash):
             return row[0]
         return None
-
-    def api_key_hash(self, organization_id: str) -> Optional[str]:
-        row = self.read("SELECT api_key_hash FROM organization WHERE id = ?", (organization_id,)).fetchone()
-        return row[0] if row else None
 
     def set_api_key_hash(self, organization_id: str, api_key_hash: str) -> None:
         """A new key for the organization; the web sessions signed in with the old one end with it."""
@@ -1225,38 +1210,6 @@ class Store:
             return KeyIdentity(row[0], row[1], row[2])
         return None
 
-    def add_api_key(self, organization_id: str, name: str, scope: str, api_key_hash: str) -> dict:
-        """A new named key; raises sqlite3.IntegrityError when the organization has a key of that name."""
-        key_id, now = new_uuid(), utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO api_key (id, organization_id, name, scope, key_hash, created_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (key_id, organization_id, name, scope, api_key_hash, now))
-        return {"id": key_id, "name": name, "scope": scope, "createdAt": now, "lastUsedAt": None}
-
-    def api_keys(self, organization_id: str) -> list:
-        """The organization's keys, its own first (id and name "default"), never their hashes."""
-        own = self.read("SELECT COALESCE(api_key_created_at, created_at), api_key_last_used_at FROM organization "
-                         "WHERE id = ?", (organization_id,)).fetchone()
-        keys = [] if own is None else [
-            {"id": DEFAULT_KEY_NAME, "name": DEFAULT_KEY_NAME, "scope": "full", "createdAt": own[0],
-             "lastUsedAt": own[1]}]
-        rows = self.read("SELECT id, name, scope, created_at, last_used_at FROM api_key WHERE organization_id = ? "
-                          "ORDER BY created_at, name", (organization_id,))
-        return keys + [{"id": row[0], "name": row[1], "scope": row[2], "createdAt": row[3], "lastUsedAt": row[4]}
-                       for row in rows]
-
-    def revoke_api_key(self, organization_id: str, name_or_id: str) -> Optional[dict]:
-        """The named key (by name or id) deleted, with the web sessions signed in with it; None when unknown."""
-        with self.writing() as db:
-            row = db.execute("SELECT id, name, scope, key_hash FROM api_key WHERE organization_id = ? "
-                             "AND (id = ? OR name = ?)", (organization_id, name_or_id, name_or_id)).fetchone()
-            if row is None:
-                return None
-            db.execute("DELETE FROM web_session WHERE api_key_hash = ?", (row[3],))
-            db.execute("DELETE FROM api_key WHERE id = ?", (row[0],))
-        self.credentials_changed()
-        return {"id": row[0], "name": row[1], "scope": row[2]}
-
     def record_key_use(self, key: KeyIdentity, when: str) -> None:
         """A key's last use (the caller writes it at most every KEY_LAST_USE_SECONDS)."""
         with self.writing() as db:
@@ -1265,15 +1218,15 @@ class Store:
             else:
                 db.execute("UPDATE api_key SET last_used_at = ? WHERE id = ?", (when, key.key_id))
 
-    # --- channels (integrations) ---------------------------------------------
+    # --- channels (integrations): the listing (the rest: rustiz_features/storage/channels.py) ---------
 
-    _INTEGRATIONS_SQL = (
+    INTEGRATIONS_SQL = (
         "SELECT i.id, i.name, i.provider_identifier, i.picture, i.disabled, i.profile, c.id, c.name "
         "FROM integration i LEFT JOIN customer c ON c.id = i.customer_id "
         "WHERE i.organization_id = ? AND i.deleted_at IS NULL")
     # Whole statements made once: the statement cache finds a string it has seen faster than a new equal one.
-    _ALL_INTEGRATIONS_SQL = _INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id"
-    _GROUP_INTEGRATIONS_SQL = _INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id"
+    _ALL_INTEGRATIONS_SQL = INTEGRATIONS_SQL + " ORDER BY i.created_at, i.id"
+    _GROUP_INTEGRATIONS_SQL = INTEGRATIONS_SQL + " AND i.customer_id = ? ORDER BY i.created_at, i.id"
 
     def integrations(self, organization_id: str, customer_id: Optional[str] = None) -> list:
         """Channels in Postiz's public shape; `customer` is omitted when the channel has none."""
@@ -1281,192 +1234,18 @@ class Store:
             rows = self.read(self._ALL_INTEGRATIONS_SQL, (organization_id,))
         else:
             rows = self.read(self._GROUP_INTEGRATIONS_SQL, (organization_id, customer_id))
-        return [self._integration_item(row) for row in rows]
+        return [self.integration_item(row) for row in rows]
 
     @staticmethod
-    def _integration_item(row: tuple) -> dict:
+    def integration_item(row: tuple) -> dict:
+        """A row of INTEGRATIONS_SQL as GET /integrations lists a channel."""
         channel = {"id": row[0], "name": row[1], "identifier": row[2], "picture": row[3],
                    "disabled": bool(row[4]), "profile": row[5]}
         if row[6] is not None:
             channel["customer"] = {"id": row[6], "name": row[7]}
         return channel
 
-    def add_channel(self, organization_id: str, channel: "NewChannel", rename: bool = True) -> tuple:
-        """Store a connected channel, its credentials as the token: (it as GET /integrations lists it, whether
-        it was there already).
-
-        The organization's live channel of the same account is reconnected (see _reconnect_channel) instead
-        of added twice; `rename`: whether it takes `channel`'s name too (given, or reported by the platform).
-        `channel.customer` names a group by id or by name; an unknown name makes a new group."""
-        account = channel.account
-        now = utc_now_iso()
-        with self.writing() as db:
-            existing = db.execute("SELECT id FROM integration WHERE organization_id = ? AND provider_identifier = ? "
-                                  "AND internal_id = ? AND deleted_at IS NULL",
-                                  (organization_id, channel.provider, account.internal_id)).fetchone()
-            customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
-            if existing is not None:
-                channel_id = existing[0]
-                self._reconnect_channel(db, channel_id, channel, rename, now)
-                if customer_id is not None:
-                    db.execute("UPDATE integration SET customer_id = ? WHERE id = ?", (customer_id, channel_id))
-            else:
-                channel_id = new_cuid()
-                db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
-                           "token, profile, customer_id, created_at, updated_at, session, limits) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (channel_id, account.internal_id, organization_id, account.name, account.picture,
-                            channel.provider, json.dumps(channel.credentials), account.profile, customer_id, now, now,
-                            None if channel.session is None else json.dumps(channel.session),
-                            None if channel.limits is None else json.dumps(channel.limits)))
-            row = db.execute(self._INTEGRATIONS_SQL + " AND i.id = ?", (organization_id, channel_id)).fetchone()
-        return self._integration_item(row), existing is not None
-
-    def update_channel_credentials(self, organization_id: str, channel_id: str, channel: "NewChannel", rename: bool,
-                                   another_account_allowed: bool, changes: dict) -> Optional[dict]:
-        """New credentials (checked with the platform) for a live channel of the organization, and the
-        `changes` of update_channel with them, in one write: the row, None when there is no such channel.
-
-        Raises ValueError (holding the channel's account) when the credentials are another account's, unless
-        `another_account_allowed` (a webhook: the URL is the account); ChannelAlreadyAdded when that other
-        account is already another channel of the organization. Nothing is written then."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            row = db.execute("SELECT provider_identifier, internal_id FROM integration WHERE id = ? AND "
-                             "organization_id = ? AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
-            if row is None or row[0] != channel.provider:
-                return None
-            if row[1] != channel.account.internal_id:
-                if not another_account_allowed:
-                    raise ValueError(row[1])
-                other = db.execute("SELECT id, name FROM integration WHERE organization_id = ? AND "
-                                   "provider_identifier = ? AND internal_id = ? AND deleted_at IS NULL",
-                                   (organization_id, channel.provider, channel.account.internal_id)).fetchone()
-                if other is not None:
-                    raise ChannelAlreadyAdded(other[0], other[1])
-            self._reconnect_channel(db, channel_id, channel, rename, now)
-            self._change_channel(db, organization_id, channel_id, changes, now)
-            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
-        return self._channel_row(row)
-
-    @staticmethod
-    def _reconnect_channel(db: sqlite3.Connection, channel_id: str, channel: "NewChannel", rename: bool,
-                           now: str) -> None:
-        """A channel keeps its id, posts, settings and group, and takes the credentials and the account as the
-        platform just reported it: its reconnect flag is cleared (release_waiting_posts sends what waited).
-        Pasted credentials have no refresh token: an OAuth one left would later overwrite them."""
-        account = channel.account
-        db.execute("UPDATE integration SET token = ?, refresh_token = NULL, token_expiration = NULL, "
-                   "refresh_needed = 0, internal_id = ?, picture = COALESCE(?, picture), profile = COALESCE(?, profile), "
-                   "session = ?, limits = COALESCE(?, limits), updated_at = ? WHERE id = ?",
-                   (json.dumps(channel.credentials), account.internal_id, account.picture, account.profile,
-                    None if channel.session is None else json.dumps(channel.session),
-                    None if channel.limits is None else json.dumps(channel.limits), now, channel_id))
-        if rename:
-            db.execute("UPDATE integration SET name = ? WHERE id = ?", (account.name, channel_id))
-
-    @staticmethod
-    def _customer_id(db: sqlite3.Connection, organization_id: str, id_or_name: str, now: str) -> str:
-        """The organization's group with that id, else with that name, else a new group of that name."""
-        row = db.execute("SELECT id FROM customer WHERE organization_id = ? AND deleted_at IS NULL AND (id = ? OR name = ?) "
-                         "ORDER BY id = ? DESC, created_at LIMIT 1",
-                         (organization_id, id_or_name, id_or_name, id_or_name)).fetchone()
-        if row is not None:
-            return row[0]
-        customer_id = new_uuid()
-        db.execute("INSERT INTO customer (id, organization_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                   (customer_id, organization_id, id_or_name, now, now))
-        return customer_id
-
-    def channel(self, organization_id: str, channel_id: str, include_deleted: bool = False) -> Optional[dict]:
-        """One channel of the organization (None for another organization's id), as validate_create_post takes it."""
-        row = self.read(
-            "SELECT id, name, provider_identifier, picture, disabled, profile, additional_settings, customer_id, "
-            "deleted_at, limits FROM integration WHERE id = ? AND organization_id = ?"
-            + ("" if include_deleted else " AND deleted_at IS NULL"), (channel_id, organization_id)).fetchone()
-        if row is None:
-            return None
-        try:
-            additional_settings = json.loads(row[6])
-        except ValueError:  # written by hand or by an older tool: treat as no extra settings
-            additional_settings = []
-        return {"id": row[0], "name": row[1], "provider_identifier": row[2], "picture": row[3],
-                "disabled": bool(row[4]), "profile": row[5],
-                "additional_settings": additional_settings if isinstance(additional_settings, list) else [],
-                "customer_id": row[7], "deleted": row[8] is not None, "limits": json.loads(row[9] or "{}")}
-
-    # --- customers (groups) ---------------------------------------------------
-
-    def customers(self, organization_id: str) -> list:
-        rows = self.read("SELECT id, name FROM customer WHERE organization_id = ? AND deleted_at IS NULL "
-                          "ORDER BY created_at, id", (organization_id,))
-        return [{"id": row[0], "name": row[1]} for row in rows]
-
-    # Secrets (token, refreshToken) never leave the store: the Prisma row Postiz returns carries them,
-    # rustiz's channel rows do not.
-    _CHANNEL_COLUMNS = (
-        "id, internal_id, organization_id, name, picture, provider_identifier, type, disabled, token_expiration, "
-        "profile, deleted_at, created_at, updated_at, in_between_steps, refresh_needed, posting_times, "
-        "custom_instance_details, customer_id, root_internal_id, additional_settings, refresh_token IS NULL")
-
-    @staticmethod
-    def _channel_row(row: tuple) -> dict:
-        """A channel in the shape of Postiz's Integration DB row (§7.1), JSON columns kept as strings."""
-        return {"id": row[0], "internalId": row[1], "organizationId": row[2], "name": row[3], "picture": row[4],
-                "providerIdentifier": row[5], "type": row[6], "disabled": bool(row[7]), "tokenExpiration": row[8],
-                "profile": row[9], "deletedAt": row[10], "createdAt": row[11], "updatedAt": row[12],
-                "inBetweenSteps": bool(row[13]), "postingTimes": row[15],
-                # flagged, or holding an expired token that no refresh token can renew
-                "refreshNeeded": bool(row[14]) or bool(row[8] and row[20] and row[8] < utc_now_iso()),
-                "customInstanceDetails": row[16], "customerId": row[17], "rootInternalId": row[18],
-                "additionalSettings": row[19]}
-
-    def channel_row(self, organization_id: str, channel_id: str) -> Optional[dict]:
-        """A live channel of the organization as Postiz's Integration row (other organizations' ids: None)."""
-        row = self.read(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ? AND organization_id = ? "
-                         "AND deleted_at IS NULL", (channel_id, organization_id)).fetchone()
-        return None if row is None else self._channel_row(row)
-
-    def update_channel(self, organization_id: str, channel_id: str, changes: dict) -> Optional[dict]:
-        """Rename, disable or enable a channel, set its posting times or its group (`changes` holds any of
-        name, disabled, posting_times, customer: a group's id or name, "" for none); the row, None when unknown."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            if db.execute("SELECT 1 FROM integration WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
-                          (channel_id, organization_id)).fetchone() is None:
-                return None
-            self._change_channel(db, organization_id, channel_id, changes, now)
-            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
-        return self._channel_row(row)
-
-    def _change_channel(self, db: sqlite3.Connection, organization_id: str, channel_id: str, changes: dict,
-                        now: str) -> None:
-        columns = {name: changes[name] for name in ("name", "disabled", "posting_times") if name in changes}
-        if "customer" in changes:
-            columns["customer_id"] = (self._customer_id(db, organization_id, changes["customer"], now)
-                                      if changes["customer"] else None)
-        for column, value in columns.items():  # column names come from the fixed list above, never input
-            db.execute(f"UPDATE integration SET {column} = ?, updated_at = ? WHERE id = ?", (value, now, channel_id))
-
-    def delete_channel(self, organization_id: str, channel_id: str) -> Optional[dict]:
-        """Soft-delete a channel and every post on it; returns the deleted row, None when unknown."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            deleted = db.execute("UPDATE integration SET deleted_at = ?, updated_at = ? "
-                                 "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
-                                 (now, now, channel_id, organization_id)).rowcount
-            if not deleted:
-                return None
-            db.execute("UPDATE post SET deleted_at = ?, updated_at = ? "
-                       "WHERE integration_id = ? AND organization_id = ? AND deleted_at IS NULL",
-                       (now, now, channel_id, organization_id))
-            row = db.execute(f"SELECT {self._CHANNEL_COLUMNS} FROM integration WHERE id = ?", (channel_id,)).fetchone()
-        self.posts_changed()
-        return self._channel_row(row)
-
-    def organization_timezone(self, organization_id: str) -> str:
-        row = self.read("SELECT timezone FROM organization WHERE id = ?", (organization_id,)).fetchone()
-        return row[0] if row else "UTC"
+    # --- the organization a request acts for ----------------------------------------------------------
 
     def organization(self, organization_id: str) -> Optional[dict]:
         """{id, name, timezone} of a live organization."""
@@ -1474,64 +1253,10 @@ class Store:
                          (organization_id,)).fetchone()
         return None if row is None else {"id": row[0], "name": row[1], "timezone": row[2]}
 
-    def update_organization(self, organization_id: str, name: Optional[str] = None,
-                            timezone: Optional[str] = None) -> None:
-        """Change the name and/or the IANA timezone (checked by the caller); None leaves a field as it is."""
-        with self.writing() as db:
-            db.execute("UPDATE organization SET name = COALESCE(?, name), timezone = COALESCE(?, timezone), "
-                       "updated_at = ? WHERE id = ?", (name, timezone, utc_now_iso(), organization_id))
-
     # --- the uploads a post names (posts, their review: rustiz_features/storage/posts.py, review.py) ---
 
-    def media_ids_by_path(self, organization_id: str, paths: list) -> dict:
-        """path -> id of the organization's live uploads among `paths`."""
-        found: dict = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start:start + 500]
-            rows = self.read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
-                              f"AND path IN ({','.join('?' * len(chunk))})", (organization_id, *chunk))
-            found.update((row[0], row[1]) for row in rows)
-        return found
-
-    # --- operations: GET /metrics, GET /health?verbose=1, rustiz doctor, rustiz backup ------------
-
-    def post_counts_by_state(self) -> list:
-        """(state, number of posts) for the posts not deleted, each thread part counted."""
-        return [tuple(row) for row in self.read("SELECT state, COUNT(*) FROM post WHERE deleted_at IS NULL "
-                                                 "GROUP BY state ORDER BY state")]
-
-    def channels_needing_attention(self) -> tuple:
-        """(channels flagged for reconnecting, channels disabled), deleted ones left out."""
-        row = self.read("SELECT COALESCE(SUM(CASE WHEN refresh_needed = 1 THEN 1 ELSE 0 END), 0), "
-                         "COALESCE(SUM(CASE WHEN disabled = 1 THEN 1 ELSE 0 END), 0) "
-                         "FROM integration WHERE deleted_at IS NULL").fetchone()
-        return int(row[0]), int(row[1])
-
-    def channels_to_check(self) -> list:
-        """(id, organization id, name, provider) of every channel not deleted nor disabled, for rustiz doctor."""
-        return [tuple(row) for row in self.read(
-            "SELECT id, organization_id, name, provider_identifier FROM integration "
-            "WHERE deleted_at IS NULL AND disabled = 0 ORDER BY organization_id, name, id")]
-
-    def integrity_problems(self) -> list:
-        """What SQLite's quick check finds wrong with the file (nothing: []); on PostgreSQL, a query that reads
-        every table's row count fails with the reason when the database cannot be read."""
-        if self.remote:
-            for table in self.table_names():
-                self.row_count(table)
-            return []
-        found = [row[0] for row in self.read("PRAGMA quick_check").fetchall()]
-        return [] if found == ["ok"] else found
-
-    def newest_update(self) -> Optional[str]:
-        """The latest updated_at of any post (ISO, UTC): a clock that went back is later than now."""
-        return self.read("SELECT MAX(updated_at) FROM post").fetchone()[0]
-
-    def database_clock(self) -> Optional[float]:
-        """PostgreSQL: the database server's time (Unix seconds), to compare with this machine's; SQLite: None."""
-        if not self.remote:
-            return None
-        return float(self.read("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+    # --- what operations read here: the queue (its due SQL is the scheduler's), one consistent snapshot ----
+    # (the rest of what /metrics, doctor, backup and db copy read: rustiz_features/storage/operations.py)
 
     @contextlib.contextmanager
     def consistent_read(self):
@@ -1546,158 +1271,7 @@ class Store:
         finally:
             self.db.execute("ROLLBACK")
 
-    def channel_secrets(self, channel_id: str) -> tuple:
-        """(credentials, cached session) of a channel, for calls to its platform outside a publish."""
-        row = self.read("SELECT token, session FROM integration WHERE id = ?", (channel_id,)).fetchone()
-        return json.loads(row[0] or "{}"), json.loads(row[1] or "null")
-
-    def save_channel_session(self, channel_id: str, session: dict) -> None:
-        with self.writing() as db:
-            db.execute("UPDATE integration SET session = ? WHERE id = ?", (json.dumps(session), channel_id))
-
-    def mark_refresh_needed(self, channel_id: str) -> bool:
-        """Flag a channel for reconnecting; True when this call flagged it (so its notification goes out once)."""
-        with self.writing() as db:
-            return db.execute("UPDATE integration SET refresh_needed = 1, updated_at = ? WHERE id = ? AND "
-                              "refresh_needed = 0", (utc_now_iso(), channel_id)).rowcount == 1
-
-    # --- OAuth: connect flows, the apps rustiz registered, tokens and their refresh lease -----------
-
-    def start_oauth_flow(self, state: str, organization_id: str, provider: str, code_verifier: Optional[str],
-                         refresh_channel_id: Optional[str], details: dict, expires_at: float) -> None:
-        with self.writing() as db:
-            db.execute("INSERT INTO oauth_flow (state, organization_id, provider, code_verifier, refresh_channel_id, "
-                       "details, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (state, organization_id, provider, code_verifier, refresh_channel_id, json.dumps(details),
-                        expires_at))
-
-    def oauth_flow_owner(self, state: str, now: float) -> Optional[tuple]:
-        """(organization id, provider) of the live flow `state` names, left in place; None when unknown or expired."""
-        row = self.read("SELECT organization_id, provider, expires_at FROM oauth_flow WHERE state = ?",
-                         (state,)).fetchone()
-        return None if row is None or row[2] < now else (row[0], row[1])
-
-    def take_oauth_flow(self, state: str, now: float) -> Optional[dict]:
-        """The flow `state` names, removed (a state is good once), or None when unknown or expired; expired
-        flows go with it."""
-        with self.writing() as db:
-            row = db.execute("SELECT organization_id, provider, code_verifier, refresh_channel_id, details, expires_at "
-                             "FROM oauth_flow WHERE state = ?", (state,)).fetchone()
-            db.execute("DELETE FROM oauth_flow WHERE state = ? OR expires_at < ?", (state, now))
-        if row is None or row[5] < now:
-            return None
-        return {"organization_id": row[0], "provider": row[1], "code_verifier": row[2],
-                "refresh_channel_id": row[3], "details": json.loads(row[4])}
-
-    def oauth_app(self, provider: str, origin: str) -> Optional[tuple]:
-        """(client id, client secret) of the app rustiz registered on `origin` (a Mastodon instance), or None."""
-        return self.read("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
-                          (provider, origin)).fetchone()
-
-    def save_oauth_app(self, provider: str, origin: str, client_id: str, client_secret: str) -> tuple:
-        """Keep a registered app; when another worker registered one first, that one stays and is returned."""
-        with self.writing() as db:
-            db.execute("INSERT OR IGNORE INTO oauth_app (provider, origin, client_id, client_secret, created_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (provider, origin, client_id, client_secret, utc_now_iso()))
-            return db.execute("SELECT client_id, client_secret FROM oauth_app WHERE provider = ? AND origin = ?",
-                              (provider, origin)).fetchone()
-
-    def connect_oauth_channel(self, organization_id: str, channel: "NewChannel", refresh_token: Optional[str],
-                              token_expiration: Optional[str], between_steps: bool,
-                              refresh_channel_id: Optional[str]) -> tuple:
-        """Store the channel a consent connected: (its id, whether it was already there).
-
-        The channel named by `refresh_channel_id`, or else the organization's live channel of the same account,
-        keeps its id, posts, settings and group and gets the new tokens (a refresh token the platform did not
-        send again stays); otherwise a new channel is made (waiting in inBetweenSteps when a choice follows).
-        Raises LookupError when the channel to refresh is gone, ValueError when the consent was for another
-        account than that channel's."""
-        account, now = channel.account, utc_now_iso()
-        token = json.dumps(channel.credentials)
-        with self.writing() as db:
-            if refresh_channel_id:
-                row = db.execute("SELECT id, provider_identifier, internal_id, in_between_steps FROM integration "
-                                 "WHERE id = ? AND organization_id = ? AND deleted_at IS NULL",
-                                 (refresh_channel_id, organization_id)).fetchone()
-                if row is None or row[1] != channel.provider:
-                    raise LookupError(refresh_channel_id)
-                if not between_steps and row[2] != account.internal_id:
-                    raise ValueError(row[2])
-            else:
-                row = db.execute("SELECT id, provider_identifier, internal_id, in_between_steps FROM integration "
-                                 "WHERE organization_id = ? AND provider_identifier = ? AND internal_id = ? "
-                                 "AND deleted_at IS NULL", (organization_id, channel.provider,
-                                                            account.internal_id)).fetchone()
-            if row is not None:
-                db.execute("UPDATE integration SET token = ?, refresh_token = COALESCE(?, refresh_token), "
-                           "token_expiration = ?, refresh_needed = 0, limits = COALESCE(?, limits), updated_at = ? "
-                           "WHERE id = ?", (token, refresh_token, token_expiration,
-                                            None if channel.limits is None else json.dumps(channel.limits), now, row[0]))
-                if not between_steps:  # (a page or board channel keeps the page or board it stands for)
-                    db.execute("UPDATE integration SET name = ?, picture = ?, profile = ?, session = COALESCE(?, session) "
-                               "WHERE id = ?", (account.name, account.picture, account.profile,
-                                                None if channel.session is None else json.dumps(channel.session),
-                                                row[0]))
-                return row[0], True
-            channel_id = new_cuid()
-            customer_id = self._customer_id(db, organization_id, channel.customer, now) if channel.customer else None
-            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, picture, provider_identifier, "
-                       "token, refresh_token, token_expiration, in_between_steps, profile, customer_id, created_at, "
-                       "updated_at, session, limits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (channel_id, account.internal_id, organization_id, account.name, account.picture,
-                        channel.provider, token, refresh_token, token_expiration, int(between_steps), account.profile,
-                        customer_id, now, now, None if channel.session is None else json.dumps(channel.session),
-                        None if channel.limits is None else json.dumps(channel.limits)))
-        return channel_id, False
-
-    def complete_channel_step(self, organization_id: str, channel_id: str, account: Any, session: Optional[dict],
-                              limits: Optional[dict]) -> bool:
-        """The choice after consent made: the channel becomes the chosen page or board; False when the channel
-        is not waiting for one."""
-        with self.writing() as db:
-            return db.execute("UPDATE integration SET internal_id = ?, name = ?, picture = ?, profile = ?, "
-                              "session = ?, limits = COALESCE(?, limits), in_between_steps = 0, updated_at = ? "
-                              "WHERE id = ? AND organization_id = ? AND in_between_steps = 1 AND deleted_at IS NULL",
-                              (account.internal_id, account.name, account.picture, account.profile,
-                               None if session is None else json.dumps(session),
-                               None if limits is None else json.dumps(limits), utc_now_iso(), channel_id,
-                               organization_id)).rowcount == 1
-
-    def channel_tokens(self, channel_id: str) -> tuple:
-        """(credentials, refresh token, token expiration ISO or None, refresh needed) of a channel."""
-        row = self.read("SELECT token, refresh_token, token_expiration, refresh_needed FROM integration WHERE id = ?",
-                         (channel_id,)).fetchone()
-        return json.loads(row[0] or "{}"), row[1], row[2], bool(row[3])
-
-    def channels_with_tokens_expiring(self, before: str) -> list:
-        """Live, enabled channels whose refreshable token expires before the ISO instant `before`:
-        [{id, name, organization_id, provider, token_expiration}], soonest first."""
-        rows = self.read("SELECT id, name, organization_id, provider_identifier, token_expiration FROM integration "
-                          "WHERE refresh_token IS NOT NULL AND token_expiration IS NOT NULL AND token_expiration < ? "
-                          "AND refresh_needed = 0 AND disabled = 0 AND deleted_at IS NULL "
-                          "ORDER BY token_expiration LIMIT 500", (before,)).fetchall()
-        return [dict(zip(("id", "name", "organization_id", "provider", "token_expiration"), row)) for row in rows]
-
-    def take_refresh_lease(self, channel_id: str, owner: str, now: float, seconds: float) -> bool:
-        """True when `owner` may refresh the channel's tokens now: no other owner holds an unexpired lease."""
-        with self.writing() as db:
-            return db.execute("UPDATE integration SET refresh_lease_owner = ?, refresh_lease_until = ? WHERE id = ? "
-                              "AND (refresh_lease_until IS NULL OR refresh_lease_until < ? OR refresh_lease_owner = ?)",
-                              (owner, now + seconds, channel_id, now, owner)).rowcount == 1
-
-    def save_refreshed_tokens(self, channel_id: str, owner: str, credentials: dict, refresh_token: Optional[str],
-                              token_expiration: Optional[str]) -> None:
-        """New tokens from a refresh, and the lease given back; the refresh token stays unless a new one came."""
-        with self.writing() as db:
-            db.execute("UPDATE integration SET token = ?, refresh_token = COALESCE(?, refresh_token), "
-                       "token_expiration = ?, refresh_lease_owner = NULL, refresh_lease_until = NULL, updated_at = ? "
-                       "WHERE id = ? AND refresh_lease_owner = ?",
-                       (json.dumps(credentials), refresh_token, token_expiration, utc_now_iso(), channel_id, owner))
-
-    def release_refresh_lease(self, channel_id: str, owner: str) -> None:
-        with self.writing() as db:
-            db.execute("UPDATE integration SET refresh_lease_owner = NULL, refresh_lease_until = NULL "
-                       "WHERE id = ? AND refresh_lease_owner = ?", (channel_id, owner))
+    # --- posts that waited for their channel to be reconnected ------------------------------------
 
     def release_waiting_posts(self, channel_id: str) -> int:
         """Posts that waited for the channel to be reconnected become due now; how many."""
@@ -1709,64 +1283,12 @@ class Store:
         self.posts_changed()
         return released
 
-    # --- the web app's users and sign-in sessions ---------------------------------------------
-
-    def add_web_user(self, organization_id: str, email: str, password_hash: str) -> None:
-        """A person who signs in to the web app with a password (raises sqlite3.IntegrityError for a taken email)."""
-        with self.writing() as db:
-            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (new_uuid(), organization_id, email.lower(), password_hash,
-                                                  utc_now_iso()))
-
-    def web_user(self, email: str) -> Optional[tuple]:
-        """(user id, organization id, password hash) of the web user with this email, or None."""
-        return self.read("SELECT id, organization_id, password_hash FROM web_user WHERE email = ?",
-                          (email.lower(),)).fetchone()
-
-    def set_web_user_password(self, organization_id: str, email: str, password_hash: str) -> bool:
-        """A new password for the organization's web user (False when there is none with that email); the
-        sessions signed in with the old password end."""
-        with self.writing() as db:
-            user = self._web_user_id(db, organization_id, email)
-            if user is None:
-                return False
-            db.execute("UPDATE web_user SET password_hash = ? WHERE id = ?", (password_hash, user))
-            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
-        return True
-
-    def remove_web_user(self, organization_id: str, email: str) -> bool:
-        """The organization's web user and its sessions gone (False when there is none with that email)."""
-        with self.writing() as db:
-            user = self._web_user_id(db, organization_id, email)
-            if user is None:
-                return False
-            db.execute("DELETE FROM web_session WHERE web_user_id = ?", (user,))
-            db.execute("DELETE FROM web_user WHERE id = ?", (user,))
-        return True
-
-    @staticmethod
-    def _web_user_id(db: sqlite3.Connection, organization_id: str, email: str) -> Optional[str]:
-        row = db.execute("SELECT id FROM web_user WHERE email = ? AND organization_id = ?",
-                         (email.lower(), organization_id)).fetchone()
-        return row[0] if row else None
-
-    def create_web_session(self, token_hash: str, organization_id: str, csrf_token: str, expires_at: float,
-                           api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> None:
-        """A session signed in with the API key of that hash, or by that web user (one of the two)."""
-        with self.writing() as db:
-            db.execute("DELETE FROM web_session WHERE expires_at < ?", (time.time(),))
-            db.execute("INSERT INTO web_session (token_hash, organization_id, csrf_token, expires_at, api_key_hash, "
-                       "web_user_id) VALUES (?, ?, ?, ?, ?, ?)",
-                       (token_hash, organization_id, csrf_token, expires_at, api_key_hash, web_user_id))
+    # --- the web app's sign-in session of a request (the rest: rustiz_features/storage/web_users.py) --
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
         """(organization id, CSRF token) of a live session, or None."""
         return self.read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
                           "AND expires_at > ?", (token_hash, time.time())).fetchone()
-
-    def end_web_session(self, token_hash: str) -> None:
-        with self.writing() as db:
-            db.execute("DELETE FROM web_session WHERE token_hash = ?", (token_hash,))
 
     # --- idempotency keys (POST /posts): their rows are rustiz_features/storage/idempotency.py's; the
     # housekeeping here forgets them after a day -----------------------------------------------
@@ -1814,26 +1336,11 @@ class Store:
                 (now - longest_window, now))
         return cursor.rowcount
 
-    # --- media ----------------------------------------------------------------
-
-    def create_media(self, organization_id: str, name: str, path: str, file_size: int, kind: str,
-                     original_name: Optional[str] = None) -> dict:
-        """A new Media row; returns what Postiz's upload routes answer: {id, name, originalName, path, thumbnail, alt}.
-
-        `original_name` is the file name the client gave (the multipart filename), or None."""
-        media_id = new_uuid()
-        now = utc_now_iso()
-        with self.writing() as db:
-            db.execute("INSERT INTO media (id, organization_id, name, original_name, path, file_size, type, created_at, "
-                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (media_id, organization_id, name, original_name, path, file_size, kind, now, now))
-        return {"id": media_id, "name": name, "originalName": original_name, "path": path, "thumbnail": None,
-                "alt": None}
-
     # --- a whole database, table by table (rustiz db copy) ------------------------------------------------
 
     # Tables in an order where each row's references are already copied (post's parent_post_id aside: see
-    # copy_rows). Tables a later migration adds, and this list does not name, are copied after these.
+    # copy_rows in rustiz_features/storage/operations.py). Tables a later migration adds, and this list does not
+    # name, are copied after these.
     TABLES_BY_REFERENCE = ("organization", "customer", "integration", "post", "tag", "tag_post", "notification",
                            "idempotency_key", "media", "webhook", "web_user", "web_session", "oauth_flow",
                            "oauth_app", "rate_limit")
@@ -1852,53 +1359,6 @@ class Store:
         known = [name for name in self.TABLES_BY_REFERENCE if name in names]
         self._schema_tables = known + sorted(set(names) - set(known))
         return self._schema_tables
-
-    def row_count(self, table: str) -> int:
-        return self.read(f"SELECT COUNT(*) FROM {self._table(table)}").fetchone()[0]
-
-    def _table(self, table: str) -> str:
-        if table not in self.table_names():  # (names come from the schema, never from a user: checked anyway)
-            raise ValueError(f"no table {table!r}")
-        return table
-
-    def columns(self, table: str) -> list:
-        if self.remote:
-            return [row[0] for row in self.read("SELECT column_name FROM information_schema.columns WHERE "
-                                                 "table_schema = current_schema() AND table_name = ? "
-                                                 "ORDER BY ordinal_position", (table,))]
-        return [row[1] for row in self.read(f"PRAGMA table_info({self._table(table)})")]
-
-    def rows(self, table: str, columns: list, batch: int = 1000) -> Any:
-        """The rows of `table` (values in `columns`' order), `batch` at a time: a large table never whole in memory."""
-        listed = ", ".join(columns)
-        order = ", ".join(str(position + 1) for position in range(len(columns)))
-        offset = 0
-        while True:
-            page = self.read(f"SELECT {listed} FROM {self._table(table)} ORDER BY {order} LIMIT ? OFFSET ?",
-                              (batch, offset)).fetchall()
-            if not page:
-                return
-            yield page
-            offset += len(page)
-
-    def copy_rows(self, table: str, columns: list, pages: Any) -> int:
-        """Insert every row of `pages` into `table`, in one transaction with the table's other pages (a failure
-        leaves the table empty). A post's parent is set once all posts are in, so their order does not matter."""
-        parent = columns.index("parent_post_id") if table == "post" else -1
-        placeholders = ", ".join("?" * len(columns))
-        inserted, parents = 0, []
-        with self.writing() as db:
-            for page in pages:
-                for row in page:
-                    row = tuple(row)
-                    if parent >= 0 and row[parent] is not None:
-                        parents.append((row[parent], row[0]))
-                        row = row[:parent] + (None,) + row[parent + 1:]
-                    db.execute(f"INSERT INTO {self._table(table)} ({', '.join(columns)}) VALUES ({placeholders})", row)
-                    inserted += 1
-            for parent_id, post_id in parents:
-                db.execute("UPDATE post SET parent_post_id = ? WHERE id = ?", (parent_id, post_id))
-        return inserted
 
 
 # =============================================================================
@@ -3266,6 +2726,8 @@ def serve(config: Config, startup_note: str, store: Store) -> int:
     ready_line = f"rustiz {VERSION} ready on {url} ({config.workers} {plural}; {startup_note})"
     if config.workers == 1:
         return run_worker(config, sockets[0], True, lambda: log(ready_line), store=store)
+    if store.remote:
+        Store.shared_generations = mmap.mmap(-1, 16)  # (anonymous and shared: every forked worker sees it)
     store.close()  # (an SQLite connection must not cross a fork)
     return supervise_workers(config, sockets, ready_line)
 
@@ -4123,428 +3585,26 @@ def command_serve(arguments: argparse.Namespace) -> int:
     return serve(config, note, store)
 
 
-def command_key_rotate(arguments: argparse.Namespace) -> int:
-    """A new own key for the organization (--org, else the config key's, else the only one); the config file
-    gets it when it held the old one."""
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        current = hash_api_key(config.api_key) if config.api_key else None
-        saved = arguments.org is None or organization["api_key_hash"] == current
-        key = new_api_key()
-        store.set_api_key_hash(organization["id"], hash_api_key(key))
-    finally:
-        store.close()
-    if saved:
-        update_config_value(config.config_path, "RUSTIZ_API_KEY", key)
-    print(key)
-    where = f"saved in {config.config_path}" if saved else "shown once (not saved)"
-    log(f"new API key for organization {organization['name']} {where}; the old key and the web sessions "
-        "signed in with it no longer work, in running servers too")
-    return 0
-
-
-def command_key_add(arguments: argparse.Namespace) -> int:
-    """A named key with a scope, printed once."""
-    from rustiz_features.api_keys import add_key
-    made: dict = {}
-
-    def add(store: Store, organization: dict) -> None:
-        try:
-            made["key"], made["row"] = add_key(store, organization["id"], arguments.name, arguments.scope)
-        except ApiError as refused:
-            raise UserError(_refusal_text(refused)) from None
-
-    organization = _in_chosen_organization(arguments.org, add)
-    print(made["key"])
-    log(f"API key {made['row']['name']!r} with the scope {arguments.scope} added to organization "
-        f"{organization['name']}; the key above is shown once: only its hash is stored")
-    return 0
-
-
-def command_key_list(arguments: argparse.Namespace) -> int:
-    listed: list = []
-    _in_chosen_organization(arguments.org,
-                            lambda store, organization: listed.extend(store.api_keys(organization["id"])))
-    print("NAME\tSCOPE\tCREATED\tLAST USE\tID")
-    for key in listed:
-        print(f"{key['name']}\t{key['scope']}\t{key['createdAt']}\t{key['lastUsedAt'] or 'never'}\t{key['id']}")
-    return 0
-
-
-def command_key_revoke(arguments: argparse.Namespace) -> int:
-    from rustiz_features.api_keys import revoke_key
-    revoked: dict = {}
-
-    def revoke(store: Store, organization: dict) -> None:
-        try:
-            revoked.update(revoke_key(store, organization["id"], arguments.key))
-        except ApiError as refused:
-            raise UserError(_refusal_text(refused)) from None
-
-    organization = _in_chosen_organization(arguments.org, revoke)
-    log(f"API key {revoked['name']!r} of organization {organization['name']} revoked: it and the web sessions "
-        "signed in with it no longer work, in running servers too")
-    return 0
-
-
-def command_org_add(arguments: argparse.Namespace) -> int:
-    name = arguments.name.strip()
-    if not name:
-        raise UserError("the organization needs a name: rustiz org add \"Acme Inc\"")
-    if len(name) > NAME_MAX_LENGTH:
-        raise UserError(f"the organization's name has {len(name)} characters; give one of at most {NAME_MAX_LENGTH}")
-    config = load_config(dict(os.environ))
-    key = new_api_key()
-    store = Store(config.database)
-    try:
-        organization_id = store.create_organization(name, hash_api_key(key))
-    finally:
-        store.close()
-    print(key)
-    log(f"organization {name} ({organization_id}) created; the key above is shown once: only its hash is stored")
-    return 0
-
-
-def _email_argument(arguments: argparse.Namespace) -> str:
-    email = arguments.email.strip().lower()
-    if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
-        raise UserError(f"{email!r} is not an email address: rustiz user {arguments.user_command} alice@example.com")
-    return email
-
-
-def command_user_add(arguments: argparse.Namespace) -> int:
-    """A web app user: the password is read from standard input (one line) or asked for twice."""
-    email = _email_argument(arguments)
-    from rustiz_features.web import hash_password
-    password_hash = hash_password(_new_password())
-
-    def add(store: Store, organization: dict) -> None:
-        try:
-            store.add_web_user(organization["id"], email, password_hash)
-        except sqlite3.IntegrityError:
-            raise UserError(f"{email} already has a web app password") from None
-
-    organization = _in_chosen_organization(arguments.org, add)
-    log(f"{email} can now sign in to the web app of organization {organization['name']}")
-    return 0
-
-
-def command_user_password(arguments: argparse.Namespace) -> int:
-    """A new password for a web app user, read as `user add` reads it; the user's sessions end."""
-    email = _email_argument(arguments)
-    from rustiz_features.web import hash_password
-    password_hash = hash_password(_new_password())
-
-    def change(store: Store, organization: dict) -> None:
-        if not store.set_web_user_password(organization["id"], email, password_hash):
-            raise _no_such_web_user(email, organization)
-
-    _in_chosen_organization(arguments.org, change)
-    log(f"{email} has a new web app password; the browsers signed in with the old one are signed out")
-    return 0
-
-
-def command_user_remove(arguments: argparse.Namespace) -> int:
-    email = _email_argument(arguments)
-
-    def remove(store: Store, organization: dict) -> None:
-        if not store.remove_web_user(organization["id"], email):
-            raise _no_such_web_user(email, organization)
-
-    organization = _in_chosen_organization(arguments.org, remove)
-    log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
-        "its browsers are signed out")
-    return 0
-
-
-def _in_chosen_organization(organization_id: Optional[str], action: Callable[[Store, dict], None]) -> dict:
-    """Run `action(store, organization)` for the organization --org names (see _chosen_organization); returns it."""
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, organization_id)
-        action(store, organization)
-    finally:
-        store.close()
-    return organization
-
-
-def _no_such_web_user(email: str, organization: dict) -> UserError:
-    return UserError(f"{email} is not a web app user of organization {organization['name']} "
-                     f"({organization['id']}); `rustiz user add {email}` makes one, --org ORG_ID chooses "
-                     "another organization")
-
-
-def _new_password() -> str:
-    if sys.stdin.isatty():
-        import getpass
-        password = getpass.getpass("Password: ")
-        if getpass.getpass("Again: ") != password:
-            raise UserError("the two passwords differ; nothing was saved")
-    else:
-        password = sys.stdin.readline().rstrip("\r\n")
-    if len(password) < 10:
-        raise UserError("the password needs at least 10 characters; nothing was saved")
-    return password
-
-
-def command_org_list(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organizations = store.organization_summaries()
-    finally:
-        store.close()
-    print("ID\tNAME\tCHANNELS")
-    for organization in organizations:
-        print(f"{organization['id']}\t{organization['name']}\t{organization['channels']}")
-    return 0
-
-
-def _chosen_organization(config: Config, store: Store, organization_id: Optional[str]) -> dict:
-    """The organization --org names, else the one whose key is in the config, else the only one."""
-    organizations = store.organizations()
-    if organization_id is not None:
-        for organization in organizations:
-            if organization["id"] == organization_id:
-                return organization
-        raise UserError(f"no organization has the id {organization_id}; `rustiz org list` shows the ids")
-    current = hash_api_key(config.api_key) if config.api_key else None
-    for organization in organizations:
-        if organization["api_key_hash"] == current:
-            return organization
-    if len(organizations) == 1:
-        return organizations[0]
-    raise UserError(f"the database has {len(organizations)} organizations and RUSTIZ_API_KEY in "
-                    f"{config.config_path} matches none of them: choose one with --org ORG_ID "
-                    "(`rustiz org list` shows the ids)")
-
-
-def _refusal_text(refused: ApiError) -> str:
-    """What an API refusal says, as one line for the terminal."""
-    message = refused.body.get("message", refused.body) if isinstance(refused.body, dict) else refused.body
-    return "; ".join(message) if isinstance(message, list) else str(message)
-
-
-def command_org_timezone(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        from rustiz_features.api_channels import validate_organization_changes
-        changes = validate_organization_changes({"timezone": arguments.zone})
-        store.update_organization(organization["id"], **changes)
-    except ApiError as refused:
-        raise UserError(_refusal_text(refused)) from None
-    finally:
-        store.close()
-    print(f"organization {organization['name']} ({organization['id']}) now uses the timezone {changes['timezone']}")
-    return 0
-
-
-def command_org_alerts(arguments: argparse.Namespace) -> int:
-    """Name the organization's alert channel and late threshold (the same checks as PUT /public/v1/alerts)."""
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        from rustiz_features.alerts import alert_settings_view, validate_alert_settings
-        body: dict = {}
-        if arguments.channel is not None:
-            body["channel"] = None if arguments.channel == "off" else arguments.channel
-        minutes = arguments.late_minutes
-        if minutes is not None:  # (a number is checked by validate_alert_settings, which names the field)
-            whole = minutes.isascii() and minutes.isdigit()
-            body["lateMinutes"] = None if minutes == "default" else int(minutes) if whole else minutes
-        from rustiz_features.storage import alerts as alert_store
-        alert_store.set_alert_settings(store, organization["id"],
-                                       *validate_alert_settings(store, organization["id"], body))
-        view = alert_settings_view(config, store, organization["id"])
-    except ApiError as refused:
-        raise UserError(_refusal_text(refused)) from None
-    finally:
-        store.close()
-    own_minutes = view["lateMinutes"] is not None
-    print(f"organization {organization['name']} ({organization['id']}): alerts go to "
-          f"{'channel ' + view['channel'] if view['channel'] else 'no channel (off)'}; a post counts as late "
-          f"{view['lateMinutes'] if own_minutes else view['defaultLateMinutes']} minutes after its date"
-          f"{'' if own_minutes else ' (the default, RUSTIZ_ALERT_LATE_MINUTES)'}")
-    return 0
-
-
-def credentials_from_arguments(provider: str, pairs: list) -> dict:
-    """`--credential KEY=VALUE` pairs as a credentials object. A list (nostr's relays) takes its items
-    comma-separated or from the key repeated."""
-    from rustiz_features.catalogue import CREDENTIAL_SPECS
-    spec = CREDENTIAL_SPECS.get(provider)
-    list_keys = {key.name for key in spec.keys if key.input == "list"} if spec else set()
-    credentials: dict = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
-        if not separator or not name:  # the value is not echoed: it may be a secret
-            raise UserError("each --credential needs the form KEY=VALUE, e.g. --credential webhookUrl=https://...")
-        if name in list_keys:
-            credentials.setdefault(name, []).extend(item.strip() for item in value.split(",") if item.strip())
-        else:
-            credentials[name] = value
-    return credentials
-
-
-def command_channel_add(arguments: argparse.Namespace) -> int:
-    body = {"provider": arguments.provider, "name": arguments.name, "customer": arguments.customer,
-            "credentials": credentials_from_arguments(arguments.provider, arguments.credential)}
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        from rustiz_features.api_channels import connect_channel
-        from rustiz_features.http_client import HttpClient
-        http = HttpClient(config.fetch_allow)
-        try:
-            channel = asyncio.run(connect_channel(store, organization["id"], body, http))
-        finally:
-            http.close()
-    except ApiError as refused:
-        raise UserError(f"cannot add the {arguments.provider} channel: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
-    print(channel["id"])
-    done = ("reconnected: it has the new credentials, and the posts that waited for it go out now"
-            if channel.get("reconnected") else f"added to organization {organization['name']}")
-    log(f"channel {channel['name']} ({channel['identifier']}) {done}")
-    return 0
-
-
-def command_channel_list(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        channels = store.integrations(organization["id"])
-    finally:
-        store.close()
-    print("ID\tPROVIDER\tNAME\tPROFILE\tGROUP\tDISABLED")
-    for channel in channels:
-        group = channel["customer"]["name"] if "customer" in channel else "-"
-        print(f"{channel['id']}\t{channel['identifier']}\t{channel['name']}\t{channel['profile'] or '-'}\t"
-              f"{group}\t{'yes' if channel['disabled'] else 'no'}")
-    return 0
-
-
-def _posts_files(store: Store, config: Config) -> Any:
-    """The export/import code the API uses (rustiz_features.posts_files), on this process's Store."""
-    from types import SimpleNamespace
-    from rustiz_features.posts_files import PostsFiles
-    return PostsFiles(SimpleNamespace(store=store, config=config))
-
-
-def command_posts_export(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        from rustiz_features.posts_files import export_window
-        files = _posts_files(store, config)
-        bodies = files.exported_bodies(organization["id"], *export_window(arguments.start, arguments.end,
-                                                                          ("--from", "--to")))
-        content, _ = files.encoded(bodies, arguments.format)
-    except ApiError as refused:
-        raise UserError(f"cannot export: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
-    sys.stdout.buffer.write(content + (b"\n" if arguments.format == "json" else b""))
-    sys.stdout.flush()
-    log(f"exported {len(bodies)} posts of organization {organization['name']}")
-    return 0
-
-
-def _json_file(name: str, data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise UserError(f"{name} is not a JSON file: {error}") from None
-
-
-def command_posts_import(arguments: argparse.Namespace) -> int:
-    config = load_config(dict(os.environ))
-    try:
-        with open(arguments.file, "rb") as file:
-            data = file.read(config.max_body_bytes + 1)
-    except OSError as error:
-        raise UserError(f"cannot read {arguments.file}: {error.strerror}") from None
-    if len(data) > config.max_body_bytes:
-        raise UserError(f"{arguments.file} is larger than RUSTIZ_MAX_BODY ({config.max_body_bytes} bytes), the "
-                        "limit of an import; split it into several files")
-    is_csv = arguments.file.lower().endswith(".csv") or not data.lstrip()[:1] in (b"[", b"{")
-    store = Store(config.database)
-    try:
-        organization = _chosen_organization(config, store, arguments.org)
-        files = _posts_files(store, config)
-        rows = files.csv_rows(organization["id"], data) if is_csv else files.json_rows(_json_file(arguments.file, data))
-        report = files.import_rows(organization["id"], rows, arguments.dry_run, arguments.allow_duplicate, "CLI")
-    except ApiError as refused:
-        raise UserError(f"cannot import {arguments.file}: {_refusal_text(refused)}") from None
-    finally:
-        store.close()
-    for row in report["rows"]:
-        if row["ok"]:
-            print(f"row {row['row']}: ok" + "".join(f" {post['postId']}" for post in row.get("posts", ())))
-        else:
-            print(f"row {row['row']}: failed: {' / '.join(row['errors'])}", file=sys.stderr)
-    if not report["ok"]:
-        raise UserError("some rows failed (above); nothing was imported" if not arguments.dry_run
-                        else "some rows would fail (above)", exit_code=1)
-    log(f"{'checked' if arguments.dry_run else 'imported'} {len(report['rows'])} rows into organization "
-        f"{organization['name']}" + (" (dry run: nothing stored)" if arguments.dry_run else ""))
-    return 0
-
-
-def command_db_copy(arguments: argparse.Namespace) -> int:
-    from rustiz_features.db_copy import copy_database
-    return copy_database(load_config(dict(os.environ)), arguments.to, arguments.uploads_to)
-
-
-def command_backup(arguments: argparse.Namespace) -> int:
-    from rustiz_features.ops import backup
-    return backup(load_config(dict(os.environ)), arguments.file)
-
-
-def command_restore(arguments: argparse.Namespace) -> int:
-    from rustiz_features.ops import restore
-    return restore(arguments.file, arguments.dir, arguments.keep_settings)
-
-
-def command_doctor(arguments: argparse.Namespace) -> int:
-    from rustiz_features.ops import doctor
-    return doctor(load_config(dict(os.environ)))
-
-
-def command_example(arguments: argparse.Namespace) -> int:
-    from rustiz_features.ops import print_example
-    return print_example(load_config(dict(os.environ)), arguments.kind)
-
-
 def command_version(arguments: argparse.Namespace) -> int:
     print(f"rustiz {VERSION} (Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})")
     return 0
 
 
-def _help_formatter(prog: str) -> argparse.HelpFormatter:
+def help_formatter(prog: str) -> argparse.HelpFormatter:
     """A fixed width: argparse's default asks the terminal through shutil, which costs start-up time."""
     import argparse
     return argparse.HelpFormatter(prog, width=100, max_help_position=32)
 
 
-def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParser:
+def build_argument_parser(argv: list, add_other_commands: Optional[Callable[..., None]]) -> argparse.ArgumentParser:
+    """init, serve and version; between them, when given, the commands of rustiz_features.cli."""
     import argparse
     parser = argparse.ArgumentParser(
         prog="rustiz", description="A self-hosted social-media scheduler that speaks the Postiz public API.",
         epilog="rustiz help COMMAND (or rustiz COMMAND --help) shows what a command does and its options.",
-        formatter_class=_help_formatter)
+        formatter_class=help_formatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    init = commands.add_parser("init", formatter_class=_help_formatter,
+    init = commands.add_parser("init", formatter_class=help_formatter,
                                help="create a config file, a database and an API key",
                                description="Create DIR/config.env (mode 0600), the SQLite database and one "
                                            "organization with a new API key, and print them. config.env is where "
@@ -4556,7 +3616,7 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
                            "e.g. --set PORT=8080 --set RUSTIZ_FETCH_ALLOW=127.0.0.1)")
     init.set_defaults(run=command_init)
     serve_parser = commands.add_parser(
-        "serve", formatter_class=_help_formatter, help="run the server",
+        "serve", formatter_class=help_formatter, help="run the server",
         description="Run the server with the config named by RUSTIZ_CONFIG (default ./rustiz-data/config.env; "
                     "created by init if missing). Environment variables override the file: PORT, HOST, "
                     "FRONTEND_URL, REQUEST_LIMIT, API_LIMIT, RUSTIZ_WORKERS, RUSTIZ_MAX_BODY, "
@@ -4565,201 +3625,12 @@ def build_argument_parser(argv: Optional[list] = None) -> argparse.ArgumentParse
     serve_parser.add_argument("--workers", type=int, metavar="N",
                               help="processes sharing the port (default: RUSTIZ_WORKERS or 1)")
     serve_parser.set_defaults(run=command_serve)
-    key = commands.add_parser("key", formatter_class=_help_formatter, help="manage API keys",
-                              description="Manage the organization's API keys: its own key (full) and named keys "
-                                          "with a scope: full, drafts or read.")
-    key_commands = key.add_subparsers(dest="key_command", metavar="{rotate,add,list,revoke}", required=True)
-    rotate = key_commands.add_parser("rotate", formatter_class=_help_formatter,
-                                     help="make a new API key; the old one stops working at once",
-                                     description="Make a new own key for the organization and print it; the "
-                                                 "config file gets it when it held the old one. The old key and "
-                                                 "the web sessions signed in with it stop working at once, in "
-                                                 "running servers too.")
-    rotate.set_defaults(run=command_key_rotate)
-    add = key_commands.add_parser("add", formatter_class=_help_formatter, help="make a named key with a scope",
-                                  description="Make a named API key and print it (once: only its hash is stored). "
-                                              "Scopes: full (everything), drafts (read, upload, and make or edit "
-                                              "drafts, which wait for a person's review), read (GET only).")
-    add.add_argument("--name", required=True, help="the key's name, unique in the organization, e.g. agent")
-    add.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do")
-    add.set_defaults(run=command_key_add)
-    listing = key_commands.add_parser("list", formatter_class=_help_formatter, help="list the keys (never the keys)",
-                                      description="Print one tab-separated line per key: name, scope, created, "
-                                                  "last use (written at most once a minute), id. The "
-                                                  "organization's own key is named default.")
-    listing.set_defaults(run=command_key_list)
-    revoke = key_commands.add_parser("revoke", formatter_class=_help_formatter, help="revoke a named key",
-                                     description="Revoke a named key: it and the web sessions signed in with it "
-                                                 "stop working at once, in running servers too.")
-    revoke.add_argument("key", metavar="NAME_OR_ID")
-    revoke.set_defaults(run=command_key_revoke)
-    for command in (rotate, add, listing, revoke):
-        command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    org = commands.add_parser("org", formatter_class=_help_formatter, help="manage organizations",
-                              description="One rustiz serves several organizations; each API key sees only "
-                                          "its own organization's channels, posts, media and groups.")
-    org_commands = org.add_subparsers(dest="org_command", metavar="{add,list,timezone,alerts}", required=True)
-    org_add = org_commands.add_parser("add", formatter_class=_help_formatter,
-                                      help="create an organization and print its API key",
-                                      description="Create an organization and print its new API key (once: "
-                                                  "only a hash of it is stored).")
-    org_add.add_argument("name", metavar="NAME", help="the organization's name")
-    org_add.set_defaults(run=command_org_add)
-    org_list = org_commands.add_parser("list", formatter_class=_help_formatter,
-                                       help="list organizations: id, name, number of channels",
-                                       description="Print one tab-separated line per organization: id, name, "
-                                                   "number of channels.")
-    org_list.set_defaults(run=command_org_list)
-    org_timezone = org_commands.add_parser(
-        "timezone", formatter_class=_help_formatter, help="set the organization's IANA timezone",
-        description="Set the organization's timezone (an IANA name such as Europe/Paris); posting slots "
-                    "(find-slot) are local times in it. Dates in the API stay UTC.")
-    org_timezone.add_argument("zone", metavar="ZONE", help="an IANA timezone name, e.g. America/New_York")
-    org_timezone.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    org_timezone.set_defaults(run=command_org_timezone)
-    org_alerts = org_commands.add_parser(
-        "alerts", formatter_class=_help_formatter, help="name the channel trouble is announced on",
-        description="Name the channel (any connected one: a Telegram bot, a Discord or Slack webhook, a webhook) "
-                    "on which failed posts, channels that need reconnecting and late posts are announced, once "
-                    "each; and after how many minutes a queued post counts as late. Without options: show them.")
-    org_alerts.add_argument("--channel", metavar="ID", help="a channel id (`rustiz channel list`), or off")
-    org_alerts.add_argument("--late-minutes", metavar="N",
-                            help="minutes after its date a queued post counts as late (1-10080), or default "
-                                 "(RUSTIZ_ALERT_LATE_MINUTES)")
-    org_alerts.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    org_alerts.set_defaults(run=command_org_alerts)
-    # Only `rustiz channel ...` shows the providers, and naming them loads the provider catalogue.
-    _add_channel_commands(commands, "channel" in (sys.argv[1:] if argv is None else argv))
-    user = commands.add_parser("user", formatter_class=_help_formatter, help="web app users",
-                               description="People who sign in to the web app with an email and a password "
-                                           "(the organization's API key signs in too).")
-    user_commands = user.add_subparsers(dest="user_command", metavar="{add,password,remove}", required=True)
-    for name, run, help_text, description in (
-            ("add", command_user_add, "let an email sign in to the web app with a password",
-             "Let EMAIL sign in to the web app of the organization with a password, read from standard input "
-             "(one line) or asked for twice on a terminal. At least 10 characters."),
-            ("password", command_user_password, "set a web app user's new password; their sessions end",
-             "Give EMAIL a new password, read as `user add` reads it. The browsers signed in with the old "
-             "password are signed out, in running servers too."),
-            ("remove", command_user_remove, "stop an email from signing in; their sessions end",
-             "EMAIL can no longer sign in to the web app; the browsers signed in as EMAIL are signed out, in "
-             "running servers too.")):
-        command = user_commands.add_parser(name, formatter_class=_help_formatter, help=help_text,
-                                           description=description)
-        command.add_argument("email", metavar="EMAIL")
-        command.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-        command.set_defaults(run=run)
-    database = commands.add_parser("db", formatter_class=_help_formatter, help="move the database",
-                                   description="Move this instance's data to another database.")
-    database_commands = database.add_subparsers(dest="db_command", metavar="{copy}", required=True)
-    copy = database_commands.add_parser(
-        "copy", formatter_class=_help_formatter, help="copy everything into an empty database (and bucket)",
-        description="Copy every row of this instance's database (RUSTIZ_DATABASE) into TARGET, a PostgreSQL URL "
-                    "(or a SQLite file), and with --uploads-to its uploads into an S3-compatible bucket; then "
-                    "check row counts and file hashes. Refuses a target that already holds data. Stop the "
-                    "servers first: what they write meanwhile would not be copied.")
-    copy.add_argument("--to", required=True, metavar="TARGET", help="postgresql://user:password@host:port/db")
-    copy.add_argument("--uploads-to", metavar="s3://BUCKET/PREFIX",
-                      help="also copy the uploads folder into this bucket (keys and endpoint from AWS_* variables)")
-    copy.set_defaults(run=command_db_copy)
-    _add_operations_commands(commands)
-    _add_posts_commands(commands)
-    version = commands.add_parser("version", formatter_class=_help_formatter, help="print the version",
+    if add_other_commands is not None:
+        add_other_commands(commands, help_formatter, argv)
+    version = commands.add_parser("version", formatter_class=help_formatter, help="print the version",
                                   description="Print the version.")
     version.set_defaults(run=command_version)
     return parser
-
-
-def _add_operations_commands(commands: Any) -> None:
-    """backup, restore, doctor, example (rustiz_features/ops.py)."""
-    backup = commands.add_parser(
-        "backup", formatter_class=_help_formatter, help="write the database, config and uploads into one archive",
-        description="Write FILE (a .tar.gz, mode 0600): a consistent copy of the database taken while servers "
-                    "keep serving (on PostgreSQL, a SQLite snapshot read in one transaction), config.env, the "
-                    "uploads folder (not uploads in a bucket), and manifest.json with each file's size and SHA-256.")
-    backup.add_argument("file", metavar="FILE", help="the archive to write (refused if it exists)")
-    backup.set_defaults(run=command_backup)
-    restore = commands.add_parser(
-        "restore", formatter_class=_help_formatter, help="unpack a backup into a new data folder",
-        description="Check every file of FILE against its manifest (nothing is written when one differs), then "
-                    "write config.env, the database and the uploads into DIR, which must be empty or absent; "
-                    "RUSTIZ_CONFIG=DIR/config.env rustiz serve then serves them.")
-    restore.add_argument("file", metavar="FILE", help="an archive written by rustiz backup")
-    restore.add_argument("--dir", required=True, metavar="DIR", help="the new data folder (empty or absent)")
-    restore.add_argument("--keep-settings", action="store_true",
-                         help="keep the backed-up machine's RUSTIZ_FETCH_ALLOW, HOST, RUSTIZ_TRUSTED_PROXIES, proxy "
-                              "and bucket settings (default: commented out, and named)")
-    restore.set_defaults(run=command_restore)
-    doctor = commands.add_parser(
-        "doctor", formatter_class=_help_formatter, help="check the config, database, scheduler, clock and channels",
-        description="Check file permissions, the database's integrity, the scheduler's heartbeat, the clock, "
-                    "that FRONTEND_URL answers, and each channel's credentials with read-only calls to its "
-                    "platform. One line per check: ok, warn or FAIL with what to do; exit status 1 on a FAIL.")
-    doctor.set_defaults(run=command_doctor)
-    example = commands.add_parser(
-        "example", formatter_class=_help_formatter, help="print a systemd unit or a reverse-proxy config",
-        description="Print a systemd unit, or a Caddy or nginx site in front of rustiz, filled in with this "
-                    "config's paths and port.")
-    example.add_argument("kind", choices=("systemd", "caddy", "nginx"), help="what to print")
-    example.set_defaults(run=command_example)
-
-
-def _add_posts_commands(commands: Any) -> None:
-    posts = commands.add_parser("posts", formatter_class=_help_formatter, help="export and import posts as files",
-                                description="Posts as JSON or CSV files, on the database directly (no server "
-                                            "needed), checked as POST /public/v1/posts checks them.")
-    posts_commands = posts.add_subparsers(dest="posts_command", metavar="{export,import}", required=True)
-    export = posts_commands.add_parser(
-        "export", formatter_class=_help_formatter, help="print the posts of a date window as JSON or CSV",
-        description="Print the posts whose date is in the window, as GET /public/v1/posts/export does: JSON (a "
-                    "list of CreatePost bodies, importable again) or CSV.")
-    export.add_argument("--format", choices=("json", "csv"), default="json", help="the file's format (default json)")
-    export.add_argument("--from", dest="start", default="0001-01-01", metavar="DATE",
-                        help="ISO 8601 date or instant (default: the beginning)")
-    export.add_argument("--to", dest="end", default="9999-12-31T23:59:59Z", metavar="DATE",
-                        help="ISO 8601 date or instant, inclusive (default: the end of time)")
-    export.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    export.set_defaults(run=command_posts_export)
-    imports = posts_commands.add_parser(
-        "import", formatter_class=_help_formatter, help="check and store posts from a JSON or CSV file",
-        description="Check every row of FILE (.csv is CSV, else JSON) as POST /public/v1/posts/import does, and "
-                    "store them all, or nothing when a row fails (its errors are printed, the exit status is 1).")
-    imports.add_argument("file", metavar="FILE")
-    imports.add_argument("--dry-run", action="store_true", help="check every row, store nothing")
-    imports.add_argument("--allow-duplicate", action="store_true",
-                         help="no row is refused for repeating a post of the same channel within 24 hours")
-    imports.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    imports.set_defaults(run=command_posts_import)
-
-
-def _add_channel_commands(commands: Any, with_providers: bool) -> None:
-    connectable = ""
-    if with_providers:
-        from rustiz_features.catalogue import CREDENTIAL_SPECS
-        connectable = ", ".join(sorted(CREDENTIAL_SPECS))
-    channel = commands.add_parser("channel", formatter_class=_help_formatter, help="add and list channels",
-                                  description="Channels (Postiz's integrations) of an organization.")
-    channel_commands = channel.add_subparsers(dest="channel_command", metavar="{add,list}", required=True)
-    add = channel_commands.add_parser(
-        "add", formatter_class=_help_formatter, help="connect a channel with its credentials, print its id",
-        description=f"Connect a channel that needs no developer app ({connectable}) with its credentials, as "
-                    "POST /public/v1/integrations does, and print the new channel's id. An account that is "
-                    "already a channel reconnects that channel: it keeps its id and posts and gets the new "
-                    "credentials. Example: rustiz channel "
-                    "add bluesky --credential service=https://bsky.social --credential identifier=me.bsky.social "
-                    "--credential password=APP-PASSWORD")
-    add.add_argument("provider", metavar="PROVIDER", help=f"one of: {connectable}")
-    add.add_argument("--credential", action="append", default=[], metavar="KEY=VALUE",
-                     help="one credential key (repeat for each; nostr relays: comma-separated)")
-    add.add_argument("--name", help="the channel's name (default: from the credentials, e.g. the handle)")
-    add.add_argument("--customer", metavar="GROUP", help="a group's id or name (a new name makes a new group)")
-    add.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    add.set_defaults(run=command_channel_add)
-    listing = channel_commands.add_parser(
-        "list", formatter_class=_help_formatter, help="list channels",
-        description="Print one tab-separated line per channel: id, provider, name, profile, group, disabled.")
-    listing.add_argument("--org", metavar="ORG_ID", help="which organization (default: the config's key's)")
-    listing.set_defaults(run=command_channel_list)
 
 
 def plain_serve_arguments(argv: list) -> Optional[Any]:
@@ -4782,7 +3653,12 @@ def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["help"]:  # `rustiz help [COMMAND...]` is `rustiz [COMMAND...] --help`
         argv = [*argv[1:], "--help"]
-    arguments = plain_serve_arguments(argv) or build_argument_parser(argv).parse_args(argv)
+    arguments = plain_serve_arguments(argv)
+    if arguments is None:
+        add_other_commands = None
+        if argv[:1] not in (["init"], ["serve"], ["version"]):  # every other command lives beside the core
+            from rustiz_features.cli import add_commands as add_other_commands
+        arguments = build_argument_parser(argv, add_other_commands).parse_args(argv)
     try:
         return arguments.run(arguments)
     except UserError as error:

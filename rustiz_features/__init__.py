@@ -4,6 +4,8 @@ The core serves HTTP, stores, authenticates and routes; its route table names th
 every route, and a module is imported on the first request to one of its routes. Imports go one way:
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
+  cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
+    posts_files, web, catalogue, http_client, db_copy, ops
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation, storage.posts
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates, storage.posts, storage.review,
@@ -24,6 +26,8 @@ the core imports none of these at load time, and these import the core and one a
   db_copy (`rustiz db copy`) -> object_storage, http_client
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
+  storage/<area> (each feature's SQL: channels, oauth, keys, organizations, web_users, media_library,
+    operations, ...) -> the core only; the features import the areas whose SQL they run (arrows not drawn)
   publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)

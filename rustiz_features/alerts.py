@@ -30,6 +30,7 @@ from .api_docs import documented, object_schema, ref
 from .background import RowSender, SenderHost, epoch_seconds, failure_text
 from .publishers import provider_for
 from .storage import alerts as alert_store
+from .storage import channels as channel_store
 
 DEFAULT_LATE_MINUTES = 15
 LATE_MINUTES_MAX = 7 * 24 * 60  # a week
@@ -210,7 +211,7 @@ class AlertSender(RowSender):
             text = text[:max(0, limit - len(link) - 3)] + "… " + link if len(link) + 3 < limit else text[:limit]
         channel = Channel(row["id"], row["name"], json.loads(row["credentials"] or "{}"),
                           json.loads(row["session"] or "null"), self.scheduler.http,
-                          lambda session: self.store.save_channel_session(row["id"], session))
+                          lambda session: channel_store.save_channel_session(self.store, row["id"], session))
         post = OutgoingPost(alert["id"], f"<p>{escape_html(text)}</p>", (), {}, 0, alert["id"], iso_at(time.time()))
         try:  # (the scheduler's publish: an OAuth channel's token is refreshed first; never retried here)
             await self.scheduler.publish_part(platform, channel, post, None)
@@ -258,7 +259,7 @@ def validate_alert_settings(store: Store, organization_id: str, body: dict) -> t
                 if name not in ("channel", "lateMinutes")]
     channel_id: Any = body.get("channel", current_channel)
     if "channel" in body and channel_id is not None and (
-            not isinstance(channel_id, str) or store.channel(organization_id, channel_id) is None):
+            not isinstance(channel_id, str) or channel_store.channel(store, organization_id, channel_id) is None):
         problems.append(f"channel is not a channel of this organization: {json.dumps(channel_id)[:100]} "
                         "(GET /public/v1/integrations lists them; null turns alerts off)")
     minutes: Any = body.get("lateMinutes", current_minutes)

@@ -20,6 +20,7 @@ from .connect import TokenKeeper
 from .publishers.base import Channel, PublishError, Release
 from .publishers.oauth import OAuthProvider
 from .storage import posts as post_store
+from .storage import channels as channel_store
 
 ANALYTICS_CACHE_SECONDS = 600
 ANALYTICS_CACHE_ENTRIES = 1000
@@ -54,7 +55,7 @@ class AnalyticsApi:
                 (parameter("path", "integration", "A channel id"), _DAYS_BACK))
     async def channel(self, request: Request, organization_id: str) -> Response:
         days = analytics_days(request)
-        channel = await self.store.off_loop(self.store.channel, organization_id, request.params["integration"])
+        channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, request.params["integration"])
         if channel is None:
             raise not_found("Integration not found")
         return json_response(await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
@@ -73,7 +74,7 @@ class AnalyticsApi:
             return json_response({"missing": True})
         if post["state"] != "PUBLISHED" or not post["releaseId"]:
             return json_response([])
-        channel = await self.store.off_loop(self.store.channel, organization_id, post["integrationId"])
+        channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, post["integrationId"])
         if channel is None:
             raise not_found("Post not found")
         release = Release(post["releaseId"], post["releaseURL"] or "")
@@ -103,9 +104,9 @@ class AnalyticsApi:
                 provider.app(self.app.config.settings or {}) is None:
             raise nest_error(409, f"{provider.label}'s figures need the operator's app, which this server does not "
                                   f"have: set {' and '.join(provider.app_variables)} in config.env")
-        credentials, session = await self.store.off_loop(self.store.channel_secrets, channel_id)
+        credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel_id)
         channel = Channel(channel_id, name, credentials, session, self.http,
-                          lambda saved: self.store.save_channel_session(channel_id, saved))
+                          lambda saved: channel_store.save_channel_session(self.store, channel_id, saved))
         def read() -> Awaitable:
             return (provider.channel_analytics(channel, days) if release is None
                     else provider.post_analytics(channel, release, days))

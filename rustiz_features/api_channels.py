@@ -13,7 +13,7 @@ import re
 from typing import Any, Optional
 
 from rustiz import (
-    NAME_MAX_LENGTH, ApiError, App, ChannelAlreadyAdded, Request, Response, Store, bad_request, hash_api_key,
+    NAME_MAX_LENGTH, ApiError, App, Request, Response, Store, bad_request, hash_api_key,
     json_object, json_dumps, json_response, log, nest_error, new_api_key, not_found, read_config_file,
     route_options, session_cookie, update_config_value,
 )
@@ -29,6 +29,9 @@ from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
 from .storage import deliveries as delivery_store
 from .web import start_web_session
+from .storage import channels as channel_store
+from .storage import keys as key_store
+from .storage import organizations as organization_store
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 
@@ -65,7 +68,7 @@ class ChannelsApi:
         return json_response(self.store.integrations(organization_id, group or None))
 
     def _channel(self, request: Request, organization_id: str) -> dict:
-        channel = self.store.channel(organization_id, request.params["id"])
+        channel = channel_store.channel(self.store, organization_id, request.params["id"])
         if channel is None:  # another organization's channel too: its existence is not revealed
             raise ApiError(404, {"msg": "Integration not found"})
         return channel
@@ -107,15 +110,15 @@ class ChannelsApi:
         platform = provider_for(channel["provider_identifier"])
         if platform is None or not isinstance(method_name, str):
             raise ApiError(404, {"msg": "Tool not found"})
-        credentials, session = await self.store.off_loop(self.store.channel_secrets, channel["id"])
+        credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel["id"])
         target = Channel(channel["id"], channel["name"], credentials, session, self.http,
-                         lambda new_session: self.store.save_channel_session(channel["id"], new_session))
+                         lambda new_session: channel_store.save_channel_session(self.store, channel["id"], new_session))
         try:
             output = await platform.run_tool(target, method_name, data if isinstance(data, dict) else {})
         except LookupError:
             raise ApiError(404, {"msg": "Tool not found"}) from None
         except NeedsReconnect:
-            await self.store.off_loop(self.store.mark_refresh_needed, channel["id"])
+            await self.store.off_loop(channel_store.mark_refresh_needed, self.store, channel["id"])
             raise ApiError(401, {"msg": "Channel disconnected due to expired token"}) from None
         except AddressNotAllowed as refused:  # not the platform's failure: the operator's allow-list decides
             raise nest_error(400, f"{platform.label} may not be reached for {method_name}: {refused.message}") from None
@@ -125,7 +128,7 @@ class ChannelsApi:
 
     @documented("The organization's customers", ("200", array_of(ref("Customer"))))
     def groups(self, request: Request, organization_id: str) -> Response:
-        return json_response(self.store.customers(organization_id))
+        return json_response(channel_store.customers(self.store, organization_id))
 
     @documented("Connect a channel that needs no developer app with its credentials, checked with the platform first "
                 "(rustiz). An account that is already a channel of the organization reconnects that channel instead: "
@@ -145,7 +148,7 @@ class ChannelsApi:
                 "NotFound", (CHANNEL_ID,))
     def show_channel(self, request: Request, organization_id: str) -> Response:
         """GET /integrations/:id (rustiz): the channel's row, with refreshNeeded and postingTimes."""
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
@@ -153,7 +156,7 @@ class ChannelsApi:
     @documented("Soft-delete a channel and its posts", ("200", ref("ChannelRow")), "NotFound", (CHANNEL_ID,))
     def delete_channel(self, request: Request, organization_id: str) -> Response:
         """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
-        channel = self.store.delete_channel(organization_id, request.params["id"])
+        channel = channel_store.delete_channel(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
@@ -178,7 +181,7 @@ class ChannelsApi:
             channel = await reconnect_channel(self.store, organization_id, request.params["id"], body, changes,
                                               self.http)
         else:
-            channel = await self.store.off_loop(self.store.update_channel, organization_id, request.params["id"],
+            channel = await self.store.off_loop(channel_store.update_channel, self.store, organization_id, request.params["id"],
                                                 changes)
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
@@ -211,7 +214,7 @@ async def connect_channel(store: Store, organization_id: str, body: Any, http: H
     name_given = isinstance(body, dict) and body.get("name") is not None
     channel = await verified_channel(unverified, name_given, http)
     rename = name_given or channel.account.name != unverified.account.name  # (the platform reported its own)
-    saved, reconnected = await store.off_loop(store.add_channel, organization_id, channel, rename)
+    saved, reconnected = await store.off_loop(channel_store.add_channel, store, organization_id, channel, rename)
     if not reconnected:
         return saved
     await released_after_reconnect(store, saved["id"], channel.provider)
@@ -223,7 +226,7 @@ async def reconnect_channel(store: Store, organization_id: str, channel_id: str,
     """PUT /integrations/:id with credentials: checked with the platform, then stored with `changes` (from
     validate_channel_changes); the channel's row, None when it is not the organization's. Raises ApiError:
     400 for credentials the platform refuses or an OAuth channel, 409 for another account's."""
-    current = await store.off_loop(store.channel, organization_id, channel_id)
+    current = await store.off_loop(channel_store.channel, store, organization_id, channel_id)
     if current is None:
         return None
     provider = current["provider_identifier"]
@@ -242,14 +245,14 @@ async def reconnect_channel(store: Store, organization_id: str, channel_id: str,
     channel = await verified_channel(unverified, "name" in changes, http)
     rename = "name" in changes or channel.account.name != probe_name
     try:
-        row = await store.off_loop(store.update_channel_credentials, organization_id, channel_id, channel, rename,
+        row = await store.off_loop(channel_store.update_channel_credentials, store, organization_id, channel_id, channel, rename,
                                    descriptor.credentials.account_is_credentials, changes)
     except ValueError:
         raise nest_error(409, f"credentials: these are the credentials of another {descriptor.label} account "
                               f"({channel.account.profile or channel.account.name}) than this channel's: nothing "
                               "was changed. Give the channel's own account's credentials, or connect this account "
                               "as a new channel (POST /public/v1/integrations)") from None
-    except ChannelAlreadyAdded as duplicate:
+    except channel_store.ChannelAlreadyAdded as duplicate:
         raise nest_error(409, f"credentials: this {descriptor.label} account is already the channel "
                               f"\"{duplicate.name}\" ({duplicate.channel_id}) of this organization: nothing was "
                               "changed") from None
@@ -315,7 +318,7 @@ class WebhooksApi:
         ids, problems = [], []
         for index, item in enumerate(integrations):
             channel_id = item.get("id") if isinstance(item, dict) else item
-            if not isinstance(channel_id, str) or self.store.channel(organization_id, channel_id) is None:
+            if not isinstance(channel_id, str) or channel_store.channel(self.store, organization_id, channel_id) is None:
                 problems.append(f"integrations.{index} is not a channel of this organization: "
                                 f"{json.dumps(channel_id)[:100]}")
             else:
@@ -347,7 +350,7 @@ class OrganizationApi:
         a new one for the new key (a cookie, and the csrfToken in the answer). When the config file holds the
         old key, it gets the new one."""
         key = new_api_key()
-        old_hash = self.store.api_key_hash(organization_id)
+        old_hash = key_store.api_key_hash(self.store, organization_id)
         self.store.set_api_key_hash(organization_id, hash_api_key(key))
         saved_key = read_config_file(self.config.config_path).get("RUSTIZ_API_KEY", "")
         if saved_key and hash_api_key(saved_key) == old_hash:
@@ -370,7 +373,7 @@ class OrganizationApi:
                 request={"type": "object", "properties": {"name": STRING, "timezone": STRING}})
     def update(self, request: Request, organization_id: str) -> Response:
         changes = validate_organization_changes(json_object(request))
-        self.store.update_organization(organization_id, **changes)
+        organization_store.update_organization(self.store, organization_id, **changes)
         return json_response(self.store.organization(organization_id))
 
 

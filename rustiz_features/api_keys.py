@@ -13,10 +13,11 @@ import re
 import sqlite3
 
 from rustiz import (
-    DEFAULT_KEY_NAME, SCOPES, App, Request, Response, Store, bad_request, hash_api_key, json_object, json_response,
+    SCOPES, App, Request, Response, Store, bad_request, hash_api_key, json_object, json_response,
     log, nest_error, new_api_key, not_found, route_options,
 )
 from .api_docs import STRING, array_of, documented, object_schema, parameter, ref
+from .storage import keys as key_store
 
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}")
 
@@ -27,15 +28,15 @@ def add_key(store: Store, organization_id: str, name: object, scope: object) -> 
     if not isinstance(name, str) or not KEY_NAME.fullmatch(name.strip()):
         problems.append("name must be 1 to 64 letters, digits, spaces, dots, dashes or underscores, "
                         "starting with a letter or digit")
-    elif name.strip() == DEFAULT_KEY_NAME:
-        problems.append(f"name {DEFAULT_KEY_NAME!r} is the organization's own key; choose another name")
+    elif name.strip() == key_store.DEFAULT_KEY_NAME:
+        problems.append(f"name {key_store.DEFAULT_KEY_NAME!r} is the organization's own key; choose another name")
     if scope not in SCOPES:
         problems.append(f"scope must be one of the following values: {', '.join(SCOPES)}")
     if problems:
         raise bad_request(problems)
     key = new_api_key()
     try:
-        row = store.add_api_key(organization_id, name.strip(), scope, hash_api_key(key))
+        row = key_store.add_api_key(store, organization_id, name.strip(), scope, hash_api_key(key))
     except sqlite3.IntegrityError:
         raise nest_error(409, f"This organization already has a key named {name.strip()!r}: revoke it first, "
                               f"or choose another name") from None
@@ -44,10 +45,10 @@ def add_key(store: Store, organization_id: str, name: object, scope: object) -> 
 
 def revoke_key(store: Store, organization_id: str, name_or_id: str) -> dict:
     """Revoke a named key (by name or id): its row. Raises ApiError 400 (the own key) or 404."""
-    if name_or_id == DEFAULT_KEY_NAME:
-        raise bad_request(f"{DEFAULT_KEY_NAME!r} is the organization's own key: rotate it (`rustiz key rotate`, "
-                          "or POST /public/v1/organization/api-key) instead of revoking it")
-    revoked = store.revoke_api_key(organization_id, name_or_id)
+    if name_or_id == key_store.DEFAULT_KEY_NAME:
+        raise bad_request(f"{key_store.DEFAULT_KEY_NAME!r} is the organization's own key: rotate it (`rustiz key "
+                          "rotate`, or POST /public/v1/organization/api-key) instead of revoking it")
+    revoked = key_store.revoke_api_key(store, organization_id, name_or_id)
     if revoked is None:
         raise not_found(f"No API key named or with the id {name_or_id!r} in this organization "
                         "(GET /public/v1/api-keys lists them)")
@@ -64,7 +65,7 @@ class KeysApi:
     @documented("The organization's API keys, its own first (named default), never the keys (rustiz; scope full)",
                 ("200", object_schema({"keys": array_of(ref("ApiKey"))})))
     def list_keys(self, request: Request, organization_id: str) -> Response:
-        return json_response({"keys": self.store.api_keys(organization_id)}, 200, [("Cache-Control", "no-store")])
+        return json_response({"keys": key_store.api_keys(self.store, organization_id)}, 200, [("Cache-Control", "no-store")])
 
     @documented("A named key with a scope, shown once (rustiz; scope full)",
                 ("201", ref("ApiKey") | {"properties": {"apiKey": STRING}}), "BadRequest Conflict",

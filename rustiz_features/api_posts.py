@@ -34,6 +34,9 @@ from .storage import review as review_store
 from .storage.idempotency import IdempotentResponse
 from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
+from .storage import channels as channel_store
+from .storage import organizations as organization_store
+from .storage import media_library as media_store
 
 if TYPE_CHECKING:  # (imported where a date is parsed)
     import datetime
@@ -213,7 +216,7 @@ class PostsApi:
                 if first <= post["publishDate"] <= last:
                     entries.append((item, None))
                 continue
-            zone = zone or zone_named(self.store.organization_timezone(organization_id))
+            zone = zone or zone_named(organization_store.organization_timezone(self.store, organization_id))
             series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone)
             # The pending occurrence is the post's own date; the later ones follow the series.
             occurrences = ([published] if start <= published <= end else [], series,
@@ -256,7 +259,7 @@ class PostsApi:
     def _full_view(self, organization_id: str, post: dict) -> dict:
         thread = post_store.thread(self.store, organization_id, post["group"])
         position = next(index for index, part in enumerate(thread) if part["id"] == post["id"])
-        channel = self.store.channel_row(organization_id, post["integrationId"])
+        channel = channel_store.channel_row(self.store, organization_id, post["integrationId"])
         view = _post_view(post)
         view["integration"] = {"id": channel["id"], "providerIdentifier": channel["providerIdentifier"],
                                "name": channel["name"], "picture": channel["picture"]}
@@ -394,7 +397,7 @@ class PostsApi:
         Posting times are minutes after midnight in the organization's timezone. `date` is UTC without
         an offset, as Postiz answers (and as POST /posts reads it back); `localDate` is the same slot in
         `timezone`."""
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(INTEGRATION_NOT_FOUND)
         slot, zone_name, zone = self.free_slot(organization_id, channel)
@@ -410,7 +413,7 @@ class PostsApi:
         minutes = _posting_minutes(channel["postingTimes"])
         if not minutes:
             raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
-        zone_name = self.store.organization_timezone(organization_id)
+        zone_name = organization_store.organization_timezone(self.store, organization_id)
         zone = zone_named(zone_name)
         now = datetime.datetime.now(datetime.timezone.utc)
         taken = {date[:16] for date in post_store.queued_publish_dates(self.store, channel["id"], iso_ms(now)[:16])}
@@ -471,9 +474,9 @@ class PostsApi:
     def _create_posts(self, request: Request, organization_id: str,
                       claim: Optional[IdempotentResponse]) -> Response:
         body = request.json()
-        plan = validate_create_post(body, lambda channel_id: self.store.channel(
-            organization_id, channel_id, include_deleted=True), self.config.frontend_url,
-            lambda urls: self.store.media_ids_by_path(organization_id, urls))
+        plan = validate_create_post(body, lambda channel_id: channel_store.channel(
+            self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+            lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
         if request.scope != "full":
             self.mark_for_review(organization_id, plan, request.scope)
         if not duplicates_allowed(body):
@@ -594,7 +597,7 @@ class PostsApi:
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
         """Postiz's wording on the settings route: "<channel name>: <what is wrong>"."""
-        channel = self.store.channel(thread[0]["organizationId"], thread[0]["integrationId"])
+        channel = channel_store.channel(self.store, thread[0]["organizationId"], thread[0]["integrationId"])
         message = refused.body.get("message") if isinstance(refused.body, dict) else None
         if isinstance(message, list):  # the DTO's "posts.0.settings.<field> <rule>" messages
             message = message[0].split(".settings.", 1)[-1] if message else None
@@ -662,9 +665,9 @@ class PostsApi:
                 "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
         if root["intervalInDays"]:
             body["inter"] = root["intervalInDays"]
-        plan = validate_create_post(body, lambda channel_id: self.store.channel(organization_id, channel_id),
+        plan = validate_create_post(body, lambda channel_id: channel_store.channel(self.store, organization_id, channel_id),
                                     self.config.frontend_url,
-                                    lambda urls: self.store.media_ids_by_path(organization_id, urls))
+                                    lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
         plan["creationMethod"] = root["creationMethod"]  # an edit does not change who created the post
         return plan
 

@@ -35,6 +35,8 @@ from .publishers import provider_for
 from .publishers.base import AddressNotAllowed, Channel, PublishError
 from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, pkce_pair
 from .storage import notifications as notification_store
+from .storage import channels as channel_store
+from .storage import oauth as oauth_store
 
 FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
@@ -64,10 +66,10 @@ async def operator_app(store: Store, config: Config, provider: OAuthProvider, ht
     if provider.needs_operator_app:
         return provider.app(config.settings or {})
     origin = provider.app_origin(details)
-    stored = await store.off_loop(store.oauth_app, provider.identifier, origin)
+    stored = await store.off_loop(oauth_store.oauth_app, store, provider.identifier, origin)
     if stored is None:
         registered = await provider.register_app(http, origin, callback_url(config, provider.identifier))
-        stored = await store.off_loop(store.save_oauth_app, provider.identifier, origin, registered.client_id,
+        stored = await store.off_loop(oauth_store.save_oauth_app, store, provider.identifier, origin, registered.client_id,
                                       registered.client_secret)
     return AppCredentials(*stored)
 
@@ -119,7 +121,7 @@ class ConnectFlow:
             raise nest_error(400, f"FRONTEND_URL: {unreachable}; then connect {provider.label}")
         refresh = request.query.get("refresh") or None
         if refresh is not None:
-            channel = await self.store.off_loop(self.store.channel, organization_id, refresh)
+            channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, refresh)
             if channel is None or channel["provider_identifier"] != identifier:
                 raise not_found(f"refresh: no {provider.label} channel {refresh!r} in this organization")
         details = self._details(provider, request)
@@ -133,7 +135,7 @@ class ConnectFlow:
             raise nest_error(502, f"{provider.label} did not start the connection: {failed.message}; try again "
                                   "in a minute") from None
         state = details.pop("state", state)
-        await self.store.off_loop(self.store.start_oauth_flow, state, organization_id, identifier, verifier, refresh,
+        await self.store.off_loop(oauth_store.start_oauth_flow, self.store, state, organization_id, identifier, verifier, refresh,
                                   details, time.time() + FLOW_SECONDS)
         return json_response({"url": url})
 
@@ -178,13 +180,13 @@ class ConnectFlow:
         query = request.query
         state = query.get("state") or query.get("oauth_token") or query.get("denied") or ""  # (OAuth 1.0a: no state)
         provider = oauth_provider(identifier)
-        owner = await self.store.off_loop(self.store.oauth_flow_owner, state, time.time()) if state else None
+        owner = await self.store.off_loop(oauth_store.oauth_flow_owner, self.store, state, time.time()) if state else None
         if owner is None or provider is None or owner[1] != identifier:
             return self._back(problem="expired", provider=identifier)
         browser_organization = await self.store.off_loop(self._browser_organization, request)
         if browser_organization is None:
             return self._resume_after_sign_in(request)
-        flow = await self.store.off_loop(self.store.take_oauth_flow, state, time.time())
+        flow = await self.store.off_loop(oauth_store.take_oauth_flow, self.store, state, time.time())
         if flow is None:
             return self._back(problem="expired", provider=identifier)
         if flow["organization_id"] != browser_organization:  # the link stops working: it was taken above
@@ -229,7 +231,7 @@ class ConnectFlow:
                          connected.limits)
         try:
             channel_id, existed = await self.store.off_loop(
-                self.store.connect_oauth_channel, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
+                channel_store.connect_oauth_channel, self.store, flow["organization_id"], new, tokens.refresh_token, expiration(tokens), provider.between_steps,
                 flow["refresh_channel_id"])
         except LookupError:
             raise ConnectProblem("channel-gone", "The channel to reconnect was deleted meanwhile: nothing was "
@@ -265,13 +267,13 @@ class ConnectFlow:
     # --- the choice after consent (a LinkedIn page, a Pinterest board) -------------------------------
 
     def _waiting_channel(self, request: Request, organization_id: str) -> tuple:
-        channel = self.store.channel_row(organization_id, request.params["id"])
+        channel = channel_store.channel_row(self.store, organization_id, request.params["id"])
         if channel is None:
             raise ApiError(404, {"msg": "Integration not found"})
         provider = oauth_provider(channel["providerIdentifier"])
         if provider is None or not provider.between_steps or not channel["inBetweenSteps"]:
             raise nest_error(409, f"channel {channel['id']} is not waiting for a choice: it is ready to post to")
-        probe = Channel(channel["id"], channel["name"], *self.store.channel_secrets(channel["id"]), self.http)
+        probe = Channel(channel["id"], channel["name"], *channel_store.channel_secrets(self.store, channel["id"]), self.http)
         return provider, probe
 
     @documented("What a channel in inBetweenSteps is chosen from: pages, boards (rustiz)",
@@ -311,11 +313,11 @@ class ConnectFlow:
                                                        session))
 
     def _complete_step(self, organization_id: str, channel_id: str, connected: Any, session: dict) -> dict:
-        if not self.store.complete_channel_step(organization_id, channel_id, connected.account, session,
+        if not channel_store.complete_channel_step(self.store, organization_id, channel_id, connected.account, session,
                                                 connected.limits):
             raise nest_error(409, f"channel {channel_id} is not waiting for a choice any more")
         self.store.release_waiting_posts(channel_id)
-        return self.store.channel_row(organization_id, channel_id)
+        return channel_store.channel_row(self.store, organization_id, channel_id)
 
 
 class TokenKeeper:
@@ -330,7 +332,7 @@ class TokenKeeper:
         """Give `channel` the operator's app (X signs every call with it), and a fresh access token when the
         stored one is about to expire."""
         channel.app = provider.app(self.config.settings or {}) if provider.needs_operator_app else None
-        _, refresh_token, expires_at, _ = await self.store.off_loop(self.store.channel_tokens, channel.id)
+        _, refresh_token, expires_at, _ = await self.store.off_loop(oauth_store.channel_tokens, self.store, channel.id)
         if refresh_token and expires_at and expires_at <= iso_at(time.time() + provider.refresh_ahead_seconds):
             await self.refresh(provider, channel)
 
@@ -342,7 +344,7 @@ class TokenKeeper:
         try:
             return await operation()
         except NeedsReconnect as refused:
-            if isinstance(refused, TokenRefused) or not (await self.store.off_loop(self.store.channel_tokens,
+            if isinstance(refused, TokenRefused) or not (await self.store.off_loop(oauth_store.channel_tokens, self.store,
                                                                                     channel.id))[1]:
                 raise
         await self.refresh(provider, channel)
@@ -358,15 +360,15 @@ class TokenKeeper:
             raise TokenRefused(f"{provider.label}'s app is not configured on this server any more "
                                f"({' and '.join(provider.app_variables)})")
         lease = f"{self.owner}:{secrets.token_hex(4)}"  # this refresh's own: two in one worker exclude each other too
-        if not await self.store.off_loop(self.store.take_refresh_lease, channel.id, lease, time.time(),
+        if not await self.store.off_loop(oauth_store.take_refresh_lease, self.store, channel.id, lease, time.time(),
                                          REFRESH_LEASE_SECONDS):
             raise Retryable(f"another rustiz worker is refreshing this channel's {provider.label} token", after=5)
         try:
-            credentials, refresh_token, expires_at, _ = await self.store.off_loop(self.store.channel_tokens, channel.id)
+            credentials, refresh_token, expires_at, _ = await self.store.off_loop(oauth_store.channel_tokens, self.store, channel.id)
             if credentials.get("accessToken") != channel.credentials.get("accessToken") and (
                     expires_at is None or expires_at > iso_at(time.time() + provider.refresh_ahead_seconds)):
                 channel.credentials = credentials  # another worker refreshed it meanwhile: one refresh is enough
-                await self.store.off_loop(self.store.release_refresh_lease, channel.id, lease)
+                await self.store.off_loop(oauth_store.release_refresh_lease, self.store, channel.id, lease)
                 return
             if not refresh_token:
                 raise TokenRefused(f"{provider.label} gave this channel no refresh token, and its access token "
@@ -378,10 +380,10 @@ class TokenKeeper:
                 raise
             count("rustiz_token_refreshes_total", provider.identifier, "ok")
         except BaseException:
-            self.store.release_refresh_lease(channel.id, lease)  # (here, as the task may be ending: a quick write)
+            oauth_store.release_refresh_lease(self.store, channel.id, lease)  # (here, as the task may be ending: a quick write)
             raise
         credentials = {**credentials, **provider.credentials_for(tokens, credentials)}
-        await self.store.off_loop(self.store.save_refreshed_tokens, channel.id, lease, credentials,
+        await self.store.off_loop(oauth_store.save_refreshed_tokens, self.store, channel.id, lease, credentials,
                                   tokens.refresh_token, expiration(tokens))
         channel.credentials = credentials
 

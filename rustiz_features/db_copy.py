@@ -15,6 +15,7 @@ import sys
 from typing import Optional
 
 from rustiz import Config, Store, UserError, is_postgres_url, redacted_url
+from .storage import operations as operation_store
 
 
 def copy_database(config: Config, target: str, uploads_to: Optional[str]) -> int:
@@ -28,9 +29,8 @@ def copy_database(config: Config, target: str, uploads_to: Optional[str]) -> int
         storage = _empty_bucket(config, uploads_to) if uploads_to else None
         counts = {}
         for table in source.table_names():
-            columns = [column for column in source.columns(table) if column in set(destination.columns(table))]
-            copied = destination.copy_rows(table, columns, source.rows(table, columns))
-            counts[table] = (source.row_count(table), destination.row_count(table), copied)
+            in_source, copied = operation_store.copy_table(source, destination, table)
+            counts[table] = (in_source, operation_store.row_count(destination, table), copied)
             print(f"{table}: {copied} rows", file=sys.stderr)
         mismatched = {table: found for table, found in counts.items() if len(set(found)) != 1}
         if mismatched:
@@ -49,7 +49,7 @@ def copy_database(config: Config, target: str, uploads_to: Optional[str]) -> int
 
 
 def _refuse_non_empty(destination: Store, target: str) -> None:
-    holding = [table for table in destination.table_names() if destination.row_count(table)]
+    holding = [table for table in destination.table_names() if operation_store.row_count(destination, table)]
     if holding:
         raise UserError(f"{redacted_url(target)} already holds data (in {', '.join(holding)}); rustiz db copy only "
                         "copies into an empty database, so that nothing is overwritten or mixed")

@@ -23,6 +23,8 @@ from .catalogue import PROVIDERS, provider_max_length
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
 from .validation import validate_create_post
+from .storage import channels as channel_store
+from .storage import media_library as media_store
 
 
 #
@@ -504,7 +506,7 @@ class McpTools:
                            for channel in channels]}
 
     def tool_groupList(self, organization_id: str, arguments: dict) -> dict:
-        return {"output": self.store.customers(organization_id)}
+        return {"output": channel_store.customers(self.store, organization_id)}
 
     def tool_integrationSchema(self, organization_id: str, arguments: dict) -> dict:
         spec = PROVIDERS.get(arguments["platform"])
@@ -515,7 +517,7 @@ class McpTools:
                            "settings": spec.settings, "tools": spec.tools}}
 
     async def tool_triggerTool(self, organization_id: str, arguments: dict) -> dict:
-        channel = await self.store.off_loop(self.store.channel, organization_id, arguments["integrationId"])
+        channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, arguments["integrationId"])
         if channel is None:
             raise ToolFailed("Integration not found, use integrationList to get a valid integration id")
         if channel["provider_identifier"] not in PROVIDERS:
@@ -583,11 +585,11 @@ class McpTools:
                                       "image": [{"id": new_cuid(), "path": url} for url in part["attachments"]]}
                                      for part in item["postsAndComments"]],
                            "settings": _settings_object(item["settings"])}]}
-        channel = self.store.channel(organization_id, item["integrationId"])
+        channel = channel_store.channel(self.store, organization_id, item["integrationId"])
         try:
             plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None,
                                         self.posts.config.frontend_url,
-                                        lambda urls: self.store.media_ids_by_path(organization_id, urls))
+                                        lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
             if plan["type"] != "draft":  # checked before anything of the call is stored
                 self.posts.refuse_missed_date(plan["date"])
         except ApiError as refused:

@@ -23,6 +23,7 @@ from rustiz import (
     make_private_folders, nest_error, not_found, route_options,
 )
 from .api_docs import STRING, documented, object_schema, parameter, ref
+from .storage import media_library as media_store
 
 # The outbound client and the catalogue's URL check serve upload-from-url alone: fetch_media imports them, so
 # that the primary worker's housekeeping (which removes abandoned uploads at start) loads neither.
@@ -522,8 +523,9 @@ class MediaApi:
         final_path = os.path.join(directory, name)
         os.replace(staged.temporary_path, final_path)
         try:
-            media = self.store.create_media(organization_id, name, f"{self.config.frontend_url}/uploads/{day}/{name}",
-                                            staged.size, staged.media_type.kind, staged.original_name)
+            media = media_store.create_media(self.store, organization_id, name,
+                                             f"{self.config.frontend_url}/uploads/{day}/{name}",
+                                             staged.size, staged.media_type.kind, staged.original_name)
         except BaseException:
             os.unlink(final_path)
             raise
@@ -551,7 +553,7 @@ class MediaApi:
         except OSError as error:  # the staged file could not be read back
             raise _cannot_store(self.config.uploads, error) from None
         try:
-            return await self.store.off_loop(self.store.create_media, organization_id, name,
+            return await self.store.off_loop(media_store.create_media, self.store, organization_id, name,
                                              f"{self.config.frontend_url}/uploads/{day}/{name}", staged.size,
                                              staged.media_type.kind, staged.original_name)
         except Exception:

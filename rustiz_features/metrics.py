@@ -29,6 +29,7 @@ from rustiz import (
 )
 from .api_docs import documented
 from .storage import scheduling as schedule_store
+from .storage import operations as operation_store
 
 SHARE_SECONDS = 5.0  # how often each worker of several writes its counters for the others' /metrics
 LAG_SAMPLES = 1000  # the latest scheduler lags kept per process, for the p50 and p99
@@ -272,14 +273,14 @@ class Metrics:
 
     def _database_families(self, out: Exposition) -> None:
         due, total, _ = schedule_store.queue_depth(self.store, iso_at(time.time()))
-        states = dict(self.store.post_counts_by_state())
+        states = dict(operation_store.post_counts_by_state(self.store))
         out.family("rustiz_posts", "gauge", "Posts (each thread part) by state, deleted ones left out")
         for state in sorted({"DRAFT", "QUEUE", "PUBLISHING", "PUBLISHED", "ERROR", *states}):
             out.sample("rustiz_posts", states.get(state, 0), state=state)
         out.family("rustiz_queue_depth", "gauge", "Queued posts: due now (scope=due), and in all (scope=all)")
         out.sample("rustiz_queue_depth", due, scope="due")
         out.sample("rustiz_queue_depth", total, scope="all")
-        refresh_needed, disabled = self.store.channels_needing_attention()
+        refresh_needed, disabled = operation_store.channels_needing_attention(self.store)
         out.family("rustiz_channels_needing_attention", "gauge",
                    "Channels to reconnect (reason=refresh_needed) or disabled (reason=disabled)")
         out.sample("rustiz_channels_needing_attention", refresh_needed, reason="refresh_needed")
@@ -315,7 +316,7 @@ def health_report(config: Config, store: Any) -> dict:
     problem = store.current_write_problem()
     due, total, earliest = schedule_store.queue_depth(store, iso_at(now))
     beat = scheduler_heartbeat(config, store)
-    refresh_needed, disabled = store.channels_needing_attention()
+    refresh_needed, disabled = operation_store.channels_needing_attention(store)
     lag = max(0.0, now - parse_iso_instant(earliest).timestamp()) if earliest else 0.0
     return {
         "status": "ok" if problem is None else "unwritable",

@@ -39,6 +39,8 @@ from rustiz import (
     read_config_file, redacted_url, utc_now_iso,
 )
 from .storage import scheduling as schedule_store
+from .storage import channels as channel_store
+from .storage import operations as operation_store
 
 MANIFEST = "manifest.json"
 ARCHIVE_FORMAT = "rustiz-backup"
@@ -133,11 +135,9 @@ def _postgres_snapshot(url: str, snapshot: str) -> int:
         with source.consistent_read():
             version = source.schema_version()
             for table in source.table_names():
-                wanted = set(destination.columns(table))
-                columns = [column for column in source.columns(table) if column in wanted]
-                copied = destination.copy_rows(table, columns, source.rows(table, columns))
-                if copied != source.row_count(table):
-                    raise UserError(f"table {table}: {copied} rows copied of {source.row_count(table)}; try again")
+                in_source, copied = operation_store.copy_table(source, destination, table)
+                if copied != in_source:
+                    raise UserError(f"table {table}: {copied} rows copied of {in_source}; try again")
     except sqlite3.DatabaseError as error:
         raise UserError(f"cannot read {redacted_url(url)} for the backup: {error}") from None
     finally:
@@ -528,7 +528,7 @@ def _check_permissions(config: Config, report: Report) -> None:
 def _check_database(store: Store, report: Report) -> None:
     where = redacted_url(store.path)
     try:
-        problems = store.integrity_problems()
+        problems = operation_store.integrity_problems(store)
     except sqlite3.DatabaseError as error:
         report.fail("database integrity", f"{where} cannot be read: {error}")
         return
@@ -585,13 +585,13 @@ def _scheduler_lock_held(store: Store) -> bool:
 
 def _check_clock(store: Store, report: Report) -> None:
     now = time.time()
-    newest = store.newest_update()
+    newest = operation_store.newest_update(store)
     ahead = parse_iso_instant(newest).timestamp() - now if newest else 0.0
     if ahead > CLOCK_TOLERANCE_SECONDS:
         report.fail("clock", f"a post was updated at {newest}, {ahead:.0f} s after this machine's time "
                              f"({iso_at(now)}): the clock went back. Fix the time (timedatectl, NTP)")
         return
-    database_time = store.database_clock()
+    database_time = operation_store.database_clock(store)
     if database_time is not None and abs(database_time - time.time()) > CLOCK_TOLERANCE_SECONDS:
         report.fail("clock", f"this machine's clock and PostgreSQL's differ by {database_time - time.time():+.1f} s: "
                              "run NTP on both (leases and due times compare them)")
@@ -630,7 +630,7 @@ async def _check_network(config: Config, store: Store, report: Report) -> None:
 
 
 async def _check_channels(config: Config, store: Store, http: Any, report: Report) -> None:
-    channels = store.channels_to_check()
+    channels = operation_store.channels_to_check(store)
     if not channels:
         report.ok("channels", "none connected")
     gate = asyncio.Semaphore(4)
@@ -657,9 +657,9 @@ async def _channel_verdict(config: Config, store: Store, http: Any, channel: tup
             provider.app(config.settings or {}) is None:
         return "fail", (f"{provider.label}'s app is not configured: set {' and '.join(provider.app_variables)} in "
                         "config.env")
-    credentials, session = store.channel_secrets(channel_id)
+    credentials, session = channel_store.channel_secrets(store, channel_id)
     target = Channel(channel_id, name, credentials, session, http,
-                     lambda saved: store.save_channel_session(channel_id, saved))
+                     lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     try:
         if isinstance(provider, OAuthProvider):
             connected = await TokenKeeper(config, store, http).call(provider, target, lambda: provider.connect(target))

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from rustiz import App, Request, Response, log, not_found
 from .api_docs import CHANNEL_ID, documented
+from .storage import channels as channel_store
 
 MAX_PICTURE_BYTES = 512 * 1024
 CACHE_SECONDS = 3600
@@ -65,7 +66,7 @@ class ChannelPictures:
                     for kind in ("image/jpeg", "image/png", "image/gif", "image/webp")}}),
                 "NotFound", (CHANNEL_ID,))
     async def serve(self, request: Request, organization_id: str) -> Response:
-        channel = await self.store.off_loop(self.store.channel_row, organization_id, request.params["id"])
+        channel = await self.store.off_loop(channel_store.channel_row, self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(f"No channel {request.params['id']!r} in this organization")
         url = channel.get("picture") or ""

@@ -40,6 +40,8 @@ from .duplicates import duplicate_message, duplicates_allowed, find_duplicates, 
 from .storage import posts as post_store
 from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
+from .storage import channels as channel_store
+from .storage import media_library as media_store
 
 MAX_IMPORT_ROWS = 1000
 MAX_IMPORTS_AT_ONCE = 1  # per worker: each holds its file's rows and a thread; more wait for a 503's Retry-After
@@ -242,8 +244,8 @@ class PostsFiles:
         records = [dict(zip(header, line + [""] * (len(header) - len(line)))) for line in lines]
         paths = {path for record in records for name, cell in record.items()
                  if name == "media" or name.endswith("Media") for path in cell.split()}
-        uploads = self.store.media_ids_by_path(organization_id, [self._upload_url(path) for path in paths]) \
-            if paths else {}
+        uploads = media_store.media_ids_by_path(
+            self.store, organization_id, [self._upload_url(path) for path in paths]) if paths else {}
         return [self._csv_body(record, uploads) if len(line) <= len(header) else
                 [f"the line has {len(line)} cells, but the header names {len(header)} columns (a comma in a cell "
                  'needs the cell in double quotes: "a, b")'] for record, line in zip(records, lines)]
@@ -322,9 +324,9 @@ class PostsFiles:
                      creation_method: str) -> tuple:
         """(problems, (threads, replaced groups, tags) to store): the checks of POST /posts, and duplicates."""
         try:
-            plan = validate_create_post(body, lambda channel_id: self.store.channel(
-                organization_id, channel_id, include_deleted=True), self.config.frontend_url,
-                lambda urls: self.store.media_ids_by_path(organization_id, urls))
+            plan = validate_create_post(body, lambda channel_id: channel_store.channel(
+                self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
+                lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
             plan["creationMethod"] = creation_method
             threads, replaced_groups = self.posts.planned_rows(organization_id, plan)
         except ApiError as refused:

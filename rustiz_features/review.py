@@ -24,6 +24,7 @@ from .api_posts import POST_NOT_FOUND, PostsApi
 from .storage import posts as post_store
 from .storage import review as review_store
 from .storage.review import PostGroupChanged
+from .storage import channels as channel_store
 
 MAX_REASON_CHARACTERS = 2000
 MAX_VERSION_CHARACTERS = 64
@@ -84,7 +85,7 @@ class ReviewApi:
             return date
         if root["publishDate"] > utc_now_iso():
             return root["publishDate"]
-        channel = self.store.channel_row(organization_id, root["integrationId"])
+        channel = channel_store.channel_row(self.store, organization_id, root["integrationId"])
         slot, _, _ = self.posts.free_slot(organization_id, channel)
         return iso_ms(slot)
 

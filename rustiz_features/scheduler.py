@@ -30,6 +30,10 @@ from .recurrence import next_occurrence
 from .storage import deliveries as delivery_store
 from .storage import notifications as notification_store
 from .storage import scheduling as schedule_store
+from .storage import channels as channel_store
+from .storage import oauth as oauth_store
+from .storage import organizations as organization_store
+from .storage import operations as operation_store
 
 # What publishing needs (the publishers' base, the outbound client, media, the catalogue) is imported by
 # the methods that publish: a server whose scheduler has nothing due loads none of it (about 8 ms of
@@ -243,7 +247,7 @@ class Scheduler(WokenLoop):
         if any(channel_id not in known for channel_id in channel_ids):
             if len(known) > 100_000:
                 known.clear()
-            known.update((row[0], row[1]) for row in self.store.channels_to_check())
+            known.update((row[0], row[1]) for row in operation_store.channels_to_check(self.store))
             self.organizations_with_channels = len(set(known.values()))
         return [known.get(channel_id, channel_id) for channel_id in channel_ids]
 
@@ -284,7 +288,7 @@ class Scheduler(WokenLoop):
         platform = provider_for(claim["provider"])
         channel = Channel(claim["channel_id"], claim["channel_name"], json.loads(claim["credentials"] or "{}"),
                           json.loads(claim["session"] or "null"), self.http,
-                          lambda session: self.store.save_channel_session(claim["channel_id"], session))
+                          lambda session: channel_store.save_channel_session(self.store, claim["channel_id"], session))
         try:
             await self._attempt(claim, platform, channel)
         except Exception:  # a bug in rustiz: the post must still end in a state that says so
@@ -429,7 +433,7 @@ class Scheduler(WokenLoop):
         """Refresh every long-lived token within its platform's refresh_ahead_seconds of expiring, so that a
         channel with nothing to publish for weeks is not stranded when its token lapses unused."""
         try:
-            expiring = self.store.channels_with_tokens_expiring(iso_at(time.time() + TOKEN_SWEEP_HORIZON_SECONDS))
+            expiring = oauth_store.channels_with_tokens_expiring(self.store, iso_at(time.time() + TOKEN_SWEEP_HORIZON_SECONDS))
         except sqlite3.Error as error:
             log(f"scheduler: could not look for tokens to refresh ({error}); looking again in an hour")
             return
@@ -444,7 +448,7 @@ class Scheduler(WokenLoop):
             if not isinstance(platform, OAuthProvider) or platform.refresh_ahead_seconds <= TOKEN_SWEEP_SECONDS or \
                     epoch_seconds(row["token_expiration"]) > time.time() + platform.refresh_ahead_seconds:
                 continue
-            channel = Channel(row["id"], row["name"], *self.store.channel_secrets(row["id"]), self.http)
+            channel = Channel(row["id"], row["name"], *channel_store.channel_secrets(self.store, row["id"]), self.http)
             try:
                 await keeper.refresh(platform, channel)
                 log(f"{platform.label} channel {row['id']}: its token was refreshed ahead of its expiry")
@@ -469,7 +473,7 @@ class Scheduler(WokenLoop):
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,
-                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
             if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
                 schedule_store.rearm_recurring(self.store, root_id, upcoming)
 
@@ -500,7 +504,7 @@ class Scheduler(WokenLoop):
     def _flag_for_reconnect(self, claim: dict, label: str, error: PublishError) -> None:
         """The channel needs reconnecting: flagged, with one notification however many posts find out."""
         from .connect import reconnect_link
-        if self.store.mark_refresh_needed(claim["channel_id"]):
+        if channel_store.mark_refresh_needed(self.store, claim["channel_id"]):
             link = reconnect_link(self.config, claim["channel_id"])
             notification_store.add_notification(
                 self.store, claim["organization_id"],
@@ -524,7 +528,7 @@ class Scheduler(WokenLoop):
         upcoming = None
         if claim["interval_days"] and not claim["parent_id"]:
             upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
-                                       self.store.organization_timezone(claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
         if upcoming is not None:
             schedule_store.rearm_recurring(self.store, claim["id"], upcoming)
             notification_store.add_notification(

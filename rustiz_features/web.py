@@ -24,6 +24,7 @@ from rustiz import (
     json_response, route_options, session_cookie, sha256,
 )
 from .api_docs import STRING, documented, json_body, object_schema, ref
+from .storage import web_users as web_user_store
 
 
 SESSION_SECONDS = 30 * 86400
@@ -103,8 +104,8 @@ def start_web_session(store: Store, guard: "Guard", request: Request, organizati
                       api_key_hash: Optional[str] = None, web_user_id: Optional[str] = None) -> tuple:
     """A new session signed in with the key of that hash or by that web user: (Set-Cookie value, CSRF token)."""
     token, csrf_token = os.urandom(32).hex(), os.urandom(16).hex()
-    store.create_web_session(hash_api_key(token), organization_id, csrf_token, time.time() + SESSION_SECONDS,
-                             api_key_hash, web_user_id)
+    web_user_store.create_web_session(store, hash_api_key(token), organization_id, csrf_token,
+                                      time.time() + SESSION_SECONDS, api_key_hash, web_user_id)
     cookie = (f"{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_SECONDS}"
               + ("; Secure" if guard.over_https(request) else ""))  # never on plain http: no login loop
     return cookie, csrf_token
@@ -237,7 +238,7 @@ class WebApp:
                 f"try again in {duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
 
     async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
-        user = await self.store.off_loop(self.store.web_user, email)
+        user = await self.store.off_loop(web_user_store.web_user, self.store, email)
         # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
         matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
         if user is None or not matches:
@@ -272,6 +273,6 @@ class WebApp:
     def logout(self, request: Request) -> Response:
         token = session_cookie(request)
         if token:
-            self.store.end_web_session(hash_api_key(token))
+            web_user_store.end_web_session(self.store, hash_api_key(token))
         return Response(204, b"", "", [("Set-Cookie", f"{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; "
                                                       "Max-Age=0")])

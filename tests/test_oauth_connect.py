@@ -183,17 +183,18 @@ def test_a_post_that_waited_past_the_grace_period_fails_saying_why(start_server_
 
 
 def test_one_refresh_lease_per_channel_across_workers(server, mastodon):
-    """Store.take_refresh_lease as two workers call it: the second gets the lease only once the first gives it
+    """take_refresh_lease as two workers call it: the second gets the lease only once the first gives it
     back or its lease runs out."""
     import rustiz
+    from rustiz_features.storage import oauth as oauth_store
     channel_id = connect_mastodon(server, mastodon)
     store, now = rustiz.Store(server.database), time.time()
     try:
-        assert store.take_refresh_lease(channel_id, "worker-1", now, 60)
-        assert not store.take_refresh_lease(channel_id, "worker-2", now, 60)
-        assert store.take_refresh_lease(channel_id, "worker-2", now + 61, 60)
-        store.release_refresh_lease(channel_id, "worker-2")
-        assert store.take_refresh_lease(channel_id, "worker-1", now, 60)
+        assert oauth_store.take_refresh_lease(store, channel_id, "worker-1", now, 60)
+        assert not oauth_store.take_refresh_lease(store, channel_id, "worker-2", now, 60)
+        assert oauth_store.take_refresh_lease(store, channel_id, "worker-2", now + 61, 60)
+        oauth_store.release_refresh_lease(store, channel_id, "worker-2")
+        assert oauth_store.take_refresh_lease(store, channel_id, "worker-1", now, 60)
     finally:
         store.close()
 
