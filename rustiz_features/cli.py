@@ -228,7 +228,8 @@ def command_org_alerts(arguments: argparse.Namespace) -> int:
         if minutes is not None:  # (a number is checked by validate_alert_settings, which names the field)
             whole = minutes.isascii() and minutes.isdigit()
             body["lateMinutes"] = None if minutes == "default" else int(minutes) if whole else minutes
-        alert_store.set_alert_settings(store, organization["id"], *validate_alert_settings(store, organization["id"], body))
+        channel_id, late_minutes = validate_alert_settings(store, organization["id"], body)
+        alert_store.set_alert_settings(store, organization["id"], channel_id, late_minutes)
         view = alert_settings_view(config, store, organization["id"])
     own_minutes = view["lateMinutes"] is not None
     print(f"organization {organization['name']} ({organization['id']}): alerts go to "
