@@ -1271,18 +1271,6 @@ class Store:
         finally:
             self.db.execute("ROLLBACK")
 
-    # --- posts that waited for their channel to be reconnected ------------------------------------
-
-    def release_waiting_posts(self, channel_id: str) -> int:
-        """Posts that waited for the channel to be reconnected become due now; how many."""
-        now = utc_now_iso()
-        with self.writing() as db:
-            released = db.execute("UPDATE post SET not_before = ?, updated_at = ? WHERE integration_id = ? AND "
-                                  "state = 'QUEUE' AND deleted_at IS NULL AND not_before > ?",
-                                  (now, now, channel_id, now)).rowcount
-        self.posts_changed()
-        return released
-
     # --- the web app's sign-in session of a request (the rest: rustiz_features/storage/web_users.py) --
 
     def web_session(self, token_hash: str) -> Optional[tuple]:

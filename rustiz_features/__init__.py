@@ -7,38 +7,33 @@ the core imports none of these at load time, and these import the core and one a
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
     posts_files, web, catalogue, http_client, db_copy, ops
   mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
-  posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation, storage.posts
-  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, storage.posts, storage.review,
-    storage.notifications, storage.idempotency
-  review (approving and rejecting drafts keys' posts) -> api_posts, storage.posts, storage.review
+  posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates
+  review (approving and rejecting drafts keys' posts) -> api_posts
   api_keys (named API keys with a scope) -> the core only
-  duplicates (the same text twice on a channel within 24 hours) -> text, storage.posts
-  api_channels -> catalogue, publishers, http_client, web, storage.deliveries (its webhooks)
-  analytics -> connect, publishers, http_client, storage.posts
-  connect (OAuth flows, token refresh) -> catalogue, publishers, http_client, storage.notifications
+  duplicates (the same text twice on a channel within 24 hours) -> text
+  api_channels -> catalogue, publishers, http_client, web
+  analytics -> connect, publishers, http_client
+  connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
   scheduler -> alerts, background, connect, publishers, media, object_storage, recurrence, http_client,
-    catalogue, storage.scheduling, storage.deliveries, storage.notifications
-  alerts (trouble announced on an alert channel) -> background, publishers, text, storage.alerts
+    catalogue
+  alerts (trouble announced on an alert channel) -> background, publishers, text
   background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage
   db_copy (`rustiz db copy`) -> object_storage, http_client
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
-  storage/<area> (each feature's SQL: channels, oauth, keys, organizations, web_users, media_library,
-    operations, ...) -> the core only; the features import the areas whose SQL they run (arrows not drawn)
   publishers (its registry, from the descriptors) -> catalogue
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
-  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client,
-    storage.scheduling
-  metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage.scheduling (the queue's depth)
-  storage (each feature's SQL, beside the core's storage engine; see storage/__init__.py):
-    storage.posts -> storage.idempotency; storage.review -> storage.posts;
-    storage.scheduling -> storage.deliveries; storage.deliveries, storage.alerts, storage.notifications,
-    storage.idempotency -> the core only
+  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client
+  metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
+  storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
+    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
+    areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   web, recurrence, text, bech32 -> the core only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core

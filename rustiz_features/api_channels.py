@@ -32,6 +32,7 @@ from .web import start_web_session
 from .storage import channels as channel_store
 from .storage import keys as key_store
 from .storage import organizations as organization_store
+from .storage import scheduling as schedule_store
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 
@@ -263,7 +264,7 @@ async def reconnect_channel(store: Store, organization_id: str, channel_id: str,
 
 async def released_after_reconnect(store: Store, channel_id: str, provider: str) -> None:
     """The posts that waited for the channel to be reconnected go out now (as after an OAuth reconnect)."""
-    released = await store.off_loop(store.release_waiting_posts, channel_id)
+    released = await store.off_loop(schedule_store.release_waiting_posts, store, channel_id)
     log(f"{provider} channel {channel_id} reconnected with new credentials; {released} waiting post(s) released")
 
 

@@ -37,6 +37,7 @@ from .publishers.oauth import AppCredentials, OAuthProvider, TokenRefused, Token
 from .storage import notifications as notification_store
 from .storage import channels as channel_store
 from .storage import oauth as oauth_store
+from .storage import scheduling as schedule_store
 
 FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the callback
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
@@ -242,7 +243,7 @@ class ConnectFlow:
                 "channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new "
                 "channel")) from None
         if existed:
-            released = await self.store.off_loop(self.store.release_waiting_posts, channel_id)
+            released = await self.store.off_loop(schedule_store.release_waiting_posts, self.store, channel_id)
             log(f"{provider.label} channel {channel_id} reconnected; {released} waiting post(s) released")
         return channel_id, existed
 
@@ -316,7 +317,7 @@ class ConnectFlow:
         if not channel_store.complete_channel_step(self.store, organization_id, channel_id, connected.account, session,
                                                 connected.limits):
             raise nest_error(409, f"channel {channel_id} is not waiting for a choice any more")
-        self.store.release_waiting_posts(channel_id)
+        schedule_store.release_waiting_posts(self.store, channel_id)
         return channel_store.channel_row(self.store, organization_id, channel_id)
 
 

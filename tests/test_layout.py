@@ -159,6 +159,14 @@ def test_feature_modules_import_one_another_as_a_graph_without_cycles():
         visit(module)
 
 
+def test_storage_modules_import_only_the_core_and_other_storage_modules():
+    # storage sits below every feature: a handler or the scheduler calls it, never the other way round
+    storage = f"{PACKAGE}.storage"
+    upward = [f"{name} imports {imported}" for name, imported_modules in feature_graph().items()
+              if name.startswith(storage) for imported in imported_modules if not imported.startswith(storage)]
+    assert not upward, upward
+
+
 def test_no_underscore_name_crosses_from_one_module_to_another():
     crossing = [f"{name} imports {imported}.{item}"
                 for name, tree in modules_by_name.items()

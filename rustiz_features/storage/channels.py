@@ -94,7 +94,7 @@ def update_channel_credentials(store: Store, organization_id: str, channel_id: s
 def _reconnect_channel(db: sqlite3.Connection, channel_id: str, channel: "NewChannel", rename: bool,
                        now: str) -> None:
     """A channel keeps its id, posts, settings and group, and takes the credentials and the account as the
-    platform just reported it: its reconnect flag is cleared (release_waiting_posts sends what waited).
+    platform just reported it: its reconnect flag is cleared (scheduling.release_waiting_posts sends what waited).
     Pasted credentials have no refresh token: an OAuth one left would later overwrite them."""
     account = channel.account
     db.execute("UPDATE integration SET token = ?, refresh_token = NULL, token_expiration = NULL, "

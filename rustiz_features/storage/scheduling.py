@@ -26,6 +26,17 @@ DUE_SQL = ("FROM post p JOIN integration i ON i.id = p.integration_id "
            "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED')")
 
 
+def release_waiting_posts(store: Store, channel_id: str) -> int:
+    """Posts that waited for the channel to be reconnected become due now; how many."""
+    now = utc_now_iso()
+    with store.writing() as db:
+        released = db.execute("UPDATE post SET not_before = ?, updated_at = ? WHERE integration_id = ? AND "
+                              "state = 'QUEUE' AND deleted_at IS NULL AND not_before > ?",
+                              (now, now, channel_id, now)).rowcount
+    store.posts_changed()
+    return released
+
+
 def next_due_time(store: Store, after: str) -> Optional[str]:
     """The earliest time after `after` that a queued post becomes due (ISO, UTC), or None."""
     return store.read("SELECT MIN(due) FROM (SELECT MAX(p.publish_date, COALESCE(p.not_before, '')) AS due "
