@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench.sh — rustiz side by side with uvicorn+starlette and an nginx ceiling,
+# bench.sh — rustiz side by side with uvicorn+starlette, Python's floor (a do-nothing asyncio Protocol)
+# and an nginx ceiling,
 # in one run on this machine, printed as one markdown table plus target lines.
 #
 #   ./bench.sh                 full run (~4-5 min on 2 cores)

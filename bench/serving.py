@@ -1,6 +1,6 @@
 """The main table's measurements: cold starts (the C poller, launch to the first `ok` on /health) and the
 load rows (GET /public/v1/integrations: RSS 2 s after launch, ab -k, wrk c32 and c64, RSS after the load)
-for nginx's static ceiling, the uvicorn+starlette peer, both rustiz builds, the baseline builds when given,
+for nginx's static ceiling, Python's floor (bench/floor_server.py), the uvicorn+starlette peer, both rustiz builds, the baseline builds when given,
 and (unless BENCH_MAIN_ONLY=1) rustiz with --workers 2.
 
 Rules: standard library only; every row is measured the same way, with the same request and the same load
@@ -187,6 +187,10 @@ class Rows:
                  "127.0.0.1", "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
                  "--log-level", "warning"], {**os.environ, "RUSTIZ_CONFIG": self.config})
 
+    def floor(self, port: int) -> tuple:
+        """bench/floor_server.py on rustiz's interpreter: what Python's asyncio alone answers."""
+        return [self.context.rustiz_python, os.path.join(self.context.files, "floor_server.py"), str(port)], dict(os.environ)
+
     def nginx_ceiling(self, port: int) -> tuple:
         """nginx with bench/nginx.conf filled in for this run and PORT."""
         folder = os.path.join(self.context.bench_dir, "nginx")
@@ -213,6 +217,8 @@ def main() -> int:
     startup_series(context, "uvicorn", port, env, command)
     port = ports.free()
     load_row(context, "nginx", "nginx, static [] (1 worker: ceiling)", False, port, *rows.nginx_ceiling(port))
+    port = ports.free()
+    load_row(context, "floor", "asyncio Protocol, fixed answer (Python's floor)", False, port, *rows.floor(port))
     port = ports.free()
     load_row(context, "uvicorn", context.labels["uvicorn"], True, port, *rows.uvicorn(port))
     for row in rustiz_rows:
