@@ -892,8 +892,9 @@ class Store:
     """The storage engine: the connection (one per process; WAL lets workers share the file), transactions,
     migrations, the counters that tell other processes of changes, and the few queries the request path and
     `init`/`serve` need (keys, sessions, the organization, the integrations listing, rate limits). Each
-    feature's own SQL is in rustiz_features/storage/ (posts, review, scheduling, deliveries, alerts,
-    notifications, idempotency), as functions that take this Store and use `read` and `writing` alone.
+    feature's own SQL is in rustiz_features/storage/, one module per area (posts, review, scheduling,
+    deliveries, alerts, notifications, idempotency, channels, oauth, keys, organizations, web_users,
+    media_library, operations), as functions that take this Store and use `read` and `writing` alone.
 
     Reads go through `read`, writes through `writing()`. In the server, reads made in one turn of
     the event loop share one read transaction (see `share_reads_per_loop_turn`): a WAL read
@@ -1253,10 +1254,8 @@ class Store:
                          (organization_id,)).fetchone()
         return None if row is None else {"id": row[0], "name": row[1], "timezone": row[2]}
 
-    # --- the uploads a post names (posts, their review: rustiz_features/storage/posts.py, review.py) ---
-
-    # --- what operations read here: the queue (its due SQL is the scheduler's), one consistent snapshot ----
-    # (the rest of what /metrics, doctor, backup and db copy read: rustiz_features/storage/operations.py)
+    # --- one consistent snapshot (what /metrics, doctor, backup and db copy read within it:
+    # rustiz_features/storage/operations.py) ------------------------------------------------------------
 
     @contextlib.contextmanager
     def consistent_read(self):
