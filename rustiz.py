@@ -1390,6 +1390,13 @@ _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 _HTTP_VERSION = re.compile(r"HTTP/(\d)\.(\d)\Z")
 _checked_header_names: dict = {}  # raw name -> lower-cased name, for names already proven to be tokens
+# Heads already parsed, by their bytes: a client polling the same route sends the same head again and again, and
+# parsing is a function of the bytes alone. Only valid heads of at most PARSED_HEAD_BYTES are kept, at most
+# PARSED_HEADS of them (the memo starts over when full, so a client sending ever-new heads gains nothing). A
+# RequestHead and its `headers` dict are shared by every request with those bytes: nothing may change them.
+_parsed_heads: dict = {}
+PARSED_HEADS = 512
+PARSED_HEAD_BYTES = 1024
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?\Z")
 
 _HEAD, _FIXED_BODY, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _FAILED = range(7)
@@ -1439,7 +1446,14 @@ class RequestParser:
     def feed(self, data: bytes, max_requests: int = 0) -> "list[Event]":
         """The events `data` completes; with `max_requests`, at most that many heads (see `backlog`)."""
         self.backlog = False
-        if self._state == _FAILED:
+        if self._state == _HEAD and not self._buffer:
+            # The usual read: one whole head of a request without a body, seen before (see _parsed_heads).
+            end = data.find(b"\r\n\r\n")
+            if 0 < end == len(data) - 4 and end <= PARSED_HEAD_BYTES and end <= self.max_head_bytes:
+                head = _parsed_heads.get(data[:end])
+                if head is not None and head.content_length == 0:
+                    return [head, _END_OF_MESSAGE]
+        elif self._state == _FAILED:
             return []
         buffer = self._buffer + data if self._buffer else data
         events: list = []
@@ -1463,10 +1477,17 @@ class RequestParser:
                     break
                 if end - position > self.max_head_bytes:
                     return self._fail(events, 431, "request line and headers are larger than 16 KiB")
-                head = self._parse_head(buffer[position:end])
+                raw = buffer[position:end]
+                head = _parsed_heads.get(raw)
+                if head is None:
+                    head = self._parse_head(raw)
+                    if type(head) is ParseError:
+                        return self._fail(events, head.status, head.reason)
+                    if end - position <= PARSED_HEAD_BYTES:
+                        if len(_parsed_heads) >= PARSED_HEADS:
+                            _parsed_heads.clear()
+                        _parsed_heads[raw] = head
                 position = end + 4
-                if isinstance(head, ParseError):
-                    return self._fail(events, head.status, head.reason)
                 if head.content_length and head.content_length > self.max_body_bytes:
                     limit = self._body_limit(head)
                     if head.content_length > limit:
@@ -1746,8 +1767,8 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
             f"Content-Type: {response.content_type}\r\n".encode() if response.content_type else b"")
     if keep_alive and not http10 and not head_only and not response.headers and response.status != 204:
         # The common case in one join.
-        return b"".join((_status_line(response.status), HTTP_DATE.line, content_type,
-                         b"Content-Length: %d\r\n\r\n" % len(body), body))
+        status_line = _STATUS_LINES.get(response.status) or _status_line(response.status)
+        return b"".join((status_line, HTTP_DATE.line, content_type, b"Content-Length: %d\r\n\r\n" % len(body), body))
     parts = [_status_line(response.status), HTTP_DATE.line, content_type]
     if response.status not in (204, 304):  # RFC 9110 8.6: a 204 carries no Content-Length; a 304 needs none
         parts.append(b"Content-Length: %d\r\n" % (response.length if type(response) is FileResponse else len(body)))
@@ -2115,11 +2136,12 @@ class HttpConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return  # the rest of a body we refused, arriving while we linger (see close): dropped
+        parser = self.parser
         now = time.monotonic()
-        if self.parser.idle:
+        if parser.idle:
             self.message_started = now
-        events = self.parser.feed(data, PIPELINE_BATCH)
-        if events or not self.parser.idle:  # stray blank lines alone do not keep a connection alive
+        events = parser.feed(data, PIPELINE_BATCH)
+        if events or not parser.idle:  # stray blank lines alone do not keep a connection alive
             self.last_activity = now
         for event in events:
             kind = type(event)
@@ -2161,11 +2183,11 @@ class HttpConnection(asyncio.Protocol):
                     self.pending.append(request)
             else:
                 self.pending.append(event)
-        if self.parser.backlog and not self.reading_paused and not self.closed:
+        if parser.backlog and not self.reading_paused and not self.closed:
             self._pause_reading()  # the rest of what was read waits its turn (see _continue_reading)
         if self.pending or self.continue_due:
             self._answer_pending()
-        if (self.pending or (self.busy and not self.parser.idle)) and not self.reading_paused and not self.closed:
+        if (self.pending or (self.busy and not parser.idle)) and not self.reading_paused and not self.closed:
             self._pause_reading()  # requests wait behind an answer still being made: read no further
 
     def _start_body(self, head: RequestHead, refusal: Optional[Response]) -> bool:

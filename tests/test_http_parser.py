@@ -540,3 +540,50 @@ def test_idle_is_true_only_between_messages():
 
 def test_module_limit_constant_is_16_kib():
     assert rustiz.MAX_HEAD_BYTES == 16 * 1024
+
+
+# --- heads parsed once (rustiz._parsed_heads) -------------------------------------------------------
+
+
+def test_a_head_seen_before_gives_the_same_events_as_parsing_it_anew():
+    rustiz._parsed_heads.clear()
+    data = b"GET /public/v1/integrations?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\n"
+    first, again = new_parser().feed(data), new_parser().feed(data)
+    headers = {"host": "a", "authorization": "Bearer k"}
+    assert first == again == [RequestHead("GET", "/public/v1/integrations?x=1", "1.1", headers, True, False, 0, False),
+                              EndOfMessage()]
+    assert again[0] is first[0]  # parsed once, then found
+
+
+def test_a_remembered_head_with_a_body_still_reads_its_body():
+    rustiz._parsed_heads.clear()
+    data = b"POST /x HTTP/1.1\r\nContent-Length: 3\r\n\r\n"
+    for _ in range(2):
+        parser = new_parser()
+        assert parser.feed(data)[0].content_length == 3
+        assert parser.feed(b"abc") == [Body(b"abc"), EndOfMessage()]
+
+
+def test_a_remembered_head_is_still_refused_by_a_parser_with_a_smaller_head_limit():
+    rustiz._parsed_heads.clear()
+    data = b"GET /" + b"a" * 300 + b" HTTP/1.1\r\nHost: a\r\n\r\n"
+    assert isinstance(new_parser().feed(data)[0], RequestHead)
+    assert RequestParser(max_head_bytes=100).feed(data) == [ParseError(431, "request line and headers are larger "
+                                                                            "than 16 KiB")]
+
+
+def test_a_remembered_head_is_still_refused_when_its_body_is_over_the_limit():
+    rustiz._parsed_heads.clear()
+    data = b"POST /x HTTP/1.1\r\nContent-Length: 500\r\n\r\n"
+    assert isinstance(new_parser().feed(data)[0], RequestHead)
+    assert new_parser(max_body_bytes=100).feed(data)[0].status == 413
+
+
+def test_refused_and_large_heads_are_not_remembered_and_the_memo_stays_bounded():
+    rustiz._parsed_heads.clear()
+    new_parser().feed(b"GET / HTTP/1.1\r\nBad Header\r\n\r\n")
+    new_parser().feed(b"GET / HTTP/1.1\r\nX: " + b"a" * rustiz.PARSED_HEAD_BYTES + b"\r\n\r\n")
+    assert not rustiz._parsed_heads
+    for number in range(rustiz.PARSED_HEADS * 2 + 5):
+        assert isinstance(new_parser().feed(b"GET /%d HTTP/1.1\r\n\r\n" % number)[0], RequestHead)
+    assert 0 < len(rustiz._parsed_heads) <= rustiz.PARSED_HEADS
