@@ -242,3 +242,14 @@ def test_the_run_hands_its_settings_labels_notes_and_module_lines_to_the_report(
     assert data.scalar("PARTIAL") == "1" and data.scalar("SIZE_PLAIN") == "10" and data.get("NOTES") == {"0": "first"}
     assert data.get("LABEL")["rz_std"] == "rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)"
     assert Measurements.read(str(tmp_path / "measurements.tsv")).get("MCP_RPS") == {"rz_std": "9000"}
+
+
+def test_request_cost_feeds_keyed_gets_through_the_connection_and_every_one_is_answered_200():
+    """bench/request_cost.py drives HttpConnection without sockets: it must keep doing so as the server changes
+    (a request it sends that is refused would measure the refusal, not the answer)."""
+    finished = subprocess.run([sys.executable, "-c", (
+        "import sys; sys.argv = ['x']; from bench import request_cost as cost; "
+        "cost.DroppingTransport.write = lambda self, data: sys.stdout.write(data[:12].decode() + '\\n'); "
+        f"cost.measure({str(ROOT)!r}, 16, 1)")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines() == ["HTTP/1.1 200"] * (2000 + 16)
