@@ -15,3 +15,18 @@ Rules of every module in this package:
   post_store`, then `post_store.create_posts(store, ...)`.
 - No SQL anywhere else in the package but here and in the core's engine.
 """
+from __future__ import annotations
+
+from typing import Iterator
+
+from rustiz import Store
+
+IN_LIST_CHUNK = 500  # values per `IN (...)` list: well under SQLite's limit on a statement's parameters
+
+
+def rows_in_chunks(store: Store, sql: str, before: tuple, values: list) -> Iterator[tuple]:
+    """The rows of `sql` for each chunk of `values`: its `{in_list}` becomes "?,?,..." for the chunk, whose values
+    follow the parameters `before`. (A caller that orders its rows gets that order within each chunk.)"""
+    for start in range(0, len(values), IN_LIST_CHUNK):
+        chunk = values[start:start + IN_LIST_CHUNK]
+        yield from store.read(sql.format(in_list=",".join("?" * len(chunk))), (*before, *chunk))

@@ -3,24 +3,20 @@
 Rules:
 - A row is written once the file is in its final place (the caller removes the file when the write fails).
 - Posts name media by URL; media_ids_by_path finds the organization's live uploads among them, a chunk of
-  500 URLs per query (well under SQLite's limit on a statement's parameters).
+  URLs per query (storage.rows_in_chunks).
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from rustiz import Store, new_uuid, utc_now_iso
+from . import rows_in_chunks
 
 
 def media_ids_by_path(store: Store, organization_id: str, paths: list) -> dict:
     """path -> id of the organization's live uploads among `paths`."""
-    found: dict = {}
-    for start in range(0, len(paths), 500):
-        chunk = paths[start:start + 500]
-        rows = store.read("SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
-                          f"AND path IN ({','.join('?' * len(chunk))})", (organization_id, *chunk))
-        found.update((row[0], row[1]) for row in rows)
-    return found
+    return dict(rows_in_chunks(store, "SELECT path, id FROM media WHERE organization_id = ? AND deleted_at IS NULL "
+                                      "AND path IN ({in_list})", (organization_id,), paths))
 
 
 def create_media(store: Store, organization_id: str, name: str, path: str, file_size: int, kind: str,

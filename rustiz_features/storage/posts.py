@@ -16,7 +16,7 @@ import sqlite3
 from typing import Any, Optional
 
 from rustiz import Store, utc_now_iso
-from . import idempotency as idempotency_store
+from . import idempotency as idempotency_store, rows_in_chunks
 from .idempotency import IdempotentResponse
 
 
@@ -54,14 +54,9 @@ def post(store: Store, organization_id: str, post_id: str) -> Optional[dict]:
 
 def posts_by_id(store: Store, organization_id: str, post_ids: list) -> dict:
     """id -> post, for the live posts among `post_ids` (others are simply absent)."""
-    found: dict = {}
-    for start in range(0, len(post_ids), 500):
-        chunk = post_ids[start:start + 500]
-        rows = store.read(f"SELECT {POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
-                          f"AND p.deleted_at IS NULL AND p.id IN ({','.join('?' * len(chunk))})",
-                          (organization_id, *chunk))
-        found.update((row[0], post_row(row)) for row in rows)
-    return found
+    rows = rows_in_chunks(store, f"SELECT {POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
+                                 "AND p.deleted_at IS NULL AND p.id IN ({in_list})", (organization_id,), post_ids)
+    return {row[0]: post_row(row) for row in rows}
 
 
 def thread_waits(store: Store, organization_id: str, group: str) -> dict:
@@ -90,15 +85,13 @@ def thread(store: Store, organization_id: str, group: str) -> list:
 def post_tags(store: Store, post_ids: list) -> dict:
     """post id -> [{"tag": Postiz Tags row}], for the tags linked to those posts."""
     tags: dict = {}
-    for start in range(0, len(post_ids), 500):
-        chunk = post_ids[start:start + 500]
-        rows = store.read("SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
-                          "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
-                          f"WHERE tp.post_id IN ({','.join('?' * len(chunk))}) ORDER BY t.name", chunk)
-        for row in rows:
-            tags.setdefault(row[0], []).append({"tag": {
-                "id": row[1], "name": row[2], "color": row[3], "orgId": row[4], "deletedAt": row[5],
-                "createdAt": row[6], "updatedAt": row[7]}})
+    rows = rows_in_chunks(store, "SELECT tp.post_id, t.id, t.name, t.color, t.organization_id, t.deleted_at, "
+                                 "t.created_at, t.updated_at FROM tag_post tp JOIN tag t ON t.id = tp.tag_id "
+                                 "WHERE tp.post_id IN ({in_list}) ORDER BY t.name", (), post_ids)
+    for row in rows:  # (a post's tags are all in one chunk: sorted by name)
+        tags.setdefault(row[0], []).append({"tag": {
+            "id": row[1], "name": row[2], "color": row[3], "orgId": row[4], "deletedAt": row[5],
+            "createdAt": row[6], "updatedAt": row[7]}})
     return tags
 
 
