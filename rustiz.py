@@ -1951,8 +1951,9 @@ def not_found(message: str) -> ApiError:
 
 
 class ServerState:
-    """What the connections of one worker share: the app, the config, the live connections, and the
-    bytes of request bodies they hold in memory (at most config.body_memory_budget)."""
+    """What the connections of one worker share: the app, the config, the live connections, the bytes of
+    request bodies they hold in memory (at most config.body_memory_budget), and the connections whose
+    answers wait for the end of this turn of the event loop (see HttpConnection._send_at_end_of_turn)."""
 
     def __init__(self, config: Config, app: "App", max_connections: Optional[int] = None):
         self.config = config
@@ -1964,6 +1965,7 @@ class ServerState:
         self.overflow: dict = {}  # the connections beyond max_connections, oldest first (an ordered set)
         self.body_memory = 0
         self.closing = False
+        self.answers_due: list = []  # connections holding answers to send at the end of this loop turn
 
 
 # Connections beyond RUSTIZ_MAX_CONNECTIONS are still accepted, up to this many at once, to answer /health
@@ -1999,6 +2001,7 @@ DROPPED_BODY_BYTES = 64 * 1024  # a refused request's body up to this size is re
 LINGER_SECONDS = 1.0  # after answering a client that is still sending, time for the answer to reach it
 BODYLESS_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))  # routes for these take no request body
 PIPELINE_BATCH = 16  # pipelined requests one connection has answered per turn of the event loop
+HELD_ANSWER_BYTES = 16 * 1024  # a larger answer is written at once (see _send_at_end_of_turn)
 
 
 def service_unavailable(message: str, retry_after: int = 5) -> Response:
@@ -2019,6 +2022,7 @@ class HttpConnection(asyncio.Protocol):
 
     def __init__(self, state: ServerState):
         self.state = state
+        self.answers_held: list = []  # answers to send at the end of this turn of the loop, in order
         self.parser = RequestParser(MAX_HEAD_BYTES, state.config.max_body_bytes, state.app.body_limit_for)
         self.admit = state.admit  # an over-capacity connection admits /health only
         self.transport: Optional[asyncio.Transport] = None
@@ -2064,7 +2068,7 @@ class HttpConnection(asyncio.Protocol):
             oldest = next(iter(overflow))
             del overflow[oldest]
             if not oldest.answered and not oldest.busy and not oldest.pending:
-                oldest.transport.write(serialize_response(self._over_capacity(), False, False, False))
+                oldest._write(serialize_response(self._over_capacity(), False, False, False))
             oldest.close()
         overflow[self] = None
         self.admit = self._admit_health_only
@@ -2322,7 +2326,7 @@ class HttpConnection(asyncio.Protocol):
         if self.continue_due and not pending and not self.busy and not self.closed:
             # Only once every earlier response is out, so the interim response stays in order.
             self.continue_due = False
-            self.transport.write(CONTINUE_RESPONSE)
+            self._write(CONTINUE_RESPONSE)
             self._restart_rate_window()  # the client sends its body from now
         if self.client_done and not pending and not self.busy and not self.parser.backlog and not self.closed:
             self.close()  # every answer the half-closed client waited for is out
@@ -2366,7 +2370,11 @@ class HttpConnection(asyncio.Protocol):
             self._release(request)  # before the answer leaves, so a client that got it finds no temporary file
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
-        self.transport.write(serialize_response(response, keep_alive, request.http10, request.method == "HEAD"))
+        answer = serialize_response(response, keep_alive, request.http10, request.method == "HEAD")
+        if keep_alive and type(response) is Response and len(answer) <= HELD_ANSWER_BYTES:
+            self._send_at_end_of_turn(answer)
+        else:
+            self._write(answer)
         self.answered += 1
         self.last_activity = time.monotonic()
         elapsed = time.perf_counter() - started
@@ -2380,13 +2388,38 @@ class HttpConnection(asyncio.Protocol):
         elif not keep_alive:
             self.close()
 
+    def _send_at_end_of_turn(self, answer: bytes) -> None:
+        """Hold a keep-alive answer until the connections of this turn of the event loop have all been served,
+        then send them one after the other (ServerState's send_held_answers). Sent the moment each is made, every
+        answer would wake a client process waiting on the other core, one wake-up per answer; sent together,
+        the first wakes it and the rest find it awake. (And pipelined answers go out in one send.)"""
+        if not self.answers_held:
+            state = self.state
+            if not state.answers_due:
+                asyncio.get_running_loop().call_soon(send_held_answers, state)
+            state.answers_due.append(self)
+        self.answers_held.append(answer)
+
+    def send_held_answers(self) -> None:
+        """What _send_at_end_of_turn held, now: before anything else is written, and before closing."""
+        held = self.answers_held
+        if held:
+            self.answers_held = []
+            self.transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def _write(self, data: bytes) -> None:
+        """Every write but a held answer: after the held ones, so that the client reads them all in order."""
+        if self.answers_held:
+            self.send_held_answers()
+        self.transport.write(data)
+
     def _start_event_stream(self, request: Request, response: EventStreamResponse) -> None:
         """The head without a length (the body ends when the connection does), then events as they come."""
         HTTP_DATE.refresh()
         head = [_status_line(200), HTTP_DATE.line, b"Content-Type: text/event-stream\r\n",
                 b"Cache-Control: no-cache\r\n", b"Connection: close\r\n"]
         head += [f"{name}: {value}\r\n".encode("latin-1") for name, value in response.headers]
-        self.transport.write(b"".join(head) + b"\r\n")
+        self._write(b"".join(head) + b"\r\n")
         self.answered += 1
         if self.state.config.access_log:
             log(f'{request.peer} "{request.method} {request.target}" 200 event stream opened')
@@ -2406,13 +2439,13 @@ class HttpConnection(asyncio.Protocol):
                     quiet_seconds += 1
                     if quiet_seconds >= EVENT_STREAM_KEEPALIVE_SECONDS:
                         # A comment line, which clients skip: proxies close streams idle for a minute or so.
-                        self.transport.write(b": keepalive\n\n")
+                        self._write(b": keepalive\n\n")
                         quiet_seconds = 0
                     continue
                 quiet_seconds = 0
                 if event is None:
                     break
-                self.transport.write(event)
+                self._write(event)
                 self.last_activity = time.monotonic()
         finally:
             response.on_close()
@@ -2441,7 +2474,7 @@ class HttpConnection(asyncio.Protocol):
                 piece = os.pread(outgoing.descriptor, min(FILE_PIECE_BYTES, outgoing.remaining), outgoing.offset)
                 if not piece:
                     raise OSError(0, "the file is shorter than when its response began")
-                self.transport.write(piece)
+                self._write(piece)
                 outgoing.offset += len(piece)
                 outgoing.remaining -= len(piece)
         except OSError as error:
@@ -2464,7 +2497,7 @@ class HttpConnection(asyncio.Protocol):
         HTTP_DATE.refresh()
         response = json_response({"statusCode": error.status, "message": error.reason,
                                   "error": _REASONS.get(error.status, "Error")}, error.status)
-        self.transport.write(serialize_response(response, False, False, False))
+        self._write(serialize_response(response, False, False, False))
         if self.state.config.access_log:
             log(f"{self.peer} rejected with {error.status}: {error.reason}")
         self.body_unread = True  # (whatever follows a broken request is not read)
@@ -2478,6 +2511,7 @@ class HttpConnection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             self._drop_pending()
+            self.send_held_answers()
             if (self.body_unread or not self.parser.idle) and self.transport.can_write_eof():  # (or pipelined requests)
                 if self.reading_paused:
                     self.reading_paused = False
@@ -2491,6 +2525,7 @@ class HttpConnection(asyncio.Protocol):
         """Close at once, dropping unsent answers: for a client that stopped reading them."""
         self.closed = True
         self._drop_pending()
+        self.answers_held = []
         self.transport.abort()
 
     def _drop_pending(self) -> None:
@@ -2526,6 +2561,14 @@ class HttpConnection(asyncio.Protocol):
                     f"{config.body_rate_window:g} s (RUSTIZ_BODY_MIN_RATE): send it faster, or in smaller requests")))
             else:
                 self._restart_rate_window()
+
+
+def send_held_answers(state: ServerState) -> None:
+    """The end of a turn of the event loop: send the answers its connections held (see _send_at_end_of_turn)."""
+    due, state.answers_due = state.answers_due, []
+    for connection in due:
+        if not connection.closed:
+            connection.send_held_answers()
 
 
 FILE_PIECE_BYTES = 256 * 1024
