@@ -222,6 +222,20 @@ def test_pipelined_requests_in_one_send_are_answered_in_order(shared):
         assert client.closed_by_server()
 
 
+def test_small_answers_held_for_the_end_of_the_loop_turn_and_large_ones_sent_at_once_keep_their_order(shared):
+    """Keep-alive answers up to 16 KiB wait for the end of the event loop's turn; a larger one (composer.js is
+    18 KB) and the last answer before a close are written at once, after the held ones."""
+    requests = [get(), get("/web/composer.js"), get("/public/v1/nothing"), get("/web/composer.js"), get(),
+                get(extra="Connection: close\r\n")]
+    with Client(shared.port) as client:
+        client.send(b"".join(requests))
+        answers = [client.read_response() for _ in requests]
+        assert [answer.status for answer in answers] == [200, 200, 404, 200, 200, 200]
+        assert [len(answer.body) > 16 * 1024 for answer in answers] == [False, True, False, True, False, False]
+        assert answers[1].body == answers[3].body
+        assert client.closed_by_server()
+
+
 def test_request_arriving_in_small_pieces_is_answered(shared):
     data = b"POST /public/v1/pieces HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789" + get()
     with Client(shared.port) as client:
