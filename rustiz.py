@@ -1955,9 +1955,13 @@ class ServerState:
     request bodies they hold in memory (at most config.body_memory_budget), and the connections whose
     answers wait for the end of this turn of the event loop (see HttpConnection._send_at_end_of_turn)."""
 
-    def __init__(self, config: Config, app: "App", max_connections: Optional[int] = None):
+    def __init__(self, config: Config, app: "App", max_connections: Optional[int] = None,
+                 call_soon: Optional[Callable[..., Any]] = None):
         self.config = config
         self.app = app
+        # `call_soon(callback, state)` runs it after this turn of the event loop (the loop's call_soon); without
+        # it answers are sent as they are made
+        self.call_soon = call_soon
         self.admit = app.admit
         self.respond = app.respond if app.store.remote else app.respond_here
         self.connections: set = set()
@@ -2371,7 +2375,7 @@ class HttpConnection(asyncio.Protocol):
         keep_alive = request.keep_alive and not self.state.closing
         HTTP_DATE.refresh()
         answer = serialize_response(response, keep_alive, request.http10, request.method == "HEAD")
-        if keep_alive and type(response) is Response and len(answer) <= HELD_ANSWER_BYTES:
+        if keep_alive and type(response) is Response and len(answer) <= HELD_ANSWER_BYTES and self.state.call_soon:
             self._send_at_end_of_turn(answer)
         else:
             self._write(answer)
@@ -2396,7 +2400,7 @@ class HttpConnection(asyncio.Protocol):
         if not self.answers_held:
             state = self.state
             if not state.answers_due:
-                asyncio.get_running_loop().call_soon(send_held_answers, state)
+                state.call_soon(send_held_answers, state)
             state.answers_due.append(self)
         self.answers_held.append(answer)
 
@@ -2662,7 +2666,7 @@ def run_worker(config: Config, listener: socket.socket, primary: bool, on_ready:
         store.thread_count = config.database_threads
         store.listen_for_changes()
     app = App(config, store)
-    state = ServerState(config, app, connections_within_open_file_limit(config.max_connections))
+    state = ServerState(config, app, connections_within_open_file_limit(config.max_connections), loop.call_soon)
     stop = loop.create_future()
 
     def request_stop() -> None:
