@@ -560,6 +560,12 @@ def update_config_value(path: str, name: str, value: str) -> None:
 # 3. Storage
 # =============================================================================
 
+class PostgresOnly(NamedTuple):
+    """A migration step that PostgreSQL alone runs (SQLite counts it and skips it), statement by statement as
+    written: a function's body has semicolons of its own, so these are not split as the other steps are."""
+    statements: tuple
+
+
 # Forward migrations, applied in order; the schema version is the number applied.
 # Never edit a published step: add a new one.
 MIGRATIONS: tuple = (
@@ -850,6 +856,18 @@ MIGRATIONS: tuple = (
     CREATE INDEX alert_pending ON alert(created_at) WHERE status = 'pending';
     CREATE INDEX alert_recent ON alert(organization_id, attempted_at);
     """,
+    # PostgreSQL: whoever changes channels or their groups (any rustiz process, a psql shell) tells every
+    # process, whose listings of channels are remembered until then (Store.channels_version). A statement
+    # trigger: once per statement, and the notices of one transaction are folded into one at its commit.
+    # (SQLite needs no trigger: each reader asks PRAGMA data_version whether another connection wrote.)
+    PostgresOnly((
+        "CREATE FUNCTION rustiz_channels_changed() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_notify('rustiz_channels', ''); RETURN NULL; END $$",
+        "CREATE TRIGGER integration_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON integration "
+        "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
+        "CREATE TRIGGER customer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON customer "
+        "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
+    )),
 )
 
 
@@ -913,6 +931,10 @@ class Store:
         self.remote = is_postgres_url(path)  # PostgreSQL, shared by processes on several machines
         self._threads: Any = None
         self._schema_tables: Optional[list] = None  # (table_names: the schema is fixed once migrated)
+        # SQLite: the write transactions this connection committed (PRAGMA data_version counts only the other
+        # connections'), and the version of the channels the current turn's shared read sees (channels_version).
+        self._writes_committed = 0
+        self._turn_version: Optional[tuple] = None
         self.thread_count = 8  # (PostgreSQL: RUSTIZ_DATABASE_THREADS, set by the worker)
         if self.remote:
             try:
@@ -954,19 +976,25 @@ class Store:
             twin.db.execute(f"PRAGMA {pragma}")
         return twin
 
-    # PostgreSQL: the memory in which the workers one `serve` forks share their two counters (made before the
+    # PostgreSQL: the memory in which the workers one `serve` forks share their counters (made before the
     # fork), so that a key revoked through one worker is forgotten by its siblings at once, not only once the
-    # notice reaches each of them.
+    # notice reaches each of them. Bytes 0-7 count changes of keys, 8-15 of posts; from byte 16, one 8-byte
+    # slot per worker counts changes of channels (see channels_version): each process moves only its own
+    # slot, so no increment of another process can overwrite its own, and any slot moving is a change.
     shared_generations: Optional[mmap.mmap] = None
+    generation_slot = 0  # this worker's slot (its index among the workers)
 
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
         NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""
+        import threading
         from rustiz_features.postgres import Database
         self.db = Database(url)
         self.listener: Any = None
         # the two counters of _map_shared_counters, moved by notices (and shared by the workers of one serve)
-        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(16)
+        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(24)
+        self._channels_slot = 16 + 8 * Store.generation_slot
+        self._slot_lock = threading.Lock()  # (the loop, the Store's threads and the listener all move the slot)
         self._migrate()
 
     @property
@@ -990,8 +1018,17 @@ class Store:
         from rustiz_features.postgres import Listener
         self.listener = Listener(self.db.url, self._noticed)
 
+    @property
+    def hears_changes(self) -> bool:
+        """PostgreSQL: whether this process hears every change now (its listener is connected and listening);
+        while it does not, what is remembered from the database must be read again."""
+        return self.listener is not None and self.listener.listening
+
     def _noticed(self, channel: str) -> None:
-        """(In the listener's thread) another process, or this one, changed keys or posts."""
+        """(In the listener's thread) another process, or this one, changed keys, posts or channels."""
+        if channel == "rustiz_channels":
+            self._channels_changed_here()
+            return
         offset = 0 if channel == "rustiz_credentials" else 8
         counter = int.from_bytes(self._generations[offset:offset + 8], "little")
         self._generations[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
@@ -1034,7 +1071,34 @@ class Store:
     def _end_shared_read(self) -> None:
         if self._read_open:
             self._read_open = False
+            self._turn_version = None
             self.db.execute("COMMIT")
+
+    def channels_version(self) -> Any:
+        """A value that changes whenever the tables integration and customer may have changed, for remembering
+        what was read from them: an answer read after this call (in the same loop turn, on SQLite) may be
+        kept under it. None: nothing may be remembered now (no shared reads; PostgreSQL: not listening).
+
+        SQLite: PRAGMA data_version (which moves when another connection commits: a worker, the CLI, the
+        sqlite3 shell) with this connection's own commits, asked once per turn inside the turn's read
+        transaction, where it is the version of that transaction's snapshot: a value is never kept under a
+        version newer than what it was read from. PostgreSQL: this process's slots of `_generations`, moved
+        by the triggers' notices (every writer) and by each commit of this process and its sibling workers
+        (read-your-writes before the notice arrives)."""
+        if self.remote:
+            return bytes(self._generations[16:]) if self.hears_changes else None
+        if self._schedule_end_of_turn is None:
+            return None
+        if self._turn_version is None:
+            data_version = self.read("PRAGMA data_version").fetchone()[0]  # (opens the turn's read if not yet)
+            self._turn_version = (data_version, self._writes_committed)
+        return self._turn_version
+
+    def _channels_changed_here(self) -> None:
+        with self._slot_lock:
+            at = self._channels_slot
+            counter = int.from_bytes(self._generations[at:at + 8], "little")
+            self._generations[at:at + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     @contextlib.contextmanager
     def writing(self, shared: bool = False):
@@ -1052,6 +1116,10 @@ class Store:
             try:
                 yield self.db
                 self.db.execute("COMMIT")
+                if self.remote:  # (whatever it changed: a commit is rarer than a read)
+                    self._channels_changed_here()
+                else:
+                    self._writes_committed += 1
             except BaseException:
                 if self.db.in_transaction:  # (a failed COMMIT may have rolled back already)
                     self.db.execute("ROLLBACK")
@@ -1152,6 +1220,10 @@ class Store:
                     f"database {self.path} has schema version {current}, but this rustiz {VERSION} knows "
                     f"versions up to {len(MIGRATIONS)}: run a newer rustiz, or point RUSTIZ_DATABASE elsewhere")
             for step in MIGRATIONS[current:]:
+                if type(step) is PostgresOnly:
+                    for statement in step.statements if self.remote else ():
+                        run(statement)
+                    continue
                 for statement in step.split(";"):
                     if statement.strip():
                         run(statement)
@@ -2714,7 +2786,8 @@ def serve(config: Config, startup_note: str, store: Store) -> int:
     if config.workers == 1:
         return run_worker(config, sockets[0], True, lambda: log(ready_line), store=store)
     if store.remote:
-        Store.shared_generations = mmap.mmap(-1, 16)  # (anonymous and shared: every forked worker sees it)
+        # (anonymous and shared: every forked worker sees it; see Store.shared_generations)
+        Store.shared_generations = mmap.mmap(-1, 16 + 8 * config.workers)
     store.close()  # (an SQLite connection must not cross a fork)
     return supervise_workers(config, sockets, ready_line)
 
@@ -2738,6 +2811,7 @@ def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
                         listener.close()
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                Store.generation_slot = index
                 code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None), supervisor)
             except UserError as error:
                 log(f"error: {error}", "error")

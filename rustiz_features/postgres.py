@@ -28,7 +28,8 @@ except ImportError:  # checked by open_database, which tells the operator what t
     psycopg = None  # type: ignore[assignment]
 
 # (Every write transaction takes an advisory lock: see Store._writing and WRITE_LOCK_KEY in rustiz.py.)
-NOTIFY_CHANNELS = ("rustiz_credentials", "rustiz_posts")
+# (rustiz_channels comes from triggers on the tables integration and customer: see MIGRATIONS in rustiz.py.)
+NOTIFY_CHANNELS = ("rustiz_credentials", "rustiz_posts", "rustiz_channels")
 
 # The tables whose rows SQLite's INSERT OR REPLACE / OR IGNORE may meet again, by their primary key.
 _CONFLICT_KEYS = {"rate_limit": ("key",), "idempotency_key": ("organization_id", "key"), "write_probe": ("id",),
@@ -158,12 +159,14 @@ class Database:
 
 class Listener:
     """A thread on its own connection that LISTENs for the changes other processes announce (NOTIFY) and calls
-    `on_notice(channel)` for each; it reconnects after a failure."""
+    `on_notice(channel)` for each; it reconnects after a failure. `listening` is False while it is not
+    connected (a change made then is not heard: what was remembered must not be trusted until it is again)."""
 
     def __init__(self, url: str, on_notice: Callable[[str], None]):
         self.url, self.on_notice = url, on_notice
         self.stopping = threading.Event()
         self.ready = threading.Event()
+        self.listening = False
         self.thread = threading.Thread(target=self._run, name="rustiz-listen", daemon=True)
         self.thread.start()
         self.ready.wait(10)
@@ -174,13 +177,15 @@ class Listener:
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection:
                     for channel in NOTIFY_CHANNELS:
                         connection.execute(f"LISTEN {channel}")
-                    self.ready.set()
                     for channel in NOTIFY_CHANNELS:  # whatever changed while this listener was not listening
                         self.on_notice(channel)
+                    self.listening = True
+                    self.ready.set()
                     while not self.stopping.is_set():
                         for notice in connection.notifies(timeout=1.0):
                             self.on_notice(notice.channel)
             except psycopg.Error as error:
+                self.listening = False
                 self.ready.set()
                 if not self.stopping.is_set():
                     log(f"PostgreSQL listener: {str(error).strip().splitlines()[0] if str(error).strip() else error}; "
