@@ -2985,8 +2985,8 @@ class Guard:
         """Whose key this is and its scope, or None; known keys are remembered per credentials generation,
         and each one's last use is written at most every KEY_LAST_USE_SECONDS."""
         generation = self.store.credentials_generation()
-        if generation != self._known_generation:
-            self._known_keys.clear()
+        if generation != self._known_generation or (self.store.remote and not self.store.hears_changes):
+            self._known_keys.clear()  # (PostgreSQL, not listening: a key revoked now would not be heard)
             self._known_generation = generation
         identity = self._known_keys.get(key)
         if identity is None:
@@ -2996,14 +2996,34 @@ class Guard:
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
             self._known_keys[key] = identity
-        now = time.monotonic()
-        if now >= self._key_use_written.get(identity, -KEY_LAST_USE_SECONDS) + KEY_LAST_USE_SECONDS:
-            if len(self._key_use_written) >= 1024:
-                self._key_use_written.clear()
-            self._key_use_written[identity] = now
-            with contextlib.suppress(sqlite3.Error):  # (a last use not written is no reason to refuse the call)
-                self.store.record_key_use(identity, utc_now_iso())
+        if self._key_use_due(identity):
+            self._write_key_use(identity)
         return identity
+
+    def remembered_identity(self, key: str) -> Optional[KeyIdentity]:
+        """PostgreSQL, on the event loop: key_identity from memory alone, without the database. None when the
+        key is not known in the current credentials generation, or this process hears no changes now; a last
+        use due is written on a Store thread."""
+        if self.store.credentials_generation() != self._known_generation or not self.store.hears_changes:
+            return None
+        identity = self._known_keys.get(key)
+        if identity is not None and self._key_use_due(identity):
+            self.store.threads.submit(self._write_key_use, identity)
+        return identity
+
+    def _key_use_due(self, identity: KeyIdentity) -> bool:
+        """Whether the key's last use is to be written now (then it is counted as written)."""
+        now = time.monotonic()
+        if now < self._key_use_written.get(identity, -KEY_LAST_USE_SECONDS) + KEY_LAST_USE_SECONDS:
+            return False
+        if len(self._key_use_written) >= 1024:
+            self._key_use_written.clear()
+        self._key_use_written[identity] = now
+        return True
+
+    def _write_key_use(self, identity: KeyIdentity) -> None:
+        with contextlib.suppress(sqlite3.Error):  # (a last use not written is no reason to refuse the call)
+            self.store.record_key_use(identity, utc_now_iso())
 
     @staticmethod
     def check_scope(request: Request, needed: str, what: str) -> None:
@@ -3089,6 +3109,10 @@ class Route(NamedTuple):
     # On PostgreSQL, handlers run on the Store's threads (a query waits on the network); a handler that must
     # run on the event loop's thread (it hands data to a stream the loop writes) says so here.
     on_loop: bool = False
+    # PostgreSQL: `from_memory(request, organization_id) -> Response or None` answers a GET or HEAD from what
+    # this process remembers, on the event loop itself (no thread, no query), when the key is one the Guard
+    # knows; None sends the request to a Store thread and `handler` as usual (see App.respond).
+    from_memory: Optional[Callable[["Request", str], Optional["Response"]]] = None
     # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
@@ -3388,10 +3412,33 @@ class App:
 
     def respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
         """The answer to an admitted request, body and all: on PostgreSQL from a Store thread, so that
-        the event loop never waits on the database."""
+        the event loop never waits on the database (or from memory, on the loop: see Route.from_memory)."""
         if self.store.remote and not request.route.on_loop:
+            if request.route.from_memory is not None:
+                answer = self._answer_from_memory(request)
+                if answer is not None:
+                    return answer
             return self._respond_on_thread(request)
         return self._respond_here(request)
+
+    def _answer_from_memory(self, request: Request) -> Optional[Response]:
+        """The route's answer from memory alone, or None (the key not known in this credentials generation, a
+        scope that would be refused, nothing remembered): the loop does no database work here."""
+        route = request.route
+        key = Guard.presented_key(request)
+        if request.method not in ("GET", "HEAD") or not route.authenticated or not key:
+            return None
+        identity = self.guard.remembered_identity(key)
+        if identity is None or (identity.scope != "full"
+                                and SCOPES.index(identity.scope) < SCOPES.index(route.scope or "read")):
+            return None  # (the refusal is worded on the thread, as for any other request)
+        try:
+            answer = route.from_memory(request, identity.organization)
+        except Exception:
+            return None  # (the thread answers, or explains the failure, as for any other request)
+        if answer is not None:
+            request.scope, request.key, request.organization = identity.scope, identity, identity.organization
+        return answer
 
     async def _respond_on_thread(self, request: Request) -> Response:
         result = await self.store.off_loop(self._authorize_and_respond, request)
