@@ -1109,18 +1109,25 @@ class Store:
         a read-then-write inside the block sees no other writer. `shared` (PostgreSQL): this transaction
         only locks the rows it changes (the scheduler's claims), and runs beside other shared ones."""
         self._end_shared_read()
+        announced = None
         try:
             self.db.execute("BEGIN IMMEDIATE")
             if self.remote:
                 self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
             try:
                 yield self.db
+                if self.remote and self.listener is not None and self.db.changes_channels:
+                    announced = self.listener.announce(self.db, "rustiz_channels")
                 self.db.execute("COMMIT")
                 if self.remote:  # (whatever it changed: a commit is rarer than a read)
                     self._channels_changed_here()
+                    if announced is not None:  # the others know before this process answers
+                        self.listener.heard_by_all(announced)
                 else:
                     self._writes_committed += 1
             except BaseException:
+                if announced is not None:
+                    self.listener.forget(announced)
                 if self.db.in_transaction:  # (a failed COMMIT may have rolled back already)
                     self.db.execute("ROLLBACK")
                 raise
@@ -1185,10 +1192,16 @@ class Store:
 
     def _bump(self, offset: int) -> None:
         if self.remote:  # every process that listens, this one too, counts it when the notice arrives
+            channel, announced = ("rustiz_credentials" if offset == 0 else "rustiz_posts"), None
             with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
-                self.db.execute(f"NOTIFY {'rustiz_credentials' if offset == 0 else 'rustiz_posts'}")
-            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer
-                self._noticed("rustiz_credentials")
+                if offset == 0 and self.listener is not None:  # keys: every process acknowledges it
+                    announced = self.listener.announce(self.db, channel)
+                if announced is None:
+                    self.db.execute(f"NOTIFY {channel}")
+            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer,
+                self._noticed(channel)  # and the other processes have heard it too (or a tenth of a second passed)
+                if announced is not None:
+                    self.listener.heard_by_all(announced)
             return
         counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
         self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
