@@ -76,7 +76,7 @@ class ChannelsApi:
         if answer is not None:
             return answer
         version = self.store.channels_version()  # (asked before the read: the answer is at least this new)
-        listing = (organization_id, (request.query.get("group") or None) if request.query_string else None)
+        listing = self._listing(request, organization_id)
         body = json_dumps(self.store.integrations(*listing))
         if version is not None:
             if len(self._listings) >= REMEMBERED_LISTINGS:
@@ -86,11 +86,15 @@ class ChannelsApi:
 
     def remembered_integrations(self, request: Request, organization_id: str) -> Optional[Response]:
         """The listing remembered under the current channels version, or None."""
-        listing = (organization_id, (request.query.get("group") or None) if request.query_string else None)
-        remembered = self._listings.get(listing)
+        remembered = self._listings.get(self._listing(request, organization_id))
         if remembered is None or remembered[0] != self.store.channels_version():
             return None
         return Response(200, remembered[1], JSON)
+
+    @staticmethod
+    def _listing(request: Request, organization_id: str) -> tuple:
+        """(organization id, group or None): which listing a request asks for, and is remembered under."""
+        return organization_id, (request.query.get("group") or None) if request.query_string else None
 
     def _channel(self, request: Request, organization_id: str) -> dict:
         channel = channel_store.channel(self.store, organization_id, request.params["id"])
