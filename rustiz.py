@@ -2943,10 +2943,11 @@ class Guard:
     def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
-        # key -> organization id, valid while the generation holds: a known key costs a dict lookup, not a hash.
-        # (The key itself: str hashes are salted per process, so a lookup reveals nothing by its timing.)
+        # key -> (credentials generation, KeyIdentity), valid while the generation holds: a known key costs a
+        # dict lookup, not a hash. (The key itself: str hashes are salted per process, so a lookup reveals
+        # nothing by its timing.) The generation is the one read before the lookup (whose answer is at least
+        # that new): a lookup made on a Store thread before a key was revoked, and kept after, is not valid.
         self._known_keys: dict = {}
-        self._known_generation = b""
         self._key_use_written: dict = {}  # KeyIdentity -> time.monotonic() of its last use written
         # PostgreSQL: REQUEST_LIMIT counts in this process only (a write to the shared database for every
         # request would cost more than the requests): client address -> (window start, hits).
@@ -2998,17 +2999,17 @@ class Guard:
         """Whose key this is and its scope, or None; known keys are remembered per credentials generation,
         and each one's last use is written at most every KEY_LAST_USE_SECONDS."""
         generation = self.store.credentials_generation()
-        if generation != self._known_generation or (self.store.remote and not self.store.hears_changes):
-            self._known_keys.clear()  # (PostgreSQL, not listening: a key revoked now would not be heard)
-            self._known_generation = generation
-        identity = self._known_keys.get(key)
-        if identity is None:
+        known = self._known_keys.get(key)
+        # (PostgreSQL, not listening: a key revoked now would not be heard, so each is looked up)
+        if known is not None and known[0] == generation and (not self.store.remote or self.store.hears_changes):
+            identity = known[1]
+        else:
             identity = self.store.key_for_hash(hash_api_key(key))
             if identity is None:
                 return None
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
-            self._known_keys[key] = identity
+            self._known_keys[key] = (generation, identity)
         if self._key_use_due(identity):
             self._write_key_use(identity)
         return identity
@@ -3017,10 +3018,11 @@ class Guard:
         """PostgreSQL, on the event loop: key_identity from memory alone, without the database. None when the
         key is not known in the current credentials generation, or this process hears no changes now; a last
         use due is written on a Store thread."""
-        if self.store.credentials_generation() != self._known_generation or not self.store.hears_changes:
+        known = self._known_keys.get(key)
+        if known is None or known[0] != self.store.credentials_generation() or not self.store.hears_changes:
             return None
-        identity = self._known_keys.get(key)
-        if identity is not None and self._key_use_due(identity):
+        identity = known[1]
+        if self._key_use_due(identity):
             self.store.threads.submit(self._write_key_use, identity)
         return identity
 
