@@ -6,7 +6,8 @@ Rules:
   rowcount and iteration; BEGIN/COMMIT/ROLLBACK; `in_transaction`), and rewrites SQLite's dialect into
   PostgreSQL's in the few places they differ (`translate`, `translate_schema`).
 - One connection per thread (psycopg connections are not for sharing between threads at once): the event loop's
-  thread has one, each thread of the Store's pool has one, and the listener thread one more.
+  thread has one, each thread of the Store's pool has one, and the listener thread two more (it listens on
+  one, and acknowledges on the other).
 - Errors come back as the sqlite3 exceptions the rest of rustiz already handles: a broken unique key is a
   sqlite3.IntegrityError; a database that cannot be reached is rustiz.DatabaseUnwritable (answered 503).
 - Imported only when RUSTIZ_DATABASE (or DATABASE_URL) is a postgresql:// URL; psycopg is imported here.
@@ -203,8 +204,11 @@ class Listener:
     def _run(self) -> None:
         while not self.stopping.is_set():
             try:
+                # (acknowledgements go out on a connection of their own: a statement run on the listening one
+                # while it listens could take in, and drop, notices meant for the loop below)
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=10,
-                                     application_name=LISTENER_NAME) as connection:
+                                     application_name=LISTENER_NAME) as connection, \
+                        psycopg.connect(self.url, autocommit=True, connect_timeout=10) as acknowledging:
                     for channel in NOTIFY_CHANNELS + (ACKNOWLEDGED,):
                         connection.execute(f"LISTEN {channel}")
                     for channel in NOTIFY_CHANNELS:  # whatever changed while this listener was not listening
@@ -212,9 +216,8 @@ class Listener:
                     self.listening = True
                     self.ready.set()
                     while not self.stopping.is_set():
-                        # (one at a time: the connection, busy while it yields, acknowledges between two)
-                        for notice in list(connection.notifies(timeout=1.0, stop_after=1)):
-                            self._take(connection, notice)
+                        for notice in connection.notifies(timeout=1.0):
+                            self._take(acknowledging, notice)
             except psycopg.Error as error:
                 self.listening = False
                 self.ready.set()
@@ -223,7 +226,7 @@ class Listener:
                         "connecting again in 2 s")
                     time.sleep(2)
 
-    def _take(self, connection: Any, notice: Any) -> None:
+    def _take(self, acknowledging: Any, notice: Any) -> None:
         if notice.channel == ACKNOWLEDGED:
             with self._acknowledged:
                 if notice.payload in self._acknowledgements:
@@ -232,7 +235,7 @@ class Listener:
             return
         self.on_notice(notice.channel)
         if notice.payload:
-            connection.execute("SELECT pg_notify(%s, %s)", (ACKNOWLEDGED, notice.payload))
+            acknowledging.execute("SELECT pg_notify(%s, %s)", (ACKNOWLEDGED, notice.payload))
 
     def announce(self, database: Database, channel: str) -> Optional[tuple]:
         """Send a notice of `channel` with a token of its own (in this thread's transaction when one is open:
