@@ -1018,6 +1018,14 @@ class Store:
         from rustiz_features.postgres import Listener
         self.listener = Listener(self.db.url, self._noticed)
 
+    def _acknowledging_listener(self) -> Any:
+        """PostgreSQL: the listener that hears the acknowledgements of this process's notices: the server's, or
+        in a process that does not listen yet (the CLI changing keys or channels), one started now, so that the
+        servers have heard the change before the command ends."""
+        if self.listener is None:
+            self.listen_for_changes()
+        return self.listener
+
     @property
     def hears_changes(self) -> bool:
         """PostgreSQL: whether this process hears every change now (its listener is connected and listening);
@@ -1116,8 +1124,8 @@ class Store:
                 self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
             try:
                 yield self.db
-                if self.remote and self.listener is not None and self.db.changes_channels:
-                    announced = self.listener.announce(self.db, "rustiz_channels")
+                if self.remote and self.db.changes_channels:
+                    announced = self._acknowledging_listener().announce(self.db, "rustiz_channels")
                 self.db.execute("COMMIT")
                 if self.remote:  # (whatever it changed: a commit is rarer than a read)
                     self._channels_changed_here()
@@ -1194,8 +1202,8 @@ class Store:
         if self.remote:  # every process that listens, this one too, counts it when the notice arrives
             channel, announced = ("rustiz_credentials" if offset == 0 else "rustiz_posts"), None
             with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
-                if offset == 0 and self.listener is not None:  # keys: every process acknowledges it
-                    announced = self.listener.announce(self.db, channel)
+                if offset == 0:  # keys: every process acknowledges it
+                    announced = self._acknowledging_listener().announce(self.db, channel)
                 if announced is None:
                     self.db.execute(f"NOTIFY {channel}")
             if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer,
