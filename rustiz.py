@@ -559,6 +559,12 @@ def update_config_value(path: str, name: str, value: str) -> None:
 # 3. Storage
 # =============================================================================
 
+class PostgresOnly(NamedTuple):
+    """A migration step that PostgreSQL alone runs (SQLite counts it and skips it), statement by statement as
+    written: a function's body has semicolons of its own, so these are not split as the other steps are."""
+    statements: tuple
+
+
 # Forward migrations, applied in order; the schema version is the number applied.
 # Never edit a published step: add a new one.
 MIGRATIONS: tuple = (
@@ -849,6 +855,18 @@ MIGRATIONS: tuple = (
     CREATE INDEX alert_pending ON alert(created_at) WHERE status = 'pending';
     CREATE INDEX alert_recent ON alert(organization_id, attempted_at);
     """,
+    # PostgreSQL: whoever changes channels or their groups (any rustiz process, a psql shell) tells every
+    # process, whose listings of channels are remembered until then (Store.channels_version). A statement
+    # trigger: once per statement, and the notices of one transaction are folded into one at its commit.
+    # (SQLite needs no trigger: each reader asks PRAGMA data_version whether another connection wrote.)
+    PostgresOnly((
+        "CREATE FUNCTION rustiz_channels_changed() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_notify('rustiz_channels', ''); RETURN NULL; END $$",
+        "CREATE TRIGGER integration_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON integration "
+        "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
+        "CREATE TRIGGER customer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON customer "
+        "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
+    )),
 )
 
 
@@ -912,6 +930,10 @@ class Store:
         self.remote = is_postgres_url(path)  # PostgreSQL, shared by processes on several machines
         self._threads: Any = None
         self._schema_tables: Optional[list] = None  # (table_names: the schema is fixed once migrated)
+        # SQLite: the write transactions this connection committed (PRAGMA data_version counts only the other
+        # connections'), and the version of the channels the current turn's shared read sees (channels_version).
+        self._writes_committed = 0
+        self._turn_version: Optional[tuple] = None
         self.thread_count = 8  # (PostgreSQL: RUSTIZ_DATABASE_THREADS, set by the worker)
         if self.remote:
             try:
@@ -953,19 +975,25 @@ class Store:
             twin.db.execute(f"PRAGMA {pragma}")
         return twin
 
-    # PostgreSQL: the memory in which the workers one `serve` forks share their two counters (made before the
+    # PostgreSQL: the memory in which the workers one `serve` forks share their counters (made before the
     # fork), so that a key revoked through one worker is forgotten by its siblings at once, not only once the
-    # notice reaches each of them.
+    # notice reaches each of them. Bytes 0-7 count changes of keys, 8-15 of posts; from byte 16, one 8-byte
+    # slot per worker counts changes of channels (see channels_version): each process moves only its own
+    # slot, so no increment of another process can overwrite its own, and any slot moving is a change.
     shared_generations: Optional[mmap.mmap] = None
+    generation_slot = 0  # this worker's slot (its index among the workers)
 
     def _open_postgres(self, url: str) -> None:
         """PostgreSQL through rustiz_features.postgres: the same SQL, translated; the shared counters become
         NOTIFY messages (every process on every machine hears them) and the SQLite file lock is not used."""
+        import threading
         from rustiz_features.postgres import Database
         self.db = Database(url)
         self.listener: Any = None
         # the two counters of _map_shared_counters, moved by notices (and shared by the workers of one serve)
-        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(16)
+        self._generations = Store.shared_generations if Store.shared_generations is not None else bytearray(24)
+        self._channels_slot = 16 + 8 * Store.generation_slot
+        self._slot_lock = threading.Lock()  # (the loop, the Store's threads and the listener all move the slot)
         self._migrate()
 
     @property
@@ -989,8 +1017,25 @@ class Store:
         from rustiz_features.postgres import Listener
         self.listener = Listener(self.db.url, self._noticed)
 
+    def _acknowledging_listener(self) -> Any:
+        """PostgreSQL: the listener that hears the acknowledgements of this process's notices: the server's, or
+        in a process that does not listen yet (the CLI changing keys or channels), one started now, so that the
+        servers have heard the change before the command ends."""
+        if self.listener is None:
+            self.listen_for_changes()
+        return self.listener
+
+    @property
+    def hears_changes(self) -> bool:
+        """PostgreSQL: whether this process hears every change now (its listener is connected and listening);
+        while it does not, what is remembered from the database must be read again."""
+        return self.listener is not None and self.listener.listening
+
     def _noticed(self, channel: str) -> None:
-        """(In the listener's thread) another process, or this one, changed keys or posts."""
+        """(In the listener's thread) another process, or this one, changed keys, posts or channels."""
+        if channel == "rustiz_channels":
+            self._channels_changed_here()
+            return
         offset = 0 if channel == "rustiz_credentials" else 8
         counter = int.from_bytes(self._generations[offset:offset + 8], "little")
         self._generations[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
@@ -1033,7 +1078,34 @@ class Store:
     def _end_shared_read(self) -> None:
         if self._read_open:
             self._read_open = False
+            self._turn_version = None
             self.db.execute("COMMIT")
+
+    def channels_version(self) -> Any:
+        """A value that changes whenever the tables integration and customer may have changed, for remembering
+        what was read from them: an answer read after this call (in the same loop turn, on SQLite) may be
+        kept under it. None: nothing may be remembered now (no shared reads; PostgreSQL: not listening).
+
+        SQLite: PRAGMA data_version (which moves when another connection commits: a worker, the CLI, the
+        sqlite3 shell) with this connection's own commits, asked once per turn inside the turn's read
+        transaction, where it is the version of that transaction's snapshot: a value is never kept under a
+        version newer than what it was read from. PostgreSQL: this process's slots of `_generations`, moved
+        by the triggers' notices (every writer) and by each commit of this process and its sibling workers
+        (read-your-writes before the notice arrives)."""
+        if self.remote:
+            return bytes(self._generations[16:]) if self.hears_changes else None
+        if self._schedule_end_of_turn is None:
+            return None
+        if self._turn_version is None:
+            data_version = self.read("PRAGMA data_version").fetchone()[0]  # (opens the turn's read if not yet)
+            self._turn_version = (data_version, self._writes_committed)
+        return self._turn_version
+
+    def _channels_changed_here(self) -> None:
+        with self._slot_lock:
+            at = self._channels_slot
+            counter = int.from_bytes(self._generations[at:at + 8], "little")
+            self._generations[at:at + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     @contextlib.contextmanager
     def writing(self, shared: bool = False):
@@ -1044,14 +1116,25 @@ class Store:
         a read-then-write inside the block sees no other writer. `shared` (PostgreSQL): this transaction
         only locks the rows it changes (the scheduler's claims), and runs beside other shared ones."""
         self._end_shared_read()
+        announced = None
         try:
             self.db.execute("BEGIN IMMEDIATE")
             if self.remote:
                 self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
             try:
                 yield self.db
+                if self.remote and self.db.changes_channels:
+                    announced = self._acknowledging_listener().announce(self.db, "rustiz_channels")
                 self.db.execute("COMMIT")
+                if self.remote:  # (whatever it changed: a commit is rarer than a read)
+                    self._channels_changed_here()
+                    if announced is not None:  # the others know before this process answers
+                        self.listener.heard_by_all(announced)
+                else:
+                    self._writes_committed += 1
             except BaseException:
+                if announced is not None:
+                    self.listener.forget(announced)
                 if self.db.in_transaction:  # (a failed COMMIT may have rolled back already)
                     self.db.execute("ROLLBACK")
                 raise
@@ -1116,10 +1199,16 @@ class Store:
 
     def _bump(self, offset: int) -> None:
         if self.remote:  # every process that listens, this one too, counts it when the notice arrives
+            channel, announced = ("rustiz_credentials" if offset == 0 else "rustiz_posts"), None
             with contextlib.suppress(sqlite3.DatabaseError):  # (a lost notice costs a wake-up a second later)
-                self.db.execute(f"NOTIFY {'rustiz_credentials' if offset == 0 else 'rustiz_posts'}")
-            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer
-                self._noticed("rustiz_credentials")
+                if offset == 0:  # keys: every process acknowledges it
+                    announced = self._acknowledging_listener().announce(self.db, channel)
+                if announced is None:
+                    self.db.execute(f"NOTIFY {channel}")
+            if offset == 0:  # keys: this process and its sibling workers forget theirs now, before the answer,
+                self._noticed(channel)  # and the other processes have heard it too (or a tenth of a second passed)
+                if announced is not None:
+                    self.listener.heard_by_all(announced)
             return
         counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
         self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
@@ -1151,6 +1240,10 @@ class Store:
                     f"database {self.path} has schema version {current}, but this rustiz {VERSION} knows "
                     f"versions up to {len(MIGRATIONS)}: run a newer rustiz, or point RUSTIZ_DATABASE elsewhere")
             for step in MIGRATIONS[current:]:
+                if type(step) is PostgresOnly:
+                    for statement in step.statements if self.remote else ():
+                        run(statement)
+                    continue
                 for statement in step.split(";"):
                     if statement.strip():
                         run(statement)
@@ -2782,7 +2875,8 @@ def serve(config: Config, startup_note: str, store: Store) -> int:
     if config.workers == 1:
         return run_worker(config, sockets[0], True, lambda: log(ready_line), store=store)
     if store.remote:
-        Store.shared_generations = mmap.mmap(-1, 16)  # (anonymous and shared: every forked worker sees it)
+        # (anonymous and shared: every forked worker sees it; see Store.shared_generations)
+        Store.shared_generations = mmap.mmap(-1, 16 + 8 * config.workers)
     store.close()  # (an SQLite connection must not cross a fork)
     return supervise_workers(config, sockets, ready_line)
 
@@ -2806,6 +2900,7 @@ def supervise_workers(config: Config, sockets: list, ready_line: str) -> int:
                         listener.close()
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                Store.generation_slot = index
                 code = run_worker(config, sockets[index], index == 0, on_ready or (lambda: None), supervisor)
             except UserError as error:
                 log(f"error: {error}", "error")
@@ -2924,10 +3019,11 @@ class Guard:
     def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
-        # key -> organization id, valid while the generation holds: a known key costs a dict lookup, not a hash.
-        # (The key itself: str hashes are salted per process, so a lookup reveals nothing by its timing.)
+        # key -> (credentials generation, KeyIdentity), valid while the generation holds: a known key costs a
+        # dict lookup, not a hash. (The key itself: str hashes are salted per process, so a lookup reveals
+        # nothing by its timing.) The generation is the one read before the lookup (whose answer is at least
+        # that new): a lookup made on a Store thread before a key was revoked, and kept after, is not valid.
         self._known_keys: dict = {}
-        self._known_generation = b""
         self._key_use_written: dict = {}  # KeyIdentity -> time.monotonic() of its last use written
         # PostgreSQL: REQUEST_LIMIT counts in this process only (a write to the shared database for every
         # request would cost more than the requests): client address -> (window start, hits).
@@ -2979,25 +3075,46 @@ class Guard:
         """Whose key this is and its scope, or None; known keys are remembered per credentials generation,
         and each one's last use is written at most every KEY_LAST_USE_SECONDS."""
         generation = self.store.credentials_generation()
-        if generation != self._known_generation:
-            self._known_keys.clear()
-            self._known_generation = generation
-        identity = self._known_keys.get(key)
-        if identity is None:
+        known = self._known_keys.get(key)
+        # (PostgreSQL, not listening: a key revoked now would not be heard, so each is looked up)
+        if known is not None and known[0] == generation and (not self.store.remote or self.store.hears_changes):
+            identity = known[1]
+        else:
             identity = self.store.key_for_hash(hash_api_key(key))
             if identity is None:
                 return None
             if len(self._known_keys) >= 1024:
                 self._known_keys.clear()
-            self._known_keys[key] = identity
-        now = time.monotonic()
-        if now >= self._key_use_written.get(identity, -KEY_LAST_USE_SECONDS) + KEY_LAST_USE_SECONDS:
-            if len(self._key_use_written) >= 1024:
-                self._key_use_written.clear()
-            self._key_use_written[identity] = now
-            with contextlib.suppress(sqlite3.Error):  # (a last use not written is no reason to refuse the call)
-                self.store.record_key_use(identity, utc_now_iso())
+            self._known_keys[key] = (generation, identity)
+        if self._key_use_due(identity):
+            self._write_key_use(identity)
         return identity
+
+    def remembered_identity(self, key: str) -> Optional[KeyIdentity]:
+        """PostgreSQL, on the event loop: key_identity from memory alone, without the database. None when the
+        key is not known in the current credentials generation, or this process hears no changes now; a last
+        use due is written on a Store thread."""
+        known = self._known_keys.get(key)
+        if known is None or known[0] != self.store.credentials_generation() or not self.store.hears_changes:
+            return None
+        identity = known[1]
+        if self._key_use_due(identity):
+            self.store.threads.submit(self._write_key_use, identity)
+        return identity
+
+    def _key_use_due(self, identity: KeyIdentity) -> bool:
+        """Whether the key's last use is to be written now (then it is counted as written)."""
+        now = time.monotonic()
+        if now < self._key_use_written.get(identity, -KEY_LAST_USE_SECONDS) + KEY_LAST_USE_SECONDS:
+            return False
+        if len(self._key_use_written) >= 1024:
+            self._key_use_written.clear()
+        self._key_use_written[identity] = now
+        return True
+
+    def _write_key_use(self, identity: KeyIdentity) -> None:
+        with contextlib.suppress(sqlite3.Error):  # (a last use not written is no reason to refuse the call)
+            self.store.record_key_use(identity, utc_now_iso())
 
     @staticmethod
     def check_scope(request: Request, needed: str, what: str) -> None:
@@ -3083,6 +3200,10 @@ class Route(NamedTuple):
     # On PostgreSQL, handlers run on the Store's threads (a query waits on the network); a handler that must
     # run on the event loop's thread (it hands data to a stream the loop writes) says so here.
     on_loop: bool = False
+    # PostgreSQL: `from_memory(request, organization_id) -> Response or None` answers a GET or HEAD from what
+    # this process remembers, on the event loop itself (no thread, no query), when the key is one the Guard
+    # knows; None sends the request to a Store thread and `handler` as usual (see App.respond).
+    from_memory: Optional[Callable[["Request", str], Optional["Response"]]] = None
     # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
@@ -3382,10 +3503,33 @@ class App:
 
     def respond(self, request: Request) -> Union[Response, Awaitable[Response]]:
         """The answer to an admitted request, body and all: on PostgreSQL from a Store thread, so that
-        the event loop never waits on the database."""
+        the event loop never waits on the database (or from memory, on the loop: see Route.from_memory)."""
         if self.store.remote and not request.route.on_loop:
+            if request.route.from_memory is not None:
+                answer = self._answer_from_memory(request)
+                if answer is not None:
+                    return answer
             return self._respond_on_thread(request)
         return self.respond_here(request)
+
+    def _answer_from_memory(self, request: Request) -> Optional[Response]:
+        """The route's answer from memory alone, or None (the key not known in this credentials generation, a
+        scope that would be refused, nothing remembered): the loop does no database work here."""
+        route = request.route
+        key = Guard.presented_key(request)
+        if request.method not in ("GET", "HEAD") or not route.authenticated or not key:
+            return None
+        identity = self.guard.remembered_identity(key)
+        if identity is None or (identity.scope != "full"
+                                and SCOPES.index(identity.scope) < SCOPES.index(route.scope or "read")):
+            return None  # (the refusal is worded on the thread, as for any other request)
+        try:
+            answer = route.from_memory(request, identity.organization)
+        except Exception:
+            return None  # (the thread answers, or explains the failure, as for any other request)
+        if answer is not None:
+            request.scope, request.key, request.organization = identity.scope, identity, identity.organization
+        return answer
 
     async def _respond_on_thread(self, request: Request) -> Response:
         result = await self.store.off_loop(self._authorize_and_respond, request)

@@ -5,6 +5,9 @@ Rules:
   publisher's (connect_channel asks the provider of the channel's platform to verify the credentials).
 - Every lookup is scoped by the caller's organization; another organization's ids answer like unknown ones.
 - Every outbound call goes through the App's one HttpClient (its address guard), made on first use.
+- The listing of channels is remembered per organization and group, encoded, under the Store's
+  channels_version, and answered from memory while that version holds (on PostgreSQL on the event loop
+  itself: Route.from_memory); any change of a channel or a group, by any process, moves the version.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ from .storage import organizations as organization_store
 from .storage import scheduling as schedule_store
 
 INTEGRATION_NOT_FOUND = "Integration not found"
+JSON = "application/json; charset=utf-8"
+REMEMBERED_LISTINGS = 4096  # (organization, group) pairs remembered at most; past that, all are forgotten
 
 
 class ChannelsApi:
@@ -44,6 +49,7 @@ class ChannelsApi:
         self.app = app
         self.store = app.store
         self._providers: Optional[bytes] = None
+        self._listings: dict = {}  # (organization id, group or None) -> (channels version, the JSON answer)
 
     @property
     def http(self) -> HttpClient:
@@ -62,11 +68,33 @@ class ChannelsApi:
     def is_connected(request: Request, organization_id: str) -> Response:
         return json_response({"connected": True})
 
+    @route_options(from_memory="remembered_integrations")
     @documented("The organization's channels", ("200", array_of(ref("Channel"))),
                 parameters=(parameter("query", "group", "Only the channels of this customer id"),))
     def integrations(self, request: Request, organization_id: str) -> Response:
-        group = request.query.get("group") if request.query_string else None
-        return json_response(self.store.integrations(organization_id, group or None))
+        answer = self.remembered_integrations(request, organization_id)
+        if answer is not None:
+            return answer
+        version = self.store.channels_version()  # (asked before the read: the answer is at least this new)
+        listing = self._listing(request, organization_id)
+        body = json_dumps(self.store.integrations(*listing))
+        if version is not None:
+            if len(self._listings) >= REMEMBERED_LISTINGS:
+                self._listings.clear()
+            self._listings[listing] = (version, body)
+        return Response(200, body, JSON)
+
+    def remembered_integrations(self, request: Request, organization_id: str) -> Optional[Response]:
+        """The listing remembered under the current channels version, or None."""
+        remembered = self._listings.get(self._listing(request, organization_id))
+        if remembered is None or remembered[0] != self.store.channels_version():
+            return None
+        return Response(200, remembered[1], JSON)
+
+    @staticmethod
+    def _listing(request: Request, organization_id: str) -> tuple:
+        """(organization id, group or None): which listing a request asks for, and is remembered under."""
+        return organization_id, (request.query.get("group") or None) if request.query_string else None
 
     def _channel(self, request: Request, organization_id: str) -> dict:
         channel = channel_store.channel(self.store, organization_id, request.params["id"])

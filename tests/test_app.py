@@ -1,7 +1,9 @@
 """The request pipeline in-process: routing, path parameters and failures inside handlers."""
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 
@@ -106,3 +108,63 @@ def test_what_orjson_cannot_write_the_standard_encoder_writes():
 
     dumps = rustiz._with_stdlib_fallback(orjson_like)
     assert dumps({"big": 10**30, "id": 2**64}) == b'{"big":1000000000000000000000000000000,"id":18446744073709551616}'
+
+
+@pytest.fixture
+def postgres_app(tmp_path, postgres_cluster):
+    """An App on a fresh PostgreSQL database, in-process, listening for changes as a server's worker does;
+    (the App, the key, another process's connection to the database)."""
+    import psycopg
+    database = postgres_cluster.create_database()
+    config_path, key, _, _ = rustiz.initialize(str(tmp_path / "config.env"), force=False,
+                                               settings={"RUSTIZ_DATABASE": database})
+    config = rustiz.load_config({"RUSTIZ_CONFIG": config_path, "REQUEST_LIMIT": "0"})
+    store = rustiz.Store(config.database)
+    store.listen_for_changes()
+    other = psycopg.connect(database, autocommit=True)
+    yield rustiz.App(config, store), key, other
+    other.close()
+    store.close()
+    postgres_cluster.drop_database(database)
+
+
+def answer(app: rustiz.App, key: str, path: str = "/public/v1/integrations"):
+    """What App.respond gives for a GET with `key`: a Response when answered on the spot, else the awaitable."""
+    events = rustiz.RequestParser().feed(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {key}\r\n\r\n".encode())
+    admitted = rustiz.Request(events[0], b"", "127.0.0.1")
+    assert app.admit(admitted) is None
+    return app.respond(admitted)
+
+
+def on_a_thread(app: rustiz.App, key: str, path: str = "/public/v1/integrations") -> rustiz.Response:
+    pending = answer(app, key, path)
+    assert not isinstance(pending, rustiz.Response), "answered from memory, but memory could not know this"
+    return asyncio.run(pending)
+
+
+def test_postgresql_answers_a_known_key_from_memory_on_the_loop_without_a_query_until_a_change(postgres_app,
+                                                                                                monkeypatch):
+    app, key, other = postgres_app
+    assert json.loads(on_a_thread(app, key).body) == []  # the key and the listing are read, then remembered
+    with monkeypatch.context() as no_database:
+        no_database.setattr(app.store.db, "execute", lambda *_: pytest.fail("a query on the event loop"))
+        remembered = answer(app, key)
+        assert isinstance(remembered, rustiz.Response) and json.loads(remembered.body) == []
+        assert isinstance(answer(app, key, "/api/public/v1/integrations"), rustiz.Response)  # (one listing)
+    on_a_thread(app, key, "/public/v1/integrations?group=g1")  # another listing: not remembered yet
+    assert on_a_thread(app, "not-a-key").status == 401  # (an unknown key: the database says)
+
+    organization = other.execute("SELECT id FROM organization").fetchone()[0]
+    other.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
+                  "created_at, updated_at) VALUES ('c1', 'i1', %s, 'Chan', 'bluesky', 'now', 'now')", (organization,))
+    deadline = time.monotonic() + 5
+    pending = answer(app, key)
+    while isinstance(pending, rustiz.Response):  # until the trigger's notice arrives (a millisecond or so)
+        assert time.monotonic() < deadline, "the change was never heard"
+        time.sleep(0.001)
+        pending = answer(app, key)
+    assert [channel["id"] for channel in json.loads(asyncio.run(pending).body)] == ["c1"]
+    assert isinstance(answer(app, key), rustiz.Response)
+
+    app.store.listener.listening = False  # (as while its connection is down)
+    assert json.loads(on_a_thread(app, key).body)[0]["id"] == "c1"

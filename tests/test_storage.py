@@ -93,6 +93,42 @@ def test_reads_in_one_loop_turn_share_a_snapshot_and_writes_end_it(tmp_path):
         other.close()
 
 
+def test_the_channels_version_is_the_snapshots_own_so_an_older_read_is_never_kept_under_a_newer_version(tmp_path):
+    path = str(tmp_path / "db.db")
+    store, other = rustiz.Store(path), rustiz.Store(path)
+    end_of_turn: list = []
+
+    def next_turn() -> None:
+        while end_of_turn:
+            end_of_turn.pop()()
+
+    store.share_reads_per_loop_turn(end_of_turn.append)
+    try:
+        organization_id = store.create_organization("Org", rustiz.hash_api_key("a" * 64))
+        before = store.channels_version()
+        next_turn()
+        assert store.integrations(organization_id) == []  # the turn's snapshot, taken before the write below
+        with other.writing() as db:  # another process adds a channel meanwhile
+            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
+                       "created_at, updated_at) VALUES ('c1', 'i1', ?, 'Chan', 'bluesky', 'now', 'now')",
+                       (organization_id,))
+        # asked after the write, but within a snapshot that does not see it: the version the snapshot had
+        assert store.channels_version() == before
+        next_turn()
+        after_their_write = store.channels_version()
+        assert after_their_write != before
+        assert [channel["id"] for channel in store.integrations(organization_id)] == ["c1"]
+        next_turn()
+        assert store.channels_version() == after_their_write  # nothing written: remembered answers hold
+        with store.writing() as db:  # this connection's own write (data_version does not count those)
+            db.execute("UPDATE integration SET name = 'Renamed'")
+        assert store.channels_version() != after_their_write
+        assert other.channels_version() is None  # (no shared reads per turn: nothing may be remembered)
+    finally:
+        store.close()
+        other.close()
+
+
 def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
