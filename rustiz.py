@@ -1046,9 +1046,10 @@ class Store:
         only locks the rows it changes (the scheduler's claims), and runs beside other shared ones."""
         self._end_shared_read()
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-            if self.remote:
-                self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
+            if self.remote:  # (BEGIN and the lock in one round trip: two statements, no parameters)
+                self.db.execute(f"BEGIN; SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
+            else:
+                self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield self.db
                 self.db.execute("COMMIT")

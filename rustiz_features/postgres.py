@@ -125,8 +125,8 @@ class Database:
             connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
     def execute(self, sql: str, parameters: Any = ()) -> Cursor:
-        if sql.startswith("BEGIN"):
-            sql = "BEGIN"  # (BEGIN IMMEDIATE: the write lock is taken by begin_write)
+        if sql.startswith("BEGIN ") and ";" not in sql:
+            sql = "BEGIN"  # (SQLite's BEGIN IMMEDIATE: the write lock is the advisory lock Store.writing takes)
         connection = self.connection()
         try:
             cursor = connection.execute(translate(sql), _parameters(parameters))
