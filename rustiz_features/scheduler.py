@@ -247,42 +247,44 @@ class Scheduler(WokenLoop):
         organizations = self._organizations_of([row[1] for row in due])
         shares = self._fair_shares(due, organizations)
         waiting, tried = list(zip(due, organizations)), set()
-        while waiting and len(self.busy_channels) < self.config.publish_concurrency:
-            offered = []
-            for row, organization in waiting:
-                free_at = self._held_back(row, organization, shares, now)
-                if free_at is None:
-                    offered.append((row, organization))
-                    if len(offered) == (CLAIM_BATCH if self.shared else 1):
-                        break
-                elif free_at > now:
-                    next_free = free_at if next_free is None else min(next_free, free_at)
+        while len(self.busy_channels) < self.config.publish_concurrency:
+            offered, free_at = self._offered(waiting, tried, shares, now)
+            if free_at is not None:
+                next_free = free_at if next_free is None else min(next_free, free_at)
             if not offered:
                 break
             ids = [row[0] for row, _ in offered]
             claim = schedule_store.claim_post(self.store, ids, self.owner, iso_at(now + self.lease_seconds))
             taken = ids.index(claim["id"]) if claim else len(ids) - 1
             tried.update(ids[:taken + 1])  # (those before the one taken: claimed by another process, or no longer due)
-            waiting = [pair for pair in waiting if pair[0][0] not in tried]
             if claim:
                 self._start(claim, *offered[taken])
         if tried and self.due_list:  # (none of them to try again until the list is read again)
             self.due_list = [row for row in self.due_list if row[0] not in tried]
         return next_free
 
-    def _held_back(self, row: tuple, organization: str, shares: dict, now: float) -> Optional[float]:
-        """None when the due post `row` may start now; else when its channel's spacing ends (0.0: when a
-        publish ends, its organization's share or its platform's cap being taken)."""
-        _, channel_id, provider, _ = row
-        if (self.busy_per_organization.get(organization, 0) >= shares[None]
-                or self.busy_per_provider_organization.get((provider, organization), 0) >= shares[provider]):
-            return 0.0  # its share is taken: another organization's post goes first, this one at the next end
-        free_at = self.channel_free_at.get(channel_id, 0.0)
-        if free_at > now:
-            return free_at
-        if self.busy_per_provider.get(provider, 0) >= self._provider_cap(provider):
-            return 0.0
-        return None
+    def _offered(self, waiting: list, tried: set, shares: dict, now: float) -> tuple:
+        """(the first CLAIM_BATCH (SQLite: 1) of the (due row, organization) pairs in `waiting`, not `tried`, that
+        the caps let start now; the earliest time a spaced-out channel among those passed frees up, or None). A
+        row is held back while its organization's share is taken (another organization's post goes first, this
+        one at the next end), its channel's spacing runs, or its platform's cap is taken. (The list may hold
+        hundreds of rows, looked through after every publish: what is full is found once, not per row.)"""
+        full_organizations = {name for name, busy in self.busy_per_organization.items() if busy >= shares[None]}
+        full_pairs = {pair for pair, busy in self.busy_per_provider_organization.items() if busy >= shares[pair[0]]}
+        full_providers = {name for name, busy in self.busy_per_provider.items() if busy >= self._provider_cap(name)}
+        offered, next_free, wanted = [], None, CLAIM_BATCH if self.shared else 1
+        for pair in waiting:
+            (post_id, channel_id, provider, _), organization = pair
+            if post_id in tried or organization in full_organizations or (provider, organization) in full_pairs:
+                continue
+            free_at = self.channel_free_at.get(channel_id, 0.0)
+            if free_at > now:
+                next_free = free_at if next_free is None else min(next_free, free_at)
+            elif provider not in full_providers:
+                offered.append(pair)
+                if len(offered) == wanted:
+                    break
+        return offered, next_free
 
     def _start(self, claim: dict, row: tuple, organization: str) -> None:
         """Publish a claimed post, counted in the caps until it ends."""
