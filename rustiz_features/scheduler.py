@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 # the same post, nor two posts of one channel at once) with a short lease that it renews while the publish runs.
 # A process that dies stops renewing: once its leases have expired, any other process recovers those posts
 # under the same rules as after a crash on SQLite. Wake-ups come as NOTIFY from whichever process changed posts.
+# Each process reads the due posts once and claims from that list until something changes (_due_list), and a
+# claim is offered several of them at once (_start_due_posts): neither costs more as processes are added.
 
 SCHEDULER_LEASE_SECONDS = 900  # SQLite: how long a claim stays marked as ours; shown on the post as lease_until
 SHARED_LEASE_SECONDS = 60  # PostgreSQL: a claim's lease, renewed every third of it (RUSTIZ_SCHEDULER_LEASE_SECONDS)
