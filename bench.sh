@@ -76,8 +76,13 @@
 #   * PostgreSQL (issue 14; skipped, and said so, without Debian's PostgreSQL): a throwaway
 #     cluster (tests/pg_cluster.py) started here and stopped at the end; GET /integrations with
 #     32 connections on SQLite (1 process) and PostgreSQL (1, and 2 processes on two ports with
-#     the load split: wrk -c16 on each at once), as ratios to SQLite; the scheduler's posts/s
-#     (1,000 webhook posts due at once) with 1 and 3 processes on PostgreSQL beside SQLite's 1;
+#     the load split: wrk -c16 on each at once), as ratios to SQLite; the same GET, same data and
+#     same wrk -t1 -c32, on uvicorn+starlette+psycopg 3's AsyncConnectionPool (8 connections;
+#     bench/peer_pg_app.py: the same sha256 key check and the same two queries, in .bench/pgpeer,
+#     a venv bench.sh makes from PyPI: uvicorn[standard], starlette, psycopg-pool and
+#     requirements-dev.txt's psycopg); the scheduler's posts/s (1,000 webhook posts due at once)
+#     with 1 and 3 processes on PostgreSQL beside SQLite's 1; targets: rustiz on PostgreSQL (1
+#     process) ≥ 2× that peer and ≥ 0.5× rustiz on SQLite, the scheduler's 3 processes ≥ 2.5× its 1;
 #   * hostile clients: bench/hostile_bench.py (asyncio, stdlib) starts the
 #     stdlib rustiz, then for 20 s keeps 200 connections trickling 25 MiB
 #     bodies at 160 KiB/s each (half without a key, half with the key) and

@@ -1118,9 +1118,10 @@ class Store:
         self._end_shared_read()
         announced = None
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-            if self.remote:
-                self.db.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
+            if self.remote:  # (BEGIN and the lock in one round trip: two statements, no parameters)
+                self.db.execute(f"BEGIN; SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({WRITE_LOCK_KEY})")
+            else:
+                self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield self.db
                 if self.remote and self.db.changes_channels:

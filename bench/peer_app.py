@@ -1,11 +1,11 @@
-"""uvicorn+starlette peer: same key check and same SQLite queries as rustiz."""
-import hashlib
+"""uvicorn+starlette peer: same key check and same SQLite queries as rustiz (bench/peer_common.py)."""
 import os
 import sqlite3
 
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
+
+import peer_common
 
 
 def _config(path):
@@ -29,34 +29,17 @@ def _database_path(config_path, cfg):
 _config_path = os.environ["RUSTIZ_CONFIG"]
 db = sqlite3.connect(_database_path(_config_path, _config(_config_path)), check_same_thread=False)
 
-ORG_SQL = "SELECT id FROM organization WHERE api_key_hash = ? AND deleted_at IS NULL"
-INT_SQL = (
-    "SELECT id, name, provider_identifier, picture, disabled, profile, customer_id "
-    "FROM integration WHERE organization_id = ? AND deleted_at IS NULL"
-)
-
-
-async def health(request):
-    return PlainTextResponse("ok")
+ORG_SQL, INT_SQL = peer_common.ORG_SQL.format("?"), peer_common.INT_SQL.format("?")
 
 
 async def integrations(request):
-    key = request.headers.get("authorization", "")
-    if key.startswith("Bearer "):
-        key = key[7:]
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    org = db.execute(ORG_SQL, (digest,)).fetchone()
+    org = db.execute(ORG_SQL, (peer_common.key_digest(request),)).fetchone()
     if org is None:
-        return JSONResponse({"msg": "Invalid API key"}, status_code=401)
-    rows = db.execute(INT_SQL, (org[0],)).fetchall()
-    return JSONResponse([
-        {"id": r[0], "name": r[1], "identifier": r[2], "picture": r[3],
-         "disabled": bool(r[4]), "profile": r[5], "customer": r[6]}
-        for r in rows
-    ])
+        return peer_common.invalid_key()
+    return peer_common.listing(db.execute(INT_SQL, (org[0],)).fetchall())
 
 
 app = Starlette(routes=[
-    Route("/health", health),
+    Route("/health", peer_common.health),
     Route("/public/v1/integrations", integrations),
 ])

@@ -69,7 +69,23 @@ def targets(data: Measurements) -> list:
     size = data.scalar("SIZE_PLAIN")
     size_kib = f"{int(size) / 1024:.1f}" if size else ""
     found.append(Target("rustiz.pyz ≤ 680 KiB", size, "<=", PYZ_SIZE_LIMIT, f"{size} bytes ({size_kib} KiB)"))
-    return found
+    return found + scale_targets(data)
+
+
+def scale_targets(data: Measurements) -> list:
+    """The PostgreSQL targets (issue 23), when the PostgreSQL rows ran: rustiz on PostgreSQL against the same-work
+    psycopg_pool peer and against rustiz on SQLite, and the scheduler's 3 processes against its 1."""
+    requests, rates = data.get("SC_RPS"), data.get("SC_RATE")
+    if not (requests or rates):
+        return []
+    return [
+        _ratio_target("rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32",
+                      requests.get("sc_pg1", ""), requests.get("sc_peer_pg", ""), ">=", 2, "req/s"),
+        _ratio_target("rustiz on PostgreSQL (1 process) ≥ 0.5× rustiz on SQLite, wrk c32",
+                      requests.get("sc_pg1", ""), requests.get("sc_sqlite1", ""), ">=", 0.5, "req/s"),
+        _ratio_target("scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process",
+                      rates.get("sched_pg3", ""), rates.get("sched_pg1", ""), ">=", 2.5, "posts/s"),
+    ]
 
 
 def main_table(data: Measurements) -> list:
@@ -113,7 +129,7 @@ def partial_report(data: Measurements) -> list:
     if data.scalar("MCP_ONLY") == "1":
         lines += mcp_table(data)
     if data.scalar("SCALE_ONLY") == "1":
-        lines += scale_table(data)
+        lines += scale_table(data) + [""] + [target.line() for target in scale_targets(data)]
     if data.scalar("HOSTILE_ONLY") == "1":
         lines += hostile_lines(data)
     if data.get("NOTES"):

@@ -1,12 +1,13 @@
 """The PostgreSQL rows (scaling out, issue 14): GET /public/v1/integrations with 32 connections on SQLite
 (1 process) and PostgreSQL (1, and 2 processes on two ports with the load split: wrk -c16 on each at once),
-then the scheduler's posts/s (bench/sched_scale.py: 1,000 webhook posts due at once) with 1 and 3 processes
+the same-work peer on PostgreSQL (uvicorn+starlette+psycopg_pool, bench/peer_pg_app.py, in .bench/pgpeer made
+from PyPI), then the scheduler's posts/s (bench/sched_scale.py: 1,000 webhook posts due at once) with 1 and 3 processes
 on PostgreSQL beside SQLite's 1.
 
-Rules: standard library only; every row runs on a python with psycopg (BENCH_PG_PYTHON, or .bench/pgpy made
+Rules: standard library only; every rustiz row runs on a python with psycopg (BENCH_PG_PYTHON, or .bench/pgpy made
 with requirements-dev.txt's psycopg), RUSTIZ_NO_SPEEDUPS=1, against a throwaway cluster (tests/pg_cluster.py:
 initdb in a temporary folder, fsync off) that is stopped at the end whatever happens. Run by bench.sh as
-`python3 -m bench.scale` (see bench/common.py): records SC_RPS, SC_P99, SC_RATE and the scalar PGPY.
+`python3 -m bench.scale` (see bench/common.py): records SC_RPS, SC_P99, SC_RATE and the scalars PGPY and PGPEER.
 """
 import glob
 import os
@@ -23,30 +24,41 @@ from bench.values import parse_pairs
 SCHEDULER_ROWS = (("sched_sqlite1", 1), ("sched_pg1", 1), ("sched_pg3", 3))
 
 
-def postgres_python(context: Context) -> Optional[str]:
-    """A python that imports psycopg (made in .bench/pgpy when allowed), or None, said in a note."""
-    chosen = os.environ.get("BENCH_PG_PYTHON", "")
-    if chosen:
-        return chosen
-    python = os.path.join(context.bench_dir, "pgpy", "bin", "python")
-    if subprocess.run(["timeout", "30", python, "-c", "import psycopg"], capture_output=True).returncode == 0:
-        return python
-    if os.environ.get("BENCH_NO_INSTALL") == "1":
-        note("PostgreSQL rows: no python with psycopg (set BENCH_PG_PYTHON, or let bench.sh install it); skipped")
-        return None
+PEER_POOL_PACKAGES = ["uvicorn[standard]", "starlette", "psycopg-pool"]  # (and requirements-dev.txt's psycopg)
+
+
+def psycopg_spec(context: Context) -> str:
+    """requirements-dev.txt's psycopg line (its pinned version), or psycopg[binary]."""
     with open(os.path.join(context.root, "requirements-dev.txt"), encoding="utf-8") as requirements:
         specs = re.findall(r"^psycopg[^ #\n]*", requirements.read(), re.M)
-    spec = specs[0] if specs else "psycopg[binary]"
-    log(f"creating {os.path.dirname(os.path.dirname(python))} ({spec})")
-    with open(context.raw("pgpy.log"), "wb") as pip_log:
+    return specs[0] if specs else "psycopg[binary]"
+
+
+def venv_python(context: Context, name: str, modules: str, packages: list, row: str) -> Optional[str]:
+    """The python of .bench/NAME, a venv that imports MODULES, made with PyPI's PACKAGES when it does not yet
+    (and this run may install); None, said in a note about ROW, when it cannot be had."""
+    python = os.path.join(context.bench_dir, name, "bin", "python")
+    if subprocess.run(["timeout", "30", python, "-c", f"import {modules}"], capture_output=True).returncode == 0:
+        return python
+    if os.environ.get("BENCH_NO_INSTALL") == "1":
+        note(f"{row}: no {os.path.dirname(os.path.dirname(python))} (let bench.sh install {' '.join(packages)}); skipped")
+        return None
+    log(f"creating {os.path.dirname(os.path.dirname(python))} ({' '.join(packages)})")
+    with open(context.raw(f"{name}.log"), "wb") as pip_log:
         made = subprocess.run(["timeout", "120", sys.executable, "-m", "venv", os.path.dirname(os.path.dirname(python))],
                               stdout=pip_log, stderr=subprocess.STDOUT).returncode == 0 and subprocess.run(
-            ["timeout", "600", python, "-m", "pip", "install", "-q", "--disable-pip-version-check", spec],
+            ["timeout", "600", python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages],
             stdout=pip_log, stderr=subprocess.STDOUT).returncode == 0
     if not made:
-        note(f"PostgreSQL rows: installing psycopg failed (see {context.raw('pgpy.log')}); skipped")
+        note(f"{row}: installing {' '.join(packages)} failed (see {context.raw(name + '.log')}); skipped")
         return None
     return python
+
+
+def postgres_python(context: Context) -> Optional[str]:
+    """A python that imports psycopg (BENCH_PG_PYTHON, or .bench/pgpy made when allowed), or None, said in a note."""
+    return os.environ.get("BENCH_PG_PYTHON", "") or venv_python(
+        context, "pgpy", "psycopg", [psycopg_spec(context)], "PostgreSQL rows")
 
 
 def start_servers(context: Context, ports: Ports, row: str, config_path: str, count: int, python: str) -> Optional[list]:
@@ -121,7 +133,32 @@ def api_rows(context: Context, ports: Ports, cluster: str, python: str) -> bool:
             return False
     for count in (1, 2):
         measure(context, ports, f"sc_pg{count}", f"{scale}/pg/config.env", count, python)
+    measure_pool_peer(context, ports, database, api_key(f"{scale}/pg/config.env"))
     return True
+
+
+def measure_pool_peer(context: Context, ports: Ports, database: str, key: str) -> None:
+    """The same GET on uvicorn+starlette+psycopg_pool (bench/peer_pg_app.py, 8 connections) over the same
+    database and key, with the same 32 connections: row sc_peer_pg."""
+    peer_python = venv_python(context, "pgpeer", "uvicorn, starlette, psycopg_pool, psycopg",
+                              [*PEER_POOL_PACKAGES, psycopg_spec(context)], "sc_peer_pg")
+    if not peer_python:
+        return
+    versions = subprocess.run([peer_python, "-c", "import importlib.metadata as m; print(', '.join(f'{p} {m.version(p)}' "
+                               "for p in ('uvicorn', 'starlette', 'psycopg', 'psycopg-pool')))"], capture_output=True, text=True)
+    record("scalar", "PGPEER", versions.stdout.strip())
+    port = ports.free()
+    server = Server([peer_python, "-m", "uvicorn", "peer_pg_app:app", "--app-dir", context.files, "--host", "127.0.0.1",
+                     "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level",
+                     "warning"], context.raw("sc_peer_pg.server.log"), context.server_ttl,
+                    {**os.environ, "RUSTIZ_DATABASE": database})
+    try:
+        if wait_health(port, server, 30):
+            split_load(context, "sc_peer_pg", key, [port])
+        else:
+            note(f"sc_peer_pg: the peer was not ready in 30 s: {server.log_tail(2)}")
+    finally:
+        server.stop()
 
 
 def measure(context: Context, ports: Ports, row: str, config_path: str, count: int, python: str) -> None:

@@ -7,7 +7,8 @@ from bench.values import (NOT_MEASURED, Measurements, mib, ms, parse_pairs, rati
                           startup_cell, value)
 
 SCALE_API_ROWS = (("sc_sqlite1", "SQLite, 1 process"), ("sc_pg1", "PostgreSQL, 1 process"),
-                  ("sc_pg2", "PostgreSQL, 2 processes (2 ports)"))
+                  ("sc_pg2", "PostgreSQL, 2 processes (2 ports)"),
+                  ("sc_peer_pg", "uvicorn+starlette+psycopg_pool (8 connections), PostgreSQL, 1 process"))
 SCALE_SCHEDULER_ROWS = (("sched_sqlite1", "SQLite, 1 process"), ("sched_pg1", "PostgreSQL, 1 process"),
                         ("sched_pg3", "PostgreSQL, 3 processes"))
 POSTIZ_ROWS = ("pz_rz_std", "pz_rz_fast", "pz_postiz")
@@ -35,8 +36,10 @@ def scale_table(data: Measurements) -> list:
     requests, rates = data.get("SC_RPS"), data.get("SC_RATE")
     if not (requests.get("sc_sqlite1") or rates.get("sched_sqlite1")):
         return []
+    peer = data.scalar("PGPEER")
     lines = ["", f"PostgreSQL, scaling out (issue 14): stdlib rustiz on {data.scalar('PGPY')}; a throwaway local "
-                 "cluster (fsync off) on the same 2 cores.", "",
+                 "cluster (fsync off) on the same 2 cores; the same-work peer "
+                 f"{'(' + peer + ') ' if peer else ''}reads the same database.", "",
              f"| GET {data.scalar('PATH_EP')}, 32 connections split over the processes | req/s (sum) | p99 (worst) "
              "| ratio to SQLite |", "|---|---:|---:|---:|"]
     for row, label in SCALE_API_ROWS:

@@ -143,7 +143,8 @@ class Database:
 
     def execute(self, sql: str, parameters: Any = ()) -> Cursor:
         if sql.startswith("BEGIN"):
-            sql = "BEGIN"  # (BEGIN IMMEDIATE: the write lock is taken by begin_write)
+            if ";" not in sql:
+                sql = "BEGIN"  # (SQLite's BEGIN IMMEDIATE: the write lock is the advisory lock Store.writing takes)
             self._local.changes_channels = False
         elif changes_channels(sql):
             self._local.changes_channels = True

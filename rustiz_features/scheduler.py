@@ -19,6 +19,7 @@ import socket
 import sqlite3
 import time
 import traceback
+import zlib
 from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 # the same post, nor two posts of one channel at once) with a short lease that it renews while the publish runs.
 # A process that dies stops renewing: once its leases have expired, any other process recovers those posts
 # under the same rules as after a crash on SQLite. Wake-ups come as NOTIFY from whichever process changed posts.
+# Each process reads the due posts once and claims from that list until something changes (_due_list), and a
+# claim is offered several of them at once (_start_due_posts): neither costs more as processes are added.
 
 SCHEDULER_LEASE_SECONDS = 900  # SQLite: how long a claim stays marked as ours; shown on the post as lease_until
 SHARED_LEASE_SECONDS = 60  # PostgreSQL: a claim's lease, renewed every third of it (RUSTIZ_SCHEDULER_LEASE_SECONDS)
@@ -66,6 +69,8 @@ RECONNECT_RECHECK_SECONDS = 300  # a post waiting for its channel looks again th
 # publishes nothing; short-lived ones (an hour, a day) are refreshed when used.
 TOKEN_SWEEP_SECONDS = 3600
 TOKEN_SWEEP_HORIZON_SECONDS = 90 * 86400  # no platform refreshes further ahead than this
+DUE_LIST_SECONDS = 5.0  # PostgreSQL: the longest a due list once read is claimed from again (see _due_list)
+CLAIM_BATCH = 16  # PostgreSQL: due posts offered to one claim, which takes the first no other process took
 
 
 class Scheduler(WokenLoop):
@@ -97,6 +102,11 @@ class Scheduler(WokenLoop):
         self.lease_seconds = self.lease_seconds or (SHARED_LEASE_SECONDS if self.shared else SCHEDULER_LEASE_SECONDS)
         self.leases_renewed_at = 0.0
         self.claimed: set = set()  # ids of the posts this scheduler is publishing
+        # PostgreSQL: the due posts read last, what it knew then, and until when it may claim from them
+        self.due_list: list = []
+        self.due_list_generation = b""
+        self.due_list_until = 0.0
+        self.next_due: Optional[str] = None
         self.deliveries = WebhookDeliveries(self)
         self.alerts = AlertSender(self)
 
@@ -198,8 +208,8 @@ class Scheduler(WokenLoop):
     def _run_due(self) -> None:
         now = time.time()
         try:
-            next_free = self._start_due_posts(now)
-            next_due = schedule_store.next_due_time(self.store, iso_at(now))
+            due, next_due = self._due_list(now)
+            next_free = self._start_due_posts(now, due)
         except sqlite3.Error as error:
             log(f"scheduler: the database failed ({error}); trying again in 5 s")
             self.sleep(5)
@@ -208,38 +218,88 @@ class Scheduler(WokenLoop):
         if wakes:  # capped at an hour: a clock that jumps cannot make rustiz oversleep
             self.sleep(min(3600.0, max(0.0, min(wakes) - time.time())))
 
-    def _start_due_posts(self, now: float) -> Optional[float]:
-        """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up."""
+    def _due_list(self, now: float) -> tuple:
+        """(the due posts as schedule_store.due_posts gives them, the next time a post comes due or None).
+
+        PostgreSQL: the list read last is claimed from again while no notice came (a post added, edited, or made
+        claimable by a publish), nothing more came due, it is younger than DUE_LIST_SECONDS and some of it is
+        left. Reading it is a pass over every due post; once per publish in every process, that pass was most
+        of the database's work and grew with the processes. A claim checks again that its post is due, so a
+        stale entry is only skipped. Posts due at the same time are in an order of this process's own, so
+        that processes claiming from the same list mostly try different posts."""
+        if self.shared and self.due_list and now < self.due_list_until \
+                and self.store.posts_generation() == self.due_list_generation:
+            return self.due_list, self.next_due
+        generation = self.store.posts_generation()  # (before reading: a change made meanwhile reads again)
+        due = schedule_store.due_posts(self.store, iso_at(now))
+        next_due = schedule_store.next_due_time(self.store, iso_at(now))
+        if self.shared:
+            due.sort(key=lambda row: (row[3], zlib.crc32(f"{self.owner} {row[0]}".encode())))
+            self.due_list, self.due_list_generation, self.next_due = due, generation, next_due
+            self.due_list_until = min(now + DUE_LIST_SECONDS, epoch_seconds(next_due) if next_due else now + 3600)
+        return due, next_due
+
+    def _start_due_posts(self, now: float, due: list) -> Optional[float]:
+        """Claim and start what is due and allowed by the caps; returns when a spaced-out channel frees up.
+        PostgreSQL: each claim is offered the next CLAIM_BATCH posts the caps allow and takes the first another
+        process has not, so that processes claiming from the same list do not pay a transaction per post taken."""
         next_free = None
         # (one publish at a time per channel; its end wakes us)
-        due = [row for row in schedule_store.due_posts(self.store, iso_at(now)) if row[1] not in self.busy_channels]
-        organizations = self._organizations_of([channel_id for _, channel_id, _ in due])
+        due = [row for row in due if row[1] not in self.busy_channels]
+        organizations = self._organizations_of([row[1] for row in due])
         shares = self._fair_shares(due, organizations)
-        for (post_id, channel_id, provider), organization in zip(due, organizations):
-            if len(self.busy_channels) >= self.config.publish_concurrency:
+        waiting, tried = list(zip(due, organizations)), set()
+        while len(self.busy_channels) < self.config.publish_concurrency:
+            offered, free_at = self._offered(waiting, tried, shares, now)
+            if free_at is not None:
+                next_free = free_at if next_free is None else min(next_free, free_at)
+            if not offered:
                 break
-            if (self.busy_per_organization.get(organization, 0) >= shares[None]
-                    or self.busy_per_provider_organization.get((provider, organization), 0) >= shares[provider]):
-                continue  # its share is taken: another organization's post goes first, this one at the next end
+            ids = [row[0] for row, _ in offered]
+            claim = schedule_store.claim_post(self.store, ids, self.owner, iso_at(now + self.lease_seconds))
+            taken = ids.index(claim["id"]) if claim else len(ids) - 1
+            tried.update(ids[:taken + 1])  # (those before the one taken: claimed by another process, or no longer due)
+            if claim:
+                self._start(claim, *offered[taken])
+        if tried and self.due_list:  # (none of them to try again until the list is read again)
+            self.due_list = [row for row in self.due_list if row[0] not in tried]
+        return next_free
+
+    def _offered(self, waiting: list, tried: set, shares: dict, now: float) -> tuple:
+        """(the first CLAIM_BATCH (SQLite: 1) of the (due row, organization) pairs in `waiting`, not `tried`, that
+        the caps let start now; the earliest time a spaced-out channel among those passed frees up, or None). A
+        row is held back while its organization's share is taken (another organization's post goes first, this
+        one at the next end), its channel's spacing runs, or its platform's cap is taken. (The list may hold
+        hundreds of rows, looked through after every publish: what is full is found once, not per row.)"""
+        full_organizations = {name for name, busy in self.busy_per_organization.items() if busy >= shares[None]}
+        full_pairs = {pair for pair, busy in self.busy_per_provider_organization.items() if busy >= shares[pair[0]]}
+        full_providers = {name for name, busy in self.busy_per_provider.items() if busy >= self._provider_cap(name)}
+        offered, next_free, wanted = [], None, CLAIM_BATCH if self.shared else 1
+        for pair in waiting:
+            (post_id, channel_id, provider, _), organization = pair
+            if post_id in tried or organization in full_organizations or (provider, organization) in full_pairs:
+                continue
             free_at = self.channel_free_at.get(channel_id, 0.0)
             if free_at > now:
                 next_free = free_at if next_free is None else min(next_free, free_at)
-                continue
-            if self.busy_per_provider.get(provider, 0) >= self._provider_cap(provider):
-                continue
-            claim = schedule_store.claim_post(self.store, post_id, self.owner, iso_at(now + self.lease_seconds))
-            if claim is None:
-                continue
-            self.claimed.add(post_id)
-            self.busy_channels.add(channel_id)
-            self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
-            self.busy_per_organization[organization] = self.busy_per_organization.get(organization, 0) + 1
-            pair = (provider, organization)
-            self.busy_per_provider_organization[pair] = self.busy_per_provider_organization.get(pair, 0) + 1
-            task = self.loop.create_task(self._publish(claim, organization))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        return next_free
+            elif provider not in full_providers:
+                offered.append(pair)
+                if len(offered) == wanted:
+                    break
+        return offered, next_free
+
+    def _start(self, claim: dict, row: tuple, organization: str) -> None:
+        """Publish a claimed post, counted in the caps until it ends."""
+        post_id, channel_id, provider, _ = row
+        self.claimed.add(post_id)
+        self.busy_channels.add(channel_id)
+        self.busy_per_provider[provider] = self.busy_per_provider.get(provider, 0) + 1
+        self.busy_per_organization[organization] = self.busy_per_organization.get(organization, 0) + 1
+        pair = (provider, organization)
+        self.busy_per_provider_organization[pair] = self.busy_per_provider_organization.get(pair, 0) + 1
+        task = self.loop.create_task(self._publish(claim, organization))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def _organizations_of(self, channel_ids: list) -> list:
         """The organization of each channel (its own id for one not found: a disabled channel's post, about to fail)."""
@@ -271,7 +331,7 @@ class Scheduler(WokenLoop):
         all: one organization's slow servers cannot hold every slot while another's posts wait, nor take the
         last one from a post that comes due while they hang."""
         contenders: dict = {None: set(organizations)}
-        for (_, _, provider), organization in zip(due, organizations):
+        for (_, _, provider, _), organization in zip(due, organizations):
             contenders.setdefault(provider, set()).add(organization)
         for provider, organization in self.busy_per_provider_organization:
             contenders[None].add(organization)
@@ -463,13 +523,13 @@ class Scheduler(WokenLoop):
 
     def _published(self, claim: dict, label: str, release: Release) -> None:
         event = self._webhook_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
-        schedule_store.record_published(self.store, claim["id"], release.id, release.url, release.reply_ref, event)
-        self.deliveries.wake()
         what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
-        notification_store.add_notification(self.store, claim["organization_id"],
-                                            f"Published {what} on {label} ({claim['channel_name']}): "
-                                            f"{release.url or release.id}", release.url or None)
-        recurring = schedule_store.finished_recurring_root(self.store, claim["group"])
+        notification = (claim["organization_id"], f"Published {what} on {label} ({claim['channel_name']}): "
+                                                  f"{release.url or release.id}", release.url or None)
+        if schedule_store.record_published(self.store, claim["id"], release.id, release.url, release.reply_ref, event,
+                                           notification):
+            self.deliveries.wake()  # (only when it queued some: looking for due deliveries is two queries)
+        recurring = schedule_store.finished_recurring_root(self.store, claim["organization_id"], claim["group"])
         if recurring is not None:
             root_id, publish_date, every_days, anchor = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,

@@ -170,6 +170,40 @@ def test_scale_table_only_when_measured_and_ratios_to_sqlite():
     assert "| PostgreSQL, 3 processes | — | —× |" in lines
 
 
+def test_postgresql_targets_only_when_the_postgresql_rows_ran():
+    assert len(report.targets(measurements())) == 7
+    data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "6000", "sc_peer_pg": "2500"},
+                        SC_RATE={"sched_pg1": "116", "sched_pg3": "290"})
+    assert [target.line() for target in report.targets(data)][7:] == [
+        "- PASS  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: 2.40× (6000 vs 2500 req/s)",
+        "- PASS  rustiz on PostgreSQL (1 process) ≥ 0.5× rustiz on SQLite, wrk c32: 0.60× (6000 vs 10000 req/s)",
+        "- PASS  scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process: 2.50× (290 vs 116 posts/s)"]
+
+
+def test_postgresql_targets_fail_below_their_ratios_or_when_a_row_is_missing():
+    data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "4900", "sc_peer_pg": "2450"},
+                        SC_RATE={"sched_pg1": "116", "sched_pg3": "289"})
+    assert verdicts(data)[7:] == ["PASS", "FAIL", "FAIL"]  # 2.00×; 0.49×; 2.49×
+    data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "6000"})
+    lines = [target.line() for target in report.targets(data)][7:]
+    assert lines[0] == ("- FAIL  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: "
+                        "not measured")
+    assert lines[2] == "- FAIL  scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process: not measured"
+
+
+def test_the_postgresql_only_report_prints_the_peer_row_and_the_targets():
+    text = ("SC_RPS\tsc_sqlite1\t10000\nSC_RPS\tsc_pg1\t3000\nSC_RPS\tsc_peer_pg\t2000\nSC_RATE\tsched_pg1\t116\n"
+            "SC_RATE\tsched_pg3\t188\nscalar\tPARTIAL\t1\nscalar\tSCALE_ONLY\t1\n"
+            "scalar\tPGPEER\tuvicorn 0.55.0, psycopg-pool 3.3.3\n")
+    lines = report.partial_report(Measurements.parse(text))
+    assert "| uvicorn+starlette+psycopg_pool (8 connections), PostgreSQL, 1 process | 2000 | — | 0.20× |" in lines
+    assert any("the same-work peer (uvicorn 0.55.0, psycopg-pool 3.3.3) reads the same database" in line for line in lines)
+    assert lines[-3:] == [
+        "- FAIL  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: 1.50× (3000 vs 2000 req/s)",
+        "- FAIL  rustiz on PostgreSQL (1 process) ≥ 0.5× rustiz on SQLite, wrk c32: 0.30× (3000 vs 10000 req/s)",
+        "- FAIL  scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process: 1.62× (188 vs 116 posts/s)"]
+
+
 def test_postiz_table_says_when_postiz_was_not_measured():
     assert sections.postiz_table(Measurements({}, {})) == []
     assert sections.postiz_table(Measurements({}, {"BENCH_POSTIZ": "1"}))[-1].startswith("Postiz (BENCH_POSTIZ=1): not measured")

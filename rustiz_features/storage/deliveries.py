@@ -61,10 +61,11 @@ _DELIVERY_PENDING = "delivered_at IS NULL AND gave_up_at IS NULL"
 _DELIVERY_FREE = "(lease_until IS NULL OR lease_until < ?)"
 
 
-def queue_webhook_event(db: sqlite3.Connection, event: dict, now: str) -> None:
+def queue_webhook_event(db: sqlite3.Connection, event: dict, now: str) -> int:
     """A delivery of `event` (the scheduler's payload: "event", "organizationId", "channel": {"id"}) to each
-    of the organization's webhooks that covers its channel (an empty list of channels covers all)."""
+    of the organization's webhooks that covers its channel (an empty list of channels covers all); how many."""
     payload = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    queued = 0
     for webhook_id, integrations in db.execute(
             "SELECT id, integrations FROM webhook WHERE organization_id = ? AND deleted_at IS NULL",
             (event["organizationId"],)).fetchall():
@@ -74,6 +75,8 @@ def queue_webhook_event(db: sqlite3.Connection, event: dict, now: str) -> None:
                        "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (new_uuid(), event["organizationId"], webhook_id, event["event"], payload,
                         time.time(), now))
+            queued += 1
+    return queued
 
 
 def due_webhook_deliveries(store: Store, now: float, limit: int) -> list:

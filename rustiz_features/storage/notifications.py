@@ -6,16 +6,20 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from rustiz import Store, new_uuid, utc_now_iso
 
 
 def add_notification(store: Store, organization_id: str, content: str, link: Optional[str] = None) -> None:
-    now = utc_now_iso()
     with store.writing() as db:
-        db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
+        insert_notification(db, organization_id, content, link, utc_now_iso())
+
+
+def insert_notification(db: Any, organization_id: str, content: str, link: Optional[str], now: str) -> None:
+    """A notification, inside a write transaction the caller holds (the scheduler's outcome's own)."""
+    db.execute("INSERT INTO notification (id, organization_id, content, link, created_at, updated_at) "
+               "VALUES (?, ?, ?, ?, ?, ?)", (new_uuid(), organization_id, content, link, now, now))
 
 
 def notifications(store: Store, organization_id: str, offset: int, limit: int) -> tuple:
