@@ -155,10 +155,12 @@ def platform_tag() -> str:
 # compressed source only (about 5 KB) instead of source and bytecode (about 15 KB). So do the modules only a
 # scaled-out instance loads (PostgreSQL, a bucket, `db copy`), compiled once when a process starts with them,
 # those only a command loads (the CLI's table, backup, restore, doctor), compiled by the command that runs,
-# and the OpenAPI document's builder, run once per process on its first request.
+# the OpenAPI document's builder, run once per process on its first request, and the routes an operator calls
+# now and then: posts import and export, and analytics.
 COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgres.py",
                          "rustiz_features/object_storage.py", "rustiz_features/db_copy.py",
-                         "rustiz_features/cli.py", "rustiz_features/ops.py", "rustiz_features/openapi.py")
+                         "rustiz_features/cli.py", "rustiz_features/ops.py", "rustiz_features/openapi.py",
+                         "rustiz_features/posts_files.py", "rustiz_features/analytics.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.
