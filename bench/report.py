@@ -53,8 +53,8 @@ def targets(data: Measurements) -> list:
                       rps.get("rz_fast", ""), rps.get("uvicorn", ""), ">=", 3.5, "req/s"),
         _ratio_target("rustiz (uvloop+orjson) ≥ 0.5× nginx ceiling, wrk c32",
                       rps.get("rz_fast", ""), rps.get("nginx", ""), ">=", 0.5, "req/s"),
-        _ratio_target("rustiz (stdlib only) ≥ 3× uvicorn+starlette, wrk c32",
-                      rps.get("rz_std", ""), rps.get("uvicorn", ""), ">=", 3, "req/s"),
+        _ratio_target("rustiz (stdlib only) ≥ 3.5× uvicorn+starlette, wrk c32",
+                      rps.get("rz_std", ""), rps.get("uvicorn", ""), ">=", 3.5, "req/s"),
         _ratio_target("rustiz (stdlib only) ≥ 0.5× a do-nothing asyncio Protocol (Python's floor), wrk c32",
                       rps.get("rz_std", ""), rps.get("floor", ""), ">=", 0.5, "req/s"),
         _ratio_target("start-up median (stdlib rustiz) ≤ 0.5× uvicorn+starlette's",
@@ -66,6 +66,12 @@ def targets(data: Measurements) -> list:
     idle = kib(data.get("RSS0").get("rz_std", ""))
     idle_mib = f"{idle / 1024:.1f}" if idle is not None else ""
     found.append(Target("idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB", idle_mib, "<=", 20, f"{idle_mib} MiB"))
+    loaded = kib(data.get("RSS1").get("rz_std", ""))
+    loaded_mib = f"{loaded / 1024:.1f}" if loaded is not None else ""
+    found.append(Target("RSS after ab -k -c32 and the wrk loads (stdlib rustiz) ≤ 25 MiB", loaded_mib, "<=", 25,
+                        f"{loaded_mib} MiB"))
+    errors = data.get("ERRS").get("rz_std", "")
+    found.append(Target("failed requests under ab and wrk (stdlib rustiz) = 0", errors, "<=", 0, f"{errors}"))
     size = data.scalar("SIZE_PLAIN")
     size_kib = f"{int(size) / 1024:.1f}" if size else ""
     found.append(Target("rustiz.pyz ≤ 680 KiB", size, "<=", PYZ_SIZE_LIMIT, f"{size} bytes ({size_kib} KiB)"))

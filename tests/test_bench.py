@@ -85,9 +85,9 @@ def test_start_up_median_and_range_of_odd_and_even_series():
 
 def measurements(**arrays) -> Measurements:
     """A run in which nginx, uvicorn and both rustiz builds were measured as ARRAYS say (the rest: defaults)."""
-    defaults = {"RPS32": {"nginx": "40000", "floor": "30000", "uvicorn": "5000", "rz_std": "16000", "rz_fast": "20000"},
+    defaults = {"RPS32": {"nginx": "40000", "floor": "30000", "uvicorn": "4000", "rz_std": "16000", "rz_fast": "20000"},
                 "SU_VALUES": {"rz_std": "100 110 120", "uvicorn": "300 320 340"},
-                "RSS0": {"rz_std": "18432 1 0"}}
+                "RSS0": {"rz_std": "18432 1 0"}, "RSS1": {"rz_std": "20480 1 0"}, "ERRS": {"rz_std": "0"}}
     scalars = arrays.pop("scalars", {})
     return Measurements({**defaults, **arrays}, {"SIZE_PLAIN": "600000", **scalars})
 
@@ -99,34 +99,37 @@ def verdicts(data: Measurements) -> list:
 def test_targets_pass_when_every_figure_meets_them():
     lines = [target.line() for target in report.targets(measurements())]
     assert lines == [
-        "- PASS  rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32: 4.00× (20000 vs 5000 req/s)",
+        "- PASS  rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32: 5.00× (20000 vs 4000 req/s)",
         "- PASS  rustiz (uvloop+orjson) ≥ 0.5× nginx ceiling, wrk c32: 0.50× (20000 vs 40000 req/s)",
-        "- PASS  rustiz (stdlib only) ≥ 3× uvicorn+starlette, wrk c32: 3.20× (16000 vs 5000 req/s)",
+        "- PASS  rustiz (stdlib only) ≥ 3.5× uvicorn+starlette, wrk c32: 4.00× (16000 vs 4000 req/s)",
         "- PASS  rustiz (stdlib only) ≥ 0.5× a do-nothing asyncio Protocol (Python's floor), wrk c32: 0.53× "
         "(16000 vs 30000 req/s)",
         "- PASS  start-up median (stdlib rustiz) ≤ 0.5× uvicorn+starlette's: 0.34× (110 vs 320 ms)",
         "- PASS  idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB: 18.0 MiB",
+        "- PASS  RSS after ab -k -c32 and the wrk loads (stdlib rustiz) ≤ 25 MiB: 20.0 MiB",
+        "- PASS  failed requests under ab and wrk (stdlib rustiz) = 0: 0",
         "- PASS  rustiz.pyz ≤ 680 KiB: 600000 bytes (585.9 KiB)"]
 
 
 def test_a_target_not_measured_fails_and_says_so():
-    data = measurements(RPS32={"nginx": "40000", "uvicorn": "5000", "rz_std": "16000"})
+    data = measurements(RPS32={"nginx": "40000", "uvicorn": "4000", "rz_std": "16000"}, ERRS={"rz_std": "3"})
     lines = [target.line() for target in report.targets(data)]
     assert lines[0] == "- FAIL  rustiz (uvloop+orjson) ≥ 3.5× uvicorn+starlette, wrk c32: not measured"
-    assert verdicts(data) == ["FAIL", "FAIL", "PASS", "FAIL", "PASS", "PASS", "PASS"]
+    assert verdicts(data) == ["FAIL", "FAIL", "PASS", "FAIL", "PASS", "PASS", "PASS", "FAIL", "PASS"]
 
 
 def test_targets_compare_the_rounded_ratio_and_the_size_limit_in_bytes():
-    data = measurements(RPS32={"nginx": "40000", "floor": "59995", "uvicorn": "10000", "rz_std": "29996",
-                               "rz_fast": "34996"}, scalars={"SIZE_PLAIN": str(680 * 1024 + 1)})
-    assert verdicts(data) == ["PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "FAIL"]  # 3.4996 prints 3.50
+    data = measurements(RPS32={"nginx": "40000", "floor": "59995", "uvicorn": "10000", "rz_std": "34996",
+                               "rz_fast": "34996"}, RSS1={"rz_std": "25700 1 0"},
+                        scalars={"SIZE_PLAIN": str(680 * 1024 + 1)})
+    assert verdicts(data) == ["PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "FAIL", "PASS", "FAIL"]  # 3.4996: 3.50
 
 
 def test_the_baseline_start_up_target_appears_only_with_a_baseline_build():
     data = measurements(SU_VALUES={"rz_std": "100", "uvicorn": "300", "rz_fast": "90", "base_fast": "80"},
                         scalars={"BASE_FAST_PYZ": "/tmp/main-speedups.pyz"})
     lines = [target.line() for target in report.targets(data)]
-    assert len(lines) == 8
+    assert len(lines) == 10
     assert lines[5] == "- FAIL  start-up median (uvloop+orjson) no worse than the baseline's: 1.12× (90 vs 80 ms)"
 
 
@@ -145,7 +148,7 @@ def test_main_table_keeps_unmeasured_peers_and_drops_unmeasured_extra_rows():
     rows = [line for line in report.main_table(data) if line.startswith("| ") and "Server" not in line]
     assert [row.split(" | ")[0] for row in rows] == ["| nginx", "| uvicorn", "| rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1)",
                                                      "| rz_fast"]
-    assert rows[2] == ("| rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1) | 600000 | 110 ms (100–120) | 18.0 MiB | — | 16000 "
+    assert rows[2] == ("| rustiz, stdlib (RUSTIZ_NO_SPEEDUPS=1) | 600000 | 110 ms (100–120) | 18.0 MiB | 20.0 MiB | 16000 "
                        "| 1.25 ms | — | — | — | — | 0 |")
 
 
@@ -171,10 +174,10 @@ def test_scale_table_only_when_measured_and_ratios_to_sqlite():
 
 
 def test_postgresql_targets_only_when_the_postgresql_rows_ran():
-    assert len(report.targets(measurements())) == 7
+    assert len(report.targets(measurements())) == 9
     data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "6000", "sc_peer_pg": "2500"},
                         SC_RATE={"sched_pg1": "116", "sched_pg3": "290"})
-    assert [target.line() for target in report.targets(data)][7:] == [
+    assert [target.line() for target in report.targets(data)][9:] == [
         "- PASS  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: 2.40× (6000 vs 2500 req/s)",
         "- PASS  rustiz on PostgreSQL (1 process) ≥ 0.5× rustiz on SQLite, wrk c32: 0.60× (6000 vs 10000 req/s)",
         "- PASS  scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process: 2.50× (290 vs 116 posts/s)"]
@@ -183,7 +186,7 @@ def test_postgresql_targets_only_when_the_postgresql_rows_ran():
 def test_postgresql_targets_fail_below_their_ratios_or_when_a_row_is_missing():
     data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "4900", "sc_peer_pg": "2450"},
                         SC_RATE={"sched_pg1": "116", "sched_pg3": "289"})
-    assert verdicts(data)[7:] == ["PASS", "FAIL", "FAIL"]  # 2.00×; 0.49×; 2.49×
+    assert verdicts(data)[9:] == ["PASS", "FAIL", "FAIL"]  # 2.00×; 0.49×; 2.49×
     data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "6000"})
     lines = [target.line() for target in report.targets(data)][7:]
     assert lines[0] == ("- FAIL  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: "
