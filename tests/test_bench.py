@@ -188,7 +188,7 @@ def test_postgresql_targets_fail_below_their_ratios_or_when_a_row_is_missing():
                         SC_RATE={"sched_pg1": "116", "sched_pg3": "289"})
     assert verdicts(data)[9:] == ["PASS", "FAIL", "FAIL"]  # 2.00×; 0.49×; 2.49×
     data = measurements(SC_RPS={"sc_sqlite1": "10000", "sc_pg1": "6000"})
-    lines = [target.line() for target in report.targets(data)][7:]
+    lines = [target.line() for target in report.targets(data)][9:]
     assert lines[0] == ("- FAIL  rustiz on PostgreSQL (1 process) ≥ 2× uvicorn+starlette+psycopg_pool, wrk c32: "
                         "not measured")
     assert lines[2] == "- FAIL  scheduler on PostgreSQL: 3 processes ≥ 2.5× 1 process: not measured"
