@@ -1108,13 +1108,15 @@ class Store:
             self._generations[at:at + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
 
     @contextlib.contextmanager
-    def writing(self, shared: bool = False):
+    def writing(self, shared: bool = False, no_channels: bool = False):
         """One write transaction, committed when the block ends (rolled back if it raises). Raises
         DatabaseUnwritable when the file cannot be written, and remembers why in `write_problem`.
 
         Writers take turns, one at a time, as SQLite makes them (on PostgreSQL through an advisory lock), so
         a read-then-write inside the block sees no other writer. `shared` (PostgreSQL): this transaction
-        only locks the rows it changes (the scheduler's claims), and runs beside other shared ones."""
+        only locks the rows it changes (the scheduler's claims), and runs beside other shared ones.
+        `no_channels`: it writes no channel or customer row, so what was read from them stays remembered (the
+        request path's own writes: a rate-limit count, a key's last use)."""
         self._end_shared_read()
         announced = None
         try:
@@ -1127,11 +1129,12 @@ class Store:
                 if self.remote and self.db.changes_channels:
                     announced = self._acknowledging_listener().announce(self.db, "rustiz_channels")
                 self.db.execute("COMMIT")
-                if self.remote:  # (whatever it changed: a commit is rarer than a read)
-                    self._channels_changed_here()
+                if self.remote:
+                    if not no_channels:  # (whatever it changed: a commit is rarer than a read)
+                        self._channels_changed_here()
                     if announced is not None:  # the others know before this process answers
                         self.listener.heard_by_all(announced)
-                else:
+                elif not no_channels:
                     self._writes_committed += 1
             except BaseException:
                 if announced is not None:
@@ -1306,7 +1309,7 @@ class Store:
 
     def record_key_use(self, key: KeyIdentity, when: str) -> None:
         """A key's last use (the caller writes it at most every KEY_LAST_USE_SECONDS)."""
-        with self.writing() as db:
+        with self.writing(no_channels=True) as db:
             if key.key_id is None:
                 db.execute("UPDATE organization SET api_key_last_used_at = ? WHERE id = ?", (when, key.organization))
             else:
@@ -1390,7 +1393,7 @@ class Store:
         moment (Postiz's throttler) or, when None, until the window ends; afterwards counting restarts at 1.
         """
         now = time.time() if now is None else now
-        with self.writing() as db:
+        with self.writing(no_channels=True) as db:
             row = db.execute("SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?",
                              (key,)).fetchone()
             if row is not None and row[2] is not None and now < row[2]:

@@ -129,6 +129,29 @@ def test_the_channels_version_is_the_snapshots_own_so_an_older_read_is_never_kep
         other.close()
 
 
+def test_the_request_paths_own_writes_leave_the_channels_version_and_a_channel_write_moves_it(tmp_path):
+    """A REQUEST_LIMIT count or a key's last use writes no channel: remembered listings stay valid through them
+    (else with REQUEST_LIMIT on, its default, every request would read the listing again)."""
+    store = rustiz.Store(str(tmp_path / "db.db"))
+    end_of_turn: list = []
+    store.share_reads_per_loop_turn(end_of_turn.append)
+    try:
+        organization_id = store.create_organization("Org", rustiz.hash_api_key("b" * 64))
+        while end_of_turn:
+            end_of_turn.pop()()
+        before = store.channels_version()
+        assert store.count_request("client:127.0.0.1", 600, 60).allowed
+        store.record_key_use(rustiz.KeyIdentity(organization_id, "full", None), rustiz.utc_now_iso())
+        assert store.channels_version() == before
+        with store.writing() as db:
+            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
+                       "created_at, updated_at) VALUES ('c1', 'i1', ?, 'Chan', 'bluesky', 'now', 'now')",
+                       (organization_id,))
+        assert store.channels_version() != before
+    finally:
+        store.close()
+
+
 def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
