@@ -888,6 +888,37 @@ class RateDecision(NamedTuple):
     retry_after: int  # seconds until a refused caller may try again (0 when allowed)
 
 
+class RateWindow(NamedTuple):
+    """A fixed-window counter's row: when its window began, its hits in it, and until when it is blocked."""
+    start: float
+    hits: int
+    blocked_until: Optional[float]
+
+
+def count_in_window(window: Optional[RateWindow], now: float, limit: int, window_seconds: int,
+                    block_seconds: Optional[int]) -> tuple:
+    """One more hit on a fixed-window counter: (the window after it, RateDecision). The first hit opens a
+    window; a hit over the limit blocks the key for `block_seconds` from that moment (Postiz's throttler) or,
+    when None, until the window ends; a blocked key's hits are refused and not counted; afterwards counting
+    restarts at 1."""
+    if window is not None and window.blocked_until is not None and now < window.blocked_until:
+        wait = math.ceil(window.blocked_until - now)
+        return window, RateDecision(False, limit, 0, wait, wait)
+    if window is None or now >= window.start + window_seconds or window.blocked_until is not None:
+        start, hits = now, 1
+    else:
+        start, hits = window.start, window.hits + 1
+    blocked_until = None
+    if hits > limit:
+        blocked_until = now + block_seconds if block_seconds else start + window_seconds
+    reset = max(0, math.ceil(start + window_seconds - now))
+    if blocked_until is not None:
+        decision = RateDecision(False, limit, 0, reset, max(1, math.ceil(blocked_until - now)))
+    else:
+        decision = RateDecision(True, limit, max(0, limit - hits), reset, 0)
+    return RateWindow(start, hits, blocked_until), decision
+
+
 class DatabaseUnwritable(sqlite3.OperationalError):
     """SQLite could not write the database (a full disk, a read-only file or mount, an I/O error); the
     message names the file, the cause and what to do. Requests that meet it are answered 503."""
@@ -1394,23 +1425,45 @@ class Store:
         """
         now = time.time() if now is None else now
         with self.writing(no_channels=True) as db:
-            row = db.execute("SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?",
-                             (key,)).fetchone()
-            if row is not None and row[2] is not None and now < row[2]:
-                return RateDecision(False, limit, 0, math.ceil(row[2] - now), math.ceil(row[2] - now))
-            if row is None or now >= row[0] + window_seconds or row[2] is not None:
-                window_start, hits = now, 1
-            else:
-                window_start, hits = row[0], row[1] + 1
-            blocked_until = None
-            if hits > limit:
-                blocked_until = now + block_seconds if block_seconds else window_start + window_seconds
-            db.execute("INSERT OR REPLACE INTO rate_limit (key, window_start, hits, blocked_until) "
-                       "VALUES (?, ?, ?, ?)", (key, window_start, hits, blocked_until))
-        reset = max(0, math.ceil(window_start + window_seconds - now))
-        if blocked_until is not None:
-            return RateDecision(False, limit, 0, reset, max(1, math.ceil(blocked_until - now)))
-        return RateDecision(True, limit, max(0, limit - hits), reset, 0)
+            row = db.execute(self._RATE_WINDOW_SQL, (key,)).fetchone()
+            before = None if row is None else RateWindow(*row)
+            after, decision = count_in_window(before, now, limit, window_seconds, block_seconds)
+            if after is not before:  # (a blocked key's refused hit changes nothing)
+                db.execute(self._RATE_WINDOW_WRITE_SQL, (key, *after))
+        return decision
+
+    _RATE_WINDOW_SQL = "SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?"
+    _RATE_WINDOW_WRITE_SQL = ("INSERT OR REPLACE INTO rate_limit (key, window_start, hits, blocked_until) "
+                              "VALUES (?, ?, ?, ?)")
+
+    def rate_window(self, key: str) -> Optional[RateWindow]:
+        """A fixed-window counter as stored (see count_request), or None."""
+        row = self.read(self._RATE_WINDOW_SQL, (key,)).fetchone()
+        return None if row is None else RateWindow(*row)
+
+    def add_to_rate_windows(self, counted: dict) -> None:
+        """Write what a process counted in memory since it read them: key -> (the window as read, the window
+        after its hits). Hits another process wrote meanwhile in the same window are kept (added to ours); a
+        window one of them opened later than ours wins, ours being the older."""
+        with self.writing(no_channels=True) as db:
+            for key, (read, counted_to) in counted.items():
+                row = db.execute(self._RATE_WINDOW_SQL, (key,)).fetchone()
+                stored = None if row is None else RateWindow(*row)
+                ours = counted_to.hits - (read.hits if read is not None and read.start == counted_to.start else 0)
+                if stored is not None and stored.start > counted_to.start:
+                    continue
+                if stored is not None and stored.start == counted_to.start:
+                    blocked = max((value for value in (stored.blocked_until, counted_to.blocked_until)
+                                   if value is not None), default=None)
+                    counted_to = RateWindow(stored.start, stored.hits + ours, blocked)
+                db.execute(self._RATE_WINDOW_WRITE_SQL, (key, *counted_to))
+
+    def at_end_of_turn(self, callback: Callable[[], None]) -> bool:
+        """Run `callback` after this turn of the server's event loop; False (not run) outside the server."""
+        if self._schedule_end_of_turn is None:
+            return False
+        self._schedule_end_of_turn(callback)
+        return True
 
     def forget_expired_rate_limits(self, now: float, longest_window: int) -> int:
         with self.writing() as db:
@@ -2061,6 +2114,7 @@ class ServerState:
         self.call_soon = call_soon
         self.admit = app.admit
         self.respond = app.respond if app.store.remote else app.respond_here
+        self.write_counts = app.guard.write_turn_counts
         self.connections: set = set()
         self.max_connections = max_connections or config.max_connections
         self.overflow: dict = {}  # the connections beyond max_connections, oldest first (an ordered set)
@@ -2502,14 +2556,18 @@ class HttpConnection(asyncio.Protocol):
         self.answers_held.append(answer)
 
     def send_held_answers(self) -> None:
-        """What _send_at_end_of_turn held, now: before anything else is written, and before closing."""
+        """What _send_at_end_of_turn held, now: before anything else is written, and before closing (after this
+        turn's REQUEST_LIMIT counts are stored)."""
         held = self.answers_held
         if held:
+            self.state.write_counts()
             self.answers_held = []
             self.transport.write(held[0] if len(held) == 1 else b"".join(held))
 
     def _write(self, data: bytes) -> None:
-        """Every write but a held answer: after the held ones, so that the client reads them all in order."""
+        """Every write but a held answer: after the held ones, so that the client reads them all in order, and
+        after this turn's REQUEST_LIMIT counts are stored (see Guard._count_this_turn)."""
+        self.state.write_counts()
         if self.answers_held:
             self.send_held_answers()
         self.transport.write(data)
@@ -3032,6 +3090,9 @@ class Guard:
         # PostgreSQL: REQUEST_LIMIT counts in this process only (a write to the shared database for every
         # request would cost more than the requests): client address -> (window start, hits).
         self._local_windows: dict = {}
+        # SQLite: REQUEST_LIMIT counts of this turn of the event loop, written at its end (see _count_this_turn):
+        # key -> (its window as read from the database, its window now)
+        self._counted_this_turn: dict = {}
 
     def organization(self, request: Request) -> str:
         """Postiz clients send `Authorization: <key>`; `Authorization: Bearer <key>` is accepted too. The
@@ -3156,10 +3217,39 @@ class Guard:
         if self.store.remote:
             self._count_locally(self.client_address(request))
             return
-        decision = self.store.count_request("client:" + self.client_address(request), self.config.request_limit,
-                                            REQUEST_LIMIT_WINDOW_SECONDS)
+        decision = self._count_this_turn("client:" + self.client_address(request))
         if not decision.allowed:
             raise _too_many_requests(decision.retry_after)
+
+    def _count_this_turn(self, key: str) -> RateDecision:
+        """REQUEST_LIMIT on SQLite, counted in memory for one turn of the event loop and written once at its end
+        (Store.add_to_rate_windows), instead of a write transaction per request. The count's row is read once per
+        turn; the other workers' hits written since are added when ours are written, so a worker sees them one
+        turn late at most. (Outside the server's loop: written at once, by Store.count_request.)"""
+        counted = self._counted_this_turn
+        entry = counted.get(key)
+        if entry is None:
+            if not counted and not self.store.at_end_of_turn(self.write_turn_counts):
+                return self.store.count_request(key, self.config.request_limit, REQUEST_LIMIT_WINDOW_SECONDS)
+            read = self.store.rate_window(key)
+            entry = counted[key] = (read, read)
+        window, decision = count_in_window(entry[1], time.time(), self.config.request_limit,
+                                           REQUEST_LIMIT_WINDOW_SECONDS, None)
+        counted[key] = (entry[0], window)
+        return decision
+
+    def write_turn_counts(self) -> None:
+        """Write the REQUEST_LIMIT counts of this turn now (the end of the turn, or before an answer that is not
+        held for it leaves: a client's next request, on any worker, finds its count)."""
+        if not self._counted_this_turn:
+            return
+        counted, self._counted_this_turn = self._counted_this_turn, {}
+        changed = {key: entry for key, entry in counted.items() if entry[1] is not entry[0]}
+        if changed:
+            try:
+                self.store.add_to_rate_windows(changed)
+            except sqlite3.Error as error:  # (a count not written is no reason to stop serving)
+                log(f"REQUEST_LIMIT counts of this turn not written: {error}")
 
     def _count_locally(self, client: str) -> None:
         now = time.monotonic()

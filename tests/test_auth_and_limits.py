@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 
 import pytest
@@ -154,6 +155,22 @@ def test_request_limit_refuses_the_sixth_request_in_a_minute_on_any_route_but_he
     assert 0 < int(headers["retry-after"]) <= 60
     assert server.request("GET", "/no/such/route")[::2] == (429, THROTTLED)
     assert server.request("GET", "/health")[::2] == (200, b"ok")  # still exempt when over the limit
+
+
+def test_request_limit_counts_pipelined_requests_of_one_read_exactly_and_the_count_is_stored(start_server):
+    """Counts are kept in memory for a turn of the event loop and written at its end: eight requests in one
+    send get five answers and a 429 (which ends the connection), and the next connection finds the count."""
+    server = start_server(env={"REQUEST_LIMIT": "5", "API_LIMIT": "0"})
+    request = f"GET /public/v1/is-connected HTTP/1.1\r\nHost: x\r\nAuthorization: {server.key}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(request * 8)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    assert re.findall(rb"HTTP/1.1 (\d+)", received) == [b"200"] * 5 + [b"429"]
+    assert server.request("GET", "/public/v1/is-connected", auth(server.key))[0] == 429
+    with Database(server).connect() as db:
+        assert db.execute("SELECT hits FROM rate_limit WHERE key = 'client:127.0.0.1'").fetchall() == [(6,)]
 
 
 def test_request_limit_zero_turns_it_off(start_server):

@@ -283,3 +283,35 @@ def test_a_disk_write_error_is_a_503_and_health_recovers_once_writes_succeed(ser
         resource.prlimit(server.process.pid, resource.RLIMIT_FSIZE, (soft, hard))
     wait_for_health(server)
     assert add_webhook(server)[0] == 201 and len(webhook_urls(server)) == 2
+
+
+def test_counts_kept_in_memory_for_a_turn_add_to_what_another_process_wrote_in_the_same_window(tmp_path):
+    store = rustiz.Store(str(tmp_path / "db.db"))
+    try:
+        assert store.count_request("client:a", 10, 60, now=1000.0).remaining == 9  # another worker: 1 hit
+        read = store.rate_window("client:a")
+        counted = read
+        for moment in (1001.0, 1002.0, 1003.0):  # this worker: 3 hits in memory, from the window it read
+            counted, decision = rustiz.count_in_window(counted, moment, 10, 60, None)
+        assert decision.remaining == 6
+        assert store.count_request("client:a", 10, 60, now=1004.0).remaining == 8  # the other worker: 1 more
+        store.add_to_rate_windows({"client:a": (read, counted)})
+        assert store.rate_window("client:a") == rustiz.RateWindow(1000.0, 5, None)  # 2 theirs + 3 ours
+        # a window this worker opened anew replaces an older one; a newer one written meanwhile wins over ours
+        fresh, _ = rustiz.count_in_window(read, 1070.0, 10, 60, None)
+        store.add_to_rate_windows({"client:a": (read, fresh)})
+        assert store.rate_window("client:a") == rustiz.RateWindow(1070.0, 1, None)
+        stale, _ = rustiz.count_in_window(read, 1065.0, 10, 60, None)
+        store.add_to_rate_windows({"client:a": (read, stale)})
+        assert store.rate_window("client:a") == rustiz.RateWindow(1070.0, 1, None)
+    finally:
+        store.close()
+
+
+def test_a_blocked_counter_refuses_without_counting_and_opens_a_new_window_once_the_block_ends():
+    window, decision = rustiz.count_in_window(rustiz.RateWindow(0.0, 2, None), 1.0, 2, 60, None)
+    assert (decision.allowed, decision.retry_after, window) == (False, 59, rustiz.RateWindow(0.0, 3, 60.0))
+    again, refused = rustiz.count_in_window(window, 2.0, 2, 60, None)
+    assert again is window and not refused.allowed
+    after, allowed = rustiz.count_in_window(window, 61.0, 2, 60, None)
+    assert allowed.allowed and after == rustiz.RateWindow(61.0, 1, None)
