@@ -3246,9 +3246,11 @@ class Guard:
         counted, self._counted_this_turn = self._counted_this_turn, {}
         changed = {key: entry for key, entry in counted.items() if entry[1] is not entry[0]}
         if changed:
-            try:
+            try:  # (a count not written is no reason to stop serving)
                 self.store.add_to_rate_windows(changed)
-            except sqlite3.Error as error:  # (a count not written is no reason to stop serving)
+            except DatabaseUnwritable:
+                pass  # (the Store has logged why, once; /health says it until writes succeed again)
+            except sqlite3.Error as error:
                 log(f"REQUEST_LIMIT counts of this turn not written: {error}")
 
     def _count_locally(self, client: str) -> None:
