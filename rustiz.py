@@ -919,6 +919,12 @@ def count_in_window(window: Optional[RateWindow], now: float, limit: int, window
     return RateWindow(start, hits, blocked_until), decision
 
 
+def increment_counter(memory: Any, offset: int) -> None:
+    """Add one to the 8-byte little-endian counter at `offset` of `memory` (an mmap or a bytearray), wrapping."""
+    counter = int.from_bytes(memory[offset:offset + 8], "little")
+    memory[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+
+
 class DatabaseUnwritable(sqlite3.OperationalError):
     """SQLite could not write the database (a full disk, a read-only file or mount, an I/O error); the
     message names the file, the cause and what to do. Requests that meet it are answered 503."""
@@ -1068,8 +1074,7 @@ class Store:
             self._channels_changed_here()
             return
         offset = 0 if channel == "rustiz_credentials" else 8
-        counter = int.from_bytes(self._generations[offset:offset + 8], "little")
-        self._generations[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+        increment_counter(self._generations, offset)
         if offset and self.on_posts_changed is not None:
             self.on_posts_changed()  # (the scheduler's wake-up, safe to call from this thread)
 
@@ -1134,9 +1139,7 @@ class Store:
 
     def _channels_changed_here(self) -> None:
         with self._slot_lock:
-            at = self._channels_slot
-            counter = int.from_bytes(self._generations[at:at + 8], "little")
-            self._generations[at:at + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+            increment_counter(self._generations, self._channels_slot)
 
     @contextlib.contextmanager
     def writing(self, shared: bool = False, no_channels: bool = False):
@@ -1245,8 +1248,7 @@ class Store:
                 if announced is not None:
                     self.listener.heard_by_all(announced)
             return
-        counter = int.from_bytes(self._shared_counters[offset:offset + 8], "little")
-        self._shared_counters[offset:offset + 8] = ((counter + 1) % 2**64).to_bytes(8, "little")
+        increment_counter(self._shared_counters, offset)
 
     def credentials_generation(self) -> bytes:
         return bytes(self._generations[:8]) if self.remote else self._shared_counters[:8]
@@ -1916,8 +1918,8 @@ def serialize_response(response: Response, keep_alive: bool, http10: bool, head_
             f"Content-Type: {response.content_type}\r\n".encode() if response.content_type else b"")
     if keep_alive and not http10 and not head_only and not response.headers and response.status != 204:
         # The common case in one join.
-        status_line = _STATUS_LINES.get(response.status) or _status_line(response.status)
-        return b"".join((status_line, HTTP_DATE.line, content_type, b"Content-Length: %d\r\n\r\n" % len(body), body))
+        return b"".join((_status_line(response.status), HTTP_DATE.line, content_type,
+                         b"Content-Length: %d\r\n\r\n" % len(body), body))
     parts = [_status_line(response.status), HTTP_DATE.line, content_type]
     if response.status not in (204, 304):  # RFC 9110 8.6: a 204 carries no Content-Length; a 304 needs none
         parts.append(b"Content-Length: %d\r\n" % (response.length if type(response) is FileResponse else len(body)))
@@ -3047,6 +3049,11 @@ def _too_many_requests(retry_after: int) -> ApiError:
                     [("Retry-After", str(retry_after))])
 
 
+def scope_allows(scope: str, needed: str) -> bool:
+    """Whether a key of `scope` may do what needs `needed` (SCOPES go from the narrowest to the widest)."""
+    return SCOPES.index(scope) >= SCOPES.index(needed)
+
+
 def scope_refusal(scope: str, needed: str, what: str) -> ApiError:
     """403 for a key whose scope does not allow `what` (the same words for the API and MCP's tool errors)."""
     return nest_error(403, scope_refusal_text(scope, needed, what))
@@ -3184,7 +3191,7 @@ class Guard:
     @staticmethod
     def check_scope(request: Request, needed: str, what: str) -> None:
         """Raises ApiError 403 unless the caller's key has the scope `needed` (or a wider one) for `what`."""
-        if request.scope != "full" and SCOPES.index(request.scope) < SCOPES.index(needed):
+        if not scope_allows(request.scope, needed):
             raise scope_refusal(request.scope, needed, what)
 
     def client_address(self, request: Request) -> str:
@@ -3616,8 +3623,7 @@ class App:
         if request.method not in ("GET", "HEAD") or not route.authenticated or not key:
             return None
         identity = self.guard.remembered_identity(key)
-        if identity is None or (identity.scope != "full"
-                                and SCOPES.index(identity.scope) < SCOPES.index(route.scope or "read")):
+        if identity is None or not scope_allows(identity.scope, route.scope or "read"):
             return None  # (the refusal is worded on the thread, as for any other request)
         try:
             answer = route.from_memory(request, identity.organization)

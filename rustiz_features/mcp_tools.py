@@ -16,7 +16,8 @@ import re
 import traceback
 from typing import Any, Awaitable, Optional, Union
 
-from rustiz import SCOPES, ApiError, App, DatabaseUnwritable, KeyIdentity, json_dumps, log, new_cuid, scope_refusal_text
+from rustiz import (ApiError, App, DatabaseUnwritable, KeyIdentity, json_dumps, log, new_cuid, scope_allows,
+                    scope_refusal_text)
 from .api_channels import ChannelsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
@@ -447,7 +448,7 @@ class McpTools:
             return _tool_error(f"Unknown tool: {name}")
         scope = "full" if key is None else key.scope
         needed = TOOL_SCOPES.get(tool["name"], "full")
-        if SCOPES.index(scope) < SCOPES.index(needed):
+        if not scope_allows(scope, needed):
             return _tool_error(scope_refusal_text(scope, needed, f"the MCP tool {tool['name']}"))
         problems: list = []
         arguments = {} if arguments is None else arguments
