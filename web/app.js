@@ -1,5 +1,7 @@
-// rustiz web app: sign-in, the shell (navigation, timezone shown), and a hash router.
-import { h, api, session, errorBox, field, zone } from './util.js';
+// rustiz web app: sign-in, the shell (navigation with counts, timezone shown, language and theme switches,
+// keyboard shortcuts), and a hash router.
+import { h, api, session, errorBox, field, zone, go } from './util.js';
+import { t, LANGUAGES, lang, loadLanguage, chooseLanguage } from './i18n.js';
 
 const app = document.getElementById('app');
 const routes = {
@@ -12,7 +14,27 @@ const routes = {
   review: () => import('./pages.js').then((m) => m.reviewPage),
   import: () => import('./files.js').then((m) => m.importPage),
 };
+// (labels translated when drawn: t() needs the language loaded first)
 const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
+
+// --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------
+const THEME = 'rustiz.theme';
+function applyTheme(choice = localStorage.getItem(THEME) || 'system') {
+  if (choice === 'system') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = choice;
+}
+applyTheme();
+
+function preferenceSwitches() {
+  const theme = h('select', { 'aria-label': t('Theme'), onchange: () => { localStorage.setItem(THEME, theme.value); applyTheme(theme.value); } },
+    [['system', t('Theme: system')], ['light', t('Theme: light')], ['dark', t('Theme: dark')]].map(([value, label]) =>
+      h('option', { value, selected: (localStorage.getItem(THEME) || 'system') === value }, label)));
+  const language = h('select', { 'aria-label': t('Language'), onchange: async () => {
+    await chooseLanguage(language.value);
+    if (session.organization) shell(); else loginPage();
+  } }, LANGUAGES.map(([code, name]) => h('option', { value: code, selected: code === lang() }, name)));
+  return h('div.switches', language, theme);
+}
 
 function signIn(result) {
   session.organization = result.organization;
@@ -35,22 +57,22 @@ function resumeConnection() {
 }
 
 function loginPage(message) {
-  document.title = 'Sign in · rustiz';
+  document.title = `${t('Sign in')} · rustiz`;
   const errors = errorBox();
   const key = h('input', { type: 'password', name: 'apiKey', autocomplete: 'current-password', spellcheck: 'false' });
   const email = h('input', { type: 'email', name: 'email', autocomplete: 'username' });
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'current-password' });
-  const submit = h('button.primary', { type: 'submit' }, 'Sign in');
+  const submit = h('button.primary', { type: 'submit' }, t('Sign in'));
   let withKey = true;
-  const keyPart = h('div', field('API key', key, 'Printed by `rustiz init` (or `rustiz key rotate`); also in config.env as RUSTIZ_API_KEY.'));
-  const passwordPart = h('div', { hidden: true }, field('Email', email), field('Password', password, 'Set by the operator with `rustiz user add`.'));
+  const keyPart = h('div', field(t('API key'), key, t('Printed by `rustiz init` (or `rustiz key rotate`); also in config.env as RUSTIZ_API_KEY.')));
+  const passwordPart = h('div', { hidden: true }, field(t('Email'), email), field(t('Password'), password, t('Set by the operator with `rustiz user add`.')));
   const toggle = h('button.link', { type: 'button', onclick: () => {
     withKey = !withKey;
     keyPart.hidden = !withKey;
     passwordPart.hidden = withKey;
-    toggle.textContent = withKey ? 'Sign in with email and password instead' : 'Sign in with the API key instead';
+    toggle.textContent = withKey ? t('Sign in with email and password instead') : t('Sign in with the API key instead');
     (withKey ? key : email).focus();
-  } }, 'Sign in with email and password instead');
+  } }, t('Sign in with email and password instead'));
   const form = h('form.card.login', { onsubmit: async (event) => {
     event.preventDefault();
     errors.show(null);
@@ -62,14 +84,14 @@ function loginPage(message) {
       if (!location.hash || location.hash === '#/login') location.hash = '#/calendar';
       shell();
     } catch (error) {
-      errors.show(error.status === 401 || error.status === 400 ? error : new Error(`Could not sign in: ${error.message}`));
+      errors.show(error.status === 401 || error.status === 400 ? error : new Error(t('Could not sign in: {reason}', { reason: error.message })));
       errors.focus();
     } finally {
       submit.disabled = false;
     }
   } },
   h('h1', h('img', { src: '/web/icon.svg', alt: '', width: 32, height: 32 }), ' rustiz'),
-  message ? h('p.notice', message) : null, keyPart, passwordPart, errors, submit, toggle);
+  message ? h('p.notice', message) : null, keyPart, passwordPart, errors, submit, toggle, preferenceSwitches());
   app.replaceChildren(h('main#main.center', form));
   key.focus();
 }
@@ -88,7 +110,7 @@ async function render() {
   const token = (current = {});
   const page = await routes[route]();
   if (token !== current) return;
-  const title = NAV.find(([r]) => r === route)?.[1] || 'Post';
+  const title = t(NAV.find(([r]) => r === route)?.[1] || 'Post');
   document.title = `${title} · rustiz`;
   const container = h('div.page');  // a render overtaken by another writes into a detached element
   main.replaceChildren(container);
@@ -102,26 +124,75 @@ async function render() {
 }
 
 function shell() {
-  const zoneLabel = h('span.zone', { title: 'Every time is shown in this timezone (change it in Settings)' }, `Times in ${zone()}`);
-  window.addEventListener('rustiz:zone', () => { zoneLabel.textContent = `Times in ${zone()}`; });
+  const zoneLabel = h('span.zone', { title: t('Every time is shown in this timezone (change it in Settings)') }, t('Times in {zone}', { zone: zone() }));
+  window.addEventListener('rustiz:zone', () => { zoneLabel.textContent = t('Times in {zone}', { zone: zone() }); });
   const logout = h('button.link', { type: 'button', onclick: async () => {
     try { await api('POST', '/auth/logout'); } catch { /* signed out anyway */ }
     session.organization = null;
-    loginPage('Signed out.');
-  } }, 'Sign out');
+    loginPage(t('Signed out.'));
+  } }, t('Sign out'));
   const menu = h('button.menu', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'nav-links', onclick: () => {
     const open = menu.getAttribute('aria-expanded') !== 'true';
     menu.setAttribute('aria-expanded', String(open));
     links.classList.toggle('open', open);
-  } }, 'Menu');
-  const links = h('ul#nav-links', NAV.map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: () => { links.classList.remove('open'); menu.setAttribute('aria-expanded', 'false'); } }, label))));
+  } }, t('Menu'));
+  const links = h('ul#nav-links', NAV.map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: () => { links.classList.remove('open'); menu.setAttribute('aria-expanded', 'false'); } },
+    t(label), h('span.count-badge', { dataset: { count: route }, hidden: true })))));
   app.replaceChildren(
     h('header.top', h('a.brand', { href: '#/calendar' }, h('img', { src: '/web/icon.svg', alt: '', width: 24, height: 24 }), ' rustiz'),
-      h('nav.top', { 'aria-label': 'Main' }, menu, links),
-      h('div.who', h('span.org', session.organization.name), zoneLabel, logout)),
+      h('nav.top', { 'aria-label': t('Main') }, menu, links),
+      h('div.who', h('span.org', session.organization.name), zoneLabel, preferenceSwitches(), logout)),
     h('main#main', { tabindex: '-1' }));
   render();
+  refreshCounts();
 }
+
+// --- counts in the navigation: unread notifications, posts waiting for review -------------------------------
+const SEEN = 'rustiz.notifications-seen';  // when this browser last opened Notifications (ms)
+export function markNotificationsSeen() {
+  localStorage.setItem(SEEN, String(Date.now()));
+  refreshCounts();
+}
+
+async function refreshCounts() {
+  const show = (route, count, label) => {
+    const badge = document.querySelector(`.count-badge[data-count="${route}"]`);
+    if (!badge) return;
+    badge.hidden = !count;
+    badge.textContent = count > 99 ? '99+' : String(count);
+    badge.setAttribute('aria-label', label);
+  };
+  try {
+    const seen = Number(localStorage.getItem(SEEN) || 0);
+    const { notifications = [] } = await api('GET', '/notifications');
+    const unread = notifications.filter((n) => Date.parse(n.createdAt) > seen).length;
+    show('notifications', unread, t('{n} unread', { n: unread }));
+    const waiting = await api('GET', '/posts?state=review');
+    const count = (waiting.posts || []).length;
+    show('review', count, t('{n} waiting', { n: count }));
+  } catch { /* counts are a convenience: the pages themselves say what failed */ }
+}
+window.addEventListener('rustiz:counts', refreshCounts);
+
+// --- keyboard: n new post, t today, ? the list of shortcuts (arrows: the calendar's own) ------------------
+const SHORTCUTS = [['n', 'New post'], ['t', 'Today in the calendar'], ['← →', 'Previous or next period in the calendar'], ['?', 'This list']];
+function showShortcuts() {
+  const dialog = h('dialog.shortcuts', { 'aria-labelledby': 'shortcuts-title' },
+    h('h2#shortcuts-title', t('Keyboard shortcuts')),
+    h('dl', SHORTCUTS.map(([key, what]) => [h('dt', h('kbd', key)), h('dd', t(what))])),
+    h('form', { method: 'dialog' }, h('button', { type: 'submit' }, t('Close'))));
+  dialog.addEventListener('close', () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+}
+document.addEventListener('keydown', (event) => {
+  if (!session.organization || event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+  const target = event.target;
+  if (target.closest?.('input, textarea, select, [contenteditable], dialog')) return;
+  if (event.key === 'n') { event.preventDefault(); go('#/compose'); }
+  else if (event.key === 't') { event.preventDefault(); window.dispatchEvent(new CustomEvent('rustiz:today')); if (!location.hash.startsWith('#/calendar')) go('#/calendar'); }
+  else if (event.key === '?') { event.preventDefault(); showShortcuts(); }
+});
 
 window.addEventListener('hashchange', async () => {
   await render();
@@ -129,13 +200,14 @@ window.addEventListener('hashchange', async () => {
   if (main && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
 });
 window.addEventListener('rustiz:signed-out', () => {
-  if (session.organization) { session.organization = null; loginPage('Your session ended: sign in again.'); }
+  if (session.organization) { session.organization = null; loginPage(t('Your session ended: sign in again.')); }
 });
 
 (async () => {
+  try { await loadLanguage(); } catch { /* English, the language every text is written in */ }
   try {
     const current = await api('GET', '/auth/session');  // {signedIn: false} when this browser has no session
-    if (!current.signedIn) { loginPage(connectionToResume() ? 'Sign in to finish connecting your channel.' : undefined); return; }
+    if (!current.signedIn) { loginPage(connectionToResume() ? t('Sign in to finish connecting your channel.') : undefined); return; }
     signIn(current);
     if (!resumeConnection()) shell();
   } catch {

@@ -1,4 +1,7 @@
 // Shared helpers: DOM building, the API client (session cookie + CSRF), times in the organization's zone.
+import { t, lang } from './i18n.js';
+
+export { t, tn, lang } from './i18n.js';
 
 // justMade: the posts the composer just made ({action, ids}), for the calendar to confirm and highlight once.
 export const session = { organization: null, csrfToken: '', justMade: null };
@@ -45,7 +48,7 @@ function append(el, children) {
  * that is gone says so in words instead of a broken-image icon. */
 export function mediaImage(path, alt) {
   const img = h('img', { src: path, alt });
-  img.addEventListener('error', () => img.replaceWith(h('span.muted.media-missing', { title: path }, 'Picture not shown: it is not stored in rustiz, or it is gone')), { once: true });
+  img.addEventListener('error', () => img.replaceWith(h('span.muted.media-missing', { title: path }, t('Picture not shown: it is not stored in rustiz, or it is gone'))), { once: true });
   return img;
 }
 
@@ -80,13 +83,13 @@ export class ApiError extends Error {
 
 /** The API's error bodies, as lines a person can read: message (string or list), {provider,name,message}, msg. */
 export function errorLines(body, status) {
-  if (!body || typeof body !== 'object') return [typeof body === 'string' && body ? body : `HTTP ${status}`];
+  if (!body || typeof body !== 'object') return [typeof body === 'string' && body ? body : t('The server answered {status} without saying why.', { status })];
   if (Array.isArray(body)) return body.flatMap((item) => errorLines(item, status));
   const lines = [];
   const message = body.message ?? body.msg ?? body.error;
   if (Array.isArray(message)) lines.push(...message.map(String));
   else if (message) lines.push((body.provider || body.name ? `${[body.name, body.provider].filter(Boolean).join(' / ')}: ` : '') + message);
-  return lines.length ? lines : [`HTTP ${status}`];
+  return lines.length ? lines : [t('The server answered {status} without saying why.', { status })];
 }
 
 export const describeError = (body, status) => errorLines(body, status).join('\n');
@@ -139,8 +142,8 @@ export function errorBox() {
 export const zone = () => session.organization?.timezone || 'UTC';
 const formats = new Map();
 function formatter(options) {
-  const key = zone() + JSON.stringify(options);
-  if (!formats.has(key)) formats.set(key, new Intl.DateTimeFormat(undefined, { timeZone: zone(), ...options }));
+  const key = lang() + zone() + JSON.stringify(options);
+  if (!formats.has(key)) formats.set(key, new Intl.DateTimeFormat(lang(), { timeZone: zone(), ...options }));
   return formats.get(key);
 }
 /** Wall-clock parts {y, m, d, h, mi} of an instant in the organization's zone. */
@@ -186,7 +189,9 @@ export function htmlToText(html) {
 }
 
 export const STATES = { QUEUE: 'Queued', PUBLISHING: 'Publishing', PUBLISHED: 'Published', ERROR: 'Error', DRAFT: 'Draft' };
-export const stateBadge = (state) => h(`span.badge.st-${state || 'QUEUE'}`, STATES[state] || state);
+/** A post state's name in the person's language. */
+export const stateLabel = (state) => t(STATES[state] || state);
+export const stateBadge = (state) => h(`span.badge.st-${state || 'QUEUE'}`, stateLabel(state));
 
 export function go(hash) {
   if (location.hash === hash) window.dispatchEvent(new HashChangeEvent('hashchange'));
