@@ -148,11 +148,13 @@ function shell() {
 }
 
 // --- counts in the navigation: unread notifications, posts waiting for review -------------------------------
+// Pages tell the shell with window events: 'rustiz:notifications-seen' (Notifications opened), 'rustiz:counts'
+// (a post was approved, rejected or sent to review).
 const SEEN = 'rustiz.notifications-seen';  // when this browser last opened Notifications (ms)
-export function markNotificationsSeen() {
+window.addEventListener('rustiz:notifications-seen', () => {
   localStorage.setItem(SEEN, String(Date.now()));
   refreshCounts();
-}
+});
 
 async function refreshCounts() {
   const show = (route, count, label) => {
