@@ -867,6 +867,8 @@ MIGRATIONS: tuple = (
         "CREATE TRIGGER customer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON customer "
         "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
     )),
+    # The post a notification is about, for the web app's link to its page (GET /notifications: postId).
+    "ALTER TABLE notification ADD COLUMN post_id TEXT;",
 )
 
 

@@ -312,7 +312,7 @@ def _rustiz_tool_definitions() -> list:
          "outputSchema": _root(_z_object({"output": _z_object({
              "notifications": {"type": "array", "items": _z_object({
                  "id": {"type": "string"}, "content": {"type": "string"}, "link": {"type": ["string", "null"]},
-                 "createdAt": {"type": "string"}})},
+                 "createdAt": {"type": "string"}, "postId": {"type": ["string", "null"]}})},
              "total": {"type": "integer"}, "page": {"type": "integer"}, "hasMore": {"type": "boolean"}})})),
          "annotations": _annotations("List Notifications", *_READ_ONLY)},
     ]
