@@ -97,5 +97,5 @@ def make_demo_week(server) -> dict:
             ("Your post was published on Acme Coffee", made["published"], 70),
             ("Error on Northwind Bikes: The media could not be processed", made["failed"], 20)):
         notification = db.notification(content, utc(now - datetime.timedelta(hours=hours_ago)))
-        db.execute("UPDATE notification SET link = ? WHERE id = ?", f"/p/{post_id}", notification)
+        db.execute("UPDATE notification SET post_id = ? WHERE id = ?", post_id, notification)
     return made
