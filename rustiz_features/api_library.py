@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import App, Request, Response, bad_request, encode_json, json_response, nest_error, new_cuid, \
     new_uuid, not_found, route_options
@@ -82,6 +82,15 @@ def _checked_name(value: Any, limit: int, problems: list) -> Optional[str]:
     return name
 
 
+class AreaStorage(NamedTuple):
+    """An area's storage functions; each takes the Store and the organization id first."""
+    rows: Callable[..., list]  # the live rows
+    row: Callable[..., Optional[dict]]  # (row id): a live row, or None
+    create: Callable[..., dict]  # (**columns): the new row
+    update: Callable[..., Optional[dict]]  # (row id, {column: value}): the row now, or None
+    delete: Callable[..., bool]  # (row id): whether a live row was marked deleted
+
+
 class LibraryRoutes:
     """What the tags, signatures and sets routes share: a body's fields checked, then a row added, changed or
     removed in the caller's organization. Each area says its `noun`, its `fields` (the body's, with the column
@@ -91,6 +100,7 @@ class LibraryRoutes:
     fields: dict = {}  # the body's field -> its column
     required: tuple = ()
     defaults: dict = {}  # column -> its value when a create leaves the field out
+    storage: AreaStorage
 
     def __init__(self, app: App):
         self.store = app.store
@@ -104,31 +114,20 @@ class LibraryRoutes:
     def check_together(self, organization_id: str, row: dict, problems: list) -> None:
         """Rules across fields, on the row as it would be stored (column -> value)."""
 
-    def stored_rows(self, organization_id: str) -> list:
-        raise NotImplementedError
-
-    def stored_row(self, organization_id: str, row_id: str) -> Optional[dict]:
-        raise NotImplementedError
-
-    def store_new(self, organization_id: str, row: dict) -> dict:
-        raise NotImplementedError
-
-    def store_changes(self, organization_id: str, row_id: str, changes: dict) -> Optional[dict]:
-        raise NotImplementedError
-
-    def store_removal(self, organization_id: str, row_id: str) -> bool:
-        raise NotImplementedError
+    def shown(self, organization_id: str, rows: list) -> list:
+        """Stored rows as the routes answer them."""
+        return rows
 
     # --- shared -----------------------------------------------------------------------------------------
 
     def listing(self, organization_id: str) -> list:
-        return self.stored_rows(organization_id)
+        return self.shown(organization_id, self.storage.rows(self.store, organization_id))
 
     def add(self, organization_id: str, body: Any) -> dict:
         """A new row from a create's body; raises ApiError 400 (each problem named) or 409."""
         row = {**self.defaults, **self._checked_changes(organization_id, body, creating=True)}
         self._check_row(organization_id, row)
-        return self.store_new(organization_id, row)
+        return self._write(self.storage.create, organization_id, **row)
 
     def change(self, organization_id: str, row_id: str, body: Any) -> dict:
         """The row changed as the body says; raises ApiError 404, 400 or 409."""
@@ -136,25 +135,32 @@ class LibraryRoutes:
         changes = self._checked_changes(organization_id, body, creating=False)
         self._check_row(organization_id, {**{self.fields[name]: value for name, value in current.items()
                                              if name in self.fields}, **changes})
-        changed = self.store_changes(organization_id, row_id, changes)
+        changed = self._write(self.storage.update, organization_id, row_id, changes)
         if changed is None:  # (removed meanwhile)
-            raise self._not_found(row_id)
-        return changed
+            raise self._not_found()
+        return self.shown(organization_id, [changed])[0]
 
     def remove(self, organization_id: str, row_id: str) -> dict:
         """The row as it was before it was marked deleted; raises ApiError 404."""
         current = self._existing(organization_id, row_id)
-        if not self.store_removal(organization_id, row_id):
-            raise self._not_found(row_id)
+        if not self.storage.delete(self.store, organization_id, row_id):
+            raise self._not_found()
         return current
 
     def _existing(self, organization_id: str, row_id: str) -> dict:
-        current = self.stored_row(organization_id, row_id)
+        current = self.storage.row(self.store, organization_id, row_id)
         if current is None:
-            raise self._not_found(row_id)
-        return current
+            raise self._not_found()
+        return self.shown(organization_id, [current])[0]
 
-    def _not_found(self, row_id: str) -> Exception:
+    def _write(self, write: Callable, *arguments: Any, **columns: Any) -> Any:
+        try:
+            return write(self.store, *arguments, **columns)
+        except TagNameTaken as taken:  # (tags alone have names unique in the organization)
+            raise nest_error(409, f"name: this organization already has a tag named {taken.name!r} (tag names are "
+                                  f"unique whatever their case): choose another name, or change that tag") from None
+
+    def _not_found(self) -> Exception:
         return not_found(f"{self.noun.capitalize()} not found (GET /public/v1/{self.noun}s lists this "
                          f"organization's)")
 
@@ -187,6 +193,8 @@ class TagsApi(LibraryRoutes):
     fields = {"name": "name", "color": "color"}
     required = ("name",)
     defaults = {"color": DEFAULT_TAG_COLOR}
+    storage = AreaStorage(tag_store.tags, tag_store.tag, tag_store.create_tag, tag_store.update_tag,
+                          tag_store.delete_tag)
 
     def checked_value(self, organization_id: str, field: str, value: Any, problems: list) -> Any:
         if field == "name":
@@ -194,27 +202,6 @@ class TagsApi(LibraryRoutes):
         if not isinstance(value, str) or not COLOR.match(value):
             problems.append("color must be a colour written #RRGGBB, for example #3b82f6")
         return value
-
-    def stored_rows(self, organization_id: str) -> list:
-        return tag_store.tags(self.store, organization_id)
-
-    def stored_row(self, organization_id: str, row_id: str) -> Optional[dict]:
-        return tag_store.tag(self.store, organization_id, row_id)
-
-    def store_new(self, organization_id: str, row: dict) -> dict:
-        try:
-            return tag_store.create_tag(self.store, organization_id, row["name"], row["color"])
-        except TagNameTaken as taken:
-            raise _name_taken(taken) from None
-
-    def store_changes(self, organization_id: str, row_id: str, changes: dict) -> Optional[dict]:
-        try:
-            return tag_store.update_tag(self.store, organization_id, row_id, changes)
-        except TagNameTaken as taken:
-            raise _name_taken(taken) from None
-
-    def store_removal(self, organization_id: str, row_id: str) -> bool:
-        return tag_store.delete_tag(self.store, organization_id, row_id)
 
     @documented("The organization's tags, by name (rustiz)", ("200", object_schema({"tags": array_of(TAG)})))
     def list_tags(self, request: Request, organization_id: str) -> Response:
@@ -236,11 +223,6 @@ class TagsApi(LibraryRoutes):
         return json_response(self.remove(organization_id, request.params["id"]))
 
 
-def _name_taken(taken: TagNameTaken) -> Exception:
-    return nest_error(409, f"name: this organization already has a tag named {taken.name!r} (tag names are unique "
-                           f"whatever their case): choose another name, or change that tag")
-
-
 class SignaturesApi(LibraryRoutes):
     """GET/POST /signatures, PUT/DELETE /signatures/:id: text the composer adds to new posts, at most one of
     them automatically (autoAdd: saving one with it takes it from the others)."""
@@ -249,6 +231,8 @@ class SignaturesApi(LibraryRoutes):
     fields = {"content": "content", "autoAdd": "auto_add"}
     required = ("content",)
     defaults = {"auto_add": False}
+    storage = AreaStorage(signature_store.signatures, signature_store.signature, signature_store.create_signature,
+                          signature_store.update_signature, signature_store.delete_signature)
 
     def checked_value(self, organization_id: str, field: str, value: Any, problems: list) -> Any:
         if field == "autoAdd":
@@ -258,21 +242,6 @@ class SignaturesApi(LibraryRoutes):
         if not isinstance(value, str) or not value.strip() or len(value) > MAX_SIGNATURE_CHARACTERS:
             problems.append(f"content must be a string of 1 to {MAX_SIGNATURE_CHARACTERS} characters, not only spaces")
         return value
-
-    def stored_rows(self, organization_id: str) -> list:
-        return signature_store.signatures(self.store, organization_id)
-
-    def stored_row(self, organization_id: str, row_id: str) -> Optional[dict]:
-        return signature_store.signature(self.store, organization_id, row_id)
-
-    def store_new(self, organization_id: str, row: dict) -> dict:
-        return signature_store.create_signature(self.store, organization_id, row["content"], row["auto_add"])
-
-    def store_changes(self, organization_id: str, row_id: str, changes: dict) -> Optional[dict]:
-        return signature_store.update_signature(self.store, organization_id, row_id, changes)
-
-    def store_removal(self, organization_id: str, row_id: str) -> bool:
-        return signature_store.delete_signature(self.store, organization_id, row_id)
 
     @documented("The organization's signatures, oldest first (rustiz)",
                 ("200", object_schema({"signatures": array_of(SIGNATURE)})))
@@ -301,6 +270,8 @@ class SetsApi(LibraryRoutes):
     fields = {"name": "name", "channels": "channels", "settings": "settings"}
     required = ("name", "channels")
     defaults = {"settings": {}}
+    storage = AreaStorage(set_store.sets, set_store.post_set, set_store.create_set, set_store.update_set,
+                          set_store.delete_set)
 
     def checked_value(self, organization_id: str, field: str, value: Any, problems: list) -> Any:
         if field == "name":
@@ -335,23 +306,9 @@ class SetsApi(LibraryRoutes):
             problems.append(f"settings: {', '.join(map(repr, stray[:10]))} "
                             f"{'is not one' if len(stray) == 1 else 'are not'} of the set's channels")
 
-    def stored_rows(self, organization_id: str) -> list:
+    def shown(self, organization_id: str, rows: list) -> list:
         live = self._live_channel_ids(organization_id)
-        return [_without_gone_channels(row, live) for row in set_store.sets(self.store, organization_id)]
-
-    def stored_row(self, organization_id: str, row_id: str) -> Optional[dict]:
-        row = set_store.post_set(self.store, organization_id, row_id)
-        return None if row is None else _without_gone_channels(row, self._live_channel_ids(organization_id))
-
-    def store_new(self, organization_id: str, row: dict) -> dict:
-        return set_store.create_set(self.store, organization_id, row["name"], row["channels"], row["settings"])
-
-    def store_changes(self, organization_id: str, row_id: str, changes: dict) -> Optional[dict]:
-        changed = set_store.update_set(self.store, organization_id, row_id, changes)
-        return None if changed is None else _without_gone_channels(changed, self._live_channel_ids(organization_id))
-
-    def store_removal(self, organization_id: str, row_id: str) -> bool:
-        return set_store.delete_set(self.store, organization_id, row_id)
+        return [_without_gone_channels(row, live) for row in rows]
 
     @documented("The organization's sets, by name (rustiz); channels deleted since are left out",
                 ("200", object_schema({"sets": array_of(SET)})))
