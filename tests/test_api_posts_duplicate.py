@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support import API, Database, api, dict_rows
+from support import API, Database, api, dict_rows, new_key, two_organizations
 
 FUTURE = "2031-03-01T09:30:00.000Z"
 COPIED_COLUMNS = ("integration_id", "content", "delay", "settings", "image", "interval_in_days", "publish_date",
@@ -22,9 +22,7 @@ def shared(start_module_server):
 
 @pytest.fixture(scope="module")
 def world(shared) -> dict:
-    db = Database(shared)
-    other_org, other_key = db.organization()
-    return {"db": db, "other_org": other_org, "other_key": other_key, "sky": db.channel("Sky", "bluesky")}
+    return two_organizations(shared)
 
 
 def rows(db: Database, where: str, *parameters) -> list:
@@ -92,8 +90,7 @@ def test_a_published_or_failed_post_is_copied_as_a_draft_without_its_outcome(sha
 
 def test_unknown_deleted_and_other_organizations_posts_are_404(shared, world):
     db = world["db"]
-    theirs = db.post(db.channel("Theirs", "x", organization_id=world["other_org"]), FUTURE,
-                     organization_id=world["other_org"])
+    theirs = db.post(world["theirs"], FUTURE, organization_id=world["other_org"])
     deleted = db.post(world["sky"], FUTURE, deleted=True)
     on_a_gone_channel = db.post(db.channel("Gone", "x", deleted=True), FUTURE)
     mine = db.post(world["sky"], FUTURE)
@@ -109,8 +106,7 @@ def test_unknown_deleted_and_other_organizations_posts_are_404(shared, world):
 def test_a_drafts_key_s_copies_wait_for_review_and_a_read_key_is_refused(shared, world):
     db = world["db"]
     post_id = db.post(world["sky"], FUTURE)
-    keys = {scope: api(shared, "POST", f"{API}/api-keys", {"name": f"copier-{scope}", "scope": scope})[1]["apiKey"]
-            for scope in ("read", "drafts")}
+    keys = {scope: new_key(shared, f"copier-{scope}", scope) for scope in ("read", "drafts")}
     status, answer = duplicate(shared, post_id, keys["read"])
     assert status == 403 and answer["message"].startswith("This API key has the scope 'read'") \
         and "needs the scope 'drafts'" in answer["message"]

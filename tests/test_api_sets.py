@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import API, Database, api
+from support import API, api, library_create, library_item, library_items, new_key, two_organizations
 
 
 @pytest.fixture(scope="module")
@@ -15,27 +15,20 @@ def shared(start_module_server):
 
 @pytest.fixture(scope="module")
 def world(shared) -> dict:
-    db = Database(shared)
-    other_org, other_key = db.organization()
-    return {"db": db, "other_key": other_key, "sky": db.channel("Sky", "bluesky"), "x": db.channel("Bird", "x"),
-            "gone": db.channel("Gone", "x", deleted=True),
-            "theirs": db.channel("Theirs", "x", organization_id=other_org)}
+    world = two_organizations(shared)
+    return {**world, "x": world["db"].channel("Bird", "x"), "gone": world["db"].channel("Gone", "x", deleted=True)}
 
 
 def create(server, body, key: str | None = None) -> tuple:
-    return api(server, "POST", f"{API}/sets", body, key=key)
+    return library_create(server, "sets", body, key)
 
 
 def made(server, body: dict, key: str | None = None) -> dict:
-    status, answer = create(server, body, key)
-    assert status == 201, answer
-    return answer
+    return library_item(server, "sets", body, key)
 
 
 def listed(server, key: str | None = None) -> list:
-    status, answer = api(server, "GET", f"{API}/sets", key=key)
-    assert status == 200 and set(answer) == {"sets"}, answer
-    return answer["sets"]
+    return library_items(server, "sets", key)
 
 
 def test_a_set_is_created_listed_changed_and_deleted(shared, world):
@@ -133,7 +126,7 @@ def test_another_organization_neither_sees_nor_reaches_our_sets(shared, world):
 
 @pytest.mark.parametrize("scope", ["read", "drafts"])
 def test_read_and_drafts_keys_list_sets_but_every_change_needs_the_scope_full(shared, world, scope):
-    key = api(shared, "POST", f"{API}/api-keys", {"name": f"sets-{scope}", "scope": scope})[1]["apiKey"]
+    key = new_key(shared, f"sets-{scope}", scope)
     made_set = made(shared, {"name": f"For {scope}", "channels": [world["sky"]]})
     assert made_set in listed(shared, key)
     for method, path, body in (("POST", "/sets", {"name": "Agent", "channels": [world["sky"]]}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import API, Database, api
+from support import API, Database, api, library_create, library_item, library_items, new_key
 
 
 @pytest.fixture(scope="module")
@@ -19,19 +19,15 @@ def other_key(shared) -> str:
 
 
 def create(server, body, key: str | None = None) -> tuple:
-    return api(server, "POST", f"{API}/signatures", body, key=key)
+    return library_create(server, "signatures", body, key)
 
 
 def made(server, content: str, auto_add: bool = False, key: str | None = None) -> dict:
-    status, signature = create(server, {"content": content, "autoAdd": auto_add}, key)
-    assert status == 201, signature
-    return signature
+    return library_item(server, "signatures", {"content": content, "autoAdd": auto_add}, key)
 
 
 def listed(server, key: str | None = None) -> list:
-    status, answer = api(server, "GET", f"{API}/signatures", key=key)
-    assert status == 200 and set(answer) == {"signatures"}, answer
-    return answer["signatures"]
+    return library_items(server, "signatures", key)
 
 
 def auto_added(server, key: str | None = None) -> list:
@@ -104,8 +100,7 @@ def test_each_bad_field_is_a_400_naming_it(shared):
 
 @pytest.mark.parametrize("scope", ["read", "drafts"])
 def test_read_and_drafts_keys_list_signatures_but_every_change_needs_the_scope_full(shared, scope):
-    status, made_key = api(shared, "POST", f"{API}/api-keys", {"name": f"signatures-{scope}", "scope": scope})
-    key = made_key["apiKey"]
+    key = new_key(shared, f"signatures-{scope}", scope)
     signature = made(shared, f"for {scope}")
     assert signature in listed(shared, key)
     for method, path, body in (("POST", "/signatures", {"content": "agent"}),

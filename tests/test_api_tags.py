@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 import rustiz
-from support import API, Database, api, channel_post, iso, post_body
+from support import API, api, channel_post, iso, library_create, library_item, library_items, new_key, post_body, \
+    two_organizations
 
 
 @pytest.fixture(scope="module")
@@ -19,32 +20,21 @@ def shared(start_module_server):
 
 @pytest.fixture(scope="module")
 def world(shared) -> dict:
-    db = Database(shared)
-    other_org, other_key = db.organization()
-    return {"db": db, "other_key": other_key, "channel": db.channel("Sky", "bluesky"),
-            "other_tag": db.tag("Theirs", organization_id=other_org)}
-
-
-def new_key(server, name: str, scope: str) -> str:
-    status, made = api(server, "POST", f"{API}/api-keys", {"name": name, "scope": scope})
-    assert status == 201, made
-    return made["apiKey"]
+    world = two_organizations(shared)
+    return {**world, "channel": world["sky"],
+            "other_tag": world["db"].tag("Theirs", organization_id=world["other_org"])}
 
 
 def create(server, body, key: str | None = None) -> tuple:
-    return api(server, "POST", f"{API}/tags", body, key=key)
+    return library_create(server, "tags", body, key)
 
 
 def made(server, name: str, color: str = "#3b82f6") -> dict:
-    status, tag = create(server, {"name": name, "color": color})
-    assert status == 201, tag
-    return tag
+    return library_item(server, "tags", {"name": name, "color": color})
 
 
 def listed(server, key: str | None = None) -> list:
-    status, answer = api(server, "GET", f"{API}/tags", key=key)
-    assert status == 200 and set(answer) == {"tags"}, answer
-    return answer["tags"]
+    return library_items(server, "tags", key)
 
 
 def test_a_tag_is_created_listed_renamed_recoloured_and_deleted(shared, world):

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from support import API, Database, api
+from support import API, api, new_key, two_organizations
 from test_mcp import failure, output, sdk_client
 
 FUTURE = "2031-03-01T09:30:00.000Z"
@@ -20,16 +20,7 @@ def shared(start_module_server):
 
 @pytest.fixture(scope="module")
 def world(shared) -> dict:
-    db = Database(shared)
-    other_org, other_key = db.organization()
-    return {"db": db, "other_key": other_key, "sky": db.channel("Sky", "bluesky"),
-            "theirs": db.channel("Theirs", "x", organization_id=other_org)}
-
-
-def new_key(server, name: str, scope: str) -> str:
-    status, made = api(server, "POST", f"{API}/api-keys", {"name": name, "scope": scope})
-    assert status == 201, made
-    return made["apiKey"]
+    return two_organizations(shared)
 
 
 def with_client(server, scenario, key: str | None = None) -> None:
