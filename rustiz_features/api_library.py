@@ -9,6 +9,7 @@ Rules:
   exist", Nest's words, as PUT /posts/:id), and every field's problem is a 400 naming the field, all at once.
   A create answers 201 and the new row, a change 200 and the row as it is now, a delete 200 and the row as it
   was (deleted ones are kept, marked: posts still show a deleted tag).
+- A signature's text is HTML, sanitised as post content is (it becomes post content).
 - Every id is looked up in the caller's organization: another organization's answers as one that never
   existed (404). A set's channels that are not the caller's live channels are refused by the ids the caller
   sent, whether or not they exist elsewhere.
@@ -29,6 +30,7 @@ from .storage import sets as set_store
 from .storage import signatures as signature_store
 from .storage import tags as tag_store
 from .storage.tags import TagNameTaken
+from .text import sanitize_html, strip_html
 
 MAX_TAG_NAME_CHARACTERS = 50
 MAX_SET_NAME_CHARACTERS = 100
@@ -239,9 +241,12 @@ class SignaturesApi(LibraryRoutes):
             if not isinstance(value, bool):
                 problems.append("autoAdd must be a boolean value")
             return value
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_SIGNATURE_CHARACTERS:
-            problems.append(f"content must be a string of 1 to {MAX_SIGNATURE_CHARACTERS} characters, not only spaces")
-        return value
+        # Kept as post content is (it becomes post content): HTML sanitised, so no page can be made to run it.
+        content = sanitize_html(value) if isinstance(value, str) and len(value) <= MAX_SIGNATURE_CHARACTERS else ""
+        if not strip_html(content).strip():
+            problems.append(f"content must be a string of 1 to {MAX_SIGNATURE_CHARACTERS} characters with some text "
+                            f"(HTML as post content, sanitised the same way)")
+        return content
 
     @documented("The organization's signatures, oldest first (rustiz)",
                 ("200", object_schema({"signatures": array_of(SIGNATURE)})))

@@ -80,10 +80,12 @@ def test_another_organization_has_its_own_auto_added_signature_and_cannot_reach_
 
 def test_each_bad_field_is_a_400_naming_it(shared):
     before = listed(shared)
-    content_rule = "content must be a string of 1 to 5000 characters, not only spaces"
+    content_rule = ("content must be a string of 1 to 5000 characters with some text (HTML as post content, "
+                    "sanitised the same way)")
     cases = [({"content": ""}, [content_rule]), ({"content": " \n "}, [content_rule]),
              ({"content": "x" * 5001, "autoAdd": "yes"}, [content_rule, "autoAdd must be a boolean value"]),
-             ({"content": ["x"]}, [content_rule]), ({"autoAdd": True}, ["content should not be null or undefined"]),
+             ({"content": ["x"]}, [content_rule]), ({"content": "<p> </p><script>x</script>"}, [content_rule]),
+             ({"autoAdd": True}, ["content should not be null or undefined"]),
              ({"content": "fine", "text": "x"}, ["property text should not exist"])]
     for body, problems in cases:
         assert create(shared, body) == (400, {"statusCode": 400, "message": problems, "error": "Bad Request"}), body
@@ -91,6 +93,7 @@ def test_each_bad_field_is_a_400_naming_it(shared):
         assert create(shared, body)[1]["message"] == "The request body must be a JSON object"
     assert listed(shared) == before
     assert made(shared, "x" * 5000)["content"] == "x" * 5000
+    assert made(shared, '<p onclick="steal()">-- Ada<script>steal()</script></p>')["content"] == "<p>-- Ada</p>"
     signature = made(shared, "kept")
     assert api(shared, "PUT", f"{API}/signatures/{signature['id']}", {"autoAdd": 1})[1]["message"] == [
         "autoAdd must be a boolean value"]
