@@ -4,13 +4,12 @@ taking tags by label in CreatePost, and are listed by tag (GET /posts?tag=); a d
 differing only in case is merged by the migration."""
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 import rustiz
-from support import API, api, channel_post, iso, library_create, library_item, library_items, new_key, post_body, \
-    two_organizations
+from conftest import wanted_backends
+from support import (API, api, channel_post, connect_database, iso, library_create, library_item, library_items,
+                     new_key, post_body, two_organizations)
 
 
 @pytest.fixture(scope="module")
@@ -161,36 +160,34 @@ def test_posts_take_tags_by_label_keep_deleted_ones_and_are_listed_by_tag_name_o
     assert tagged(launch["id"]) == [post_id]
 
 
-@pytest.mark.sqlite_only("builds a database of the schema before, file by file")
-def test_the_migration_merges_live_tags_whose_names_differ_only_in_case(tmp_path):
-    path = str(tmp_path / "old.db")
-    db = sqlite3.connect(path)
-    for step in rustiz.MIGRATIONS[:-1]:
-        for statement in () if isinstance(step, rustiz.PostgresOnly) else step.split(";"):
-            if statement.strip():
-                db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (?)", (len(rustiz.MIGRATIONS) - 1,))
+@pytest.mark.parametrize("storage", wanted_backends())
+def test_the_migration_merges_live_tags_whose_names_differ_only_in_case(tmp_path, monkeypatch, request, storage):
+    database = (request.getfixturevalue("postgres_cluster").create_database() if storage == "postgresql"
+                else str(tmp_path / "old.db"))
+    latest = rustiz.MIGRATIONS
+    monkeypatch.setattr(rustiz, "MIGRATIONS", latest[:-1])  # a database of the schema before
+    rustiz.Store(database).close()
     stamp = "2024-05-01T10:00:00.000Z"
-    db.execute("INSERT INTO organization (id, name, created_at, updated_at) VALUES ('o', 'Org', ?, ?)", (stamp, stamp))
-    db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, created_at, "
-               "updated_at) VALUES ('c', 'i', 'o', 'Sky', 'bluesky', ?, ?)", (stamp, stamp))
-    for post_id in ("p1", "p2", "p3"):
-        db.execute("INSERT INTO post (id, publish_date, organization_id, integration_id, post_group, created_at, "
-                   "updated_at) VALUES (?, ?, 'o', 'c', ?, ?, ?)", (post_id, stamp, post_id, stamp, stamp))
-    for tag_id, name, deleted in (("t1", "Launch", None), ("t2", "LAUNCH", None), ("t3", "launch", None),
-                                  ("t4", "launch", stamp), ("t5", "Other", None)):
-        db.execute("INSERT INTO tag (id, organization_id, name, created_at, updated_at, deleted_at) "
-                   "VALUES (?, 'o', ?, ?, ?, ?)", (tag_id, name, stamp, stamp, deleted))
-    db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
-                   [("p1", "t2"), ("p1", "t3"), ("p2", "t1"), ("p2", "t2"), ("p3", "t4"), ("p3", "t5")])
-    db.commit()
-    db.close()
-    rustiz.Store(path).close()
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT id FROM tag WHERE deleted_at IS NULL ORDER BY id").fetchall() == [("t1",), ("t5",)]
-    assert sorted(db.execute("SELECT post_id, tag_id FROM tag_post").fetchall()) == [
-        ("p1", "t1"), ("p2", "t1"), ("p3", "t4"), ("p3", "t5")]
-    with pytest.raises(sqlite3.IntegrityError):
+    with connect_database(database) as db:
+        db.execute("INSERT INTO organization (id, name, created_at, updated_at) VALUES ('o', 'Org', ?, ?)",
+                   (stamp, stamp))
+        db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
+                   "created_at, updated_at) VALUES ('c', 'i', 'o', 'Sky', 'bluesky', ?, ?)", (stamp, stamp))
+        for post_id in ("p1", "p2", "p3"):
+            db.execute("INSERT INTO post (id, publish_date, organization_id, integration_id, post_group, created_at, "
+                       "updated_at) VALUES (?, ?, 'o', 'c', ?, ?, ?)", (post_id, stamp, post_id, stamp, stamp))
+        for tag_id, name, deleted in (("t1", "Launch", None), ("t2", "LAUNCH", None), ("t3", "launch", None),
+                                      ("t4", "launch", stamp), ("t5", "Other", None)):
+            db.execute("INSERT INTO tag (id, organization_id, name, created_at, updated_at, deleted_at) "
+                       "VALUES (?, 'o', ?, ?, ?, ?)", (tag_id, name, stamp, stamp, deleted))
+        db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
+                       [("p1", "t2"), ("p1", "t3"), ("p2", "t1"), ("p2", "t2"), ("p3", "t4"), ("p3", "t5")])
+    monkeypatch.setattr(rustiz, "MIGRATIONS", latest)
+    rustiz.Store(database).close()
+    with connect_database(database) as db:
+        assert db.execute("SELECT id FROM tag WHERE deleted_at IS NULL ORDER BY id").fetchall() == [("t1",), ("t5",)]
+        assert sorted(db.execute("SELECT post_id, tag_id FROM tag_post").fetchall()) == [
+            ("p1", "t1"), ("p2", "t1"), ("p3", "t4"), ("p3", "t5")]
+    with pytest.raises(Exception, match="(?i)unique"), connect_database(database) as db:
         db.execute("INSERT INTO tag (id, organization_id, name, created_at, updated_at) VALUES ('t6', 'o', 'LaUnCh', "
                    "?, ?)", (stamp, stamp))
