@@ -867,6 +867,12 @@ MIGRATIONS: tuple = (
         "CREATE TRIGGER customer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON customer "
         "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
     )),
+    # The media library: a picture's size in pixels, read from its header when it is uploaded (NULL: a video,
+    # a header rustiz cannot read, or an upload made before this step).
+    """
+    ALTER TABLE media ADD COLUMN width INTEGER;
+    ALTER TABLE media ADD COLUMN height INTEGER;
+    """,
 )
 
 
@@ -3406,6 +3412,11 @@ API_ROUTES = (
     ("GET", "/alerts", "alerts", "AlertsApi.show"),
     ("PUT", "/alerts", "alerts", "AlertsApi.update"),
     ("GET", "/openapi.json", "openapi", "OpenApiRoute.serve"),
+    # The media library (issue 24).
+    ("GET", "/media", "media_library", "MediaLibraryApi.list_media"),
+    ("POST", "/media/delete", "media_library", "MediaLibraryApi.delete_many"),
+    ("PUT", "/media/:id", "media_library", "MediaLibraryApi.update_media"),
+    ("DELETE", "/media/:id", "media_library", "MediaLibraryApi.delete_media"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
