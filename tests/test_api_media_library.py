@@ -378,3 +378,54 @@ def test_the_answers_match_the_openapi_document(shared, org):
     check(f"{LIBRARY}/{{id}}", "put", 200, call(shared, org, "PUT", f"{LIBRARY}/{media['id']}", {"alt": "x"})[1])
     check(f"{LIBRARY}/{{id}}", "delete", 409, call(shared, org, "DELETE", f"{LIBRARY}/{media['id']}")[1])
     check(f"{LIBRARY}/delete", "post", 200, call(shared, org, "POST", f"{LIBRARY}/delete", {"ids": ["nope"]})[1])
+
+
+# --- the MCP tools -----------------------------------------------------------------------------------------------
+
+def tool(shared, key: str, name: str, arguments: dict) -> dict:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    status, _, body = shared.request("POST", "/mcp", {"Authorization": f"Bearer {key}",
+                                                      "Content-Type": "application/json",
+                                                      "Accept": "application/json, text/event-stream"},
+                                     json.dumps(message).encode())
+    assert status == 200, body
+    return json.loads(body)["result"]
+
+
+def test_the_mcp_tools_list_change_and_delete_media(shared, org):
+    media = uploaded(shared, org, png_file(5, 7), "agent.png")
+    listed = tool(shared, org["key"], "listMedia", {})
+    assert not listed["isError"], listed
+    output = listed["structuredContent"]["output"]
+    assert output["pages"] == 1 and (output["media"][0]["width"], output["media"][0]["height"]) == (5, 7)
+    assert tool(shared, org["key"], "listMedia", {"search": "nothing like it"})["structuredContent"]["output"] == \
+        {"media": [], "pages": 0}
+    changed = tool(shared, org["key"], "updateMedia", {"id": media["id"], "alt": "A tall rectangle"})
+    assert changed["structuredContent"]["output"]["alt"] == "A tall rectangle"
+    queued = post_using(org, media)
+    refused = tool(shared, org["key"], "deleteMedia", {"id": media["id"]})
+    assert not refused["isError"] and [use["id"] for use in refused["structuredContent"]["output"]["usedBy"]] == \
+        [queued]
+    org["db"].execute("UPDATE post SET state = 'PUBLISHED' WHERE id = ?", queued)
+    deleted = tool(shared, org["key"], "deleteMedia", {"id": media["id"]})
+    assert deleted["structuredContent"]["output"] == {"id": media["id"], "deleted": True}
+
+
+@pytest.mark.parametrize("name, arguments, words", [
+    ("listMedia", {"page": 0}, "greater than or equal to 1"), ("listMedia", {"search": "s" * 201}, "search must"),
+    ("updateMedia", {"id": "nope", "alt": "x"}, "Media nope not found"),
+    ("updateMedia", {"id": "nope", "alt": "a" * 1001}, "alt must be shorter"),
+    ("deleteMedia", {"id": "nope"}, "Media nope not found"),
+])
+def test_the_mcp_tools_refuse_with_tool_errors(shared, org, name, arguments, words):
+    result = tool(shared, org["key"], name, arguments)
+    assert result["isError"] and words in result["content"][0]["text"], result
+
+
+def test_a_read_key_lists_media_over_mcp_but_may_not_change_it(shared, org):
+    status, made = call(shared, org, "POST", f"{API}/api-keys", {"name": "mcp-media-read", "scope": "read"})
+    assert status == 201
+    assert not tool(shared, made["apiKey"], "listMedia", {})["isError"]
+    for name in ("updateMedia", "deleteMedia"):
+        refused = tool(shared, made["apiKey"], name, {"id": "x"})
+        assert refused["isError"] and "needs the scope 'full'" in refused["content"][0]["text"]

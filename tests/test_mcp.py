@@ -23,7 +23,7 @@ from support import FakeOrigin, api, connected, iso, png_file, webhook_channel
 
 TOOL_NAMES = ["integrationList", "groupList", "integrationSchema", "triggerTool", "integrationSchedulePostTool",
               "postsListTool", "postSettingsTool", "uploadFromUrlTool", "postGetTool", "postRetryTool",
-              "notificationsListTool"]
+              "notificationsListTool", "listMedia", "updateMedia", "deleteMedia"]
 
 
 @asynccontextmanager
