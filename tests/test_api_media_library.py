@@ -380,6 +380,26 @@ def test_the_answers_match_the_openapi_document(shared, org):
     check(f"{LIBRARY}/delete", "post", 200, call(shared, org, "POST", f"{LIBRARY}/delete", {"ids": ["nope"]})[1])
 
 
+def test_with_a_bucket_the_size_is_recorded_and_a_deleted_items_object_removed_unless_a_post_uses_it(
+        start_server, backend):
+    from s3_server import S3Server
+    s3 = S3Server()
+    try:
+        bucket = s3.create_bucket("rustiz-media-library")
+        server = start_server(env=s3.rustiz_env(bucket))
+        org = {"key": server.key, "db": Database(server)}
+        org["id"] = org["db"].organization_id
+        org["channel"] = org["db"].channel("Sky", "bluesky")
+        gone, kept = uploaded(server, org, png_file(6, 4)), uploaded(server, org, png_file(2, 9))
+        assert [(item["width"], item["height"]) for item in listing(server, org)["media"]] == [(2, 9), (6, 4)]
+        post_using(org, kept, state="PUBLISHED")
+        for media in (gone, kept):
+            assert call(server, org, "DELETE", f"{LIBRARY}/{media['id']}")[0] == 200
+        assert s3.keys(bucket) == ["media/" + kept["path"].split("/uploads/", 1)[1]]
+    finally:
+        s3.stop()
+
+
 # --- the MCP tools -----------------------------------------------------------------------------------------------
 
 def tool(shared, key: str, name: str, arguments: dict) -> dict:
