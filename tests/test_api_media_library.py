@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 
 from rustiz_features.picture_size import picture_size
-from support import (API, Database, FakeOrigin, api, gif_file, iso, jpeg_file, mp4_file, png_file, upload,
-                     upload_from_url, webp_file)
+from support import (API, Database, FakeOrigin, api, gif_file, iso, jpeg_file, mcp_tool_call as tool, mp4_file,
+                     png_file, upload, upload_from_url, webp_file)
 
 LIBRARY = f"{API}/media"
 
@@ -401,16 +401,6 @@ def test_with_a_bucket_the_size_is_recorded_and_a_deleted_items_object_removed_u
 
 
 # --- the MCP tools -----------------------------------------------------------------------------------------------
-
-def tool(shared, key: str, name: str, arguments: dict) -> dict:
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    status, _, body = shared.request("POST", "/mcp", {"Authorization": f"Bearer {key}",
-                                                      "Content-Type": "application/json",
-                                                      "Accept": "application/json, text/event-stream"},
-                                     json.dumps(message).encode())
-    assert status == 200, body
-    return json.loads(body)["result"]
-
 
 def test_the_mcp_tools_list_change_and_delete_media(shared, org):
     media = uploaded(shared, org, png_file(5, 7), "agent.png")
