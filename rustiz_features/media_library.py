@@ -33,8 +33,10 @@ MAX_ALT_CHARACTERS = 1000
 MAX_NAME_CHARACTERS = 255
 MAX_IDS_PER_DELETE = 100
 MEDIA_NOT_FOUND = "Media not found"
-# What no stored text may hold: NUL (PostgreSQL refuses it) and the other control characters but TAB, LF and CR.
-_CONTROL_CHARACTERS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+# What no text here may hold: NUL (PostgreSQL refuses it) and the other control characters, and lone surrogates
+# (no encoding can store one); alt text alone may have TAB, LF and CR.
+_NOT_TEXT = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]"
+_NOT_ONE_LINE = r"[\x00-\x1f\x7f\ud800-\udfff]"
 
 # --- the OpenAPI schemas of these routes -------------------------------------------------------------------------
 
@@ -67,11 +69,11 @@ def page_number(text: Optional[str]) -> int:
     return int(text)
 
 
-def _text_problem(name: str, value: Any, longest: int, shortest: int = 0) -> Optional[str]:
-    """Why `value` cannot be the text `name`, or None."""
+def _text_problem(name: str, value: Any, longest: int, shortest: int = 0, lines: bool = False) -> Optional[str]:
+    """Why `value` cannot be the text `name` (of several `lines`, or one), or None."""
     if not isinstance(value, str):
         return f"{name} must be a string"
-    if re.search(_CONTROL_CHARACTERS, value) or re.search(r"[\ud800-\udfff]", value):
+    if re.search(_NOT_TEXT if lines else _NOT_ONE_LINE, value):
         return f"{name} must be text without control characters or lone surrogates"
     if len(value.strip()) < shortest:
         return f"{name} should not be empty"
@@ -94,7 +96,7 @@ def media_changes(body: dict) -> dict:
     if "name" in body:
         problems.append(_text_problem("name", body["name"], MAX_NAME_CHARACTERS, 1))
     if body.get("alt") is not None:
-        problems.append(_text_problem("alt", body["alt"], MAX_ALT_CHARACTERS))
+        problems.append(_text_problem("alt", body["alt"], MAX_ALT_CHARACTERS, lines=True))
     if not {"alt", "name"} & set(body):
         problems.append("alt or name is required: PUT /media/:id takes {\"alt\"?, \"name\"?}")
     problems = [problem for problem in problems if problem]

@@ -247,6 +247,8 @@ def test_put_changes_alt_text_and_name_once_for_the_library(shared, org):
     assert (status, changed["name"], changed["alt"]) == (200, "Logo, final", "A red square")
     assert listing(shared, org, "?search=logo")["media"][0]["id"] == media["id"]
     assert listing(shared, org, "?search=red%20square")["media"][0]["id"] == media["id"]
+    status, changed = call(shared, org, "PUT", f"{LIBRARY}/{media['id']}", {"alt": "Two lines:\n\tred, square"})
+    assert (status, changed["alt"]) == (200, "Two lines:\n\tred, square")
     status, changed = call(shared, org, "PUT", f"{LIBRARY}/{media['id']}", {"alt": None})
     assert (status, changed["alt"]) == (200, None)
     status, changed = call(shared, org, "PUT", f"{LIBRARY}/{media['id']}", {"alt": "a" * 1000, "name": "n" * 255})
@@ -257,7 +259,7 @@ def test_put_changes_alt_text_and_name_once_for_the_library(shared, org):
 @pytest.mark.parametrize("body, field", [
     ({"alt": "a" * 1001}, "alt"), ({"alt": 5}, "alt"), ({"alt": "bad\u0000alt"}, "alt"), ({"name": ""}, "name"),
     ({"name": "   "}, "name"), ({"name": "n" * 256}, "name"), ({"name": None}, "name"), ({"name": ["x"]}, "name"),
-    ({"name": "line\nbreak\u0007"}, "name"), ({}, "alt or name"), ({"path": "/etc/passwd"}, "property path"),
+    ({"name": "line\nbreak"}, "name"), ({"name": "bell\u0007"}, "name"), ({}, "alt or name"), ({"path": "/etc/passwd"}, "property path"),
 ])
 def test_put_refuses_a_bad_field_naming_it(shared, org, body, field):
     media = uploaded(shared, org, png_file())
