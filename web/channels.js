@@ -3,7 +3,7 @@
 // then its credential form or its own sign-in.
 // Rules: a picture that fails shows the initial (util.avatar); a link's query shows only rustiz's own words
 // (CONNECT_NOTICES/PROBLEMS); posting times are minutes after midnight in the organization's timezone.
-import { h, t, tn, avatar, api, errorBox, field, providers, go } from './util.js';
+import { h, t, tn, put, avatar, api, errorBox, field, providers, go } from './util.js';
 import { credentialInputs, credentialsOf, credentialsForm } from './credentials.js';
 import { openDialog, confirmDialog, menuButton, copyText, figuresBox } from './widgets.js';
 
@@ -27,13 +27,13 @@ export async function channelsPage(main, { query } = {}) {
   const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
   const add = h('button.primary', { type: 'button', onclick: () => addChannelDialog(known) }, t('Add channel'));
-  main.append(h('div.page-head', h('h1', t('Channels')), add), errors);
+  put(main, h('div.page-head', h('h1', t('Channels')), add), errors);
   // What an OAuth connection came back with (the server's callback redirects here): codes, in our words
   const outcome = connectOutcome(query, known);
-  if (outcome.notice) main.append(h('p.notice', { role: 'status' }, outcome.notice));
+  if (outcome.notice) put(main, h('p.notice', { role: 'status' }, outcome.notice));
   if (outcome.problem) errors.show(outcome.problem);
   const context = { known, errors, query };
-  main.append(channels.length
+  put(main, channels.length
     ? h('ul.channel-list', channels.map((c, index) => channelCard(c, rows[index], context)))
     : h('div.card.empty', h('p', t('No channels yet. Add one to start posting.')), h('button.primary', { type: 'button', onclick: () => add.click() }, t('Add channel'))),
   h('datalist#group-names', groups.map((g) => h('option', { value: g.name }))));

@@ -2,7 +2,7 @@
 // alt text; each with its thumbnail (a video: an icon), type, size, dimensions, the posts using it, an editable alt
 // text; upload; select and delete (a file queued posts still use is refused: those posts are listed by it).
 // Rules: sizes and numbers in the person's locale (Intl.NumberFormat); one DELETE per item (the API's shape).
-import { h, t, tn, lang, api, errorBox, field, mediaImage, fmtDateTime, stateLabel, go } from './util.js';
+import { h, t, tn, put, lang, api, errorBox, field, mediaImage, fmtDateTime, stateLabel, go } from './util.js';
 import { confirmDialog } from './widgets.js';
 
 const UNITS = ['byte', 'kilobyte', 'megabyte', 'gigabyte'];
@@ -25,7 +25,7 @@ export async function libraryPage(main, { query }) {
   const errors = errorBox();
   const said = h('p.muted', { role: 'status' });
 
-  const file = h('input.visually-hidden', { type: 'file', accept: 'image/*,video/mp4', multiple: true, onchange: async () => {
+  const file = h('input', { type: 'file', hidden: true, accept: 'image/*,video/mp4', multiple: true, 'aria-label': t('Files to upload'), onchange: async () => {
     errors.show(null);
     for (const [index, f] of [...file.files].entries()) {
       said.textContent = t('Uploading {name} ({n} of {total})…', { name: f.name, n: index + 1, total: file.files.length });
@@ -62,7 +62,7 @@ export async function libraryPage(main, { query }) {
     if (!refused) go(address(page, search));
   }
 
-  main.append(
+  put(main, 
     h('div.page-head', h('h1', t('Media')), upload, file),
     h('form.library-search', { role: 'search', onsubmit: (event) => { event.preventDefault(); go(address(1, searchBox.value.trim())); } },
       field(t('Search by name or alt text'), searchBox), h('button', { type: 'submit' }, t('Search')),

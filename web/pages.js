@@ -70,7 +70,7 @@ export async function postPage(main, { id }) {
       : [t('Rejected:'), ' ', h('span.review-reason', post.reviewReason || '')]) : null,
     h('ol.thread', parts.map(partView)),
     errors, actions, reschedule);
-  if (post.state === 'PUBLISHED') main.append(figuresBox(`/analytics/post/${id}`, t('Figures from the platform')));
+  if (post.state === 'PUBLISHED') put(main, figuresBox(`/analytics/post/${id}`, t('Figures from the platform')));
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
     setTimeout(async function poll() {
@@ -117,11 +117,11 @@ export async function reviewPage(main) {
       if (!reason.value.trim()) { errors.show(new Error(t('Say why first: the agent reads the reason.'))); reason.focus(); return; }
       decideAll((p) => api('POST', `/posts/${p.id}/reject`, { reason: reason.value.trim() }));
     } }, t('Reject selected'))) : null;
-  main.append(h('h1', t('To review'), ' ', h('span.count-pill', { 'aria-label': tn('{n} waiting', '{n} waiting', waitingPosts.length) }, String(waitingPosts.length))),
+  put(main, h('h1', t('To review'), ' ', h('span.count-pill', { 'aria-label': tn('{n} waiting', '{n} waiting', waitingPosts.length) }, String(waitingPosts.length))),
     h('p.hint', t('Drafts made with a drafts API key (an agent). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which the agent can read. Approve schedules exactly what is shown here: if the agent changes the post meanwhile, you are asked to look again.')));
-  main.append(h('section.card', h('h2', t('Waiting ({n})', { n: waitingPosts.length })), bulk, errors,
+  put(main, h('section.card', h('h2', t('Waiting ({n})', { n: waitingPosts.length })), bulk, errors,
     waitingPosts.length ? h('ul.review-list', waitingPosts.map((p) => reviewItem(p, true))) : h('p.muted', t('Nothing to review.'))));
-  if (rejectedPosts.length) main.append(h('section.card', h('h2', t('Rejected ({n})', { n: rejectedPosts.length })), h('ul.rejected-list', rejectedPosts.map((p) => reviewItem(p, false)))));
+  if (rejectedPosts.length) put(main, h('section.card', h('h2', t('Rejected ({n})', { n: rejectedPosts.length })), h('ul.rejected-list', rejectedPosts.map((p) => reviewItem(p, false)))));
 }
 
 const settingLabel = (name) => name.replace(/[_-]+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
@@ -191,7 +191,7 @@ export async function notificationsPage(main, { query }) {
       h('p.notification-text', n.content), link || retry ? h('div.notification-actions', link, retry) : null, errors);
   };
   const pages = Math.max(1, Math.ceil((answer.total || 0) / (answer.limit || 100)));
-  main.append(h('h1', t('Notifications')),
+  put(main, h('h1', t('Notifications')),
     answer.notifications.length ? h('ol.notifications', answer.notifications.map((n, i) => item(n, targets[i]))) : h('p.muted', t('Nothing yet.')),
     page > 0 || answer.hasMore ? h('nav.pager', { 'aria-label': t('Pages') },
       page > 0 ? h('a.button', { href: `#/notifications?page=${page - 1}` }, t('Newer')) : null,

@@ -2,7 +2,7 @@
 // Webhooks, MCP, Alerts, Tags, Signatures, Sets. The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
-import { h, t, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
+import { h, t, put, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
 import { copyText } from './widgets.js';
 
 const TABS = [['general', 'General'], ['keys', 'Team and API keys'], ['webhooks', 'Webhooks'], ['mcp', 'MCP'],
@@ -41,10 +41,10 @@ export async function settingsPage(main, { query } = {}) {
     if (!drawn.has(id)) {
       drawn.add(id);
       const panel = panels.querySelector(`#panel-${id}`);
-      DRAW[id](panel).catch((error) => { const box = errorBox(); panel.append(box); box.show(error); });
+      DRAW[id](panel).catch((error) => { const box = errorBox(); put(panel, box); box.show(error); });
     }
   }
-  main.append(h('h1', t('Settings')), picker, h('div.settings-layout', tabs, panels));
+  put(main, h('h1', t('Settings')), picker, h('div.settings-layout', tabs, panels));
   show(chosen, false);
 }
 
@@ -59,7 +59,7 @@ async function generalTab(panel) {
   if (!zones.includes(org.timezone)) zones.unshift(org.timezone);
   const tz = h('input', { type: 'text', name: 'timezone', value: org.timezone, list: 'zones', autocomplete: 'off' });
   const saved = h('span.muted', { role: 'status' });
-  panel.append(h('form.card', { onsubmit: async (event) => {
+  put(panel, h('form.card', { onsubmit: async (event) => {
     event.preventDefault();
     tzErrors.show(null);
     try {
@@ -74,7 +74,7 @@ async function generalTab(panel) {
 
   const orgErrors = errorBox();
   const orgName = h('input', { type: 'text', value: org.name, required: true, maxlength: 100 });
-  panel.append(h('form.card', { onsubmit: async (event) => {
+  put(panel, h('form.card', { onsubmit: async (event) => {
     event.preventDefault();
     orgErrors.show(null);
     try {
@@ -97,7 +97,7 @@ function copyButton(text) {
 async function keysTab(panel) {
   const errors = errorBox();
   const newKey = h('div', { role: 'status' });
-  panel.append(h('section.card', h('h2', t('Organization API key')),
+  put(panel, h('section.card', h('h2', t('Organization API key')),
     h('p.hint', t('rustiz keeps only a hash of the API key, so it cannot show it again. A new key is shown once; the old one stops working at once (scripts and MCP clients need the new one; other browsers signed in with it are signed out, this one stays signed in).')),
     h('button.danger', { type: 'button', onclick: async () => {
       if (!confirm(t('Make a new API key? The current one stops working at once.'))) return;
@@ -108,7 +108,7 @@ async function keysTab(panel) {
         newKey.replaceChildren(h('p', t('Your new API key (shown once):')), h('div.copy', h('code.api-key', apiKey), copyButton(apiKey)));
       } catch (error) { errors.show(error); }
     } }, t('Rotate API key')), newKey, errors));
-  panel.append(keysCard(), h('p.hint', t('Web app users (email and password) are added from the command line: '), h('code', 'rustiz user add EMAIL'), '.'));
+  put(panel, keysCard(), h('p.hint', t('Web app users (email and password) are added from the command line: '), h('code', 'rustiz user add EMAIL'), '.'));
 }
 
 // Named API keys with a scope: full, drafts (an agent: its posts wait for review), read.
@@ -151,7 +151,7 @@ function keysCard() {
 
 async function mcpTab(panel) {
   const url = `${location.origin}/mcp`;
-  panel.append(h('section.card', h('h2', t('MCP (AI agents)')),
+  put(panel, h('section.card', h('h2', t('MCP (AI agents)')),
     h('p', t('Point an MCP client (Claude Code, Cursor, …) at this URL, with the header '), h('code', 'Authorization: Bearer <your API key>'), '.'),
     h('div.copy', h('code.mcp-url', url), copyButton(url)),
     h('pre', `claude mcp add --transport http rustiz ${url} --header "Authorization: Bearer YOUR_API_KEY"`)));
@@ -169,7 +169,7 @@ async function webhooksTab(panel) {
   const url = h('input', { type: 'url', required: true, placeholder: 'https://n8n.example.com/webhook/posts' });
   const secret = h('input', { type: 'password', autocomplete: 'off' });
   const chosen = h('select', { multiple: true, size: Math.min(5, Math.max(2, channels.length)) }, channels.map((c) => h('option', { value: c.id }, c.name)));
-  panel.append(h('section.card', h('h2', t('Outgoing webhooks')),
+  put(panel, h('section.card', h('h2', t('Outgoing webhooks')),
     h('p.hint', t('Told of every published and failed post (post.published, post.failed), signed with the secret.')),
     hooks.length ? hookList : h('p.muted', t('None yet.')),
     h('form', { onsubmit: async (event) => {
@@ -192,7 +192,7 @@ async function alertsTab(panel) {
   const saved = h('span.muted', { role: 'status' });
   const recent = alerts.alerts.length ? h('ul.alerts', alerts.alerts.slice(0, 5).map((a) => h('li',
     h('small.muted', `${fmtDateTime(Date.parse(a.createdAt))} · ${a.status}${a.error ? `: ${a.error}` : ''} `), a.text))) : null;
-  panel.append(h('section.card', h('h2', t('Alerts')),
+  put(panel, h('section.card', h('h2', t('Alerts')),
     h('p.hint', t('A failed post, a channel that needs reconnecting and a post late by more than the threshold are announced once each on this channel, with the link to fix it, besides the notifications. At most a few an hour; an alert that fails is not announced again.')),
     h('form', { onsubmit: async (event) => {
       event.preventDefault();
@@ -244,7 +244,7 @@ async function tagsTab(panel) {
     h('button', { type: 'submit', class: tag ? null : 'primary' }, tag ? t('Save') : t('Add tag')),
     tag ? deleteButton('tags', tag.id, t('Delete the tag {name}', { name: tag.name }), errors) : null, errors);
   };
-  panel.append(listCard(t('Tags'), t('Tags mark posts (a campaign, a topic); the calendar shows their colour. Deleting a tag keeps its posts.'), tags, editor, t('No tags yet.')));
+  put(panel, listCard(t('Tags'), t('Tags mark posts (a campaign, a topic); the calendar shows their colour. Deleting a tag keeps its posts.'), tags, editor, t('No tags yet.')));
 }
 
 async function signaturesTab(panel) {
@@ -262,7 +262,7 @@ async function signaturesTab(panel) {
     h('div.actions', h('button', { type: 'submit', class: signature ? null : 'primary' }, signature ? t('Save') : t('Add signature')),
       signature ? deleteButton('signatures', signature.id, t('Delete signature {n}', { n: number }), errors) : null), errors);
   };
-  panel.append(listCard(t('Signatures'), t('Text added at the end of a post in the composer. At most one is added to every new post: choosing another takes it from the first.'),
+  put(panel, listCard(t('Signatures'), t('Text added at the end of a post in the composer. At most one is added to every new post: choosing another takes it from the first.'),
     signatures, editor, t('No signatures yet.')));
 }
 
@@ -281,5 +281,5 @@ async function setsTab(panel) {
     h('div.actions', h('button', { type: 'submit', class: set ? null : 'primary' }, set ? t('Save') : t('Add set')),
       set ? deleteButton('sets', set.id, t('Delete the set {name}', { name: set.name }), errors) : null), errors);
   };
-  panel.append(listCard(t('Sets'), t('A set is a saved choice of channels: picking it in the composer selects them all.'), sets, editor, t('No sets yet.')));
+  put(panel, listCard(t('Sets'), t('A set is a saved choice of channels: picking it in the composer selects them all.'), sets, editor, t('No sets yet.')));
 }
