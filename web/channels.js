@@ -235,7 +235,10 @@ function addChannelDialog(known) {
   search.focus();
   function showProvider(p) {
     const back = h('button.link', { type: 'button', onclick: () => { body.replaceChildren(field(t('Search platforms'), search), grid); search.focus(); } }, t('← All platforms'));
-    body.replaceChildren(back, h('h3', platformMark(p, p.identifier), ' ', p.name), p.connectable ? connectForm(p) : oauthStart(p));
+    // (a platform with both: its sign-in first, pasted credentials as the other way)
+    body.replaceChildren();
+    put(body, back, h('h3', platformMark(p, p.identifier), ' ', p.name), p.oauth ? oauthStart(p) : null,
+      p.oauth && p.connectable ? h('h4', t('Or paste credentials')) : null, p.connectable ? connectForm(p) : null);
     body.querySelector('input, button.primary')?.focus();
   }
 }

@@ -50,12 +50,13 @@ export async function libraryPage(main, { query }) {
     errors.show(null);
     let refused = 0;
     for (const card of picked) {
+      card.querySelector('.media-problem').replaceChildren();
       try {
         await api('DELETE', `/media/${encodeURIComponent(card.dataset.id)}`);
         card.remove();
       } catch (error) {
         refused += 1;
-        card.querySelector('.media-problem').replaceChildren(...refusal(error));
+        put(card.querySelector('.media-problem'), ...refusal(error));
       }
     }
     said.textContent = refused ? tn('{n} file was not deleted: see why next to it.', '{n} files were not deleted: see why next to them.', refused) : t('Deleted.');
