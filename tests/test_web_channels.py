@@ -21,6 +21,20 @@ from support import API, api, iso, scheduled, webhook_channel  # noqa: E402
 SIZES = ((1440, "light"), (390, "dark"), (360, "light"))
 
 
+AXE = Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packages/axe_playwright_python/axe.min.js"
+
+
+def serious_axe_violations(page) -> list:
+    """axe-core's serious and critical violations on the page as it is ([] where axe-core is not installed)."""
+    if not AXE.exists():
+        return []
+    page.evaluate(AXE.read_text())  # (evaluated, not a <script>: the page's policy allows no inline script)
+    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+                          ".filter((v) => ['serious', 'critical'].includes(v.impact))"
+                          ".map((v) => [v.id, v.nodes.map((n) => n.target.join(' ')).slice(0, 3)])")
+    return found
+
+
 def shoot(page, name: str) -> None:
     if os.environ.get("RUSTIZ_PAGE_SHOTS"):
         screenshots(page, Path(os.environ["RUSTIZ_PAGE_SHOTS"]) / name)
@@ -56,9 +70,11 @@ def test_channel_cards_show_picture_platform_state_and_id_at_every_width(start_s
     assert placeholder_text(page) == []
     assert sideways_overflow(page) <= 0
     shoot(page, f"channels-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     page.get_by_role("button", name="Actions for Product blog").click()
     expect(page.get_by_role("menu", name="Actions for Product blog")).to_be_visible()
     assert sideways_overflow(page) <= 0
+    assert serious_axe_violations(page) == []
     shoot(page, f"channels-menu-{width}-{scheme}")
     assert page.problems == []
 
@@ -120,6 +136,7 @@ def test_posting_times_are_a_list_of_time_pickers(start_server_with_fakes, open_
     expect(times).to_have_count(3)
     shoot(page, f"posting-times-{width}-{scheme}")
     assert sideways_overflow(page) <= 0
+    assert serious_axe_violations(page) == []
     dialog.get_by_role("button", name="Remove this time").first.click()
     dialog.get_by_role("button", name="Add a time").click()
     times.last.fill("18:30")
@@ -166,6 +183,7 @@ def test_add_channel_is_one_searchable_dialog_of_every_platform(start_server_wit
     expect(dialog.locator("button.provider")).to_have_count(len(platforms))
     shoot(page, f"add-channel-{width}-{scheme}")
     assert sideways_overflow(page) <= 0
+    assert serious_axe_violations(page) == []
     dialog.get_by_label("Search platforms").fill("web")
     expect(dialog.locator("button.provider:visible")).to_have_text(["WeWebhook"])
     dialog.locator("button.provider[data-provider=webhook]").click()

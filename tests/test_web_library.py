@@ -17,7 +17,7 @@ import pytest
 
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_pages import open_page, placeholder_text, show, sideways_overflow  # noqa: F401
-from test_web_channels import shoot
+from test_web_channels import serious_axe_violations, shoot
 from support import png_file, uploaded  # noqa: E402
 
 USE = {"id": "post-queued", "state": "QUEUE", "publishDate": "2030-01-02T09:00:00.000Z",
@@ -84,6 +84,7 @@ def test_the_library_shows_every_upload_with_its_facts(start_server_with_fakes, 
     assert placeholder_text(page) == []
     assert sideways_overflow(page) <= 0
     shoot(page, f"library-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     assert page.problems == []
 
 
@@ -126,6 +127,7 @@ def test_bulk_delete_lists_the_queued_posts_that_still_use_a_file(start_server_w
         ("DELETE", "/public/v1/media/old"), ("DELETE", "/public/v1/media/used")]
     assert sideways_overflow(page) <= 0
     shoot(page, "library-refused-390-dark")
+    assert serious_axe_violations(page) == []
     assert page.problems == []
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_pages import open_page, placeholder_text, receivers, show, sideways_overflow  # noqa: F401
-from test_web_channels import shoot
+from test_web_channels import serious_axe_violations, shoot
 from support import (  # noqa: E402
     API, FAST_RETRIES, api, channel_post, connect_database, iso, post_body, scheduled, settled, webhook_channel,
 )
@@ -55,6 +55,7 @@ def test_a_notification_links_to_its_post_and_a_failed_one_is_retried_in_place(s
     assert placeholder_text(page) == []
     assert sideways_overflow(page) <= 0
     shoot(page, f"notifications-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     item.get_by_role("button", name="Retry").click()
     expect(item.get_by_role("status")).to_have_text("Sent again: it goes out now.")
     assert settled(server, failed)["state"] == "PUBLISHED"
@@ -96,6 +97,7 @@ def test_to_review_counts_its_posts_and_decides_the_selected_ones_at_once(start_
     assert placeholder_text(page) == []
     assert sideways_overflow(page) <= 0
     shoot(page, f"review-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     for post_id in ids[:2]:
         page.locator(f"li.review-item[data-id='{post_id}'] input.pick").check()
     page.get_by_role("button", name="Approve selected").click()
@@ -128,6 +130,7 @@ def test_the_post_page_is_tidy_and_duplicates_a_post(start_server_with_fakes, op
     assert placeholder_text(page) == []
     assert sideways_overflow(page) <= 0
     shoot(page, f"post-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     page.get_by_role("button", name="Duplicate").click()
     page.wait_for_url("**/#/compose/*")
     copy_id = page.url.rsplit("/", 1)[1]

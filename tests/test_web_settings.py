@@ -9,7 +9,7 @@ import pytest
 
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_pages import open_page, placeholder_text, receivers, show, sideways_overflow  # noqa: F401
-from test_web_channels import shoot
+from test_web_channels import serious_axe_violations, shoot
 from support import API, api, webhook_channel  # noqa: E402
 
 TABS = ["General", "Team and API keys", "Webhooks", "MCP", "Alerts", "Tags", "Signatures", "Sets"]
@@ -42,6 +42,7 @@ def test_settings_are_side_tabs_on_a_wide_screen_and_a_select_on_a_phone(start_s
     assert card.evaluate("e => e.scrollWidth <= e.clientWidth")
     expect(card.get_by_role("button", name="Revoke key dashboard")).to_be_visible()
     shoot(page, f"settings-keys-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     for label, tab in (("General", "general"), ("Webhooks", "webhooks"), ("MCP", "mcp"), ("Alerts", "alerts")):
         show(page, f"#/settings?tab={tab}")
         expect(page.get_by_role("tabpanel", name=label)).to_be_visible()
@@ -74,6 +75,7 @@ def test_tags_are_made_recoloured_renamed_and_deleted(start_server_with_fakes, o
     expect(panel.get_by_role("alert").filter(has_text="name")).to_be_visible()  # unique whatever the case
     assert sideways_overflow(page) <= 0
     shoot(page, f"settings-tags-{width}-{scheme}")
+    assert serious_axe_violations(page) == []
     page.once("dialog", lambda dialog: dialog.accept())
     panel.get_by_role("button", name="Delete the tag Product launch").click()
     expect(page.get_by_role("tabpanel", name="Tags")).to_contain_text("No tags yet.")
@@ -95,6 +97,7 @@ def test_one_signature_is_added_to_every_new_post(start_server_with_fakes, open_
     expect(panel.get_by_label("Add to every new post").and_(panel.locator(":checked"))).to_have_count(1)
     assert sideways_overflow(page) <= 0
     shoot(page, "settings-signatures-390-dark")
+    assert serious_axe_violations(page) == []
     page.once("dialog", lambda dialog: dialog.accept())
     panel.get_by_role("button", name="Delete signature 1").click()
     expect(page.get_by_role("tabpanel", name="Signatures").locator("form.signature-form")).to_have_count(2)  # one and the new
@@ -115,6 +118,7 @@ def test_a_set_is_a_name_and_channels(start_server_with_fakes, open_page, receiv
     sets = api(server, "GET", f"{API}/sets")[1]["sets"]
     assert [(s["name"], sorted(s["channels"]), s["settings"]) for s in sets] == [("Everything", sorted(channels), {})]
     shoot(page, "settings-sets-1440-light")
+    assert serious_axe_violations(page) == []
     page.once("dialog", lambda dialog: dialog.accept())
     panel.get_by_role("button", name="Delete the set Everything").click()
     expect(page.get_by_role("tabpanel", name="Sets")).to_contain_text("No sets yet.")
