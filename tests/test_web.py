@@ -117,11 +117,11 @@ def test_a_click_elsewhere_while_the_calendar_still_loads_is_not_undone(start_se
     while not held:
         page.wait_for_timeout(20)
     page.get_by_role("link", name="Channels").click()
-    expect(page.get_by_label("Platform")).to_be_visible()
+    expect(page.get_by_role("button", name="Add channel").first).to_be_visible()
     with page.expect_request("**/public/v1/posts?*"):  # the calendar's late load, right after it set the address
         held[0].continue_()
     assert page.url == f"{server.url}/#/channels"
-    expect(page.get_by_label("Platform")).to_be_visible()
+    expect(page.get_by_role("button", name="Add channel").first).to_be_visible()
 
 
 def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(start_server_with_fakes, open_page, tmp_path):

@@ -88,12 +88,12 @@ const postLabel = (p) => `${p.integration?.name || t('Post')} · ${p.publishDate
 
 function mediaCard(m, picked) {
   const title = m.name || m.originalName || t('Untitled');
-  const video = (m.type || '').startsWith('video') || /\.(mp4|mov|webm)$/i.test(m.path || '');
+  const video = m.type === 'video' || /\.(mp4|mov|webm)$/i.test(m.path || '');
   const alt = h('textarea', { rows: 2, maxlength: 1000 }, m.alt || '');
   const errors = errorBox();
   const saved = h('small.muted', { role: 'status' });
   const uses = m.usedBy || [];
-  const facts = [m.type, fileSize(m.size), m.width && m.height ? `${m.width.toLocaleString(lang())} × ${m.height.toLocaleString(lang())} px` : null].filter(Boolean);
+  const facts = [video ? t('Video') : t('Picture'), fileSize(m.size), m.width && m.height ? `${m.width.toLocaleString(lang())} × ${m.height.toLocaleString(lang())} px` : null].filter(Boolean);
   return h('li.media-card', { dataset: { id: m.id } },
     h('label.pick-label', h('input.pick', { type: 'checkbox', onchange: picked }), h('span.sr-state', t('Select {name}', { name: title }))),
     video ? h('span.video-thumb', { role: 'img', 'aria-label': t('Video') }, '▶') : mediaImage(m.path, m.alt || ''),
