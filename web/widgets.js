@@ -1,12 +1,12 @@
 // Small controls the pages share: a modal dialog, a confirmation, a "⋯" menu, copy to the clipboard.
 // Rules: every control is reachable by keyboard (Escape closes a dialog or a menu and gives the focus back to what
 // opened it); texts come translated from the caller or through t().
-import { h, t, api, errorBox, lang } from './util.js';
+import { h, t, api, errorBox, lang, nextId } from './util.js';
 
 /** Opens a modal <dialog> titled `title` holding `content`; it is removed from the page once closed. */
 export function openDialog(title, ...content) {
   const opener = document.activeElement;
-  const heading = h('h2', { id: `dialog-${Date.now()}` }, title);
+  const heading = h('h2', { id: nextId('dialog') }, title);
   const dialog = h('dialog.panel', { 'aria-labelledby': heading.id }, heading, ...content);
   dialog.addEventListener('close', () => { dialog.remove(); if (opener?.isConnected) opener.focus(); });
   document.body.append(dialog);
