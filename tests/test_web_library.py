@@ -67,7 +67,7 @@ def open_library(server, open_page, library: FakeLibrary, width: int, scheme: st
 def test_the_library_shows_every_upload_with_its_facts(start_server_with_fakes, open_page, width, scheme):
     server = start_server_with_fakes()
     library = FakeLibrary([media_item(server, "launch.png", usedBy=[USE], alt="A rocket"),
-                           {**media_item(server, "teaser.mp4"), "type": "video", "path": "/uploads/teaser.mp4",
+                           {**media_item(server, "PXL_20261206_071314_a_long_camera_file_name_without_a_space.mp4"), "type": "video", "path": "/uploads/teaser.mp4",
                             "width": None, "height": None, "size": 987}])
     page = open_library(server, open_page, library, width, scheme)
     expect(page.get_by_role("link", name="Media")).to_have_attribute("aria-current", "page") if width > 768 else None
