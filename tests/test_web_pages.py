@@ -134,7 +134,9 @@ def every_page(world: dict) -> list:
             + ["#/compose", f"#/compose/{posts['queued']}"]
             + [f"#/post/{post_id}" for post_id in posts.values()]
             + ["#/channels", "#/channels?problem=refused&provider=mastodon", "#/channels?notice=connected&provider=webhook",
-               "#/settings", "#/notifications", "#/review", "#/import",
+               "#/settings", "#/settings?tab=keys", "#/settings?tab=webhooks", "#/settings?tab=alerts",
+               "#/settings?tab=tags", "#/settings?tab=signatures", "#/settings?tab=sets", "#/library",
+               "#/notifications", "#/review", "#/import",
                "#/notifications?page=abc", "#/calendar?view=bogus&date=2026-13-45", "#/post/no-such-post"])
 
 
@@ -172,8 +174,8 @@ def test_the_api_keys_table_fits_a_phone(start_server_with_fakes, open_page, rec
     for name, scope in (("publishing-agent-for-the-newsletter", "drafts"), ("dashboard", "read")):
         assert api(server, "POST", f"{API}/api-keys", {"name": name, "scope": scope})[0] == 201
     page = open_page(server, width=390)
-    show(page, "#/settings")
-    card = page.locator("section.card", has=page.get_by_role("heading", name="API keys"))
+    show(page, "#/settings?tab=keys")
+    card = page.locator("section.card", has=page.get_by_role("heading", name="API keys", exact=True))
     expect(card.locator("tr.api-key-row")).to_have_count(3)
     assert sideways_overflow(page) <= 0
     assert card.evaluate("e => e.scrollWidth <= e.clientWidth")

@@ -8,14 +8,15 @@ const routes = {
   calendar: () => import('./calendar.js').then((m) => m.calendarPage),
   compose: () => import('./composer.js').then((m) => m.composerPage),
   post: () => import('./pages.js').then((m) => m.postPage),
-  channels: () => import('./pages.js').then((m) => m.channelsPage),
-  settings: () => import('./pages.js').then((m) => m.settingsPage),
+  channels: () => import('./channels.js').then((m) => m.channelsPage),
+  library: () => import('./library.js').then((m) => m.libraryPage),
+  settings: () => import('./settings.js').then((m) => m.settingsPage),
   notifications: () => import('./pages.js').then((m) => m.notificationsPage),
   review: () => import('./pages.js').then((m) => m.reviewPage),
   import: () => import('./files.js').then((m) => m.importPage),
 };
 // (labels translated when drawn: t() needs the language loaded first)
-const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
+const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['library', 'Media'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
 
 // --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------
 const THEME = 'rustiz.theme';
