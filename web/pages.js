@@ -173,22 +173,26 @@ export async function notificationsPage(main, { query }) {
   const page = Math.max(0, Number.parseInt(query.get('page'), 10) || 0);  // a link's ?page=abc is the first page
   const answer = await api('GET', `/notifications?page=${page}`);
   window.dispatchEvent(new CustomEvent('rustiz:notifications-seen'));
+  // A notification names its post (postId; older ones only through an address of this app in `link`), and
+  // may link elsewhere too (where the post went out).
   const targets = answer.notifications.map((n) => notificationTarget(n.link));
+  const postOf = (n, target) => n.postId || target?.post || null;
   // The posts the notifications point at, once each: a failed one offers Retry in place.
-  const postIds = [...new Set(targets.map((target) => target?.post).filter(Boolean))];
+  const postIds = [...new Set(answer.notifications.map((n, i) => postOf(n, targets[i])).filter(Boolean))];
   const states = Object.fromEntries(await Promise.all(postIds.map((postId) => api('GET', `/posts/${postId}`)
     .then((p) => [postId, p.state], () => [postId, null]))));
   const item = (n, target) => {
     const errors = errorBox();
-    const retry = target?.post && states[target.post] === 'ERROR' ? h('button.primary', { type: 'button', onclick: async () => {
+    const postId = postOf(n, target);
+    const retry = postId && states[postId] === 'ERROR' ? h('button.primary', { type: 'button', onclick: async () => {
       errors.show(null);
-      try { await api('POST', `/posts/${target.post}/retry`); retry.replaceWith(h('span.notice', { role: 'status' }, t('Sent again: it goes out now.'))); } catch (error) { errors.show(error); }
+      try { await api('POST', `/posts/${postId}/retry`); retry.replaceWith(h('span.notice', { role: 'status' }, t('Sent again: it goes out now.'))); } catch (error) { errors.show(error); }
     } }, t('Retry')) : null;
-    const link = !target ? null : target.external
-      ? h('a', { href: target.href, target: '_blank', rel: 'noopener noreferrer' }, t('open ↗'))
-      : h('a', { href: target.href }, target.post ? t('Open the post') : t('Open'));
+    const open = postId && states[postId] ? h('a', { href: `#/post/${encodeURIComponent(postId)}` }, t('Open the post'))
+      : target && !target.external && !target.post ? h('a', { href: target.href }, t('Open')) : null;
+    const outside = target?.external ? h('a', { href: target.href, target: '_blank', rel: 'noopener noreferrer' }, t('open ↗')) : null;
     return h('li', h('time', { datetime: n.createdAt }, fmtDateTime(Date.parse(n.createdAt))),
-      h('p.notification-text', n.content), link || retry ? h('div.notification-actions', link, retry) : null, errors);
+      h('p.notification-text', n.content), open || outside || retry ? h('div.notification-actions', open, outside, retry) : null, errors);
   };
   const pages = Math.max(1, Math.ceil((answer.total || 0) / (answer.limit || 100)));
   put(main, h('h1', t('Notifications')),
