@@ -289,6 +289,7 @@ export async function calendarPage(main, { query }) {
     if (view === 'month') body.replaceChildren(monthGrid(start, byDay));
     else if (view === 'list') body.replaceChildren(listView(start, days));
     else timeGrid(Array.from({ length: days }, (_, i) => addDays(start, i)), byDay);
+    body.dataset.drawn = view;  // (for tests: the period is on screen)
   }
 
   function timeGrid(days, byDay) {
