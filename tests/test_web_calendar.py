@@ -360,3 +360,20 @@ def test_a_month_of_500_posts_renders_fast(world, open_page):
     for post_id in made:
         db.execute("UPDATE post SET deleted_at = publish_date WHERE id = ?", post_id)
     assert page.problems == []
+
+
+@pytest.mark.parametrize("width, scheme", [(1440, "light"), (390, "dark")])
+def test_axe_finds_nothing_serious_in_any_view(world, open_page, width, scheme):
+    axe = pytest.importorskip("axe_playwright_python.sync_playwright").Axe()
+    page = open_page(world["server"], width, scheme)
+    for view in ("day", "week", "month", "list"):
+        show(page, f"#/calendar?view={view}&date={BUSY.isoformat()}")
+        found = axe.run(page).response["violations"]
+        serious = [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+        assert serious == [], (view, serious)
+    show(page, f"#/calendar?view=month&date={BUSY.isoformat()}")
+    page.locator("button.more").first.click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    found = axe.run(page).response["violations"]
+    assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
+    assert page.problems == []
