@@ -10,7 +10,7 @@
 // - Every text through t(); every time through util.js's zone helpers, never the browser's zone.
 import {
   h, put, api, session, errorBox, field, parts, zoned, fmtTime, fmtDay, fmtDateTime, isoDay, htmlToText,
-  stateBadge, stateLabel, STATES, zone, avatar, mediaImage, go, t, tn,
+  stateBadge, stateLabel, STATES, zone, avatar, mediaImage, go, t, tn, providers,
 } from './util.js';
 
 const HOUR_MS = 3600000;
@@ -82,6 +82,14 @@ export function placeCards(cards) {
   return placed;
 }
 
+// A card's first words: tags dropped and the common entities decoded, without a DOMParser per card (the
+// text only ever becomes a text node; the preview shows the whole text through htmlToText).
+const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", nbsp: ' ' };
+const snippet = (html) => String(html || '').slice(0, 600).replace(/<[^>]*>/g, ' ').replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, name) => ENTITIES[name])
+  .replace(/\s+/g, ' ').trim().slice(0, 140);
+let platforms = {};  // provider identifier -> its descriptor ({name}), for the avatars' titles
+/** "Name (Platform)": a channel as a card's avatar names it. */
+const channelLabel = (channel) => { const platform = platforms[channel?.providerIdentifier]?.name; return `${channel?.name || ''}${platform ? ` (${platform})` : ''}`; };
 const channelNames = (card) => card.posts.map((p) => p.integration?.name || '').filter(Boolean).join(', ');
 const safeColor = (color) => (/^#[0-9a-f]{6}$/i.test(color || '') ? color : null);
 
@@ -103,13 +111,13 @@ function statesText(card) {
 function cardElement(card, made) {
   const first = card.posts[0];
   const names = channelNames(card);
-  const text = htmlToText(first.content).replace(/\s+/g, ' ').trim().slice(0, 140) || t('(no text)');
+  const text = snippet(first.content) || t('(no text)');
   const link = h(`a.post.st-${card.state}${made ? '.just-made' : ''}`, {
     href: `#/post/${first.id}`, draggable: card.movable ? 'true' : 'false', dataset: { id: first.id, state: card.state },
     title: `${stateLabel(card.state)} · ${fmtDateTime(card.at)} · ${names}`,
   },
   h('span.line', h('time', { datetime: new Date(card.at).toISOString() }, fmtTime(card.at)),
-    h('span.avs', { 'aria-hidden': 'true' }, card.posts.map((p) => h('span.av', { title: `${p.integration?.name || ''}: ${stateLabel(p.state)}` },
+    h('span.avs', { 'aria-hidden': 'true' }, card.posts.map((p) => h('span.av', { title: `${channelLabel(p.integration)}: ${stateLabel(p.state)}` },
       avatar(p.integration, 20), h(`span.dot.st-${p.state}`)))),
     tagDots(card.tags)),
   h('span.sr-state', statesText(card)), h('b.names', names), h('span.snippet', text));
@@ -129,8 +137,9 @@ export async function calendarPage(main, { query }) {
   let anchor = parseDay(query.get('date')) || today;
   const filter = { channel: query.get('channel') || '', group: query.get('group') || '', state: query.get('state') || '', tag: query.get('tag') || '' };
   let listPage = 0;
-  const [channels, groups, tags] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups'),
-    api('GET', '/tags').then((answer) => answer.tags || [], () => [])]);
+  const [channels, groups, tags, known] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups'),
+    api('GET', '/tags').then((answer) => answer.tags || [], () => []), providers().catch(() => ({}))]);
+  platforms = known;
   let cards = [];
   let cardsByKey = new Map();
   let timer = null;
@@ -323,7 +332,11 @@ export async function calendarPage(main, { query }) {
     grid.style.setProperty('--days', days.length);
     grid.style.setProperty('--hour', `${HOUR_PX}px`);
     const box = h('div.tg-scroll', { tabindex: '0', role: 'region', 'aria-label': t('Posts by hour: {period}', { period: title.textContent }) }, grid);
+    const period = `${view} ${dayKey(days[0])}`;
+    const kept = body.dataset.period === period ? body.querySelector('.tg-scroll')?.scrollTop : undefined;  // a redraw of the same period stays put
+    body.dataset.period = period;
     body.replaceChildren(box);
+    if (kept !== undefined) { box.scrollTop = kept; return; }
     const inPeriod = days.some((c) => when(c) === 'today');
     const earliest = Math.min(...days.map((c) => { const first = byDay.get(dayKey(c))?.[0]; return first ? first.hour * 60 + first.minute : Infinity; }));
     const nowParts = parts(now);
@@ -423,7 +436,7 @@ export async function calendarPage(main, { query }) {
   function preview(c) {
     const first = c.posts[0];
     dialog(t('Preview'),
-      h('ul.preview-channels', c.posts.map((p) => h('li', avatar(p.integration, 24), ' ', p.integration?.name || '', ' ', stateBadge(p.state)))),
+      h('ul.preview-channels', c.posts.map((p) => h('li', avatar(p.integration, 24), ' ', channelLabel(p.integration), ' ', stateBadge(p.state)))),
       h('p.muted', fmtDateTime(c.at)),
       h('div.preview-text', htmlToText(first.content).trim() || t('(no text)')),
       (first.image || []).length ? h('div.preview-media', (first.image || []).map((m) => mediaImage(m.path, m.alt || ''))) : null,
