@@ -355,9 +355,9 @@ export async function calendarPage(main, { query }) {
       const newAt = when(c) === 'today' ? Math.max(at, Math.ceil((now + 60000) / HOUR_MS) * HOUR_MS) : at;
       return h(`div.day${c.m !== anchor.m ? '.other' : ''}${when(c) ? `.${when(c)}` : ''}`, { dataset: { day: dayKey(c) } },
         when(c) !== 'past' ? addButton(newAt, t('New post on {day}', { day: long })) : null,
-        h('div.day-head', h('span.date', h('span.sr-state', long), h('span', { 'aria-hidden': 'true' }, c.d)),
-          dayCards.length > MONTH_CARDS ? moreButton(dayCards.length - MONTH_CARDS, zoned(c.y, c.m, c.d), zoned(c.y, c.m, c.d + 1), long) : null),
-        dayCards.slice(0, MONTH_CARDS).map(card));
+        h('span.date', h('span.sr-state', long), h('span', { 'aria-hidden': 'true' }, c.d)),
+        dayCards.slice(0, MONTH_CARDS).map(card),
+        dayCards.length > MONTH_CARDS ? moreButton(dayCards.length - MONTH_CARDS, zoned(c.y, c.m, c.d), zoned(c.y, c.m, c.d + 1), long) : null);
     });
     return h('div.month-grid', { role: 'group', 'aria-label': title.textContent }, names, cells);
   }
