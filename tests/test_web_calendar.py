@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
 
 from test_web import CHROMIUM, browser, expect  # noqa: F401 (fixtures shared with the web tests; skips too)
+from test_web_pages import open_page  # noqa: F401 (a signed-in page at a width and scheme, its errors in page.problems)
 from support import Database
 
 assert CHROMIUM
@@ -51,32 +51,6 @@ def world(start_module_server):
                         release_url="https://example.com/1")
     return {"server": server, "db": db, "channels": channels, "together": together, "busy": busy,
             "published": published, "tag": launch}
-
-
-@pytest.fixture
-def open_page(browser):
-    """open_page(server, width, scheme) -> a signed-in Page; script and console errors land in page.problems."""
-    contexts = []
-
-    def open_(server, width: int = 1440, scheme: str = "light", height: int | None = None):
-        context = browser.new_context(timezone_id="America/New_York", color_scheme=scheme, base_url=server.url,
-                                      viewport={"width": width, "height": height or (900 if width > 640 else 844)})
-        context.set_default_timeout(15000)
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []
-        page.on("pageerror", lambda error: page.problems.append(str(error)))
-        page.on("console", lambda message: page.problems.append(message.text)
-                if message.type == "error" and "Failed to load resource" not in message.text else None)
-        page.goto("/")
-        page.get_by_label("API key").fill(server.key)
-        page.get_by_role("button", name="Sign in", exact=True).click()
-        expect(page.get_by_role("button", name="Sign out")).to_be_visible()
-        return page
-
-    yield open_
-    for context in contexts:
-        context.close()
 
 
 def show(page, hash_: str) -> None:
@@ -118,7 +92,7 @@ def test_every_view_at_desktop_and_phone_in_light_and_dark(world, open_page, wid
 
 
 def test_one_card_per_post_on_three_channels_with_avatars_states_and_tag_colour(world, open_page):
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, f"#/calendar?view=week&date={TOMORROW.isoformat()}")
     card = page.locator(".cal-card", has=page.locator(f"a.post[data-id='{world['together'][0]}']"))
     expect(card).to_have_count(1)
@@ -164,7 +138,7 @@ def test_plus_more_in_week_and_month_opens_the_slot_s_list(world, open_page, wid
 
 
 def test_today_is_in_view_and_the_past_is_muted(world, open_page):
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, "#/calendar?view=week")
     expect(page.locator(".tg-col.today")).to_have_count(1)
     expect(page.locator(".tg-day.today")).to_have_count(1)
@@ -202,7 +176,7 @@ def test_a_phone_opens_the_list_from_today_with_a_compact_toolbar(world, open_pa
 
 
 def test_arrows_today_and_the_t_event_move_between_periods(world, open_page):
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, f"#/calendar?view=day&date={TOMORROW.isoformat()}")
     page.locator("body").press("ArrowRight")
     expect(page).to_have_url(re.compile(f"date={BUSY.isoformat()}"))
@@ -243,7 +217,7 @@ def test_an_empty_future_slot_opens_the_composer_at_its_time(world, open_page, w
 def test_drag_moves_a_post_with_undo_and_into_the_next_week_by_resting_on_next(world, open_page):
     db, channel = world["db"], world["channels"][2]
     post_id = db.post(channel, at(TOMORROW, 20), content="<p>Move me</p>")
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, f"#/calendar?view=week&date={TOMORROW.isoformat()}")
     card = page.locator(f"a.post[data-id='{post_id}']")
     target = page.locator(f".slot[data-day='{TOMORROW.isoformat()}'][data-hour='22']")
@@ -273,7 +247,7 @@ def test_drag_moves_a_post_with_undo_and_into_the_next_week_by_resting_on_next(w
 def test_card_actions_preview_duplicate_statistics_and_delete(world, open_page):
     db, channels = world["db"], world["channels"]
     doomed = [db.post(channel, at(TOMORROW, 18), content="<p>Delete me everywhere</p>") for channel in channels[:2]]
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, f"#/calendar?view=week&date={TOMORROW.isoformat()}")
     card = page.locator(".cal-card", has=page.locator(f"a.post[data-id='{world['together'][0]}']"))
     card.hover()
@@ -312,7 +286,7 @@ def test_list_filters_by_state_channel_and_tag_and_pages_by_fifty(world, open_pa
     far = TODAY + datetime.timedelta(days=40)
     made = [db.post(channel, at(far + datetime.timedelta(days=i // 10), 8 + i % 10), content=f"<p>Bulk {i}</p>")
             for i in range(60)]
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, f"#/calendar?view=list&date={far.isoformat()}")
     expect(page.locator(".agenda a.post")).to_have_count(50)
     expect(page.locator(".pager")).to_contain_text("Page 1 of 2")
@@ -345,7 +319,7 @@ def test_a_month_of_500_posts_renders_fast(world, open_page):
     month = (TODAY.replace(day=1) + datetime.timedelta(days=70)).replace(day=1)
     made = [db.post(channels[i % 3], at(month + datetime.timedelta(days=i % 28), 6 + i % 14, (i * 7) % 60),
                     content=f"<p>Post number {i} of a busy month</p>") for i in range(500)]
-    page = open_page(world["server"])
+    page = open_page(world["server"], 1440)
     show(page, "#/calendar?view=list")
     timings = {}
     for view, drawn in (("month", ".month-grid"), ("week", ".tg"), ("list", ".agenda")):
