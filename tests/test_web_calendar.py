@@ -355,3 +355,25 @@ def test_axe_finds_nothing_serious_in_any_view(world, open_page, width, scheme):
     found = axe.run(page).response["violations"]
     assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
     assert page.problems == []
+
+
+def test_after_the_composer_the_calendar_shows_the_new_post_highlighted_with_when_and_where(world, open_page):
+    db, channels = world["db"], world["channels"]
+    late = TOMORROW + datetime.timedelta(days=1)
+    made = [db.post(channel, at(late, 21, 15), content="<p>Evening recap</p>") for channel in channels]
+    page = open_page(world["server"], 1440)
+    show(page, "#/calendar?view=week")
+    # what the composer leaves for the calendar (session.justMade) before it opens the post's day
+    page.evaluate("""([ids, day]) => import('/web/util.js').then((util) => {
+        util.session.justMade = { action: 'schedule', ids };
+        location.hash = `#/calendar?date=${day}`;
+    })""", [made, late.isoformat()])
+    confirmation = page.get_by_role("status").filter(has_text="Scheduled")
+    expect(confirmation).to_have_text(re.compile(r"^Scheduled: the post for .*21:15 on Acme news, Globex blog, Team chat\. Open the post$"))
+    card = page.locator("a.post.just-made")
+    expect(card).to_have_count(1)
+    expect(card).to_be_in_viewport()
+    assert card.evaluate("e => e.closest('.slot').dataset.day") == late.isoformat()
+    for post_id in made:
+        db.execute("UPDATE post SET deleted_at = publish_date WHERE id = ?", post_id)
+    assert page.problems == []

@@ -261,7 +261,8 @@ export async function calendarPage(main, { query }) {
     const mine = posts.filter((p) => made.has(p.id));
     const verb = { schedule: t('Scheduled'), draft: t('Saved as a draft'), now: t('Sent') }[justMade.action] || t('Saved');
     const where = [...new Set(mine.map((p) => p.integration?.name).filter(Boolean))].join(', ');
-    const what = made.size === 1 ? t('the post') : tn('{n} post', '{n} posts', made.size);
+    const count = mine.length ? groupCards(mine).length : made.size;  // (one post on three channels is one post)
+    const what = count === 1 ? t('the post') : tn('{n} post', '{n} posts', count);
     put(confirmation, `${verb}: ${what}`,
       mine.length ? ' ' + (where ? t('for {when} on {where}.', { when: fmtDateTime(mine[0].at), where }) : t('for {when}.', { when: fmtDateTime(mine[0].at) })) + ' ' : '. ',
       mine.length ? h('a', { href: `#/post/${mine[0].id}` }, t('Open the post')) : null);
