@@ -33,7 +33,7 @@ const noon = (c) => zoned(c.y, c.m, c.d, 12);
 const viewName = (view) => ({ day: t('Day'), week: t('Week'), month: t('Month'), list: t('List') }[view]);
 const isPhone = () => window.matchMedia('(max-width: 640px)').matches;
 /** The composer's address for a new post at an instant: `date` in UTC, to the minute. */
-export const composeAt = (ms) => `#/compose?date=${new Date(ms).toISOString().slice(0, 16)}:00Z`;
+const composeAt = (ms) => `#/compose?date=${new Date(ms).toISOString().slice(0, 16)}:00Z`;
 
 function range(view, anchor) {
   if (view === 'day') return { start: anchor, days: 1 };
@@ -43,12 +43,12 @@ function range(view, anchor) {
 }
 
 /** Cards: the posts with the same text, time and repetition, in time order (posts come sorted). */
-export function groupCards(posts) {
+function groupCards(posts) {
   const byKey = new Map();
   for (const post of posts) {
-    const key = `${post.at}|${post.intervalInDays || ''}|${post.content}`;
-    let card = byKey.get(key);
-    if (!card) byKey.set(key, (card = { key, at: post.at, posts: [] }));
+    const same = `${post.at}|${post.intervalInDays || ''}|${post.content}`;
+    let card = byKey.get(same);
+    if (!card) byKey.set(same, (card = { key: post.id, at: post.at, posts: [] }));  // (key: the card's name in the page)
     card.posts.push(post);
   }
   for (const card of byKey.values()) {
@@ -64,7 +64,7 @@ export function groupCards(posts) {
 
 /** Columns for overlapping cards of one day: each card holds an hour of the axis; a cluster of cards that
  * overlap shares its column count. -> [{card, col, cols}] */
-export function placeCards(cards) {
+function placeCards(cards) {
   const placed = [];
   let cluster = [], ends = [], clusterEnd = -Infinity;
   const close = () => { for (const p of cluster) p.cols = ends.length; cluster = []; ends = []; };
@@ -143,6 +143,7 @@ export async function calendarPage(main, { query }) {
   let cards = [];
   let cardsByKey = new Map();
   let timer = null;
+  let loads = 0;  // the latest load: an earlier answer arriving after it is dropped
   let dragging = null;
   const justMade = session.justMade;  // shown once: a reload or another visit is an ordinary calendar
   session.justMade = null;
@@ -239,14 +240,17 @@ export async function calendarPage(main, { query }) {
     if (filter.group) q.set('customer', filter.group);
     if (filter.tag) q.set('tag', filter.tag);
     let posts = [];
+    const token = ++loads;
     try {
       const answer = await api('GET', `/posts?${q}`);
+      if (token !== loads) return;
       posts = answer.posts.filter((p) => (!filter.channel || p.integration?.id === filter.channel) && (!filter.state || p.state === filter.state)
           && (!filter.tag || (p.tags || []).some(({ tag }) => tag?.name === filter.tag || tag?.id === filter.tag)))
         .map((p) => ({ ...p, at: Date.parse(p.actualDate || p.publishDate) }))
         .sort((a, b) => a.at - b.at || (a.integration?.name || '').localeCompare(b.integration?.name || ''));
       errors.show(null);
     } catch (error) {
+      if (token !== loads) return;
       errors.show(error);
     }
     cards = groupCards(posts);
@@ -400,6 +404,7 @@ export async function calendarPage(main, { query }) {
         const copies = [];
         for (const p of c.posts) copies.push(await api('POST', `/posts/${p.id}/duplicate`));
         const first = copies[0]?.posts?.[0]?.id;
+        document.querySelector('dialog[open]')?.close();
         if (first) go(`#/compose/${first}`);
       } else if (action === 'delete') {
         if (!window.confirm(t('Delete this post on {channels}? This cannot be undone.', { channels: channelNames(c) }))) return;
@@ -418,6 +423,7 @@ export async function calendarPage(main, { query }) {
     const box = h('dialog.cal-dialog', { 'aria-label': heading }, h('h2', heading), ...content,
       h('form', { method: 'dialog' }, h('button', { type: 'submit' }, t('Close'))));
     box.addEventListener('click', async (event) => {
+      if (event.target.closest('a')) box.close();  // (a link leaves the calendar: the dialog goes with it)
       const target = event.target.closest('button[data-act]');
       const c = target && cardsByKey.get(target.closest('.cal-card')?.dataset.key);
       if (c) await cardAction(target.dataset.act, c);
