@@ -260,14 +260,17 @@ def test_card_actions_preview_duplicate_statistics_and_delete(world, open_page):
     expect(dialog.locator(".preview-channels li")).to_have_count(3)
     dialog.get_by_role("button", name="Close").click()
 
-    # Duplicate copies every channel's post (POST /posts/:id/duplicate) and opens the first copy in the composer.
-    asked = []
-    page.route("**/public/v1/posts/*/duplicate", lambda route: (asked.append(route.request.url), route.fulfill(
-        status=201, content_type="application/json", body='{"group": "g", "posts": [{"id": "%s"}]}' % world["together"][0]))[1])
+    # Duplicate copies every channel's post as a draft (POST /posts/:id/duplicate) and opens the first copy.
     card.locator("a.post").focus()
-    card.get_by_role("button", name="Duplicate").click()
-    expect(page).to_have_url(re.compile(f"#/compose/{world['together'][0]}$"))
-    assert len(asked) == 3
+    with page.expect_response("**/public/v1/posts/*/duplicate") as answer:
+        card.get_by_role("button", name="Duplicate").click()
+    copy = answer.value.json()["posts"][0]["id"]
+    expect(page).to_have_url(re.compile(f"#/compose/{copy}$"))
+    copies = db.row("SELECT COUNT(*) FROM post WHERE content = ? AND state = 'DRAFT' AND deleted_at IS NULL",
+                    "<p>Launch day: three channels, one card</p>")[0]
+    assert copies == 3
+    db.execute("UPDATE post SET deleted_at = publish_date WHERE content = ? AND state = 'DRAFT'",
+               "<p>Launch day: three channels, one card</p>")
 
     show(page, f"#/calendar?view=day&date={YESTERDAY.isoformat()}")
     page.locator(f"a.post[data-id='{world['published']}']").hover()
@@ -305,8 +308,6 @@ def test_list_filters_by_state_channel_and_tag_and_pages_by_fifty(world, open_pa
     page.get_by_label("Channel").select_option(label="Team chat")
     expect(page.locator(".agenda")).not_to_contain_text("Morning coffee")
     page.get_by_label("Channel").select_option(label="All channels")
-    page.route("**/public/v1/tags", lambda route: route.fulfill(
-        status=200, content_type="application/json", body='{"tags": [{"id": "%s", "name": "Launch", "color": "#7c3aed"}]}' % world["tag"]))
     show(page, f"#/calendar?view=list&date={TODAY.isoformat()}")
     with page.expect_request(re.compile(r".*/posts\?.*tag=Launch.*")):
         page.get_by_label("Tag").select_option(label="Launch")
