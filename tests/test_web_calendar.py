@@ -49,8 +49,12 @@ def world(start_module_server):
     busy.append(db.post(channels[0], at(BUSY, 9), content="<p>Morning coffee</p>"))
     published = db.post(channels[1], at(YESTERDAY, 16), content="<p>Yesterday's news</p>", state="PUBLISHED",
                         release_url="https://example.com/1")
+    # one request for three channels, each with its own text: one multi-channel group, one card
+    customized = [db.post(channel, at(TOMORROW, 16), content=f"<p>Customized for {channel}</p>") for channel in channels]
+    for post_id in customized:
+        db.execute("UPDATE post SET multi_channel_group = 'made-together' WHERE id = ?", post_id)
     return {"server": server, "db": db, "channels": channels, "together": together, "busy": busy,
-            "published": published, "tag": launch}
+            "published": published, "tag": launch, "customized": customized}
 
 
 def show(page, hash_: str) -> None:
@@ -105,6 +109,9 @@ def test_one_card_per_post_on_three_channels_with_avatars_states_and_tag_colour(
     assert card.locator(".tag-dot").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(124, 58, 237)"
     expect(card.locator(".tag-dots .sr-state")).to_have_text("Tags: Launch")
     expect(card.locator("time")).to_have_text("10:30")
+    customized = page.locator(".cal-card", has=page.locator(f"a.post[data-id='{world['customized'][0]}']"))
+    expect(customized.locator(".av")).to_have_count(3)  # each channel with its own text, still one post
+    expect(page.locator(f"a.post[data-id='{world['customized'][1]}']")).to_have_count(0)
     # a linear axis: the card's top is its minute within its hour
     assert card.evaluate("e => e.offsetTop") == 24 + 1
     assert card.evaluate("e => e.closest('.slot').dataset.hour") == "10"
@@ -271,6 +278,19 @@ def test_card_actions_preview_duplicate_statistics_and_delete(world, open_page):
     assert copies == 3
     db.execute("UPDATE post SET deleted_at = publish_date WHERE content = ? AND state = 'DRAFT'",
                "<p>Launch day: three channels, one card</p>")
+    # a post made for several channels at once (one multi-channel group) is copied by one request
+    show(page, f"#/calendar?view=week&date={TOMORROW.isoformat()}")
+    asked = []
+    page.on("request", lambda request: asked.append(request.url) if request.url.endswith("/duplicate") else None)
+    made_together = page.locator(".cal-card", has=page.locator(f"a.post[data-id='{world['customized'][0]}']"))
+    made_together.locator("a.post").focus()
+    made_together.get_by_role("button", name="Duplicate").click()
+    expect(page).to_have_url(re.compile("#/compose/"))
+    assert len(asked) == 1
+    copied = db.row("SELECT COUNT(*) FROM post WHERE content LIKE '<p>Customized for %' AND state = 'DRAFT' "
+                    "AND deleted_at IS NULL")[0]
+    assert copied == 3
+    db.execute("UPDATE post SET deleted_at = publish_date WHERE content LIKE '<p>Customized for %' AND state = 'DRAFT'")
 
     show(page, f"#/calendar?view=day&date={YESTERDAY.isoformat()}")
     page.locator(f"a.post[data-id='{world['published']}']").hover()

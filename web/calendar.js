@@ -1,7 +1,8 @@
 // Calendar: day, week, month and list views of the organization's posts, in its timezone.
 // Rules:
-// - One card per post group: the posts with the same text at the same time (the same post on several
-//   channels; rustiz, as Postiz, gives each channel's post its own `group`), with each channel's avatar and state.
+// - One card per post made for several channels: the posts of one `multiChannelGroup` at one time (each
+//   channel's thread has its own `group`, as in Postiz); posts from before multiChannelGroup, by their same
+//   text at the same time. The card shows each channel's avatar and state.
 // - Day and week have a linear time axis (HOUR_PX a hour, a card's top is its minute); overlapping cards sit
 //   side by side, beyond SIDE_BY_SIDE a "+N more" lists the slot. A month cell holds MONTH_CARDS cards at most.
 // - A render builds the period's DOM once and reads no layout per post (500 posts in a month stay fast).
@@ -42,11 +43,12 @@ function range(view, anchor) {
   return { start: anchor, days: 30 };
 }
 
-/** Cards: the posts with the same text, time and repetition, in time order (posts come sorted). */
+/** Cards: the posts of one multi-channel group (else with the same text and repetition) at the same time,
+ * in time order (posts come sorted). */
 function groupCards(posts) {
   const byKey = new Map();
   for (const post of posts) {
-    const same = `${post.at}|${post.intervalInDays || ''}|${post.content}`;
+    const same = `${post.at}|${post.multiChannelGroup || `${post.intervalInDays || ''}|${post.content}`}`;
     let card = byKey.get(same);
     if (!card) byKey.set(same, (card = { key: post.id, at: post.at, posts: [] }));  // (key: the card's name in the page)
     card.posts.push(post);
@@ -401,8 +403,10 @@ export async function calendarPage(main, { query }) {
     if (action === 'preview') { preview(c); return; }
     try {
       if (action === 'duplicate') {
+        // one copy per multi-channel group copies all its channels; older posts, one by one
+        const sources = new Map(c.posts.map((p) => [p.multiChannelGroup || p.id, p]));
         const copies = [];
-        for (const p of c.posts) copies.push(await api('POST', `/posts/${p.id}/duplicate`));
+        for (const p of sources.values()) copies.push(await api('POST', `/posts/${p.id}/duplicate`));
         const first = copies[0]?.posts?.[0]?.id;
         document.querySelector('dialog[open]')?.close();
         if (first) go(`#/compose/${first}`);
