@@ -3612,6 +3612,8 @@ class App:
                 if params is not None:
                     from urllib.parse import unquote
                     request.params = {name: unquote(value) for name, value in params.items()}
+                    if any("\x00" in value for value in request.params.values()):
+                        return None  # no id holds a NUL (and PostgreSQL refuses one in any text it is sent)
                     return methods
         return None
 
