@@ -64,7 +64,7 @@ function schemaForm(schema, values) {
   return { fields, read, skipped };
 }
 
-export async function composerPage(main, { id }) {
+export async function composerPage(main, { id, query }) {
   const [channels, editing, known] = await Promise.all([api('GET', '/integrations'), id ? api('GET', `/posts/${id}`) : null, providers()]);
   const usable = channels.filter((c) => !c.disabled);
   const errors = errorBox();
@@ -234,7 +234,9 @@ export async function composerPage(main, { id }) {
   }
 
   const when = h('input', { type: 'datetime-local', required: true, step: 1 });
-  const start = editing ? Date.parse(editing.publishDate) : Math.ceil((Date.now() + 60000) / 3600000) * 3600000;
+  // #/compose?date=<UTC ISO, e.g. 2030-01-15T14:00:00Z>: the calendar's empty slot, when still to come.
+  const asked = Date.parse(query?.get('date') || '');
+  const start = editing ? Date.parse(editing.publishDate) : asked > Date.now() ? asked : Math.ceil((Date.now() + 60000) / 3600000) * 3600000;
   when.value = toLocalInput(start);
   const slotButton = h('button', { type: 'button', onclick: async () => {
     const first = [...selected][0];
