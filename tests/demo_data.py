@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import secrets
 
-from support import Database
+from support import API, Database, api
 
 CHANNELS = (  # (name, provider, group)
     ("Acme Coffee", "bluesky", "Acme Coffee"),
@@ -98,4 +98,8 @@ def make_demo_week(server) -> dict:
             ("Error on Northwind Bikes: The media could not be processed", made["failed"], 20)):
         notification = db.notification(content, utc(now - datetime.timedelta(hours=hours_ago)))
         db.execute("UPDATE notification SET post_id = ? WHERE id = ?", post_id, notification)
+    # A signature added to every new post, and a set of the Acme channels.
+    api(server, "POST", f"{API}/signatures", {"content": "— The Acme Coffee team ☕", "autoAdd": True})
+    api(server, "POST", f"{API}/signatures", {"content": "Ride safe, the Northwind crew 🚲", "autoAdd": False})
+    api(server, "POST", f"{API}/sets", {"name": "Acme Coffee everywhere", "channels": channels[:3], "settings": {}})
     return made
