@@ -134,14 +134,14 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         expect(page.locator(".count").first).to_contain_text("My hook: 22")
         image = tmp_path / "blue.png"
         image.write_bytes(png_file(96, 64, pixel=bytes((29, 78, 216))))
-        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
+        page.get_by_label("Add media", exact=True).set_input_files(str(image))
         expect(page.locator("ul.media img")).to_have_count(1)
         page.get_by_label("Alt text").fill("a blue square")
         page.get_by_role("button", name="+ Add thread part").click()
         page.get_by_label("Thread part 2").fill("and a reply")
         preview = page.locator("article.preview")
         expect(preview.locator(".preview-part")).to_have_count(2)
-        expect(preview.locator(".preview-part.reply")).to_have_text("and a reply")
+        expect(preview.locator(".preview-part.reply .pv-text")).to_have_text("and a reply")  # a reply, under its author
         expect(preview.locator("img")).to_have_attribute("alt", "a blue square")
         page.get_by_label("Date and time (UTC)").fill(local_input(time.time() + 4, "UTC"))
         page.get_by_role("button", name="Schedule").click()
@@ -300,7 +300,7 @@ def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, t
                                                   "Schedule to Bluesky, Mastodon, Telegram and more.")
         image = tmp_path / "shot.png"
         image.write_bytes(png_file(160, 100, pixel=bytes((16, 185, 129))))
-        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
+        page.get_by_label("Add media", exact=True).set_input_files(str(image))
         page.get_by_label("Alt text").fill("rustiz logo")
         page.get_by_role("button", name="+ Add thread part").click()
         page.get_by_label("Thread part 2").fill("Docs: https://example.com/rustiz")
@@ -315,7 +315,8 @@ def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, t
 def test_the_whole_ui_is_small_and_loads_fast(start_server_with_fakes):
     server = start_server_with_fakes()
     web = ROOT / "web"
-    assert sum(path.stat().st_size for path in web.rglob("*") if path.is_file()) < 150 * 1024
+    # (issue 24's composer, previews and emoji set took it from 120 to ~160 KB, ~45 KB compressed)
+    assert sum(path.stat().st_size for path in web.rglob("*") if path.is_file()) < 200 * 1024
     started = time.perf_counter()
     for path in ["/", "/web/app.css", "/web/app.js", "/web/util.js", "/web/calendar.js", "/web/icon.svg"]:
         status, headers, _ = server.request("GET", path)
@@ -341,7 +342,7 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         expect(page.locator(".count")).to_have_text("Team chat: 14 / 1980 characters")
         page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
         page.get_by_role("button", name="Schedule").click()  # the required setting is missing: the API says so
-        expect(page.get_by_role("alert")).to_contain_text("channel")
+        expect(page.get_by_role("alert")).to_contain_text("channel")  # next to the settings, in the channel's tab
         page.get_by_label("channel (required)").fill("1300000000000000042")
         page.get_by_role("button", name="Schedule").click()
         page.locator("p.made").get_by_role("link", name="Open the post").click()

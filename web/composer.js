@@ -261,7 +261,7 @@ export async function composerPage(main, { id, query }) {
     const items = parts.map((part, index) => {
       const label = channel ? (index ? t('Thread part {n} on {channel}', { n: index + 1, channel: channel.name }) : t('Post on {channel}', { channel: channel.name }))
         : (index ? t('Thread part {n}', { n: index + 1 }) : t('Post'));
-      const textarea = h('textarea', { rows: 4, onfocus: () => { lastTextarea = textarea; }, oninput: () => { part.text = textarea.value; drawCounters(counters, parts, index); changed(); } });
+      const textarea = h('textarea', { rows: index ? 3 : 4, onfocus: () => { lastTextarea = textarea; }, oninput: () => { part.text = textarea.value; drawCounters(counters, parts, index); changed(); } });
       textarea.value = part.text;
       const counters = h('div.counters', { 'aria-live': 'polite' });
       drawCounters(counters, parts, index);
@@ -280,7 +280,7 @@ export async function composerPage(main, { id, query }) {
       field(label, textarea), counters,
       placed.has(where) ? h('div.errors.inline-error', { role: 'alert', tabindex: '-1' }, placed.get(where).map((line) => h('p', line))) : null,
       h('div.part-tools',
-        h('label.button.tool.file-button', file, h('span', { 'aria-hidden': 'true' }, '📎 '), addLabel),
+        h('label.button.tool.file-button', file, h('span', { 'aria-hidden': 'true' }, '+ '), addLabel),
         h('button.tool', { type: 'button', onclick: () => libraryDialog((m) => { part.media.push({ id: m.id, path: m.path, alt: m.alt || '' }); redraw(); }) }, t('From the library')),
         emojiButton(() => textarea),
         index ? h('label.delay', t('Wait'), ' ', delay, ' ', t('min after the part before')) : null,
