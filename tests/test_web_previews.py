@@ -34,7 +34,7 @@ def server(start_module_server):
 GALLERY = """async ([providers, picture]) => {
     const { preview, lookOf } = await import('/web/previews.js');
     const box = document.createElement('div');
-    box.className = 'pv-gallery';
+    Object.assign(box.style, { display: 'grid', gap: '1rem', alignItems: 'start', gridTemplateColumns: 'repeat(auto-fill, minmax(min(22rem, 100%), 1fr))' });
     document.getElementById('main').replaceChildren(box);
     const results = [];
     for (const [i, p] of providers.entries()) {

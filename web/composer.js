@@ -148,10 +148,10 @@ function libraryDialog(choose) {
 
 export async function composerPage(main, { id, query }) {
   if (stayed) {  // the person chose to stay: the same page, as it was
-    const { nodes, dirty } = stayed;
+    const { nodes, dirty, discard } = stayed;
     stayed = null;
     main.append(...nodes);
-    guardLeaving(main, dirty);
+    guardLeaving(main, dirty, discard);
     return;
   }
   const editId = id || query?.get('edit') || '';
@@ -441,12 +441,36 @@ export async function composerPage(main, { id, query }) {
   const snapshot = () => JSON.stringify([[...selected], globalParts, [...own], tags, repeat.value]);
   let saved = '';
   let leaving = false;
-  function changed() { drawBar(); drawPreview(); }
+  function changed() { drawBar(); drawPreview(); keepDraft(); }
   const dirty = () => !leaving && snapshot() !== saved;
+  // A new post's text is kept in this tab (sessionStorage) while it is written, so a reload does not lose it.
+  function keepDraft() {
+    if (editing || !saved) return;
+    if (dirty()) sessionStorage.setItem(DRAFT, JSON.stringify({ selected: [...selected], globalParts, own: [...own], tags, when: when.value, repeat: repeat.value, every: everyDays.value }));
+    else sessionStorage.removeItem(DRAFT);
+  }
+  function restoreDraft() {
+    let kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(DRAFT) || 'null'); } catch { /* a damaged copy: start afresh */ }
+    if (!kept || !Array.isArray(kept.globalParts) || !kept.globalParts.length) return null;
+    for (const cid of kept.selected || []) if (usable.some((c) => c.id === cid)) selected.add(cid);
+    for (const box of channelBoxes.querySelectorAll('input')) box.checked = selected.has(box.value);
+    globalParts.push(...kept.globalParts.map(newPart));
+    for (const [cid, parts] of kept.own || []) if (selected.has(cid)) own.set(cid, parts.map(newPart));
+    tags.push(...(kept.tags || []));
+    drawTags();
+    if (kept.when) when.value = kept.when;
+    repeat.value = kept.repeat || '';
+    everyDays.value = kept.every || 3;
+    everyDays.hidden = repeat.value !== 'custom';
+    return h('p.notice.restored', { role: 'status' }, t('The post you were writing is back (kept in this tab).'), ' ',
+      h('button.link', { type: 'button', onclick: () => { sessionStorage.removeItem(DRAFT); leaving = true; go('#/compose'); } }, t('Start over')));
+  }
 
   async function create(body, action, date) {
     const created = await api('POST', '/posts', body);
     leaving = true;
+    sessionStorage.removeItem(DRAFT);
     if (action === 'now' && created.length === 1) { go(`#/post/${created[0].postId}`); return; }
     session.justMade = { action, ids: created.map((item) => item.postId) };
     go(`#/calendar?date=${toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10)}`);
@@ -563,15 +587,22 @@ export async function composerPage(main, { id, query }) {
 
   if (editing) {
     for (const part of [editing, ...(editing.thread || [])]) globalParts.push(newPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) }));
+    saved = snapshot();
   } else {
     const auto = signatures.find((s) => s.autoAdd);
     globalParts.push(newPart({ text: auto ? `\n\n${signatureText(auto)}` : '' }));
+    saved = snapshot();
+    if (!query?.get('date')) {
+      globalParts.length = 0;
+      const notice = restoreDraft();
+      if (notice) main.querySelector('h1').after(notice); else globalParts.push(newPart({ text: auto ? `\n\n${signatureText(auto)}` : '' }));
+    }
   }
-  saved = snapshot();
-  guardLeaving(main, dirty);
+  guardLeaving(main, dirty, () => sessionStorage.removeItem(DRAFT));
   await refreshChannels();
 }
 
+const DRAFT = 'rustiz.composer-draft';
 const signatureText = (signature) => (/<\w/.test(signature.content || '') ? htmlToText(signature.content) : String(signature.content || '')).trim();
 
 // The page a person chose to stay on, carried over the router's redraw: its nodes keep their state.
@@ -580,15 +611,15 @@ let stayed = null;
 /** Asks before in-app navigation or closing the tab drops typed text; both guards go once the page is gone.
  * The router (app.js) may already be drawing the next page when the question is answered: staying puts the
  * address back and has the router draw this address again, where composerPage takes these very nodes back. */
-function guardLeaving(main, dirty) {
+function guardLeaving(main, dirty, discard) {
   const here = location.href;
   const onHash = () => {
     if (location.href === here) return;
     if (!main.isConnected || !dirty()) { stop(); return; }
-    if (confirm(t('Leave this page? The post you are writing is not saved.'))) { stop(); return; }
+    if (confirm(t('Leave this page? The post you are writing is not saved.'))) { stop(); discard(); return; }
     stop();
     history.replaceState(null, '', here);
-    stayed = { nodes: [...main.childNodes], dirty };
+    stayed = { nodes: [...main.childNodes], dirty, discard };
     window.dispatchEvent(new HashChangeEvent('hashchange'));
   };
   const onUnload = (event) => {
