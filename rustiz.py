@@ -867,6 +867,54 @@ MIGRATIONS: tuple = (
         "CREATE TRIGGER customer_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON customer "
         "FOR EACH STATEMENT EXECUTE FUNCTION rustiz_channels_changed()",
     )),
+    # The post a notification is about, for the web app's link to its page (GET /notifications: postId).
+    "ALTER TABLE notification ADD COLUMN post_id TEXT;",
+    # The library of issue 24: tags unique per organization whatever their case (a database from before may
+    # hold live tags whose names differ only in case: each such name keeps its row of the smallest id, which
+    # takes over the others' posts; the others are soft-deleted, dated at their last change), signatures (text
+    # added to new posts, at most one of them automatically) and sets (a saved choice of channels with their
+    # settings).
+    """
+    INSERT INTO tag_post (post_id, tag_id)
+        SELECT DISTINCT tp.post_id, (SELECT MIN(k.id) FROM tag k WHERE k.organization_id = d.organization_id
+                                     AND lower(k.name) = lower(d.name) AND k.deleted_at IS NULL)
+        FROM tag_post tp JOIN tag d ON d.id = tp.tag_id
+        WHERE d.deleted_at IS NULL AND d.id <> (SELECT MIN(k.id) FROM tag k WHERE k.organization_id = d.organization_id
+                                                AND lower(k.name) = lower(d.name) AND k.deleted_at IS NULL)
+        AND NOT EXISTS (SELECT 1 FROM tag_post x WHERE x.post_id = tp.post_id AND x.tag_id = (
+            SELECT MIN(k.id) FROM tag k WHERE k.organization_id = d.organization_id AND lower(k.name) = lower(d.name)
+            AND k.deleted_at IS NULL));
+    DELETE FROM tag_post WHERE tag_id IN (
+        SELECT d.id FROM tag d WHERE d.deleted_at IS NULL AND d.id <> (
+            SELECT MIN(k.id) FROM tag k WHERE k.organization_id = d.organization_id AND lower(k.name) = lower(d.name)
+            AND k.deleted_at IS NULL));
+    UPDATE tag SET deleted_at = updated_at WHERE deleted_at IS NULL AND id <> (
+        SELECT MIN(k.id) FROM tag k WHERE k.organization_id = tag.organization_id AND lower(k.name) = lower(tag.name)
+        AND k.deleted_at IS NULL);
+    CREATE UNIQUE INDEX tag_organization_name ON tag(organization_id, lower(name)) WHERE deleted_at IS NULL;
+    CREATE TABLE signature (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        content TEXT NOT NULL,
+        auto_add INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX signature_organization ON signature(organization_id, deleted_at);
+    CREATE UNIQUE INDEX signature_auto_add ON signature(organization_id) WHERE auto_add = 1 AND deleted_at IS NULL;
+    CREATE TABLE post_set (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        name TEXT NOT NULL,
+        channels TEXT NOT NULL DEFAULT '[]',
+        settings TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX post_set_organization ON post_set(organization_id, deleted_at);
+    """,
 )
 
 
@@ -3406,6 +3454,20 @@ API_ROUTES = (
     ("GET", "/alerts", "alerts", "AlertsApi.show"),
     ("PUT", "/alerts", "alerts", "AlertsApi.update"),
     ("GET", "/openapi.json", "openapi", "OpenApiRoute.serve"),
+    # The library the composer draws on (issue 24): tags, signatures, sets, and a post copied as drafts.
+    ("GET", "/tags", "api_library", "TagsApi.list_tags"),
+    ("POST", "/tags", "api_library", "TagsApi.create"),
+    ("PUT", "/tags/:id", "api_library", "TagsApi.update"),
+    ("DELETE", "/tags/:id", "api_library", "TagsApi.delete"),
+    ("GET", "/signatures", "api_library", "SignaturesApi.list_signatures"),
+    ("POST", "/signatures", "api_library", "SignaturesApi.create"),
+    ("PUT", "/signatures/:id", "api_library", "SignaturesApi.update"),
+    ("DELETE", "/signatures/:id", "api_library", "SignaturesApi.delete"),
+    ("GET", "/sets", "api_library", "SetsApi.list_sets"),
+    ("POST", "/sets", "api_library", "SetsApi.create"),
+    ("PUT", "/sets/:id", "api_library", "SetsApi.update"),
+    ("DELETE", "/sets/:id", "api_library", "SetsApi.delete"),
+    ("POST", "/posts/:id/duplicate", "api_library", "PostCopies.duplicate"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

@@ -112,6 +112,14 @@ def _listing_item(post: dict, tags: list) -> dict:
             "integration": post["integration"]}
 
 
+def posts_tagged(items: list, tag: str) -> list:
+    """The listed posts (GET /posts items) that carry the tag whose id is `tag`, or whose name is `tag` in any
+    case (tags deleted since included: their posts still show them)."""
+    folded = tag.casefold()
+    return [item for item in items if any(link["tag"]["id"] == tag or link["tag"]["name"].casefold() == folded
+                                          for link in item["tags"])]
+
+
 # --- listings: how many occurrences of recurring posts one answer may hold -------------------------
 
 # What the occurrences of recurring posts may add to one listing: building and encoding the largest such
@@ -182,7 +190,8 @@ class PostsApi:
                  parameter("query", "customer", "Only posts on this customer's channels"),
                  parameter("query", "state", "rustiz: review (drafts of drafts keys awaiting review) or rejected, "
                                              "whatever their date; each item adds review and reviewReason",
-                           schema={"type": "string", "enum": ["review", "rejected"]})))
+                           schema={"type": "string", "enum": ["review", "rejected"]}),
+                 parameter("query", "tag", "rustiz: only posts with this tag, by its id or its name (in any case)")))
     def list_posts(self, request: Request, organization_id: str) -> Response:
         """GET /posts: root posts in [startDate, endDate], recurring ones once per occurrence in the window.
 
@@ -190,9 +199,13 @@ class PostsApi:
         to MAX_LISTED_OCCURRENCES of them (a 400 says how to narrow a window that holds more)."""
         query = request.query
         if "state" in query:
-            return json_response({"posts": self.review_listing(organization_id, query["state"])})
-        return json_response({"posts": self.listing(organization_id, query.get("startDate"), query.get("endDate"),
-                                                    query.get("customer") or None)})
+            posts = self.review_listing(organization_id, query["state"])
+        else:
+            posts = self.listing(organization_id, query.get("startDate"), query.get("endDate"),
+                                 query.get("customer") or None)
+        if query.get("tag"):
+            posts = posts_tagged(posts, query["tag"])
+        return json_response({"posts": posts})
 
     def listing(self, organization_id: str, start_text: Any, end_text: Any, customer: Optional[str]) -> list:
         """The items of GET /posts (MCP's postsListTool too); raises ApiError (400) for a date that is not ISO 8601,

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from typing import Any, Awaitable, Optional, Union
+from typing import Any, Awaitable, Callable, Optional, Union
 
 from rustiz import (ApiError, App, DatabaseUnwritable, KeyIdentity, json_dumps, log, new_cuid, scope_allows,
                     scope_refusal_text)
 from .api_channels import ChannelsApi
+from .api_library import LibraryRoutes, PostCopies, SetsApi, SignaturesApi, TagsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
@@ -51,8 +52,13 @@ HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
 TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchema": "read", "triggerTool": "drafts",
                "integrationSchedulePostTool": "drafts", "postsListTool": "read", "postSettingsTool": "full",
                "uploadFromUrlTool": "drafts", "postGetTool": "read", "postRetryTool": "full",
-               "notificationsListTool": "read"}
-POST_CREATING_TOOLS = ("integrationSchedulePostTool",)
+               "notificationsListTool": "read",
+               # the library (api_library.py): read to list, full to change; duplicatePost makes drafts only
+               "tagList": "read", "tagCreate": "full", "tagUpdate": "full", "tagDelete": "full",
+               "signatureList": "read", "signatureCreate": "full", "signatureUpdate": "full",
+               "signatureDelete": "full", "setList": "read", "setCreate": "full", "setUpdate": "full",
+               "setDelete": "full", "duplicatePost": "drafts"}
+POST_CREATING_TOOLS = ("integrationSchedulePostTool", "duplicatePost")
 MCP_LIMIT_WINDOW_SECONDS = 60
 
 
@@ -190,8 +196,8 @@ If validation fails, the result contains output.errors describing what to fix; t
 
 
 def _mcp_tool_definitions() -> list:
-    """tools/list in Postiz's order (without its AI-generation tools), then rustiz's three additions."""
-    return _postiz_tool_definitions() + _rustiz_tool_definitions()
+    """tools/list in Postiz's order (without its AI-generation tools), then rustiz's additions."""
+    return _postiz_tool_definitions() + _rustiz_tool_definitions() + _library_tool_definitions()
 
 
 def _postiz_tool_definitions() -> list:
@@ -312,10 +318,64 @@ def _rustiz_tool_definitions() -> list:
          "outputSchema": _root(_z_object({"output": _z_object({
              "notifications": {"type": "array", "items": _z_object({
                  "id": {"type": "string"}, "content": {"type": "string"}, "link": {"type": ["string", "null"]},
-                 "createdAt": {"type": "string"}})},
+                 "createdAt": {"type": "string"}, "postId": {"type": ["string", "null"]}})},
              "total": {"type": "integer"}, "page": {"type": "integer"}, "hasMore": {"type": "boolean"}})})),
          "annotations": _annotations("List Notifications", *_READ_ONLY)},
     ]
+
+
+# The library's areas as MCP names them: (noun, its fields as arguments, those a create may leave out).
+_LIBRARY_AREAS = (
+    ("tag", {"name": _z_string("1 to 50 characters, unique in the organization whatever its case"),
+             "color": _z_string("A colour written #RRGGBB (black when left out)")}, ("color",)),
+    ("signature", {"content": _z_string("The text added at the end of new posts (1 to 5000 characters)"),
+                   "autoAdd": _z_boolean("Added to every new post by itself (at most one signature is: setting it "
+                                         "takes it from the others; false when left out)")}, ("autoAdd",)),
+    ("set", {"name": _z_string("1 to 100 characters"),
+             "channels": _z_array({"type": "string"}, "Ids of this organization's channels (integrationList)"),
+             "settings": {"type": "object", "additionalProperties": {}, "description": (
+                 "Each channel's settings object by channel id, as integrationSchedulePostTool's settings "
+                 "(at most 64 KiB as JSON; {} when left out)")}}, ("settings",)),
+)
+# tool name -> (the library area's noun, what the tool does with it)
+LIBRARY_TOOLS = {f"{noun}{action}": (noun, action) for noun, _, _ in _LIBRARY_AREAS
+                 for action in ("List", "Create", "Update", "Delete")}
+
+
+def _library_tool_definitions() -> list:
+    """rustiz's library (api_library.py): tags, signatures and sets, listed and changed as their API routes do
+    them, and a post copied as drafts."""
+    any_object = {"type": "object", "additionalProperties": {}}
+    tools = []
+    for noun, fields, optional in _LIBRARY_AREAS:
+        plural, the_id = f"{noun}s", {"id": _z_string(f"The id of the {noun} ({noun}List)")}
+        tools += [
+            {"name": f"{noun}List", "description": f"List the organization's {plural}.",
+             "inputSchema": _root(_z_object({})),
+             "outputSchema": _root(_z_object({"output": {"type": "array", "items": any_object}})),
+             "annotations": _annotations(f"List {plural.capitalize()}", *_READ_ONLY)},
+            {"name": f"{noun}Create", "description": f"Create a {noun} (scope full).",
+             "inputSchema": _root(_z_object(fields, optional=optional)),
+             "outputSchema": _root(_z_object({"output": any_object})),
+             "annotations": _annotations(f"Create {noun.capitalize()}", False, False, False, False)},
+            {"name": f"{noun}Update", "description": f"Change a {noun}: only the fields given (scope full).",
+             "inputSchema": _root(_z_object({**the_id, **fields}, optional=tuple(fields))),
+             "outputSchema": _root(_z_object({"output": any_object})),
+             "annotations": _annotations(f"Update {noun.capitalize()}", False, False, True, False)},
+            {"name": f"{noun}Delete", "description": f"Delete a {noun} (scope full).",
+             "inputSchema": _root(_z_object(the_id)), "outputSchema": _root(_z_object({"output": any_object})),
+             "annotations": _annotations(f"Delete {noun.capitalize()}", False, True, True, False)}]
+    tools.append(
+        {"name": "duplicatePost",
+         "description": "Copy a post (its whole thread on its channel: every part, settings, media, tags) as a new "
+                        "draft at the same date; the original is untouched. Answers the new posts' ids (the first "
+                        "is the post, the others its thread) and their group; a drafts key's copy awaits review.",
+         "inputSchema": _root(_z_object({"id": _z_string('The "id" of the post (any part of its thread)')})),
+         "outputSchema": _root(_z_object({"output": _z_object({"group": {"type": "string"}, "posts": {
+             "type": "array", "items": _z_object({"id": {"type": "string"}, "integration": {"type": "string"},
+                                                  "parentPostId": {"type": ["string", "null"]}})}})})),
+         "annotations": _annotations("Duplicate Post", False, False, False, False)})
+    return tools
 
 
 # --- arguments checked against the input schema, with zod's messages ---------------------------
@@ -434,6 +494,9 @@ class McpTools:
         self.channels: ChannelsApi = app.feature(ChannelsApi)
         self.posts: PostsApi = app.feature(PostsApi)
         self.media: MediaApi = app.feature(MediaApi)
+        self.library: dict = {"tag": app.feature(TagsApi), "signature": app.feature(SignaturesApi),
+                              "set": app.feature(SetsApi)}
+        self.post_copies: PostCopies = app.feature(PostCopies)
         self.definitions = _mcp_tool_definitions()
         self.by_name = {tool["name"]: tool for tool in self.definitions}
         self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
@@ -455,7 +518,7 @@ class McpTools:
         checked = checked_arguments(tool["inputSchema"], arguments, "root", problems)
         if problems:
             return _tool_error(_argument_problems_text(problems, arguments))
-        run = getattr(self, "tool_" + tool["name"])
+        run = getattr(self, "tool_" + tool["name"], None) or self._library_tool(tool["name"])
         refused = self._refused(tool["name"], checked, scope) or (key and self._over_limit(tool["name"], key))
         if refused:
             return _tool_error(refused)
@@ -472,7 +535,7 @@ class McpTools:
     def _refused(name: str, arguments: dict, scope: str) -> Optional[str]:
         """Why a key of `scope` may not make this call with these arguments (a post not a draft), or None."""
         if scope != "full" and name in POST_CREATING_TOOLS:
-            for item in arguments["socialPost"]:
+            for item in arguments.get("socialPost", ()):  # (duplicatePost makes drafts only)
                 if item["type"] != "draft":
                     return scope_refusal_text(scope, "full", f'{name} with type "{item["type"]}" (only "draft" '
                                                              f'posts, which wait for a person\'s review)')
@@ -659,6 +722,25 @@ class McpTools:
 
     def tool_notificationsListTool(self, organization_id: str, arguments: dict) -> dict:
         return {"output": self.posts.notifications_page(organization_id, arguments.get("page", 0))}
+
+    def _library_tool(self, name: str) -> Callable[[str, dict], dict]:
+        """tagList, setCreate, signatureUpdate...: the call of the library area's own method (LIBRARY_TOOLS)."""
+        noun, action = LIBRARY_TOOLS[name]
+        area: LibraryRoutes = self.library[noun]
+
+        def run(organization_id: str, arguments: dict) -> dict:
+            fields = {name: value for name, value in arguments.items() if name != "id"}
+            if action == "List":
+                return {"output": area.listing(organization_id)}
+            if action == "Create":
+                return {"output": area.add(organization_id, fields)}
+            if action == "Update":
+                return {"output": area.change(organization_id, arguments["id"], fields)}
+            return {"output": area.remove(organization_id, arguments["id"])}
+        return run
+
+    def tool_duplicatePost(self, organization_id: str, arguments: dict, scope: str = "full") -> dict:
+        return {"output": self.post_copies.duplicate_post(organization_id, arguments["id"], scope)}
 
 
 def _parsed_settings(text: Optional[str]) -> Any:

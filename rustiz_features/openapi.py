@@ -141,7 +141,7 @@ def component_schemas() -> dict:
         "Media": object_schema({"id": STRING, "name": STRING, "originalName": nullable("string"), "path": STRING,
                                 "thumbnail": nullable("string"), "alt": nullable("string")}),
         "Notification": object_schema({"id": STRING, "content": STRING, "link": nullable("string"),
-                                       "createdAt": STRING}),
+                                       "createdAt": STRING, "postId": nullable("string")}),
         "CreatePost": object_schema(
             {"type": {"type": "string", "enum": ["draft", "schedule", "now", "update"]}, "date": DATE,
              "shortLink": BOOLEAN, "tags": array_of(object_schema({"value": STRING, "label": STRING})),

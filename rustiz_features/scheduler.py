@@ -525,7 +525,7 @@ class Scheduler(WokenLoop):
         event = self._webhook_event(claim, "post.published", {"releaseId": release.id, "releaseURL": release.url})
         what = f"part {claim['part'] + 1} of a thread" if claim["part"] else "a post"
         notification = (claim["organization_id"], f"Published {what} on {label} ({claim['channel_name']}): "
-                                                  f"{release.url or release.id}", release.url or None)
+                                                  f"{release.url or release.id}", release.url or None, claim["id"])
         if schedule_store.record_published(self.store, claim["id"], release.id, release.url, release.reply_ref, event,
                                            notification):
             self.deliveries.wake()  # (only when it queued some: looking for due deliveries is two queries)
@@ -579,7 +579,7 @@ class Scheduler(WokenLoop):
         self.deliveries.wake()
         suffix = f" ({later_parts} later thread part{'s' if later_parts > 1 else ''} not published)" if later_parts else ""
         notification_store.add_notification(self.store, claim["organization_id"],
-                                            f"{claim['channel_name']}: {text}{suffix}")
+                                            f"{claim['channel_name']}: {text}{suffix}", post_id=claim["id"])
         self.alerts.post_failed(claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
@@ -595,7 +595,7 @@ class Scheduler(WokenLoop):
                 self.store, claim["organization_id"],
                 f"{claim['channel_name']}: skipped the occurrence due at {due}: {why}, and it "
                 f"was {duration(late)} late, more than the {grace} grace period "
-                f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}")
+                f"(PUBLISH_GRACE); the recurring post next goes out at {upcoming}", post_id=claim["id"])
             return
         self._fail(claim, None, f"Missed: this post was due at {due}, but {why}; it was {duration(late)} late, "
                                 f"more than the {grace} grace period (PUBLISH_GRACE), so it was not sent. Retry it "

@@ -550,3 +550,40 @@ class FakeOrigin(FakePlatform):
     def hop(request) -> tuple:
         hops = int(request.match[1])
         return answer(302, b"", {"Location": "/file/png" if hops <= 1 else f"/redirect/{hops - 1}"})
+
+
+# --- the library: tags, signatures and sets (the composer's; rustiz_features/api_library.py) -------------------
+
+def new_key(server: RustizServer, name: str, scope: str) -> str:
+    """A new named API key of `scope` in the server's organization."""
+    status, made = api(server, "POST", f"{API}/api-keys", {"name": name, "scope": scope})
+    assert status == 201, made
+    return made["apiKey"]
+
+
+def library_create(server: RustizServer, area: str, body: Any, key: str | None = None) -> tuple:
+    """(status, answer) of POST /public/v1/<area> ("tags", "signatures", "sets")."""
+    return api(server, "POST", f"{API}/{area}", body, key=key)
+
+
+def library_item(server: RustizServer, area: str, body: dict, key: str | None = None) -> dict:
+    """A new item of the library's `area`, which must be made (201)."""
+    status, item = library_create(server, area, body, key)
+    assert status == 201, item
+    return item
+
+
+def library_items(server: RustizServer, area: str, key: str | None = None) -> list:
+    """The organization's items of the library's `area`, as GET /public/v1/<area> lists them."""
+    status, answer = api(server, "GET", f"{API}/{area}", key=key)
+    assert status == 200 and set(answer) == {area}, answer
+    return answer[area]
+
+
+def two_organizations(server: RustizServer) -> dict:
+    """The server's organization with a channel ("sky"), and another organization ("other_org", "other_key") with
+    its own channel ("theirs"); "db" writes rows straight into the database."""
+    db = Database(server)
+    other_org, other_key = db.organization()
+    return {"db": db, "other_org": other_org, "other_key": other_key, "sky": db.channel("Sky", "bluesky"),
+            "theirs": db.channel("Theirs", "x", organization_id=other_org)}

@@ -283,7 +283,7 @@ def test_notifications_are_paged_newest_first(server, world):
     assert (body["total"], body["page"], body["limit"], body["hasMore"]) == (205, 0, 100, True)
     assert [item["id"] for item in body["notifications"]] == newest_first[:100]
     assert body["notifications"][0] == {"id": ids[-1], "content": "<p>n204</p>", "link": None,
-                                        "createdAt": "2026-01-01T03:24:00.000Z"}
+                                        "createdAt": "2026-01-01T03:24:00.000Z", "postId": None}
     status, body = api(server, "GET", "/api/public/v1/notifications?page=2")
     assert ([item["id"] for item in body["notifications"]], body["page"], body["hasMore"]) == (
         newest_first[200:], 2, False)

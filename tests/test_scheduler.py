@@ -137,6 +137,10 @@ def test_a_failed_post_retried_through_the_api_goes_out(fast_server, receiver):
     status, _ = api(fast_server, "POST", f"/public/v1/posts/{post_id}/retry")
     assert status == 201
     assert settled(fast_server, post_id)["state"] == "PUBLISHED"
+    # both notifications name the post they are about (the web app links to its page)
+    about = [(item["postId"], item["content"].split(":")[0]) for item in
+             api(fast_server, "GET", "/public/v1/notifications")[1]["notifications"] if item["postId"] == post_id]
+    assert len(about) == 2 and about[0][1].startswith("Published"), about
 
 
 def test_refused_credentials_flag_the_channel_and_its_posts_wait_without_calling_the_platform(fast_server,

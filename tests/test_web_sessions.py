@@ -3,6 +3,7 @@ sign-in session: an HttpOnly SameSite=Strict cookie that stands for the API key,
 every change must carry; `rustiz user add` for password sign-in."""
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import subprocess
@@ -151,6 +152,19 @@ def test_the_ui_is_served_with_etag_and_a_strict_content_security_policy(server)
     assert status == 304
     status, _, answer = server.request("GET", "/web/no-such-file.js")
     assert (status, json.loads(answer)["message"]) == (404, "Cannot GET /web/no-such-file.js")
+
+
+def test_the_ui_s_text_files_go_compressed_to_browsers_that_accept_gzip(server):
+    status, plain_headers, plain = server.request("GET", "/web/app.js")
+    assert status == 200 and "content-encoding" not in plain_headers and plain_headers["vary"] == "Accept-Encoding"
+    status, headers, packed = server.request("GET", "/web/app.js", {"Accept-Encoding": "gzip, deflate, br"})
+    assert (status, headers["content-encoding"], headers["vary"]) == (200, "gzip", "Accept-Encoding")
+    assert gzip.decompress(packed) == plain and len(packed) < len(plain) / 2
+    assert headers["etag"] != plain_headers["etag"]  # each encoding its own validator
+    status, again, _ = server.request("GET", "/web/app.js", {"Accept-Encoding": "gzip", "If-None-Match": headers["etag"]})
+    assert (status, again["content-encoding"]) == (304, "gzip")
+    status, headers, icon = server.request("GET", "/web/icon.svg", {"Accept-Encoding": "gzip"})
+    assert status == 200 and b"<svg" in icon  # (too small to be worth compressing)
 
 
 def add_user(server, *arguments: str, password: str = "") -> subprocess.CompletedProcess:

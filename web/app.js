@@ -131,17 +131,20 @@ function shell() {
     session.organization = null;
     loginPage(t('Signed out.'));
   } }, t('Sign out'));
-  const menu = h('button.menu', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'nav-links', onclick: () => {
+  // On a phone the links, the organization and the switches fold behind Menu: the page starts right below.
+  const menu = h('button.menu', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'nav-panel', onclick: () => {
     const open = menu.getAttribute('aria-expanded') !== 'true';
     menu.setAttribute('aria-expanded', String(open));
-    links.classList.toggle('open', open);
+    panel.classList.toggle('open', open);
   } }, t('Menu'));
-  const links = h('ul#nav-links', NAV.map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: () => { links.classList.remove('open'); menu.setAttribute('aria-expanded', 'false'); } },
+  const close = () => { panel.classList.remove('open'); menu.setAttribute('aria-expanded', 'false'); };
+  const links = h('ul#nav-links', NAV.map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: close },
     t(label), h('span.count-badge', { dataset: { count: route }, hidden: true })))));
+  const panel = h('div#nav-panel.nav-panel', links,
+    h('div.who', h('span.org', session.organization.name), zoneLabel, preferenceSwitches(), logout));
   app.replaceChildren(
     h('header.top', h('a.brand', { href: '#/calendar' }, h('img', { src: '/web/icon.svg', alt: '', width: 24, height: 24 }), ' rustiz'),
-      h('nav.top', { 'aria-label': t('Main') }, menu, links),
-      h('div.who', h('span.org', session.organization.name), zoneLabel, preferenceSwitches(), logout)),
+      h('nav.top', { 'aria-label': t('Main') }, menu, panel)),
     h('main#main', { tabindex: '-1' }));
   render();
   refreshCounts();

@@ -17,9 +17,10 @@ Rules of every module in this package:
 """
 from __future__ import annotations
 
+import sqlite3
 from typing import Iterator
 
-from rustiz import Store
+from rustiz import Store, utc_now_iso
 
 IN_LIST_CHUNK = 500  # values per `IN (...)` list: well under SQLite's limit on a statement's parameters
 
@@ -30,3 +31,21 @@ def rows_in_chunks(store: Store, sql: str, before: tuple, values: list) -> Itera
     for start in range(0, len(values), IN_LIST_CHUNK):
         chunk = values[start:start + IN_LIST_CHUNK]
         yield from store.read(sql.format(in_list=",".join("?" * len(chunk))), (*before, *chunk))
+
+
+def update_live_row(db: sqlite3.Connection, table: str, organization_id: str, row_id: str, changes: dict) -> bool:
+    """Set `changes` (column -> value, names from code) and updated_at on a live row of the organization in
+    `table` (one with id, organization_id, updated_at and deleted_at); whether there was one."""
+    assignments = "".join(f"{column} = ?, " for column in changes)
+    return db.execute(f"UPDATE {table} SET {assignments}updated_at = ? WHERE id = ? AND organization_id = ? "
+                      "AND deleted_at IS NULL", (*changes.values(), utc_now_iso(), row_id, organization_id)
+                      ).rowcount > 0
+
+
+def soft_delete_row(store: Store, table: str, organization_id: str, row_id: str) -> bool:
+    """A live row of the organization in `table` marked deleted (kept for what still names it); whether
+    there was one."""
+    now = utc_now_iso()
+    with store.writing(no_channels=True) as db:
+        return db.execute(f"UPDATE {table} SET deleted_at = ?, updated_at = ? WHERE id = ? AND organization_id = ? "
+                          "AND deleted_at IS NULL", (now, now, row_id, organization_id)).rowcount > 0

@@ -180,7 +180,7 @@ def record_published(store: Store, post_id: str, release_id: str, release_url: s
                      webhook_event: Optional[dict] = None, notification: Optional[tuple] = None) -> int:
     """PUBLISHED with its release; the next thread part becomes due after its delay. `webhook_event` is
     queued for the organization's webhooks (how many deliveries that made is returned), and `notification`
-    ((organization id, text, link), see storage.notifications) added, in the same transaction. A shared transaction on PostgreSQL: the post is
+    ((organization id, text, link, post id), see storage.notifications) added, in the same transaction. A shared transaction on PostgreSQL: the post is
     this scheduler's under its lease, and what else it writes are new rows and the post's own thread parts.
     Other schedulers are told only when this makes a post claimable for them (a thread part, or the channel's
     next post): telling them of every publish made each re-read the whole due list once per publish."""
