@@ -342,7 +342,10 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         expect(page.locator(".count")).to_have_text("Team chat: 14 / 1980 characters")
         page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
         page.get_by_role("button", name="Schedule").click()  # the required setting is missing: the API says so
-        expect(page.get_by_role("alert")).to_contain_text("channel")  # next to the settings, in the channel's tab
+        error = page.get_by_role("alert")  # next to the settings, in the channel's tab, scrolled into view
+        expect(error).to_contain_text("channel")
+        expect(page.locator(".provider-settings .inline-error")).to_be_in_viewport()
+        expect(page.get_by_role("tab", name="Team chat")).to_have_attribute("aria-selected", "true")
         page.get_by_label("channel (required)").fill("1300000000000000042")
         page.get_by_role("button", name="Schedule").click()
         page.locator("p.made").get_by_role("link", name="Open the post").click()

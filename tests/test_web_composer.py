@@ -150,30 +150,6 @@ def test_over_the_limit_schedule_is_disabled_with_the_reason_and_the_fixes_work(
     expect(page.locator("article.preview .preview-part.reply")).to_have_count(1)
 
 
-def test_an_error_after_schedule_is_shown_next_to_its_channel_s_settings(start_server_with_fakes, open_page):
-    from fakes.discord import FakeDiscord
-    server = start_server_with_fakes()
-    discord = FakeDiscord()
-    try:
-        status, channel = api(server, "POST", "/public/v1/integrations",
-                              {"provider": "discord", "credentials": discord.credentials(), "name": "Team chat"})
-        assert status == 201, channel
-        page = compose(server, open_page, width=390, height=844)
-        page.get_by_role("checkbox", name="Team chat").check()
-        page.get_by_label("Post", exact=True).fill("Standup at ten")
-        page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
-        page.get_by_role("button", name="Schedule").click()  # the required setting is missing: the API says so
-        error = page.locator(".provider-settings .inline-error")
-        expect(error).to_contain_text("channel")
-        expect(error).to_be_in_viewport()
-        expect(page.get_by_role("tab", name="Team chat")).to_have_attribute("aria-selected", "true")
-        page.get_by_label("channel (required)").fill("1300000000000000042")
-        page.get_by_role("button", name="Schedule").click()
-        expect(page.locator("p.made")).to_contain_text("Scheduled: the post")
-    finally:
-        discord.close()
-
-
 def test_leaving_with_unsaved_text_asks_first(server, channels, open_page):
     page = compose(server, open_page)
     page.get_by_label("Post", exact=True).fill("Half a thought")
