@@ -130,6 +130,8 @@ def test_over_the_limit_schedule_is_disabled_with_the_reason_and_the_fixes_work(
     expect(bar).to_contain_text("Too long for Sky: 333 / 300 characters (part 1). Shorten it to schedule.")
     assert bar.evaluate("e => getComputedStyle(e).position") == "sticky"
     expect(bar).to_be_in_viewport()
+    expect(page.get_by_role("tab", name="Sky")).to_contain_text("too long")
+    expect(page.get_by_role("tab", name="Toots")).not_to_contain_text("too long")
     clean_page(page)
 
     bar.get_by_role("button", name="Customize for Sky").click()

@@ -316,7 +316,8 @@ export async function composerPage(main, { id, query }) {
         const next = all[(all.findIndex(([k]) => k === key) + step + all.length) % all.length][0];
         openTab(next);
         tabs.querySelector(`[data-tab="${next}"]`)?.focus();
-      } }, c ? avatar(c, 20) : null, name, c && own.has(c.id) ? h('span.tab-mark', ` · ${t('own text')}`) : null)));
+      } }, c ? avatar(c, 20) : null, name, c && own.has(c.id) ? h('span.tab-mark', ` · ${t('own text')}`) : null,
+      c && partsOf(c.id).some((p) => counterFor(c, p.text).over) ? h('span.tab-mark.tab-over', ` · ${t('too long')}`) : null)));
   }
 
   function drawPanel() {
@@ -332,7 +333,10 @@ export async function composerPage(main, { id, query }) {
         h('div.custom-head', mine ? h('p.hint', t('{channel} posts its own text and media.', { channel: c.name })) : h('p.hint', t('{channel} posts the global text.', { channel: c.name })),
           editing ? null : h('button', { type: 'button', onclick: () => { if (mine) own.delete(c.id); else { customize(c.id); return; } refresh(); } },
             mine ? t('Use the global text on {channel}', { channel: c.name }) : t('Customize for {channel}', { channel: c.name }))),
-        mine ? partsEditor(mine, c) : null,
+        mine ? partsEditor(mine, c) : h('div.counters', globalParts.map((p, i) => {
+          const n = counterFor(c, p.text);
+          return h(`span.count${n.over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${i ? t('Part {n}', { n: i + 1 }) + ' · ' : ''}${counterText(c, n)}`);
+        })),
         settings?.form ? h('details.provider-settings', { open: settings.form.required || placed.has(where), dataset: { where } },
           h('summary', t('{channel} settings', { channel: c.name })),
           placed.has(where) ? h('div.errors.inline-error', { role: 'alert', tabindex: '-1' }, placed.get(where).map((line) => h('p', line))) : null,
@@ -441,7 +445,15 @@ export async function composerPage(main, { id, query }) {
   const snapshot = () => JSON.stringify([[...selected], globalParts, [...own], tags, repeat.value]);
   let saved = '';
   let leaving = false;
-  function changed() { drawBar(); drawPreview(); keepDraft(); }
+  function changed() { drawBar(); drawPreview(); keepDraft(); markTabs(); }
+  /** The tabs' "too long" marks, kept current as the text changes (the tabs themselves keep their focus). */
+  function markTabs() {
+    for (const c of chosen()) {
+      const over = partsOf(c.id).some((p) => counterFor(c, p.text).over);
+      const button = tabs.querySelector(`[data-tab="${c.id}"]`);
+      if (button && over !== Boolean(button.querySelector('.tab-over'))) drawTabs();
+    }
+  }
   const dirty = () => !leaving && snapshot() !== saved;
   // A new post's text is kept in this tab (sessionStorage) while it is written, so a reload does not lose it.
   function keepDraft() {
