@@ -161,6 +161,11 @@ def test_leaving_with_unsaved_text_asks_first(server, channels, open_page):
     expect(page.get_by_label("Post", exact=True)).to_have_value("Half a thought")  # stayed, text kept
     assert asked and "not saved" in asked[0]
     assert page.url.endswith("#/compose")
+    page.get_by_role("heading", name="New post").click()
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.keyboard.press("n")  # "New post" from the new post itself asks too
+    expect(page.get_by_label("Post", exact=True)).to_have_value("Half a thought")
+    assert len(asked) == 2
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("link", name="Calendar").first.click()
     expect(page.locator(".cal-title")).to_be_visible()

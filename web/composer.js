@@ -626,13 +626,12 @@ let stayed = null;
 function guardLeaving(main, dirty, discard) {
   const here = location.href;
   const onHash = () => {
-    if (location.href === here) return;
     if (!main.isConnected || !dirty()) { stop(); return; }
     if (confirm(t('Leave this page? The post you are writing is not saved.'))) { stop(); discard(); return; }
     stop();
     history.replaceState(null, '', here);
     stayed = { nodes: [...main.childNodes], dirty, discard };
-    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    window.dispatchEvent(new HashChangeEvent('hashchange'));  // (this guard is gone: the next page sets its own)
   };
   const onUnload = (event) => {
     if (!main.isConnected) { stop(); return; }
