@@ -323,3 +323,22 @@ def test_three_channels_and_three_parts_fit_and_nothing_overflows(server, channe
     page.screenshot(path=str(SHOTS / f"composer-{width}-{scheme}.png"), full_page=True)
     page.set_viewport_size({"width": 360, "height": 800})
     clean_page(page)
+
+
+def test_in_another_language_and_by_keyboard(server, channels, open_page):
+    page = open_page(server, width=390, height=844)
+    page.add_init_script("localStorage.setItem('rustiz.language', 'es')")
+    sign_in(page, server)  # (texts the Spanish catalogue does not have yet show in English)
+    page.goto("/#/compose")
+    assert page.evaluate("document.documentElement.lang") == "es"
+    page.get_by_role("checkbox", name="Sky").check()
+    page.get_by_role("checkbox", name="Toots").check()
+    page.get_by_role("tab", name="Global").focus()
+    page.keyboard.press("ArrowRight")  # arrows move between the tabs, as a tab list's do
+    expect(page.get_by_role("tab", name="Sky")).to_be_focused()
+    expect(page.get_by_role("tab", name="Sky")).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_role("tab", name="Global")).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Post", exact=True)).to_be_focused()
+    clean_page(page)

@@ -309,6 +309,7 @@ export async function composerPage(main, { id, query }) {
   function drawTabs() {
     const all = [['global', t('Global'), null], ...chosen().map((c) => [c.id, c.name, c])];
     if (!all.some(([key]) => key === tab)) tab = 'global';
+    const hadFocus = tabs.contains(document.activeElement);
     tabs.replaceChildren(...all.map(([key, name, c]) => h('button.tab', { type: 'button', role: 'tab', 'aria-selected': String(tab === key), tabindex: tab === key ? '0' : '-1',
       dataset: { tab: key }, onclick: () => openTab(key), onkeydown: (event) => {
         const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
@@ -318,6 +319,7 @@ export async function composerPage(main, { id, query }) {
         tabs.querySelector(`[data-tab="${next}"]`)?.focus();
       } }, c ? avatar(c, 20) : null, name, c && own.has(c.id) ? h('span.tab-mark', ` · ${t('own text')}`) : null,
       c && partsOf(c.id).some((p) => counterFor(c, p.text).over) ? h('span.tab-mark.tab-over', ` · ${t('too long')}`) : null)));
+    if (hadFocus) tabs.querySelector('[aria-selected="true"]').focus();  // (a redraw keeps the keyboard's place)
   }
 
   function drawPanel() {
