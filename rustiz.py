@@ -915,6 +915,12 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_set_organization ON post_set(organization_id, deleted_at);
     """,
+    # The threads one POST /posts made on several channels share a multi-channel group (each keeps its own
+    # `post_group`, its thread on its channel): the web app shows them as one post, a duplicate copies them all.
+    """
+    ALTER TABLE post ADD COLUMN multi_channel_group TEXT;
+    CREATE INDEX post_multi_channel_group ON post(organization_id, multi_channel_group);
+    """,
 )
 
 

@@ -63,7 +63,7 @@ SET_CHANGE = object_schema({}, {"name": {"type": "string", "minLength": 1, "maxL
                                 "settings": SET["properties"]["settings"]}, additionalProperties=False)
 SET_BODY = SET_CHANGE | {"required": ["name", "channels"], "description": "settings: {} when left out"}
 SET_ID = parameter("path", "id", "A set id")
-DUPLICATE = object_schema({"group": STRING, "posts": array_of(object_schema(
+DUPLICATE = object_schema({"group": STRING, "multiChannelGroup": STRING, "posts": array_of(object_schema(
     {"id": STRING, "integration": STRING, "parentPostId": {"type": ["string", "null"]}}))})
 
 
@@ -343,25 +343,41 @@ def _without_gone_channels(row: dict, live: set) -> dict:
 
 
 class PostCopies:
-    """POST /posts/:id/duplicate: a post's whole group (its thread on its channel) copied as drafts."""
+    """POST /posts/:id/duplicate: a post copied as drafts — its thread on its channel and the threads the same
+    request made on other channels (its multi-channel group)."""
 
     def __init__(self, app: App):
         self.store = app.store
 
     @route_options(scope="drafts")  # (it makes drafts only; a drafts key's wait for review)
-    @documented("Copy a post's group (its thread on its channel: every part, with its settings, media, delay, "
-                "repeat interval and tags) as drafts in a new group at the same date; the original is untouched "
-                "(rustiz; scope drafts)", ("201", DUPLICATE), "NotFound",
+    @documented("Copy a post as drafts at the same date: its thread (every part, with its settings, media, delay, "
+                "repeat interval and tags) and the threads made with it on other channels, each in a new group, "
+                "together in a new multi-channel group; the original is untouched (rustiz; scope drafts)",
+                ("201", DUPLICATE), "NotFound",
                 (parameter("path", "id", "The id of any post of the group (its first part or a reply)"),))
     def duplicate(self, request: Request, organization_id: str) -> Response:
         return json_response(self.duplicate_post(organization_id, request.params["id"], request.scope), 201)
 
     def duplicate_post(self, organization_id: str, post_id: str, scope: str) -> dict:
-        """{group, posts: [{id, integration, parentPostId}]}, the copies in thread order; raises ApiError 404."""
+        """{group (the copy of the post's own thread), multiChannelGroup, posts: [{id, integration, parentPostId}]},
+        the copies thread after thread, each in thread order, the given post's first; raises ApiError 404."""
         post = post_store.post(self.store, organization_id, post_id)
         if post is None:  # (another organization's post answers as one that never existed)
             raise not_found(POST_NOT_FOUND)
-        thread = post_store.thread(self.store, organization_id, post["group"])
+        made_together = new_uuid()
+        originals = [post_store.thread(self.store, organization_id, group)
+                     for group in post_store.groups_made_together(self.store, organization_id, post)]
+        threads = [self._copied_thread(thread, made_together, scope) for thread in originals if thread]
+        root_id = originals[0][0]["id"]
+        tags = post_store.post_tags(self.store, [root_id]).get(root_id, [])
+        post_store.save_posts(self.store, organization_id, threads, set(),
+                              [tag["tag"]["name"] for tag in tags if tag["tag"]["deletedAt"] is None])
+        return {"group": threads[0][0]["post_group"], "multiChannelGroup": made_together,
+                "posts": [{"id": row["id"], "integration": row["integration_id"], "parentPostId": row["parent_post_id"]}
+                          for rows in threads for row in rows]}
+
+    @staticmethod
+    def _copied_thread(thread: list, made_together: str, scope: str) -> list:
         group, copied_ids, rows = new_uuid(), {}, []
         for part in thread:  # (each part after its parent)
             copied_ids[part["id"]] = new_cuid()
@@ -370,11 +386,7 @@ class PostCopies:
                          "content": part["content"], "delay": part["delay"], "post_group": group,
                          "parent_post_id": copied_ids.get(part["parentPostId"]), "settings": part["settings"],
                          "image": part["image"], "creation_method": part["creationMethod"],
-                         "interval_in_days": part["intervalInDays"]})
+                         "interval_in_days": part["intervalInDays"], "multi_channel_group": made_together})
             if scope != "full":  # (made by an agent: a person reviews it)
                 rows[-1]["review"] = "review"
-        tags = post_store.post_tags(self.store, [thread[0]["id"]]).get(thread[0]["id"], [])
-        post_store.save_posts(self.store, organization_id, [rows], set(),
-                              [tag["tag"]["name"] for tag in tags if tag["tag"]["deletedAt"] is None])
-        return {"group": group, "posts": [{"id": row["id"], "integration": row["integration_id"],
-                                           "parentPostId": row["parent_post_id"]} for row in rows]}
+        return rows

@@ -84,7 +84,7 @@ def _post_view(post: dict) -> dict:
             "settings": _load_json(post["settings"], {}), "delay": post["delay"],
             "intervalInDays": post["intervalInDays"], "creationMethod": post["creationMethod"],
             "releaseId": post["releaseId"], "releaseURL": post["releaseURL"], "error": post["error"],
-            "createdAt": post["createdAt"], "updatedAt": post["updatedAt"]}
+            "createdAt": post["createdAt"], "updatedAt": post["updatedAt"], "multiChannelGroup": post["multiChannelGroup"]}
 
 
 def going_out_times(thread: list, waits: dict) -> dict:
@@ -109,7 +109,7 @@ def _listing_item(post: dict, tags: list) -> dict:
             "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
             "intervalInDays": post["intervalInDays"], "group": post["group"],
             "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
-            "integration": post["integration"]}
+            "integration": post["integration"], "multiChannelGroup": post["multiChannelGroup"]}
 
 
 def posts_tagged(items: list, tag: str) -> list:
@@ -550,6 +550,7 @@ class PostsApi:
         existing = post_store.posts_by_id(self.store, organization_id, wanted) if wanted else {}
         replaced_groups = {post["group"] for post in plan["posts"] if post.get("group")}
         threads, claimed = [], set()
+        made_together = new_uuid()  # (the channels' threads of one request: one post in the web app)
         for post in plan["posts"]:
             current = [existing.get(value.get("id")) if value.get("id") not in claimed else None
                        for value in post["values"]]
@@ -560,13 +561,15 @@ class PostsApi:
             if state == "QUEUE":
                 self.refuse_missed_date(plan["date"])
             group, parent, rows = keep_group or new_uuid(), None, []
+            multi_channel_group = next((row["multiChannelGroup"] for row in current if row), None) or made_together
             for value, row in zip(post["values"], current):
                 post_id = row["id"] if row else new_cuid()
                 rows.append({"id": post_id, "existing": row is not None, "state": state, "publish_date": plan["date"],
                              "integration_id": post["integration"]["id"], "content": value["content"],
                              "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
                              "settings": encode_json(post["settings"]), "image": encode_json(value["image"]),
-                             "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter")})
+                             "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter"),
+                             "multi_channel_group": multi_channel_group})
                 if "review" in plan:
                     rows[-1]["review"] = plan["review"]
                 parent = post_id

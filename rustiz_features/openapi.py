@@ -42,7 +42,9 @@ def component_schemas() -> dict:
                               "releaseURL": nullable("string"), "settings": nullable("string"),
                               "image": nullable("string"), "creationMethod": STRING,
                               "intervalInDays": nullable("integer"), "error": nullable("string"), **stored,
-                              "deletedAt": nullable("string")})
+                              "deletedAt": nullable("string"), "multiChannelGroup": nullable("string") | {
+                                  "description": "rustiz: shared by the threads one request made on several "
+                                                 "channels (each its own group); null for older posts"}})
     post_part = object_schema({key: value for key, value in post_row["properties"].items()
                                if key not in ("organizationId", "integrationId", "deletedAt", "image", "settings")}
                               | {"state": {"type": "string", "enum": post_states["enum"] + ["PUBLISHING"]},
@@ -121,7 +123,7 @@ def component_schemas() -> dict:
         "Tag": tag,
         "ListedPost": object_schema({key: post_row["properties"][key] for key in (
             "id", "content", "publishDate", "releaseURL", "releaseId", "state", "intervalInDays", "group",
-            "creationMethod", "settings")} | {"tags": array_of(ref("Tag")), "integration": post_integration},
+            "creationMethod", "settings", "multiChannelGroup")} | {"tags": array_of(ref("Tag")), "integration": post_integration},
             {"actualDate": STRING}),
         "PostRow": post_row | {"properties": post_row["properties"] | {
             "title": nullable("string"), "description": nullable("string"),

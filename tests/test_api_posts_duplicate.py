@@ -1,5 +1,5 @@
-"""POST /posts/:id/duplicate: a post's group (its thread on its channel) copied as drafts in a new group at the same
-date, every part with its settings, media, delay, repeat interval and live tags; the original untouched; another
+"""POST /posts/:id/duplicate: a post's group (its thread on its channel), and the groups the same request made on
+other channels, copied as drafts in new groups at the same date, every part with its settings, media, delay, repeat interval and live tags; the original untouched; another
 organization's post is a 404; a drafts key's copies wait for review, a read key is refused."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support import API, Database, api, dict_rows, new_key, two_organizations
+from support import API, Database, api, channel_post, dict_rows, new_key, post_body, two_organizations
 
 FUTURE = "2031-03-01T09:30:00.000Z"
 COPIED_COLUMNS = ("integration_id", "content", "delay", "settings", "image", "interval_in_days", "publish_date",
@@ -58,7 +58,7 @@ def test_a_thread_is_copied_whole_as_drafts_in_a_new_group_and_the_original_is_u
     before = rows(db, "post_group = ?", group)
 
     status, answer = duplicate(shared, ids[1])  # (any part of the thread names its group)
-    assert status == 201 and set(answer) == {"group", "posts"}, answer
+    assert status == 201 and set(answer) == {"group", "multiChannelGroup", "posts"}, answer
     assert answer["group"] != group and len(answer["posts"]) == 3
     copies = thread_rows(db, answer["group"])
     assert [copy["id"] for copy in copies] == [post["id"] for post in answer["posts"]]
@@ -73,6 +73,25 @@ def test_a_thread_is_copied_whole_as_drafts_in_a_new_group_and_the_original_is_u
     view = api(shared, "GET", f"{API}/posts/{copies[0]['id']}")[1]
     assert [tag["tag"]["name"] for tag in view["tags"]] == ["Launch"]  # (a deleted tag is not carried over)
     assert [part["content"] for part in view["thread"]] == ["<p>two</p>", "<p>three</p>"]
+
+
+def test_a_post_made_on_several_channels_is_copied_on_every_one_of_them(shared, world):
+    db = world["db"]
+    sea = db.channel("Sea", "bluesky")
+    body = post_body(channel_post(world["sky"], "<p>both</p>", "<p>reply</p>", settings={"__type": "bluesky"}),
+                     channel_post(sea, "<p>both, at sea</p>", settings={"__type": "bluesky"}), type="draft", date=FUTURE)
+    status, made = api(shared, "POST", f"{API}/posts", body)
+    assert status == 201, made
+    originals = [api(shared, "GET", f"{API}/posts/{item['postId']}")[1] for item in made]
+    assert len({post["multiChannelGroup"] for post in originals}) == 1 and len({post["group"] for post in originals}) == 2
+    status, answer = duplicate(shared, made[1]["postId"])  # (the second channel's post: its thread comes first)
+    assert status == 201, answer
+    assert [post["integration"] for post in answer["posts"]] == [sea, world["sky"], world["sky"]]
+    assert answer["multiChannelGroup"] != originals[0]["multiChannelGroup"]
+    copies = [api(shared, "GET", f"{API}/posts/{post['id']}")[1] for post in answer["posts"] if not post["parentPostId"]]
+    assert [copy["content"] for copy in copies] == ["<p>both, at sea</p>", "<p>both</p>"]
+    assert {copy["multiChannelGroup"] for copy in copies} == {answer["multiChannelGroup"]}
+    assert {copy["state"] for copy in copies} == {"DRAFT"}
 
 
 def test_a_published_or_failed_post_is_copied_as_a_draft_without_its_outcome(shared, world):

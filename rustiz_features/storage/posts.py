@@ -32,7 +32,7 @@ class PostBeingPublished(Exception):
 POST_COLUMNS = (
     "p.id, p.state, p.publish_date, p.organization_id, p.integration_id, p.content, p.delay, p.post_group, "
     "p.parent_post_id, p.release_id, p.release_url, p.settings, p.image, p.creation_method, "
-    "p.interval_in_days, p.error, p.created_at, p.updated_at, p.deleted_at")
+    "p.interval_in_days, p.error, p.created_at, p.updated_at, p.deleted_at, p.multi_channel_group")
 
 
 def post_row(row: tuple) -> dict:
@@ -41,7 +41,7 @@ def post_row(row: tuple) -> dict:
             "integrationId": row[4], "content": row[5], "delay": row[6], "group": row[7],
             "parentPostId": row[8], "releaseId": row[9], "releaseURL": row[10], "settings": row[11],
             "image": row[12], "creationMethod": row[13], "intervalInDays": row[14], "error": row[15],
-            "createdAt": row[16], "updatedAt": row[17], "deletedAt": row[18]}
+            "createdAt": row[16], "updatedAt": row[17], "deletedAt": row[18], "multiChannelGroup": row[19]}
 
 
 def post(store: Store, organization_id: str, post_id: str) -> Optional[dict]:
@@ -64,6 +64,17 @@ def thread_waits(store: Store, organization_id: str, group: str) -> dict:
     delay once the part before it went out, a retry's wait)."""
     return dict(store.read("SELECT id, not_before FROM post WHERE organization_id = ? AND post_group = ? "
                            "AND deleted_at IS NULL AND not_before IS NOT NULL", (organization_id, group)))
+
+
+def groups_made_together(store: Store, organization_id: str, post: dict) -> list:
+    """The live groups (threads on their channels) one request made with `post`'s, its own first; only its
+    own when it has no multi-channel group (made before rustiz kept them, or imported row by row)."""
+    if post["multiChannelGroup"] is None:
+        return [post["group"]]
+    rows = store.read("SELECT DISTINCT post_group FROM post WHERE organization_id = ? AND multi_channel_group = ? "
+                      "AND deleted_at IS NULL AND post_group <> ? ORDER BY post_group",
+                      (organization_id, post["multiChannelGroup"], post["group"]))
+    return [post["group"], *(row[0] for row in rows)]
 
 
 def thread(store: Store, organization_id: str, group: str) -> list:
@@ -112,8 +123,8 @@ def root_posts_for_listing(store: Store, organization_id: str, start: str, end: 
     posts = []
     for row in store.read(sql + " ORDER BY p.publish_date, p.id", parameters):
         post = post_row(row)
-        post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
-        post["recurrenceAnchor"] = row[22]
+        post["integration"] = {"id": row[4], "providerIdentifier": row[20], "name": row[21], "picture": row[22]}
+        post["recurrenceAnchor"] = row[23]
         posts.append(post)
     return posts
 
@@ -205,7 +216,8 @@ def _write_threads(db: sqlite3.Connection, organization_id: str, threads: list, 
 
 # The columns a saved post row sets (beside its id, organization, dates, anchor and review).
 _WRITTEN_POST_COLUMNS = ("state", "publish_date", "integration_id", "content", "delay", "post_group",
-                         "parent_post_id", "settings", "image", "creation_method", "interval_in_days")
+                         "parent_post_id", "settings", "image", "creation_method", "interval_in_days",
+                         "multi_channel_group")
 
 
 def _write_post(db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:

@@ -42,8 +42,8 @@ def posts_for_review(store: Store, organization_id: str, review: str) -> list:
     posts = []
     for row in rows:
         post = post_row(row)
-        post["integration"] = {"id": row[4], "providerIdentifier": row[19], "name": row[20], "picture": row[21]}
-        post["review"], post["reviewReason"] = review, row[22]
+        post["integration"] = {"id": row[4], "providerIdentifier": row[20], "name": row[21], "picture": row[22]}
+        post["review"], post["reviewReason"] = review, row[23]
         posts.append(post)
     return posts
 
