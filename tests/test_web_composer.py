@@ -289,21 +289,42 @@ def test_signatures_sets_tags_library_and_emoji(server, channels, open_page):
     assert full["intervalInDays"] == 7
 
 
-def test_the_calendar_s_slot_presets_the_time_and_an_edit_address_opens_a_draft(server, channels, open_page):
+def test_the_calendar_s_slot_presets_the_time_and_an_edit_address_opens_a_draft_group(server, channels, open_page):
     page = open_page(server, width=390, height=844)
     sign_in(page, server)
     page.goto("/#/compose?date=2031-05-02T14:30:00Z")
     when = page.get_by_label("Date and time (UTC)")
     expect(when).to_have_value("2031-05-02T14:30")
     assert when.get_attribute("step") == "60"
-    db = Database(server)
-    draft = db.post(channels["toot"], "2031-06-01T08:00:00.000Z", state="DRAFT", content="<p>A copy to finish</p>",
-                    settings='{"__type":"mastodon"}')
-    page.goto(f"/#/compose?edit={draft}")
+    # A draft on two channels (as POST /posts/:id/duplicate makes them): ?edit= opens the whole group.
+    body = {"type": "draft", "date": "2031-06-01T08:00:00Z", "shortLink": False, "tags": [],
+            "posts": [{"integration": {"id": channels[name]}, "settings": {"__type": provider},
+                       "value": [{"content": "<p>A copy to finish</p>", "image": []}, {"content": "<p>Its reply</p>", "image": []}]}
+                      for name, provider in (("sky", "bluesky"), ("toot", "mastodon"))]}
+    status, made = api(server, "POST", f"{API}/posts", body)
+    assert status in (200, 201), made
+    sky_post, toot_post = (item["postId"] for item in made)
+    page.goto(f"/#/compose?edit={sky_post}")
     expect(page.get_by_role("heading", name="Edit post")).to_be_visible()
+    expect(page.get_by_role("checkbox", name="Sky")).to_be_checked()
+    expect(page.get_by_role("checkbox", name="Toots")).to_be_checked()
+    expect(page.get_by_label("Thread part 2", exact=True)).to_have_value("Its reply")
+    expect(page.get_by_label("Date and time (UTC)")).to_have_value("2031-06-01T08:00")
     page.get_by_label("Post", exact=True).fill("Finished copy")
-    page.get_by_role("button", name="Save changes").click()
-    expect(page.locator(".content")).to_have_text("Finished copy")
+    page.get_by_role("tab", name="Toots").click()
+    page.get_by_role("button", name="Customize for Toots").click()
+    page.get_by_label("Post on Toots").fill("Finished copy, for Mastodon")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_role("heading", name="Edit post")).to_have_count(0)
+    sky, toot = (api(server, "GET", f"{API}/posts/{post_id}")[1] for post_id in (sky_post, toot_post))  # updated in place
+    assert (sky["content"], sky["thread"][0]["content"], sky["state"]) == ("<p>Finished copy</p>", "<p>Its reply</p>", "DRAFT")
+    assert toot["content"] == "<p>Finished copy, for Mastodon</p>"
+    page.goto(f"/#/compose?edit={sky_post}")
+    page.get_by_role("checkbox", name="Toots").uncheck()  # taken out of the group: its post goes
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_role("heading", name="Edit post")).to_have_count(0)
+    assert api(server, "GET", f"{API}/posts/{toot_post}")[0] == 404
+    assert api(server, "GET", f"{API}/posts/{sky_post}")[0] == 200
 
 
 @pytest.mark.parametrize("width,height,scheme", [(1440, 900, "light"), (1440, 900, "dark"), (390, 844, "light"), (390, 844, "dark")])

@@ -154,11 +154,13 @@ export async function composerPage(main, { id, query }) {
     guardLeaving(main, dirty, discard);
     return;
   }
-  const editId = id || query?.get('edit') || '';
-  const [channels, editing, known, sets, signatures, knownTags] = await Promise.all([api('GET', '/integrations'),
-    editId ? api('GET', `/posts/${editId}`) : null, providers(), optional(api('GET', '/sets'), 'sets'),
-    editId ? [] : optional(api('GET', '/signatures'), 'signatures'), optional(api('GET', '/tags'), 'tags')]);
-  const usable = editing ? channels.filter((c) => c.id === editing.integration.id) : channels.filter((c) => !c.disabled);
+  const groupEdit = id ? '' : query?.get('edit') || '';
+  const [channels, editing, known, sets, signatures, knownTags, members] = await Promise.all([api('GET', '/integrations'),
+    id ? api('GET', `/posts/${id}`) : null, providers(), optional(api('GET', '/sets'), 'sets'),
+    id || groupEdit ? [] : optional(api('GET', '/signatures'), 'signatures'), optional(api('GET', '/tags'), 'tags'),
+    groupEdit ? postGroup(groupEdit) : null]);
+  const memberOf = new Map((members || []).map((m) => [m.integration.id, m]));  // channel id -> its post of the group
+  const usable = editing ? channels.filter((c) => c.id === editing.integration.id) : channels.filter((c) => !c.disabled || memberOf.has(c.id));
   const byId = new Map(channels.map((c) => [c.id, c]));
   const errors = errorBox();
   const selected = new Set(editing ? [editing.integration.id] : []);
@@ -173,7 +175,7 @@ export async function composerPage(main, { id, query }) {
   const placed = new Map();  // where -> error lines shown there ('part <tab> <index>', 'settings <channel>', 'channel <channel>')
   const tags = [];
 
-  main.append(h('h1', editing ? t('Edit post') : t('New post')));
+  main.append(h('h1', editing || members ? t('Edit post') : t('New post')));
   if (editing) main.append(h('p', stateBadge(editing.state), ' ', t('on {channel}', { channel: editing.integration.name })));
   if (!usable.length) {
     main.append(h('p.notice', t('Connect a channel first:'), ' ', h('a', { href: '#/channels' }, t('Channels')), '.'));
@@ -443,6 +445,33 @@ export async function composerPage(main, { id, query }) {
     if (target) insertAtCaret(target, (target.value && !target.value.endsWith('\n') ? '\n' : '') + signatureText(signature));
   } }, h('option', { value: '' }, t('Insert signature…')), signatures.map((s) => h('option', { value: s.id }, signatureText(s).slice(0, 40)))) : null;
 
+  // --- an edited group: its channels, their parts (shared when alike), settings, date, tags, repeat ---------
+  const ids = new Map();  // channel id -> the ids of its post's parts (an edit updates them in place)
+  const partIds = (cid) => ids.get(cid) || [];
+  function loadGroup(posts) {
+    const partsOfPost = (m) => [m, ...(m.thread || [])].map((x) => newPart({ text: htmlToText(x.content), delay: x.delay || 0,
+      media: (x.image || []).map((img) => ({ id: img.id, path: img.path, alt: img.alt || '' })) }));
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    const shared = partsOfPost(posts[0]);
+    globalParts.push(...shared);
+    for (const m of posts) {
+      const cid = m.integration.id;
+      selected.add(cid);
+      ids.set(cid, [m, ...(m.thread || [])].map((x) => x.id));
+      presetSettings[cid] = m.settings;
+      const mine = partsOfPost(m);
+      if (!same(mine, shared)) own.set(cid, mine);
+    }
+    for (const box of channelBoxes.querySelectorAll('input')) box.checked = selected.has(box.value);
+    tags.push(...(posts[0].tags || []).map((x) => x.tag?.name || x.name).filter(Boolean));
+    drawTags();
+    when.value = toLocalInput(Date.parse(posts[0].publishDate));
+    const every = String(posts[0].intervalInDays || '');
+    repeat.value = [...repeat.options].some((o) => o.value === every) ? every : 'custom';
+    everyDays.value = every || 3;
+    everyDays.hidden = repeat.value !== 'custom';
+  }
+
   // --- saving ------------------------------------------------------------------------------------
   const snapshot = () => JSON.stringify([[...selected], globalParts, [...own], tags, repeat.value]);
   let saved = '';
@@ -459,7 +488,7 @@ export async function composerPage(main, { id, query }) {
   const dirty = () => !leaving && snapshot() !== saved;
   // A new post's text is kept in this tab (sessionStorage) while it is written, so a reload does not lose it.
   function keepDraft() {
-    if (editing || !saved) return;
+    if (editing || members || !saved) return;
     if (dirty()) sessionStorage.setItem(DRAFT, JSON.stringify({ selected: [...selected], globalParts, own: [...own], tags, when: when.value, repeat: repeat.value, every: everyDays.value }));
     else sessionStorage.removeItem(DRAFT);
   }
@@ -483,6 +512,8 @@ export async function composerPage(main, { id, query }) {
 
   async function create(body, action, date) {
     const created = await api('POST', '/posts', body);
+    // (an edited group: the channels taken out of it lose their post)
+    for (const [cid, m] of memberOf) if (!selected.has(cid)) await api('DELETE', `/posts/${m.id}`);
     leaving = true;
     sessionStorage.removeItem(DRAFT);
     if (action === 'now' && created.length === 1) { go(`#/post/${created[0].postId}`); return; }
@@ -556,7 +587,8 @@ export async function composerPage(main, { id, query }) {
       body = {
         type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false,
         tags: tags.map((name) => ({ value: name, label: name })), ...(inter ? { inter } : {}),
-        posts: sentChannels.map((c) => ({ integration: { id: c.id }, value: partsOf(c.id).map(valueOf), settings: { __type: c.identifier, ...settingsOf(c.id) } })),
+        posts: sentChannels.map((c) => ({ integration: { id: c.id }, settings: { __type: c.identifier, ...settingsOf(c.id) },
+          value: partsOf(c.id).map((p, i) => ({ ...valueOf(p, i), ...(partIds(c.id)[i] ? { id: partIds(c.id)[i] } : {}) })) })),
       };
       await create(body, action, date);
     } catch (error) {
@@ -602,6 +634,9 @@ export async function composerPage(main, { id, query }) {
   if (editing) {
     for (const part of [editing, ...(editing.thread || [])]) globalParts.push(newPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) }));
     saved = snapshot();
+  } else if (members) {
+    loadGroup(members);
+    saved = snapshot();
   } else {
     const auto = signatures.find((s) => s.autoAdd);
     globalParts.push(newPart({ text: auto ? `\n\n${signatureText(auto)}` : '' }));
@@ -617,6 +652,17 @@ export async function composerPage(main, { id, query }) {
 }
 
 const DRAFT = 'rustiz.composer-draft';
+
+/** The posts of the multi-channel group of post `postId` (each with its thread), that post first. */
+async function postGroup(postId) {
+  const root = await api('GET', `/posts/${postId}`);
+  if (!root.multiChannelGroup) return [root];
+  const at = Date.parse(root.publishDate);
+  const window = `startDate=${new Date(at - 1000).toISOString()}&endDate=${new Date(at + 1000).toISOString()}`;
+  const listed = (await api('GET', `/posts?${window}`)).posts || [];
+  const others = listed.filter((p) => p.multiChannelGroup === root.multiChannelGroup && p.id !== root.id);
+  return [root, ...await Promise.all(others.map((p) => api('GET', `/posts/${p.id}`)))];
+}
 const signatureText = (signature) => (/<\w/.test(signature.content || '') ? htmlToText(signature.content) : String(signature.content || '')).trim();
 
 // The page a person chose to stay on, carried over the router's redraw: its nodes keep their state.
