@@ -363,3 +363,18 @@ def test_in_another_language_and_by_keyboard(server, channels, open_page):
     page.keyboard.press("Tab")
     expect(page.get_by_label("Post", exact=True)).to_be_focused()
     clean_page(page)
+
+
+def test_an_error_after_schedule_stands_next_to_the_part_it_is_about(start_server_with_fakes, open_page):
+    server = start_server_with_fakes()
+    Database(server).channel("Lone sky", "bluesky")
+    page = compose(server, open_page, width=390, height=844)
+    page.get_by_role("checkbox", name="Lone sky").check()
+    page.get_by_role("button", name="+ Add thread part").click()
+    page.get_by_label("Thread part 2", exact=True).fill("A reply without its post")
+    page.get_by_role("button", name="Schedule", exact=True).click()  # the first part is empty: the API says so
+    error = page.locator('.part[data-where="part global 0"] .inline-error')
+    expect(error).to_have_text("Lone sky: If images do not exist, content must be a non-empty string.")
+    expect(error).to_be_focused()
+    expect(error).to_be_in_viewport()
+    expect(page.locator('.part[data-where="part global 1"] .inline-error')).to_have_count(0)

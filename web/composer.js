@@ -544,7 +544,9 @@ export async function composerPage(main, { id, query }) {
       if (c && path?.[3] !== undefined) where = `part ${own.has(c.id) ? c.id : 'global'} ${path[3]}`;
       else if (c && path) where = `settings ${c.id}`;
       else if (c) where = `channel ${c.id}`;
-      if (where) placed.set(where, [...(placed.get(where) || []), line]); else rest.push(line);
+      // (placed, a line need not say where: "posts.0.value.1.content ..." reads "Sky: content ...")
+      const said = path && c ? `${c.name}: ${line.slice(path[0].length).replace(/^\.?\s*/, '')}` : line;
+      if (where) placed.set(where, [...(placed.get(where) || []), said]); else rest.push(line);
     }
     const first = placed.keys().next().value;
     if (first) {
