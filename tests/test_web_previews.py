@@ -40,12 +40,12 @@ GALLERY = """async ([providers, picture]) => {
     for (const [i, p] of providers.entries()) {
         const channel = { id: 'c' + i, name: p.name + ' channel', identifier: p.identifier, profile: 'handle' + i };
         const media = i % 4 === 0 ? [] : Array.from({ length: 1 + (i % 4) }, () => ({ path: picture, alt: 'a green picture' }));
-        const parts = [{ text: 'Launch day! Read https://example.com/a/very/long/path/to/the/notes #rustiz @friend\\nSecond line', media },
+        const parts = [{ text: 'Launch day! Read https://example.com/a/very/long/path/to/the/notes #rustiz @friend.\\nSecond line', media },
                        { text: 'And a reply', media: [] }];
         const article = preview(channel, parts, p.name);
         box.append(article);
         results.push({ identifier: p.identifier, look: lookOf(p.identifier), cls: article.className, text: article.innerText,
-                       tag: article.querySelector('.pv-tag')?.textContent, replies: article.querySelectorAll('.preview-part.reply').length });
+                       tag: article.querySelector('.pv-tag')?.textContent, mention: article.querySelector('.pv-mention')?.textContent, replies: article.querySelectorAll('.preview-part.reply').length });
     }
     return results;
 }"""
@@ -84,7 +84,7 @@ def test_every_provider_has_a_preview_with_accessible_accents(server, open_page,
     assert [r["identifier"] for r in results] == [p["identifier"] for p in providers]
     for result in results:
         assert f"pv-{result['look']}" in result["cls"], result
-        assert result["tag"] == "#rustiz", result
+        assert result["tag"] == "#rustiz" and result["mention"] == "@friend", result  # (not the full stop after it)
         assert result["replies"] == 1, result
         assert "Launch day!" in result["text"] and "undefined" not in result["text"] and "null" not in result["text"], result
     looks = {r["look"] for r in results}

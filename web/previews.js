@@ -21,7 +21,7 @@ const STYLES = {
 export const lookOf = (identifier) => STYLES[identifier] || 'card';
 
 const isVideo = (path) => /\.(mp4|mov|webm|m4v)(\?|$)/i.test(path || '');
-const TOKEN = /(https?:\/\/[^\s<>]+[^\s<>.,:;!?)'"]|www\.[^\s<>]+[^\s<>.,:;!?)'"]|#[\p{L}\p{N}_]+|@[\p{L}\p{N}_.]+(?:@[\p{L}\p{N}_.-]+)?)/u;
+const TOKEN = /(https?:\/\/[^\s<>]+[^\s<>.,:;!?)'"]|www\.[^\s<>]+[^\s<>.,:;!?)'"]|#[\p{L}\p{N}_]+|@[\p{L}\p{N}_]+(?:\.[\p{L}\p{N}_]+)*(?:@[\p{L}\p{N}_-]+(?:\.[\p{L}\p{N}_-]+)*)?)/u;
 
 /** The text as the platform shows it: links, #hashtags and @mentions as styled spans (text only, never HTML). */
 export function richText(text) {
