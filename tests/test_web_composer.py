@@ -378,3 +378,19 @@ def test_an_error_after_schedule_stands_next_to_the_part_it_is_about(start_serve
     expect(error).to_be_focused()
     expect(error).to_be_in_viewport()
     expect(page.locator('.part[data-where="part global 1"] .inline-error')).to_have_count(0)
+
+
+def test_a_title_from_the_channel_s_settings_heads_its_preview(server, channels, open_page):
+    Database(server).channel("Dev blog", "devto", profile="devblog")
+    page = compose(server, open_page)
+    page.get_by_role("checkbox", name="Dev blog").check()
+    page.get_by_label("Post", exact=True).fill("First line of the article\nThe body")
+    preview = page.locator("article.preview.pv-blog")
+    expect(preview.locator(".pv-title")).to_have_text("First line of the article")  # no title yet: the first line
+    page.get_by_role("tab", name="Dev blog").click()
+    settings = page.locator("details.provider-settings")
+    expect(settings).to_have_attribute("open", "")  # (a required setting: unfolded)
+    expect(settings.locator("summary")).to_have_text("Dev blog settings")
+    settings.get_by_label("title", exact=False).first.fill("Shipping one file")
+    expect(preview.locator(".pv-title")).to_have_text("Shipping one file")
+    expect(preview.locator(".pv-text").first).to_contain_text("First line of the article")

@@ -341,7 +341,7 @@ export async function composerPage(main, { id, query }) {
           const n = counterFor(c, p.text);
           return h(`span.count${n.over ? '.over' : ''}`, { dataset: { channel: c.id } }, `${i ? t('Part {n}', { n: i + 1 }) + ' · ' : ''}${counterText(c, n)}`);
         })),
-        settings?.form ? h('details.provider-settings', { open: settings.form.required || placed.has(where), dataset: { where } },
+        settings?.form ? h('details.provider-settings', { open: settings.form.required || placed.has(where), dataset: { where }, oninput: () => drawPreview() },
           h('summary', t('{channel} settings', { channel: c.name })),
           placed.has(where) ? h('div.errors.inline-error', { role: 'alert', tabindex: '-1' }, placed.get(where).map((line) => h('p', line))) : null,
           settings.spec.rules ? h('p.hint', settings.spec.rules) : null, settings.form.fields,
@@ -361,7 +361,10 @@ export async function composerPage(main, { id, query }) {
     previewPicker.replaceChildren(...list.map((c) => h('option', { value: c.id, selected: c.id === previewChannel }, c.name)));
     previewBox.hidden = !list.length;
     const c = byId.get(previewChannel);
-    previewSlot.replaceChildren(c ? preview(c, partsOf(c.id), known[c.identifier]?.name) : '');
+    // (a title the channel's settings give, Reddit's or a blog's, heads its preview)
+    const title = c ? settingsForms.get(c.id)?.form?.read().title : '';
+    const parts = c ? partsOf(c.id).map((p, i) => (i === 0 && typeof title === 'string' && title ? { ...p, title } : p)) : [];
+    previewSlot.replaceChildren(c ? preview(c, parts, known[c.identifier]?.name) : '');
   }
 
   // --- the action bar: what is too long, and the fixes ---------------------------------------------
