@@ -921,6 +921,12 @@ MIGRATIONS: tuple = (
     ALTER TABLE post ADD COLUMN multi_channel_group TEXT;
     CREATE INDEX post_multi_channel_group ON post(organization_id, multi_channel_group);
     """,
+    # The media library: a picture's size in pixels, read from its header when it is uploaded (NULL: a video,
+    # a header rustiz cannot read, or an upload made before this step).
+    """
+    ALTER TABLE media ADD COLUMN width INTEGER;
+    ALTER TABLE media ADD COLUMN height INTEGER;
+    """,
 )
 
 
@@ -3474,6 +3480,11 @@ API_ROUTES = (
     ("PUT", "/sets/:id", "api_library", "SetsApi.update"),
     ("DELETE", "/sets/:id", "api_library", "SetsApi.delete"),
     ("POST", "/posts/:id/duplicate", "api_library", "PostCopies.duplicate"),
+    # The media library (issue 24).
+    ("GET", "/media", "media_library", "MediaLibraryApi.list_media"),
+    ("POST", "/media/delete", "media_library", "MediaLibraryApi.delete_many"),
+    ("PUT", "/media/:id", "media_library", "MediaLibraryApi.update_media"),
+    ("DELETE", "/media/:id", "media_library", "MediaLibraryApi.delete_media"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
@@ -3601,6 +3612,8 @@ class App:
                 if params is not None:
                     from urllib.parse import unquote
                     request.params = {name: unquote(value) for name, value in params.items()}
+                    if any("\x00" in value for value in request.params.values()):
+                        return None  # no id holds a NUL (and PostgreSQL refuses one in any text it is sent)
                     return methods
         return None
 

@@ -6,7 +6,7 @@ the core imports none of these at load time, and these import the core and one a
 
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
     posts_files, web, catalogue, http_client, db_copy, ops
-  mcp -> mcp_tools -> api_posts, api_channels, media, validation, catalogue, duplicates
+  mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates
   review (approving and rejecting drafts keys' posts) -> api_posts
@@ -21,7 +21,8 @@ the core imports none of these at load time, and these import the core and one a
   alerts (trouble announced on an alert channel) -> background, publishers, text
   background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
-  media -> catalogue, http_client, object_storage
+  media -> catalogue, http_client, object_storage, picture_size
+  media_library (the library's API: listing, names and alt text, deletes) -> media
   db_copy (`rustiz db copy`) -> object_storage, http_client
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
@@ -35,6 +36,7 @@ the core imports none of these at load time, and these import the core and one a
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   web, recurrence, text, bech32 -> the core only
+  picture_size (a picture's width and height from its header) -> the standard library only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
 imports none of these at load time, and that it imports them later only from the sites it names

@@ -24,6 +24,7 @@ from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
 from .catalogue import PROVIDERS, provider_max_length
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
+from .media_library import MAX_MEDIA_PAGE, MAX_SEARCH_CHARACTERS, MEDIA_PER_PAGE, MediaLibraryApi
 from .validation import validate_create_post
 from .storage import channels as channel_store
 from .storage import media_library as media_store
@@ -57,7 +58,9 @@ TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchem
                "tagList": "read", "tagCreate": "full", "tagUpdate": "full", "tagDelete": "full",
                "signatureList": "read", "signatureCreate": "full", "signatureUpdate": "full",
                "signatureDelete": "full", "setList": "read", "setCreate": "full", "setUpdate": "full",
-               "setDelete": "full", "duplicatePost": "drafts"}
+               "setDelete": "full", "duplicatePost": "drafts",
+               # the media library (media_library.py), under the names postiz-agent's commands use
+               "listMedia": "read", "updateMedia": "full", "deleteMedia": "full"}
 POST_CREATING_TOOLS = ("integrationSchedulePostTool", "duplicatePost")
 MCP_LIMIT_WINDOW_SECONDS = 60
 
@@ -197,7 +200,8 @@ If validation fails, the result contains output.errors describing what to fix; t
 
 def _mcp_tool_definitions() -> list:
     """tools/list in Postiz's order (without its AI-generation tools), then rustiz's additions."""
-    return _postiz_tool_definitions() + _rustiz_tool_definitions() + _library_tool_definitions()
+    return (_postiz_tool_definitions() + _rustiz_tool_definitions() + _library_tool_definitions()
+            + _media_tool_definitions())
 
 
 def _postiz_tool_definitions() -> list:
@@ -367,15 +371,54 @@ def _library_tool_definitions() -> list:
              "annotations": _annotations(f"Delete {noun.capitalize()}", False, True, True, False)}]
     tools.append(
         {"name": "duplicatePost",
-         "description": "Copy a post (its whole thread on its channel: every part, settings, media, tags) as a new "
-                        "draft at the same date; the original is untouched. Answers the new posts' ids (the first "
-                        "is the post, the others its thread) and their group; a drafts key's copy awaits review.",
+         "description": "Copy a post as new drafts at the same date: its whole thread on its channel (every part, "
+                        "settings, media, tags) and the threads made with it on other channels; the original is "
+                        "untouched. Answers the new posts' ids (the post's own thread first), the group of the "
+                        "post's copy and their multi-channel group; a drafts key's copies await review.",
          "inputSchema": _root(_z_object({"id": _z_string('The "id" of the post (any part of its thread)')})),
-         "outputSchema": _root(_z_object({"output": _z_object({"group": {"type": "string"}, "posts": {
+         "outputSchema": _root(_z_object({"output": _z_object({"group": {"type": "string"},
+                                                               "multiChannelGroup": {"type": "string"}, "posts": {
              "type": "array", "items": _z_object({"id": {"type": "string"}, "integration": {"type": "string"},
                                                   "parentPostId": {"type": ["string", "null"]}})}})})),
          "annotations": _annotations("Duplicate Post", False, False, False, False)})
     return tools
+
+
+def _media_tool_definitions() -> list:
+    """The media library (GET, PUT and DELETE /public/v1/media), under the names postiz-agent's commands use."""
+    media_item = {"type": "object", "additionalProperties": {}}
+    return [
+        {"name": "listMedia",
+         "description": f"List the organization's uploaded images and videos, newest first, {MEDIA_PER_PAGE} per page "
+                        "(page 1 first; \"pages\" says how many there are): each with its id, path (the URL to use "
+                        "as a post's attachment), type, size in bytes, width and height in pixels, alt text, and "
+                        "usedBy, the posts that use it. \"search\" keeps those whose name or alt text holds it.",
+         "inputSchema": _root(_z_object({
+             "page": _described({"type": "integer", "minimum": 1, "maximum": MAX_MEDIA_PAGE}, "Page number, from 1"),
+             "search": _z_string(f"Text the name, original file name or alt text holds (any case, at most "
+                                 f"{MAX_SEARCH_CHARACTERS} characters)")}, optional=("page", "search"))),
+         "outputSchema": _root(_z_object({"output": _z_object({"media": _z_array(media_item),
+                                                               "pages": {"type": "integer"}})})),
+         "annotations": _annotations("List Media", *_READ_ONLY)},
+        {"name": "updateMedia",
+         "description": "Change a media item's alt text (what posts that use it from now on describe it with; "
+                        "null or empty removes it) or its name. Find the id with listMedia.",
+         "inputSchema": _root(_z_object({"id": _z_string("The id of the media item"),
+                                         "alt": _described({"type": ["string", "null"]},
+                                                           "The alt text, at most 1000 characters"),
+                                         "name": _z_string("The name, 1 to 255 characters")},
+                                        optional=("alt", "name"))),
+         "outputSchema": _root(_z_object({"output": media_item})),
+         "annotations": _annotations("Update Media", False, False, True, False)},
+        {"name": "deleteMedia",
+         "description": "Delete a media item. Refused while posts not yet published (queued) use it: the result's "
+                        "output.errors says so and output.usedBy lists them, to change or delete first.",
+         "inputSchema": _root(_z_object({"id": _z_string("The id of the media item")})),
+         "outputSchema": _root(_z_object({"output": {"anyOf": [
+             _z_object({"id": {"type": "string"}, "deleted": {"type": "boolean"}}),
+             _z_object({"errors": {"type": "string"}, "usedBy": _z_array(media_item)})]}})),
+         "annotations": _annotations("Delete Media", False, True, True, False)},
+    ]
 
 
 # --- arguments checked against the input schema, with zod's messages ---------------------------
@@ -497,6 +540,7 @@ class McpTools:
         self.library: dict = {"tag": app.feature(TagsApi), "signature": app.feature(SignaturesApi),
                               "set": app.feature(SetsApi)}
         self.post_copies: PostCopies = app.feature(PostCopies)
+        self.media_library: MediaLibraryApi = app.feature(MediaLibraryApi)
         self.definitions = _mcp_tool_definitions()
         self.by_name = {tool["name"]: tool for tool in self.definitions}
         self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
@@ -741,6 +785,35 @@ class McpTools:
 
     def tool_duplicatePost(self, organization_id: str, arguments: dict, scope: str = "full") -> dict:
         return {"output": self.post_copies.duplicate_post(organization_id, arguments["id"], scope)}
+
+    # The media library's tools: the API's own functions (media_library.py), whose 400s are tool errors.
+
+    def tool_listMedia(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self.media_library.listing(organization_id, arguments.get("page", 1), arguments.get("search"))}
+
+    def tool_updateMedia(self, organization_id: str, arguments: dict) -> dict:
+        changes = {name: arguments[name] for name in ("alt", "name") if name in arguments}
+        try:
+            return {"output": self.media_library.update(organization_id, arguments["id"], changes)}
+        except ApiError as refused:
+            if refused.status == 404:
+                raise ToolFailed(f"Media {arguments['id']} not found; use listMedia to find the ids of this "
+                                 "organization's media") from None
+            raise
+
+    def tool_deleteMedia(self, organization_id: str, arguments: dict) -> Union[dict, Awaitable[dict]]:
+        result, removal = self.media_library.delete(organization_id, arguments["id"])
+        if result["status"] == 404:
+            raise ToolFailed(f"Media {arguments['id']} not found; use listMedia to find the ids of this "
+                             "organization's media")
+        if result["status"] == 409:
+            return {"output": {"errors": result["message"], "usedBy": result["usedBy"]}}
+        output = {"output": {"id": result["id"], "deleted": True}}
+        return self._file_removed(removal, output) if removal else output
+
+    async def _file_removed(self, path: str, output: dict) -> dict:
+        await self.media_library.remove_files([path])
+        return output
 
 
 def _parsed_settings(text: Optional[str]) -> Any:

@@ -23,6 +23,7 @@ from rustiz import (
     make_private_folders, nest_error, not_found, route_options,
 )
 from .api_docs import STRING, documented, object_schema, parameter, ref
+from .picture_size import picture_size
 from .storage import media_library as media_store
 
 # The outbound client and the catalogue's URL check serve upload-from-url alone: fetch_media imports them, so
@@ -232,6 +233,15 @@ class StagedFile:
         self.media_type = media_type
         self.size = size
         self.original_name: Optional[str] = None  # the client's file name, when it sent one
+
+
+def staged_picture_size(staged: StagedFile) -> Optional[tuple]:
+    """(width, height) of a staged picture from its header (picture_size.py), or None (a video, a picture
+    rustiz cannot read the size of, or a malformed header: the upload goes on without a size)."""
+    if staged.media_type.kind != "image":
+        return None
+    with open(staged.temporary_path, "rb") as file:
+        return picture_size(file)
 
 
 ORIGINAL_NAME_CHARACTERS = 255  # a file name longer than file systems allow is cut, not refused
@@ -458,7 +468,8 @@ _UPLOADED_FILE = {"description": "The file (Range, If-Range and If-None-Match ar
 
 
 class MediaApi:
-    """POST /upload, POST /upload-from-url, and GET /uploads/YYYY/MM/DD/<name> (public, as Postiz's nginx)."""
+    """POST /upload, POST /upload-from-url, and GET /uploads/YYYY/MM/DD/<name> (public, as Postiz's nginx); the
+    removal of a deleted media item's file (media_library.py)."""
 
     def __init__(self, app: App):
         self.app = app
@@ -521,15 +532,38 @@ class MediaApi:
         directory = os.path.join(self.config.uploads, *day.split("/"))
         make_private_folders(directory)
         final_path = os.path.join(directory, name)
+        size = staged_picture_size(staged)
         os.replace(staged.temporary_path, final_path)
         try:
             media = media_store.create_media(self.store, organization_id, name,
                                              f"{self.config.frontend_url}/uploads/{day}/{name}",
-                                             staged.size, staged.media_type.kind, staged.original_name)
+                                             staged.size, staged.media_type.kind, staged.original_name, size)
         except BaseException:
             os.unlink(final_path)
             raise
         return media
+
+    async def remove_upload(self, path: str) -> None:
+        """Remove the file of a deleted media item, from the uploads folder or the bucket. A path that is not one
+        of rustiz's uploads (a URL of Postiz's time) is left alone; a failure is logged, not raised: the item is
+        deleted already, and a file left behind harms nothing."""
+        from .catalogue import upload_relative_path
+        relative = upload_relative_path(path)
+        if relative is None or not re.match(_UPLOAD_FILE_NAME, relative.rpartition("/")[2]):
+            return
+        if self.config.storage is None:
+            try:
+                os.unlink(os.path.join(self.config.uploads, *relative.split("/")))
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                log(f"uploads: cannot remove the file of a deleted media item, {relative}: {error.strerror}")
+            return
+        from .object_storage import StorageError
+        try:
+            await self.http.run_blocking(self.bucket().delete, self.config.storage.key(relative))
+        except StorageError as error:
+            log(f"uploads: cannot remove the object of a deleted media item, {relative}: {error}")
 
     # --- uploads in a bucket (RUSTIZ_STORAGE=s3://...)
 
@@ -555,7 +589,8 @@ class MediaApi:
         try:
             return await self.store.off_loop(media_store.create_media, self.store, organization_id, name,
                                              f"{self.config.frontend_url}/uploads/{day}/{name}", staged.size,
-                                             staged.media_type.kind, staged.original_name)
+                                             staged.media_type.kind, staged.original_name,
+                                             staged_picture_size(staged))
         except Exception:
             await _delete_quietly(self.http, bucket, key)  # no object left behind without its Media row
             raise

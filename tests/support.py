@@ -49,6 +49,17 @@ def api(server: RustizServer, method: str, path: str, body=None, *, key: str | N
     return status, json.loads(raw)
 
 
+def mcp_tool_call(server: RustizServer, key: str, tool: str, arguments: dict) -> dict:
+    """The result of one MCP tools/call over Streamable HTTP, with `key` in the Authorization header."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    status, _, body = server.request("POST", "/mcp", {"Authorization": f"Bearer {key}",
+                                                      "Content-Type": "application/json",
+                                                      "Accept": "application/json, text/event-stream"},
+                                     json.dumps(message).encode())
+    assert status == 200, body
+    return json.loads(body)["result"]
+
+
 def auth(key: str) -> dict:
     """The header that carries an API key."""
     return {"Authorization": key}

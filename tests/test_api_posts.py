@@ -954,3 +954,10 @@ def test_a_post_dated_before_the_grace_period_is_refused_and_a_recent_one_goes_o
     # Moving a queued post into the past is refused the same way.
     assert api(server, "PUT", f"/public/v1/posts/{draft}", {"date": stale}) == (400, nest(400, message))
     assert post_rows(db, "id = ?", draft)[0]["publish_date"] == FUTURE
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/posts/%00"), ("DELETE", "/posts/a%00b"), ("DELETE", "/webhooks/%00"),
+                                          ("GET", "/integrations/%00/picture"), ("PUT", "/tags/%00")])
+def test_an_id_holding_a_nul_is_a_path_nothing_is_served_at(server, method, path):
+    status, body = api(server, method, "/public/v1" + path, {} if method == "PUT" else None)
+    assert status == 404 and body["message"] == f"Cannot {method} /public/v1{path}", body

@@ -24,7 +24,8 @@ from support import FakeOrigin, api, connected, iso, png_file, webhook_channel
 TOOL_NAMES = ["integrationList", "groupList", "integrationSchema", "triggerTool", "integrationSchedulePostTool",
               "postsListTool", "postSettingsTool", "uploadFromUrlTool", "postGetTool", "postRetryTool",
               "notificationsListTool"] + [f"{noun}{action}" for noun in ("tag", "signature", "set")
-                                          for action in ("List", "Create", "Update", "Delete")] + ["duplicatePost"]
+                                          for action in ("List", "Create", "Update", "Delete")] + [
+              "duplicatePost", "listMedia", "updateMedia", "deleteMedia"]
 
 
 @asynccontextmanager

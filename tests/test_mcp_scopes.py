@@ -9,6 +9,7 @@ import pytest
 
 from conftest import LOCAL_FAKES
 from support import API, api, iso, webhook_channel
+from support import mcp_tool_call as call
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +27,6 @@ def new_key(server, name: str, scope: str) -> str:
     status, made = api(server, "POST", f"{API}/api-keys", {"name": name, "scope": scope})
     assert status == 201, made
     return made["apiKey"]
-
-
-def call(server, key: str, tool: str, arguments: dict) -> dict:
-    """The result of one tools/call over Streamable HTTP (the key in the Authorization header)."""
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-    status, _, body = server.request("POST", "/mcp", {"Authorization": f"Bearer {key}",
-                                                      "Content-Type": "application/json",
-                                                      "Accept": "application/json, text/event-stream"},
-                                     json.dumps(message).encode())
-    assert status == 200, body
-    return json.loads(body)["result"]
 
 
 def schedule_arguments(channel: str, kind: str = "draft") -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_web import browser, expect, sign_in  # noqa: E402,F401 (and skips here too where it cannot run)
+from conftest import Servers
 from demo_data import make_demo_week
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,9 +36,12 @@ def pages(demo: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def demo_server(start_module_server):
-    server = start_module_server()
-    return server, make_demo_week(server)
+def demo_server(pyz, tmp_path_factory):
+    """One server with the demo week for the module, on SQLite (the pages are the same on PostgreSQL)."""
+    servers = Servers(pyz, tmp_path_factory.mktemp("demo"), None)
+    server = servers.start(env={"RUSTIZ_SCHEDULER": "0"})
+    yield server, make_demo_week(server)
+    servers.close()
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ def test_the_import_page_shows_each_row_s_result_then_imports_them_all(server, o
 
     page.get_by_label("…or paste its text").fill(f"date,channel,content\n2031-08-01T10:00:00Z,{channel},From CSV\n"
                                                  f"2031-08-02T10:00:00Z,nowhere,Lost\n")
-    page.get_by_role("button", name="Check (dry run)").click()
+    page.get_by_role("button", name="Check first, store nothing").click()
     expect(page.locator(".import-rows li.failed")).to_have_text("Row 2: Integration with id nowhere not found")
     expect(page.locator(".import-rows li.ok")).to_have_text("Row 1: ok")
     expect(page.get_by_role("alert")).to_contain_text("1 of 2 rows failed")
@@ -41,7 +41,7 @@ def test_the_import_page_shows_each_row_s_result_then_imports_them_all(server, o
     file.write_text(json.dumps(rows))
     page.get_by_label("File (JSON or CSV)").set_input_files(str(file))
     expect(page.get_by_label("…or paste its text")).to_have_value(json.dumps(rows))
-    page.get_by_role("button", name="Check (dry run)").click()
+    page.get_by_role("button", name="Check first, store nothing").click()
     expect(page.locator(".import-results")).to_contain_text("Every row is fine (2): nothing was stored yet.")
     assert roots_on(server, channel) == []
     page.get_by_role("button", name="Import", exact=True).click()

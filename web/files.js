@@ -1,12 +1,12 @@
 // Posts as files: import a JSON or CSV file (checked row by row first), and export a date window.
-import { h, api, errorBox, field, zone, toLocalInput, fromLocalInput } from './util.js';
+import { h, api, errorBox, field, zone, toLocalInput, fromLocalInput, t, tn } from './util.js';
 
 /** JSON when the text starts as JSON does, else CSV: the Blob's type is the request's Content-Type. */
 const asFile = (text) => new Blob([text], { type: /^\s*[[{]/.test(text) ? 'application/json' : 'text/csv' });
 
 function rowList(rows) {
   return h('ol.import-rows', rows.map((row) => h(`li.${row.ok ? 'ok' : 'failed'}`, { dataset: { row: row.row } },
-    h('strong', `Row ${row.row}: `), row.ok ? 'ok' : h('span', (row.errors || []).join(' / ')))));
+    h('strong', t('Row {n}: ', { n: row.row })), row.ok ? t('ok') : h('span', (row.errors || []).join(' / ')))));
 }
 
 export async function importPage(main) {
@@ -24,14 +24,14 @@ export async function importPage(main) {
   async function send(dryRun) {
     errors.show(null);
     results.replaceChildren();
-    if (!text.value.trim()) { errors.show(new Error('Choose a file or paste its text first.')); return; }
+    if (!text.value.trim()) { errors.show(new Error(t('Choose a file or paste its text first.'))); return; }
     const query = `?dryRun=${dryRun ? 1 : 0}&allowDuplicate=${allow.checked ? 1 : 0}`;
     for (const b of main.querySelectorAll('button')) b.disabled = true;
     try {
       const report = await api('POST', `/posts/import${query}`, asFile(text.value));
-      results.append(h('p', dryRun ? `Every row is fine (${report.rows.length}): nothing was stored yet.`
-        : `Imported ${report.rows.length} rows.`), rowList(report.rows));
-      if (!dryRun) results.append(h('p', h('a', { href: '#/calendar' }, 'See them in the calendar')));
+      results.append(h('p', dryRun ? tn('The row is fine: nothing was stored yet.', 'Every row is fine ({n}): nothing was stored yet.', report.rows.length)
+        : tn('Imported {n} row.', 'Imported {n} rows.', report.rows.length)), rowList(report.rows));
+      if (!dryRun) results.append(h('p', h('a', { href: '#/calendar' }, t('See them in the calendar'))));
     } catch (error) {
       errors.show(error);
       if (error.body?.rows) results.append(rowList(error.body.rows));
@@ -40,16 +40,16 @@ export async function importPage(main) {
     }
   }
 
-  main.append(h('h1', 'Import posts'),
+  main.append(h('h1', t('Import posts')),
     h('section.card',
-      h('p.hint', 'A JSON array of POST /posts bodies (what Export gives), or a CSV file with the columns date, channel, content, and optionally type, media, settings, tags, allowDuplicate, part2, part2Media… See "Posts as files" in the API manual (docs/api.md). Rows are stored all together, or none when one fails.'),
-      field('File (JSON or CSV)', picker),
-      field('…or paste its text', text),
-      h('div.field.check', allow, h('label', { for: allowId }, 'Allow duplicates (the same text on a channel within 24 hours)')),
+      h('p.hint', t('A file made by Export (JSON), or a spreadsheet saved as CSV with the columns date, channel (the channel\'s id, shown on the Channels page), content, and optionally type, media, settings, tags, allowDuplicate, part2, part2Media… See "Posts as files" in the manual. Rows are stored all together, or none when one fails.')),
+      field(t('File (JSON or CSV)'), picker),
+      field(t('…or paste its text'), text),
+      h('div.field.check', allow, h('label', { for: allowId }, t('Allow duplicates (the same text on a channel within 24 hours)'))),
       errors,
       h('div.actions',
-        h('button', { type: 'button', onclick: () => send(true) }, 'Check (dry run)'),
-        h('button.primary', { type: 'button', onclick: () => send(false) }, 'Import')),
+        h('button', { type: 'button', onclick: () => send(true) }, t('Check first, store nothing')),
+        h('button.primary', { type: 'button', onclick: () => send(false) }, t('Import'))),
       results),
     exportCard());
 }
@@ -62,8 +62,8 @@ function exportCard() {
     const start = new Date(fromLocalInput(`${from.value}T00:00`)).toISOString();
     const end = new Date(fromLocalInput(`${to.value}T23:59`) + 59999).toISOString();
     event.currentTarget.href = `/public/v1/posts/export?format=${format}&startDate=${start}&endDate=${end}`;
-  }, download: `rustiz-posts.${format}` }, `Export ${format.toUpperCase()}`);
-  return h('section.card', h('h2', 'Export posts'),
-    h('p.hint', `Posts dated between the two days (${zone()}), as a file to keep or import again.`),
-    field('From', from), field('To', to), h('div.actions', link('json'), link('csv')));
+  }, download: `rustiz-posts.${format}` }, format === 'json' ? t('Export JSON') : t('Export CSV'));
+  return h('section.card', h('h2', t('Export posts')),
+    h('p.hint', t('Posts dated between the two days ({zone}), as a file to keep or import again.', { zone: zone() })),
+    field(t('From'), from), field(t('To'), to), h('div.actions', link('json'), link('csv')));
 }
