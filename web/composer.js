@@ -324,7 +324,20 @@ export async function composerPage(main, { id, query }) {
     if (hadFocus) tabs.querySelector('[aria-selected="true"]').focus();  // (a redraw keeps the keyboard's place)
   }
 
+  /** Draws the tab's panel again; the control that had the focus (and its caret) keeps it: a channel's
+   * settings arriving while the person types must not take their text box away. */
   function drawPanel() {
+    const controls = () => [...panel.querySelectorAll('textarea, input, select, button')];
+    const had = document.activeElement;
+    const place = panel.contains(had) ? controls().indexOf(had) : -1;
+    const caret = place >= 0 && had.tagName === 'TEXTAREA' ? [had.selectionStart, had.selectionEnd] : null;
+    drawPanelContent();
+    if (place < 0) return;
+    const again = controls()[place];
+    again?.focus();
+    if (caret && again?.tagName === 'TEXTAREA') again.setSelectionRange(...caret);
+  }
+  function drawPanelContent() {
     if (tab === 'global') {
       fill(panel, ...partsEditor(globalParts, null));
     } else {
