@@ -2,7 +2,7 @@
 (pointed at /usr/bin/chromium: no browser download). The server is the built .pyz; the platform is
 rustiz's own `webhook` provider posting to a local FakeWebhookReceiver.
 
-Set RUSTIZ_SCREENSHOTS=1 to (re)write docs/screenshots/calendar.png and composer.png."""
+The screenshots of docs/ come from tests/test_web_everywhere.py."""
 from __future__ import annotations
 
 import datetime
@@ -148,14 +148,14 @@ def test_connect_compose_a_thread_with_an_image_schedule_it_and_see_it_publish(s
         expect(page.locator(".count").first).to_contain_text("My hook: 22")
         image = tmp_path / "blue.png"
         image.write_bytes(png_file(96, 64, pixel=bytes((29, 78, 216))))
-        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
+        page.get_by_label("Add media", exact=True).set_input_files(str(image))
         expect(page.locator("ul.media img")).to_have_count(1)
         page.get_by_label("Alt text").fill("a blue square")
         page.get_by_role("button", name="+ Add thread part").click()
         page.get_by_label("Thread part 2").fill("and a reply")
         preview = page.locator("article.preview")
         expect(preview.locator(".preview-part")).to_have_count(2)
-        expect(preview.locator(".preview-part.reply")).to_have_text("and a reply")
+        expect(preview.locator(".preview-part.reply .pv-text")).to_have_text("and a reply")  # a reply, under its author
         expect(preview.locator("img")).to_have_attribute("alt", "a blue square")
         page.get_by_label("Date and time (UTC)").fill(local_input(time.time() + 4, "UTC"))
         page.get_by_role("button", name="Schedule").click()
@@ -271,61 +271,6 @@ def test_times_are_in_the_organization_s_zone_and_dragging_reschedules(start_ser
         receiver.close()
 
 
-def test_calendar_and_composer_screenshots(start_server_with_fakes, open_page, tmp_path):
-    """Real screens for README: a week with posts in every state, and the composer."""
-    server = start_server_with_fakes(env=FAST_RETRIES)
-    receivers = [FakeWebhookReceiver() for _ in range(2)]
-    try:
-        assert api(server, "PUT", "/public/v1/organization", {"timezone": "Europe/Paris"})[0] == 200
-        news = webhook_channel(server, receivers[0], "Company news")
-        blog = webhook_channel(server, receivers[1], "Product blog")
-        zone = ZoneInfo("Europe/Paris")
-        today = datetime.datetime.now(zone).date()
-        monday = today - datetime.timedelta(days=today.weekday())
-
-        def at(day: int, hour: int, minute: int = 0) -> str:
-            moment = datetime.datetime.combine(monday + datetime.timedelta(days=day), datetime.time(hour, minute), zone)
-            return moment.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-        receivers[1].fail_next("POST", "/hook", 422, {"message": "title is required"})
-        scheduled(server, news, "<p>Launch day: rustiz 1.0 is out</p>", type="now", date=now)
-        scheduled(server, blog, "<p>How we ship one file</p>", type="now", date=now)
-        soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
-        for day, hour, text, channel in [(1, 9, "Tuesday tips", news), (2, 11, "Mid-week recap", blog),
-                                         (3, 15, "Release notes", news), (4, 10, "Friday thread", blog),
-                                         (5, 12, "Weekend reading", news), (6, 18, "Next week", blog)]:
-            if datetime.datetime.fromisoformat(at(day, hour).replace("Z", "+00:00")) > soon:  # never a missed post
-                scheduled(server, channel, f"<p>{text}</p>", type="schedule" if day != 5 else "draft",
-                          date=at(day, hour))
-        page = open_page(server, timezone_id="UTC", width=1280, height=1000)
-        sign_in(page, server)
-        target = ROOT / "docs" / "screenshots" if os.environ.get("RUSTIZ_SCREENSHOTS") == "1" else tmp_path
-        target.mkdir(parents=True, exist_ok=True)
-        page.goto(f"/#/calendar?view=week&date={today.isoformat()}")
-        expect(page.locator("a.post.st-ERROR")).to_have_count(1, timeout=20000)
-        expect(page.locator("a.post.st-PUBLISHED")).to_have_count(1, timeout=20000)
-        page.locator("a.post.st-ERROR").evaluate("e => e.scrollIntoView({block: 'center'})")
-        page.screenshot(path=str(target / "calendar.png"))
-
-        page.goto("/#/compose")
-        page.get_by_role("checkbox", name="Company news").check()
-        page.get_by_label("Post", exact=True).fill("rustiz 1.0: one file, one process, the Postiz API.\n"
-                                                  "Schedule to Bluesky, Mastodon, Telegram and more.")
-        image = tmp_path / "shot.png"
-        image.write_bytes(png_file(160, 100, pixel=bytes((16, 185, 129))))
-        page.get_by_label("Add images or video", exact=True).set_input_files(str(image))
-        page.get_by_label("Alt text").fill("rustiz logo")
-        page.get_by_role("button", name="+ Add thread part").click()
-        page.get_by_label("Thread part 2").fill("Docs: https://example.com/rustiz")
-        expect(page.locator("ul.media img")).to_have_count(1)
-        page.screenshot(path=str(target / "composer.png"), full_page=True)
-        assert (target / "calendar.png").stat().st_size > 10000
-    finally:
-        for receiver in receivers:
-            receiver.close()
-
-
 def test_the_whole_ui_is_small_once_compressed_and_served_with_validators(start_server_with_fakes):
     """The UI's weight as a browser downloads it (gzip); its speed is bench.sh's business, not a timed test's."""
     server = start_server_with_fakes()
@@ -356,7 +301,10 @@ def test_the_provider_s_settings_form_limit_and_errors_in_the_composer(start_ser
         expect(page.locator(".count")).to_have_text("Team chat: 14 / 1980 characters")
         page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
         page.get_by_role("button", name="Schedule").click()  # the required setting is missing: the API says so
-        expect(page.get_by_role("alert")).to_contain_text("channel")
+        error = page.get_by_role("alert")  # next to the settings, in the channel's tab, scrolled into view
+        expect(error).to_contain_text("channel")
+        expect(page.locator(".provider-settings .inline-error")).to_be_in_viewport()
+        expect(page.get_by_role("tab", name="Team chat")).to_have_attribute("aria-selected", "true")
         page.get_by_label("channel (required)").fill("1300000000000000042")
         page.get_by_role("button", name="Schedule").click()
         page.locator("p.made").get_by_role("link", name="Open the post").click()

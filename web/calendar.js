@@ -409,7 +409,7 @@ export async function calendarPage(main, { query }) {
         for (const p of sources.values()) copies.push(await api('POST', `/posts/${p.id}/duplicate`));
         const first = copies[0]?.posts?.[0]?.id;
         document.querySelector('dialog[open]')?.close();
-        if (first) go(`#/compose/${first}`);
+        if (first) go(`#/compose?edit=${encodeURIComponent(first)}`);  // (the copy on all its channels)
       } else if (action === 'delete') {
         if (!window.confirm(t('Delete this post on {channels}? This cannot be undone.', { channels: channelNames(c) }))) return;
         for (const p of c.posts) await api('DELETE', `/posts/${p.id}`);

@@ -30,7 +30,7 @@ export async function postPage(main, { id }) {
       errors.show(null);
       try {
         const copy = await api('POST', `/posts/${id}/duplicate`);
-        go(`#/compose/${copy.posts[0].id}`);
+        go(`#/compose?edit=${encodeURIComponent(copy.posts[0].id)}`);  // (the copy on all its channels)
       } catch (error) { errors.show(error); }
     } }, t('Duplicate')),
     h('button.danger', { type: 'button', onclick: async () => {
