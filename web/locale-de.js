@@ -424,7 +424,7 @@ export default {
   "{platform} connected: pick what to post to": "{platform} verbunden: Wähle, wohin gepostet wird",
   "{platform} did not give rustiz access: nothing was connected. Connect again and allow access to post.": "{platform} hat rustiz keinen Zugriff gewährt: Es wurde nichts verbunden. Verbinde erneut und erlaube den Zugriff zum Posten.",
   "{platform} refused the connection: nothing was connected. What it said is in Notifications. Connect again; if it keeps failing, the operator checks the app's settings (callback URL, permissions).": "{platform} hat die Verbindung abgelehnt: Es wurde nichts verbunden. Die Antwort steht unter Benachrichtigungen. Verbinde erneut; schlägt es weiter fehl, prüft der Betreiber die Einstellungen der App (Callback-URL, Berechtigungen).",
-  "{platform}'s app is no longer set up on this server: nothing was connected. Ask the operator (details in Notifications).": "Die {platform}-App ist auf diesem Server nicht mehr eingerichtet: Es wurde nichts verbunden. Frag den Betreiber (Details unter Benachrichtigungen).",
+  "{platform}'s app is no longer set up on this server: nothing was connected. Ask the operator (details in Notifications).": "Die App von {platform} ist auf diesem Server nicht mehr eingerichtet: Es wurde nichts verbunden. Frag den Betreiber (Details unter Benachrichtigungen).",
   "…or paste its text": "…oder füge ihren Text ein",
   "← All platforms": "← Alle Plattformen"
 };
