@@ -10,9 +10,9 @@ import pytest
 
 WEB = Path(__file__).resolve().parent.parent / "web"
 LANGUAGES = ("es", "fr", "de", "pt")
-# t('text'...) / tn('one', 'other', n): the texts are literal strings (single or double quotes).
+# t('text'...) / tn('one', 'other', n) / toTranslate('text') (a list's labels): literal strings (' or ").
 LITERAL = r"""'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)\""""
-CALL = re.compile(r"\bt\(\s*(?:" + LITERAL + r")")
+CALL = re.compile(r"\b(?:t|toTranslate)\(\s*(?:" + LITERAL + r")")
 PLURAL = re.compile(r"\btn\(\s*(?:" + LITERAL + r")\s*,\s*(?:" + LITERAL + r")")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

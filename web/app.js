@@ -1,7 +1,7 @@
 // rustiz web app: sign-in, the shell (navigation with counts, timezone shown, language and theme switches,
 // keyboard shortcuts), and a hash router.
 import { h, api, session, errorBox, field, zone, go } from './util.js';
-import { t, LANGUAGES, lang, loadLanguage, chooseLanguage } from './i18n.js';
+import { t, toTranslate, LANGUAGES, lang, loadLanguage, chooseLanguage } from './i18n.js';
 
 const app = document.getElementById('app');
 const routes = {
@@ -16,7 +16,7 @@ const routes = {
   import: () => import('./files.js').then((m) => m.importPage),
 };
 // (labels translated when drawn: t() needs the language loaded first)
-const NAV = [['calendar', 'Calendar'], ['compose', 'New post'], ['import', 'Import'], ['channels', 'Channels'], ['library', 'Media'], ['notifications', 'Notifications'], ['review', 'To review'], ['settings', 'Settings']];
+const NAV = [['calendar', toTranslate('Calendar')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['settings', toTranslate('Settings')]];
 
 // --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------
 const THEME = 'rustiz.theme';
@@ -111,7 +111,7 @@ async function render() {
   const token = (current = {});
   const page = await routes[route]();
   if (token !== current) return;
-  const title = t(NAV.find(([r]) => r === route)?.[1] || 'Post');
+  const title = t(NAV.find(([r]) => r === route)?.[1] || toTranslate('Post'));
   document.title = `${title} · rustiz`;
   const container = h('div.page');  // a render overtaken by another writes into a detached element
   main.replaceChildren(container);
@@ -181,7 +181,7 @@ async function refreshCounts() {
 window.addEventListener('rustiz:counts', refreshCounts);
 
 // --- keyboard: n new post, t today, ? the list of shortcuts (arrows: the calendar's own) ------------------
-const SHORTCUTS = [['n', 'New post'], ['t', 'Today in the calendar'], ['← →', 'Previous or next period in the calendar'], ['?', 'This list']];
+const SHORTCUTS = [['n', toTranslate('New post')], ['t', toTranslate('Today in the calendar')], ['← →', toTranslate('Previous or next period in the calendar')], ['?', toTranslate('This list')]];
 function showShortcuts() {
   const dialog = h('dialog.shortcuts', { 'aria-labelledby': 'shortcuts-title' },
     h('h2#shortcuts-title', t('Keyboard shortcuts')),

@@ -2,11 +2,11 @@
 // Webhooks, MCP, Alerts, Tags, Signatures, Sets. The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
-import { h, t, put, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
+import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
 import { copyText } from './widgets.js';
 
-const TABS = [['general', 'General'], ['keys', 'Team and API keys'], ['webhooks', 'Webhooks'], ['mcp', 'MCP'],
-  ['alerts', 'Alerts'], ['tags', 'Tags'], ['signatures', 'Signatures'], ['sets', 'Sets']];
+const TABS = [['general', toTranslate('General')], ['keys', toTranslate('Team and API keys')], ['webhooks', toTranslate('Webhooks')], ['mcp', toTranslate('MCP')],
+  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')]];
 const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab };
 
 export async function settingsPage(main, { query } = {}) {

@@ -1,5 +1,5 @@
 // Shared helpers: DOM building, the API client (session cookie + CSRF), times in the organization's zone.
-import { t, lang } from './i18n.js';
+import { t, lang, toTranslate } from './i18n.js';
 
 export { t, tn, lang } from './i18n.js';
 
@@ -188,7 +188,7 @@ export function htmlToText(html) {
   return doc.body.textContent || '';
 }
 
-export const STATES = { QUEUE: 'Queued', PUBLISHING: 'Publishing', PUBLISHED: 'Published', ERROR: 'Error', DRAFT: 'Draft' };
+export const STATES = { QUEUE: toTranslate('Queued'), PUBLISHING: toTranslate('Publishing'), PUBLISHED: toTranslate('Published'), ERROR: toTranslate('Error'), DRAFT: toTranslate('Draft') };
 /** A post state's name in the person's language. */
 export const stateLabel = (state) => t(STATES[state] || state);
 export const stateBadge = (state) => h(`span.badge.st-${state || 'QUEUE'}`, stateLabel(state));
