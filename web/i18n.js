@@ -2,7 +2,7 @@
 // - Every text a person reads goes through t('English text', {name: value}) or tn(one, other, n). The English
 //   text is the key; web/locale-<code>.js maps it to that language (a test checks every t() text is in every
 //   catalogue), and a text missing from a catalogue shows in English rather than as a key.
-// - A list of labels translated when drawn (t(label)) writes each as toTranslate('Text'), for the catalogue.
+// - A list of labels translated when drawn (t(label)) writes each as toTranslate(<its English text>), for the catalogue.
 // - Placeholders are {name}; values are inserted as text, never as HTML.
 // - The language comes from the person's choice (the switch in the header, kept in this browser), else from
 //   the browser's languages, else English. Dates and numbers follow it (lang() for Intl).
