@@ -1,7 +1,7 @@
 // Shared helpers: DOM building, the API client (session cookie + CSRF), times in the organization's zone.
 import { t, lang, toTranslate } from './i18n.js';
 
-export { t, tn, lang } from './i18n.js';
+export { t, tn, lang, toTranslate } from './i18n.js';
 
 // justMade: the posts the composer just made ({action, ids}), for the calendar to confirm and highlight once.
 export const session = { organization: null, csrfToken: '', justMade: null };
