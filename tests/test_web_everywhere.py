@@ -25,7 +25,7 @@ WIDTHS = {"desktop": (1440, 900), "phone": (390, 844)}
 # What docs/screenshots keeps (RUSTIZ_SCREENSHOTS=1): every page on a desktop in the light scheme, and a few on
 # a phone and in the dark one; the test's own folder gets them all.
 DOCUMENTED = {("calendar-week", "phone", "light"), ("composer", "phone", "dark"), ("calendar-month", "desktop", "dark"),
-              ("channels", "phone", "dark"), ("composer", "desktop", "dark")}
+              ("channels", "phone", "dark"), ("composer", "desktop", "dark"), ("composer-filled", "phone", "dark")}
 
 
 def pages(demo: dict) -> dict:
@@ -202,3 +202,21 @@ def test_keyboard_shortcuts_open_the_composer_go_to_today_and_list_themselves(br
     dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_have_count(0)
     context.close()
+
+
+@pytest.mark.parametrize("width, scheme", [("desktop", "light"), ("phone", "dark")])
+def test_the_composer_with_a_post_on_three_channels_passes_axe(browser, demo_server, shots, width, scheme):
+    server, _ = demo_server
+    context, page = open_signed_in(browser, server, WIDTHS[width], scheme)
+    settle(page, "#/compose")
+    for name in ("Acme Coffee", "@acme@mastodon.social", "Acme Coffee Co."):
+        page.get_by_role("checkbox", name=name, exact=True).check()
+    page.get_by_label("Post", exact=True).fill(
+        "Our autumn blend is back: notes of fig, cocoa and a little orange peel. #coffee\nhttps://example.com/autumn")
+    page.wait_for_timeout(300)  # (the previews follow the text as it is typed)
+    found = serious_violations(page) + [f"shows {text!r}" for text in placeholder_text(page)] + page.problems
+    target = shots("composer-filled", width, scheme)
+    if target is not None:
+        page.screenshot(path=str(target), full_page=width == "phone")
+    context.close()
+    assert found == []

@@ -431,7 +431,7 @@ export async function composerPage(main, { id, query }) {
       .map(([value, label]) => h('option', { value }, label)));
   const interval = () => (repeat.value === 'custom' ? Math.min(3650, Math.max(1, Math.round(Number(everyDays.value) || 1))) : Number(repeat.value) || 0);
 
-  const tagInput = h('input', { type: 'text', list: 'known-tags', placeholder: t('Type a tag, then Enter'), onkeydown: (event) => {
+  const tagInput = h('input.tag-input', { type: 'text', list: 'known-tags', placeholder: t('Type a tag, then Enter'), onkeydown: (event) => {
     if (event.key !== 'Enter' && event.key !== ',') return;
     event.preventDefault();
     addTag(tagInput.value);
