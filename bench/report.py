@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 from bench.sections import hostile_lines, mcp_table, postiz_table, scale_table
 from bench.values import Measurements, kib, mib, ms, parse_pairs, ratio, startup_cell, value
 
-PYZ_SIZE_LIMIT = 680 * 1024  # bytes: "rustiz.pyz ≤ 680 KiB"
+PYZ_SIZE_LIMIT = 1024 * 1024  # bytes: "rustiz.pyz ≤ 1024 KiB" (issue 24: the web app may take it to 1 MiB)
 MAIN_ROWS = ("nginx", "floor", "uvicorn", "rz_std", "rz_fast", "base_std", "base_fast", "rz_std_w2", "rz_fast_w2")
 
 
@@ -74,7 +74,7 @@ def targets(data: Measurements) -> list:
     found.append(Target("failed requests under ab and wrk (stdlib rustiz) = 0", errors, "<=", 0, f"{errors}"))
     size = data.scalar("SIZE_PLAIN")
     size_kib = f"{int(size) / 1024:.1f}" if size else ""
-    found.append(Target("rustiz.pyz ≤ 680 KiB", size, "<=", PYZ_SIZE_LIMIT, f"{size} bytes ({size_kib} KiB)"))
+    found.append(Target("rustiz.pyz ≤ 1024 KiB", size, "<=", PYZ_SIZE_LIMIT, f"{size} bytes ({size_kib} KiB)"))
     return found + scale_targets(data)
 
 

@@ -108,7 +108,7 @@ def test_targets_pass_when_every_figure_meets_them():
         "- PASS  idle RSS (stdlib rustiz, 2 s after start) ≤ 20 MiB: 18.0 MiB",
         "- PASS  RSS after ab -k -c32 and the wrk loads (stdlib rustiz) ≤ 25 MiB: 20.0 MiB",
         "- PASS  failed requests under ab and wrk (stdlib rustiz) = 0: 0",
-        "- PASS  rustiz.pyz ≤ 680 KiB: 600000 bytes (585.9 KiB)"]
+        "- PASS  rustiz.pyz ≤ 1024 KiB: 600000 bytes (585.9 KiB)"]
 
 
 def test_a_target_not_measured_fails_and_says_so():
@@ -121,7 +121,7 @@ def test_a_target_not_measured_fails_and_says_so():
 def test_targets_compare_the_rounded_ratio_and_the_size_limit_in_bytes():
     data = measurements(RPS32={"nginx": "40000", "floor": "59995", "uvicorn": "10000", "rz_std": "34996",
                                "rz_fast": "34996"}, RSS1={"rz_std": "25700 1 0"},
-                        scalars={"SIZE_PLAIN": str(680 * 1024 + 1)})
+                        scalars={"SIZE_PLAIN": str(1024 * 1024 + 1)})
     assert verdicts(data) == ["PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "FAIL", "PASS", "FAIL"]  # 3.4996: 3.50
 
 
@@ -138,7 +138,7 @@ def test_strict_mode_exits_1_only_when_a_target_fails(tmp_path):
     written.write_text("RPS32\tuvicorn\t5000\nscalar\tBENCH_STRICT\t1\n")
     answer = subprocess.run([sys.executable, "-m", "bench.report", str(written)], cwd=ROOT, capture_output=True,
                             text=True, timeout=30)
-    assert answer.returncode == 1 and "- FAIL  rustiz.pyz ≤ 680 KiB: not measured" in answer.stdout
+    assert answer.returncode == 1 and "- FAIL  rustiz.pyz ≤ 1024 KiB: not measured" in answer.stdout
 
 
 def test_main_table_keeps_unmeasured_peers_and_drops_unmeasured_extra_rows():
