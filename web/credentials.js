@@ -1,6 +1,6 @@
 // "Update credentials" of a channel connected with pasted credentials: the provider's credential fields (from
 // its descriptor), checked by the platform before anything changes; the channel keeps its id and posts.
-import { h, api, errorBox, errorLines, field, ApiError } from './util.js';
+import { h, api, errorBox, errorLines, field, ApiError, t } from './util.js';
 
 const INPUT_TYPES = { url: 'url', text: 'text', secret: 'password' };
 
@@ -26,7 +26,7 @@ export function credentialsForm(c, provider, done) {
   const inputs = credentialInputs(provider);
   const fieldErrors = new Map(inputs.map(([f]) => [f.key, h('small.field-error', { role: 'alert', hidden: true })]));
   const errors = errorBox();
-  const submit = h('button.primary', { type: 'submit' }, 'Save and check');
+  const submit = h('button.primary', { type: 'submit' }, t('Save and check'));
   const showErrors = (error) => {
     const lines = error instanceof ApiError ? errorLines(error.body, error.status) : [String(error.message || error)];
     const general = [];
@@ -38,12 +38,12 @@ export function credentialsForm(c, provider, done) {
     }
     if (general.length) errors.show(new Error(general.join('\n')));
   };
-  const form = h('form.card.credentials-form', { 'aria-label': `New credentials for ${c.name}`, onsubmit: async (event) => {
+  const form = h('form.card.credentials-form', { 'aria-label': t('New credentials for {channel}', { channel: c.name }), onsubmit: async (event) => {
     event.preventDefault();
     errors.show(null);
     for (const box of fieldErrors.values()) box.hidden = true;
     submit.disabled = true;
-    submit.textContent = `Checking with ${provider.name}…`;
+    submit.textContent = t('Checking with {platform}…', { platform: provider.name });
     try {
       await api('PUT', `/integrations/${c.id}`, { credentials: credentialsOf(inputs) });
       done();
@@ -53,18 +53,18 @@ export function credentialsForm(c, provider, done) {
       (firstBad ? firstBad.parentElement.querySelector('input, textarea') : errors).focus();
     } finally {
       submit.disabled = false;
-      submit.textContent = 'Save and check';
+      submit.textContent = t('Save and check');
     }
   } },
-  h('h3', `New credentials for ${c.name}`),
+  h('h3', t('New credentials for {channel}', { channel: c.name })),
   h('p.hint.guide', provider.guide),
   ...inputs.map(([f, input]) => {
-    const wrapper = field(f.required ? f.label : `${f.label} (optional)`, input, f.help);
+    const wrapper = field(f.required ? f.label : t('{label} (optional)', { label: f.label }), input, f.help);
     wrapper.append(fieldErrors.get(f.key));
     return wrapper;
   }),
-  h('p.hint', `${provider.name} checks them first; the channel keeps its posts and settings, and the posts waiting for it go out at once.`),
+  h('p.hint', t('{platform} checks them first; the channel keeps its posts and settings, and the posts waiting for it go out at once.', { platform: provider.name })),
   errors,
-  h('div.actions', submit, h('button', { type: 'button', onclick: () => form.remove() }, 'Cancel')));
+  h('div.actions', submit, h('button', { type: 'button', onclick: () => form.remove() }, t('Cancel'))));
   return form;
 }
