@@ -78,6 +78,6 @@ def test_a_reply_waiting_for_its_delay_shows_its_own_time(server, long_named, op
     sign_in(page, server)
     page.goto(f"/#/post/{created[0]['postId']}")
     reply = page.locator(".part-view").nth(1)
-    expect(reply).to_contain_text("90 min after the part before")
+    expect(reply).to_contain_text("90 minutes after the part before")
     expect(reply.locator(".goes-out time")).to_have_attribute("datetime", "2031-03-01T11:30:00.000Z")
     expect(reply.locator(".goes-out")).to_contain_text("11:30")
