@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime
 import secrets
 
-from support import API, Database, api
+import json
+
+from support import API, Database, api, png_file, upload
 
 CHANNELS = (  # (name, provider, group)
     ("Acme Coffee", "bluesky", "Acme Coffee"),
@@ -52,6 +54,15 @@ def make_demo_week(server) -> dict:
     now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
     today = now.replace(hour=0, minute=0)
     made: dict = {"channels": channels}
+    pictures = {}  # a few uploads for the media library, with alt text, one of them used by a queued post
+    for name, colour, alt in (("autumn-blend.png", (146, 84, 40), "A cup of the autumn blend beside a fig"),
+                              ("trail-2-gravel-bike.png", (37, 99, 235), "The Trail 2 gravel bike on a coast road"),
+                              ("riverside-market.png", (5, 150, 105), "")):
+        status, media = upload(server, png_file(480, 320, pixel=bytes(colour)), name)
+        assert status == 201, media
+        if alt:
+            api(server, "PUT", f"{API}/media/{media['id']}", {"alt": alt})
+        pictures[name] = {"id": media["id"], "path": media["path"], "alt": alt}
 
     def post(channel: int, day: int, hour: int, minute: int, text: int, *, state: str = "QUEUE", tag: int | None = None,
              **options) -> str:
@@ -75,8 +86,10 @@ def make_demo_week(server) -> dict:
     made["failed"] = post(3, -1, 15, 30, 7, state="ERROR", tag=1,
                           error="X / x: The media could not be processed (HTTP 400: media type unrecognized)")
     # What is ahead: one post on three channels at once, a thread, queued posts and drafts.
-    group = secrets.token_hex(16)
-    made["group"] = [post(index, 1, 9, 0, 1, tag=1, group=group) for index in (0, 1, 2)]
+    autumn, together = json.dumps([pictures["autumn-blend.png"]]), secrets.token_hex(16)
+    made["group"] = [post(index, 1, 9, 0, 1, tag=1, image=autumn) for index in (0, 1, 2)]
+    for post_id in made["group"]:  # (each channel its own thread, made together as one post)
+        db.execute("UPDATE post SET multi_channel_group = ? WHERE id = ?", together, post_id)
     made["queued"] = made["group"][0]
     thread = db.thread(channels[0], utc(today + datetime.timedelta(days=2, hours=11)),
                        [html(TEXTS[5]), html("1/ We start at 6 with the day's green coffee."),

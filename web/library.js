@@ -87,7 +87,7 @@ function refusal(error) {
 const postLabel = (p) => `${p.integration?.name || t('Post')} · ${p.publishDate ? fmtDateTime(Date.parse(p.publishDate)) : ''} · ${stateLabel(p.state)}`;
 
 function mediaCard(m, picked) {
-  const title = m.name || m.originalName || t('Untitled');
+  const title = m.originalName || m.name || t('Untitled');  // (the name it was uploaded with, not the stored one)
   const video = m.type === 'video' || /\.(mp4|mov|webm)$/i.test(m.path || '');
   const alt = h('textarea', { rows: 2, maxlength: 1000 }, m.alt || '');
   const errors = errorBox();
