@@ -147,7 +147,7 @@ export default {
   "Keyboard shortcuts": "Atajos de teclado",
   "Language": "Idioma",
   "Last use": "Último uso",
-  "Late after (minutes)": "Retrasada después de (minutos)",
+  "Late after (minutes)": "Retraso a partir de (minutos)",
   "Leave this page? The post you are writing is not saved.": "¿Salir de esta página? La publicación que estás escribiendo no está guardada.",
   "Like": "Me gusta",
   "List": "Lista",
