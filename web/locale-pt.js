@@ -238,7 +238,7 @@ export default {
   "Previous or next period in the calendar": "Período anterior ou seguinte no calendário",
   "Previous page": "Página anterior",
   "Printed by `rustiz init` (or `rustiz key rotate`); also in config.env as RUSTIZ_API_KEY.": "Mostrada por `rustiz init` (ou `rustiz key rotate`); também em config.env como RUSTIZ_API_KEY.",
-  "Published": "Publicado",
+  "Published": "Publicada",
   "Publishing": "Publicando",
   "Queued": "Na fila",
   "Reason": "Motivo",
