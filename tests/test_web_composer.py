@@ -259,7 +259,7 @@ def test_signatures_sets_tags_library_and_emoji(server, channels, open_page):
     page.get_by_role("button", name="From the library").click()
     dialog = page.get_by_role("dialog", name="Media library")
     dialog.get_by_role("button", name="lib.png").click()
-    expect(page.get_by_label("Alt text")).to_have_value("a blue banner")  # the library's alt text comes along
+    expect(page.get_by_label("Alt text", exact=True)).to_have_value("a blue banner")  # the library's alt text comes along
     page.get_by_label("Tags").fill("Launch")
     page.get_by_label("Tags").press("Enter")
     page.get_by_label("Tags").fill("brand new")
@@ -271,7 +271,8 @@ def test_signatures_sets_tags_library_and_emoji(server, channels, open_page):
     page.on("request", lambda request: sent.append(request.post_data_json)
             if request.method == "POST" and request.url.endswith("/public/v1/posts") else None)
     page.get_by_role("button", name="Schedule", exact=True).click()
-    expect(page.locator("p.made")).to_contain_text("Scheduled: 2 posts")
+    expect(page.locator("p.made")).to_contain_text("Scheduled: the post for")  # (one post, on two channels)
+    expect(page.locator("p.made")).to_contain_text("on Sky, Toots")
     # (tags travel as today's CreatePost `tags`; the server links the ones it knows)
     assert sent[0]["tags"] == [{"value": "Launch", "label": "Launch"}, {"value": "brand new", "label": "brand new"}]
     assert sent[0]["inter"] == 7
@@ -343,7 +344,10 @@ def test_three_channels_and_three_parts_fit_and_nothing_overflows(server, channe
 def test_in_another_language_and_by_keyboard(server, channels, open_page):
     page = open_page(server, width=390, height=844)
     page.add_init_script("localStorage.setItem('rustiz.language', 'es')")
-    sign_in(page, server)  # (texts the Spanish catalogue does not have yet show in English)
+    page.goto("/")
+    page.get_by_label("Clave API").fill(server.key)
+    page.get_by_role("button", name="Iniciar sesión", exact=True).click()
+    expect(page.get_by_role("navigation", name="Principal")).to_be_visible()
     page.goto("/#/compose")
     assert page.evaluate("document.documentElement.lang") == "es"
     page.get_by_role("checkbox", name="Sky").check()
@@ -355,7 +359,7 @@ def test_in_another_language_and_by_keyboard(server, channels, open_page):
     page.keyboard.press("ArrowLeft")
     expect(page.get_by_role("tab", name="Global")).to_have_attribute("aria-selected", "true")
     page.keyboard.press("Tab")
-    expect(page.get_by_label("Post", exact=True)).to_be_focused()
+    expect(page.get_by_label("Publicación", exact=True)).to_be_focused()
     clean_page(page)
 
 
