@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_web import CHROMIUM, browser, expect  # noqa: F401 (fixtures shared with the web tests; skips too)
+from test_web import CHROMIUM, browser, expect, sign_in  # noqa: F401 (fixtures shared with the web tests; skips too)
 from test_web_pages import open_page  # noqa: F401 (a signed-in page at a width and scheme, its errors in page.problems)
 from support import Database
 
@@ -401,3 +401,24 @@ def test_after_the_composer_the_calendar_shows_the_new_post_highlighted_with_whe
     for post_id in made:
         db.execute("UPDATE post SET deleted_at = publish_date WHERE id = ?", post_id)
     assert page.problems == []
+
+
+def test_another_calendar_address_followed_while_the_first_still_loads_is_the_one_drawn(browser, world):
+    """The first calendar (after signing in) waits for its channels while the person follows a link to the list
+    of another month: the late first calendar must not write its own week back into the address."""
+    context = browser.new_context(timezone_id="UTC", viewport={"width": 1280, "height": 860}, base_url=world["server"].url)
+    page = context.new_page()
+    held = []
+    page.route("**/public/v1/integrations", lambda route: route.continue_() if held else held.append(route))
+    sign_in(page, world["server"])
+    while not held:
+        page.wait_for_timeout(20)
+    # the address changes before its hashchange is handled (pushState now, the event after the late answer)
+    page.evaluate("history.pushState(null, '', '#/calendar?view=list&date=2030-02-01')")
+    with page.expect_response("**/public/v1/integrations"):
+        held[0].continue_()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 100))")
+    page.evaluate("dispatchEvent(new HashChangeEvent('hashchange'))")
+    expect(page.get_by_role("button", name="List")).to_have_attribute("aria-pressed", "true")
+    assert "view=list" in page.url and "date=2030-02-01" in page.url
+    context.close()

@@ -139,6 +139,7 @@ export async function calendarPage(main, { query }) {
   let anchor = parseDay(query.get('date')) || today;
   const filter = { channel: query.get('channel') || '', group: query.get('group') || '', state: query.get('state') || '', tag: query.get('tag') || '' };
   let listPage = 0;
+  let ownAddress = location.hash;  // the address this calendar was drawn for, then the one it last wrote
   const [channels, groups, tags, known] = await Promise.all([api('GET', '/integrations'), api('GET', '/groups'),
     api('GET', '/tags').then((answer) => answer.tags || [], () => []), providers().catch(() => ({}))]);
   platforms = known;
@@ -224,11 +225,13 @@ export async function calendarPage(main, { query }) {
   }
 
   function sync() {
+    // Only while the address is still this calendar's own: an address followed since (another page, or
+    // another period or view of the calendar) may not have been drawn yet, and rewriting it would undo it.
+    if (!main.isConnected || location.hash !== ownAddress) return;
     const q = new URLSearchParams({ view, date: dayKey(anchor) });
     for (const [key, value] of Object.entries(filter)) if (value) q.set(key, value);
-    // Only while the address is still the calendar's: a page picked during the first load has already
-    // changed it, and its hashchange may not have been handled yet (rewriting it would undo the click).
-    if (main.isConnected && !/^#\/(?!calendar\b)\w/.test(location.hash)) history.replaceState(null, '', `#/calendar?${q}`);
+    history.replaceState(null, '', `#/calendar?${q}`);
+    ownAddress = location.hash;
     for (const b of viewButtons) b.setAttribute('aria-pressed', String(b.dataset.view === view));
     load();
   }
