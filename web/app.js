@@ -154,13 +154,20 @@ function shell() {
 // --- counts in the navigation: unread notifications, posts waiting for review -------------------------------
 // Pages tell the shell with window events: 'rustiz:notifications-seen' (Notifications opened), 'rustiz:counts'
 // (a post was approved, rejected or sent to review).
+// The mark is the newest notification the page showed (the server's clock) or this browser's now, whichever is
+// later: a server clock ahead of the browser's must not leave what was just read counted as unread.
 const SEEN = 'rustiz.notifications-seen';  // when this browser last opened Notifications (ms)
-window.addEventListener('rustiz:notifications-seen', () => {
-  localStorage.setItem(SEEN, String(Date.now()));
+window.addEventListener('rustiz:notifications-seen', (event) => {
+  const newest = Date.parse(event.detail?.newest) || 0;
+  localStorage.setItem(SEEN, String(Math.max(Date.now(), newest)));
   refreshCounts();
 });
 
+// Counts are fetched again on every event; only the latest asking may write the badges, or an earlier, slower
+// answer would bring back a count just cleared.
+let countsAsked = 0;
 async function refreshCounts() {
+  const asked = ++countsAsked;
   const show = (route, count, label) => {
     const badge = document.querySelector(`.count-badge[data-count="${route}"]`);
     if (!badge) return;
@@ -171,9 +178,11 @@ async function refreshCounts() {
   try {
     const seen = Number(localStorage.getItem(SEEN) || 0);
     const { notifications = [] } = await api('GET', '/notifications');
+    if (asked !== countsAsked) return;
     const unread = notifications.filter((n) => Date.parse(n.createdAt) > seen).length;
     show('notifications', unread, t('{n} unread', { n: unread }));
     const waiting = await api('GET', '/posts?state=review');
+    if (asked !== countsAsked) return;
     const count = (waiting.posts || []).length;
     show('review', count, t('{n} waiting', { n: count }));
   } catch { /* counts are a convenience: the pages themselves say what failed */ }

@@ -172,7 +172,8 @@ function notificationTarget(link) {
 export async function notificationsPage(main, { query }) {
   const page = Math.max(0, Number.parseInt(query.get('page'), 10) || 0);  // a link's ?page=abc is the first page
   const answer = await api('GET', `/notifications?page=${page}`);
-  window.dispatchEvent(new CustomEvent('rustiz:notifications-seen'));
+  const newest = answer.notifications[0]?.createdAt;  // newest first
+  window.dispatchEvent(new CustomEvent('rustiz:notifications-seen', { detail: { newest } }));
   // A notification names its post (postId; older ones only through an address of this app in `link`), and
   // may link elsewhere too (where the post went out).
   const targets = answer.notifications.map((n) => notificationTarget(n.link));
