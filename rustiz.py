@@ -927,6 +927,24 @@ MIGRATIONS: tuple = (
     ALTER TABLE media ADD COLUMN width INTEGER;
     ALTER TABLE media ADD COLUMN height INTEGER;
     """,
+    # Teams (issue 25): a person (web_user, now with a name) is a member of one or more organizations with one
+    # role each; web_user.organization_id stays the organization the person first joined. Everyone who could
+    # sign in before could do everything: each becomes an admin of their organization. A post records the
+    # person who made it (an author edits only their own drafts).
+    """
+    ALTER TABLE web_user ADD COLUMN name TEXT;
+    CREATE TABLE membership (
+        user_id TEXT NOT NULL REFERENCES web_user(id),
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        role TEXT NOT NULL CHECK (role IN ('admin', 'editor', 'author', 'viewer')),
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, organization_id)
+    );
+    CREATE INDEX membership_organization ON membership(organization_id);
+    INSERT INTO membership (user_id, organization_id, role, created_at)
+        SELECT id, organization_id, 'admin', created_at FROM web_user;
+    ALTER TABLE post ADD COLUMN created_by TEXT;
+    """,
 )
 
 
