@@ -5,7 +5,7 @@ every route, and a module is imported on the first request to one of its routes.
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
-    posts_files, web, catalogue, http_client, db_copy, ops
+    posts_files, web, catalogue, http_client, db_copy, ops, team
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates
@@ -36,6 +36,7 @@ the core imports none of these at load time, and these import the core and one a
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   web, recurrence, text, bech32 -> the core only
+  team (members, invites, accepting them, a forgotten password; `rustiz member`) -> web
   picture_size (a picture's width and height from its header) -> the standard library only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
