@@ -1,13 +1,15 @@
-// Settings as side tabs (a <select> on a phone): General (timezone, organization name), Team and API keys,
-// Webhooks, MCP, Alerts, Tags, Signatures, Sets. The tab shown is in the address (#/settings?tab=tags), so a
+// Settings as side tabs (a <select> on a phone): General (timezone, organization name), API keys,
+// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
 import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
 import { copyText } from './widgets.js';
 
-const TABS = [['general', toTranslate('General')], ['keys', toTranslate('Team and API keys')], ['webhooks', toTranslate('Webhooks')], ['mcp', toTranslate('MCP')],
-  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')]];
-const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab };
+const TABS = [['general', toTranslate('General')], ['keys', toTranslate('API keys')], ['webhooks', toTranslate('Webhooks')], ['mcp', toTranslate('MCP')],
+  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')],
+  ['team', toTranslate('Team')]];
+const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
+  team: (panel) => import('./team.js').then((m) => m.teamTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
   const chosen = TABS.some(([id]) => id === query?.get('tab')) ? query.get('tab') : 'general';
@@ -108,7 +110,7 @@ async function keysTab(panel) {
         newKey.replaceChildren(h('p', t('Your new API key (shown once):')), h('div.copy', h('code.api-key', apiKey), copyButton(apiKey)));
       } catch (error) { errors.show(error); }
     } }, t('Rotate API key')), newKey, errors));
-  put(panel, keysCard(), h('p.hint', t('Web app users (email and password) are added from the command line: '), h('code', 'rustiz user add EMAIL'), '.'));
+  put(panel, keysCard());
 }
 
 // Named API keys with a scope: full, drafts (an agent: its posts wait for review), read.
