@@ -238,7 +238,7 @@ class MembersApi:
                 "configured (rustiz; admins)", ("201", _INVITE_LINK), "BadRequest Conflict",
                 request=object_schema({"email": STRING, "role": {"enum": list(ROLES)}}))
     def invite(self, request: Request, organization_id: str) -> Response:
-        answer = invite_member(self.store, self.config, organization_id, json_object(request), request_user(request))
+        answer = invite_member(self.store, self.config, organization_id, json_object(request), request.user)
         log(f"invite {answer['id']} made in organization {organization_id} through the API")
         return json_response(answer, 201, [("Cache-Control", "no-store")])
 
@@ -259,7 +259,7 @@ class MembersApi:
                 ("200", _INVITE_LINK), "NotFound", (_INVITE_ID,))
     def resend_invite(self, request: Request, organization_id: str) -> Response:
         return json_response(resend_invite(self.store, self.config, organization_id, request.params["id"],
-                                           request_user(request)), 200, [("Cache-Control", "no-store")])
+                                           request.user), 200, [("Cache-Control", "no-store")])
 
     @documented("Revoke a pending invite: its link no longer works (rustiz; admins)", ("200", _INVITE), "NotFound",
                 (_INVITE_ID,))
@@ -270,14 +270,11 @@ class MembersApi:
         return json_response(revoked)
 
 
-def request_user(request: Request) -> Optional[str]:
-    """The web user behind a request (None: an API key)."""
-    return getattr(request, "user", None)
-
 
 # --- accepting an invite, and a forgotten password (open to anyone) ---------------------------------------------
 
-_SIGNED_IN = object_schema({"organization": {"type": "object"}, "csrfToken": STRING})
+_SIGNED_IN = object_schema({"organization": {"type": "object"}, "user": {"type": "object"}, "role": STRING,
+                             "organizations": array_of({"type": "object"}), "csrfToken": STRING})
 _MESSAGE = object_schema({"message": STRING})
 
 
@@ -353,8 +350,10 @@ class TeamSignIn:
         return await self.store.off_loop(self._signed_in, request, organization_id, user_id)
 
     def _signed_in(self, request: Request, organization_id: str, user_id: str) -> Response:
+        """Signed in as POST /auth/login signs in, in the organization just joined."""
         cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, web_user_id=user_id)
-        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+        role = web_user_store.member_role(self.store, user_id, organization_id)
+        return json_response({**self.app.feature(WebApp).who(organization_id, user_id, role), "csrfToken": csrf_token},
                              200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)

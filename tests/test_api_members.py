@@ -110,8 +110,12 @@ def test_a_new_person_accepts_an_invite_and_is_a_signed_in_member_with_its_role(
     status, _, refused = team.accept(invite, name="Carol", password="short")
     assert status == 400 and refused["message"] == ["password must be 10 to 1024 characters"]
 
-    carol = team.joined(invite, name="  Carol Doe ", password=PASSWORD)
-    assert carol.session()["organization"]["id"] == team.org
+    status, headers, answer = team.accept(invite, name="  Carol Doe ", password=PASSWORD)
+    assert status == 200 and "HttpOnly" in headers["set-cookie"] and answer["role"] == "author"
+    assert answer["user"]["name"] == "Carol Doe" and answer["organizations"] == [
+        {"id": team.org, "name": "Other org", "role": "author"}]
+    carol = Browser(shared, headers["set-cookie"].partition(";")[0], answer["csrfToken"])
+    assert carol.session()["organization"]["id"] == team.org and carol.session()["role"] == "author"
     assert carol.get("/public/v1/integrations") == 200
     listing = team.members()
     assert listing["invites"] == []
