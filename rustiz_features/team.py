@@ -373,8 +373,8 @@ class TeamSignIn:
         if user is not None:
             member_store.add_password_reset(self.store, user[0], token_hash, iso_at(time.time() + RESET_SECONDS))
             if not mail_reset(self.store, self.config, email, reset_url(self.config, token)):
-                log(f"a password reset link was asked for {email}, but no e-mail can be sent (RUSTIZ_SMTP_URL): "
-                    "`rustiz user password` sets a new password")
+                log(f"a password reset link was asked for {email}, but no e-mail can be sent (mail is not "
+                    "configured): `rustiz user password` sets a new password")
         return json_response({"message": FORGOT_ANSWER}, 202, [("Cache-Control", "no-store")])
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
