@@ -292,6 +292,15 @@ class TeamSignIn:
     def _refuse_cross_site(self, request: Request) -> None:
         self.app.feature(WebApp).refuse_cross_site_sign_in(request)
 
+    def _link_and_password(self, request: Request, kind: str, limit: int, what: str, gone: str) -> tuple:
+        """What a body that uses a link with a password must pass first: (the link's token, the body)."""
+        self._refuse_cross_site(request)
+        self._count_address(request, kind, limit, what)
+        body = json_object(request)
+        token = token_of(body, gone)
+        refuse_problems(password_problem(body.get("password")))
+        return token, body
+
     @route_options(authenticated=False)
     @documented("What an invite link offers: the organization, the role, the email and whether it has an account",
                 ("200", object_schema({"organization": object_schema({"name": STRING}), "role": STRING,
@@ -317,11 +326,8 @@ class TeamSignIn:
                 request=object_schema({"token": STRING, "password": STRING}, {"name": STRING}),
                 more_answers={"401": {"description": "Wrong password for the existing account"}})
     def accept(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        self._refuse_cross_site(request)
-        self._count_address(request, "invite", INVITE_ATTEMPTS_PER_ADDRESS, "invite links")
-        body = json_object(request)
-        token = token_of(body, INVITE_GONE)
-        refuse_problems(password_problem(body.get("password")))
+        token, body = self._link_and_password(request, "invite", INVITE_ATTEMPTS_PER_ADDRESS, "invite links",
+                                              INVITE_GONE)
         invite = self._live_invite(token)
         if invite["userId"] is None:
             refuse_problems(name_problem(body.get("name")))
@@ -382,11 +388,8 @@ class TeamSignIn:
                 "account ends", ("200", _MESSAGE), "BadRequest NotFound",
                 request=object_schema({"token": STRING, "password": STRING}))
     def reset(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        self._refuse_cross_site(request)
-        self._count_address(request, "reset", RESET_ATTEMPTS_PER_ADDRESS, "password resets")
-        body = json_object(request)
-        token = token_of(body, RESET_GONE)
-        refuse_problems(password_problem(body.get("password")))
+        token, body = self._link_and_password(request, "reset", RESET_ATTEMPTS_PER_ADDRESS, "password resets",
+                                              RESET_GONE)
         if not member_store.password_reset_is_live(self.store, hash_api_key(token), utc_now_iso()):
             raise not_found(RESET_GONE)  # (checked before the hashing: a forged token costs none)
         return self._reset(token, body["password"])
