@@ -135,7 +135,7 @@ def every_page(world: dict) -> list:
             + [f"#/post/{post_id}" for post_id in posts.values()]
             + ["#/channels", "#/channels?problem=refused&provider=mastodon", "#/channels?notice=connected&provider=webhook",
                "#/settings", "#/settings?tab=keys", "#/settings?tab=webhooks", "#/settings?tab=alerts",
-               "#/settings?tab=tags", "#/settings?tab=signatures", "#/settings?tab=sets", "#/library",
+               "#/settings?tab=tags", "#/settings?tab=signatures", "#/settings?tab=sets", "#/settings?tab=team", "#/library",
                "#/notifications", "#/review", "#/import",
                "#/notifications?page=abc", "#/calendar?view=bogus&date=2026-13-45", "#/post/no-such-post"])
 
