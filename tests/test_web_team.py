@@ -227,3 +227,47 @@ def test_an_invite_for_an_existing_account_asks_only_its_password_and_a_dead_lin
     shoot(dead, f"invite-dead-{width}-{scheme}")
     assert serious_axe_violations(dead) == []
     assert [problem for problem in page.problems + dead.problems if "404" not in problem] == []
+
+
+def test_a_signed_in_person_opens_an_invite_to_another_organization_and_joins_it(start_server, visitor):
+    server = start_server()
+    member(server, "fay@example.com", "editor", "Fay")
+    other_org, other_key = Database(server).organization()
+    status, invite = api(server, "POST", f"{API}/members", {"email": "fay@example.com", "role": "author"}, key=other_key)
+    assert status == 201
+    page = visitor(server, 390, "dark")
+    page.goto("/")
+    page.get_by_role("button", name="Sign in with email and password instead").click()
+    page.get_by_label("Email").fill("fay@example.com")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    page.goto(invite["inviteUrl"])
+    expect(page.get_by_role("heading", name="Join Other org")).to_be_visible()
+    expect(page.get_by_role("navigation", name="Main")).to_be_attached()  # (inside the app, signed in)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Join").click()
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    expect(page.get_by_role("heading", name="Join Other org")).to_have_count(0)
+    session = page.evaluate("() => fetch('/auth/session').then((r) => r.json())")
+    assert session["organization"]["id"] == other_org and session["role"] == "author"
+    assert {o["role"] for o in session["organizations"]} == {"editor", "author"}
+    assert page.problems == []
+
+
+def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(start_server, visitor):
+    server = start_server()
+    member(server, "gus@example.com", "admin", "Gus")
+    member(server, "hana@example.com", "admin", "Hana")
+    page = visitor(server)
+    page.goto("/")
+    page.get_by_role("button", name="Sign in with email and password instead").click()
+    page.get_by_label("Email").fill("gus@example.com")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    page.goto("/#/settings?tab=team")
+    page.get_by_label("Role of Gus").select_option(label="Editor")
+    expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets"])
+    assert members(server) == {"gus@example.com": "editor", "hana@example.com": "admin"}
+    assert page.problems == []

@@ -46,7 +46,10 @@ export async function teamTab(panel) {
     return h('li.team-member', { dataset: { email: member.email } },
       h('div.who-is', h('strong', who, you ? ` (${t('you')})` : null), member.name ? h('small.muted', member.email) : null,
         h('small.muted', t('Member since {date}', { date: fmtDateTime(Date.parse(member.createdAt)) }))),
-      roleSelect(member.role, t('Role of {name}', { name: who }), (event) => change('PUT', `/members/${encodeURIComponent(member.id)}`, { role: event.target.value })),
+      roleSelect(member.role, t('Role of {name}', { name: who }), async (event) => {
+        const changed = await change('PUT', `/members/${encodeURIComponent(member.id)}`, { role: event.target.value });
+        if (changed && you && changed.role !== 'admin') location.reload();  // no longer an admin: what this person may see changed
+      }),
       h('button.danger', { type: 'button', 'aria-label': t('Remove {name}', { name: who }), onclick: () => {
         if (confirm(t('Remove {name} from the organization? They are signed out at once.', { name: who }))) change('DELETE', `/members/${encodeURIComponent(member.id)}`);
       } }, t('Remove')));
