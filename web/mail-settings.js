@@ -3,7 +3,7 @@
 // Rules: each switch saves when flipped (PUT /me/notifications with that one field) and says its own error beside
 // it, flipped back; failed/reconnect/review are for editors and admins (authors and viewers see them off and
 // disabled); a session with no person (signed in with an API key) is told preferences need one.
-import { h, t, toTranslate, put, api, session } from './util.js';
+import { h, t, toTranslate, put, api, mayDo } from './util.js';
 
 const CHOICES = [
   ['failed', toTranslate('A post failed'), toTranslate('With the error and a link to retry or edit it.')],
@@ -11,7 +11,6 @@ const CHOICES = [
   ['review', toTranslate('A draft waits for review'), toTranslate('An agent or an author wrote it; approve or reject it.')],
   ['digest', toTranslate('Daily digest'), toTranslate('At 08:00 in the organization\'s timezone: what went out yesterday, what is due today, what failed.')],
 ];
-const REVIEWERS = ['admin', 'editor'];
 
 export async function notificationsTab(panel) {
   const card = h('section.card.mail-settings', h('h2', t('E-mail notifications')));
@@ -26,7 +25,7 @@ export async function notificationsTab(panel) {
     }
     throw error;
   }
-  const reviewer = !session.role || REVIEWERS.includes(session.role);
+  const reviewer = mayDo('editor');
   put(card, h('p.hint', t('Choose the e-mails you get from this organization. Invites and password resets are always sent.')),
     h('ul.mail-switches', CHOICES.map(([name, label, hint]) => h('li', toggle(name, t(label), t(hint), preferences[name],
       name !== 'digest' && !reviewer)))),
