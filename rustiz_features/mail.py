@@ -452,7 +452,7 @@ class NotificationPreferencesApi:
 
     @staticmethod
     def _person(request: Request) -> str:
-        user_id = getattr(request, "user", None)
+        user_id = request.user
         if not user_id:
             raise nest_error(403, "E-mail preferences belong to a person signed in to the web app; an API key or "
                                   "MCP client has none")

@@ -270,6 +270,70 @@ def test_several_processes_send_each_row_once(start_server_with_fakes, smtp):
     assert len({row["lease_owner"] for row in outbox(server)}) == 1  # (all released: None)
 
 
+# --- preferences --------------------------------------------------------------------------------------------------
+
+def test_preferences_default_by_role_and_are_each_persons_own(server):
+    people = team(server)
+    expected = {"admin": True, "editor": True, "author": False, "viewer": False}
+    for role, on in expected.items():
+        status, preferences = as_person(server, sign_in(server, f"{role}@example.com"), "GET")
+        assert status == 200, preferences
+        assert preferences == {"failed": on, "reconnect": on, "review": on, "digest": False}
+    editor = sign_in(server, "editor@example.com")
+    status, preferences = as_person(server, editor, "PUT", {"failed": False, "digest": True})
+    assert status == 200, preferences
+    assert preferences == {"failed": False, "reconnect": True, "review": True, "digest": True}
+    assert as_person(server, editor, "GET")[1] == preferences
+    assert as_person(server, sign_in(server, "admin@example.com"), "GET")[1]["failed"] is True
+    viewer = sign_in(server, "viewer@example.com")
+    status, preferences = as_person(server, viewer, "PUT", {"digest": True})
+    assert status == 200 and preferences["digest"] is True
+    assert people
+
+
+def test_preferences_turned_off_are_respected(server, smtp, refusing):
+    team(server)
+    editor = sign_in(server, "editor@example.com")
+    assert as_person(server, editor, "PUT", {"failed": False})[0] == 200
+    channel = webhook_channel(server, refusing, "shop", path="/refuse")
+    assert settled(server, scheduled(server, channel, "<p>doomed</p>"))["state"] == "ERROR"
+    smtp.wait_for(1)
+    stays(lambda: recipients(smtp), ["admin@example.com"])
+    assert as_person(server, editor, "PUT", {"failed": True})[0] == 200
+    assert settled(server, scheduled(server, channel, "<p>doomed again</p>"))["state"] == "ERROR"
+    smtp.wait_for(3)
+    stays(lambda: recipients(smtp), ["admin@example.com", "admin@example.com", "editor@example.com"])
+
+
+@pytest.mark.parametrize("body, named", [
+    ({"failed": "yes"}, "failed must be true or false"),
+    ({"digest": 1}, "digest must be true or false"),
+    ({"review": None}, "review must be true or false"),
+    ({"sms": True}, "property sms should not exist"),
+    ([True], "the body must be a JSON object"),
+    ("on", "the body must be a JSON object"),
+])
+def test_preferences_refuse_what_is_not_one_of_four_booleans(server, body, named):
+    add_member(server, "editor@example.com", "editor")
+    editor = sign_in(server, "editor@example.com")
+    status, refused = as_person(server, editor, "PUT", body)
+    assert status == 400, refused
+    assert any(named in message for message in refused["message"]), refused
+    assert as_person(server, editor, "GET")[1]["failed"] is True  # nothing changed
+
+
+def test_hostile_preference_bodies_get_a_4xx_never_a_5xx(server):
+    add_member(server, "author@example.com", "author")
+    author = sign_in(server, "author@example.com")
+    status, refused = as_person(server, author, "PUT", {"failed": True})
+    assert status == 400 and "only editors and admins" in refused["message"][0]
+    assert as_person(server, author, "PUT", b'{"digest": tru')[0] == 400
+    assert as_person(server, author, "PUT", json.dumps({"digest": True, "x" * 10000: 1}).encode())[0] == 413
+    assert as_person(server, author, "PUT", b"\xff\xfe")[0] == 400
+    assert as_person(server, author, "GET")[1] == {"failed": False, "reconnect": False, "review": False,
+                                                   "digest": False}
+
+
 def test_an_api_key_has_no_preferences(server):
     for method, body in (("GET", None), ("PUT", {"digest": True})):
         status, refused = api(server, method, f"{API}/me/notifications", body)
