@@ -133,9 +133,13 @@ def invite_answer(config: Config, invite: dict, token: str) -> dict:
 
 def mail_invite(store: Store, config: Config, organization_id: str, invite: dict, url: str,
                 inviter: Optional[str]) -> bool:
-    """The invite's e-mail, when mail is configured: the one place that sends it.
-    (rustiz_features/mail.py's queue_invite, from the e-mail part of issue 25, is called here once it is in.)"""
-    return False
+    """The invite's e-mail, carrying `url` exactly, when mail is configured (whether it was queued)."""
+    from rustiz_features import mail
+    organization = store.organization(organization_id)["name"]
+    person = web_user_store.person(store, inviter) if inviter else None
+    who = (person["name"] or person["email"]) if person else f"An admin of {organization}"
+    return mail.queue_invite(store, config, to=invite["email"], invite_url=url, organization_name=organization,
+                             role=invite["role"], inviter=who)
 
 
 def invite_member(store: Store, config: Config, organization_id: str, body: dict,
@@ -413,6 +417,6 @@ def reset_url(config: Config, token: str) -> str:
 
 
 def mail_reset(store: Store, config: Config, email: str, url: str) -> bool:
-    """The reset link's e-mail, when mail is configured: the one place that sends it.
-    (rustiz_features/mail.py's queue_password_reset, from the e-mail part of issue 25, is called here once it is in.)"""
-    return False
+    """The reset link's e-mail, when mail is configured (whether it was queued)."""
+    from rustiz_features import mail
+    return mail.queue_password_reset(store, config, to=email, reset_url=url)

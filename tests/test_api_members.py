@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import secrets
 import statistics
 import time
 
 import pytest
 
+from smtp_server import SmtpServer, bodies
 from support import API, Database, api, iso
 
 ADDRESSES = itertools.count(1)
@@ -421,3 +423,54 @@ def test_the_lockout_counts_failed_sign_ins_of_an_account_and_says_when_to_retry
     # A wrong password on an invite counts towards the same lockout.
     invite = Team(shared).invite("uma@example.com")
     assert team.accept(invite, password=PASSWORD)[0] == 429
+
+
+# --- the e-mails (a real SMTP server) ---------------------------------------------------------------------------
+
+MAILED = {"FRONTEND_URL": "https://social.example.com", "RUSTIZ_MAIL_FROM": "Rustiz <rustiz@social.example.com>",
+          "RUSTIZ_MAIL_POLL_SECONDS": "0.2", "RUSTIZ_MAIL_RETRY_BASE": "0.3"}
+
+
+@pytest.fixture
+def smtp():
+    server = SmtpServer()
+    yield server
+    server.stop()
+
+
+def mails_to(smtp, address: str, count: int) -> list:
+    """The plain texts of the first `count` mails to `address`, once they arrived."""
+    return [bodies(item["message"])[0] for item in smtp.wait_for(count, matching=lambda item: address in item["to"])]
+
+
+def test_the_invite_and_the_reset_link_are_e_mailed_with_their_links_exactly(start_server, smtp):
+    server = start_server(env={**MAILED, "RUSTIZ_SMTP_URL": smtp.url})
+    team = Team(server)
+    invite = team.invite("ines@example.com", "admin")
+    assert invite["inviteUrl"].startswith("https://social.example.com/#/invite?token=")
+    (text,) = mails_to(smtp, "ines@example.com", 1)
+    assert invite["inviteUrl"] in text and "An admin of Other org invites you to join Other org" in text
+    status, again = team.call("POST", f"/members/invites/{invite['id']}/resend")
+    assert status == 200
+    texts = mails_to(smtp, "ines@example.com", 2)
+    assert again["inviteUrl"] in texts[1] and invite["inviteUrl"] not in texts[1]
+    ines = team.joined(again, name="Ines", password=PASSWORD)
+    # Invited by a person: the mail names them.
+    status, _, raw = server.request("POST", API + "/members", {"Cookie": ines.cookie, "X-CSRF-Token": ines.csrf,
+                                                               "Content-Type": "application/json"},
+                                    json.dumps({"email": "jack@example.com", "role": "viewer"}).encode())
+    assert status == 201, raw
+    (text,) = mails_to(smtp, "jack@example.com", 1)
+    assert "Ines invites you to join Other org" in text and json.loads(raw)["inviteUrl"] in text
+
+    assert team.open_route("POST", "/auth/forgot", {"email": "ines@example.com"})[0] == 202
+    assert team.open_route("POST", "/auth/forgot", {"email": "nobody@example.com"})[0] == 202
+    texts = mails_to(smtp, "ines@example.com", 3)
+    link = re.search(r"https://social\.example\.com/#/reset\?token=([0-9a-f]{64})", texts[2])
+    assert link, texts[2]
+    status, _, answer = team.open_route("POST", "/auth/reset", {"token": link[1], "password": "a brand new password"})
+    assert status == 200, answer
+    assert ines.get("/public/v1/integrations") == 401
+    assert team.sign_in("ines@example.com", "a brand new password")[0] == 200
+    time.sleep(0.5)  # (the sender polls every 0.2 s: a mail to nobody would have arrived by now)
+    assert not [item for item in smtp.messages if "nobody@example.com" in item["to"]]
