@@ -268,6 +268,6 @@ def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(s
     expect(page.get_by_role("navigation", name="Main")).to_be_visible()
     page.goto("/#/settings?tab=team")
     page.get_by_label("Role of Gus").select_option(label="Editor")
-    expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets"])
+    expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
     assert members(server) == {"gus@example.com": "editor", "hana@example.com": "admin"}
     assert page.problems == []

@@ -1,5 +1,5 @@
 // Settings as side tabs (a <select> on a phone): General (timezone, organization name), API keys,
-// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
+// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Notifications (mail-settings.js), Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
 import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go, mayDo } from './util.js';
