@@ -60,6 +60,15 @@ def members(server) -> dict:
     return {m["email"]: m["role"] for m in api(server, "GET", f"{API}/members")[1]["members"]}
 
 
+def sign_in_with_password(page, email: str, password: str = PASSWORD) -> None:
+    """The sign-in page's email and password, from wherever the page is."""
+    page.get_by_role("button", name="Sign in with email and password instead").click()
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+
+
 def test_an_admin_invites_and_the_invitee_accepts_in_another_browser_signed_in_with_the_role(start_server, open_page, visitor):
     server = start_server()
     admin = open_page(server, 1440, "light")
@@ -187,11 +196,7 @@ def test_a_forgotten_password_is_set_again_from_the_sign_in_page(start_server, v
     shoot(page, f"reset-{width}-{scheme}")
     assert serious_axe_violations(page) == []
     page.get_by_role("link", name="Back to sign in").click()
-    page.get_by_role("button", name="Sign in with email and password instead").click()
-    page.get_by_label("Email").fill("dora@example.com")
-    page.get_by_label("Password", exact=True).fill("a brand new password")
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    sign_in_with_password(page, "dora@example.com", "a brand new password")
     assert page.problems == []
 
 
@@ -237,11 +242,7 @@ def test_a_signed_in_person_opens_an_invite_to_another_organization_and_joins_it
     assert status == 201
     page = visitor(server, 390, "dark")
     page.goto("/")
-    page.get_by_role("button", name="Sign in with email and password instead").click()
-    page.get_by_label("Email").fill("fay@example.com")
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    sign_in_with_password(page, "fay@example.com")
     page.goto(invite["inviteUrl"])
     expect(page.get_by_role("heading", name="Join Other org")).to_be_visible()
     expect(page.get_by_role("navigation", name="Main")).to_be_attached()  # (inside the app, signed in)
@@ -261,11 +262,7 @@ def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(s
     member(server, "hana@example.com", "admin", "Hana")
     page = visitor(server)
     page.goto("/")
-    page.get_by_role("button", name="Sign in with email and password instead").click()
-    page.get_by_label("Email").fill("gus@example.com")
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    sign_in_with_password(page, "gus@example.com")
     page.goto("/#/settings?tab=team")
     page.get_by_label("Role of Gus").select_option(label="Editor")
     expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
