@@ -155,6 +155,9 @@ def command_member_invite(arguments: argparse.Namespace) -> int:
         invite = invite_member(store, config, organization["id"], {"email": arguments.email, "role": arguments.role},
                                None)
     print(invite["inviteUrl"])
+    if not config.frontend_url:
+        log("FRONTEND_URL is not set, so the link above names rustiz's own address: set FRONTEND_URL in "
+            f"{config.config_path} to the address people open rustiz at")
     log(f"{arguments.email.strip().lower()} is invited to organization {organization['name']} as {arguments.role}; "
         f"the link above works once, until {invite['expiresAt']}")
     return 0

@@ -113,8 +113,9 @@ def count_attempt(store: Store, key: str, limit: int, what: str, window: int = A
 # --- invites, for the API and the CLI ---------------------------------------------------------------------------
 
 def public_base(config: Config) -> str:
-    """Where people open rustiz: FRONTEND_URL (the server sets it to its own address when unset)."""
-    return config.frontend_url or f"http://{config.host}:{config.port}"
+    """Where people open rustiz: FRONTEND_URL; unset (the CLI), the address `serve` would use in its place."""
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    return config.frontend_url or f"http://{host}:{config.port}"
 
 
 def invite_url(config: Config, token: str) -> str:

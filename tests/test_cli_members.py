@@ -35,12 +35,19 @@ def test_member_invite_prints_a_link_that_makes_a_member_of_a_running_server(ser
     url = result.stdout.strip()
     assert url.startswith("http://") and "/#/invite?token=" in url and len(url.rpartition("=")[2]) == 64
     assert "alice@example.com is invited to organization My organization as editor" in result.stderr
+    assert "FRONTEND_URL is not set" in result.stderr
+    with open(server.config_path, "a") as config:
+        config.write("FRONTEND_URL=https://social.example.com/\n")
+    other = member_cli(server, "invite", "zed@example.com", "--role", "viewer")
+    assert other.stdout.startswith("https://social.example.com/#/invite?token=") and "FRONTEND_URL" not in other.stderr
     rows = listed(server)
-    assert [row[:3] for row in rows] == [["alice@example.com", "-", "editor"]] and rows[0][3].startswith("invited")
+    assert [row[:3] for row in rows] == [["zed@example.com", "-", "viewer"], ["alice@example.com", "-", "editor"]]
+    assert rows[1][3].startswith("invited")
     status, headers, answer = accept(server, url, name="Alice", password=PASSWORD)
     assert status == 200 and "rustiz_session=" in headers["set-cookie"], answer
     rows = listed(server)
-    assert [row[:3] for row in rows] == [["alice@example.com", "Alice", "editor"]] and rows[0][3].startswith("member")
+    assert [row[:3] for row in rows] == [["alice@example.com", "Alice", "editor"], ["zed@example.com", "-", "viewer"]]
+    assert rows[0][3].startswith("member")
     again = member_cli(server, "invite", "alice@example.com", "--role", "viewer")
     assert again.returncode == 2 and again.stderr.strip() == (
         "rustiz: cannot invite: alice@example.com is already a member of this organization (role editor): change "
