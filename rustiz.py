@@ -297,6 +297,7 @@ class Config(NamedTuple):
     # RUSTIZ_STORAGE=s3://bucket/prefix: an object_storage.S3Storage, where uploads live (`uploads` then only
     # stages them); None: in the `uploads` folder.
     storage: Any = None
+    audit_days: int = 365  # RUSTIZ_AUDIT_DAYS: how long the audit log keeps an entry
 
 
 def default_config_path(environ: dict) -> str:
@@ -457,6 +458,7 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
         scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
                                                                     "delivers webhooks) or 0 (it only answers requests)"),
+        audit_days=_int_setting(values, "RUSTIZ_AUDIT_DAYS", 365, 1, 36500),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
     )
 
@@ -944,6 +946,27 @@ MIGRATIONS: tuple = (
     INSERT INTO membership (user_id, organization_id, role, created_at)
         SELECT id, organization_id, 'admin', created_at FROM web_user;
     ALTER TABLE post ADD COLUMN created_by TEXT;
+    """,
+    # The audit log (issue 25, part "audit"): one row per change made by a person, a key, an agent (MCP) or a
+    # client, who it was (names stored as they were: a removed person's entries still say who), what, on
+    # what, when and from which address; forgotten after RUSTIZ_AUDIT_DAYS (App.housekeeping). No foreign key
+    # to the organization: `db copy` and a deleted organization's entries need none.
+    """
+    CREATE TABLE audit_entry (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor_type TEXT NOT NULL,
+        actor_id TEXT,
+        actor_name TEXT,
+        actor_email TEXT,
+        action TEXT NOT NULL,
+        subject_type TEXT,
+        subject_id TEXT,
+        address TEXT
+    );
+    CREATE INDEX audit_entry_organization ON audit_entry(organization_id, at);
+    CREATE INDEX audit_entry_at ON audit_entry(at);
     """,
 )
 
@@ -1493,6 +1516,13 @@ class Store:
         with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
+
+    # --- the audit log: its rows are rustiz_features/storage/audit.py's; the housekeeping here forgets
+    # those older than RUSTIZ_AUDIT_DAYS -------------------------------------------------------------
+
+    def forget_old_audit_entries(self, before: str) -> int:
+        with self.writing() as db:
+            return db.execute("DELETE FROM audit_entry WHERE at < ?", (before,)).rowcount
 
     # --- rate limits ----------------------------------------------------------
 
@@ -3388,12 +3418,17 @@ class Route(NamedTuple):
     # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
+    # The audit log's action for a successful (2xx) answer ("post.deleted"): rustiz_features/audit.py records
+    # it, with who called and the subject (the path's :id or the answer's ids). None: the route changes
+    # nothing worth an entry (tests/test_api_audit.py names each such route with its reason).
+    audit: Optional[str] = None
 
 
 def route_options(**options: Any) -> Callable:
     """Written above a handler in its feature module: how the router treats the handler's requests, as the
     fields of Route (`authenticated=False`...). A string value names an attribute of the handler's object
-    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)."""
+    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)
+    and `audit` the audit log's action (`audit="post.deleted"`)."""
     def mark(handler: Callable) -> Callable:
         handler.route_options = options
         return handler
@@ -3503,6 +3538,9 @@ API_ROUTES = (
     ("POST", "/media/delete", "media_library", "MediaLibraryApi.delete_many"),
     ("PUT", "/media/:id", "media_library", "MediaLibraryApi.update_media"),
     ("DELETE", "/media/:id", "media_library", "MediaLibraryApi.delete_media"),
+    # The audit log (issue 25, part "audit"): admins read who changed what.
+    ("GET", "/audit", "audit", "AuditApi.list_entries"),
+    ("GET", "/audit/actors", "audit", "AuditApi.list_actors"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
@@ -3588,8 +3626,11 @@ class App:
         class_name, _, method_name = lazy.handler.partition(".")
         owner = self.feature(getattr(module, class_name))
         handler = getattr(owner, method_name)
-        options = {name: getattr(owner, value) if isinstance(value, str) and name != "scope" else value
+        options = {name: getattr(owner, value) if isinstance(value, str) and name not in ("scope", "audit") else value
                    for name, value in getattr(handler, "route_options", {}).items()}
+        if options.get("audit"):  # the one place a change's audit entry is written, around its handler
+            from rustiz_features.audit import audited
+            handler = audited(self, handler, options["audit"])
         return Route(handler, **options)
 
     @property
@@ -3779,7 +3820,7 @@ class App:
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
-        and uploads abandoned by a crash."""
+        audit entries older than RUSTIZ_AUDIT_DAYS, and uploads abandoned by a crash."""
         if self.store.remote:  # (PostgreSQL: its queries wait on the network, so not on this loop)
             loop.run_in_executor(None, self._forget_expired_rows)
         else:
@@ -3792,6 +3833,7 @@ class App:
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
             self.store.forget_expired_idempotency_keys(time.time())
+            self.store.forget_old_audit_entries(iso_at(time.time() - self.config.audit_days * 86400))
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
 

@@ -285,6 +285,7 @@ class PostsApi:
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
         return view
 
+    @route_options(audit="post.deleted")
     @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
@@ -292,12 +293,14 @@ class PostsApi:
         post_store.delete_group(self.store, organization_id, post["group"])
         return json_response({"error": True})
 
+    @route_options(audit="post.deleted")
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
         post_store.delete_group(self.store, organization_id, request.params["group"])
         return json_response({"error": True})
 
+    @route_options(audit="post.status_changed")
     @documented("Make a post a draft or queue it",
                 ("200", object_schema({"id": STRING, "state": {"type": "string", "enum": ["DRAFT", "QUEUE"]}})),
                 "PostRejected Conflict", (POST_ID,),
@@ -331,6 +334,7 @@ class PostsApi:
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
+    @route_options(audit="post.release_linked")
     @documented("Link a post whose releaseId is \"missing\" to its platform post", ("200", ref("PostRow")),
                 "BadRequest NotFound", (POST_ID,), object_schema({"releaseId": ID}))
     def link_release(self, request: Request, organization_id: str) -> Response:
@@ -360,6 +364,7 @@ class PostsApi:
         self._post_or_404(organization_id, request.params["id"])
         return json_response([])
 
+    @route_options(audit="post.retried")
     @documented("Queue the failed parts of a post's thread again (rustiz)", ("201", ref("Post")), "NotFound Conflict",
                 (POST_ID,))
     def retry(self, request: Request, organization_id: str) -> Response:
@@ -443,7 +448,7 @@ class PostsApi:
 
     # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
 
-    @route_options(scope="drafts")  # (a drafts key's post must be a draft: checked in _create_posts)
+    @route_options(scope="drafts", audit="post.created")  # (a drafts key's post: a draft, see _create_posts)
     @documented("Create, schedule or update posts: one thread per channel",
                 ("201", {**json_body(array_of(object_schema({"postId": STRING, "integration": STRING})), "Created"),
                          "headers": _rate_limit_headers()}),
@@ -576,6 +581,7 @@ class PostsApi:
             threads.append(rows)
         return threads, replaced_groups
 
+    @route_options(audit="post.edited")
     @documented("Merge provider settings into a main post",
                 ("200", object_schema({"postId": STRING, "publishDate": STRING})), "BadRequest NotFound Conflict",
                 (POST_ID,), object_schema({"settings": {"type": "object"}}))
@@ -625,7 +631,7 @@ class PostsApi:
 
     _EDITABLE_FIELDS = ("content", "image", "date", "settings")
 
-    @route_options(scope="drafts")  # (a drafts key edits drafts only: checked below)
+    @route_options(scope="drafts", audit="post.edited")  # (a drafts key edits drafts only: checked below)
     @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
                 (POST_ID,), ref("PostEdit"))
     def edit_post(self, request: Request, organization_id: str) -> Response:
