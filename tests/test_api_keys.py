@@ -15,6 +15,7 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
     ("POST", "/posts"): "drafts", ("PUT", "/posts/:id"): "drafts", ("POST", "/upload"): "drafts",
     ("POST", "/upload-from-url"): "drafts", ("POST", "/integration-trigger/:id"): "drafts",
     ("GET", "/social/:integration"): "full", ("GET", "/api-keys"): "full", ("POST", "/posts/:id/duplicate"): "drafts",
+    ("GET", "/audit"): "full", ("GET", "/audit/actors"): "full",
 }
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),
