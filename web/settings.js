@@ -6,8 +6,10 @@ import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateT
 import { copyText } from './widgets.js';
 
 const TABS = [['general', toTranslate('General')], ['keys', toTranslate('Team and API keys')], ['webhooks', toTranslate('Webhooks')], ['mcp', toTranslate('MCP')],
-  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')]];
-const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab };
+  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')],
+  ['audit', toTranslate('Audit')]];
+const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
+  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
   const chosen = TABS.some(([id]) => id === query?.get('tab')) ? query.get('tab') : 'general';
