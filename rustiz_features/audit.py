@@ -43,9 +43,8 @@ def actor_of(store: Any, request: Request, organization_id: str, kind: str = "ke
     key) that signed its web session in."""
     if request.key is not None:
         return audit_store.key_actor(store, organization_id, request.key.key_id, kind)
-    user_id = getattr(request, "user", None)  # (set for a person's session once roles are checked)
-    if user_id:
-        return audit_store.user_actor(store, user_id)
+    if request.user:  # a person's session (a session signed in with a key has none: its key is read below)
+        return audit_store.user_actor(store, request.user)
     token = session_cookie(request)
     found = audit_store.session_actor(store, hash_api_key(token)) if token else None
     return found or Actor("user", None)

@@ -33,6 +33,7 @@ NOT_AUDITED = {
     ("PUT", "/mcp/:apiKey"): "405: MCP takes POST", ("PATCH", "/mcp/:apiKey"): "405: MCP takes POST",
     ("POST", "/auth/login"): "signing in starts a session: no change of the organization's data",
     ("POST", "/auth/logout"): "signing out ends a session: no change of the organization's data",
+    ("POST", "/auth/switch"): "a session moves to another of the person's organizations: no change of their data",
 }
 TOOLS_NOT_AUDITED = {
     "triggerTool": "a platform's helper lookup: it reads, changes nothing",
