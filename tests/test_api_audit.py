@@ -15,8 +15,8 @@ import pytest
 
 import rustiz
 from conftest import LOCAL_FAKES
-from support import (API, api, channel_post, connect_database, iso, library_item, mcp_tool_call, new_key, png_file,
-                     post_body, two_organizations, uploaded, wait_for, webhook_channel)
+from support import (API, api, channel_post, connect_database, consent_link, iso, library_item, mcp_tool_call, new_key,
+                     png_file, post_body, redirect_query, two_organizations, uploaded, visit, wait_for, webhook_channel)
 
 DEFAULT_KEY = {"type": "key", "id": "default", "name": "default", "email": None}
 # Routes that change nothing an admin audits, each with the reason (every other non-GET route declares its action)
@@ -202,6 +202,29 @@ def test_every_change_through_the_api_is_an_entry_with_its_actor_action_subject_
     made(server, "media.deleted", "media", first["id"])
     ok(api(server, "POST", f"{API}/media/delete", {"ids": [second["id"], "no-such-media"]}))
     made(server, "media.deleted", "media", second["id"])  # (the unknown id deleted nothing: no entry)
+
+
+def test_an_oauth_channel_connected_then_reconnected_in_the_browser_is_recorded(shared):
+    from fakes.mastodon import FakeMastodon
+    server, mastodon = shared["server"], FakeMastodon()
+    try:
+        def through_consent(refresh: str = "") -> dict:
+            query = f"?instance={mastodon.url}" + (f"&refresh={refresh}" if refresh else "")
+            started = ok(api(server, "GET", f"{API}/social/mastodon{query}"))
+            link = urllib.parse.urlsplit(consent_link(started["url"]))
+            return redirect_query(visit(server, link.path + "?" + link.query)[1]["location"])
+        back = through_consent()
+        assert back["notice"] == "connected", back
+        made(server, "channel.connected", "channel", back["channel"])  # (the browser signed in with the key)
+        again = through_consent(back["channel"])
+        assert again["notice"] == "reconnected", again
+        made(server, "channel.reconnected", "channel", back["channel"])
+        denied = urllib.parse.urlsplit(consent_link(ok(api(server, "GET", f"{API}/social/mastodon?instance="
+                                                                         f"{mastodon.url}"))["url"], "deny"))
+        visit(server, denied.path + "?" + denied.query)
+        assert newest(server)[0]["action"] == "channel.reconnected"  # a refused consent connects nothing
+    finally:
+        mastodon.close()
 
 
 def test_a_refused_change_makes_no_entry(shared):
