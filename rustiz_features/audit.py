@@ -19,6 +19,7 @@ Rules:
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Awaitable, Callable, Optional, Union
@@ -95,8 +96,10 @@ def answer_ids(answer: Any) -> Optional[list]:
     if isinstance(answer, list):
         return [item.get("postId") or item.get("id") for item in answer
                 if isinstance(item, dict) and (item.get("postId") or item.get("id"))]
-    if not isinstance(answer, dict) or answer.get("dryRun"):
-        return None if isinstance(answer, dict) else []
+    if not isinstance(answer, dict):
+        return []
+    if answer.get("dryRun"):
+        return None
     if isinstance(answer.get("rows"), list):
         return [post["postId"] for row in answer["rows"] for post in row.get("posts", ())]
     if isinstance(answer.get("results"), list):
@@ -135,6 +138,7 @@ def audited(app: App, handler: Callable, action: str) -> Callable:
     """`handler` (an authenticated route's), recording `action` after each of its successful answers."""
     store, guard = app.store, app.guard
 
+    @functools.wraps(handler)  # (its module and name: GET /metrics counts the route under its feature)
     def recorded(request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
         try:
             actor = actor_of(store, request, organization_id)

@@ -413,3 +413,11 @@ def test_an_audit_write_that_fails_never_fails_the_change(start_server):
     tag = ok(api(server, "POST", f"{API}/tags", {"name": "still-made"}), 201)
     assert any(tag["id"] == item["id"] for item in ok(api(server, "GET", f"{API}/tags"))["tags"])
     assert any("audit" in line and "not written" in line for line in server.stderr_lines), server.stderr_lines[-5:]
+
+
+def test_an_audited_route_is_still_counted_under_its_own_feature_by_get_metrics(shared):
+    server = shared["server"]
+    library_item(server, "tags", {"name": "counted"})
+    status, _, body = server.request("GET", "/metrics")
+    assert status == 200
+    assert 'family="api_library",status="201"' in body.decode() and 'family="audit"' not in body.decode()

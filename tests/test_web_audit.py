@@ -61,6 +61,9 @@ def test_the_audit_tab_lists_changes_in_words_with_filters_and_pages(start_serve
     if width < 600:  # a phone: each entry is a block of labelled lines, not a row of columns
         assert first.evaluate("e => getComputedStyle(e).display") == "block"
         assert panel.locator("table.audit-log thead").bounding_box()["height"] <= 1  # (kept for screen readers)
+        page.set_viewport_size({"width": 360, "height": 860})
+        assert sideways_overflow(page) <= 0 and panel.evaluate("e => e.scrollWidth <= e.clientWidth")
+        page.set_viewport_size({"width": width, "height": 860})
     shoot(page, f"settings-audit-{width}-{scheme}")
     assert serious_axe_violations(page) == []
     assert placeholder_text(page) == []
