@@ -19,13 +19,20 @@ const ACTIONS = {
   'signature.created': toTranslate('Signature created'), 'signature.updated': toTranslate('Signature changed'), 'signature.deleted': toTranslate('Signature deleted'),
   'set.created': toTranslate('Set created'), 'set.updated': toTranslate('Set changed'), 'set.deleted': toTranslate('Set deleted'),
   'media.updated': toTranslate('Media changed'), 'media.deleted': toTranslate('Media deleted'),
+  // the other parts of issue 25 (docs/audit.md: the names their routes declare)
+  'member.invited': toTranslate('Person invited'), 'member.updated': toTranslate('Role changed'), 'member.removed': toTranslate('Person removed'),
+  'invite.revoked': toTranslate('Invitation revoked'), 'invite.accepted': toTranslate('Invitation accepted'),
+  'comment.created': toTranslate('Comment added'), 'comment.deleted': toTranslate('Comment deleted'),
+  'preview_link.created': toTranslate('Review link shared'), 'preview_link.revoked': toTranslate('Review link revoked'),
 };
 const KINDS = [['post', toTranslate('Posts')], ['channel', toTranslate('Channels')], ['key', toTranslate('API keys')],
   ['organization', toTranslate('Organization')], ['alerts', toTranslate('Alerts')], ['webhook', toTranslate('Webhooks')],
-  ['tag', toTranslate('Tags')], ['signature', toTranslate('Signatures')], ['set', toTranslate('Sets')], ['media', toTranslate('Media')]];
+  ['tag', toTranslate('Tags')], ['signature', toTranslate('Signatures')], ['set', toTranslate('Sets')], ['media', toTranslate('Media')],
+  ['member', toTranslate('Team')], ['comment', toTranslate('Comments')], ['preview_link', toTranslate('Review links')]];
 const SUBJECTS = { post: toTranslate('Post'), group: toTranslate('Post'), channel: toTranslate('Channel'), key: toTranslate('API key'),
   organization: toTranslate('Organization'), webhook: toTranslate('Webhook'), tag: toTranslate('Tag'), signature: toTranslate('Signature'),
-  set: toTranslate('Set'), media: toTranslate('Media') };
+  set: toTranslate('Set'), media: toTranslate('Media'), member: toTranslate('Person'), invite: toTranslate('Invitation'),
+  comment: toTranslate('Comment'), preview_link: toTranslate('Review link') };
 
 /** An action in words; one this file does not know (a newer part of rustiz) as written, so it still shows. */
 const actionWords = (action) => (ACTIONS[action] ? t(ACTIONS[action]) : action);
