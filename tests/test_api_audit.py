@@ -173,6 +173,10 @@ def test_every_change_through_the_api_is_an_entry_with_its_actor_action_subject_
 
     channel = webhook_channel(server, module_receiver, "Audit hook")
     made(server, "channel.connected", "channel", channel)
+    same_account = {**module_receiver.credentials(), "url": module_receiver.url + "/hook"}
+    assert ok(api(server, "POST", f"{API}/integrations", {"provider": "webhook", "credentials": same_account}), 200)[
+        "reconnected"] is True
+    made(server, "channel.reconnected", "channel", channel)
     ok(api(server, "PUT", f"{API}/integrations/{channel}", {"name": "Renamed hook"}))
     made(server, "channel.updated", "channel", channel)
     ok(api(server, "DELETE", f"{API}/integrations/{channel}"))
@@ -426,3 +430,13 @@ def test_an_audited_route_is_still_counted_under_its_own_feature_by_get_metrics(
     assert status == 200
     text = body.decode()  # (the family "audit" is GET /audit's own, which never answers 201)
     assert 'family="api_library",status="201"' in text and 'family="audit",status="201"' not in text
+
+
+def test_rotating_the_organization_s_key_is_recorded_as_made_by_the_old_key(shared):
+    server = shared["server"]  # (last in this module: the server's key changes)
+    old_key = server.key
+    new = ok(api(server, "POST", f"{API}/organization/api-key"), 201)["apiKey"]
+    assert api(server, "GET", f"{API}/audit", key=old_key)[0] == 401
+    entry, = newest(server, key=new)
+    assert (entry["action"], entry["subject"], entry["actor"]["id"]) == ("key.rotated", {"type": "key", "id": "default"},
+                                                                         "default")
