@@ -15,6 +15,7 @@ Rules:
 - The routes open to anyone take small bodies, refuse cross-site sign-ins (as POST /auth/login does), are
   counted per client address, and a wrong password on an invite counts towards the account's lockout.
 - Passwords are hashed and checked off the event loop (web.PasswordChecker).
+- The members routes declare their audit actions; accepting an invite records itself (its actor the person).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from rustiz import (
     json_response, log, nest_error, not_found, route_options, utc_now_iso,
 )
 from .api_docs import DATE, STRING, BOOLEAN, array_of, documented, nullable, object_schema, parameter
+from .storage import audit as audit_store
 from .storage import members as member_store
 from .storage import web_users as web_user_store
 from .web import (
@@ -239,6 +241,7 @@ class MembersApi:
                               "invites": member_store.invites(self.store, organization_id)}, 200,
                              [("Cache-Control", "no-store")])
 
+    @route_options(audit="member.invited")
     @documented("Invite a person by email with a role: a single-use link valid 7 days, also e-mailed when mail is "
                 "configured (rustiz; admins)", ("201", _INVITE_LINK), "BadRequest Conflict",
                 request=object_schema({"email": STRING, "role": {"enum": list(ROLES)}}))
@@ -247,12 +250,14 @@ class MembersApi:
         log(f"invite {answer['id']} made in organization {organization_id} through the API")
         return json_response(answer, 201, [("Cache-Control", "no-store")])
 
+    @route_options(audit="member.updated")
     @documented("Change a member's role; the last admin stays one (rustiz; admins)", ("200", _MEMBER),
                 "BadRequest NotFound Conflict", (_MEMBER_ID,), request=object_schema({"role": {"enum": list(ROLES)}}))
     def change_role(self, request: Request, organization_id: str) -> Response:
         return json_response(change_role(self.store, organization_id, request.params["id"],
                                          json_object(request).get("role")))
 
+    @route_options(audit="member.removed")
     @documented("Remove a member from the organization: their sessions in it end at once; the last admin stays "
                 "(rustiz; admins)", ("200", _MEMBER), "NotFound Conflict", (_MEMBER_ID,))
     def remove(self, request: Request, organization_id: str) -> Response:
@@ -260,12 +265,14 @@ class MembersApi:
         log(f"member {removed['id']} removed from organization {organization_id} through the API")
         return json_response(removed)
 
+    @route_options(audit="member.invited")  # (invited again: a new link)
     @documented("Send a pending invite again: a new link valid 7 days; the old link no longer works (rustiz; admins)",
                 ("200", _INVITE_LINK), "NotFound", (_INVITE_ID,))
     def resend_invite(self, request: Request, organization_id: str) -> Response:
         return json_response(resend_invite(self.store, self.config, organization_id, request.params["id"],
                                            request.user), 200, [("Cache-Control", "no-store")])
 
+    @route_options(audit="invite.revoked")
     @documented("Revoke a pending invite: its link no longer works (rustiz; admins)", ("200", _INVITE), "NotFound",
                 (_INVITE_ID,))
     def revoke_invite(self, request: Request, organization_id: str) -> Response:
@@ -356,9 +363,16 @@ class TeamSignIn:
         if accepted is None:  # used meanwhile, or the account appeared meanwhile: the link again tells which
             raise not_found(INVITE_GONE)
         organization_id, user_id = accepted
+        await self.store.off_loop(self._record_accepted, request, organization_id, user_id, invite["id"])
         log(f"invite {invite['id']} accepted: {invite['email']} is a member of organization {organization_id} "
             f"({invite['role']})")
         return await self.store.off_loop(self._signed_in, request, organization_id, user_id)
+
+    def _record_accepted(self, request: Request, organization_id: str, user_id: str, invite_id: str) -> None:
+        """The audit log's entry: the person who joined is its actor (a route open to anyone records itself)."""
+        from rustiz_features import audit
+        audit.record(self.store, organization_id, audit_store.user_actor(self.store, user_id), "invite.accepted",
+                     "invite", [invite_id], self.guard.client_address(request))
 
     def _signed_in(self, request: Request, organization_id: str, user_id: str) -> Response:
         """Signed in as POST /auth/login signs in, in the organization just joined."""

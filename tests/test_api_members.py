@@ -474,3 +474,26 @@ def test_the_invite_and_the_reset_link_are_e_mailed_with_their_links_exactly(sta
     assert team.sign_in("ines@example.com", "a brand new password")[0] == 200
     time.sleep(0.5)  # (the sender polls every 0.2 s: a mail to nobody would have arrived by now)
     assert not [item for item in smtp.messages if "nobody@example.com" in item["to"]]
+
+
+def test_member_changes_and_an_accepted_invite_are_in_the_audit_log(shared):
+    team = Team(shared)
+    invite = team.invite("vera@example.com", "viewer")
+    team.joined(invite, name="Vera", password=PASSWORD)
+    vera = team.members()["members"][0]
+    assert team.call("PUT", f"/members/{vera['id']}", {"role": "editor"})[0] == 200
+    other = team.invite("walt@example.com")
+    assert team.call("POST", f"/members/invites/{other['id']}/resend")[0] == 200
+    assert team.call("DELETE", f"/members/invites/{other['id']}")[0] == 200
+    assert team.call("DELETE", f"/members/{vera['id']}")[0] == 200
+    assert team.call("PUT", f"/members/{vera['id']}", {"role": "admin"})[0] == 404  # (a refusal records nothing)
+    status, log = team.call("GET", "/audit")
+    assert status == 200, log
+    entries = sorted((e["action"], e["actor"]["type"], e["actor"]["email"], e["subject"]["id"]) for e in log["entries"])
+    assert entries == sorted([
+        ("member.invited", "key", None, invite["id"]), ("invite.accepted", "user", "vera@example.com", invite["id"]),
+        ("member.updated", "key", None, vera["id"]), ("member.invited", "key", None, other["id"]),
+        ("member.invited", "key", None, other["id"]), ("invite.revoked", "key", None, other["id"]),
+        ("member.removed", "key", None, vera["id"])])
+    accepted = next(e for e in log["entries"] if e["action"] == "invite.accepted")
+    assert accepted["actor"]["name"] == "Vera" and accepted["address"] == team.address["X-Forwarded-For"]

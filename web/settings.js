@@ -1,5 +1,5 @@
 // Settings as side tabs (a <select> on a phone): General (timezone, organization name), API keys,
-// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Notifications (mail-settings.js), Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
+// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Notifications (mail-settings.js), Audit (audit.js), Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
 import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go, mayDo } from './util.js';
@@ -8,9 +8,10 @@ import { copyText } from './widgets.js';
 // Each tab with the least role that may use it (the others do not see it); the server checks again.
 const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
   ['alerts', toTranslate('Alerts'), 'admin'], ['tags', toTranslate('Tags'), 'editor'], ['signatures', toTranslate('Signatures'), 'editor'], ['sets', toTranslate('Sets'), 'editor'],
-  ['notifications', toTranslate('Notifications'), 'viewer'], ['team', toTranslate('Team'), 'admin']];
+  ['notifications', toTranslate('Notifications'), 'viewer'], ['audit', toTranslate('Audit'), 'admin'], ['team', toTranslate('Team'), 'admin']];
 const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
   notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)),
+  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)),
   team: (panel) => import('./team.js').then((m) => m.teamTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
