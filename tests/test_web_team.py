@@ -20,28 +20,6 @@ from support import API, Database, api, iso
 PASSWORD = "correct horse battery"
 
 
-@pytest.fixture
-def visitor(browser):
-    """visitor(server, width, scheme) -> a Page of a fresh browser context, signed out; its errors in page.problems."""
-    contexts = []
-
-    def open_(server, width: int = 1440, scheme: str = "light"):
-        context = browser.new_context(timezone_id="UTC", viewport={"width": width, "height": 860}, color_scheme=scheme,
-                                      base_url=server.url)
-        context.set_default_timeout(15000)
-        contexts.append(context)
-        page = context.new_page()
-        page.problems = []
-        page.on("pageerror", lambda error: page.problems.append(str(error)))
-        page.on("console", lambda message: page.problems.append(message.text)
-                if message.type == "error" and "Failed to load resource" not in message.text else None)
-        return page
-
-    yield open_
-    for context in contexts:
-        context.close()
-
-
 def invited(server, email: str, role: str) -> str:
     status, answer = api(server, "POST", f"{API}/members", {"email": email, "role": role})
     assert status == 201, answer
@@ -69,7 +47,7 @@ def sign_in_with_password(page, email: str, password: str = PASSWORD) -> None:
     expect(page.get_by_role("navigation", name="Main")).to_be_visible()
 
 
-def test_an_admin_invites_and_the_invitee_accepts_in_another_browser_signed_in_with_the_role(start_server, open_page, visitor):
+def test_an_admin_invites_and_the_invitee_accepts_in_another_browser_signed_in_with_the_role(start_server, open_page):
     server = start_server()
     admin = open_page(server, 1440, "light")
     show(admin, "#/settings?tab=team")
@@ -84,7 +62,7 @@ def test_an_admin_invites_and_the_invitee_accepts_in_another_browser_signed_in_w
     expect(panel.locator("li.team-invite[data-email='alice@example.com']")).to_contain_text("Author")
     url = link.inner_text()
 
-    alice = visitor(server, 1440, "light")
+    alice = open_page(server, 1440, "light", signed_in=False)
     alice.goto(url)
     expect(alice.get_by_role("heading", name="Join My organization")).to_be_visible()
     expect(alice.get_by_text("You are invited as Author, with the email alice@example.com.")).to_be_visible()
@@ -124,11 +102,11 @@ def test_an_admin_invites_and_the_invitee_accepts_in_another_browser_signed_in_w
     assert admin.problems == [] and alice.problems == []
 
 
-def test_removing_a_member_signs_them_out(start_server, open_page, visitor):
+def test_removing_a_member_signs_them_out(start_server, open_page):
     server = start_server()
     member(server, "ann@example.com", "admin", "Ann")
     carl_url = invited(server, "carl@example.com", "viewer")
-    carl = visitor(server)
+    carl = open_page(server, 1440, "light", signed_in=False)
     carl.goto(carl_url)
     carl.get_by_label("Your name").fill("Carl")
     carl.get_by_label("Choose a password").fill(PASSWORD)
@@ -168,10 +146,10 @@ def test_the_team_tab_fits_and_passes_axe(start_server, open_page, width, scheme
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark")))
-def test_a_forgotten_password_is_set_again_from_the_sign_in_page(start_server, visitor, width, scheme):
+def test_a_forgotten_password_is_set_again_from_the_sign_in_page(start_server, open_page, width, scheme):
     server = start_server()
     member(server, "dora@example.com", "editor", "Dora")
-    page = visitor(server, width, scheme)
+    page = open_page(server, width, scheme, signed_in=False)
     page.goto("/")
     page.get_by_role("button", name="Sign in with email and password instead").click()
     page.get_by_role("link", name="Forgot password?").click()
@@ -201,14 +179,14 @@ def test_a_forgotten_password_is_set_again_from_the_sign_in_page(start_server, v
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "dark"), (390, "light")))
-def test_an_invite_for_an_existing_account_asks_only_its_password_and_a_dead_link_says_so(start_server, visitor,
+def test_an_invite_for_an_existing_account_asks_only_its_password_and_a_dead_link_says_so(start_server, open_page,
                                                                                            width, scheme):
     server = start_server()
     member(server, "eve@example.com", "admin", "Eve")
     other_org, other_key = Database(server).organization()
     status, invite = api(server, "POST", f"{API}/members", {"email": "eve@example.com", "role": "viewer"}, key=other_key)
     assert status == 201
-    page = visitor(server, width, scheme)
+    page = open_page(server, width, scheme, signed_in=False)
     page.goto(invite["inviteUrl"])
     expect(page.get_by_role("heading", name="Join Other org")).to_be_visible()
     expect(page.get_by_text("You already have an account: give its password to join.")).to_be_visible()
@@ -225,7 +203,7 @@ def test_an_invite_for_an_existing_account_asks_only_its_password_and_a_dead_lin
     assert {m["email"]: m["role"] for m in api(server, "GET", f"{API}/members", key=other_key)[1]["members"]} == \
         {"eve@example.com": "viewer"}
 
-    dead = visitor(server, width, scheme)
+    dead = open_page(server, width, scheme, signed_in=False)
     dead.goto(invite["inviteUrl"])
     expect(dead.get_by_role("alert")).to_contain_text("This invitation link does not work")
     expect(dead.get_by_role("link", name="Back to sign in")).to_be_visible()
@@ -234,13 +212,13 @@ def test_an_invite_for_an_existing_account_asks_only_its_password_and_a_dead_lin
     assert [problem for problem in page.problems + dead.problems if "404" not in problem] == []
 
 
-def test_a_signed_in_person_opens_an_invite_to_another_organization_and_joins_it(start_server, visitor):
+def test_a_signed_in_person_opens_an_invite_to_another_organization_and_joins_it(start_server, open_page):
     server = start_server()
     member(server, "fay@example.com", "editor", "Fay")
     other_org, other_key = Database(server).organization()
     status, invite = api(server, "POST", f"{API}/members", {"email": "fay@example.com", "role": "author"}, key=other_key)
     assert status == 201
-    page = visitor(server, 390, "dark")
+    page = open_page(server, 390, "dark", signed_in=False)
     page.goto("/")
     sign_in_with_password(page, "fay@example.com")
     page.goto(invite["inviteUrl"])
@@ -256,11 +234,11 @@ def test_a_signed_in_person_opens_an_invite_to_another_organization_and_joins_it
     assert page.problems == []
 
 
-def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(start_server, visitor):
+def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(start_server, open_page):
     server = start_server()
     member(server, "gus@example.com", "admin", "Gus")
     member(server, "hana@example.com", "admin", "Hana")
-    page = visitor(server)
+    page = open_page(server, 1440, "light", signed_in=False)
     page.goto("/")
     sign_in_with_password(page, "gus@example.com")
     page.goto("/#/settings?tab=team")
