@@ -35,6 +35,8 @@ the core imports none of these at load time, and these import the core and one a
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
+  oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client
+  jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> the standard library only
   web, recurrence, text, bech32 -> the core only
   picture_size (a picture's width and height from its header) -> the standard library only
 

@@ -211,6 +211,9 @@ class WebApp:
                 raise ApiError(403, {"statusCode": 403, "message": (
                     f"This API key has the scope {identity.scope!r}; the web app signs in with a full key or a password")})
             return self._signed_in(request, identity.organization, api_key_hash=hash_api_key(key))
+        if self.config.oidc is not None and self.config.oidc.only:  # (single sign-on: rustiz_features/oidc.py)
+            raise ApiError(403, {"statusCode": 403, "error": "Forbidden", "message": (
+                "Passwords are turned off on this server: sign in through single sign-on (RUSTIZ_OIDC_ONLY=1)")})
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
