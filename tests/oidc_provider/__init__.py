@@ -39,10 +39,10 @@ class OidcProvider:
     """provider.mjs on a free loopback port: `issuer` once started; `env` is what a rustiz server needs to use it."""
 
     def __init__(self, alg: str = "RS256", auth_method: str = "client_secret_basic", email_in_id_token: bool = True,
-                 port: int = 0):
+                 port: int = 0, default_account: str = ""):
         self.settings = {"OIDC_PEERS": str(peers_folder()), "PORT": str(port), "CLIENT_ID": CLIENT_ID,
                          "CLIENT_SECRET": CLIENT_SECRET, "ID_TOKEN_ALG": alg, "AUTH_METHOD": auth_method,
-                         "EMAIL_IN_ID_TOKEN": "1" if email_in_id_token else "0"}
+                         "EMAIL_IN_ID_TOKEN": "1" if email_in_id_token else "0", "DEFAULT_ACCOUNT": default_account}
         self.process: subprocess.Popen | None = None
         self.issuer = ""
         self.stderr: list[str] = []

@@ -3,7 +3,8 @@
 //
 // Environment: OIDC_PEERS (the folder holding node_modules/oidc-provider), PORT (0: any free port), CLIENT_ID,
 // CLIENT_SECRET, ID_TOKEN_ALG (RS256 or ES256), AUTH_METHOD (client_secret_basic or client_secret_post),
-// EMAIL_IN_ID_TOKEN (1: the e-mail claims ride in the ID token; 0: only userinfo has them).
+// EMAIL_IN_ID_TOKEN (1: the e-mail claims ride in the ID token; 0: only userinfo has them), DEFAULT_ACCOUNT
+// (who signs in when the login page is opened without ?account=, as a real browser opens it).
 // Prints one JSON line {"issuer": ...} once it listens.
 //
 // The login: /interaction/<uid>?account=<id> signs in the account <id> at once (the test's browser adds the
@@ -84,8 +85,9 @@ provider.use(async (ctx, next) => {
   if (ctx.method === 'GET' && ctx.path.startsWith('/interaction/')) {
     const details = await provider.interactionDetails(ctx.req, ctx.res);
     let result;
-    if (details.prompt.name === 'login' && ctx.query.account) {
-      result = { login: { accountId: ctx.query.account } };
+    const accountId = ctx.query.account || env.DEFAULT_ACCOUNT;
+    if (details.prompt.name === 'login' && accountId) {
+      result = { login: { accountId } };
     } else if (details.prompt.name === 'consent') {  // (a first-party client: consent is given at once)
       const grant = details.grantId ? await provider.Grant.find(details.grantId)
         : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
