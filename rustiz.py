@@ -96,6 +96,12 @@ REQUEST_LIMIT_WINDOW_SECONDS = 60
 # API key scopes, each allowing what the ones before it allow (see docs/api.md, "API keys and scopes"): read (GET),
 # drafts (also drafts that wait for review, and uploads), full (everything, the organization's own key).
 SCOPES = ("read", "drafts", "full")
+# What a caller may do, from the narrowest to the widest: the key scopes, with "posts" between drafts and full for
+# a person whose role is editor (every post, no settings). A route declares the level it needs (Route.scope).
+LEVELS = ("read", "drafts", "posts", "full")
+# A person's role in an organization (membership.role) and the level it gives (docs/teams.md).
+ROLE_SCOPES = {"viewer": "read", "author": "drafts", "editor": "posts", "admin": "full"}
+ROLES = tuple(ROLE_SCOPES)
 KEY_LAST_USE_SECONDS = 60  # a key's last use is written at most this often (per key and worker)
 DEFAULT_MCP_TOOL_LIMIT = 60  # MCP tool calls per minute per key
 DEFAULT_MCP_POST_LIMIT = 10  # of which tool calls that create posts
@@ -1524,9 +1530,14 @@ class Store:
     # --- the web app's sign-in session of a request (the rest: rustiz_features/storage/web_users.py) --
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
-        """(organization id, CSRF token) of a live session, or None."""
-        return self.read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
-                          "AND expires_at > ?", (token_hash, time.time())).fetchone()
+        """(organization id, CSRF token, role, web user id or None) of a live session, or None. A session signed
+        in with an API key (a full one) is an admin's; a person's role is read at each request (a changed role
+        holds at once), and a person no longer a member of the session's organization has no session there."""
+        return self.read("SELECT s.organization_id, s.csrf_token, CASE WHEN s.web_user_id IS NULL THEN 'admin' "
+                         "ELSE m.role END, s.web_user_id FROM web_session s LEFT JOIN membership m "
+                         "ON m.user_id = s.web_user_id AND m.organization_id = s.organization_id "
+                         "WHERE s.token_hash = ? AND s.expires_at > ? AND (s.web_user_id IS NULL OR m.role IS NOT NULL)",
+                         (token_hash, time.time())).fetchone()
 
     # --- idempotency keys (POST /posts): their rows are rustiz_features/storage/idempotency.py's; the
     # housekeeping here forgets them after a day -----------------------------------------------
@@ -2068,7 +2079,8 @@ class Request:
     whether the request goes on (its body may not have arrived yet). On a route that streams its body
     (uploads), `sink` is where the body went as it arrived, and `body` stays empty."""
     __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
-                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink", "scope", "key")
+                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink", "scope", "key",
+                 "user", "role")
 
     def __init__(self, head: RequestHead, body: bytes, peer: str):
         self.method = head.method
@@ -2084,6 +2096,8 @@ class Request:
         self.sink: Optional[BodySink] = None
         self.scope = "read"  # what the caller's key may do (SCOPES), set with `organization` by the Guard
         self.key: Optional[KeyIdentity] = None  # the API key that called (None: a web session, or no key)
+        self.user: Optional[str] = None  # the person (web_user id) of a web session signed in with a password
+        self.role: Optional[str] = None  # a web session's role in the organization (ROLES; "admin" for a key's)
         self.route: Optional[Route] = None  # (None: refused before a route was found; see RequestTally)
 
     @property
@@ -3172,18 +3186,26 @@ def _too_many_requests(retry_after: int) -> ApiError:
 
 
 def scope_allows(scope: str, needed: str) -> bool:
-    """Whether a key of `scope` may do what needs `needed` (SCOPES go from the narrowest to the widest)."""
-    return SCOPES.index(scope) >= SCOPES.index(needed)
+    """Whether a caller at level `scope` may do what needs `needed` (LEVELS go from the narrowest to the widest)."""
+    return LEVELS.index(scope) >= LEVELS.index(needed)
 
 
-def scope_refusal(scope: str, needed: str, what: str) -> ApiError:
-    """403 for a key whose scope does not allow `what` (the same words for the API and MCP's tool errors)."""
-    return nest_error(403, scope_refusal_text(scope, needed, what))
+def scope_refusal(scope: str, needed: str, what: str, role: Optional[str] = None) -> ApiError:
+    """403 for a key whose scope, or a person whose role (`role`: a web session), does not allow `what` (the
+    same words for the API and MCP's tool errors)."""
+    return nest_error(403, role_refusal_text(role, needed, what) if role else scope_refusal_text(scope, needed, what))
 
 
 def scope_refusal_text(scope: str, needed: str, what: str) -> str:
+    needed = needed if needed in SCOPES else "full"  # (no key has the level "posts": a full one is needed)
     return (f"This API key has the scope {scope!r}; {what} needs the scope {needed!r}. Use a key with that "
             f"scope (`rustiz key add --scope {needed}`) or the organization's own key")
+
+
+def role_refusal_text(role: str, needed: str, what: str) -> str:
+    allowed = [name for name, level in ROLE_SCOPES.items() if scope_allows(level, needed)]
+    return (f"Your role in this organization is {role!r}; {what} needs the role "
+            f"{' or '.join(repr(name) for name in allowed)}. Ask an admin of the organization to change your role")
 
 
 NO_API_KEY = "No API Key found"
@@ -3232,7 +3254,6 @@ class Guard:
             token = session_cookie(request)
             if not token:
                 raise _unauthorized(NO_API_KEY)
-            request.scope = "full"  # (the web app signs in with a password or a full key only)
             return self.session_organization(request, token)
         identity = self.key_identity(key)
         if identity is None:
@@ -3248,12 +3269,14 @@ class Guard:
         return key[7:].strip() if key[:7].lower() == "bearer " else key
 
     def session_organization(self, request: Request, token: str) -> str:
-        """The organization of a web session; a request that changes anything must also carry the
-        session's CSRF token in X-CSRF-Token (a cookie alone is what a forged cross-site form would have)."""
+        """The organization of a web session, and the person's role there (request.role, .user, .scope); a
+        request that changes anything must also carry the session's CSRF token in X-CSRF-Token (a cookie alone
+        is what a forged cross-site form would have)."""
         session = self.store.web_session(hash_api_key(token))
         if session is None:
             raise _unauthorized("Your session has ended: sign in again")
-        organization_id, csrf_token = session
+        organization_id, csrf_token, request.role, request.user = session
+        request.scope = ROLE_SCOPES[request.role]
         if request.method not in ("GET", "HEAD", "OPTIONS") and not compare_digest(
                 request.headers.get("x-csrf-token", "").encode(), csrf_token.encode()):
             raise nest_error(403, "This request came with the session cookie but without its X-CSRF-Token header "
@@ -3314,7 +3337,7 @@ class Guard:
     def check_scope(request: Request, needed: str, what: str) -> None:
         """Raises ApiError 403 unless the caller's key has the scope `needed` (or a wider one) for `what`."""
         if not scope_allows(request.scope, needed):
-            raise scope_refusal(request.scope, needed, what)
+            raise scope_refusal(request.scope, needed, what, request.role)
 
     def client_address(self, request: Request) -> str:
         """The peer, or, behind a trusted reverse proxy, the nearest untrusted X-Forwarded-For hop."""
@@ -3429,7 +3452,8 @@ class Route(NamedTuple):
     # this process remembers, on the event loop itself (no thread, no query), when the key is one the Guard
     # knows; None sends the request to a Store thread and `handler` as usual (see App.respond).
     from_memory: Optional[Callable[["Request", str], Optional["Response"]]] = None
-    # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
+    # The level (LEVELS: a key scope, or "posts" for an editor) the route needs; None: "read" for GET and HEAD,
+    # "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
 
@@ -3570,6 +3594,7 @@ ROOT_ROUTES = (
     ("POST", "/auth/login", "web", "WebApp.login"),
     ("GET", "/auth/session", "web", "WebApp.session"),
     ("POST", "/auth/logout", "web", "WebApp.logout"),
+    ("POST", "/auth/switch", "web", "WebApp.switch"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
     # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
     ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),

@@ -29,7 +29,8 @@ from .api_docs import STRING, documented, object_schema, parameter
 from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
 from .jwt import Expected, TokenRefused, UnknownKey, verified_claims
 from .storage import oidc as oidc_store
-from .web import PASSWORD_ITERATIONS, start_web_session
+from .storage import web_users as web_user_store
+from .web import PASSWORD_ITERATIONS, session_organization, start_web_session
 
 FLOW_SECONDS = 600  # from GET /auth/oidc/start to the callback: signing in at the provider takes a minute or two
 CACHE_SECONDS = 3600  # how long the discovery document and the keys are kept
@@ -193,14 +194,15 @@ def verified_email(claims: dict) -> str:
 
 
 def member_to_sign_in(store: Store, email: str) -> tuple:
-    """(web user id, organization id) that the person with this verified e-mail signs in as; SignInRefused
-    ("not-member") when they are nobody's member."""
-    found = oidc_store.member_by_email(store, email)
+    """(web user id, organization id) that the person with this verified e-mail signs in as (the organization
+    as for a password sign-in); SignInRefused ("not-member") when they are nobody's member."""
+    user = web_user_store.web_user(store, email)
+    organization = session_organization(store, user[0], user[1]) if user else None
     # A pending invite for this e-mail is accepted here, when the members part (team.py) is there: the person
     # joins the invite's organization (a web user made with NO_PASSWORD_HASH when there is none) and signs in.
-    if found is None:
+    if organization is None:
         raise SignInRefused("not-member", f"{email} is not a member of any organization", email)
-    return found
+    return user[0], organization
 
 
 _METHODS = object_schema({"password": {"type": "boolean"},

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import run_cli
 from oidc_provider import Browser, OidcProvider, missing_reason
-from support import connect_database, wait_for
+from support import wait_for
 
 MEMBER, STRANGER = "ana@example.org", "bob@example.org"
 PASSWORD = "a long enough password"
@@ -35,9 +35,6 @@ def add_member(server, email: str) -> None:
     result = subprocess.run([sys.executable, str(server.pyz), "user", "add", email], input=PASSWORD + "\n",
                             capture_output=True, text=True, env=server.env(), timeout=30)
     assert result.returncode == 0, result.stderr
-    with connect_database(server.database) as db:  # (until `user add` makes the membership itself)
-        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) SELECT id, organization_id, "
-                   "'admin', created_at FROM web_user WHERE email = ? ON CONFLICT DO NOTHING", (email,))
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +68,7 @@ def test_a_member_signs_in_through_the_provider(server):
     assert browser.cookie("rustiz_session") and browser.cookie("rustiz_oidc") is None
     session = session_of(server, browser)
     assert session["signedIn"] is True and session["organization"]["name"] == "My organization"
+    assert session["user"]["email"] == MEMBER and session["role"] == "admin"
     assert browser.get(server.url + "/public/v1/integrations").status == 200
     wait_for(lambda: "".join(server.stderr_lines), lambda log: "single sign-on: ana@example.org signed in" in log,
              timeout=5)
