@@ -69,6 +69,14 @@ def cookie_value(request: Request, name: str) -> Optional[str]:
     return None
 
 
+def json_answer(reply: HttpReply) -> Any:
+    """The answer's JSON, or None (not JSON, or nested too deep for the parser: a hostile server's)."""
+    try:
+        return reply.json()
+    except RecursionError:
+        return None
+
+
 def endpoint(document: dict, name: str, issuer: str, required: bool = True) -> Optional[str]:
     """An endpoint of the discovery document: an absolute URL, https unless the issuer itself is on http."""
     url = document.get(name)
@@ -105,7 +113,7 @@ class IdentityProvider:
 
     async def json_document(self, url: str, what: str, headers: Optional[dict] = None) -> dict:
         reply = await self.call("GET", url, {"Accept": "application/json", **(headers or {})})
-        document = reply.json() if reply.status == 200 else None
+        document = json_answer(reply) if reply.status == 200 else None
         if not isinstance(document, dict):
             raise SignInRefused("unreachable", f"{what} at {url[:200]}: {reply.described('a JSON object')}")
         return document
@@ -162,7 +170,7 @@ class IdentityProvider:
         else:
             form.update(client_id=self.settings.client_id, client_secret=self.settings.client_secret)
         reply = await self.call("POST", found.token_endpoint, headers, urlencode(form).encode())
-        answer = reply.json()
+        answer = json_answer(reply)
         if reply.status != 200 or not isinstance(answer, dict):
             error = answer.get("error") if isinstance(answer, dict) else None
             raise SignInRefused("refused", f"the token endpoint refused the code: "

@@ -230,3 +230,58 @@ def test_a_person_made_by_single_sign_on_has_no_password_that_matches():
     from rustiz_features.web import password_matches
     for password in ("", "single-sign-on", "0" * 64, PASSWORD):
         assert password_matches(password, NO_PASSWORD_HASH) is False
+
+
+class HostileIssuer:
+    """An issuer whose discovery document is whatever the test sets (`document`: bytes), on loopback."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        issuer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = issuer.document
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *arguments):
+                pass
+
+        self.document = b"{}"
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_hostile_discovery_document_is_refused_and_starts_are_counted(start_server):
+    issuer = HostileIssuer()
+    try:
+        server = start_server(env={"RUSTIZ_OIDC_ISSUER": issuer.url, "RUSTIZ_OIDC_CLIENT_ID": "c",
+                                   "RUSTIZ_OIDC_CLIENT_SECRET": "s", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+        well_formed = {"issuer": issuer.url, "authorization_endpoint": issuer.url + "/auth",
+                       "token_endpoint": issuer.url + "/token", "jwks_uri": issuer.url + "/jwks"}
+        for document, code in [
+                (b"[" * 100_000, "unreachable"),  # nested past the JSON parser's depth
+                (b'{"issuer": "' + b"x" * 300_000 + b'"}', "unreachable"),  # larger than a document may be
+                (b"<html>not JSON</html>", "unreachable"),
+                (json.dumps({**well_formed, "issuer": "https://another.example"}).encode(), "setup"),
+                (json.dumps({**well_formed, "token_endpoint": "javascript:alert(1)"}).encode(), "setup"),
+                (json.dumps({**well_formed, "token_endpoint_auth_methods_supported": ["private_key_jwt"]}).encode(),
+                 "setup")]:
+            issuer.document = document
+            assert refusal(Browser().get(server.url + "/auth/oidc/start")) == {"sso": code}, document[:60]
+        issuer.document = json.dumps(well_formed).encode()
+        answers = [Browser().get(server.url + "/auth/oidc/start") for _ in range(60)]
+        assert answers[-1].status == 429 and "Too many sign-ins" in answers[-1].json()["message"]
+        assert all(answer.status == 302 and answer.location.startswith(issuer.url + "/auth?") for answer in answers[:53])
+    finally:
+        issuer.close()
