@@ -3,8 +3,8 @@ issuer's keys (JWKS), RS256 and ES256, in pure Python, and its claims checked.
 
 Rules:
 - The .pyz is standard library only: RSA (PKCS#1 v1.5 with SHA-256) is one pow(); ECDSA on P-256 is point
-  arithmetic in Jacobian coordinates. Only signatures are verified here, never made: no secret is at stake
-  in timing, so plain integer arithmetic is enough.
+  arithmetic in Jacobian coordinates (elliptic.py, shared with Nostr's secp256k1). Only signatures are verified
+  here, never made: no secret is at stake in timing, so plain integer arithmetic is enough.
 - Only RS256 and ES256 are accepted: `none`, HS* (a public key used as an HMAC secret) and anything else
   are refused before any key is looked at.
 - Any input ends in claims or in TokenRefused (with a `check` word naming what failed): never another
@@ -19,6 +19,8 @@ import json
 import math
 from typing import Any, Iterable, NamedTuple
 from _operator import _compare_digest as compare_digest
+
+from .elliptic import P256, add, affine, multiply, on_curve
 
 ALGORITHMS = ("RS256", "ES256")
 MAX_TOKEN_BYTES = 16 * 1024  # an ID token is a few hundred bytes to a few KiB
@@ -121,90 +123,24 @@ def rs256_valid(jwk: dict, signing_input: bytes, signature: bytes) -> bool:
 
 # --- ES256: ECDSA on P-256 (FIPS 186-4; SEC 1, 4.1.4) ----------------------------------------------------------
 
-P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
-P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
-P256_B = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
-P256_G = (0x6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296,
-          0x4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5)
-_INFINITY = (1, 1, 0)  # Jacobian (X, Y, Z) with Z = 0
-
-
-def p256_on_curve(x: int, y: int) -> bool:
-    """y² = x³ - 3x + b (mod p), with both coordinates in the field (P-256's cofactor is 1: on the curve
-    and not the point at infinity is in the group)."""
-    return 0 <= x < P256_P and 0 <= y < P256_P and (y * y - (x * x * x - 3 * x + P256_B)) % P256_P == 0
-
-
-def _double(point: tuple) -> tuple:
-    x, y, z = point
-    if z == 0 or y == 0:
-        return _INFINITY
-    p = P256_P
-    yy = y * y % p
-    s = 4 * x * yy % p
-    zz = z * z % p
-    m = 3 * (x - zz) * (x + zz) % p  # a = -3
-    x3 = (m * m - 2 * s) % p
-    return x3, (m * (s - x3) - 8 * yy * yy) % p, 2 * y * z % p
-
-
-def _add(first: tuple, second: tuple) -> tuple:
-    if first[2] == 0:
-        return second
-    if second[2] == 0:
-        return first
-    p = P256_P
-    x1, y1, z1 = first
-    x2, y2, z2 = second
-    z1z1, z2z2 = z1 * z1 % p, z2 * z2 % p
-    u1, u2 = x1 * z2z2 % p, x2 * z1z1 % p
-    s1, s2 = y1 * z2 * z2z2 % p, y2 * z1 * z1z1 % p
-    if u1 == u2:
-        return _double(first) if s1 == s2 else _INFINITY
-    h, r = (u2 - u1) % p, (s2 - s1) % p
-    hh = h * h % p
-    hhh = h * hh % p
-    v = u1 * hh % p
-    x3 = (r * r - hhh - 2 * v) % p
-    return x3, (r * (v - x3) - s1 * hhh) % p, h * z1 * z2 % p
-
-
-def _twin_multiply(u1: int, first: tuple, u2: int, second: tuple) -> tuple:
-    """u1·first + u2·second (Jacobian), by Shamir's trick: one pass of doublings over both scalars."""
-    both = _add(first, second)
-    result = _INFINITY
-    for bit in range(max(u1.bit_length(), u2.bit_length()) - 1, -1, -1):
-        result = _double(result)
-        pick = (u1 >> bit & 1, u2 >> bit & 1)
-        if pick == (1, 1):
-            result = _add(result, both)
-        elif pick == (1, 0):
-            result = _add(result, first)
-        elif pick == (0, 1):
-            result = _add(result, second)
-    return result
-
-
 def es256_valid(jwk: dict, signing_input: bytes, signature: bytes) -> bool:
     """ECDSA P-256 with SHA-256, the signature as JWS sends it: r and s, 32 bytes each (RFC 7518, 3.4)."""
     if jwk.get("crv") != "P-256":
         raise TokenRefused("key", f"the issuer's EC key is on the curve {str(jwk.get('crv'))[:20]!r}, not P-256")
     x_bytes, y_bytes = b64url_decode(jwk.get("x")), b64url_decode(jwk.get("y"))
     x, y = int.from_bytes(x_bytes, "big"), int.from_bytes(y_bytes, "big")
-    if len(x_bytes) != 32 or len(y_bytes) != 32 or not p256_on_curve(x, y):
+    if len(x_bytes) != 32 or len(y_bytes) != 32 or not on_curve(P256, x, y):
         raise TokenRefused("key", "the issuer's EC key is not a point of P-256")
     if len(signature) != 64:
         return False
     r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
-    if not (0 < r < P256_N and 0 < s < P256_N):
+    n = P256.n
+    if not (0 < r < n and 0 < s < n):
         return False
     e = int.from_bytes(hashlib.sha256(signing_input).digest(), "big")  # (256 bits: no truncation for P-256)
-    w = pow(s, -1, P256_N)
-    point = _twin_multiply(e * w % P256_N, (*P256_G, 1), r * w % P256_N, (x, y, 1))
-    if point[2] == 0:
-        return False
-    affine_x = point[0] * pow(point[2] * point[2], -1, P256_P) % P256_P
-    return affine_x % P256_N == r
+    w = pow(s, -1, n)
+    point = affine(P256, add(P256, multiply(P256, P256.g, e * w % n), multiply(P256, (x, y, 1), r * w % n)))
+    return point is not None and point[0] % n == r
 
 
 # --- the key, the signature, the claims ------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def test_a_key_for_encryption_or_another_algorithm_is_not_used():
 def test_keys_too_small_or_off_the_curve_are_refused():
     _, small = rsa_key("rsa-1", bits=1024)
     assert refusal(signed(claims()), [small]) == "key"
-    off_curve = {**EC_JWK, "y": number((int.from_bytes(jwt.b64url_decode(EC_JWK["y"]), "big") + 1) % jwt.P256_P, 32)}
+    off_curve = {**EC_JWK, "y": number((int.from_bytes(jwt.b64url_decode(EC_JWK["y"]), "big") + 1) % jwt.P256.p, 32)}
     assert refusal(signed(claims(), "ES256"), [off_curve]) == "key"
     assert refusal(signed(claims(), "ES256"), [{**EC_JWK, "crv": "P-384"}]) == "key"
 
@@ -140,7 +140,7 @@ def test_keys_too_small_or_off_the_curve_are_refused():
 def test_ecdsa_signatures_out_of_range_are_refused():
     token = signed(claims(), "ES256")
     head_body = token.rpartition(".")[0]
-    for r, s in ((0, 1), (1, 0), (jwt.P256_N, 1), (1, jwt.P256_N)):
+    for r, s in ((0, 1), (1, 0), (jwt.P256.n, 1), (1, jwt.P256.n)):
         assert refusal(f"{head_body}.{b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}") == "signature"
 
 
