@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import run_cli
 from oidc_provider import Browser, OidcProvider, missing_reason
-from support import wait_for
+from support import connect_database, wait_for
 
 MEMBER, STRANGER = "ana@example.org", "bob@example.org"
 PASSWORD = "a long enough password"
@@ -146,6 +146,32 @@ def test_fuzzed_callbacks_are_refused_without_a_server_error(server, query):
 
 
 # --- servers of their own ----------------------------------------------------------------------------------------
+
+@needs_provider
+def test_a_member_of_two_organizations_lands_where_a_password_would(provider, start_server):
+    server = start_server(env=provider.env)
+    add_member(server, MEMBER)
+    assert run_cli(server.pyz, "org", "add", "Another agency", env=server.env()).returncode == 0
+    with connect_database(server.database) as db:  # ana becomes a viewer there (as an accepted invite would make her)
+        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) SELECT u.id, o.id, 'viewer', "
+                   "'2000-01-01T00:00:00.000Z' FROM web_user u, organization o WHERE u.email = ? AND o.name = ?",
+                   (MEMBER, "Another agency"))
+    browser = Browser()
+    browser.sign_in(server.url, MEMBER)
+    session = session_of(server, browser)
+    assert session["organization"]["name"] == "My organization" and session["role"] == "admin"
+    assert sorted(org["name"] for org in session["organizations"]) == ["Another agency", "My organization"]
+    with connect_database(server.database) as db:  # no longer a member of the organization she first joined
+        db.execute("DELETE FROM membership WHERE role = 'admin' AND user_id = (SELECT id FROM web_user WHERE email = ?)",
+                   (MEMBER,))
+    browser = Browser()
+    browser.sign_in(server.url, MEMBER)
+    session = session_of(server, browser)
+    assert session["organization"]["name"] == "Another agency" and session["role"] == "viewer"
+    with connect_database(server.database) as db:
+        db.execute("DELETE FROM membership WHERE user_id = (SELECT id FROM web_user WHERE email = ?)", (MEMBER,))
+    assert refusal(Browser().sign_in(server.url, MEMBER)) == {"sso": "not-member", "email": MEMBER}
+
 
 @needs_provider
 def test_only_single_sign_on_when_passwords_are_off(provider, start_server):

@@ -14,7 +14,7 @@ if missing_reason():
 
 
 @pytest.fixture
-def provider_as(request):
+def provider_as():
     """provider_as(account) -> a started provider that signs `account` in; stopped after the test."""
     started = []
 
