@@ -415,7 +415,7 @@ def _fetch_allow(raw: str) -> tuple:
 
 def _oidc_settings(values: dict) -> Optional[OidcSettings]:
     """RUSTIZ_OIDC_*: None when no issuer is set (RUSTIZ_OIDC_ONLY=1 without one is a mistake: nobody could sign in)."""
-    issuer = values.get("RUSTIZ_OIDC_ISSUER", "").strip().rstrip("/")
+    issuer = values.get("RUSTIZ_OIDC_ISSUER", "").strip()  # (as the issuer spells itself: a final / or none)
     only = _switch_setting(values, "RUSTIZ_OIDC_ONLY", False, "1 (sign-in through single sign-on only) or 0")
     if not issuer:
         if only:

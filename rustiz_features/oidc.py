@@ -83,7 +83,11 @@ def endpoint(document: dict, name: str, issuer: str, required: bool = True) -> O
     if url is None and not required:
         return None
     schemes = ("https", "http") if issuer.startswith("http://") else ("https",)
-    if not isinstance(url, str) or urlsplit(url).scheme not in schemes or not urlsplit(url).hostname:
+    try:
+        usable = isinstance(url, str) and urlsplit(url).scheme in schemes and bool(urlsplit(url).hostname)
+    except ValueError:  # (an unbalanced [ in the host, a port that is no number)
+        usable = False
+    if not usable:
         raise SignInRefused("setup", f"the issuer's discovery document has no usable {name} ({str(url)[:100]!r})")
     return url
 
@@ -122,7 +126,8 @@ class IdentityProvider:
         if self._discovery is not None and time.monotonic() - self._discovery[1] < CACHE_SECONDS:
             return self._discovery[0]
         issuer = self.settings.issuer
-        document = await self.json_document(issuer + "/.well-known/openid-configuration", "the discovery document")
+        document = await self.json_document(issuer.rstrip("/") + "/.well-known/openid-configuration",
+                                            "the discovery document")
         if document.get("issuer") != issuer:  # OpenID Connect Discovery 4.3: exactly the configured issuer
             raise SignInRefused("setup", f"the discovery document names the issuer {str(document.get('issuer'))[:100]!r}, "
                                          f"not RUSTIZ_OIDC_ISSUER={issuer!r}")

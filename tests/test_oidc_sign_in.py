@@ -301,6 +301,8 @@ def test_a_hostile_discovery_document_is_refused_and_starts_are_counted(start_se
                 (b"<html>not JSON</html>", "unreachable"),
                 (json.dumps({**well_formed, "issuer": "https://another.example"}).encode(), "setup"),
                 (json.dumps({**well_formed, "token_endpoint": "javascript:alert(1)"}).encode(), "setup"),
+                (json.dumps({**well_formed, "jwks_uri": "http://[::1/jwks"}).encode(), "setup"),
+                (json.dumps({**well_formed, "authorization_endpoint": ["a"]}).encode(), "setup"),
                 (json.dumps({**well_formed, "token_endpoint_auth_methods_supported": ["private_key_jwt"]}).encode(),
                  "setup")]:
             issuer.document = document
@@ -308,6 +310,18 @@ def test_a_hostile_discovery_document_is_refused_and_starts_are_counted(start_se
         issuer.document = json.dumps(well_formed).encode()
         answers = [Browser().get(server.url + "/auth/oidc/start") for _ in range(60)]
         assert answers[-1].status == 429 and "Too many sign-ins" in answers[-1].json()["message"]
-        assert all(answer.status == 302 and answer.location.startswith(issuer.url + "/auth?") for answer in answers[:53])
+        assert all(answer.status == 302 and answer.location.startswith(issuer.url + "/auth?") for answer in answers[:51])
+    finally:
+        issuer.close()
+
+
+def test_an_issuer_that_ends_with_a_slash_is_found_as_it_spells_itself(start_server):
+    issuer = HostileIssuer()
+    try:
+        issuer.document = json.dumps({"issuer": issuer.url + "/", "authorization_endpoint": issuer.url + "/auth",
+                                      "token_endpoint": issuer.url + "/token", "jwks_uri": issuer.url + "/jwks"}).encode()
+        server = start_server(env={"RUSTIZ_OIDC_ISSUER": issuer.url + "/", "RUSTIZ_OIDC_CLIENT_ID": "c",
+                                   "RUSTIZ_OIDC_CLIENT_SECRET": "s", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+        assert Browser().get(server.url + "/auth/oidc/start").location.startswith(issuer.url + "/auth?")
     finally:
         issuer.close()
