@@ -8,6 +8,7 @@ import pytest
 from oidc_provider import OidcProvider, missing_reason
 from test_oidc_sign_in import MEMBER, STRANGER, add_member
 from test_web import browser, expect, open_page  # noqa: F401 (fixtures shared with the web tests; skips too)
+from test_web_everywhere import serious_violations
 
 if missing_reason():
     pytest.skip(missing_reason(), allow_module_level=True)
@@ -45,14 +46,18 @@ def test_a_person_who_is_no_member_reads_whom_to_ask(provider_as, start_server, 
     expect(page.get_by_label("API key")).to_be_visible()
 
 
-def test_when_passwords_are_off_only_the_button_and_the_key_remain(provider_as, start_server, open_page):
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_when_passwords_are_off_only_the_button_and_the_key_remain(provider_as, start_server, open_page, scheme):
     server = start_server(env={**provider_as(MEMBER).env, "RUSTIZ_OIDC_ONLY": "1"})
-    page = open_page(server, width=390, height=844)
-    page.goto("/")
+    page = open_page(server, width=360, height=800)
+    page.emulate_media(color_scheme=scheme)
+    page.goto("/#/login?sso=unverified&email=ana%40example.org")
     expect(page.get_by_role("link", name="Sign in with single sign-on")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text("has not verified ana@example.org")
     expect(page.get_by_role("button", name="Sign in with email and password instead")).to_be_hidden()
     expect(page.get_by_label("Email")).to_be_hidden()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert serious_violations(page) == []
 
 
 def test_a_crafted_link_shows_no_text_of_its_own(start_server, open_page):
