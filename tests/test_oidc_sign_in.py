@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -111,6 +112,16 @@ def test_a_state_is_good_once(server):
     assert refusal(browser.get(callback)) == {"sso": "expired"}
     assert refusal(browser.get(server.url + "/auth/oidc/callback?code=x&state=made-up")) == {"sso": "expired"}
     assert refusal(browser.get(server.url + "/auth/oidc/callback")) == {"sso": "expired"}
+
+
+def test_a_sign_in_left_past_its_ten_minutes_is_refused(server):
+    browser = Browser()
+    callback = browser.to_callback(server.url, MEMBER)
+    state = parse_qs(urlsplit(callback).query)["state"][0]
+    with connect_database(server.database) as db:
+        db.execute("UPDATE oidc_flow SET expires_at = ? WHERE state = ?", (time.time() - 1, state))
+    assert refusal(browser.get(callback)) == {"sso": "expired"}
+    assert browser.cookie("rustiz_session") is None
 
 
 def test_a_sign_in_finishes_only_in_the_browser_that_started_it(server):
