@@ -303,6 +303,9 @@ class Config(NamedTuple):
     # RUSTIZ_STORAGE=s3://bucket/prefix: an object_storage.S3Storage, where uploads live (`uploads` then only
     # stages them); None: in the `uploads` folder.
     storage: Any = None
+    # E-mail (issue 25): RUSTIZ_SMTP_URL as an SmtpServer (None: no mail is sent), and RUSTIZ_MAIL_FROM.
+    smtp: Any = None
+    mail_from: str = ""
     # Single sign-on (RUSTIZ_OIDC_ISSUER...): an OidcSettings, or None when it is off.
     oidc: Any = None
 
@@ -496,6 +499,8 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
                                                                     "delivers webhooks) or 0 (it only answers requests)"),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
+        smtp=smtp_setting(values.get("RUSTIZ_SMTP_URL", "")),
+        mail_from=mail_from_setting(values.get("RUSTIZ_MAIL_FROM", ""), values.get("FRONTEND_URL", "")),
         oidc=_oidc_settings(values),
     )
 
@@ -524,6 +529,61 @@ def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], 
         raise UserError(f"RUSTIZ_DATABASE={chosen.split('://')[0]}://...: rustiz stores in a SQLite file (a path) "
                         "or in PostgreSQL (postgresql://user:password@host:port/database)")
     return resolve("RUSTIZ_DATABASE", chosen or "rustiz.db")
+
+
+class SmtpServer(NamedTuple):
+    """RUSTIZ_SMTP_URL read: smtps:// speaks TLS from the start; smtp:// upgrades with STARTTLS when the server
+    offers it, and must when a user and password are given (they never cross the network in clear)."""
+    tls: bool  # smtps://
+    host: str
+    port: int
+    user: str  # "" : no login
+    password: str
+
+    def redacted(self) -> str:
+        who = f"{self.user}:***@" if self.user else ""
+        return f"{'smtps' if self.tls else 'smtp'}://{who}{self.host}:{self.port}"
+
+
+_SMTP_URL = re.compile(r"(?i)(smtps?)://(?:([^:@/\s]*)(?::([^@/\s]*))?@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)"
+                       r"(?::(\d{1,5}))?/?")
+
+
+def smtp_setting(raw: str) -> Optional[SmtpServer]:
+    """RUSTIZ_SMTP_URL: smtp://user:pass@host:587 (STARTTLS), smtps://user:pass@host:465, smtp://host:25 (no
+    login); the user and password percent-encoded. "" : mail is off. Raises UserError naming the setting."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    shown = re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", raw)[:200]
+    match = _SMTP_URL.fullmatch(raw)
+    if not match:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: use smtp://user:password@host:587 (STARTTLS), "
+                        "smtps://user:password@host:465 (TLS) or smtp://host:25 (no login); percent-encode "
+                        "characters such as @ : / in the user and password")
+    scheme, user, password, host, port = match.groups()
+    tls = scheme.lower() == "smtps"
+    number = int(port) if port else (465 if tls else 587 if user else 25)
+    if not 1 <= number <= 65535:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: the port {number} is out of range: use 1..65535")
+    from urllib.parse import unquote  # (only when mail is configured)
+    user, password = unquote(user or ""), unquote(password or "")
+    if password and not user:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: a password needs a user (smtp://user:password@host)")
+    return SmtpServer(tls, host.strip("[]"), number, user, password)
+
+
+def mail_from_setting(raw: str, frontend_url: str) -> str:
+    """RUSTIZ_MAIL_FROM: "rustiz@example.com" or "Rustiz <rustiz@example.com>"; by default rustiz@ the host of
+    FRONTEND_URL (rustiz@localhost without one)."""
+    raw = raw.strip()
+    if not raw:
+        host = re.sub(r"^[a-z]+://|[:/].*$", "", frontend_url.lower()) or "localhost"
+        return f"rustiz@{host}"
+    if re.search(r"[\r\n]", raw) or not re.fullmatch(r"[^<>@]*<[^<>@\s]+@[^<>@\s]+>|[^<>@\s]+@[^<>@\s]+", raw):
+        raise UserError(f"RUSTIZ_MAIL_FROM={raw[:200]!r}: use an address (rustiz@example.com) or a name and an "
+                        "address (Rustiz <rustiz@example.com>)")
+    return raw
 
 
 def _local_storage(values: dict) -> bool:
@@ -983,6 +1043,42 @@ MIGRATIONS: tuple = (
     INSERT INTO membership (user_id, organization_id, role, created_at)
         SELECT id, organization_id, 'admin', created_at FROM web_user;
     ALTER TABLE post ADD COLUMN created_by TEXT;
+    """,
+    # E-mail (issue 25, the mail part): a durable outbox, one row per message (unique by its dedupe key, so the
+    # same event never queues a second mail), claimed under a lease by one process at a time, sent with its own
+    # Message-ID on every try, and marked sent or given up; and each person's e-mail preferences per
+    # organization (NULL: the default of the person's role there).
+    """
+    CREATE TABLE mail_outbox (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT,
+        kind TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        text_body TEXT NOT NULL,
+        html_body TEXT NOT NULL,
+        dedupe_key TEXT NOT NULL UNIQUE,
+        message_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at REAL NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL,
+        sent_at TEXT,
+        gave_up_at TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX mail_outbox_pending ON mail_outbox(next_attempt_at) WHERE sent_at IS NULL AND gave_up_at IS NULL;
+    CREATE TABLE mail_preference (
+        user_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL,
+        failed INTEGER,
+        reconnect INTEGER,
+        review INTEGER,
+        digest INTEGER,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, organization_id)
+    );
     """,
     # Single sign-on (issue 25, sso): a sign-in waiting for the identity provider, between GET /auth/oidc/start
     # and its callback (single use, minutes long, bound to the browser that started it; any worker may finish it).
@@ -3571,6 +3667,9 @@ API_ROUTES = (
     ("POST", "/media/delete", "media_library", "MediaLibraryApi.delete_many"),
     ("PUT", "/media/:id", "media_library", "MediaLibraryApi.update_media"),
     ("DELETE", "/media/:id", "media_library", "MediaLibraryApi.delete_media"),
+    # E-mail (issue 25): the signed-in person's e-mail preferences.
+    ("GET", "/me/notifications", "mail", "NotificationPreferencesApi.show"),
+    ("PUT", "/me/notifications", "mail", "NotificationPreferencesApi.update"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

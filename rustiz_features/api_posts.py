@@ -544,6 +544,10 @@ class PostsApi:
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
+        if plan.get("review") == "review" and earlier is None:  # (e-mail: the reviewers whose preference is on)
+            from . import mail
+            mail.drafts_await_review(self.store, self.config, organization_id, [item["postId"] for item in created],
+                                     [post["integration"]["name"] for post in plan["posts"]])
         return created, body, earlier
 
     def planned_rows(self, organization_id: str, plan: dict) -> tuple:

@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import base64
+import re
 import secrets
 import time
 from typing import Any, NamedTuple, Optional
@@ -40,6 +41,7 @@ BROWSER_COOKIE = "rustiz_oidc"
 STARTS_PER_ADDRESS = 60  # sign-ins started per client address per window: each one is a row until it expires
 STARTS_WINDOW_SECONDS = 600
 SCOPES = "openid email profile"
+STATE_SHAPE = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 # The password hash of a person made by single sign-on: well-formed, so a password sign-in costs the usual
 # hashing, and its digest is not hexadecimal, so no password ever matches it.
 NO_PASSWORD_HASH = f"pbkdf2_sha256${PASSWORD_ITERATIONS}${'0' * 32}$single-sign-on"
@@ -129,8 +131,9 @@ class IdentityProvider:
         document = await self.json_document(issuer.rstrip("/") + "/.well-known/openid-configuration",
                                             "the discovery document")
         if document.get("issuer") != issuer:  # OpenID Connect Discovery 4.3: exactly the configured issuer
-            raise SignInRefused("setup", f"the discovery document names the issuer {str(document.get('issuer'))[:100]!r}, "
-                                         f"not RUSTIZ_OIDC_ISSUER={issuer!r}")
+            named = str(document.get("issuer"))[:100]
+            raise SignInRefused("setup", f"the discovery document names the issuer {named!r}, not "
+                                         f"RUSTIZ_OIDC_ISSUER={issuer!r}")
         methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         if not isinstance(methods, list) or not {"client_secret_basic", "client_secret_post"} & set(map(str, methods)):
             raise SignInRefused("setup", "the issuer's token endpoint takes neither client_secret_basic nor "
@@ -254,8 +257,8 @@ class SingleSignOn:
     async def start(self, request: Request) -> Response:
         if self.provider is None:
             raise self._off()
-        decision = await self.store.off_loop(self.store.count_request, "oidc-start "
-                                             + self.guard.client_address(request), STARTS_PER_ADDRESS, STARTS_WINDOW_SECONDS)
+        decision = await self.store.off_loop(self.store.count_request, "oidc-start " + self.guard.client_address(
+            request), STARTS_PER_ADDRESS, STARTS_WINDOW_SECONDS)
         if not decision.allowed:
             raise ApiError(429, {"statusCode": 429, "error": "Too Many Requests", "message": (
                 f"Too many sign-ins started from your address: try again in {duration(decision.retry_after)}")},
@@ -301,7 +304,9 @@ class SingleSignOn:
         """The flow finished: the session cookie of the person it signed in."""
         query = request.query
         state = query.get("state") or ""
-        flow = await self.store.off_loop(oidc_store.take_oidc_flow, self.store, state, time.time()) if state else None
+        flow = None
+        if STATE_SHAPE.fullmatch(state):  # (what start made: never a NUL, which PostgreSQL refuses)
+            flow = await self.store.off_loop(oidc_store.take_oidc_flow, self.store, state, time.time())
         if flow is None:
             raise SignInRefused("expired", "the sign-in's state is unknown, used or expired")
         browser = cookie_value(request, BROWSER_COOKIE) or ""

@@ -112,6 +112,7 @@ def test_a_state_is_good_once(server):
     assert refusal(browser.get(callback)) == {"sso": "expired"}
     assert refusal(browser.get(server.url + "/auth/oidc/callback?code=x&state=made-up")) == {"sso": "expired"}
     assert refusal(browser.get(server.url + "/auth/oidc/callback")) == {"sso": "expired"}
+    assert refusal(browser.get(server.url + "/auth/oidc/callback?code=x&state=%00" + "a" * 42)) == {"sso": "expired"}
 
 
 def test_a_sign_in_left_past_its_ten_minutes_is_refused(server):
@@ -173,8 +174,8 @@ def test_a_member_of_two_organizations_lands_where_a_password_would(provider, st
     assert session["organization"]["name"] == "My organization" and session["role"] == "admin"
     assert sorted(org["name"] for org in session["organizations"]) == ["Another agency", "My organization"]
     with connect_database(server.database) as db:  # no longer a member of the organization she first joined
-        db.execute("DELETE FROM membership WHERE role = 'admin' AND user_id = (SELECT id FROM web_user WHERE email = ?)",
-                   (MEMBER,))
+        db.execute("DELETE FROM membership WHERE role = 'admin' AND user_id = "
+                   "(SELECT id FROM web_user WHERE email = ?)", (MEMBER,))
     browser = Browser()
     browser.sign_in(server.url, MEMBER)
     session = session_of(server, browser)
@@ -321,7 +322,8 @@ def test_a_hostile_discovery_document_is_refused_and_starts_are_counted(start_se
         issuer.document = json.dumps(well_formed).encode()
         answers = [Browser().get(server.url + "/auth/oidc/start") for _ in range(60)]
         assert answers[-1].status == 429 and "Too many sign-ins" in answers[-1].json()["message"]
-        assert all(answer.status == 302 and answer.location.startswith(issuer.url + "/auth?") for answer in answers[:51])
+        assert all(answer.status == 302 and answer.location.startswith(issuer.url + "/auth?")
+                   for answer in answers[:51])
     finally:
         issuer.close()
 
@@ -330,7 +332,8 @@ def test_an_issuer_that_ends_with_a_slash_is_found_as_it_spells_itself(start_ser
     issuer = HostileIssuer()
     try:
         issuer.document = json.dumps({"issuer": issuer.url + "/", "authorization_endpoint": issuer.url + "/auth",
-                                      "token_endpoint": issuer.url + "/token", "jwks_uri": issuer.url + "/jwks"}).encode()
+                                      "token_endpoint": issuer.url + "/token",
+                                      "jwks_uri": issuer.url + "/jwks"}).encode()
         server = start_server(env={"RUSTIZ_OIDC_ISSUER": issuer.url + "/", "RUSTIZ_OIDC_CLIENT_ID": "c",
                                    "RUSTIZ_OIDC_CLIENT_SECRET": "s", "RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
         assert Browser().get(server.url + "/auth/oidc/start").location.startswith(issuer.url + "/auth?")

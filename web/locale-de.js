@@ -391,7 +391,6 @@ export default {
   "You sign in on {platform} and allow rustiz to post; you come back here with the channel added.": "Du meldest dich bei {platform} an und erlaubst rustiz zu posten; danach kommst du mit dem hinzugefügten Kanal hierher zurück.",
   "You signed in to {platform} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.": "Du hast dich bei {platform} mit einem anderen Konto als dem dieses Kanals angemeldet: Es wurde nichts geändert. Melde dich mit dem Konto des Kanals an oder verbinde dieses als neuen Kanal.",
   "Your new API key (shown once):": "Dein neuer API-Schlüssel (wird nur einmal angezeigt):",
-  "Your role has no settings to change here. An admin of the organization can change your role.": "Ihre Rolle hat hier keine Einstellungen. Ein Administrator der Organisation kann Ihre Rolle ändern.",
   "Your session ended: sign in again.": "Deine Sitzung ist abgelaufen: Melde dich erneut an.",
   "all channels": "alle Kanäle",
   "characters": "Zeichen",

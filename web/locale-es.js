@@ -391,7 +391,6 @@ export default {
   "You sign in on {platform} and allow rustiz to post; you come back here with the channel added.": "Inicias sesión en {platform} y permites que rustiz publique; vuelves aquí con el canal añadido.",
   "You signed in to {platform} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.": "Iniciaste sesión en {platform} con una cuenta distinta de la de este canal: no se ha cambiado nada. Inicia sesión con la cuenta del canal o conecta esta como un canal nuevo.",
   "Your new API key (shown once):": "Tu nueva clave API (se muestra una sola vez):",
-  "Your role has no settings to change here. An admin of the organization can change your role.": "Tu rol no tiene ajustes que cambiar aquí. Un administrador de la organización puede cambiar tu rol.",
   "Your session ended: sign in again.": "Tu sesión ha terminado: vuelve a iniciar sesión.",
   "all channels": "todos los canales",
   "characters": "caracteres",

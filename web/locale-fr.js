@@ -391,7 +391,6 @@ export default {
   "You sign in on {platform} and allow rustiz to post; you come back here with the channel added.": "Vous vous connectez sur {platform} et autorisez rustiz à publier ; vous revenez ici avec le canal ajouté.",
   "You signed in to {platform} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.": "Vous vous êtes connecté à {platform} avec un autre compte que celui de ce canal : rien n'a été modifié. Connectez-vous avec le compte du canal, ou connectez celui-ci comme un nouveau canal.",
   "Your new API key (shown once):": "Votre nouvelle clé API (affichée une seule fois) :",
-  "Your role has no settings to change here. An admin of the organization can change your role.": "Votre rôle n’a pas de réglages à modifier ici. Un administrateur de l’organisation peut changer votre rôle.",
   "Your session ended: sign in again.": "Votre session a expiré : reconnectez-vous.",
   "all channels": "tous les canaux",
   "characters": "caractères",

@@ -391,7 +391,6 @@ export default {
   "You sign in on {platform} and allow rustiz to post; you come back here with the channel added.": "Você entra em {platform} e permite que o rustiz publique; depois volta aqui com o canal adicionado.",
   "You signed in to {platform} with another account than this channel's: nothing was changed. Sign in with the channel's account, or connect this one as a new channel.": "Você entrou em {platform} com uma conta diferente da deste canal: nada foi alterado. Entre com a conta do canal ou conecte esta como um canal novo.",
   "Your new API key (shown once):": "A sua nova chave de API (mostrada uma só vez):",
-  "Your role has no settings to change here. An admin of the organization can change your role.": "A sua função não tem definições para alterar aqui. Um administrador da organização pode mudar a sua função.",
   "Your session ended: sign in again.": "A sua sessão terminou: entre de novo.",
   "all channels": "todos os canais",
   "characters": "caracteres",

@@ -15,8 +15,8 @@ def start_oidc_flow(store: Store, state: str, browser_hash: str, nonce: str, cod
     """A sign-in sent to the identity provider; the expired ones go (an abandoned sign-in is not kept)."""
     with store.writing(no_channels=True) as db:
         db.execute("DELETE FROM oidc_flow WHERE expires_at < ?", (now,))
-        db.execute("INSERT INTO oidc_flow (state, browser_hash, nonce, code_verifier, expires_at) VALUES (?, ?, ?, ?, ?)",
-                   (state, browser_hash, nonce, code_verifier, expires_at))
+        db.execute("INSERT INTO oidc_flow (state, browser_hash, nonce, code_verifier, expires_at) "
+                   "VALUES (?, ?, ?, ?, ?)", (state, browser_hash, nonce, code_verifier, expires_at))
 
 
 def take_oidc_flow(store: Store, state: str, now: float) -> Optional[dict]:
