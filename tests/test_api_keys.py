@@ -33,6 +33,7 @@ PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: test
     ("GET", "/auth/session"), ("POST", "/auth/logout"), ("GET", "/integrations/social/:identifier"),
     ("GET", "/metrics"),
     ("GET", "/auth/invite"), ("POST", "/auth/invite"), ("POST", "/auth/forgot"), ("POST", "/auth/reset"),
+    ("GET", "/auth/methods"), ("GET", "/auth/oidc/start"), ("GET", "/auth/oidc/callback"),
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 
