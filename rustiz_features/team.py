@@ -13,7 +13,9 @@ Rules:
   of the account (storage/web_users.set_web_user_password).
 - `POST /auth/forgot` answers the same, in about the same time, whether or not the email has an account.
 - The routes open to anyone take small bodies, refuse cross-site sign-ins (as POST /auth/login does), are
-  counted per client address, and a wrong password on an invite counts towards the account's lockout.
+  counted per client address, and a wrong password on an invite counts towards the account's lockout. With
+  passwords off (RUSTIZ_OIDC_ONLY=1) the ones that take or set a password refuse: single sign-on accepts
+  invites instead (oidc.member_to_sign_in).
 - Passwords are hashed and checked off the event loop (web.PasswordChecker).
 - The members routes declare their audit actions; accepting an invite records itself (its actor the person).
 """
@@ -302,7 +304,12 @@ class TeamSignIn:
                       f"{what} from your address")
 
     def _refuse_cross_site(self, request: Request) -> None:
+        """Refused: another site's page signing this browser in, and any password when passwords are off."""
         self.app.feature(WebApp).refuse_cross_site_sign_in(request)
+        if self.config.oidc is not None and self.config.oidc.only:  # (passwords are off: single sign-on only)
+            raise ApiError(403, {"statusCode": 403, "error": "Forbidden", "message": (
+                "Passwords are turned off on this server (RUSTIZ_OIDC_ONLY=1): sign in through single sign-on; an "
+                "invite is accepted by signing in with its e-mail address")})
 
     def _link_and_password(self, request: Request, kind: str, limit: int, what: str, gone: str) -> tuple:
         """What a body that uses a link with a password must pass first: (the link's token, the body)."""

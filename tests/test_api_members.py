@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from oidc_provider import Browser as SsoBrowser, OidcProvider, missing_reason
 from smtp_server import SmtpServer, bodies
 from support import API, Database, api, iso
 
@@ -497,3 +498,54 @@ def test_member_changes_and_an_accepted_invite_are_in_the_audit_log(shared):
         ("member.removed", "key", None, vera["id"])])
     accepted = next(e for e in log["entries"] if e["action"] == "invite.accepted")
     assert accepted["actor"]["name"] == "Vera" and accepted["address"] == team.address["X-Forwarded-For"]
+
+
+# --- single sign-on (a real OpenID Connect provider, tests/oidc_provider/) ----------------------------------------
+
+@pytest.fixture(scope="module")
+def provider():
+    if missing_reason():
+        pytest.skip(missing_reason())
+    started = OidcProvider().start()
+    yield started
+    started.stop()
+
+
+def test_single_sign_on_accepts_the_live_invites_of_the_e_mail_it_vouches_for(provider, start_server):
+    server = start_server(env=provider.env)
+    team, elsewhere = Team(server), Team(server)
+    first, second = team.invite("cleo@example.org", "author"), elsewhere.invite("cleo@example.org", "viewer")
+    browser = SsoBrowser()
+    answer = browser.sign_in(server.url, "cleo@example.org")
+    assert answer.status == 302 and answer.location == server.url + "/", (answer.status, answer.location)
+    session = browser.get(server.url + "/auth/session").json()
+    assert session["user"]["email"] == "cleo@example.org" and session["organization"]["id"] == elsewhere.org
+    assert sorted(o["role"] for o in session["organizations"]) == ["author", "viewer"]
+    assert team.members() == {"members": [{**team.members()["members"][0], "email": "cleo@example.org",
+                                           "name": None, "role": "author"}], "invites": []}
+    for used in (first, second):
+        assert team.accept(used, name="Cleo", password=PASSWORD)[0] == 404
+    assert team.sign_in("cleo@example.org", "any password at all")[0] == 401  # (no password: single sign-on's)
+    # Not for an e-mail the provider has not verified, nor an expired invite.
+    unverified, expired = team.invite("dan@example.org", "editor"), team.invite("eva@example.org", "editor")
+    team.db.execute("UPDATE invite SET expires_at = ? WHERE id = ?", iso(-1), expired["id"])
+    answer = SsoBrowser().sign_in(server.url, "unverified:dan@example.org")
+    assert answer.status == 302 and "sso=unverified" in answer.location
+    answer = SsoBrowser().sign_in(server.url, "eva@example.org")
+    assert answer.status == 302 and "sso=not-member" in answer.location
+    assert sorted(i["email"] for i in team.members()["invites"]) == ["dan@example.org", "eva@example.org"]
+
+
+def test_with_passwords_off_no_route_takes_or_sets_a_password(provider, start_server):
+    server = start_server(env={**provider.env, "RUSTIZ_OIDC_ONLY": "1"})
+    team = Team(server)
+    invite = team.invite("fred@example.org", "editor")
+    status, _, shown = team.open_route("GET", f"/auth/invite?token={token_of(invite)}")
+    assert status == 200 and shown["email"] == "fred@example.org"  # (the page offers single sign-on)
+    for path, body in (("/auth/invite", {"token": token_of(invite), "name": "Fred", "password": PASSWORD}),
+                       ("/auth/forgot", {"email": "fred@example.org"}),
+                       ("/auth/reset", {"token": "0" * 64, "password": PASSWORD})):
+        status, _, answer = team.open_route("POST", path, body)
+        assert status == 403 and "Passwords are turned off" in answer["message"], (path, answer)
+    assert SsoBrowser().sign_in(server.url, "fred@example.org").location == server.url + "/"
+    assert [(m["email"], m["role"]) for m in team.members()["members"]] == [("fred@example.org", "editor")]

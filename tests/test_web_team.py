@@ -246,3 +246,28 @@ def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(s
     expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
     assert members(server) == {"gus@example.com": "editor", "hana@example.com": "admin"}
     assert page.problems == []
+
+
+@pytest.fixture(scope="module")
+def provider():
+    from oidc_provider import OidcProvider, missing_reason
+    if missing_reason():
+        pytest.skip(missing_reason())
+    started = OidcProvider().start()
+    yield started
+    started.stop()
+
+
+@pytest.mark.parametrize("only", (False, True))
+def test_the_invite_page_offers_single_sign_on_and_with_passwords_off_only_it(provider, start_server, open_page, only):
+    server = start_server(env={**provider.env, "RUSTIZ_OIDC_NAME": "Acme ID", **({"RUSTIZ_OIDC_ONLY": "1"} if only else {})})
+    page = open_page(server, 390, "dark", signed_in=False)
+    page.goto(invited(server, "gil@example.org", "editor"))
+    expect(page.get_by_role("heading", name="Join My organization")).to_be_visible()
+    expect(page.get_by_role("link", name="Sign in with Acme ID")).to_have_attribute("href", "/auth/oidc/start")
+    expect(page.get_by_text("Sign in there with gil@example.org: the invite is accepted as you sign in.")).to_be_visible()
+    expect(page.get_by_label("Your name")).to_be_visible() if not only else expect(page.get_by_label("Your name")).to_be_hidden()
+    assert sideways_overflow(page) <= 0 and placeholder_text(page) == []
+    shoot(page, f"invite-sso-{'only' if only else 'both'}-390-dark")
+    assert serious_axe_violations(page) == []
+    assert page.problems == []

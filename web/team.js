@@ -114,6 +114,10 @@ export async function invitePage(main, { query }) {
     box.show(error);
     return;
   }
+  let methods = { password: true, sso: null };  // (single sign-on, when the server has it, accepts the invite too)
+  try { methods = await api('GET', '/auth/methods'); } catch { /* passwords, then */ }
+  const sso = methods.sso ? [h('a.button.primary.sso', { href: '/auth/oidc/start' }, methods.sso.name ? t('Sign in with {name}', { name: methods.sso.name }) : t('Sign in with single sign-on')),
+    h('p.hint', t('Sign in there with {email}: the invite is accepted as you sign in.', { email: invite.email }))] : null;
   const errors = errorBox();
   const name = h('input', { type: 'text', name: 'name', autocomplete: 'name', required: true, maxlength: 100 });
   const password = h('input', { type: 'password', name: 'password', required: true, minlength: invite.hasAccount ? null : 10,
@@ -121,7 +125,8 @@ export async function invitePage(main, { query }) {
   const submit = h('button.primary', { type: 'submit' }, t('Join'));
   put(main, signedOutCard(t('Join {organization}', { organization: invite.organization.name }),
     h('p', t('You are invited as {role}, with the email {email}.', { role: roleName(invite.role), email: invite.email })),
-    h('form', { onsubmit: async (event) => {
+    sso,
+    h('form', { hidden: !methods.password, onsubmit: async (event) => {
       event.preventDefault();
       errors.show(null);
       submit.disabled = true;
@@ -141,7 +146,7 @@ export async function invitePage(main, { query }) {
       ? [h('p.hint', t('You already have an account: give its password to join.')), field(t('Password'), password)]
       : [field(t('Your name'), name), field(t('Choose a password'), password, t('At least 10 characters.'))],
     errors, submit)));
-  (invite.hasAccount ? password : name).focus();
+  if (methods.password) (invite.hasAccount ? password : name).focus();
 }
 
 export async function forgotPage(main) {

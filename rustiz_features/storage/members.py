@@ -177,10 +177,35 @@ def accept_invite(store: Store, token_hash: str, now: str, new_person: Optional[
                                                      new_person[0]))
         else:
             user_id = user[0]
-        db.execute("DELETE FROM membership WHERE user_id = ? AND organization_id = ?", (user_id, organization_id))
-        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES (?, ?, ?, ?)",
-                   (user_id, organization_id, role, utc_now_iso()))
+        _join(db, user_id, organization_id, role)
     return organization_id, user_id
+
+
+def accept_invites_of(store: Store, email: str, now: str, password_hash: str) -> Optional[tuple]:
+    """Every live invite of the email used at once (single sign-on: the identity provider vouches for the email
+    they were sent to); the account made first, with `password_hash`, when there is none. (the organization of
+    the newest invite, the user id), or None when the email has no live invite."""
+    with store.writing() as db:
+        rows = db.execute("SELECT id, organization_id, role FROM invite WHERE email = ? AND expires_at > ? "
+                          "ORDER BY created_at", (email.lower(), now)).fetchall()
+        if not rows:
+            return None
+        user = db.execute("SELECT id FROM web_user WHERE email = ?", (email.lower(),)).fetchone()
+        user_id = user[0] if user else new_uuid()
+        if user is None:
+            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (user_id, rows[-1][1], email.lower(), password_hash, utc_now_iso()))
+        for invite_id, organization_id, role in rows:
+            if db.execute("DELETE FROM invite WHERE id = ?", (invite_id,)).rowcount:
+                _join(db, user_id, organization_id, role)
+    return rows[-1][1], user_id
+
+
+def _join(db: sqlite3.Connection, user_id: str, organization_id: str, role: str) -> None:
+    """The person a member of the organization with `role` (an invite's, which replaces a role they had)."""
+    db.execute("DELETE FROM membership WHERE user_id = ? AND organization_id = ?", (user_id, organization_id))
+    db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES (?, ?, ?, ?)",
+               (user_id, organization_id, role, utc_now_iso()))
 
 
 # --- password reset links --------------------------------------------------------------------------------------
