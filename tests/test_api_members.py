@@ -16,9 +16,10 @@ import time
 
 import pytest
 
-from oidc_provider import Browser as SsoBrowser, OidcProvider, missing_reason
+from oidc_provider import Browser as SsoBrowser
 from smtp_server import SmtpServer, bodies
 from support import API, Database, api, iso
+from test_oidc_sign_in import provider  # noqa: F401 (a real OpenID Connect provider, skipped where npm is missing)
 
 ADDRESSES = itertools.count(1)
 PASSWORD = "correct horse battery"
@@ -501,15 +502,6 @@ def test_member_changes_and_an_accepted_invite_are_in_the_audit_log(shared):
 
 
 # --- single sign-on (a real OpenID Connect provider, tests/oidc_provider/) ----------------------------------------
-
-@pytest.fixture(scope="module")
-def provider():
-    if missing_reason():
-        pytest.skip(missing_reason())
-    started = OidcProvider().start()
-    yield started
-    started.stop()
-
 
 def test_single_sign_on_accepts_the_live_invites_of_the_e_mail_it_vouches_for(provider, start_server):
     server = start_server(env=provider.env)

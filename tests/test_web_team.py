@@ -16,6 +16,7 @@ from test_web import browser, expect  # noqa: F401 (and skips here too where it 
 from test_web_pages import open_page, placeholder_text, show, sideways_overflow  # noqa: F401
 from test_web_channels import serious_axe_violations, shoot
 from support import API, Database, api, iso
+from test_oidc_sign_in import provider  # noqa: F401 (a real OpenID Connect provider, skipped where npm is missing)
 
 PASSWORD = "correct horse battery"
 
@@ -246,16 +247,6 @@ def test_an_admin_who_gives_up_the_role_sees_the_app_as_their_new_role_at_once(s
     expect(page.get_by_role("tablist", name="Settings").get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
     assert members(server) == {"gus@example.com": "editor", "hana@example.com": "admin"}
     assert page.problems == []
-
-
-@pytest.fixture(scope="module")
-def provider():
-    from oidc_provider import OidcProvider, missing_reason
-    if missing_reason():
-        pytest.skip(missing_reason())
-    started = OidcProvider().start()
-    yield started
-    started.stop()
 
 
 @pytest.mark.parametrize("only", (False, True))
