@@ -49,8 +49,9 @@ def test_a_viewer_sees_who_they_are_and_no_page_to_write(browser, start_server, 
     for hidden in ("New post", "Import", "To review"):
         expect(nav.get_by_role("link", name=hidden)).to_have_count(0)
     expect(nav.get_by_role("link", name="Calendar")).to_be_visible()
-    page.goto("/#/settings")
-    expect(page.get_by_text("Your role has no settings to change here.")).to_be_visible()
+    page.goto("/#/settings")  # (only their own e-mail notifications: tests/test_mail_web.py)
+    expect(page.get_by_role("heading", name="E-mail notifications")).to_be_visible()
+    expect(page.get_by_label("Section").locator("option")).to_have_text(["Notifications"])
     assert sideways_overflow(page) <= 0
     shoot(page, f"roles-viewer-{width}-{scheme}")
     assert serious_axe_violations(page) == []
@@ -63,7 +64,7 @@ def test_an_editor_sees_the_library_settings_but_not_the_admin_ones(browser, sta
     page = signed_in_as(browser, server, "ed@example.com", 1440, "light")
     page.goto("/#/settings")
     tabs = page.get_by_role("tablist", name="Settings")
-    expect(tabs.get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets"])
+    expect(tabs.get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
     expect(page.get_by_role("tab", name="Tags")).to_have_attribute("aria-selected", "true")
     assert page.problems == []
 
