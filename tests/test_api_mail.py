@@ -179,7 +179,18 @@ def test_a_draft_waiting_for_review_is_mailed_to_reviewers_with_the_review_link(
     status, _ = api(server, "POST", f"{API}/posts", post_body(channel_post(channel, "<p>a person's draft</p>"),
                                                                type="draft", date=iso(3600)))
     assert status == 201
-    stays(lambda: len(smtp.messages), 2, 1.0)  # (a person's own draft waits for nobody)
+    stays(lambda: len(smtp.messages), 2, 1.0)  # (an admin's own draft waits for nobody)
+    author = sign_in(server, "author@example.com")
+    status, _, raw = server.request("POST", f"{API}/posts", {**author, "Content-Type": "application/json"}, json.dumps(
+        post_body(channel_post(channel, "<p>an author's draft</p>"), type="draft", date=iso(3600))).encode())
+    assert status == 201, raw
+    (drafted,) = json.loads(raw)
+    smtp.wait_for(4)
+    status, _, raw = server.request("PUT", f"{API}/posts/{drafted['postId']}", {**author, "Content-Type":
+                                    "application/json"}, json.dumps({"content": "<p>edited</p>"}).encode())
+    assert status == 200, raw
+    stays(lambda: len(smtp.messages), 4, 1.0)  # (edited again within the hour: not mailed again)
+    assert recipients(smtp) == ["admin@example.com"] * 2 + ["editor@example.com"] * 2
 
 
 def test_the_daily_digest_goes_out_once_with_yesterday_today_and_what_failed(start_server_with_fakes, smtp, receiver,
@@ -204,7 +215,7 @@ def test_the_daily_digest_goes_out_once_with_yesterday_today_and_what_failed(sta
     assert "Published yesterday (1)" in text and "went out & fine" in text
     assert went_out["releaseURL"] in text and f'href="{went_out["releaseURL"]}"' in html
     assert "Failed yesterday (1)" in text and f"{FRONTEND}/#/post/{failed['id']}" in text
-    assert f"{FRONTEND}/#/calendar" in text
+    assert f"{FRONTEND}/#/calendar" in text and "Due today (" in text
     server.stop(signal.SIGTERM)
     start_server_with_fakes(env=env, data_dir=server.data_dir)
     stays(lambda: len(smtp.messages), 1)  # once a day, restart or not
