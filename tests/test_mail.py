@@ -8,7 +8,7 @@ import pytest
 
 import rustiz
 from conftest import run_cli
-from smtp_server import SmtpServer, free_port
+from smtp_server import SmtpServer, bodies, free_port
 from rustiz_features import mail
 
 
@@ -110,3 +110,47 @@ def test_doctor_fails_clearly_when_the_smtp_server_is_down(pyz, tmp_path):
     result, (line,) = doctor_lines(pyz, tmp_path, f"smtp://someone:secret@127.0.0.1:{free_port()}")
     assert line.startswith("FAIL mail: smtp://someone:***@127.0.0.1:") and "cannot reach the SMTP server" in line
     assert "secret" not in result.stdout and result.returncode == 1
+
+
+def test_invites_and_resets_are_queued_once_and_arrive_with_their_links(tmp_path, smtp):
+    from rustiz_features.storage import mail as mail_store
+    store = rustiz.Store(str(tmp_path / "rustiz.db"))
+    on = config(RUSTIZ_SMTP_URL=smtp.url, RUSTIZ_MAIL_FROM="Rustiz <rustiz@example.com>")
+    invite_url = "https://social.example.com/#/invite?token=Tok-123_abc"
+    reset_url = "https://social.example.com/#/reset?token=Res-456_def"
+    for expected in (True, False):  # (the same invite twice: one mail)
+        assert mail.queue_invite(store, on, to="new@example.com", invite_url=invite_url, organization_name="Acme",
+                                 role="admin", inviter="Ann") is expected
+        assert mail.queue_password_reset(store, on, to="old@example.com", reset_url=reset_url) is expected
+    assert mail.queue_mail(store, on, to="not an address", subject="s", text="t", html="h", kind="x",
+                           dedupe_key="x") is False
+    for message_id in mail_store.due_messages(store, 2e9, 10):
+        row = mail_store.claim_message(store, message_id, "test:1", 2e9 + 300, 2e9)
+        mail.send_now(on, row)
+        mail_store.record_sent(store, message_id)
+    assert mail_store.due_messages(store, 2e9, 10) == []
+    invite, reset = sorted(smtp.wait_for(2), key=lambda item: item["to"])
+    assert invite["to"] == ["new@example.com"] and invite["from"] == "rustiz@example.com"
+    assert invite["message"]["Subject"] == "Join Acme on rustiz"
+    assert invite_url in bodies(invite["message"])[0] and f'href="{invite_url}"' in bodies(invite["message"])[1]
+    assert "an admin" in bodies(invite["message"])[0]
+    assert reset_url in bodies(reset["message"])[0] and reset["message"]["Subject"] == "Reset your rustiz password"
+    store.close()
+
+
+def test_notify_team_counts_the_admins_and_editors_whose_preference_is_on(tmp_path):
+    store = rustiz.Store(str(tmp_path / "rustiz.db"))
+    on = config(RUSTIZ_SMTP_URL="smtp://127.0.0.1:1")
+    organization = store.create_organization("Acme", "0" * 64)
+    with store.writing() as db:
+        for role in ("admin", "editor", "author", "viewer"):
+            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) VALUES "
+                       "(?, ?, ?, 'x', '2026-01-01T00:00:00.000Z')", (role, organization, f"{role}@example.com"))
+            db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES "
+                       "(?, ?, ?, '2026-01-01T00:00:00.000Z')", (role, organization, role))
+    assert mail.notify_team(store, on, organization, "review", "s", "t", "<p>h</p>", "https://x/#/review", "k") == 2
+    assert mail.notify_team(store, on, organization, "review", "s", "t", "<p>h</p>", "https://x/#/review", "k") == 0
+    assert mail.notify_team(store, on, organization, "failed", "s", "t", "<p>h</p>", "", "k2") == 2
+    with pytest.raises(ValueError):
+        mail.notify_team(store, on, organization, "digest; DROP TABLE post", "s", "t", "h", "", "k3")
+    store.close()
