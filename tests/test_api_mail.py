@@ -345,6 +345,31 @@ def test_hostile_preference_bodies_get_a_4xx_never_a_5xx(server):
                                                    "digest": False}
 
 
+def test_preferences_are_per_organization_for_a_person_in_two(server):
+    add_member(server, "agency@example.com", "admin")
+    made = run_cli(server.pyz, "org", "add", "Client B", env=server.env())
+    assert made.returncode == 0, made.stderr
+    client = api(server, "GET", f"{API}/organization", key=made.stdout.strip())[1]["id"]
+    with connect_database(server.database) as db:
+        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES (?, ?, 'author', ?)",
+                   ("user-agency", client, iso()))
+    person = sign_in(server, "agency@example.com")
+    assert as_person(server, person, "PUT", {"digest": True, "failed": False})[0] == 200
+    status, _, raw = server.request("POST", "/auth/switch", {**person, "Content-Type": "application/json"},
+                                    json.dumps({"organization": client}).encode())
+    assert status == 200, raw
+    person["X-CSRF-Token"] = json.loads(raw)["csrfToken"]
+    assert as_person(server, person, "GET")[1] == {"failed": False, "reconnect": False, "review": False,
+                                                   "digest": False}  # (an author there)
+    assert as_person(server, person, "PUT", {"review": True})[0] == 400
+    assert as_person(server, person, "PUT", {"digest": True})[1]["digest"] is True
+    with connect_database(server.database) as db:
+        rows = db.execute("SELECT organization_id, failed, digest FROM mail_preference WHERE user_id = ?",
+                          ("user-agency",)).fetchall()
+    assert sorted(map(tuple, rows)) == sorted([(client, None, 1), (
+        api(server, "GET", f"{API}/organization")[1]["id"], 0, 1)])
+
+
 def test_an_api_key_has_no_preferences(server):
     for method, body in (("GET", None), ("PUT", {"digest": True})):
         status, refused = api(server, method, f"{API}/me/notifications", body)
