@@ -15,6 +15,7 @@ import time
 from typing import Optional
 
 from rustiz import Store, new_uuid, utc_now_iso
+from . import rows_in_chunks
 
 PREFERENCES = ("failed", "reconnect", "review", "digest")
 ALERTED_ROLES = ("admin", "editor")  # who gets failed/reconnect/review mails, and has them on by default
@@ -37,6 +38,12 @@ def queue_message(store: Store, *, organization_id: Optional[str], kind: str, re
             "ON CONFLICT (dedupe_key) DO NOTHING",
             (row_id, organization_id, kind, recipient, subject, text, html, dedupe_key,
              f"<{row_id}@{message_domain}>", time.time(), utc_now_iso())).rowcount == 1
+
+
+def queued_keys(store: Store, dedupe_keys: list) -> set:
+    """Those of `dedupe_keys` already in the outbox (queued, sent or given up)."""
+    return {row[0] for row in rows_in_chunks(store, "SELECT dedupe_key FROM mail_outbox WHERE dedupe_key IN "
+                                                    "({in_list})", (), dedupe_keys)}
 
 
 def due_messages(store: Store, now: float, limit: int) -> list:
