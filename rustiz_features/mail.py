@@ -16,7 +16,8 @@ Rules:
   TLS from the start; certificates are checked. The SMTP server is the operator's own setting: it is not subject
   to the outbound client's address guard (which is for addresses users and platforms give).
 - Others call the interface (mail_configured, queue_mail, queue_invite, queue_password_reset, notify_team) with
-  `from rustiz_features import mail` inside their function. It imports background and alerts' helpers only.
+  `from rustiz_features import mail` inside their function. It imports background, api_docs and alerts' helpers
+  (numeric_setting, post_link), never the scheduler: the scheduler makes the MailSender as its SenderHost.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import traceback
 from typing import Any, Optional
 
 from rustiz import (
-    ApiError, App, Config, Request, Response, Store, bad_request, iso_at, json_response, log, nest_error,
+    App, Config, Request, Response, Store, bad_request, iso_at, json_response, log, nest_error,
     route_options,
 )
 from .alerts import numeric_setting, post_link
@@ -460,7 +461,7 @@ class NotificationPreferencesApi:
 
     def _effective(self, user_id: str, organization_id: str) -> dict:
         role, stored = mail_store.stored_preferences(self.store, user_id, organization_id)
-        if role is None:
-            raise ApiError(403, {"msg": "You are not a member of this organization"})
+        if role is None:  # (a session's person is a member: the router checked; this guards a race with a removal)
+            raise nest_error(403, "You are not a member of this organization")
         defaults = default_preferences(role)
         return {name: defaults[name] if value is None else value for name, value in stored.items()}
