@@ -306,6 +306,7 @@ class Config(NamedTuple):
     # E-mail (issue 25): RUSTIZ_SMTP_URL as an SmtpServer (None: no mail is sent), and RUSTIZ_MAIL_FROM.
     smtp: Any = None
     mail_from: str = ""
+    audit_days: int = 365  # RUSTIZ_AUDIT_DAYS: how long the audit log keeps an entry
 
 
 def default_config_path(environ: dict) -> str:
@@ -466,6 +467,7 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
         scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
                                                                     "delivers webhooks) or 0 (it only answers requests)"),
+        audit_days=_int_setting(values, "RUSTIZ_AUDIT_DAYS", 365, 1, 36500),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
         smtp=smtp_setting(values.get("RUSTIZ_SMTP_URL", "")),
         mail_from=mail_from_setting(values.get("RUSTIZ_MAIL_FROM", ""), values.get("FRONTEND_URL", "")),
@@ -1047,6 +1049,27 @@ MIGRATIONS: tuple = (
         PRIMARY KEY (user_id, organization_id)
     );
     """,
+    # The audit log (issue 25, part "audit"): one row per change made by a person, a key, an agent (MCP) or a
+    # client, who it was (names stored as they were: a removed person's entries still say who), what, on
+    # what, when and from which address; forgotten after RUSTIZ_AUDIT_DAYS (App.housekeeping). No foreign key
+    # to the organization: `db copy` and a deleted organization's entries need none.
+    """
+    CREATE TABLE audit_entry (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor_type TEXT NOT NULL,
+        actor_id TEXT,
+        actor_name TEXT,
+        actor_email TEXT,
+        action TEXT NOT NULL,
+        subject_type TEXT,
+        subject_id TEXT,
+        address TEXT
+    );
+    CREATE INDEX audit_entry_organization ON audit_entry(organization_id, at);
+    CREATE INDEX audit_entry_at ON audit_entry(at);
+    """,
 )
 
 
@@ -1600,6 +1623,13 @@ class Store:
         with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
+
+    # --- the audit log: its rows are rustiz_features/storage/audit.py's; the housekeeping here forgets
+    # those older than RUSTIZ_AUDIT_DAYS -------------------------------------------------------------
+
+    def forget_old_audit_entries(self, before: str) -> int:
+        with self.writing() as db:
+            return db.execute("DELETE FROM audit_entry WHERE at < ?", (before,)).rowcount
 
     # --- rate limits ----------------------------------------------------------
 
@@ -3508,12 +3538,17 @@ class Route(NamedTuple):
     # "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
+    # The audit log's action for a successful (2xx) answer ("post.deleted"): rustiz_features/audit.py records
+    # it, with who called and the subject (the path's :id or the answer's ids). None: the route changes
+    # nothing worth an entry (tests/test_api_audit.py names each such route with its reason).
+    audit: Optional[str] = None
 
 
 def route_options(**options: Any) -> Callable:
     """Written above a handler in its feature module: how the router treats the handler's requests, as the
     fields of Route (`authenticated=False`...). A string value names an attribute of the handler's object
-    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)."""
+    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)
+    and `audit` the audit log's action (`audit="post.deleted"`)."""
     def mark(handler: Callable) -> Callable:
         handler.route_options = options
         return handler
@@ -3626,6 +3661,9 @@ API_ROUTES = (
     # E-mail (issue 25): the signed-in person's e-mail preferences.
     ("GET", "/me/notifications", "mail", "NotificationPreferencesApi.show"),
     ("PUT", "/me/notifications", "mail", "NotificationPreferencesApi.update"),
+    # The audit log (issue 25, part "audit"): admins read who changed what.
+    ("GET", "/audit", "audit", "AuditApi.list_entries"),
+    ("GET", "/audit/actors", "audit", "AuditApi.list_actors"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
@@ -3712,8 +3750,11 @@ class App:
         class_name, _, method_name = lazy.handler.partition(".")
         owner = self.feature(getattr(module, class_name))
         handler = getattr(owner, method_name)
-        options = {name: getattr(owner, value) if isinstance(value, str) and name != "scope" else value
+        options = {name: getattr(owner, value) if isinstance(value, str) and name not in ("scope", "audit") else value
                    for name, value in getattr(handler, "route_options", {}).items()}
+        if options.get("audit"):  # the one place a change's audit entry is written, around its handler
+            from rustiz_features.audit import audited
+            handler = audited(self, handler, options["audit"])
         return Route(handler, **options)
 
     @property
@@ -3903,7 +3944,7 @@ class App:
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
-        and uploads abandoned by a crash."""
+        audit entries older than RUSTIZ_AUDIT_DAYS, and uploads abandoned by a crash."""
         if self.store.remote:  # (PostgreSQL: its queries wait on the network, so not on this loop)
             loop.run_in_executor(None, self._forget_expired_rows)
         else:
@@ -3916,6 +3957,7 @@ class App:
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
             self.store.forget_expired_idempotency_keys(time.time())
+            self.store.forget_old_audit_entries(iso_at(time.time() - self.config.audit_days * 86400))
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
 

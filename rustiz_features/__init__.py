@@ -11,6 +11,8 @@ the core imports none of these at load time, and these import the core and one a
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail
   review (approving and rejecting drafts keys' posts) -> api_posts
   api_keys (named API keys with a scope) -> the core only
+  audit (the audit log: entries of changes, GET /audit; App.resolve wraps handlers that declare audit=) -> api_docs;
+    mcp_tools and connect -> audit
   duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web
   analytics -> connect, publishers, http_client
@@ -35,7 +37,7 @@ the core imports none of these at load time, and these import the core and one a
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
-    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
+    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries, audit -> keys. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   web, recurrence, text, bech32 -> the core only
   picture_size (a picture's width and height from its header) -> the standard library only

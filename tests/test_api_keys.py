@@ -25,6 +25,7 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
         ("DELETE", "/sets/:id"), ("POST", "/media/delete"), ("PUT", "/media/:id"), ("DELETE", "/media/:id"))},
     ("POST", "/auth/switch"): "read",
     ("PUT", "/me/notifications"): "read",  # (e-mail: each person sets their own, a viewer too)
+    ("GET", "/audit"): "full", ("GET", "/audit/actors"): "full",
 }
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),

@@ -8,13 +8,13 @@ import { copyText } from './widgets.js';
 // Each tab with the least role that may use it (the others do not see it); the server checks again.
 const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('Team and API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
   ['alerts', toTranslate('Alerts'), 'admin'], ['tags', toTranslate('Tags'), 'editor'], ['signatures', toTranslate('Signatures'), 'editor'], ['sets', toTranslate('Sets'), 'editor'],
-  ['notifications', toTranslate('Notifications'), 'viewer']];
+  ['notifications', toTranslate('Notifications'), 'viewer'], ['audit', toTranslate('Audit'), 'admin']];
 const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
-  notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)) };
+  notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)),
+  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
   const TABS = ALL_TABS.filter(([, , role]) => mayDo(role));
-  if (!TABS.length) { put(main, h('h1', t('Settings')), h('p', t('Your role has no settings to change here. An admin of the organization can change your role.'))); return; }
   const chosen = TABS.some(([id]) => id === query?.get('tab')) ? query.get('tab') : TABS[0][0];
   const tabs = h('div.side-tabs', { role: 'tablist', 'aria-orientation': 'vertical', 'aria-label': t('Settings') });
   const picker = h('select.tab-picker', { 'aria-label': t('Section'), onchange: () => show(picker.value, false) },
