@@ -266,6 +266,8 @@ def send_now(config: Config, row: dict) -> None:
         code, said = next(iter(refused.recipients.values()), (0, b""))
         raise MailFailure(f"the SMTP server refused the recipient ({code} {said_text(said)})",
                           permanent=500 <= code < 600) from None
+    except smtplib.SMTPNotSupportedError as refused:  # (an address beyond ASCII, and no SMTPUTF8 there)
+        raise MailFailure(f"the SMTP server cannot take this mail: {refused}", permanent=True) from None
     except smtplib.SMTPResponseException as refused:
         raise MailFailure(f"the SMTP server refused the mail ({refused.smtp_code} {said_text(refused.smtp_error)})",
                           permanent=500 <= refused.smtp_code < 600) from None

@@ -68,6 +68,9 @@ def test_a_message_has_both_alternatives_its_own_id_and_one_line_subject():
     assert message.get_body(("plain",)).get_content() == row["text_body"]
     assert "https://x/#/post/1" in message.get_body(("html",)).get_content()
     assert mail.sender_domain(on) == "example.com" and mail.envelope_sender(on) == "r@example.com"
+    accented = mail.build_message(on, {**row, "subject": "Rejoignez Café Crème sur rustiz"}).as_bytes()
+    assert b"=?utf-8?q?Caf=C3=A9_Cr=C3=A8me?=" in accented
+    assert config(RUSTIZ_SMTP_URL="smtp://u:p@[::1]:2525").smtp.redacted() == "smtp://u:***@[::1]:2525"
 
 
 def test_an_invite_mail_holds_the_invite_url_exactly():
