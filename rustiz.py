@@ -510,7 +510,8 @@ class SmtpServer(NamedTuple):
     password: str
 
     def redacted(self) -> str:
-        who = f"{self.user}:***@" if self.user else ""
+        from urllib.parse import quote
+        who = f"{quote(self.user, safe='')}:***@" if self.user else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{'smtps' if self.tls else 'smtp'}://{who}{host}:{self.port}"
 

@@ -157,3 +157,60 @@ def test_notify_team_counts_the_admins_and_editors_whose_preference_is_on(tmp_pa
     with pytest.raises(ValueError):
         mail.notify_team(store, on, organization, "digest; DROP TABLE post", "s", "t", "h", "", "k3")
     store.close()
+
+
+# --- TLS and login, against aiosmtpd with a certificate of its own ------------------------------------------------
+
+LOGIN = ("me@example.com", "p@ss:w/rd")
+
+
+@pytest.fixture(params=["starttls", "implicit"])
+def tls_smtp(request, tmp_path):
+    server = SmtpServer(tls=request.param, login=LOGIN, folder=tmp_path)
+    yield server
+    server.stop()
+
+
+def one_row(store, on) -> dict:
+    from rustiz_features.storage import mail as mail_store
+    assert mail.queue_password_reset(store, on, to="old@example.com", reset_url="https://x/#/reset?token=t")
+    (message_id,) = mail_store.due_messages(store, 2e9, 10)
+    return mail_store.claim_message(store, message_id, "test:1", 2e9 + 300, 2e9)
+
+
+def test_starttls_and_smtps_log_in_and_send_with_the_certificate_checked(tmp_path, tls_smtp, monkeypatch):
+    store = rustiz.Store(str(tmp_path / "rustiz.db"))
+    on = config(RUSTIZ_SMTP_URL=tls_smtp.url)
+    assert on.smtp.tls is (tls_smtp.tls == "implicit") and on.smtp.password == LOGIN[1]
+    row = one_row(store, on)
+    with pytest.raises(mail.MailFailure, match="certificate verify failed"):  # (its own certificate, not trusted yet)
+        mail.send_now(on, row)
+    monkeypatch.setenv("SSL_CERT_FILE", tls_smtp.certificate)
+    mail.send_now(on, row)
+    assert [item["to"] for item in tls_smtp.wait_for(1)] == [["old@example.com"]]
+    assert tls_smtp.logins == [(LOGIN[0], True)]
+    wrong = config(RUSTIZ_SMTP_URL=tls_smtp.url.replace("p%40ss", "nope"))
+    with pytest.raises(mail.MailFailure, match="refused the login") as refused:
+        mail.send_now(wrong, row)
+    assert not refused.value.permanent and "nope" not in str(refused.value)
+    store.close()
+
+
+def test_a_password_is_never_sent_to_a_server_without_starttls(tmp_path, smtp):
+    on = config(RUSTIZ_SMTP_URL=smtp.url.replace("smtp://", "smtp://me:secret@"))
+    with pytest.raises(mail.MailFailure, match="offers no STARTTLS"):
+        mail.open_smtp(on)
+
+
+def test_doctor_logs_in_over_starttls_and_says_so(pyz, tmp_path):
+    server = SmtpServer(tls="starttls", login=LOGIN, folder=tmp_path)
+    try:
+        assert run_cli(pyz, "init", "--dir", str(tmp_path / "data")).returncode == 0
+        env = {"RUSTIZ_CONFIG": str(tmp_path / "data" / "config.env"), "RUSTIZ_SMTP_URL": server.url,
+               "SSL_CERT_FILE": server.certificate}
+        result = run_cli(pyz, "doctor", env=env, timeout=90)
+        (line,) = [line for line in result.stdout.splitlines() if " mail: " in line]
+        assert line.startswith("ok   mail: smtp://me%40example.com:***@127.0.0.1:") and "took the login" in line
+        assert server.messages == [] and LOGIN[1] not in result.stdout
+    finally:
+        server.stop()
