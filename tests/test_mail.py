@@ -1,8 +1,12 @@
 """E-mail's settings and checks: RUSTIZ_SMTP_URL read (schemes, ports, percent-decoded user and password, refusals
 that name the setting and hide the password), RUSTIZ_MAIL_FROM, nothing queued when mail is off, the message's
-shape, and `rustiz doctor` against a real SMTP server (aiosmtpd): it greets, sends nothing, and fails clearly on a
-server that is down."""
+shape, the interface (invites and resets queued once and sent with their links, notify_team by role and preference),
+STARTTLS and smtps:// with a login and the certificate checked, the daily digest in each organization's own day,
+and `rustiz doctor` against a real SMTP server (aiosmtpd): it greets, sends nothing, and fails clearly on a server
+that is down."""
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -10,6 +14,7 @@ import rustiz
 from conftest import run_cli
 from smtp_server import SmtpServer, bodies, free_port
 from rustiz_features import mail
+from rustiz_features.recurrence import zone_named
 
 
 def config(**values) -> rustiz.Config:
@@ -214,3 +219,57 @@ def test_doctor_logs_in_over_starttls_and_says_so(pyz, tmp_path):
         assert server.messages == [] and LOGIN[1] not in result.stdout
     finally:
         server.stop()
+
+
+# --- the daily digest, in each organization's own day -------------------------------------------------------------
+
+def zone_at_local_hour(now: float, hour: int) -> str:
+    """An Etc/GMT zone where it is `hour` o'clock at `now` (offsets -12..+14 cover every hour)."""
+    offset = (hour - time.gmtime(now).tm_hour) % 24
+    offset = offset - 24 if offset > 14 else offset
+    return "Etc/GMT" if offset == 0 else f"Etc/GMT{'-' if offset > 0 else '+'}{abs(offset)}"
+
+
+def test_the_digest_follows_each_organizations_clock_and_local_yesterday(tmp_path):
+    import datetime
+    from rustiz_features import digest
+    from rustiz_features.storage import mail as mail_store
+    store = rustiz.Store(str(tmp_path / "rustiz.db"))
+    on = config(RUSTIZ_SMTP_URL="smtp://127.0.0.1:1", FRONTEND_URL="https://social.example.com")
+    now = time.time()
+    made = {}
+    for name, hour in (("Morning", 6), ("Evening", 18)):  # the digest at 12:00: due in Evening only
+        zone = zone_at_local_hour(now, hour)
+        organization = store.create_organization(name, name * 8)
+        local = datetime.datetime.fromtimestamp(now, zone_named(zone))
+        midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+        with store.writing() as db:
+            db.execute("UPDATE organization SET timezone = ? WHERE id = ?", (zone, organization))
+            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) VALUES "
+                       "(?, ?, ?, 'x', '2026-01-01T00:00:00.000Z')", (name, organization, f"{name}@example.com"))
+            db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES "
+                       "(?, ?, 'viewer', '2026-01-01T00:00:00.000Z')", (name, organization))
+            db.execute("INSERT INTO integration (id, internal_id, organization_id, name, provider_identifier, "
+                       "created_at, updated_at) VALUES (?, 'i', ?, 'Blog', 'webhook', '2026-01-01T00:00:00.000Z', "
+                       "'2026-01-01T00:00:00.000Z')", (f"channel-{name}", organization))
+            for post, moment in (("late-yesterday", midnight - datetime.timedelta(minutes=30)),
+                                 ("early-today", midnight + datetime.timedelta(minutes=30)),
+                                 ("two-days-ago", midnight - datetime.timedelta(hours=25))):
+                db.execute("INSERT INTO post (id, state, publish_date, organization_id, integration_id, content, "
+                           "post_group, release_url, created_at, updated_at) VALUES (?, 'PUBLISHED', ?, ?, ?, ?, ?, "
+                           "?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                           (f"{post}-{name}", rustiz.iso_ms(moment.astimezone(datetime.timezone.utc)), organization,
+                            f"channel-{name}", f"<p>{post}</p>", f"group-{post}-{name}",
+                            f"https://blog.example.com/{post}"))
+        mail_store.save_preferences(store, name, organization, {"digest": True})
+        made[name] = (organization, local.date().isoformat())
+    assert digest.queue_due_digests(on, store, datetime.time(12, 0), now) == 1
+    assert digest.queue_due_digests(on, store, datetime.time(12, 0), now + 30) == 0  # (once a day)
+    (row,) = store.read("SELECT recipient, subject, text_body, dedupe_key FROM mail_outbox").fetchall()
+    organization, day = made["Evening"]
+    assert row[0] == "Evening@example.com" and row[1] == f"rustiz digest for Evening, {day}"
+    assert row[3] == f"digest:{organization}:Evening:{day}"
+    assert "Published yesterday (1)" in row[2] and "https://blog.example.com/late-yesterday" in row[2]
+    assert "early-today" not in row[2] and "two-days-ago" not in row[2]
+    store.close()
+
