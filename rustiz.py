@@ -307,6 +307,18 @@ class Config(NamedTuple):
     smtp: Any = None
     mail_from: str = ""
     audit_days: int = 365  # RUSTIZ_AUDIT_DAYS: how long the audit log keeps an entry
+    # Single sign-on (RUSTIZ_OIDC_ISSUER...): an OidcSettings, or None when it is off.
+    oidc: Any = None
+
+
+class OidcSettings(NamedTuple):
+    """Single sign-on with OpenID Connect (rustiz_features/oidc.py): the issuer, rustiz's client there, whether
+    passwords are off (RUSTIZ_OIDC_ONLY=1), and the name the sign-in button shows."""
+    issuer: str
+    client_id: str
+    client_secret: str
+    only: bool
+    name: str
 
 
 def default_config_path(environ: dict) -> str:
@@ -405,6 +417,26 @@ def _fetch_allow(raw: str) -> tuple:
     return tuple(allowed)
 
 
+def _oidc_settings(values: dict) -> Optional[OidcSettings]:
+    """RUSTIZ_OIDC_*: None when no issuer is set (RUSTIZ_OIDC_ONLY=1 without one is a mistake: nobody could sign in)."""
+    issuer = values.get("RUSTIZ_OIDC_ISSUER", "").strip()  # (as the issuer spells itself: a final / or none)
+    only = _switch_setting(values, "RUSTIZ_OIDC_ONLY", False, "1 (sign-in through single sign-on only) or 0")
+    if not issuer:
+        if only:
+            raise UserError("RUSTIZ_OIDC_ONLY=1 needs RUSTIZ_OIDC_ISSUER (and its client): without single sign-on "
+                            "nobody could sign in with an email")
+        return None
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", issuer):
+        raise UserError(f"RUSTIZ_OIDC_ISSUER={issuer!r}: use the issuer's https:// URL, as its "
+                        "/.well-known/openid-configuration names it")
+    client_id, client_secret = values.get("RUSTIZ_OIDC_CLIENT_ID", "").strip(), values.get("RUSTIZ_OIDC_CLIENT_SECRET", "")
+    if not client_id or not client_secret:
+        raise UserError("RUSTIZ_OIDC_ISSUER needs RUSTIZ_OIDC_CLIENT_ID and RUSTIZ_OIDC_CLIENT_SECRET: register rustiz "
+                        "as a client (a web application) with the issuer")
+    name = values.get("RUSTIZ_OIDC_NAME", "").strip()[:60]  # (empty: the button says "single sign-on")
+    return OidcSettings(issuer, client_id, client_secret, only, name)
+
+
 def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     """The config file named by RUSTIZ_CONFIG, then environment variables on top of it."""
     path = default_config_path(environ)
@@ -471,6 +503,7 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
         smtp=smtp_setting(values.get("RUSTIZ_SMTP_URL", "")),
         mail_from=mail_from_setting(values.get("RUSTIZ_MAIL_FROM", ""), values.get("FRONTEND_URL", "")),
+        oidc=_oidc_settings(values),
     )
 
 
@@ -1071,6 +1104,17 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX audit_entry_organization ON audit_entry(organization_id, at);
     CREATE INDEX audit_entry_at ON audit_entry(at);
+    """,
+    # Single sign-on (issue 25, sso): a sign-in waiting for the identity provider, between GET /auth/oidc/start
+    # and its callback (single use, minutes long, bound to the browser that started it; any worker may finish it).
+    """
+    CREATE TABLE oidc_flow (
+        state TEXT PRIMARY KEY,
+        browser_hash TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
     """,
 )
 
@@ -3691,6 +3735,10 @@ ROOT_ROUTES = (
     ("POST", "/auth/logout", "web", "WebApp.logout"),
     ("POST", "/auth/switch", "web", "WebApp.switch"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
+    # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
+    ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),
+    ("GET", "/auth/oidc/start", "oidc", "SingleSignOn.start"),
+    ("GET", "/auth/oidc/callback", "oidc", "SingleSignOn.callback"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -31,7 +31,8 @@ the core imports none of these at load time, and these import the core and one a
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
   publishers (its registry, from the descriptors) -> catalogue
-  publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
+  publishers/<platform> -> publishers/base, publishers/oauth and the other helpers (secp256k1 -> elliptic), catalogue,
+    text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
@@ -39,6 +40,9 @@ the core imports none of these at load time, and these import the core and one a
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries, audit -> keys. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
+  oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client
+  jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic
+  elliptic (points of secp256k1 and P-256: Nostr's signatures, ES256) -> the standard library only
   web, recurrence, text, bech32 -> the core only
   picture_size (a picture's width and height from its header) -> the standard library only
 
