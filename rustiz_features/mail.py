@@ -31,7 +31,7 @@ import traceback
 from typing import Any, Optional
 
 from rustiz import (
-    App, Config, Request, Response, Store, bad_request, iso_at, json_response, log, nest_error,
+    App, Config, Request, Response, Store, bad_request, hash_api_key, iso_at, json_response, log, nest_error,
     route_options,
 )
 from .alerts import numeric_setting, post_link
@@ -81,13 +81,14 @@ def queue_mail(store: Store, config: Config, *, to: str, subject: str, text: str
 
 def queue_invite(store: Store, config: Config, *, to: str, invite_url: str, organization_name: str, role: str,
                  inviter: str) -> bool:
-    """The invite mail (always sent, whatever the preferences), with `invite_url` exactly as given."""
+    """The invite mail (always sent, whatever the preferences), with `invite_url` exactly as given (the same URL
+    queues once: a resend with a new token is a new mail)."""
     text = (f"{inviter} invites you to join {organization_name} on rustiz as {article(role)} {role}.\n\n"
             f"Accept the invite (the link works once, for 7 days):\n{invite_url}\n")
     body = html_mail(f"{inviter} invites you to join {organization_name} on rustiz as {article(role)} {role}.",
                      invite_url, "Accept the invite", "The link works once, for 7 days.")
     return queue_mail(store, config, to=to, subject=f"Join {organization_name} on rustiz", text=text, html=body,
-                      kind="invite", dedupe_key=f"invite:{invite_url}")
+                      kind="invite", dedupe_key=f"invite:{secret_digest(invite_url)}")
 
 
 def queue_password_reset(store: Store, config: Config, *, to: str, reset_url: str) -> bool:
@@ -99,7 +100,12 @@ def queue_password_reset(store: Store, config: Config, *, to: str, reset_url: st
                      "Set a new password", "The link works once, for an hour. If it was not you, ignore this mail: "
                                            "your password stays as it is.")
     return queue_mail(store, config, to=to, subject="Reset your rustiz password", text=text, html=body,
-                      kind="password-reset", dedupe_key=f"reset:{reset_url}")
+                      kind="password-reset", dedupe_key=f"reset:{secret_digest(reset_url)}")
+
+
+def secret_digest(url: str) -> str:
+    """A link with a token, as a dedupe key that does not hold the token."""
+    return hash_api_key(url)
 
 
 def notify_team(store: Store, config: Config, organization_id: str, kind: str, subject: str, text: str, html: str,

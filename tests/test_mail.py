@@ -137,6 +137,8 @@ def test_invites_and_resets_are_queued_once_and_arrive_with_their_links(tmp_path
         mail.send_now(on, row)
         mail_store.record_sent(store, message_id)
     assert mail_store.due_messages(store, 2e9, 10) == []
+    kept = store.read("SELECT dedupe_key, text_body, html_body FROM mail_outbox").fetchall()
+    assert not any("Tok-123" in column or "Res-456" in column for row in kept for column in row)  # (no token kept)
     invite, reset = sorted(smtp.wait_for(2), key=lambda item: item["to"])
     assert invite["to"] == ["new@example.com"] and invite["from"] == "rustiz@example.com"
     assert invite["message"]["Subject"] == "Join Acme on rustiz"
