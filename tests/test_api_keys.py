@@ -26,11 +26,14 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
     ("POST", "/auth/switch"): "read",
     ("PUT", "/me/notifications"): "read",  # (e-mail: each person sets their own, a viewer too)
     ("GET", "/audit"): "full", ("GET", "/audit/actors"): "full",
+    ("GET", "/members"): "full",  # (who is in the team is the admins' business)
 }
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),
     ("GET", "/auth/session"), ("POST", "/auth/logout"), ("GET", "/integrations/social/:identifier"),
     ("GET", "/metrics"),
+    ("GET", "/auth/invite"), ("POST", "/auth/invite"), ("POST", "/auth/forgot"), ("POST", "/auth/reset"),
+    ("GET", "/auth/methods"), ("GET", "/auth/oidc/start"), ("GET", "/auth/oidc/callback"),
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 
