@@ -148,6 +148,7 @@ class CommentsApi:
                                          content.strip())
         return {**made, "own": True}
 
+    @route_options(scope="drafts")  # (an author deletes their own; the handler checks whose it is)
     @documented("Delete a comment: your own, or any as an admin (rustiz)",
                 ("200", object_schema({"id": STRING, "deleted": BOOLEAN})), "Forbidden NotFound",
                 (POST_ID, _COMMENT_ID))
