@@ -11,6 +11,8 @@ Rules:
   (REVIEW_ACTIONS_PER_ADDRESS), as sign-ins are (Store.count_request).
 - A form post must come from this server's own page: a browser's Origin and Sec-Fetch-Site must not name
   another site, and the form must carry the link's own form token (kept with the link, written in its page).
+  The page's Referrer-Policy is same-origin: the token in its address never leaves for another site, and
+  the browser still names the page's origin when it posts the form (no-referrer would make it "null").
   The answer to a post that acted is a 303 back to the page (Post/Redirect/Get).
 - Approve does what POST /posts/:id/approve does to each thread awaiting review (review.ReviewApi); Request
   changes what reject does, the client's text as the reason. Approving what is already queued or published
@@ -124,7 +126,7 @@ class ClientReviewPage:
             done = action(request, link, name, form)
             return Response(303, b"", "text/plain; charset=utf-8",
                             [("Location", f"/p/{request.params['token']}?done={done}#top"),
-                             ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer")])
+                             ("Cache-Control", "no-store"), ("Referrer-Policy", "same-origin")])
         except PageAnswer as answer:
             return answer.response
 
@@ -270,7 +272,7 @@ class ClientReviewPage:
         if not threads:
             body.append('<p class="muted">This post was deleted.</p>')
         body.append("</section>")
-        body.append(_comments_section(comments))
+        body.append(_comments_section(comments, zone_name))
         if threads:
             body.append(_form_section(token, link, state, form or {}, problem))
         body.append("</main>")
@@ -324,7 +326,7 @@ class ClientReviewPage:
                 f'<link rel="stylesheet" href="/web/app.css"></head><body>{body}</body></html>')
         return Response(status, page.encode(), "text/html; charset=utf-8", [
             ("Content-Security-Policy", self.policy), ("X-Content-Type-Options", "nosniff"),
-            ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex")])
+            ("Referrer-Policy", "same-origin"), ("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex")])
 
 
 _STATE_WORDS = {"review": "Waiting for your review", "changes": "Changes requested: the team is on it",
@@ -350,7 +352,7 @@ def _group_state(threads: list, reviews: dict) -> str:
     return "draft" if "DRAFT" in states else "scheduled"
 
 
-def _comments_section(comments: list) -> str:
+def _comments_section(comments: list, zone_name: str) -> str:
     items = []
     for comment in comments:
         client = comment["author"]["type"] == "client"
@@ -360,10 +362,11 @@ def _comments_section(comments: list) -> str:
         decision = {"approved": " approved", "changes": " asked for changes"}.get(comment["kind"], "")
         text = f'<p class="cr-text">{_e(comment["content"])}</p>' if comment["content"] else ""
         side = "client" if client else "team"
+        label = "" if who == "Team" else ("Client · " if client else "Team · ")
         items.append(f'<li class="cr-comment cr-{side}"><p class="cr-by">'
-                     f'<strong>{_e(who)}</strong>{decision} <span class="muted">· '
-                     f'{"Client" if client else "Team"} · <time datetime="{_e(comment["createdAt"])}">'
-                     f'{_e(comment["createdAt"][:16].replace("T", " "))} UTC</time></span></p>{text}</li>')
+                     f'<strong>{_e(who)}</strong>{decision} <span class="muted">· {label}'
+                     f'<time datetime="{_e(comment["createdAt"])}">{_e(_local_time(comment["createdAt"], zone_name))}'
+                     f'</time></span></p>{text}</li>')
     listing = f'<ol class="cr-comments">{"".join(items)}</ol>' if items else '<p class="muted">No comments yet.</p>'
     return f'<section class="card" aria-labelledby="comments"><h2 id="comments">Comments</h2>{listing}</section>'
 
@@ -383,7 +386,7 @@ def _form_section(token: str, link: dict, state: str, form: dict, problem: Optio
             f'<input type="hidden" name="form" value="{_e(link["formToken"], True)}">'
             f'<div class="field"><label for="cr-name">Your name</label><input id="cr-name" name="name" '
             f'maxlength="{MAX_NAME_CHARACTERS}" autocomplete="name" value="{_e(form.get("name", ""), True)}"></div>'
-            f'<div class="field"><label for="cr-text">Comment</label><textarea id="cr-text" name="text" rows="4" '
+            f'<div class="field"><label for="cr-text">Your comment</label><textarea id="cr-text" name="text" rows="4" '
             f'maxlength="{MAX_COMMENT_CHARACTERS}">{_e(form.get("text", ""))}</textarea></div>'
             f'<p class="hint">{hint}</p><div class="actions">{"".join(buttons)}</div></form></section>')
 

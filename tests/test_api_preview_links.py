@@ -125,7 +125,7 @@ def test_the_page_shows_every_channel_of_the_post_its_date_and_leaks_nothing_els
     link = make_link(shared, roots[0], allowApproval=True)
     status, headers, html = page(shared, link["token"])
     assert status == 200 and headers["content-type"].startswith("text/html")
-    assert "default-src 'self'" in headers["content-security-policy"] and headers["referrer-policy"] == "no-referrer"
+    assert "default-src 'self'" in headers["content-security-policy"] and headers["referrer-policy"] == "same-origin"
     assert headers["cache-control"] == "no-store" and "<script" not in html
     assert "Hook one" in html and "Hook two" in html and html.count("Client post") == 2
     assert "Tuesday 4 March 2031, 09:30" in html and "(UTC)" in html
