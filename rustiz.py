@@ -3569,6 +3569,7 @@ ROOT_ROUTES = (
     ("POST", "/p/:token/comment", "client_review", "ClientReviewPage.comment"),
     ("POST", "/p/:token/approve", "client_review", "ClientReviewPage.approve"),
     ("POST", "/p/:token/request-changes", "client_review", "ClientReviewPage.request_changes"),
+    ("GET", "/p/:token/picture/:n", "client_review", "ClientReviewPage.picture"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -12,7 +12,8 @@ the core imports none of these at load time, and these import the core and one a
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates
   review (approving and rejecting drafts keys' posts) -> api_posts
   preview_links (client review links and comments, the team's API) -> api_posts
-  client_review (a review link's page /p/<token> and its form) -> preview_links, review, web, catalogue, text
+  client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, catalogue,
+    text
   api_keys (named API keys with a scope) -> the core only
   duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web

@@ -31,6 +31,7 @@ from _operator import _compare_digest as compare_digest
 from rustiz import ApiError, App, Request, Response, hash_api_key, route_options
 from .api_docs import STRING, documented, parameter
 from .catalogue import PROVIDERS
+from .pictures import ChannelPictures
 from .preview_links import MAX_COMMENT_CHARACTERS, MAX_TOKEN_CHARACTERS, comment_problem
 from .review import ReviewApi
 from .text import html_to_text
@@ -71,6 +72,7 @@ class ClientReviewPage:
     def __init__(self, app: App):
         self.store, self.config, self.guard = app.store, app.config, app.guard
         self.review: ReviewApi = app.feature(ReviewApi)
+        self.pictures: ChannelPictures = app.feature(ChannelPictures)
         self.policy = content_security_policy(app.config)
 
     # --- routes ------------------------------------------------------------------------------------
@@ -108,6 +110,26 @@ class ClientReviewPage:
                 request={"content": {"application/x-www-form-urlencoded": {"schema": STRING}}})
     def request_changes(self, request: Request) -> Response:
         return self._act(request, self._request_changes)
+
+    @route_options(authenticated=False)
+    @documented("The picture of the page's n-th channel (from 0), fetched through rustiz as the web app's are "
+                "(rustiz); 404 when it has none", ("200", {"description": "A JPEG, PNG, GIF or WebP image"}),
+                parameters=(_TOKEN_PARAMETER, parameter("path", "n", "The channel's place on the page, from 0")))
+    async def picture(self, request: Request) -> Response:
+        try:
+            url = await self.store.off_loop(self._picture_url, request)
+        except PageAnswer as answer:
+            return answer.response
+        answer = await self.pictures.picture_answer(url) if url else None
+        return answer or Response(404, b"", "text/plain; charset=utf-8", [("Cache-Control", "no-store")])
+
+    def _picture_url(self, request: Request) -> str:
+        link = self._link(request)
+        place, threads = request.params.get("n", ""), self._threads(link)
+        if not place.isdigit() or int(place) >= len(threads):
+            return ""
+        channel = channel_store.channel_row(self.store, link["organizationId"], threads[int(place)][0]["integrationId"])
+        return (channel or {}).get("picture") or ""
 
     # --- the form's actions ---------------------------------------------------------------------------
 
@@ -268,7 +290,8 @@ class ClientReviewPage:
         if notice:
             body.append(f'<p class="notice" role="status">{_e(notice)}</p>')
         body.append('<section class="cr-previews" aria-label="The post on each channel">')
-        body += [self._channel_preview(link, thread) for thread in threads]
+        body += [self._channel_preview(link, thread, f"/p/{token}/picture/{place}")
+                 for place, thread in enumerate(threads)]
         if not threads:
             body.append('<p class="muted">This post was deleted.</p>')
         body.append("</section>")
@@ -278,12 +301,14 @@ class ClientReviewPage:
         body.append("</main>")
         return self._html(status, "Review this post", "".join(body))
 
-    def _channel_preview(self, link: dict, thread: list) -> str:
+    def _channel_preview(self, link: dict, thread: list, picture_path: str) -> str:
         channel = channel_store.channel_row(self.store, link["organizationId"], thread[0]["integrationId"]) or {}
         identifier = channel.get("providerIdentifier", "")
         platform = getattr(PROVIDERS.get(identifier), "label", identifier)
         name = channel.get("name") or platform
         initial = (name.strip()[:1] or "?").upper()
+        # (over the initial, which shows through when the picture cannot be fetched: no script needed)
+        picture = f'<img src="{_e(picture_path, True)}" alt="" width="32" height="32">' if channel.get("picture") else ""
         parts = []
         for index, part in enumerate(thread):
             text = html_to_text(part["content"] or "")
@@ -291,7 +316,7 @@ class ClientReviewPage:
                          f'{self._media(part["image"])}</div>')
         return (f'<article class="preview pv-card cr-channel" aria-label="{_e(f"On {name} ({platform})", True)}">'
                 f'<p class="pv-platform">{_e(platform)}</p><header class="pv-head">'
-                f'<span class="avatar" aria-hidden="true">{_e(initial)}</span><span class="pv-who">'
+                f'<span class="avatar cr-avatar" aria-hidden="true">{_e(initial)}{picture}</span><span class="pv-who">'
                 f'<strong class="pv-name">{_e(name)}</strong></span></header>{"".join(parts)}</article>')
 
     def _media(self, image: Optional[str]) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from conftest import LOCAL_FAKES
-from support import API, api, channel_post, connect_database, iso, post_body, settled, two_organizations, \
+from support import API, api, channel_post, connect_database, iso, png_file, post_body, settled, two_organizations, \
     webhook_channel
 
 NUMBERS = itertools.count(1)
@@ -61,7 +61,7 @@ def exchange(server, method: str, path: str, body: bytes | None = None, headers:
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode(errors="replace")
     finally:
         connection.close()
 
@@ -304,3 +304,19 @@ def test_requests_per_address_are_limited(start_server, backend):
     status, headers, html = send(server, token, "comment", {"name": "Cleo", "text": "again"}, form=form)
     assert status == 429 and int(headers["retry-after"]) > 0 and "try again" in html
     assert urlsplit(server.url).hostname == "127.0.0.1"
+
+
+def test_channel_pictures_come_through_the_link_by_place_only(shared, agent, module_receiver):
+    from fakes import answer
+    module_receiver.route("GET", "/face.png", lambda request: answer(200, png_file(), {"Content-Type": "image/png"}))
+    channel = webhook_channel(shared, module_receiver, "Pictured", "/hook?pictured=1")
+    with connect_database(shared.database) as db:
+        db.execute("UPDATE integration SET picture = ? WHERE id = ?", (module_receiver.url + "/face.png", channel))
+    root = draft_for_review(shared, (channel,), agent)[0]
+    token = make_link(shared, root)["token"]
+    assert f'src="/p/{token}/picture/0"' in page(shared, token)[2]
+    status, headers, _ = exchange(shared, "GET", f"/p/{token}/picture/0")
+    assert status == 200 and headers["content-type"] == "image/png" and "sandbox" in headers["content-security-policy"]
+    for place in ("1", "-1", "x", "00000000000000000000001"):
+        assert exchange(shared, "GET", f"/p/{token}/picture/{place}")[0] == 404
+    assert exchange(shared, "GET", f"/p/{token[:-3]}xyz/picture/0")[0] == 404

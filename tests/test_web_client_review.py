@@ -13,7 +13,9 @@ import pytest
 
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_pages import open_page, placeholder_text, receivers, show, sideways_overflow  # noqa: F401
-from test_web_channels import serious_axe_violations, shoot
+from test_web_channels import PICTURE, serious_axe_violations, shoot
+from test_web_pages import set_picture
+from fakes import answer  # noqa: E402
 from support import API, api, channel_post, iso, post_body, settled, webhook_channel  # noqa: E402
 
 
@@ -106,6 +108,8 @@ def test_the_client_page_reads_well_on_a_desktop_and_a_phone(start_server_with_f
     server = start_server_with_fakes()
     made = receivers(2)
     channels = [webhook_channel(server, receiver, name) for receiver, name in zip(made, ("Bistro blog", "Bistro news"))]
+    made[0].route("GET", "/avatar.png", lambda request: answer(200, PICTURE, {"Content-Type": "image/png"}))
+    set_picture(server, channels[0], made[0].url + "/avatar.png")
     text = "<p>A long line without breaks: https://example.com/" + "x" * 120 + "</p><p>Second paragraph</p>"
     status, agent = api(server, "POST", f"{API}/api-keys", {"name": "agent", "scope": "drafts"})
     status, answer = api(server, "POST", f"{API}/posts", post_body(*(channel_post(c, text) for c in channels),
