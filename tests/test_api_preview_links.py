@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import itertools
 import random
 import re
@@ -15,8 +16,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from conftest import LOCAL_FAKES
-from support import API, api, channel_post, connect_database, iso, png_file, post_body, settled, two_organizations, \
-    webhook_channel
+from support import API, Database, api, channel_post, connect_database, iso, png_file, post_body, settled, \
+    two_organizations, webhook_channel
 
 NUMBERS = itertools.count(1)
 
@@ -320,3 +321,18 @@ def test_channel_pictures_come_through_the_link_by_place_only(shared, agent, mod
     for place in ("1", "-1", "x", "00000000000000000000001"):
         assert exchange(shared, "GET", f"/p/{token}/picture/{place}")[0] == 404
     assert exchange(shared, "GET", f"/p/{token[:-3]}xyz/picture/0")[0] == 404
+
+
+def test_media_show_as_thumbnails_only_when_rustiz_serves_them(shared):
+    db = Database(shared)
+    channel = db.channel("Pictures", "bluesky")
+    own = f"{shared.url}/uploads/2026/01/01/cat.png"
+    image = json.dumps([{"id": "1", "path": own, "alt": "A cat on a mat"},
+                        {"id": "2", "path": "https://elsewhere.example/tracker.png"},
+                        {"id": "3", "path": f"{shared.url}/uploads/2026/01/01/clip.mp4"}, "junk", {"path": 5}])
+    post_id = db.post(channel, iso(86400), state="DRAFT", image=image)
+    html = page(shared, make_link(shared, post_id)["token"])[2]
+    assert f'<img src="{own}" alt="A cat on a mat"' in html
+    assert "elsewhere.example" not in html and ">Picture<" in html and ">Video<" in html
+    broken = db.post(channel, iso(86400), state="DRAFT", image="not json")
+    assert page(shared, make_link(shared, broken)["token"])[0] == 200

@@ -112,16 +112,20 @@ def test_the_client_page_reads_well_on_a_desktop_and_a_phone(start_server_with_f
     set_picture(server, channels[0], made[0].url + "/avatar.png")
     text = "<p>A long line without breaks: https://example.com/" + "x" * 120 + "</p><p>Second paragraph</p>"
     status, agent = api(server, "POST", f"{API}/api-keys", {"name": "agent", "scope": "drafts"})
-    status, answer = api(server, "POST", f"{API}/posts", post_body(*(channel_post(c, text) for c in channels),
-                                                                    type="draft", date=iso(86400)),
-                         key=agent["apiKey"])
-    assert status == 201, answer
-    status, link = api(server, "POST", f"{API}/posts/{answer[0]['postId']}/preview-link", {"allowApproval": True})
+    status, made_posts = api(server, "POST", f"{API}/posts", post_body(*(channel_post(c, text) for c in channels),
+                                                                        type="draft", date=iso(86400)),
+                             key=agent["apiKey"])
+    assert status == 201, made_posts
+    post_id = made_posts[0]["postId"]
+    status, link = api(server, "POST", f"{API}/posts/{post_id}/preview-link", {"allowApproval": True})
     assert status == 201, link
-    assert api(server, "POST", f"{API}/posts/{answer[0]['postId']}/comments", {"content": "Ready for Cleo"})[0] == 201
+    assert api(server, "POST", f"{API}/posts/{post_id}/comments", {"content": "Ready for Cleo"})[0] == 201
     context, page = client_page(browser, link["url"], width, scheme, javascript=True)  # (axe runs as a script)
     try:
         expect(page.locator("article.cr-channel")).to_have_count(2)
+        picture = page.locator("article.cr-channel .cr-avatar img")
+        expect(picture).to_have_count(1)
+        assert picture.evaluate("(img) => img.decode().then(() => img.naturalWidth)") > 0
         assert sideways_overflow(page) <= 0 and placeholder_text(page) == []
         shoot(page, f"client-page-{width}-{scheme}")
         assert serious_axe_violations(page) == []
