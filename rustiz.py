@@ -96,6 +96,12 @@ REQUEST_LIMIT_WINDOW_SECONDS = 60
 # API key scopes, each allowing what the ones before it allow (see docs/api.md, "API keys and scopes"): read (GET),
 # drafts (also drafts that wait for review, and uploads), full (everything, the organization's own key).
 SCOPES = ("read", "drafts", "full")
+# What a caller may do, from the narrowest to the widest: the key scopes, with "posts" between drafts and full for
+# a person whose role is editor (every post, no settings). A route declares the level it needs (Route.scope).
+LEVELS = ("read", "drafts", "posts", "full")
+# A person's role in an organization (membership.role) and the level it gives (docs/teams.md).
+ROLE_SCOPES = {"viewer": "read", "author": "drafts", "editor": "posts", "admin": "full"}
+ROLES = tuple(ROLE_SCOPES)
 KEY_LAST_USE_SECONDS = 60  # a key's last use is written at most this often (per key and worker)
 DEFAULT_MCP_TOOL_LIMIT = 60  # MCP tool calls per minute per key
 DEFAULT_MCP_POST_LIMIT = 10  # of which tool calls that create posts
@@ -297,6 +303,9 @@ class Config(NamedTuple):
     # RUSTIZ_STORAGE=s3://bucket/prefix: an object_storage.S3Storage, where uploads live (`uploads` then only
     # stages them); None: in the `uploads` folder.
     storage: Any = None
+    # E-mail (issue 25): RUSTIZ_SMTP_URL as an SmtpServer (None: no mail is sent), and RUSTIZ_MAIL_FROM.
+    smtp: Any = None
+    mail_from: str = ""
 
 
 def default_config_path(environ: dict) -> str:
@@ -458,6 +467,8 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
                                                                     "delivers webhooks) or 0 (it only answers requests)"),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
+        smtp=smtp_setting(values.get("RUSTIZ_SMTP_URL", "")),
+        mail_from=mail_from_setting(values.get("RUSTIZ_MAIL_FROM", ""), values.get("FRONTEND_URL", "")),
     )
 
 
@@ -485,6 +496,61 @@ def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], 
         raise UserError(f"RUSTIZ_DATABASE={chosen.split('://')[0]}://...: rustiz stores in a SQLite file (a path) "
                         "or in PostgreSQL (postgresql://user:password@host:port/database)")
     return resolve("RUSTIZ_DATABASE", chosen or "rustiz.db")
+
+
+class SmtpServer(NamedTuple):
+    """RUSTIZ_SMTP_URL read: smtps:// speaks TLS from the start; smtp:// upgrades with STARTTLS when the server
+    offers it, and must when a user and password are given (they never cross the network in clear)."""
+    tls: bool  # smtps://
+    host: str
+    port: int
+    user: str  # "" : no login
+    password: str
+
+    def redacted(self) -> str:
+        who = f"{self.user}:***@" if self.user else ""
+        return f"{'smtps' if self.tls else 'smtp'}://{who}{self.host}:{self.port}"
+
+
+_SMTP_URL = re.compile(r"(?i)(smtps?)://(?:([^:@/\s]*)(?::([^@/\s]*))?@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)"
+                       r"(?::(\d{1,5}))?/?")
+
+
+def smtp_setting(raw: str) -> Optional[SmtpServer]:
+    """RUSTIZ_SMTP_URL: smtp://user:pass@host:587 (STARTTLS), smtps://user:pass@host:465, smtp://host:25 (no
+    login); the user and password percent-encoded. "" : mail is off. Raises UserError naming the setting."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    shown = re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", raw)[:200]
+    match = _SMTP_URL.fullmatch(raw)
+    if not match:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: use smtp://user:password@host:587 (STARTTLS), "
+                        "smtps://user:password@host:465 (TLS) or smtp://host:25 (no login); percent-encode "
+                        "characters such as @ : / in the user and password")
+    scheme, user, password, host, port = match.groups()
+    tls = scheme.lower() == "smtps"
+    number = int(port) if port else (465 if tls else 587 if user else 25)
+    if not 1 <= number <= 65535:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: the port {number} is out of range: use 1..65535")
+    from urllib.parse import unquote  # (only when mail is configured)
+    user, password = unquote(user or ""), unquote(password or "")
+    if password and not user:
+        raise UserError(f"RUSTIZ_SMTP_URL={shown!r}: a password needs a user (smtp://user:password@host)")
+    return SmtpServer(tls, host.strip("[]"), number, user, password)
+
+
+def mail_from_setting(raw: str, frontend_url: str) -> str:
+    """RUSTIZ_MAIL_FROM: "rustiz@example.com" or "Rustiz <rustiz@example.com>"; by default rustiz@ the host of
+    FRONTEND_URL (rustiz@localhost without one)."""
+    raw = raw.strip()
+    if not raw:
+        host = re.sub(r"^[a-z]+://|[:/].*$", "", frontend_url.lower()) or "localhost"
+        return f"rustiz@{host}"
+    if re.search(r"[\r\n]", raw) or not re.fullmatch(r"[^<>@]*<[^<>@\s]+@[^<>@\s]+>|[^<>@\s]+@[^<>@\s]+", raw):
+        raise UserError(f"RUSTIZ_MAIL_FROM={raw[:200]!r}: use an address (rustiz@example.com) or a name and an "
+                        "address (Rustiz <rustiz@example.com>)")
+    return raw
 
 
 def _local_storage(values: dict) -> bool:
@@ -944,6 +1010,42 @@ MIGRATIONS: tuple = (
     INSERT INTO membership (user_id, organization_id, role, created_at)
         SELECT id, organization_id, 'admin', created_at FROM web_user;
     ALTER TABLE post ADD COLUMN created_by TEXT;
+    """,
+    # E-mail (issue 25, the mail part): a durable outbox, one row per message (unique by its dedupe key, so the
+    # same event never queues a second mail), claimed under a lease by one process at a time, sent with its own
+    # Message-ID on every try, and marked sent or given up; and each person's e-mail preferences per
+    # organization (NULL: the default of the person's role there).
+    """
+    CREATE TABLE mail_outbox (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT,
+        kind TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        text_body TEXT NOT NULL,
+        html_body TEXT NOT NULL,
+        dedupe_key TEXT NOT NULL UNIQUE,
+        message_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at REAL NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL,
+        sent_at TEXT,
+        gave_up_at TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX mail_outbox_pending ON mail_outbox(next_attempt_at) WHERE sent_at IS NULL AND gave_up_at IS NULL;
+    CREATE TABLE mail_preference (
+        user_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL,
+        failed INTEGER,
+        reconnect INTEGER,
+        review INTEGER,
+        digest INTEGER,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, organization_id)
+    );
     """,
     # Client review links and comments (issue 25, review-links): a link (its token stored hashed) shows one
     # post group (review_group: the post's multi-channel group, or its own group when it has none) to a client
@@ -1511,9 +1613,14 @@ class Store:
     # --- the web app's sign-in session of a request (the rest: rustiz_features/storage/web_users.py) --
 
     def web_session(self, token_hash: str) -> Optional[tuple]:
-        """(organization id, CSRF token) of a live session, or None."""
-        return self.read("SELECT organization_id, csrf_token FROM web_session WHERE token_hash = ? "
-                          "AND expires_at > ?", (token_hash, time.time())).fetchone()
+        """(organization id, CSRF token, role, web user id or None) of a live session, or None. A session signed
+        in with an API key (a full one) is an admin's; a person's role is read at each request (a changed role
+        holds at once), and a person no longer a member of the session's organization has no session there."""
+        return self.read("SELECT s.organization_id, s.csrf_token, CASE WHEN s.web_user_id IS NULL THEN 'admin' "
+                         "ELSE m.role END, s.web_user_id FROM web_session s LEFT JOIN membership m "
+                         "ON m.user_id = s.web_user_id AND m.organization_id = s.organization_id "
+                         "WHERE s.token_hash = ? AND s.expires_at > ? AND (s.web_user_id IS NULL OR m.role IS NOT NULL)",
+                         (token_hash, time.time())).fetchone()
 
     # --- idempotency keys (POST /posts): their rows are rustiz_features/storage/idempotency.py's; the
     # housekeeping here forgets them after a day -----------------------------------------------
@@ -2055,7 +2162,8 @@ class Request:
     whether the request goes on (its body may not have arrived yet). On a route that streams its body
     (uploads), `sink` is where the body went as it arrived, and `body` stays empty."""
     __slots__ = ("method", "target", "path", "query_string", "headers", "body", "peer", "http10",
-                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink", "scope", "key")
+                 "keep_alive", "params", "_query", "route", "organization", "rate_headers", "sink", "scope", "key",
+                 "user", "role")
 
     def __init__(self, head: RequestHead, body: bytes, peer: str):
         self.method = head.method
@@ -2071,6 +2179,8 @@ class Request:
         self.sink: Optional[BodySink] = None
         self.scope = "read"  # what the caller's key may do (SCOPES), set with `organization` by the Guard
         self.key: Optional[KeyIdentity] = None  # the API key that called (None: a web session, or no key)
+        self.user: Optional[str] = None  # the person (web_user id) of a web session signed in with a password
+        self.role: Optional[str] = None  # a web session's role in the organization (ROLES; "admin" for a key's)
         self.route: Optional[Route] = None  # (None: refused before a route was found; see RequestTally)
 
     @property
@@ -3159,18 +3269,26 @@ def _too_many_requests(retry_after: int) -> ApiError:
 
 
 def scope_allows(scope: str, needed: str) -> bool:
-    """Whether a key of `scope` may do what needs `needed` (SCOPES go from the narrowest to the widest)."""
-    return SCOPES.index(scope) >= SCOPES.index(needed)
+    """Whether a caller at level `scope` may do what needs `needed` (LEVELS go from the narrowest to the widest)."""
+    return LEVELS.index(scope) >= LEVELS.index(needed)
 
 
-def scope_refusal(scope: str, needed: str, what: str) -> ApiError:
-    """403 for a key whose scope does not allow `what` (the same words for the API and MCP's tool errors)."""
-    return nest_error(403, scope_refusal_text(scope, needed, what))
+def scope_refusal(scope: str, needed: str, what: str, role: Optional[str] = None) -> ApiError:
+    """403 for a key whose scope, or a person whose role (`role`: a web session), does not allow `what` (the
+    same words for the API and MCP's tool errors)."""
+    return nest_error(403, role_refusal_text(role, needed, what) if role else scope_refusal_text(scope, needed, what))
 
 
 def scope_refusal_text(scope: str, needed: str, what: str) -> str:
+    needed = needed if needed in SCOPES else "full"  # (no key has the level "posts": a full one is needed)
     return (f"This API key has the scope {scope!r}; {what} needs the scope {needed!r}. Use a key with that "
             f"scope (`rustiz key add --scope {needed}`) or the organization's own key")
+
+
+def role_refusal_text(role: str, needed: str, what: str) -> str:
+    allowed = [name for name, level in ROLE_SCOPES.items() if scope_allows(level, needed)]
+    return (f"Your role in this organization is {role!r}; {what} needs the role "
+            f"{' or '.join(repr(name) for name in allowed)}. Ask an admin of the organization to change your role")
 
 
 NO_API_KEY = "No API Key found"
@@ -3219,7 +3337,6 @@ class Guard:
             token = session_cookie(request)
             if not token:
                 raise _unauthorized(NO_API_KEY)
-            request.scope = "full"  # (the web app signs in with a password or a full key only)
             return self.session_organization(request, token)
         identity = self.key_identity(key)
         if identity is None:
@@ -3235,12 +3352,14 @@ class Guard:
         return key[7:].strip() if key[:7].lower() == "bearer " else key
 
     def session_organization(self, request: Request, token: str) -> str:
-        """The organization of a web session; a request that changes anything must also carry the
-        session's CSRF token in X-CSRF-Token (a cookie alone is what a forged cross-site form would have)."""
+        """The organization of a web session, and the person's role there (request.role, .user, .scope); a
+        request that changes anything must also carry the session's CSRF token in X-CSRF-Token (a cookie alone
+        is what a forged cross-site form would have)."""
         session = self.store.web_session(hash_api_key(token))
         if session is None:
             raise _unauthorized("Your session has ended: sign in again")
-        organization_id, csrf_token = session
+        organization_id, csrf_token, request.role, request.user = session
+        request.scope = ROLE_SCOPES[request.role]
         if request.method not in ("GET", "HEAD", "OPTIONS") and not compare_digest(
                 request.headers.get("x-csrf-token", "").encode(), csrf_token.encode()):
             raise nest_error(403, "This request came with the session cookie but without its X-CSRF-Token header "
@@ -3301,7 +3420,7 @@ class Guard:
     def check_scope(request: Request, needed: str, what: str) -> None:
         """Raises ApiError 403 unless the caller's key has the scope `needed` (or a wider one) for `what`."""
         if not scope_allows(request.scope, needed):
-            raise scope_refusal(request.scope, needed, what)
+            raise scope_refusal(request.scope, needed, what, request.role)
 
     def client_address(self, request: Request) -> str:
         """The peer, or, behind a trusted reverse proxy, the nearest untrusted X-Forwarded-For hop."""
@@ -3416,7 +3535,8 @@ class Route(NamedTuple):
     # this process remembers, on the event loop itself (no thread, no query), when the key is one the Guard
     # knows; None sends the request to a Store thread and `handler` as usual (see App.respond).
     from_memory: Optional[Callable[["Request", str], Optional["Response"]]] = None
-    # The API key scope (SCOPES) the route needs; None: "read" for GET and HEAD, "full" for anything else.
+    # The level (LEVELS: a key scope, or "posts" for an editor) the route needs; None: "read" for GET and HEAD,
+    # "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
 
@@ -3534,6 +3654,9 @@ API_ROUTES = (
     ("POST", "/media/delete", "media_library", "MediaLibraryApi.delete_many"),
     ("PUT", "/media/:id", "media_library", "MediaLibraryApi.update_media"),
     ("DELETE", "/media/:id", "media_library", "MediaLibraryApi.delete_media"),
+    # E-mail (issue 25): the signed-in person's e-mail preferences.
+    ("GET", "/me/notifications", "mail", "NotificationPreferencesApi.show"),
+    ("PUT", "/me/notifications", "mail", "NotificationPreferencesApi.update"),
     # Client review links and comments on a post (issue 25, review-links).
     ("POST", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.create"),
     ("DELETE", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.revoke"),
@@ -3563,6 +3686,7 @@ ROOT_ROUTES = (
     ("POST", "/auth/login", "web", "WebApp.login"),
     ("GET", "/auth/session", "web", "WebApp.session"),
     ("POST", "/auth/logout", "web", "WebApp.logout"),
+    ("POST", "/auth/switch", "web", "WebApp.switch"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
     # A review link's page for a client without an account, and its form (issue 25, review-links).
     ("GET", "/p/:token", "client_review", "ClientReviewPage.page"),

@@ -9,20 +9,22 @@ the core imports none of these at load time, and these import the core and one a
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
     preview_links
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
-  api_posts -> api_channels, validation, recurrence, catalogue, duplicates
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail
   review (approving and rejecting drafts keys' posts) -> api_posts
   preview_links (client review links and comments, the team's API) -> api_posts
-  client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, catalogue,
-    text
+  client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, mail,
+    alerts, catalogue, text
   api_keys (named API keys with a scope) -> the core only
   duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web
   analytics -> connect, publishers, http_client
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
-  scheduler -> alerts, background, connect, publishers, media, object_storage, recurrence, http_client,
-    catalogue
+  scheduler -> alerts, mail, digest, background, connect, publishers, media, object_storage, recurrence,
+    http_client, catalogue
   alerts (trouble announced on an alert channel) -> background, publishers, text
+  digest (the daily digest mail) -> mail, alerts, recurrence, text
+  mail (the outbox, its SMTP sender, the mails, e-mail preferences) -> alerts, background
   background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage, picture_size
@@ -34,7 +36,7 @@ the core imports none of these at load time, and these import the core and one a
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
-  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client
+  ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the

@@ -22,7 +22,7 @@ import re
 from typing import Any, Callable, NamedTuple, Optional
 
 from rustiz import App, Request, Response, bad_request, encode_json, json_response, nest_error, new_cuid, \
-    new_uuid, not_found, route_options
+    new_uuid, not_found, route_options, scope_allows
 from .api_docs import BOOLEAN, STRING, array_of, documented, object_schema, parameter
 from .api_posts import POST_NOT_FOUND
 from .storage import posts as post_store
@@ -209,16 +209,19 @@ class TagsApi(LibraryRoutes):
     def list_tags(self, request: Request, organization_id: str) -> Response:
         return json_response({"tags": self.listing(organization_id)})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("A new tag (rustiz; scope full): its name is unique in the organization whatever its case (409)",
                 ("201", TAG), "BadRequest Conflict", request=TAG_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Rename or recolour a tag (rustiz; scope full); its posts keep it", ("200", TAG),
                 "BadRequest NotFound Conflict", (TAG_ID,), TAG_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Delete a tag (rustiz; scope full): posts keep showing it, its name is free again",
                 ("200", TAG), "NotFound", (TAG_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
@@ -253,16 +256,19 @@ class SignaturesApi(LibraryRoutes):
     def list_signatures(self, request: Request, organization_id: str) -> Response:
         return json_response({"signatures": self.listing(organization_id)})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("A new signature (rustiz; scope full); with autoAdd, the only one added to new posts by itself",
                 ("201", SIGNATURE), "BadRequest", request=SIGNATURE_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Change a signature's text or autoAdd (rustiz; scope full); autoAdd true takes it from the others",
                 ("200", SIGNATURE), "BadRequest NotFound", (SIGNATURE_ID,), SIGNATURE_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Delete a signature (rustiz; scope full)", ("200", SIGNATURE), "NotFound", (SIGNATURE_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
         return json_response(self.remove(organization_id, request.params["id"]))
@@ -320,16 +326,19 @@ class SetsApi(LibraryRoutes):
     def list_sets(self, request: Request, organization_id: str) -> Response:
         return json_response({"sets": self.listing(organization_id)})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("A new set (rustiz; scope full): channels of this organization, settings by channel id",
                 ("201", SET), "BadRequest", request=SET_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Change a set's name, channels or settings (rustiz; scope full)", ("200", SET),
                 "BadRequest NotFound", (SET_ID,), SET_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Delete a set (rustiz; scope full)", ("200", SET), "NotFound", (SET_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
         return json_response(self.remove(organization_id, request.params["id"]))
@@ -387,6 +396,6 @@ class PostCopies:
                          "parent_post_id": copied_ids.get(part["parentPostId"]), "settings": part["settings"],
                          "image": part["image"], "creation_method": part["creationMethod"],
                          "interval_in_days": part["intervalInDays"], "multi_channel_group": made_together})
-            if scope != "full":  # (made by an agent: a person reviews it)
+            if not scope_allows(scope, "posts"):  # (made by an agent or an author: a person reviews it)
                 rows[-1]["review"] = "review"
         return rows

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import (
     ApiError, App, Guard, Request, Response, bad_request, duration, encode_json, iso_at, iso_ms, json_dumps,
     json_object, json_response, nest_error, new_cuid, new_uuid, not_found, parse_iso_instant, route_options,
-    scope_refusal, sha256, utc_now_iso,
+    scope_allows, scope_refusal, sha256, utc_now_iso,
 )
 from .api_docs import (
     BOOLEAN, CHANNEL_ID, DATE, ID, INTEGER, POST_ID, STRING, array_of, documented, json_body, object_schema,
@@ -285,6 +285,7 @@ class PostsApi:
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
         return view
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
@@ -292,12 +293,14 @@ class PostsApi:
         post_store.delete_group(self.store, organization_id, post["group"])
         return json_response({"error": True})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
         post_store.delete_group(self.store, organization_id, request.params["group"])
         return json_response({"error": True})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Make a post a draft or queue it",
                 ("200", object_schema({"id": STRING, "state": {"type": "string", "enum": ["DRAFT", "QUEUE"]}})),
                 "PostRejected Conflict", (POST_ID,),
@@ -331,6 +334,7 @@ class PostsApi:
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Link a post whose releaseId is \"missing\" to its platform post", ("200", ref("PostRow")),
                 "BadRequest NotFound", (POST_ID,), object_schema({"releaseId": ID}))
     def link_release(self, request: Request, organization_id: str) -> Response:
@@ -360,6 +364,7 @@ class PostsApi:
         self._post_or_404(organization_id, request.params["id"])
         return json_response([])
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Queue the failed parts of a post's thread again (rustiz)", ("201", ref("Post")), "NotFound Conflict",
                 (POST_ID,))
     def retry(self, request: Request, organization_id: str) -> Response:
@@ -490,8 +495,10 @@ class PostsApi:
         plan = validate_create_post(body, lambda channel_id: channel_store.channel(
             self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
             lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
-        if request.scope != "full":
-            self.mark_for_review(organization_id, plan, request.scope)
+        if not scope_allows(request.scope, "posts"):
+            for post in self.mark_for_review(organization_id, plan, request.scope, request.role):
+                self.refuse_others_draft(request, organization_id, post["id"])
+        plan["createdBy"] = request.user
         if not duplicates_allowed(body):
             try:
                 refuse_duplicates(self.store, plan)
@@ -507,19 +514,22 @@ class PostsApi:
             return self._replay(earlier, claim)
         return Response(201, body, "application/json; charset=utf-8")
 
-    def mark_for_review(self, organization_id: str, plan: dict, scope: str) -> None:
-        """A drafts key's plan (POST /posts, MCP): drafts only, which wait for a person's review, and it may
-        rewrite only drafts (a value id or a group naming a scheduled post would unschedule it). Raises 403."""
+    def mark_for_review(self, organization_id: str, plan: dict, scope: str, role: Optional[str] = None) -> list:
+        """A drafts key's or an author's plan (POST /posts, MCP): drafts only, which wait for a person's review,
+        and it may rewrite only drafts (a value id or a group naming a scheduled post would unschedule it).
+        Returns the stored posts the plan rewrites; raises 403."""
         if plan["type"] != "draft":
-            raise scope_refusal(scope, "full", f'a post of type "{plan["type"]}" (only "draft" waits for review)')
+            raise scope_refusal(scope, "posts", f'a post of type "{plan["type"]}" (only "draft" waits for review)',
+                                role)
         ids = [value["id"] for post in plan["posts"] for value in post["values"] if value.get("id")]
         rewritten = list(post_store.posts_by_id(self.store, organization_id, ids).values()) if ids else []
         for group in {post["group"] for post in plan["posts"] if post.get("group")}:
             rewritten += post_store.thread(self.store, organization_id, group)
         for post in rewritten:
             if post["state"] != "DRAFT":
-                raise scope_refusal(scope, "full", f"rewriting post {post['id']} (it is {post['state']})")
+                raise scope_refusal(scope, "posts", f"rewriting post {post['id']} (it is {post['state']})", role)
         plan["review"] = "review"
+        return rewritten
 
     def save_plan(self, organization_id: str, plan: dict, claim: Optional[IdempotentResponse] = None) -> tuple:
         """Store what validate_create_post planned (for POST /posts and MCP's schedule tool alike).
@@ -534,6 +544,10 @@ class PostsApi:
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
+        if plan.get("review") == "review" and earlier is None:  # (e-mail: the reviewers whose preference is on)
+            from . import mail
+            mail.drafts_await_review(self.store, self.config, organization_id, [item["postId"] for item in created],
+                                     [post["integration"]["name"] for post in plan["posts"]])
         return created, body, earlier
 
     def planned_rows(self, organization_id: str, plan: dict) -> tuple:
@@ -569,13 +583,14 @@ class PostsApi:
                              "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
                              "settings": encode_json(post["settings"]), "image": encode_json(value["image"]),
                              "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter"),
-                             "multi_channel_group": multi_channel_group})
+                             "multi_channel_group": multi_channel_group, "created_by": plan.get("createdBy")})
                 if "review" in plan:
                     rows[-1]["review"] = plan["review"]
                 parent = post_id
             threads.append(rows)
         return threads, replaced_groups
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Merge provider settings into a main post",
                 ("200", object_schema({"postId": STRING, "publishDate": STRING})), "BadRequest NotFound Conflict",
                 (POST_ID,), object_schema({"settings": {"type": "object"}}))
@@ -649,13 +664,14 @@ class PostsApi:
             raise nest_error(409, f"Post {post['id']} is {post['state']}, so it can no longer be edited. To publish "
                                   f"it again, POST /posts with its id as value[0].id and \"republish\": true")
         if post["state"] != "DRAFT":
-            Guard.check_scope(request, "full", f"editing post {post['id']} (it is {post['state']})")
+            Guard.check_scope(request, "posts", f"editing post {post['id']} (it is {post['state']})")
+        self.refuse_others_draft(request, organization_id, post["id"])
         thread = post_store.thread(self.store, organization_id, post["group"])
         edits = {name: body[name] for name in ("content", "image") if name in body}
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
         plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
                                 date=body.get("date"))
-        if request.scope != "full":  # changed by an agent: a person reviews it (again)
+        if not scope_allows(request.scope, "posts"):  # changed by an agent or an author: reviewed (again)
             plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
         tags = post_store.post_tags(self.store, [thread[0]["id"]]).get(thread[0]["id"], [])
@@ -665,6 +681,12 @@ class PostsApi:
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
+
+    def refuse_others_draft(self, request: Request, organization_id: str, post_id: str) -> None:
+        """An author changes only the drafts they made (403 otherwise); editors and admins change any post."""
+        if request.role == "author" and post_store.post_author(self.store, organization_id, post_id) != request.user:
+            raise nest_error(403, f"Post {post_id} is not one of your drafts: your role in this organization is "
+                                  "'author', which changes only the drafts you wrote. Ask an editor or an admin")
 
     def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
                     edits: Optional[dict] = None, date: Optional[str] = None,

@@ -17,7 +17,7 @@ Rules:
 - Approve does what POST /posts/:id/approve does to each thread awaiting review (review.ReviewApi); Request
   changes what reject does, the client's text as the reason. Approving what is already queued or published
   changes nothing and answers as the first approval did. Both, and every comment, notify the team (a
-  notification).
+  notification, and mail.notify_team's "review" e-mail to admins and editors when mail is configured).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from typing import Any, Optional
 from urllib.parse import parse_qsl
 from _operator import _compare_digest as compare_digest
 
-from rustiz import ApiError, App, Request, Response, hash_api_key, route_options
+from rustiz import ApiError, App, Request, Response, hash_api_key, log, route_options
 from .api_docs import STRING, documented, parameter
 from .catalogue import PROVIDERS
 from .pictures import ChannelPictures
@@ -208,13 +208,30 @@ class ClientReviewPage:
 
     def _record(self, link: dict, name: str, text: str, kind: str, notice: str,
                 post_id: Optional[str] = None) -> None:
-        """The client's words kept as a comment, and the team told (a notification about the post)."""
+        """The client's words kept as a comment, and the team told: a notification about the post, and an
+        e-mail to the admins and editors whose "review" mails are on (when mail is configured)."""
         organization_id = link["organizationId"]
-        comment_store.add_comment(self.store, organization_id, link["reviewGroup"], "client", None, name, text, kind)
+        made = comment_store.add_comment(self.store, organization_id, link["reviewGroup"], "client", None, name,
+                                         text, kind)
         if post_id is None:
             threads = self._threads(link)
             post_id = threads[0][0]["id"] if threads else None
         notification_store.add_notification(self.store, organization_id, notice, None, post_id)
+        if post_id is not None:
+            self._mail_team(organization_id, kind, notice, post_id, made["id"])
+
+    def _mail_team(self, organization_id: str, kind: str, notice: str, post_id: str, comment_id: str) -> None:
+        from . import mail
+        from .alerts import post_link
+        link = post_link(self.config, post_id)
+        subject = {"comment": "A client commented on a post", "approved": "A client approved a post",
+                   "changes": "A client asked for changes to a post"}[kind]
+        try:
+            mail.notify_team(self.store, self.config, organization_id, "review", subject,
+                             f"{notice}\n\nOpen the post:\n{link}\n", mail.html_mail(notice, link, "Open the post"),
+                             link, f"client-review:{comment_id}")
+        except Exception as error:  # (the comment and the notification are stored: a mail not queued is logged)
+            log(f"the mail about a client's review of post {post_id} was not queued: {error!r}"[:400])
 
     # --- what the page is made of ---------------------------------------------------------------------
 

@@ -477,6 +477,7 @@ def doctor(config: Config) -> int:
         _check_database(store, report)
         _check_scheduler(config, store, report)
         _check_clock(store, report)
+        _check_mail(config, report)
         asyncio.run(_check_network(config, store, report))
     finally:
         store.close()
@@ -604,6 +605,22 @@ def _check_clock(store: Store, report: Report) -> None:
                              "being stepped; prefer NTP slewing (chrony)")
         return
     report.ok("clock", f"{iso_at(now)} UTC" + (", within 5 s of PostgreSQL's" if database_time is not None else ""))
+
+
+def _check_mail(config: Config, report: Report) -> None:
+    """The SMTP server of RUSTIZ_SMTP_URL: connect, EHLO, STARTTLS and login as configured; no mail is sent."""
+    from . import mail
+    if not mail.mail_configured(config):
+        report.ok("mail", "off (RUSTIZ_SMTP_URL is not set: no e-mail is sent)")
+        return
+    where = config.smtp.redacted()
+    problem = mail.check_smtp(config)
+    if problem:
+        report.fail("mail", f"{where}: {problem}. Fix RUSTIZ_SMTP_URL in config.env; meanwhile mails wait in the "
+                            "outbox and are retried")
+    else:
+        report.ok("mail", f"{where} answered EHLO" + (" and took the login" if config.smtp.user else "") +
+                  f"; mails are sent from {config.mail_from}")
 
 
 async def _check_network(config: Config, store: Store, report: Report) -> None:

@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from rustiz import (
     ApiError, Request, Response, bad_request, encode_json, iso_ms, json_dumps, nest_error, parse_iso_instant,
+    route_options,
 )
 from .api_docs import DATE, array_of, documented, parameter, ref
 from .api_posts import PostsApi
@@ -163,6 +164,7 @@ class PostsFiles:
 
     # --- import ------------------------------------------------------------------------------------------
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Validate (dryRun=1) or store, all or nothing, posts from a JSON or CSV file (rustiz)",
                 ("201", ref("ImportReport")), "BadRequest",
                 (parameter("query", "dryRun", "1: validate every row, store nothing, answer 200", schema=_YES_OR_NO),

@@ -72,6 +72,7 @@ class ReviewLinksApi:
             raise not_found(POST_NOT_FOUND)
         return post
 
+    @route_options(scope="posts")  # (an editor's: the role editor, or a full key)
     @documented("Make a review link to a post (its threads on every channel) for a client without an account: "
                 "the page /p/<token> shows it with a comment box and, with allowApproval, Approve and Request "
                 "changes (rustiz). The token is shown once", ("201", _LINK_ANSWER), "BadRequest NotFound",
@@ -90,10 +91,11 @@ class ReviewLinksApi:
         token = secrets.token_urlsafe(32)
         expires = iso_ms(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days))
         link_store.create_link(self.store, organization_id, review_group_of(post), hash_api_key(token),
-                               secrets.token_urlsafe(24), allow_approval, expires, getattr(request, "user", None))
+                               secrets.token_urlsafe(24), allow_approval, expires, request.user)
         return json_response({"url": review_link_url(self.config.frontend_url, token), "token": token,
                               "expiresAt": expires}, 201)
 
+    @route_options(scope="posts")
     @documented("Revoke the post's review links: all of them, or only the one of ?token= (rustiz)",
                 ("200", object_schema({"revoked": INTEGER})), "NotFound",
                 (POST_ID, parameter("query", "token", "Only this link's token")))
@@ -166,7 +168,7 @@ class CommentsApi:
 def author(store: Any, request: Request) -> tuple:
     """(type, id, name) of who calls: the person signed in, else the API key (the organization's own is
     "default"; a web session signed in with a key has no person)."""
-    user = getattr(request, "user", None)
+    user = request.user
     if user:
         return "user", user, comment_store.person_name(store, user) or "Team member"
     return key_author(store, request.organization, request.key)
@@ -188,7 +190,6 @@ def is_own(comment: dict, caller: tuple) -> bool:
 
 
 def is_admin(request: Request) -> bool:
-    """An admin of the organization: a person whose role is admin, or a full key (a session signed in with
-    one). Before roles, every web session is a full one."""
-    role = getattr(request, "role", None)
-    return role == "admin" if role is not None else request.scope == "full"
+    """An admin of the organization: a person whose role is admin (a session signed in with a full key is
+    one), or a full key."""
+    return request.role == "admin" if request.role is not None else request.scope == "full"

@@ -18,7 +18,7 @@ import json
 from typing import Any, Optional
 
 from rustiz import ApiError, App, Request, Response, bad_request, iso_ms, json_object, json_response, \
-    nest_error, not_found, parse_iso_instant, utc_now_iso
+    nest_error, not_found, parse_iso_instant, route_options, utc_now_iso
 from .api_docs import DATE, POST_ID, STRING, documented, object_schema, parameter, ref
 from .api_posts import POST_NOT_FOUND, PostsApi
 from .storage import posts as post_store
@@ -48,6 +48,7 @@ class ReviewApi:
                                   "GET /public/v1/posts?state=review lists them)")
         return thread
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Approve a draft awaiting review: queued at `date`, else its own date, else (passed) the channel's "
                 "next free slot (rustiz; scope full). With If-Match (the ETag of GET /posts/{id}) or `version`, a "
                 "409 when the post changed since that version (nothing is approved)", ("200", ref("Post")),
@@ -96,6 +97,7 @@ class ReviewApi:
         slot, _, _ = self.posts.free_slot(organization_id, channel)
         return iso_ms(slot)
 
+    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
     @documented("Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
                 ("200", ref("Post")), "BadRequest NotFound Conflict", (POST_ID,), object_schema({"reason": STRING}))
     def reject(self, request: Request, organization_id: str) -> Response:

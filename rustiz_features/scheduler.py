@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .alerts import AlertSender
 from .background import RowSender, WokenLoop, epoch_seconds, failure_text
+from .digest import DailyDigests
+from . import mail
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
 from .recurrence import next_occurrence
@@ -109,6 +111,8 @@ class Scheduler(WokenLoop):
         self.next_due: Optional[str] = None
         self.deliveries = WebhookDeliveries(self)
         self.alerts = AlertSender(self)
+        self.mail = mail.MailSender(self)  # (e-mail: the outbox, sent from every process)
+        self.digests = DailyDigests(config, store)
 
     @property
     def http(self) -> HttpClient:
@@ -129,6 +133,7 @@ class Scheduler(WokenLoop):
         """Called every second: take the lock if its holder died, and notice changes other processes made."""
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
+        self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
         if not self.running:
             if not self._take_lock():
                 return
@@ -139,6 +144,7 @@ class Scheduler(WokenLoop):
             self.wake()
         if self.shared:
             self._keep_leases()
+        self.digests.tick()  # (where the scheduler runs: once a minute, the daily digests due)
         if time.time() - self.beaten_at >= SCHEDULER_HEARTBEAT_SECONDS:
             self._beat()
         if time.time() >= self.token_sweep_at:
@@ -572,6 +578,8 @@ class Scheduler(WokenLoop):
                 f"{failure_text(label, error, 0)}. Its posts wait until it is reconnected (up to PUBLISH_GRACE "
                 f"after their date): {link}", link)
             self.alerts.channel_needs_reconnect(claim, label, failure_text(label, error, 0), link)
+            mail.channel_needs_reconnect(self.store, self.config, claim["organization_id"], claim["channel_name"],
+                                         label, failure_text(label, error, 0), link)
 
     def _fail(self, claim: dict, platform: Optional[Provider], text: str) -> None:
         later_parts = schedule_store.record_failed(self.store, claim["id"], text,
@@ -581,6 +589,7 @@ class Scheduler(WokenLoop):
         notification_store.add_notification(self.store, claim["organization_id"],
                                             f"{claim['channel_name']}: {text}{suffix}", post_id=claim["id"])
         self.alerts.post_failed(claim, text + suffix)
+        mail.post_failed(self.store, self.config, claim, text + suffix)
 
     def _missed(self, claim: dict, due: str, late: float) -> None:
         grace = duration(self.config.publish_grace_seconds)
@@ -663,6 +672,7 @@ class Scheduler(WokenLoop):
         self.stop_sleeping()
         self.deliveries.stop()
         self.alerts.stop()
+        self.mail.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:

@@ -20,10 +20,10 @@ from typing import Any, Awaitable, Optional, Union
 from _operator import _compare_digest as compare_digest
 
 from rustiz import (
-    ApiError, App, Guard, Request, Response, SESSION_COOKIE, Store, bad_request, duration, hash_api_key, json_object,
-    json_response, route_options, session_cookie, sha256,
+    ROLES, ApiError, App, Guard, Request, Response, SESSION_COOKIE, Store, bad_request, duration, hash_api_key,
+    json_object, json_response, nest_error, not_found, route_options, session_cookie, sha256,
 )
-from .api_docs import STRING, documented, json_body, object_schema, ref
+from .api_docs import STRING, array_of, documented, json_body, object_schema, ref
 from .storage import web_users as web_user_store
 
 
@@ -149,7 +149,14 @@ def web_files() -> dict:
 # hold megabytes (a key, an email and a password are well under 1 KiB).
 SIGN_IN_BODY_BYTES = 16 * 1024
 # For the OpenAPI document (the web app's files are not API, so not in it).
-_SIGNED_IN = object_schema({"organization": ref("Organization"), "csrfToken": STRING})
+# Who is signed in: the person (null for a session signed in with an API key), their role in the organization
+# shown, and every organization they may switch to.
+_PERSON = {"oneOf": [object_schema({"id": STRING, "email": STRING, "name": {"type": ["string", "null"]}}),
+                     {"type": "null"}]}
+_ROLE = {"type": "string", "enum": list(ROLES)}
+_MEMBERSHIPS = array_of(object_schema({"id": STRING, "name": STRING, "role": _ROLE}))
+_SIGNED_IN = object_schema({"organization": ref("Organization"), "csrfToken": STRING, "user": _PERSON, "role": _ROLE,
+                            "organizations": _MEMBERSHIPS})
 _NOT_SIGNED_IN = {"401": json_body(object_schema({"message": STRING}), "Wrong key or password, or not signed in")}
 
 
@@ -261,12 +268,34 @@ class WebApp:
         matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
         if user is None or not matches:
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
-        return await self.store.off_loop(lambda: self._signed_in(request, user[1], web_user_id=user[0]))
+        return await self.store.off_loop(lambda: self.person_signed_in(request, user[0], user[1]))
+
+    def person_signed_in(self, request: Request, user_id: str, first_organization: str) -> Response:
+        """A session for the person, in the organization they first joined while they are a member there, else
+        in the first of theirs by name; 403 when they are a member of none any more."""
+        organizations = [row[0] for row in web_user_store.organizations_of(self.store, user_id)]
+        if not organizations:
+            raise nest_error(403, "This account is no longer a member of any organization: ask an admin of yours "
+                                  "to invite you again")
+        chosen = first_organization if first_organization in organizations else organizations[0]
+        return self._signed_in(request, chosen, web_user_id=user_id)
 
     def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:
         cookie, csrf_token = start_web_session(self.store, self.guard, request, organization_id, **made_from)
-        return json_response({"organization": self.store.organization(organization_id), "csrfToken": csrf_token},
+        user_id = made_from.get("web_user_id")
+        role = "admin" if user_id is None else web_user_store.member_role(self.store, user_id, organization_id)
+        return json_response({**self.who(organization_id, user_id, role), "csrfToken": csrf_token},
                              200, [("Set-Cookie", cookie), ("Cache-Control", "no-store")])
+
+    def who(self, organization_id: str, user_id: Optional[str], role: str) -> dict:
+        """The session answer's organization, person, role and the organizations the person may switch to."""
+        organization = self.store.organization(organization_id)
+        if user_id is None:
+            return {"organization": organization, "user": None, "role": role,
+                    "organizations": [{"id": organization_id, "name": organization["name"], "role": role}]}
+        return {"organization": organization, "user": web_user_store.person(self.store, user_id), "role": role,
+                "organizations": [{"id": org_id, "name": name, "role": their_role} for org_id, name, their_role
+                                  in web_user_store.organizations_of(self.store, user_id)]}
 
     @route_options(authenticated=False)
     @documented("The signed-in organization and the CSRF token changes must send (X-CSRF-Token); {signedIn: false} "
@@ -281,9 +310,27 @@ class WebApp:
         found = self.store.web_session(hash_api_key(token))
         if found is None:  # a session that has ended: 401, as every route answers that cookie
             raise ApiError(401, {"statusCode": 401, "message": "Not signed in"})
-        organization_id, csrf_token = found
-        return json_response({"signedIn": True, "organization": self.store.organization(organization_id),
-                              "csrfToken": csrf_token}, 200, [("Cache-Control", "no-store")])
+        organization_id, csrf_token, role, user_id = found
+        return json_response({"signedIn": True, **self.who(organization_id, user_id, role), "csrfToken": csrf_token},
+                             200, [("Cache-Control", "no-store")])
+
+    @route_options(scope="read", body_limit=SIGN_IN_BODY_BYTES)
+    @documented("Go on in another organization the signed-in person is a member of (the web app's switcher)",
+                ("200", _SIGNED_IN), "BadRequest NotFound", request=object_schema({"organization": STRING}))
+    def switch(self, request: Request, organization_id: str) -> Response:
+        token = session_cookie(request)
+        if request.user is None or not token or Guard.presented_key(request):
+            raise bad_request("Switching organization is for a person signed in to the web app with a password")
+        wanted = json_object(request).get("organization")
+        if not isinstance(wanted, str) or not wanted:
+            raise bad_request("organization must be the id of one of your organizations (GET /auth/session lists them)")
+        role = web_user_store.member_role(self.store, request.user, wanted)
+        if role is None:  # (another's organization answers as one that does not exist)
+            raise not_found("You are not a member of that organization")
+        web_user_store.switch_web_session(self.store, hash_api_key(token), wanted)
+        found = self.store.web_session(hash_api_key(token))
+        return json_response({"signedIn": True, **self.who(wanted, request.user, role), "csrfToken": found[1]},
+                             200, [("Cache-Control", "no-store")])
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
     @documented("Sign out: the session ends and its cookie is cleared",

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from support import API, api, channel_post, iso, mcp_tool_call, post_body, two_organizations
+from support import API, api, channel_post, connect_database, iso, mcp_tool_call, post_body, two_organizations
 
 NUMBERS = itertools.count(1)
 
@@ -144,3 +144,34 @@ def test_mcp_lists_and_adds_comments_under_the_key_s_name(shared, world, keys):
     assert missing["isError"] is True and "Post not found" in missing["content"][0]["text"]
     too_long = mcp_tool_call(shared, keys["writer"], "addPostComment", {"id": post_id, "content": "x" * 5001})
     assert too_long["isError"] is True
+
+
+def test_people_sign_their_comments_by_name_and_only_an_admin_deletes_another_s(shared, world):
+    from test_api_mail import quick_password_hash, sign_in
+    organization_id = api(shared, "GET", f"{API}/organization")[1]["id"]
+    people = {role: f"user-{role}-comments" for role in ("author", "editor", "admin")}
+    with connect_database(shared.database) as db:  # (as the members API will add them: in this organization)
+        for role, user_id in people.items():
+            db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, name, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (user_id, organization_id, f"{role}-comments@example.com",
+                                                     quick_password_hash("correct horse battery staple"),
+                                                     "Ada Author" if role == "author" else None, iso()))
+            db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES (?, ?, ?, ?)",
+                       (user_id, organization_id, role, iso()))
+    sessions = {role: sign_in(shared, f"{role}-comments@example.com") for role in people}
+    post_id = two_channel_post(shared, world)[0]
+
+    def as_person(role: str, method: str, path: str, body=None) -> tuple:
+        return api(shared, method, f"{API}/posts/{post_id}/{path}", body, key="", headers=sessions[role])
+
+    status, made = as_person("author", "POST", "comments", {"content": "Draft is ready"})
+    assert status == 201 and made["author"] == {"type": "user", "id": people["author"], "name": "Ada Author"}
+    editors = as_person("editor", "POST", "comments", {"content": "Looks good"})[1]
+    assert editors["author"]["name"] == "editor-comments@example.com"  # (no name: their e-mail address)
+    assert as_person("author", "DELETE", f"comments/{editors['id']}")[0] == 403
+    assert as_person("editor", "DELETE", f"comments/{made['id']}")[0] == 403
+    assert as_person("author", "POST", "preview-link", {})[0] == 403  # (an editor's)
+    assert as_person("editor", "POST", "preview-link", {})[0] == 201
+    assert as_person("admin", "DELETE", f"comments/{made['id']}")[0] == 200
+    assert as_person("editor", "DELETE", f"comments/{editors['id']}")[0] == 200
+    assert listed(shared, post_id) == []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import itertools
+import json
 import random
 import re
 import string
@@ -16,8 +16,9 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from conftest import LOCAL_FAKES
+from smtp_server import bodies
 from support import API, Database, api, channel_post, connect_database, iso, png_file, post_body, settled, \
-    two_organizations, webhook_channel
+    two_organizations, wait_for, webhook_channel
 
 NUMBERS = itertools.count(1)
 
@@ -325,6 +326,7 @@ def test_channel_pictures_come_through_the_link_by_place_only(shared, agent, mod
 
 def test_media_show_as_thumbnails_only_when_rustiz_serves_them(shared):
     db = Database(shared)
+    db.organization_id = api(shared, "GET", f"{API}/organization")[1]["id"]  # (the module made others too)
     channel = db.channel("Pictures", "bluesky")
     own = f"{shared.url}/uploads/2026/01/01/cat.png"
     image = json.dumps([{"id": "1", "path": own, "alt": "A cat on a mat"},
@@ -336,3 +338,25 @@ def test_media_show_as_thumbnails_only_when_rustiz_serves_them(shared):
     assert "elsewhere.example" not in html and ">Picture<" in html and ">Video<" in html
     broken = db.post(channel, iso(86400), state="DRAFT", image="not json")
     assert page(shared, make_link(shared, broken)["token"])[0] == 200
+
+
+def test_a_client_s_decision_is_mailed_to_the_admins_and_editors(start_server_with_fakes, receiver):
+    from smtp_server import SmtpServer
+    from test_api_mail import QUICK_MAIL, add_member
+    smtp = SmtpServer()
+    try:
+        server = start_server_with_fakes(env={**QUICK_MAIL, "RUSTIZ_SMTP_URL": smtp.url})
+        for role in ("admin", "editor", "author"):
+            add_member(server, f"{role}@example.com", role)
+        status, agent_key = api(server, "POST", f"{API}/api-keys", {"name": "agent", "scope": "drafts"})
+        root = draft_for_review(server, (webhook_channel(server, receiver),), agent_key["apiKey"])[0]
+        token = make_link(server, root, allowApproval=True)["token"]
+        assert send(server, token, "request-changes", {"name": "Cleo", "text": "Warmer please"})[0] == 303
+        wait_for(lambda: [item for item in smtp.messages if "asked for changes" in str(item["message"]["Subject"])],
+                 lambda found: len(found) == 2)
+        asked = [item for item in smtp.messages if "asked for changes" in str(item["message"]["Subject"])]
+        assert sorted(address for item in asked for address in item["to"]) == ["admin@example.com", "editor@example.com"]
+        text, _ = bodies(asked[0]["message"])
+        assert "Warmer please" in text and f"{QUICK_MAIL['FRONTEND_URL']}/#/post/" in text
+    finally:
+        smtp.stop()

@@ -1,6 +1,6 @@
 // rustiz web app: sign-in, the shell (navigation with counts, timezone shown, language and theme switches,
 // keyboard shortcuts), and a hash router.
-import { h, api, session, errorBox, field, zone, go } from './util.js';
+import { h, api, session, errorBox, field, zone, go, mayDo } from './util.js';
 import { t, toTranslate, LANGUAGES, lang, loadLanguage, chooseLanguage } from './i18n.js';
 
 const app = document.getElementById('app');
@@ -40,6 +40,38 @@ function preferenceSwitches() {
 function signIn(result) {
   session.organization = result.organization;
   session.csrfToken = result.csrfToken;
+  session.role = result.role || 'admin';
+  session.user = result.user || null;
+  session.organizations = result.organizations || [];
+}
+
+// What each role sees in the navigation (the server refuses the rest anyway, naming the role needed).
+const NAV_ROLES = { compose: 'author', import: 'editor', review: 'editor' };
+
+/** The organization's name, or a switcher for a person who is a member of several. */
+function organizationSwitcher() {
+  if (session.organizations.length < 2) return h('span.org', session.organization.name);
+  const picker = h('select.org-switch', { 'aria-label': t('Organization'), onchange: async () => {
+    try {
+      signIn(await api('POST', '/auth/switch', { organization: picker.value }));
+      window.dispatchEvent(new CustomEvent('rustiz:zone'));
+      shell();
+      go('#/calendar');
+    } catch (error) {
+      picker.value = session.organization.id;
+      const box = errorBox();
+      picker.after(box);
+      box.show(error);
+    }
+  } }, session.organizations.map((org) => h('option', { value: org.id, selected: org.id === session.organization.id }, org.name)));
+  return picker;
+}
+
+const ROLE_LABELS = { viewer: toTranslate('Viewer'), author: toTranslate('Author'), editor: toTranslate('Editor'), admin: toTranslate('Admin') };
+/** Who is signed in and as what ("Ana · Editor"); nothing for a session signed in with the API key. */
+function personLabel() {
+  if (!session.user) return null;
+  return h('span.person', { title: session.user.email }, `${session.user.name || session.user.email} · ${t(ROLE_LABELS[session.role])}`);
 }
 
 // rustiz's OAuth callback sends a browser here (#/connect?resume=<the callback>) when it came back from the
@@ -139,10 +171,10 @@ function shell() {
     panel.classList.toggle('open', open);
   } }, t('Menu'));
   const close = () => { panel.classList.remove('open'); menu.setAttribute('aria-expanded', 'false'); };
-  const links = h('ul#nav-links', NAV.map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: close },
+  const links = h('ul#nav-links', NAV.filter(([route]) => mayDo(NAV_ROLES[route] || 'viewer')).map(([route, label]) => h('li', h('a', { href: `#/${route}`, dataset: { route }, onclick: close },
     t(label), h('span.count-badge', { dataset: { count: route }, hidden: true })))));
   const panel = h('div#nav-panel.nav-panel', links,
-    h('div.who', h('span.org', session.organization.name), zoneLabel, preferenceSwitches(), logout));
+    h('div.who', organizationSwitcher(), personLabel(), zoneLabel, preferenceSwitches(), logout));
   app.replaceChildren(
     h('header.top', h('a.brand', { href: '#/calendar' }, h('img', { src: '/web/icon.svg', alt: '', width: 24, height: 24 }), ' rustiz'),
       h('nav.top', { 'aria-label': t('Main') }, menu, panel)),

@@ -2,15 +2,19 @@
 // Webhooks, MCP, Alerts, Tags, Signatures, Sets. The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
-import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go } from './util.js';
+import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go, mayDo } from './util.js';
 import { copyText } from './widgets.js';
 
-const TABS = [['general', toTranslate('General')], ['keys', toTranslate('Team and API keys')], ['webhooks', toTranslate('Webhooks')], ['mcp', toTranslate('MCP')],
-  ['alerts', toTranslate('Alerts')], ['tags', toTranslate('Tags')], ['signatures', toTranslate('Signatures')], ['sets', toTranslate('Sets')]];
-const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab };
+// Each tab with the least role that may use it (the others do not see it); the server checks again.
+const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('Team and API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
+  ['alerts', toTranslate('Alerts'), 'admin'], ['tags', toTranslate('Tags'), 'editor'], ['signatures', toTranslate('Signatures'), 'editor'], ['sets', toTranslate('Sets'), 'editor'],
+  ['notifications', toTranslate('Notifications'), 'viewer']];
+const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
+  notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
-  const chosen = TABS.some(([id]) => id === query?.get('tab')) ? query.get('tab') : 'general';
+  const TABS = ALL_TABS.filter(([, , role]) => mayDo(role));
+  const chosen = TABS.some(([id]) => id === query?.get('tab')) ? query.get('tab') : TABS[0][0];
   const tabs = h('div.side-tabs', { role: 'tablist', 'aria-orientation': 'vertical', 'aria-label': t('Settings') });
   const picker = h('select.tab-picker', { 'aria-label': t('Section'), onchange: () => show(picker.value, false) },
     TABS.map(([id, label]) => h('option', { value: id }, t(label))));

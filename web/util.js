@@ -4,7 +4,10 @@ import { t, lang, toTranslate } from './i18n.js';
 export { t, tn, lang, toTranslate } from './i18n.js';
 
 // justMade: the posts the composer just made ({action, ids}), for the calendar to confirm and highlight once.
-export const session = { organization: null, csrfToken: '', justMade: null };
+export const session = { organization: null, csrfToken: '', justMade: null, role: 'admin', user: null, organizations: [] };
+// A person's role in the organization (viewer < author < editor < admin): mayDo('editor') for an editor or admin.
+const ROLE_ORDER = ['viewer', 'author', 'editor', 'admin'];
+export const mayDo = (role) => ROLE_ORDER.indexOf(session.role) >= ROLE_ORDER.indexOf(role);
 
 /** h('button#id.primary', {onclick}, 'text', child...) -> an element. Attributes starting with "on" are listeners. */
 export function h(tag, attrs, ...children) {

@@ -52,6 +52,13 @@ def post(store: Store, organization_id: str, post_id: str) -> Optional[dict]:
     return None if row is None else post_row(row)
 
 
+def post_author(store: Store, organization_id: str, post_id: str) -> Optional[str]:
+    """The person (web_user id) who made the post, or None (made by a key, MCP or before people were recorded)."""
+    row = store.read("SELECT created_by FROM post WHERE id = ? AND organization_id = ?",
+                     (post_id, organization_id)).fetchone()
+    return row[0] if row else None
+
+
 def posts_by_id(store: Store, organization_id: str, post_ids: list) -> dict:
     """id -> post, for the live posts among `post_ids` (others are simply absent)."""
     rows = rows_in_chunks(store, f"SELECT {POST_COLUMNS} FROM post p WHERE p.organization_id = ? "
@@ -243,9 +250,9 @@ def _write_post(db: sqlite3.Connection, organization_id: str, row: dict, now: st
                     row["publish_date"],
                     now, row["id"], organization_id))
     else:
-        db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, "
-                   f"{', '.join(_WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?{', ?' * len(values)})",
-                   (row["id"], organization_id, now, now, row["publish_date"], *values))
+        db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, created_by, "
+                   f"{', '.join(_WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?{', ?' * len(values)})",
+                   (row["id"], organization_id, now, now, row["publish_date"], row.get("created_by"), *values))
 
 
 def _write_post_review(db: sqlite3.Connection, organization_id: str, row: dict, now: str,
@@ -258,9 +265,10 @@ def _write_post_review(db: sqlite3.Connection, organization_id: str, row: dict, 
                    "idempotency_key = NULL, deleted_at = NULL, updated_at = ? WHERE id = ? AND organization_id = ?",
                    (*values, row["review"], now, row["id"], organization_id))
     else:
-        db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, review, "
-                   f"{', '.join(_WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?{', ?' * len(values)})",
-                   (row["id"], organization_id, now, now, row["publish_date"], row["review"], *values))
+        db.execute(f"INSERT INTO post (id, organization_id, created_at, updated_at, recurrence_anchor, created_by, "
+                   f"review, {', '.join(_WRITTEN_POST_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?{', ?' * len(values)})",
+                   (row["id"], organization_id, now, now, row["publish_date"], row.get("created_by"), row["review"],
+                    *values))
 
 
 def _tag_ids(db: sqlite3.Connection, organization_id: str, labels: list) -> list:
