@@ -3,7 +3,7 @@
 // it lasts, whether the client may approve), shown with Copy and Revoke.
 // Rules: every text through t(); times in the organization's zone; the link is shown once (rustiz keeps only a
 // hash of it); a comment can be deleted by whoever wrote it (or an admin, the server decides).
-import { h, t, put, api, errorBox, field, fmtDateTime, session } from './util.js';
+import { h, t, put, api, errorBox, field, fmtDateTime, mayDo, session } from './util.js';
 import { copyText } from './widgets.js';
 
 const MAX_COMMENT = 5000;
@@ -27,7 +27,7 @@ export async function commentsPanel(main, post) {
   };
 
   const text = h('textarea', { rows: 3, maxlength: MAX_COMMENT, name: 'comment' });
-  const form = h('form.comment-form', { onsubmit: async (event) => {
+  const form = !mayDo('author') ? null : h('form.comment-form', { onsubmit: async (event) => {
     event.preventDefault();
     errors.show(null);
     if (!text.value.trim()) { errors.show(new Error(t('Write a comment first.'))); return; }
@@ -39,14 +39,13 @@ export async function commentsPanel(main, post) {
   } }, field(t('Add a comment'), text), h('button.primary', { type: 'submit' }, t('Comment')));
 
   put(panel, h('h2#comments-title', t('Comments')), list, errors, form,
-    ['author', 'viewer'].includes(session.role) ? null : shareBox(post));
+    mayDo('editor') ? shareBox(post) : null);
   await draw();
 }
 
 function commentView(postId, c, redraw, errors) {
   const client = c.author.type === 'client';
-  // (the server decides: its author or an admin; before roles, any full session is an admin)
-  const mayDelete = c.own || session.role === 'admin' || !session.role;
+  const mayDelete = c.own || session.role === 'admin';  // (the server decides the same)
   const remove = mayDelete ? h('button.link.comment-delete', {
     type: 'button', 'aria-label': t('Delete the comment of {name}', { name: c.author.name }), onclick: async () => {
       errors.show(null);
