@@ -135,3 +135,25 @@ def test_the_client_page_reads_well_on_a_desktop_and_a_phone(start_server_with_f
         shoot(page, f"client-page-404-{width}-{scheme}")
     finally:
         context.close()
+
+
+def test_a_viewer_reads_comments_an_author_writes_them_and_only_an_editor_shares(browser, start_server_with_fakes,
+                                                                                 receivers):
+    from test_api_roles import add_person
+    from test_web_roles import signed_in_as
+    server = start_server_with_fakes()
+    receiver, = receivers(1)
+    post_id = agents_draft(server, webhook_channel(server, receiver, "Company news"), "Menu for Monday", 86400)
+    assert api(server, "POST", f"{API}/posts/{post_id}/comments", {"content": "From the key"})[0] == 201
+    for role, writes, shares in (("viewer", False, False), ("author", True, False), ("editor", True, True)):
+        add_person(server, f"{role}@example.com", role)
+        page = signed_in_as(browser, server, f"{role}@example.com", 1440, "light")
+        page.goto(f"/#/post/{post_id}")
+        panel = page.locator("section.comments-panel")
+        expect(panel.locator("li.comment")).to_contain_text("From the key")
+        expect(panel.locator("li.comment .who-badge")).to_have_text("API key")
+        expect(panel.get_by_role("button", name="Delete")).to_have_count(0)  # (not theirs, and not an admin)
+        expect(panel.get_by_label("Add a comment")).to_have_count(1 if writes else 0)
+        expect(panel.get_by_role("button", name="Make a review link")).to_have_count(1 if shares else 0)
+        assert page.problems == []
+        page.context.close()
