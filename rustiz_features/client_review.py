@@ -52,6 +52,8 @@ REVIEW_ACTIONS_PER_ADDRESS = 30  # comments, approvals and requests for changes 
 COMMENTS_SHOWN = 200
 _TOKEN_PARAMETER = parameter("path", "token", "The review link's token")
 _HTML_PAGE = {"description": "An HTML page", "content": {"text/html": {"schema": STRING}}}
+_BACK_TO_THE_PAGE = ("303", {"description": "Back to the page"})
+_THE_PAGE_S_FORM = {"content": {"application/x-www-form-urlencoded": {"schema": STRING}}}  # (form, name, text)
 _DONE_NOTICES = {"comment": "Thank you: your comment was sent to the team.",
                  "approved": "Thank you: the post is approved.",
                  "changes": "Thank you: the team will make the changes you asked for."}
@@ -91,23 +93,20 @@ class ClientReviewPage:
 
     @route_options(authenticated=False, body_limit=FORM_BODY_BYTES)
     @documented("Comment from the client review page (an HTML form: name, text, form token; rustiz)",
-                ("303", {"description": "Back to the page"}), parameters=(_TOKEN_PARAMETER,),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": STRING}}})
+                _BACK_TO_THE_PAGE, parameters=(_TOKEN_PARAMETER,), request=_THE_PAGE_S_FORM)
     def comment(self, request: Request) -> Response:
         return self._act(request, self._comment)
 
     @route_options(authenticated=False, body_limit=FORM_BODY_BYTES)
     @documented("Approve from the client review page, as POST /posts/:id/approve does (rustiz)",
-                ("303", {"description": "Back to the page"}), parameters=(_TOKEN_PARAMETER,),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": STRING}}})
+                _BACK_TO_THE_PAGE, parameters=(_TOKEN_PARAMETER,), request=_THE_PAGE_S_FORM)
     def approve(self, request: Request) -> Response:
         return self._act(request, self._approve)
 
     @route_options(authenticated=False, body_limit=FORM_BODY_BYTES)
     @documented("Request changes from the client review page: the post stays a draft, the text is the reason, "
-                "as POST /posts/:id/reject does (rustiz)", ("303", {"description": "Back to the page"}),
-                parameters=(_TOKEN_PARAMETER,),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": STRING}}})
+                "as POST /posts/:id/reject does (rustiz)", _BACK_TO_THE_PAGE, parameters=(_TOKEN_PARAMETER,),
+                request=_THE_PAGE_S_FORM)
     def request_changes(self, request: Request) -> Response:
         return self._act(request, self._request_changes)
 
@@ -164,6 +163,10 @@ class ClientReviewPage:
     def _approve(self, request: Request, link: dict, name: str, form: dict) -> str:
         if not link["allowApproval"]:
             raise PageAnswer(self._message(403, "Not allowed", "This link lets you read and comment, not approve."))
+        text = form.get("text", "").strip()
+        if text and comment_problem(text):
+            raise PageAnswer(self._page(request, link, form=form, status=400, problem=(
+                f"Your comment is too long (at most {MAX_COMMENT_CHARACTERS} characters).")))
         threads = self._threads(link)
         waiting = self._awaiting_review(link, threads)
         if not waiting:
@@ -176,9 +179,8 @@ class ClientReviewPage:
                 self.review.approve_post(link["organizationId"], root["id"])
             except ApiError as refused:
                 raise PageAnswer(self._page(request, link, form=form, status=409, problem=(
-                    "The post could not be approved as it is; the team has been told. " + _api_message(refused)))
-                ) from None
-        text = form.get("text", "").strip()[:MAX_COMMENT_CHARACTERS]
+                    f"The post could not be approved as it is ({_api_message(refused)}). Please tell the team, or "
+                    "ask for changes."))) from None
         self._record(link, name, text, "approved", f"{name} approved a post shared for review: it is scheduled",
                      waiting[0]["id"])
         return "approved"

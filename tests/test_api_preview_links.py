@@ -360,3 +360,11 @@ def test_a_client_s_decision_is_mailed_to_the_admins_and_editors(start_server_wi
         assert "Warmer please" in text and f"{QUICK_MAIL['FRONTEND_URL']}/#/post/" in text
     finally:
         smtp.stop()
+
+
+def test_an_approval_with_an_oversized_comment_changes_nothing(shared, channels, agent):
+    root = draft_for_review(shared, channels[:1], agent)[0]
+    token = make_link(shared, root, allowApproval=True)["token"]
+    status, _, html = send(shared, token, "approve", {"name": "Cleo", "text": "x" * 5001})
+    assert status == 400 and "too long" in html
+    assert states(shared, root) == ("DRAFT", "review")
