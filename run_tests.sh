@@ -25,6 +25,15 @@ if command -v npm >/dev/null && [ ! -d "$RUSTIZ_TEST_BSKY_DEVENV/node_modules/@a
         @atproto/dev-env@0.3.215 >npm-install.log 2>&1) || echo "run_tests.sh: npm install @atproto/dev-env failed" \
         "(see $RUSTIZ_TEST_BSKY_DEVENV/npm-install.log); the real Bluesky PDS test will be skipped" >&2
 fi
+# A real OpenID Connect provider (npm's oidc-provider, a few seconds and ~5 MB) for the single sign-on tests,
+# where node and npm are installed; without them, or when the install fails, those tests are skipped and say why.
+export RUSTIZ_TEST_OIDC_PROVIDER=${RUSTIZ_TEST_OIDC_PROVIDER:-$PWD/.peers/oidc}
+if command -v npm >/dev/null && [ ! -d "$RUSTIZ_TEST_OIDC_PROVIDER/node_modules/oidc-provider" ]; then
+    mkdir -p "$RUSTIZ_TEST_OIDC_PROVIDER"
+    (cd "$RUSTIZ_TEST_OIDC_PROVIDER" && timeout 300 npm install --no-audit --no-fund --loglevel=error \
+        oidc-provider@9.13.3 >npm-install.log 2>&1) || echo "run_tests.sh: npm install oidc-provider failed" \
+        "(see $RUSTIZ_TEST_OIDC_PROVIDER/npm-install.log); the single sign-on tests will be skipped" >&2
+fi
 .venv/bin/python build_zipapp.py
 # One worker per core (RUSTIZ_TEST_WORKERS to choose; 0 runs in this process), each file's tests on one worker:
 # module fixtures (one server for a file) stay shared, and every server and fake binds its own free port.

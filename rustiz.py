@@ -306,6 +306,19 @@ class Config(NamedTuple):
     # E-mail (issue 25): RUSTIZ_SMTP_URL as an SmtpServer (None: no mail is sent), and RUSTIZ_MAIL_FROM.
     smtp: Any = None
     mail_from: str = ""
+    audit_days: int = 365  # RUSTIZ_AUDIT_DAYS: how long the audit log keeps an entry
+    # Single sign-on (RUSTIZ_OIDC_ISSUER...): an OidcSettings, or None when it is off.
+    oidc: Any = None
+
+
+class OidcSettings(NamedTuple):
+    """Single sign-on with OpenID Connect (rustiz_features/oidc.py): the issuer, rustiz's client there, whether
+    passwords are off (RUSTIZ_OIDC_ONLY=1), and the name the sign-in button shows."""
+    issuer: str
+    client_id: str
+    client_secret: str
+    only: bool
+    name: str
 
 
 def default_config_path(environ: dict) -> str:
@@ -404,6 +417,26 @@ def _fetch_allow(raw: str) -> tuple:
     return tuple(allowed)
 
 
+def _oidc_settings(values: dict) -> Optional[OidcSettings]:
+    """RUSTIZ_OIDC_*: None when no issuer is set (RUSTIZ_OIDC_ONLY=1 without one is a mistake: nobody could sign in)."""
+    issuer = values.get("RUSTIZ_OIDC_ISSUER", "").strip()  # (as the issuer spells itself: a final / or none)
+    only = _switch_setting(values, "RUSTIZ_OIDC_ONLY", False, "1 (sign-in through single sign-on only) or 0")
+    if not issuer:
+        if only:
+            raise UserError("RUSTIZ_OIDC_ONLY=1 needs RUSTIZ_OIDC_ISSUER (and its client): without single sign-on "
+                            "nobody could sign in with an email")
+        return None
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", issuer):
+        raise UserError(f"RUSTIZ_OIDC_ISSUER={issuer!r}: use the issuer's https:// URL, as its "
+                        "/.well-known/openid-configuration names it")
+    client_id, client_secret = values.get("RUSTIZ_OIDC_CLIENT_ID", "").strip(), values.get("RUSTIZ_OIDC_CLIENT_SECRET", "")
+    if not client_id or not client_secret:
+        raise UserError("RUSTIZ_OIDC_ISSUER needs RUSTIZ_OIDC_CLIENT_ID and RUSTIZ_OIDC_CLIENT_SECRET: register rustiz "
+                        "as a client (a web application) with the issuer")
+    name = values.get("RUSTIZ_OIDC_NAME", "").strip()[:60]  # (empty: the button says "single sign-on")
+    return OidcSettings(issuer, client_id, client_secret, only, name)
+
+
 def load_config(environ: dict, workers_flag: Optional[int] = None) -> Config:
     """The config file named by RUSTIZ_CONFIG, then environment variables on top of it."""
     path = default_config_path(environ)
@@ -466,9 +499,11 @@ def config_from_values(path: str, values: dict, environ: dict, workers_flag: Opt
         database_threads=_int_setting(values, "RUSTIZ_DATABASE_THREADS", 8, 1, 256),
         scheduler=_switch_setting(values, "RUSTIZ_SCHEDULER", True, "1 (this process publishes due posts and "
                                                                     "delivers webhooks) or 0 (it only answers requests)"),
+        audit_days=_int_setting(values, "RUSTIZ_AUDIT_DAYS", 365, 1, 36500),
         storage=None if _local_storage(values) or not values.get("RUSTIZ_STORAGE") else _bucket_storage(values),
         smtp=smtp_setting(values.get("RUSTIZ_SMTP_URL", "")),
         mail_from=mail_from_setting(values.get("RUSTIZ_MAIL_FROM", ""), values.get("FRONTEND_URL", "")),
+        oidc=_oidc_settings(values),
     )
 
 
@@ -1045,6 +1080,38 @@ MIGRATIONS: tuple = (
         digest INTEGER,
         updated_at TEXT NOT NULL,
         PRIMARY KEY (user_id, organization_id)
+    );
+    """,
+    # The audit log (issue 25, part "audit"): one row per change made by a person, a key, an agent (MCP) or a
+    # client, who it was (names stored as they were: a removed person's entries still say who), what, on
+    # what, when and from which address; forgotten after RUSTIZ_AUDIT_DAYS (App.housekeeping). No foreign key
+    # to the organization: `db copy` and a deleted organization's entries need none.
+    """
+    CREATE TABLE audit_entry (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor_type TEXT NOT NULL,
+        actor_id TEXT,
+        actor_name TEXT,
+        actor_email TEXT,
+        action TEXT NOT NULL,
+        subject_type TEXT,
+        subject_id TEXT,
+        address TEXT
+    );
+    CREATE INDEX audit_entry_organization ON audit_entry(organization_id, at);
+    CREATE INDEX audit_entry_at ON audit_entry(at);
+    """,
+    # Single sign-on (issue 25, sso): a sign-in waiting for the identity provider, between GET /auth/oidc/start
+    # and its callback (single use, minutes long, bound to the browser that started it; any worker may finish it).
+    """
+    CREATE TABLE oidc_flow (
+        state TEXT PRIMARY KEY,
+        browser_hash TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        expires_at REAL NOT NULL
     );
     """,
     # Client review links and comments (issue 25, review-links): a link (its token stored hashed) shows one
@@ -1631,6 +1698,13 @@ class Store:
         with self.writing() as db:
             return db.execute("DELETE FROM idempotency_key WHERE created_at <= ?",
                               (now - self.IDEMPOTENCY_SECONDS,)).rowcount
+
+    # --- the audit log: its rows are rustiz_features/storage/audit.py's; the housekeeping here forgets
+    # those older than RUSTIZ_AUDIT_DAYS -------------------------------------------------------------
+
+    def forget_old_audit_entries(self, before: str) -> int:
+        with self.writing() as db:
+            return db.execute("DELETE FROM audit_entry WHERE at < ?", (before,)).rowcount
 
     # --- rate limits ----------------------------------------------------------
 
@@ -3539,12 +3613,17 @@ class Route(NamedTuple):
     # "full" for anything else.
     # Handlers whose body decides (a draft or a scheduled post) check again with Guard.check_scope.
     scope: Optional[str] = None
+    # The audit log's action for a successful (2xx) answer ("post.deleted"): rustiz_features/audit.py records
+    # it, with who called and the subject (the path's :id or the answer's ids). None: the route changes
+    # nothing worth an entry (tests/test_api_audit.py names each such route with its reason).
+    audit: Optional[str] = None
 
 
 def route_options(**options: Any) -> Callable:
     """Written above a handler in its feature module: how the router treats the handler's requests, as the
     fields of Route (`authenticated=False`...). A string value names an attribute of the handler's object
-    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)."""
+    (`open_sink="open_upload"`), read when the route is first used; but `scope` is a scope (`scope="drafts"`)
+    and `audit` the audit log's action (`audit="post.deleted"`)."""
     def mark(handler: Callable) -> Callable:
         handler.route_options = options
         return handler
@@ -3657,6 +3736,9 @@ API_ROUTES = (
     # E-mail (issue 25): the signed-in person's e-mail preferences.
     ("GET", "/me/notifications", "mail", "NotificationPreferencesApi.show"),
     ("PUT", "/me/notifications", "mail", "NotificationPreferencesApi.update"),
+    # The audit log (issue 25, part "audit"): admins read who changed what.
+    ("GET", "/audit", "audit", "AuditApi.list_entries"),
+    ("GET", "/audit/actors", "audit", "AuditApi.list_actors"),
     # Client review links and comments on a post (issue 25, review-links).
     ("POST", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.create"),
     ("DELETE", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.revoke"),
@@ -3688,6 +3770,10 @@ ROOT_ROUTES = (
     ("POST", "/auth/logout", "web", "WebApp.logout"),
     ("POST", "/auth/switch", "web", "WebApp.switch"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
+    # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
+    ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),
+    ("GET", "/auth/oidc/start", "oidc", "SingleSignOn.start"),
+    ("GET", "/auth/oidc/callback", "oidc", "SingleSignOn.callback"),
     # A review link's page for a client without an account, and its form (issue 25, review-links).
     ("GET", "/p/:token", "client_review", "ClientReviewPage.page"),
     ("POST", "/p/:token/comment", "client_review", "ClientReviewPage.comment"),
@@ -3755,8 +3841,11 @@ class App:
         class_name, _, method_name = lazy.handler.partition(".")
         owner = self.feature(getattr(module, class_name))
         handler = getattr(owner, method_name)
-        options = {name: getattr(owner, value) if isinstance(value, str) and name != "scope" else value
+        options = {name: getattr(owner, value) if isinstance(value, str) and name not in ("scope", "audit") else value
                    for name, value in getattr(handler, "route_options", {}).items()}
+        if options.get("audit"):  # the one place a change's audit entry is written, around its handler
+            from rustiz_features.audit import audited
+            handler = audited(self, handler, options["audit"])
         return Route(handler, **options)
 
     @property
@@ -3946,7 +4035,7 @@ class App:
 
     def housekeeping(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs in the primary worker only: forget rate-limit windows and idempotency keys that have ended,
-        and uploads abandoned by a crash."""
+        audit entries older than RUSTIZ_AUDIT_DAYS, and uploads abandoned by a crash."""
         if self.store.remote:  # (PostgreSQL: its queries wait on the network, so not on this loop)
             loop.run_in_executor(None, self._forget_expired_rows)
         else:
@@ -3959,6 +4048,7 @@ class App:
         try:
             self.store.forget_expired_rate_limits(time.time(), API_LIMIT_WINDOW_SECONDS)
             self.store.forget_expired_idempotency_keys(time.time())
+            self.store.forget_old_audit_entries(iso_at(time.time() - self.config.audit_days * 86400))
         except sqlite3.Error as error:
             log(f"housekeeping failed, will retry: {error}")
 

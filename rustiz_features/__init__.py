@@ -13,8 +13,10 @@ the core imports none of these at load time, and these import the core and one a
   review (approving and rejecting drafts keys' posts) -> api_posts
   preview_links (client review links and comments, the team's API) -> api_posts
   client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, mail,
-    alerts, catalogue, text
+    alerts, audit, catalogue, text
   api_keys (named API keys with a scope) -> the core only
+  audit (the audit log: entries of changes, GET /audit; App.resolve wraps handlers that declare audit=) -> api_docs;
+    mcp_tools and connect -> audit
   duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web
   analytics -> connect, publishers, http_client
@@ -33,14 +35,18 @@ the core imports none of these at load time, and these import the core and one a
   object_storage (uploads in an S3-compatible bucket: SigV4, multipart) -> http_client
   postgres (the Store's PostgreSQL connections, SQL translation, LISTEN) -> the core only
   publishers (its registry, from the descriptors) -> catalogue
-  publishers/<platform> -> publishers/base, publishers/oauth and the other helpers, catalogue, text, http_client
+  publishers/<platform> -> publishers/base, publishers/oauth and the other helpers (secp256k1 -> elliptic), catalogue,
+    text, http_client
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
-    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries. The features import the
+    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries, audit -> keys. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
+  oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client
+  jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic
+  elliptic (points of secp256k1 and P-256: Nostr's signatures, ES256) -> the standard library only
   web, recurrence, text, bech32 -> the core only
   picture_size (a picture's width and height from its header) -> the standard library only
 

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from rustiz import (
     App, Config, Request, Response, Store, bad_request, duration, iso_at, json_object, json_response, log,
+    route_options,
 )
 from .api_docs import documented, object_schema, ref
 from .background import RowSender, SenderHost, epoch_seconds, failure_text
@@ -233,6 +234,7 @@ class AlertsApi:
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(alert_settings_view(self.config, self.store, organization_id))
 
+    @route_options(audit="alerts.updated")
     @documented("Name the channel trouble is announced on (null: none), and after how many minutes a queued post "
                 "counts as late (null: RUSTIZ_ALERT_LATE_MINUTES) (rustiz)", ("200", ref("Alerts")), "BadRequest",
                 request=object_schema({}, {"channel": {"type": ["string", "null"]}, "lateMinutes": {

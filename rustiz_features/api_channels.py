@@ -159,6 +159,7 @@ class ChannelsApi:
     def groups(self, request: Request, organization_id: str) -> Response:
         return json_response(channel_store.customers(self.store, organization_id))
 
+    @route_options(audit="channel.connected")
     @documented("Connect a channel that needs no developer app with its credentials, checked with the platform first "
                 "(rustiz). An account that is already a channel of the organization reconnects that channel instead: "
                 "it keeps its id, posts, settings and group, takes the credentials (and the name and picture the "
@@ -182,6 +183,7 @@ class ChannelsApi:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
+    @route_options(audit="channel.deleted")
     @documented("Soft-delete a channel and its posts", ("200", ref("ChannelRow")), "NotFound", (CHANNEL_ID,))
     def delete_channel(self, request: Request, organization_id: str) -> Response:
         """DELETE /integrations/:id: the channel and its posts, soft-deleted; the channel's DB row."""
@@ -190,6 +192,7 @@ class ChannelsApi:
             raise not_found(INTEGRATION_NOT_FOUND)
         return json_response(channel)
 
+    @route_options(audit="channel.updated")
     @documented("Rename, disable or enable a channel, set its posting times or group, or give it new credentials "
                 "(rustiz). Credentials are checked with the platform first (400 in its words, nothing changed); they "
                 "must be the channel's own account's (409 otherwise; a webhook channel may take a new URL), and an "
@@ -316,6 +319,7 @@ class WebhooksApi:
             hooks = [{**hook, "url": masked_url(hook["url"]), "urlMasked": True} for hook in hooks]
         return json_response(hooks)
 
+    @route_options(audit="webhook.created")
     @documented("Register a URL told of each post published or failed, with a signed JSON event (rustiz)",
                 ("201", ref("Webhook")), "BadRequest",
                 request=object_schema({"url": STRING}, {"name": STRING, "secret": STRING, "integrations": array_of(
@@ -354,6 +358,7 @@ class WebhooksApi:
                 ids.append(channel_id)
         return ids, problems
 
+    @route_options(audit="webhook.deleted")
     @documented("Stop sending events to a webhook (rustiz)", ("200", object_schema({"deleted": {"const": True}})),
                 "NotFound", (parameter("path", "id", "A webhook id"),))
     def delete(self, request: Request, organization_id: str) -> Response:
@@ -370,6 +375,7 @@ class OrganizationApi:
         self.store = app.store
         self.guard = app.guard
 
+    @route_options(audit="key.rotated")
     @documented("A new API key, shown once; the old one, and the web sessions signed in with it, stop working at once "
                 "(rustiz). Called from such a session: a new session cookie, and its csrfToken",
                 ("201", object_schema({"apiKey": STRING}, {"csrfToken": STRING})))
@@ -398,6 +404,7 @@ class OrganizationApi:
     def show(self, request: Request, organization_id: str) -> Response:
         return json_response(self.store.organization(organization_id))
 
+    @route_options(audit="organization.updated")
     @documented("Rename the organization or set its IANA timezone (rustiz)", ("200", ref("Organization")), "BadRequest",
                 request={"type": "object", "properties": {"name": STRING, "timezone": STRING}})
     def update(self, request: Request, organization_id: str) -> Response:

@@ -67,6 +67,7 @@ class KeysApi:
     def list_keys(self, request: Request, organization_id: str) -> Response:
         return json_response({"keys": key_store.api_keys(self.store, organization_id)}, 200, [("Cache-Control", "no-store")])
 
+    @route_options(audit="key.created")
     @documented("A named key with a scope, shown once (rustiz; scope full)",
                 ("201", ref("ApiKey") | {"properties": {"apiKey": STRING}}), "BadRequest Conflict",
                 request=object_schema({"name": STRING, "scope": {"type": "string", "enum": list(SCOPES)}}))
@@ -76,6 +77,7 @@ class KeysApi:
         log(f"API key {row['name']!r} ({row['scope']}) added to organization {organization_id} through the API")
         return json_response({**row, "apiKey": key}, 201, [("Cache-Control", "no-store")])
 
+    @route_options(audit="key.revoked")
     @documented("Revoke a named key (by id or name); it and its web sessions stop working at once (rustiz; scope full)",
                 ("200", object_schema({"id": STRING, "name": STRING, "scope": STRING})), "BadRequest NotFound",
                 (parameter("path", "id", "The key's id or name"),))

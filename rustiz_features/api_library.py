@@ -209,19 +209,19 @@ class TagsApi(LibraryRoutes):
     def list_tags(self, request: Request, organization_id: str) -> Response:
         return json_response({"tags": self.listing(organization_id)})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="tag.created")  # (an editor may: the role editor, or a full key)
     @documented("A new tag (rustiz; scope full): its name is unique in the organization whatever its case (409)",
                 ("201", TAG), "BadRequest Conflict", request=TAG_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="tag.updated")  # (an editor may: the role editor, or a full key)
     @documented("Rename or recolour a tag (rustiz; scope full); its posts keep it", ("200", TAG),
                 "BadRequest NotFound Conflict", (TAG_ID,), TAG_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="tag.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Delete a tag (rustiz; scope full): posts keep showing it, its name is free again",
                 ("200", TAG), "NotFound", (TAG_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
@@ -256,19 +256,19 @@ class SignaturesApi(LibraryRoutes):
     def list_signatures(self, request: Request, organization_id: str) -> Response:
         return json_response({"signatures": self.listing(organization_id)})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="signature.created")  # (an editor may: the role editor, or a full key)
     @documented("A new signature (rustiz; scope full); with autoAdd, the only one added to new posts by itself",
                 ("201", SIGNATURE), "BadRequest", request=SIGNATURE_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="signature.updated")  # (an editor may: the role editor, or a full key)
     @documented("Change a signature's text or autoAdd (rustiz; scope full); autoAdd true takes it from the others",
                 ("200", SIGNATURE), "BadRequest NotFound", (SIGNATURE_ID,), SIGNATURE_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="signature.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Delete a signature (rustiz; scope full)", ("200", SIGNATURE), "NotFound", (SIGNATURE_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
         return json_response(self.remove(organization_id, request.params["id"]))
@@ -326,19 +326,19 @@ class SetsApi(LibraryRoutes):
     def list_sets(self, request: Request, organization_id: str) -> Response:
         return json_response({"sets": self.listing(organization_id)})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="set.created")  # (an editor may: the role editor, or a full key)
     @documented("A new set (rustiz; scope full): channels of this organization, settings by channel id",
                 ("201", SET), "BadRequest", request=SET_BODY)
     def create(self, request: Request, organization_id: str) -> Response:
         return json_response(self.add(organization_id, request.json()), 201)
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="set.updated")  # (an editor may: the role editor, or a full key)
     @documented("Change a set's name, channels or settings (rustiz; scope full)", ("200", SET),
                 "BadRequest NotFound", (SET_ID,), SET_CHANGE)
     def update(self, request: Request, organization_id: str) -> Response:
         return json_response(self.change(organization_id, request.params["id"], request.json()))
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="set.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Delete a set (rustiz; scope full)", ("200", SET), "NotFound", (SET_ID,))
     def delete(self, request: Request, organization_id: str) -> Response:
         return json_response(self.remove(organization_id, request.params["id"]))
@@ -358,7 +358,7 @@ class PostCopies:
     def __init__(self, app: App):
         self.store = app.store
 
-    @route_options(scope="drafts")  # (it makes drafts only; a drafts key's wait for review)
+    @route_options(scope="drafts", audit="post.duplicated")  # (it makes drafts only; a drafts key's wait for review)
     @documented("Copy a post as drafts at the same date: its thread (every part, with its settings, media, delay, "
                 "repeat interval and tags) and the threads made with it on other channels, each in a new group, "
                 "together in a new multi-channel group; the original is untouched (rustiz; scope drafts)",

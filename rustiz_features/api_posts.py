@@ -285,7 +285,7 @@ class PostsApi:
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
         return view
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
@@ -293,14 +293,14 @@ class PostsApi:
         post_store.delete_group(self.store, organization_id, post["group"])
         return json_response({"error": True})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
         post_store.delete_group(self.store, organization_id, request.params["group"])
         return json_response({"error": True})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.status_changed")  # (an editor may: the role editor, or a full key)
     @documented("Make a post a draft or queue it",
                 ("200", object_schema({"id": STRING, "state": {"type": "string", "enum": ["DRAFT", "QUEUE"]}})),
                 "PostRejected Conflict", (POST_ID,),
@@ -334,7 +334,7 @@ class PostsApi:
             raise _being_published(post["id"])
         return json_response({"id": post["id"], "state": state})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.release_linked")  # (an editor may: the role editor, or a full key)
     @documented("Link a post whose releaseId is \"missing\" to its platform post", ("200", ref("PostRow")),
                 "BadRequest NotFound", (POST_ID,), object_schema({"releaseId": ID}))
     def link_release(self, request: Request, organization_id: str) -> Response:
@@ -364,7 +364,7 @@ class PostsApi:
         self._post_or_404(organization_id, request.params["id"])
         return json_response([])
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.retried")  # (an editor may: the role editor, or a full key)
     @documented("Queue the failed parts of a post's thread again (rustiz)", ("201", ref("Post")), "NotFound Conflict",
                 (POST_ID,))
     def retry(self, request: Request, organization_id: str) -> Response:
@@ -448,7 +448,7 @@ class PostsApi:
 
     # --- creating and editing posts (validation is validate_create_post's; this is what gets stored) ---------
 
-    @route_options(scope="drafts")  # (a drafts key's post must be a draft: checked in _create_posts)
+    @route_options(scope="drafts", audit="post.created")  # (a drafts key's post: a draft, see _create_posts)
     @documented("Create, schedule or update posts: one thread per channel",
                 ("201", {**json_body(array_of(object_schema({"postId": STRING, "integration": STRING})), "Created"),
                          "headers": _rate_limit_headers()}),
@@ -590,7 +590,7 @@ class PostsApi:
             threads.append(rows)
         return threads, replaced_groups
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.edited")  # (an editor may: the role editor, or a full key)
     @documented("Merge provider settings into a main post",
                 ("200", object_schema({"postId": STRING, "publishDate": STRING})), "BadRequest NotFound Conflict",
                 (POST_ID,), object_schema({"settings": {"type": "object"}}))
@@ -640,7 +640,7 @@ class PostsApi:
 
     _EDITABLE_FIELDS = ("content", "image", "date", "settings")
 
-    @route_options(scope="drafts")  # (a drafts key edits drafts only: checked below)
+    @route_options(scope="drafts", audit="post.edited")  # (a drafts key edits drafts only: checked below)
     @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
                 (POST_ID,), ref("PostEdit"))
     def edit_post(self, request: Request, organization_id: str) -> Response:

@@ -17,7 +17,8 @@ Rules:
 - Approve does what POST /posts/:id/approve does to each thread awaiting review (review.ReviewApi); Request
   changes what reject does, the client's text as the reason. Approving what is already queued or published
   changes nothing and answers as the first approval did. Both, and every comment, notify the team (a
-  notification, and mail.notify_team's "review" e-mail to admins and editors when mail is configured).
+  notification, and mail.notify_team's "review" e-mail to admins and editors when mail is configured), and
+  each is an entry of the audit log (actor "client", with the name the client gave).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from .text import html_to_text
 from .web import content_security_policy, refusal_of_cross_site_form
 from .storage import channels as channel_store
 from .storage import comments as comment_store
+from .storage.audit import Actor
 from .storage import notifications as notification_store
 from .storage import organizations as organization_store
 from .storage import posts as post_store
@@ -58,6 +60,7 @@ _DONE_NOTICES = {"comment": "Thank you: your comment was sent to the team.",
                  "approved": "Thank you: the post is approved.",
                  "changes": "Thank you: the team will make the changes you asked for."}
 _VIDEO_ENDINGS = (".mp4", ".mov", ".webm", ".m4v")
+_AUDIT_ACTIONS = {"comment": "comment.created", "approved": "post.approved", "changes": "post.rejected"}
 
 
 class PageAnswer(Exception):
@@ -156,8 +159,8 @@ class ClientReviewPage:
         if comment_problem(text):
             raise PageAnswer(self._page(request, link, form=form, status=400, problem=(
                 f"Please write a comment (at most {MAX_COMMENT_CHARACTERS} characters).")))
-        self._record(link, name, text.strip(), "comment", f"{name} commented on a post shared for review: "
-                                                          f"“{_excerpt(text)}”")
+        self._record(request, link, name, text.strip(), "comment",
+                     f"{name} commented on a post shared for review: “{_excerpt(text)}”")
         return "comment"
 
     def _approve(self, request: Request, link: dict, name: str, form: dict) -> str:
@@ -181,8 +184,8 @@ class ClientReviewPage:
                 raise PageAnswer(self._page(request, link, form=form, status=409, problem=(
                     f"The post could not be approved as it is ({_api_message(refused)}). Please tell the team, or "
                     "ask for changes."))) from None
-        self._record(link, name, text, "approved", f"{name} approved a post shared for review: it is scheduled",
-                     waiting[0]["id"])
+        self._record(request, link, name, text, "approved",
+                     f"{name} approved a post shared for review: it is scheduled", [root["id"] for root in waiting])
         return "approved"
 
     def _request_changes(self, request: Request, link: dict, name: str, form: dict) -> str:
@@ -204,23 +207,28 @@ class ClientReviewPage:
             except ApiError as refused:
                 raise PageAnswer(self._page(request, link, form=form, status=409, problem=_api_message(refused))
                                  ) from None
-        self._record(link, name, text.strip(), "changes", f"{name} asked for changes to a post shared for review: "
-                                                          f"“{_excerpt(text)}”", waiting[0]["id"])
+        self._record(request, link, name, text.strip(), "changes",
+                     f"{name} asked for changes to a post shared for review: “{_excerpt(text)}”",
+                     [root["id"] for root in waiting])
         return "changes"
 
-    def _record(self, link: dict, name: str, text: str, kind: str, notice: str,
-                post_id: Optional[str] = None) -> None:
+    def _record(self, request: Request, link: dict, name: str, text: str, kind: str, notice: str,
+                post_ids: Optional[list] = None) -> None:
         """The client's words kept as a comment, and the team told: a notification about the post, and an
-        e-mail to the admins and editors whose "review" mails are on (when mail is configured)."""
+        e-mail to the admins and editors whose "review" mails are on (when mail is configured); and the audit
+        log's entry (actor "client", with the name they gave)."""
+        from .audit import record
         organization_id = link["organizationId"]
         made = comment_store.add_comment(self.store, organization_id, link["reviewGroup"], "client", None, name,
                                          text, kind)
-        if post_id is None:
-            threads = self._threads(link)
-            post_id = threads[0][0]["id"] if threads else None
-        notification_store.add_notification(self.store, organization_id, notice, None, post_id)
-        if post_id is not None:
-            self._mail_team(organization_id, kind, notice, post_id, made["id"])
+        if post_ids is None:
+            post_ids = [thread[0]["id"] for thread in self._threads(link)][:1]
+        record(self.store, organization_id, Actor("client", None, name), _AUDIT_ACTIONS[kind], "post", post_ids,
+               self.guard.client_address(request))
+        notification_store.add_notification(self.store, organization_id, notice, None,
+                                            post_ids[0] if post_ids else None)
+        if post_ids:
+            self._mail_team(organization_id, kind, notice, post_ids[0], made["id"])
 
     def _mail_team(self, organization_id: str, kind: str, notice: str, post_id: str, comment_id: str) -> None:
         from . import mail

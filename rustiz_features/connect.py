@@ -28,6 +28,7 @@ from urllib.parse import quote, urlencode
 from rustiz import ApiError, App, Config, Request, Response, Store, hash_api_key, iso_at, json_object, \
     json_response, log, nest_error, not_found, route_options, session_cookie
 from .api_docs import CHANNEL_ID, STRING, array_of, documented, object_schema, parameter, ref
+from .audit import record_request
 from .catalogue import DESCRIPTORS, NewChannel, url_problem
 from .http_client import HttpClient
 from .metrics import count
@@ -205,6 +206,8 @@ class ConnectFlow:
                 "app's settings (callback URL, permissions)")))
         except ConnectProblem as problem:
             return await self._failed(flow, problem)
+        await self.store.off_loop(record_request, self.app, request, flow["organization_id"],
+                                  "channel.reconnected" if existed else "channel.connected", "channel", [channel_id])
         notice = "reconnected" if existed else "pick" if provider.between_steps else "connected"
         return self._back(notice=notice, provider=identifier, channel=channel_id)
 
@@ -290,6 +293,7 @@ class ConnectFlow:
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not list the choices: {failed.message}") from None
 
+    @route_options(audit="channel.updated")
     @documented("Pick one: the channel becomes that page or board, ready to post to (rustiz)",
                 ("200", ref("ChannelRow")), "BadRequest IntegrationNotFound Conflict PlatformUnreachable",
                 (CHANNEL_ID,), object_schema({"id": STRING}))

@@ -38,6 +38,7 @@ class McpCall(NamedTuple):
     version_header: Optional[str]
     method_header: Optional[str]
     key: Optional[KeyIdentity] = None  # whose scope and MCP rate limits apply to tool calls
+    address: Optional[str] = None  # the client's (Guard.client_address), for the audit log
 
 
 def _text_response(status: int, text: str, headers: Optional[list] = None) -> Response:
@@ -146,7 +147,7 @@ class McpServer:
         organization_id = request.organization
         messages, batch = self._messages(request)
         call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), request.headers.get("mcp-method"),
-                       request.key)
+                       request.key, self.app.guard.client_address(request))
         answers = self._answer_all(messages, call)
         if not isinstance(answers, list):
             return self._reply_later(answers, request, batch)
@@ -280,7 +281,7 @@ class McpServer:
                                                "(see tools/list)")
             if arguments is not None and not isinstance(arguments, dict):
                 raise McpError(INVALID_PARAMS, f"Invalid params: params.arguments of {name} must be an object")
-            return self.tools.call(call.organization_id, name, arguments, call.key)
+            return self.tools.call(call.organization_id, name, arguments, call.key, call.address)
         if method == "tools/list":
             return {**self.tools.list_result, "cacheScope": "public", "ttlMs": 0} if modern else self.tools.list_result
         if method == "initialize":
@@ -362,7 +363,8 @@ class McpServer:
             return _text_response(404, "Session not found: open a new SSE stream at /sse/<key> and post to the "
                                        "endpoint it announces" + workers)
         messages, _ = self._messages(request)
-        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None, request.key)
+        call = McpCall(organization_id, request.headers.get("mcp-protocol-version"), None, request.key,
+                       self.app.guard.client_address(request))
         answers = self._answer_all(messages, call)
         if isinstance(answers, list):
             return self._post_to_stream(answers, session_id)

@@ -21,6 +21,7 @@ from rustiz import (ApiError, App, DatabaseUnwritable, KeyIdentity, json_dumps, 
 from .api_channels import ChannelsApi
 from .api_library import LibraryRoutes, PostCopies, SetsApi, SignaturesApi, TagsApi
 from .api_posts import MAX_NOTIFICATIONS_PAGE, PostsApi
+from .audit import record_tool_call
 from .catalogue import PROVIDERS, provider_max_length
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
@@ -64,6 +65,13 @@ TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchem
                "listMedia": "read", "updateMedia": "full", "deleteMedia": "full",
                # comments on a post (preview_links.py): read to list them, drafts (an author) to add one
                "listPostComments": "read", "addPostComment": "drafts"}
+# The audit log's action of each tool that changes something, recorded after its success with the key as an
+# agent ("mcp"); tests/test_api_audit.py checks that every tool but a reading one has one, or a reason not to.
+TOOL_ACTIONS = {"integrationSchedulePostTool": "post.created", "postSettingsTool": "post.edited",
+                "postRetryTool": "post.retried", "duplicatePost": "post.duplicated",
+                "updateMedia": "media.updated", "deleteMedia": "media.deleted", "addPostComment": "comment.created",
+                **{f"{noun}{verb}": f"{noun}.{past}" for noun in ("tag", "signature", "set")
+                   for verb, past in (("Create", "created"), ("Update", "updated"), ("Delete", "deleted"))}}
 POST_CREATING_TOOLS = ("integrationSchedulePostTool", "duplicatePost")
 CALLER_AWARE_TOOLS = ("addPostComment",)  # tools that record who called (a comment's author): they get the key
 MCP_LIMIT_WINDOW_SECONDS = 60
@@ -572,10 +580,11 @@ class McpTools:
         self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
         self.list_result = {"tools": self.definitions}
 
-    def call(self, organization_id: str, name: Any, arguments: Any,
-             key: Optional[KeyIdentity] = None) -> Union[dict, Awaitable[dict]]:
+    def call(self, organization_id: str, name: Any, arguments: Any, key: Optional[KeyIdentity] = None,
+             address: Optional[str] = None) -> Union[dict, Awaitable[dict]]:
         """tools/call: the CallToolResult, or an awaitable of it for the tools that wait on the network.
-        `key`: the caller's API key, whose scope and rate limits apply (None: the organization's own key)."""
+        `key`: the caller's API key, whose scope and rate limits apply (None: the organization's own key);
+        `address`: the client's, for the audit log."""
         tool = self.by_name.get(name) if isinstance(name, str) else None
         if tool is None:
             return _tool_error(f"Unknown tool: {name}")
@@ -601,9 +610,17 @@ class McpTools:
                 output = run(organization_id, checked)
         except Exception as error:
             return _tool_failure(tool["name"], error)
+        audit = TOOL_ACTIONS.get(tool["name"]), organization_id, checked, key and key.key_id, address
         if type(output) is not dict:  # a coroutine: the tool waits on the network
-            return self._finish(tool["name"], output)
+            return self._finish(tool["name"], output, audit)
+        self._record(audit, output)
         return _tool_success(output)
+
+    def _record(self, audit: tuple, output: dict) -> None:
+        """The audit entry of a tool call that changed something (`audit`: its action or None, and its call)."""
+        action, organization_id, arguments, key_id, address = audit
+        if action is not None:
+            record_tool_call(self.store, organization_id, action, arguments, output, key_id, address)
 
     @staticmethod
     def _refused(name: str, arguments: dict, scope: str) -> Optional[str]:
@@ -630,12 +647,13 @@ class McpTools:
                         f"try again in {decision.retry_after} seconds. Nothing was done.")
         return None
 
-    @staticmethod
-    async def _finish(name: str, pending: Awaitable[dict]) -> dict:
+    async def _finish(self, name: str, pending: Awaitable[dict], audit: tuple) -> dict:
         try:
-            return _tool_success(await pending)
+            output = await pending
         except Exception as error:
             return _tool_failure(name, error)
+        await self.store.off_loop(self._record, audit, output)
+        return _tool_success(output)
 
     def tool_integrationList(self, organization_id: str, arguments: dict) -> dict:
         channels = self.store.integrations(organization_id, arguments.get("group") or None)

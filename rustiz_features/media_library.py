@@ -141,7 +141,7 @@ class MediaLibraryApi:
         return {"media": [{**item, "usedBy": uses[item["id"]]} for item in items],
                 "pages": math.ceil(total / MEDIA_PER_PAGE)}
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="media.updated")  # (an editor may: the role editor, or a full key)
     @documented("Change a media item's name or alt text (the alt text new uses of it get)",
                 ("200", LIBRARY_MEDIA), "BadRequest NotFound", (MEDIA_ID,),
                 object_schema({}, {"alt": {"type": ["string", "null"], "maxLength": MAX_ALT_CHARACTERS},
@@ -158,7 +158,7 @@ class MediaLibraryApi:
             raise not_found(MEDIA_NOT_FOUND)
         return {**changed, "usedBy": media_store.media_uses(self.store, organization_id, [changed])[media_id]}
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="media.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Delete a media item, unless a post not yet published uses it",
                 ("200", object_schema({"id": STRING, "deleted": {"const": True}})), "NotFound", (MEDIA_ID,),
                 more_answers={"409": json_body(IN_USE, "Posts not yet published use it: nothing was deleted")})
@@ -172,7 +172,7 @@ class MediaLibraryApi:
                                  "usedBy": result["usedBy"]})
         return self._after([removal] if removal else [], {"id": result["id"], "deleted": True})
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="media.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Delete several media items, each unless a post not yet published uses it",
                 ("200", object_schema({"results": array_of(DELETE_RESULT)})), "BadRequest",
                 request=object_schema({"ids": {**array_of(STRING), "minItems": 1, "maxItems": MAX_IDS_PER_DELETE}}))

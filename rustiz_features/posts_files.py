@@ -164,7 +164,7 @@ class PostsFiles:
 
     # --- import ------------------------------------------------------------------------------------------
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.imported")  # (an editor may: the role editor, or a full key)
     @documented("Validate (dryRun=1) or store, all or nothing, posts from a JSON or CSV file (rustiz)",
                 ("201", ref("ImportReport")), "BadRequest",
                 (parameter("query", "dryRun", "1: validate every row, store nothing, answer 200", schema=_YES_OR_NO),

@@ -72,7 +72,7 @@ class ReviewLinksApi:
             raise not_found(POST_NOT_FOUND)
         return post
 
-    @route_options(scope="posts")  # (an editor's: the role editor, or a full key)
+    @route_options(scope="posts", audit="preview_link.created")  # (an editor's: the role editor, or a full key)
     @documented("Make a review link to a post (its threads on every channel) for a client without an account: "
                 "the page /p/<token> shows it with a comment box and, with allowApproval, Approve and Request "
                 "changes (rustiz). The token is shown once", ("201", _LINK_ANSWER), "BadRequest NotFound",
@@ -95,7 +95,7 @@ class ReviewLinksApi:
         return json_response({"url": review_link_url(self.config.frontend_url, token), "token": token,
                               "expiresAt": expires}, 201)
 
-    @route_options(scope="posts")
+    @route_options(scope="posts", audit="preview_link.revoked")
     @documented("Revoke the post's review links: all of them, or only the one of ?token= (rustiz)",
                 ("200", object_schema({"revoked": INTEGER})), "NotFound",
                 (POST_ID, parameter("query", "token", "Only this link's token")))
@@ -131,7 +131,7 @@ class CommentsApi:
         listed = comment_store.comments(self.store, organization_id, review_group_of(post), MAX_COMMENTS_LISTED)
         return [{**comment, "own": is_own(comment, caller)} for comment in listed]
 
-    @route_options(scope="drafts")
+    @route_options(scope="drafts", audit="comment.created")
     @documented("Comment on a post, for the team and the clients who review it (rustiz)",
                 ("201", COMMENT_SCHEMA), "BadRequest NotFound", (POST_ID,), object_schema({"content": STRING}))
     def add(self, request: Request, organization_id: str) -> Response:
@@ -150,7 +150,7 @@ class CommentsApi:
                                          content.strip())
         return {**made, "own": True}
 
-    @route_options(scope="drafts")  # (an author deletes their own; the handler checks whose it is)
+    @route_options(scope="drafts", audit="comment.deleted")  # (an author deletes their own: checked below)
     @documented("Delete a comment: your own, or any as an admin (rustiz)",
                 ("200", object_schema({"id": STRING, "deleted": BOOLEAN})), "Forbidden NotFound",
                 (POST_ID, _COMMENT_ID))

@@ -48,7 +48,7 @@ class ReviewApi:
                                   "GET /public/v1/posts?state=review lists them)")
         return thread
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.approved")  # (an editor may: the role editor, or a full key)
     @documented("Approve a draft awaiting review: queued at `date`, else its own date, else (passed) the channel's "
                 "next free slot (rustiz; scope full). With If-Match (the ETag of GET /posts/{id}) or `version`, a "
                 "409 when the post changed since that version (nothing is approved)", ("200", ref("Post")),
@@ -97,7 +97,7 @@ class ReviewApi:
         slot, _, _ = self.posts.free_slot(organization_id, channel)
         return iso_ms(slot)
 
-    @route_options(scope="posts")  # (an editor may: the role editor, or a full key)
+    @route_options(scope="posts", audit="post.rejected")  # (an editor may: the role editor, or a full key)
     @documented("Reject a draft awaiting review, with a reason the agent reads back (rustiz; scope full)",
                 ("200", ref("Post")), "BadRequest NotFound Conflict", (POST_ID,), object_schema({"reason": STRING}))
     def reject(self, request: Request, organization_id: str) -> Response:

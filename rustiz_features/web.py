@@ -125,6 +125,15 @@ def start_web_session(store: Store, guard: "Guard", request: Request, organizati
     return cookie, csrf_token
 
 
+def session_organization(store: Store, user_id: str, first_organization: str) -> Optional[str]:
+    """The organization a person signs in to: the one they first joined while they are a member there, else the
+    first of theirs by name; None when they are a member of none (a password or a single sign-on alike)."""
+    organizations = [row[0] for row in web_user_store.organizations_of(store, user_id)]
+    if not organizations:
+        return None
+    return first_organization if first_organization in organizations else organizations[0]
+
+
 def web_files() -> dict:
     """name -> bytes of every file of the UI: web/ beside rustiz.py, or inside the .pyz it runs from."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # above rustiz_features/
@@ -232,6 +241,9 @@ class WebApp:
                 raise ApiError(403, {"statusCode": 403, "message": (
                     f"This API key has the scope {identity.scope!r}; the web app signs in with a full key or a password")})
             return self._signed_in(request, identity.organization, api_key_hash=hash_api_key(key))
+        if self.config.oidc is not None and self.config.oidc.only:  # (single sign-on: rustiz_features/oidc.py)
+            raise ApiError(403, {"statusCode": 403, "error": "Forbidden", "message": (
+                "Passwords are turned off on this server: sign in through single sign-on (RUSTIZ_OIDC_ONLY=1)")})
         email, password = body.get("email"), body.get("password")
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
@@ -273,11 +285,10 @@ class WebApp:
     def person_signed_in(self, request: Request, user_id: str, first_organization: str) -> Response:
         """A session for the person, in the organization they first joined while they are a member there, else
         in the first of theirs by name; 403 when they are a member of none any more."""
-        organizations = [row[0] for row in web_user_store.organizations_of(self.store, user_id)]
-        if not organizations:
+        chosen = session_organization(self.store, user_id, first_organization)
+        if chosen is None:
             raise nest_error(403, "This account is no longer a member of any organization: ask an admin of yours "
                                   "to invite you again")
-        chosen = first_organization if first_organization in organizations else organizations[0]
         return self._signed_in(request, chosen, web_user_id=user_id)
 
     def _signed_in(self, request: Request, organization_id: str, **made_from: Optional[str]) -> Response:

@@ -37,7 +37,7 @@ def pyz() -> Path:
 
 BACKENDS = ("sqlite", "postgresql")
 # The suites parametrized by backend (module names); the others keep the default, SQLite.
-BOTH_BACKENDS = re.compile(r"^test_(api_.*|mcp.*|scheduler|provider_.*|oauth_.*|web_sessions|publish_everywhere|webhook_deliveries"
+BOTH_BACKENDS = re.compile(r"^test_(api_.*|mcp.*|scheduler|provider_.*|oauth_.*|oidc_sign_in|web_sessions|publish_everywhere|webhook_deliveries"
                            r"|storage_s3)$")
 
 

@@ -25,6 +25,7 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
         ("DELETE", "/sets/:id"), ("POST", "/media/delete"), ("PUT", "/media/:id"), ("DELETE", "/media/:id"))},
     ("POST", "/auth/switch"): "read",
     ("PUT", "/me/notifications"): "read",  # (e-mail: each person sets their own, a viewer too)
+    ("GET", "/audit"): "full", ("GET", "/audit/actors"): "full",
     # Client review links (an editor's) and comments (an author's; a comment deleted by its author or an admin).
     ("POST", "/posts/:id/preview-link"): "posts", ("DELETE", "/posts/:id/preview-link"): "posts",
     ("POST", "/posts/:id/comments"): "drafts", ("DELETE", "/posts/:id/comments/:commentId"): "drafts",

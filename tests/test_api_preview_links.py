@@ -368,3 +368,20 @@ def test_an_approval_with_an_oversized_comment_changes_nothing(shared, channels,
     status, _, html = send(shared, token, "approve", {"name": "Cleo", "text": "x" * 5001})
     assert status == 400 and "too long" in html
     assert states(shared, root) == ("DRAFT", "review")
+
+
+def test_a_client_s_words_and_decisions_are_audit_entries_of_a_client(shared, channels, agent):
+    root = draft_for_review(shared, channels[:1], agent)[0]
+    token = make_link(shared, root, allowApproval=True)["token"]
+    assert send(shared, token, "comment", {"name": "Audra Client", "text": "Nice"})[0] == 303
+    assert send(shared, token, "approve", {"name": "Audra Client"})[0] == 303
+    status, log = api(shared, "GET", f"{API}/audit?action=post.approved")
+    assert status == 200, log
+    mine = [entry for entry in log["entries"] if entry["subject"]["id"] == root]
+    assert [(e["actor"]["type"], e["actor"]["name"], e["subject"]["type"]) for e in mine] == [
+        ("client", "Audra Client", "post")]
+    comments = [e for e in api(shared, "GET", f"{API}/audit?action=comment.created")[1]["entries"]
+                if e["actor"]["name"] == "Audra Client"]
+    assert len(comments) == 1 and comments[0]["address"] == "127.0.0.1"
+    links = api(shared, "GET", f"{API}/audit?action=preview_link.created")[1]["entries"]
+    assert any(e["subject"]["id"] == root for e in links)

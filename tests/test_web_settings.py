@@ -12,7 +12,7 @@ from test_web_pages import open_page, placeholder_text, receivers, show, sideway
 from test_web_channels import serious_axe_violations, shoot
 from support import API, api, webhook_channel  # noqa: E402
 
-TABS = ["General", "Team and API keys", "Webhooks", "MCP", "Alerts", "Tags", "Signatures", "Sets"]
+TABS = ["General", "Team and API keys", "Webhooks", "MCP", "Alerts", "Tags", "Signatures", "Sets", "Notifications", "Audit"]
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (1440, "dark"), (390, "dark"), (360, "light")))

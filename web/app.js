@@ -114,7 +114,7 @@ function loginPage(message) {
       const body = withKey ? { apiKey: key.value.trim() } : { email: email.value.trim(), password: password.value };
       signIn(await api('POST', '/auth/login', body));
       if (resumeConnection()) return;
-      if (!location.hash || location.hash === '#/login') location.hash = '#/calendar';
+      if (!location.hash || location.hash.startsWith('#/login')) location.hash = '#/calendar';
       shell();
     } catch (error) {
       errors.show(error.status === 401 || error.status === 400 ? error : new Error(t('Could not sign in: {reason}', { reason: error.message })));
@@ -127,6 +127,7 @@ function loginPage(message) {
   message ? h('p.notice', message) : null, keyPart, passwordPart, errors, submit, toggle, preferenceSwitches());
   app.replaceChildren(h('main#main.center', form));
   key.focus();
+  import('./sso.js').then((m) => m.offerSingleSignOn(form, { errors, toggle, passwordPart }));
 }
 
 let current = null;

@@ -8,9 +8,10 @@ import { copyText } from './widgets.js';
 // Each tab with the least role that may use it (the others do not see it); the server checks again.
 const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('Team and API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
   ['alerts', toTranslate('Alerts'), 'admin'], ['tags', toTranslate('Tags'), 'editor'], ['signatures', toTranslate('Signatures'), 'editor'], ['sets', toTranslate('Sets'), 'editor'],
-  ['notifications', toTranslate('Notifications'), 'viewer']];
+  ['notifications', toTranslate('Notifications'), 'viewer'], ['audit', toTranslate('Audit'), 'admin']];
 const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
-  notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)) };
+  notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)),
+  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
   const TABS = ALL_TABS.filter(([, , role]) => mayDo(role));
