@@ -1114,6 +1114,28 @@ MIGRATIONS: tuple = (
         expires_at REAL NOT NULL
     );
     """,
+    # Members (issue 25, the members part): invites to join an organization with a role (single use, 7 days)
+    # and password reset links (single use, 1 hour); only a hash of each link's token is stored.
+    """
+    CREATE TABLE invite (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        email TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'editor', 'author', 'viewer')),
+        token_hash TEXT NOT NULL UNIQUE,
+        expires_at TEXT NOT NULL,
+        invited_by TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (organization_id, email)
+    );
+    CREATE TABLE password_reset (
+        token_hash TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES web_user(id),
+        expires_at TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX password_reset_user ON password_reset(user_id);
+    """,
     # Client review links and comments (issue 25, review-links): a link (its token stored hashed) shows one
     # post group (review_group: the post's multi-channel group, or its own group when it has none) to a client
     # with no account; comments on a post group come from the team (a person, a key, MCP) and from clients.
@@ -1723,6 +1745,13 @@ class Store:
             if after is not before:  # (a blocked key's refused hit changes nothing)
                 db.execute(self._RATE_WINDOW_WRITE_SQL, (key, *after))
         return decision
+
+    def take_back_hit(self, key: str) -> None:
+        """One hit of a counter that is not blocked taken back (a sign-in that succeeded counts no attempt
+        against the lockout, which counts failures)."""
+        with self.writing(no_channels=True) as db:
+            db.execute("UPDATE rate_limit SET hits = hits - 1 WHERE key = ? AND hits > 0 AND blocked_until IS NULL",
+                       (key,))
 
     _RATE_WINDOW_SQL = "SELECT window_start, hits, blocked_until FROM rate_limit WHERE key = ?"
     _RATE_WINDOW_WRITE_SQL = ("INSERT OR REPLACE INTO rate_limit (key, window_start, hits, blocked_until) "
@@ -3739,6 +3768,13 @@ API_ROUTES = (
     # The audit log (issue 25, part "audit"): admins read who changed what.
     ("GET", "/audit", "audit", "AuditApi.list_entries"),
     ("GET", "/audit/actors", "audit", "AuditApi.list_actors"),
+    # Members and invites (issue 25, members): the organization's admins only.
+    ("GET", "/members", "team", "MembersApi.list_members"),
+    ("POST", "/members", "team", "MembersApi.invite"),
+    ("PUT", "/members/:id", "team", "MembersApi.change_role"),
+    ("DELETE", "/members/:id", "team", "MembersApi.remove"),
+    ("POST", "/members/invites/:id/resend", "team", "MembersApi.resend_invite"),
+    ("DELETE", "/members/invites/:id", "team", "MembersApi.revoke_invite"),
     # Client review links and comments on a post (issue 25, review-links).
     ("POST", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.create"),
     ("DELETE", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.revoke"),
@@ -3769,6 +3805,11 @@ ROOT_ROUTES = (
     ("GET", "/auth/session", "web", "WebApp.session"),
     ("POST", "/auth/logout", "web", "WebApp.logout"),
     ("POST", "/auth/switch", "web", "WebApp.switch"),
+    # Accepting an invite, and a forgotten password (issue 25, members): open to anyone.
+    ("GET", "/auth/invite", "team", "TeamSignIn.invite"),
+    ("POST", "/auth/invite", "team", "TeamSignIn.accept"),
+    ("POST", "/auth/forgot", "team", "TeamSignIn.forgot"),
+    ("POST", "/auth/reset", "team", "TeamSignIn.reset"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
     # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
     ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),

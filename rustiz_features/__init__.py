@@ -5,7 +5,7 @@ every route, and a module is imported on the first request to one of its routes.
 the core imports none of these at load time, and these import the core and one another as a DAG:
 
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
-    posts_files, web, catalogue, http_client, db_copy, ops
+    posts_files, web, catalogue, http_client, db_copy, ops, team
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
     preview_links
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
@@ -48,6 +48,7 @@ the core imports none of these at load time, and these import the core and one a
   jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic
   elliptic (points of secp256k1 and P-256: Nostr's signatures, ES256) -> the standard library only
   web, recurrence, text, bech32 -> the core only
+  team (members, invites, accepting them, a forgotten password; `rustiz member`) -> web, mail, audit
   picture_size (a picture's width and height from its header) -> the standard library only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core

@@ -25,6 +25,7 @@ from rustiz import (NAME_MAX_LENGTH, SCOPES, ApiError, Config, Store, UserError,
                     new_api_key, update_config_value)
 from .storage import alerts as alert_store
 from .storage import keys as key_store
+from .storage import members as member_store
 from .storage import organizations as organization_store
 from .storage import web_users as web_user_store
 
@@ -93,10 +94,11 @@ def command_org_add(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _email_argument(arguments: argparse.Namespace) -> str:
+def _email_argument(arguments: argparse.Namespace, group: str = "user") -> str:
     email = arguments.email.strip().lower()
     if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
-        raise UserError(f"{email!r} is not an email address: rustiz user {arguments.user_command} alice@example.com")
+        raise UserError(f"{email!r} is not an email address: rustiz {group} {getattr(arguments, group + '_command')} "
+                        "alice@example.com")
     return email
 
 
@@ -133,6 +135,62 @@ def command_user_remove(arguments: argparse.Namespace) -> int:
             raise _no_such_web_user(email, organization)
     log(f"{email} can no longer sign in to the web app of organization {organization['name']}; "
         "its browsers are signed out")
+    return 0
+
+
+# --- members of an organization, and invites (issue 25) ---------------------------------------------------------
+
+def _member_of(store: Store, organization: dict, email: str) -> dict:
+    found = member_store.member_by_email(store, organization["id"], email)
+    if found is None:
+        raise UserError(f"{email} is not a member of organization {organization['name']} ({organization['id']}); "
+                        "`rustiz member list` shows who is, `rustiz member invite` invites")
+    return found
+
+
+def command_member_invite(arguments: argparse.Namespace) -> int:
+    """An invite by email with a role: its link (single use, 7 days) printed."""
+    from rustiz_features.team import invite_member
+    with _organization_opened(arguments.org, "cannot invite: ") as (config, store, organization):
+        invite = invite_member(store, config, organization["id"], {"email": arguments.email, "role": arguments.role},
+                               None)
+    print(invite["inviteUrl"])
+    if not config.frontend_url:
+        log("FRONTEND_URL is not set, so the link above names rustiz's own address: set FRONTEND_URL in "
+            f"{config.config_path} to the address people open rustiz at")
+    log(f"{arguments.email.strip().lower()} is invited to organization {organization['name']} as {arguments.role}; "
+        f"the link above works once, until {invite['expiresAt']}")
+    return 0
+
+
+def command_member_list(arguments: argparse.Namespace) -> int:
+    with _organization_opened(arguments.org) as (_, store, organization):
+        members, invites = member_store.members(store, organization["id"]), member_store.invites(store, organization["id"])
+    print("EMAIL\tNAME\tROLE\tSTATE\tID")
+    for member in members:
+        print(f"{member['email']}\t{member['name'] or '-'}\t{member['role']}\tmember since {member['createdAt']}\t"
+              f"{member['id']}")
+    for invite in invites:
+        print(f"{invite['email']}\t-\t{invite['role']}\tinvited, link until {invite['expiresAt']}\t{invite['id']}")
+    return 0
+
+
+def command_member_role(arguments: argparse.Namespace) -> int:
+    from rustiz_features.team import change_role
+    email = _email_argument(arguments, "member")
+    with _organization_opened(arguments.org, "cannot change the role: ") as (_, store, organization):
+        change_role(store, organization["id"], _member_of(store, organization, email)["id"], arguments.role)
+    log(f"{email} is now {arguments.role} in organization {organization['name']}")
+    return 0
+
+
+def command_member_remove(arguments: argparse.Namespace) -> int:
+    from rustiz_features.team import remove_member
+    email = _email_argument(arguments, "member")
+    with _organization_opened(arguments.org, "cannot remove: ") as (_, store, organization):
+        remove_member(store, organization["id"], _member_of(store, organization, email)["id"])
+    log(f"{email} is no longer a member of organization {organization['name']}; their browsers signed in to it "
+        "are signed out")
     return 0
 
 
@@ -395,6 +453,8 @@ GROUPS = {  # words that group commands: (help line, description)
     "channel": ("add and list channels", "Channels (Postiz's integrations) of an organization."),
     "user": ("web app users", "People who sign in to the web app with an email and a password (the "
                               "organization's API key signs in too)."),
+    "member": ("members of an organization and their roles", "People who are members of the organization, each "
+                                                              "with a role: admin, editor, author or viewer."),
     "db": ("move the database", "Move this instance's data to another database."),
     "posts": ("export and import posts as files", "Posts as JSON or CSV files, on the database directly (no "
                                                   "server needed), checked as POST /public/v1/posts checks them."),
@@ -456,6 +516,23 @@ COMMANDS = (
     Command(("user", "remove"), command_user_remove, "stop an email from signing in; their sessions end",
             "EMAIL can no longer sign in to the web app; the browsers signed in as EMAIL are signed out, in "
             "running servers too.", (EMAIL, ORG)),
+    # Members and invites (issue 25).
+    Command(("member", "invite"), command_member_invite, "invite an email with a role; print the invite link",
+            "Invite EMAIL to the organization with a role and print the invite link (it works once, for 7 days; "
+            "only a hash of it is stored). Whoever opens it chooses a name and a password, or gives the password of "
+            "their account, and is signed in as a member. Also e-mailed when mail is configured.",
+            (EMAIL, argument("--role", required=True, choices=member_store.ROLES, help="what the person may do"),
+             ORG)),
+    Command(("member", "list"), command_member_list, "list members and pending invites",
+            "Print one tab-separated line per member (email, name, role, since when, id), then per pending invite.",
+            (ORG,)),
+    Command(("member", "role"), command_member_role, "give a member another role",
+            "Give the member EMAIL the role ROLE. The organization's last admin stays an admin.",
+            (EMAIL, argument("role", metavar="ROLE", choices=member_store.ROLES, help="admin, editor, author or viewer"),
+             ORG)),
+    Command(("member", "remove"), command_member_remove, "remove a member; their sessions in it end",
+            "EMAIL is no longer a member of the organization; their browsers signed in to it are signed out, in "
+            "running servers too. Their account stays (other organizations). The last admin stays.", (EMAIL, ORG)),
     Command(("db", "copy"), command_db_copy, "copy everything into an empty database (and bucket)",
             "Copy every row of this instance's database (RUSTIZ_DATABASE) into TARGET, a PostgreSQL URL (or a "
             "SQLite file), and with --uploads-to its uploads into an S3-compatible bucket; then check row counts "

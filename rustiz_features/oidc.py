@@ -9,8 +9,8 @@ Rules:
   its address guard, each answer read within a bound, and kept an hour; the keys are fetched again once when a
   token names a key they do not have (the issuer rotated them).
 - The ID token is trusted only once jwt.py has checked its signature (RS256 or ES256) and its claims.
-- A person signs in when their e-mail is verified by the issuer and is a member of an organization
-  (member_to_sign_in). Every refusal sends the browser back to the sign-in page with a code the page words
+- A person signs in when their e-mail is verified by the issuer and is a member of an organization or has
+  a live invite, which is then accepted (member_to_sign_in). Every refusal sends the browser back to the sign-in page with a code the page words
   itself (a crafted link cannot make it show any text but an e-mail address); the details go to the log.
 """
 from __future__ import annotations
@@ -24,11 +24,13 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from rustiz import (
     ApiError, App, OidcSettings, Request, Response, Store, duration, json_response, log, route_options, sha256,
+    utc_now_iso,
 )
 from _operator import _compare_digest as compare_digest
 from .api_docs import STRING, documented, object_schema, parameter
 from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
 from .jwt import Expected, TokenRefused, UnknownKey, verified_claims
+from .storage import members as member_store
 from .storage import oidc as oidc_store
 from .storage import web_users as web_user_store
 from .web import PASSWORD_ITERATIONS, session_organization, start_web_session
@@ -212,10 +214,13 @@ def verified_email(claims: dict) -> str:
 def member_to_sign_in(store: Store, email: str) -> tuple:
     """(web user id, organization id) that the person with this verified e-mail signs in as (the organization
     as for a password sign-in); SignInRefused ("not-member") when they are nobody's member."""
+    # Pending invites of this e-mail are accepted here (the issuer vouches for the address they were sent to):
+    # the person joins (a web user made with NO_PASSWORD_HASH when there is none) and lands in the newest's.
+    joined = member_store.accept_invites_of(store, email, utc_now_iso(), NO_PASSWORD_HASH)
+    if joined is not None:
+        return joined[1], joined[0]
     user = web_user_store.web_user(store, email)
     organization = session_organization(store, user[0], user[1]) if user else None
-    # A pending invite for this e-mail is accepted here, when the members part (team.py) is there: the person
-    # joins the invite's organization (a web user made with NO_PASSWORD_HASH when there is none) and signs in.
     if organization is None:
         raise SignInRefused("not-member", f"{email} is not a member of any organization", email)
     return user[0], organization

@@ -7,7 +7,7 @@ lives in the database (every worker sees it end at once) and ends with what sign
 rotated, the password changed, the user removed.
 
 Rules:
-- Passwords are hashed off the event loop, a bounded number at a time, and password sign-ins are
+- Passwords are hashed off the event loop, a bounded number at a time, and failed password sign-ins are
   counted per email and per client address; an unknown email costs as much as a known one.
 - The UI's files are read from the .pyz on the first request for one.
 """
@@ -35,8 +35,9 @@ UNKNOWN_USER_PASSWORD_HASH = f"pbkdf2_sha256${PASSWORD_ITERATIONS}${'0' * 32}${'
 PASSWORD_THREADS = 2  # per worker: PBKDF2 runs there, never on the event loop
 MAX_PASSWORD_CHECKS = 16  # per worker, hashing or waiting for a thread; more sign-ins at once get a 503
 SIGN_IN_WINDOW_SECONDS = 15 * 60
-SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # password sign-ins per email per window, from any address
-SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # password sign-ins per client address per window, for any email
+SIGN_IN_ATTEMPTS_PER_EMAIL = 10  # failed password sign-ins per email (an account) per window, from any address
+SIGN_IN_ATTEMPTS_PER_ADDRESS = 30  # failed password sign-ins per client address per window, for any email
+SIGN_IN_COUNTER = "sign-in "  # the rate_limit key of those counts: "sign-in email:<email>", "sign-in address:<ip>"
 # Pictures and media only from rustiz itself (channel pictures through GET .../integrations/:id/picture,
 # uploads under /uploads), and the bucket its uploads redirect to: a post or a setting that names another
 # address cannot make a reader's browser fetch it.
@@ -99,6 +100,13 @@ class PasswordChecker:
         self.in_flight = 0
 
     async def matches(self, password: str, stored: str) -> bool:
+        return await self._in_thread(password_matches, password, stored)
+
+    async def hashed(self, password: str) -> str:
+        """hash_password(password), in the same threads and under the same bound as matches."""
+        return await self._in_thread(hash_password, password)
+
+    async def _in_thread(self, function: Any, *arguments: str) -> Any:
         if self.in_flight >= MAX_PASSWORD_CHECKS:
             raise ApiError(503, {"statusCode": 503, "error": "Service Unavailable", "message": (
                 f"Too many sign-ins at once ({MAX_PASSWORD_CHECKS} are being checked): try again in a few "
@@ -108,8 +116,7 @@ class PasswordChecker:
             self._executor = ThreadPoolExecutor(PASSWORD_THREADS, thread_name_prefix="rustiz-password")
         self.in_flight += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, password_matches, password,
-                                                                    stored)
+            return await asyncio.get_running_loop().run_in_executor(self._executor, function, *arguments)
         finally:
             self.in_flight -= 1
 
@@ -229,7 +236,7 @@ class WebApp:
                                    object_schema({"email": STRING, "password": STRING})]},
                 more_answers=_NOT_SIGNED_IN)
     def login(self, request: Request) -> Union[Response, Awaitable[Response]]:
-        self._refuse_cross_site_sign_in(request)
+        self.refuse_cross_site_sign_in(request)
         body = json_object(request)
         if isinstance(body.get("apiKey"), str) and body["apiKey"].strip():
             key = body["apiKey"].strip()
@@ -248,12 +255,13 @@ class WebApp:
         if not (isinstance(email, str) and isinstance(password, str) and email and password):
             raise bad_request("Sign in with {\"apiKey\"} or with {\"email\", \"password\"}")
         email = email.strip().lower()
-        self._count_sign_in("address:" + self.guard.client_address(request), SIGN_IN_ATTEMPTS_PER_ADDRESS,
-                            "from your address")
-        self._count_sign_in("email:" + email, SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
-        return self._password_sign_in(request, email, password)
+        # Counted before the hashing, so that attempts at once cannot pass the limit; a success is taken back.
+        counted = ("address:" + self.guard.client_address(request), "email:" + email)
+        self._count_sign_in(counted[0], SIGN_IN_ATTEMPTS_PER_ADDRESS, "from your address")
+        self._count_sign_in(counted[1], SIGN_IN_ATTEMPTS_PER_EMAIL, f"for {email}")
+        return self._password_sign_in(request, email, password, counted)
 
-    def _refuse_cross_site_sign_in(self, request: Request) -> None:
+    def refuse_cross_site_sign_in(self, request: Request) -> None:
         """Login CSRF: a page of another site must not sign this browser in to an organization of its
         choosing. A cross-site HTML form can send only text/plain, form or multipart bodies (JSON needs
         fetch, which CORS stops), and a browser names the page's site in Origin and Sec-Fetch-Site."""
@@ -267,19 +275,22 @@ class WebApp:
                 f"A sign-in from another site ({other_site}) is refused: open rustiz's own page to sign in")})
 
     def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
-        """One password sign-in counted against `limit` per window (in the database, shared by every worker)."""
-        decision = self.store.count_request("sign-in " + key, limit, SIGN_IN_WINDOW_SECONDS)
+        """One password sign-in counted against `limit` per window (in the database, shared by every worker):
+        the lockout of an email (an account) and of an address after repeated failures."""
+        decision = self.store.count_request(SIGN_IN_COUNTER + key, limit, SIGN_IN_WINDOW_SECONDS)
         if not decision.allowed:
             raise ApiError(429, {"statusCode": 429, "error": "Too Many Requests", "message": (
                 f"Too many sign-in attempts {whose} (at most {limit} in {SIGN_IN_WINDOW_SECONDS // 60} minutes): "
                 f"try again in {duration(decision.retry_after)}")}, [("Retry-After", str(decision.retry_after))])
 
-    async def _password_sign_in(self, request: Request, email: str, password: str) -> Response:
+    async def _password_sign_in(self, request: Request, email: str, password: str, counted: tuple) -> Response:
         user = await self.store.off_loop(web_user_store.web_user, self.store, email)
         # An unknown email costs the same hashing as a known one: how long a refusal takes tells nothing.
         matches = await self.passwords.matches(password, user[2] if user else UNKNOWN_USER_PASSWORD_HASH)
         if user is None or not matches:
             raise ApiError(401, {"statusCode": 401, "message": "Wrong email or password"})
+        for key in counted:  # (only failures count towards the lockout)
+            await self.store.off_loop(self.store.take_back_hit, SIGN_IN_COUNTER + key)
         return await self.store.off_loop(lambda: self.person_signed_in(request, user[0], user[1]))
 
     def person_signed_in(self, request: Request, user_id: str, first_organization: str) -> Response:

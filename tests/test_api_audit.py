@@ -35,6 +35,9 @@ NOT_AUDITED = {
     ("POST", "/auth/logout"): "signing out ends a session: no change of the organization's data",
     ("POST", "/auth/switch"): "a session moves to another of the person's organizations: no change of their data",
     ("PUT", "/me/notifications"): "a person's own e-mail preferences, not the organization's data",
+    ("POST", "/auth/invite"): "open to anyone: accepting an invite records itself (invite.accepted, the person)",
+    ("POST", "/auth/forgot"): "asks for a reset link: no change of the organization's data",
+    ("POST", "/auth/reset"): "a person's own password (every session ends), not the organization's data",
     # a client's review page (no key, no session): each action records itself (audit.record, actor "client")
     **{("POST", f"/p/:token/{action}"): "a client's review page: it records itself as the client"
        for action in ("comment", "approve", "request-changes")},

@@ -599,7 +599,7 @@ def test_posting_times_organization_name_and_a_new_api_key_from_the_browser(star
         page.get_by_label("Organization name").fill("Acme Social")
         page.get_by_role("button", name="Save name").click()
         expect(page.get_by_label("Organization name")).to_have_value("Acme Social")
-        page.get_by_role("tab", name="Team and API keys").click()
+        page.get_by_role("tab", name="API keys").click()
         page.get_by_role("button", name="Rotate API key").click()
         expect(page.locator(".api-key")).to_have_text(re.compile(r"^[0-9a-f]{64}$"))
         new_key = page.locator(".api-key").inner_text()

@@ -41,7 +41,7 @@ def test_settings_adds_a_key_shows_it_once_lists_it_and_revokes_it(page):
     tab, server = page
     tab.once("dialog", lambda dialog: dialog.accept())
     tab.get_by_role("link", name="Settings").click()
-    tab.get_by_role("tab", name="Team and API keys").click()
+    tab.get_by_role("tab", name="API keys").click()
     card = tab.locator("section.card", has=tab.get_by_role("heading", name="API keys", exact=True))
     expect(card.locator("tr.api-key-row[data-name=default] .scope")).to_have_text("full")
     card.get_by_label("Key name").fill("agent")

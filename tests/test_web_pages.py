@@ -27,11 +27,11 @@ PICTURE = png_file(8, 8, pixel=bytes((220, 38, 38)))
 
 @pytest.fixture
 def open_page(browser):
-    """open_page(server, width, scheme) -> a signed-in Page; its script errors and console errors are listed in
-    page.problems (the tests say which they expect)."""
+    """open_page(server, width, scheme) -> a signed-in Page (signed_in=False: a visitor's); its script errors and
+    console errors are listed in page.problems (the tests say which they expect)."""
     contexts = []
 
-    def open_(server, width: int = 1280, scheme: str = "light"):
+    def open_(server, width: int = 1280, scheme: str = "light", signed_in: bool = True):
         context = browser.new_context(timezone_id="UTC", viewport={"width": width, "height": 860},
                                       color_scheme=scheme, base_url=server.url)
         context.set_default_timeout(15000)
@@ -41,7 +41,8 @@ def open_page(browser):
         page.on("pageerror", lambda error: page.problems.append(str(error)))
         page.on("console", lambda message: page.problems.append(message.text)
                 if message.type == "error" and "Failed to load resource" not in message.text else None)
-        sign_in(page, server)
+        if signed_in:
+            sign_in(page, server)
         return page
 
     yield open_
@@ -135,7 +136,7 @@ def every_page(world: dict) -> list:
             + [f"#/post/{post_id}" for post_id in posts.values()]
             + ["#/channels", "#/channels?problem=refused&provider=mastodon", "#/channels?notice=connected&provider=webhook",
                "#/settings", "#/settings?tab=keys", "#/settings?tab=webhooks", "#/settings?tab=alerts",
-               "#/settings?tab=tags", "#/settings?tab=signatures", "#/settings?tab=sets", "#/library",
+               "#/settings?tab=tags", "#/settings?tab=signatures", "#/settings?tab=sets", "#/settings?tab=team", "#/library",
                "#/notifications", "#/review", "#/import",
                "#/notifications?page=abc", "#/calendar?view=bogus&date=2026-13-45", "#/post/no-such-post"])
 

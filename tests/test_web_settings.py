@@ -12,7 +12,7 @@ from test_web_pages import open_page, placeholder_text, receivers, show, sideway
 from test_web_channels import serious_axe_violations, shoot
 from support import API, api, webhook_channel  # noqa: E402
 
-TABS = ["General", "Team and API keys", "Webhooks", "MCP", "Alerts", "Tags", "Signatures", "Sets", "Notifications", "Audit"]
+TABS = ["General", "API keys", "Webhooks", "MCP", "Alerts", "Tags", "Signatures", "Sets", "Notifications", "Audit", "Team"]
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (1440, "dark"), (390, "dark"), (360, "light")))
@@ -30,11 +30,11 @@ def test_settings_are_side_tabs_on_a_wide_screen_and_a_select_on_a_phone(start_s
         expect(page.get_by_role("tab", name="General")).to_have_attribute("aria-selected", "true")
         page.get_by_role("tab", name="General").focus()
         page.keyboard.press("ArrowDown")
-        expect(page.get_by_role("tab", name="Team and API keys")).to_be_focused()
-        expect(page.get_by_role("tabpanel", name="Team and API keys")).to_be_visible()
+        expect(page.get_by_role("tab", name="API keys")).to_be_focused()
+        expect(page.get_by_role("tabpanel", name="API keys")).to_be_visible()
     else:
         expect(tablist).to_be_hidden()
-        page.get_by_label("Section").select_option(label="Team and API keys")
+        page.get_by_label("Section").select_option(label="API keys")
     assert page.url.endswith("#/settings?tab=keys")
     card = page.locator("section.card", has=page.get_by_role("heading", name="API keys", exact=True))
     expect(card.locator("tr.api-key-row")).to_have_count(3)

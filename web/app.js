@@ -14,6 +14,8 @@ const routes = {
   notifications: () => import('./pages.js').then((m) => m.notificationsPage),
   review: () => import('./pages.js').then((m) => m.reviewPage),
   import: () => import('./files.js').then((m) => m.importPage),
+  invite: () => import('./team.js').then((m) => m.invitePage),
+  reset: () => import('./team.js').then((m) => m.resetPage),
 };
 // (labels translated when drawn: t() needs the language loaded first)
 const NAV = [['calendar', toTranslate('Calendar')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['settings', toTranslate('Settings')]];
@@ -90,6 +92,8 @@ function resumeConnection() {
 }
 
 function loginPage(message) {
+  const [open, search] = location.hash.replace(/^#\/?/, '').split('?');  // an invite, a forgotten password: team.js
+  if (['invite', 'forgot', 'reset'].includes(open)) { import('./team.js').then((m) => m.signedOutPage(app, open, new URLSearchParams(search || ''), preferenceSwitches())); return; }
   document.title = `${t('Sign in')} · rustiz`;
   const errors = errorBox();
   const key = h('input', { type: 'password', name: 'apiKey', autocomplete: 'current-password', spellcheck: 'false' });
@@ -98,7 +102,7 @@ function loginPage(message) {
   const submit = h('button.primary', { type: 'submit' }, t('Sign in'));
   let withKey = true;
   const keyPart = h('div', field(t('API key'), key, t('Printed by `rustiz init` (or `rustiz key rotate`); also in config.env as RUSTIZ_API_KEY.')));
-  const passwordPart = h('div', { hidden: true }, field(t('Email'), email), field(t('Password'), password, t('Set by the operator with `rustiz user add`.')));
+  const passwordPart = h('div', { hidden: true }, field(t('Email'), email), field(t('Password'), password, t('Set by the operator with `rustiz user add`.')), h('p', h('a', { href: '#/forgot' }, t('Forgot password?'))));
   const toggle = h('button.link', { type: 'button', onclick: () => {
     withKey = !withKey;
     keyPart.hidden = !withKey;
@@ -243,6 +247,7 @@ document.addEventListener('keydown', (event) => {
 });
 
 window.addEventListener('hashchange', async () => {
+  if (!session.organization) { loginPage(); return; }  // signed out: the sign-in page, or a page open to anyone
   await render();
   const main = document.getElementById('main');  // keyboard and screen-reader users land on the new page
   if (main && !main.contains(document.activeElement)) main.focus({ preventScroll: true });

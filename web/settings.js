@@ -1,17 +1,18 @@
-// Settings as side tabs (a <select> on a phone): General (timezone, organization name), Team and API keys,
-// Webhooks, MCP, Alerts, Tags, Signatures, Sets. The tab shown is in the address (#/settings?tab=tags), so a
+// Settings as side tabs (a <select> on a phone): General (timezone, organization name), API keys,
+// Webhooks, MCP, Alerts, Tags, Signatures, Sets, Notifications (mail-settings.js), Audit (audit.js), Team (team.js). The tab shown is in the address (#/settings?tab=tags), so a
 // change that draws the page again stays on its tab.
 // Rules: each tab loads what it shows and says its own errors (one failing API does not blank the others).
 import { h, t, toTranslate, put, avatar, api, errorBox, field, session, fmtDateTime, go, mayDo } from './util.js';
 import { copyText } from './widgets.js';
 
 // Each tab with the least role that may use it (the others do not see it); the server checks again.
-const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('Team and API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
+const ALL_TABS = [['general', toTranslate('General'), 'admin'], ['keys', toTranslate('API keys'), 'admin'], ['webhooks', toTranslate('Webhooks'), 'admin'], ['mcp', toTranslate('MCP'), 'admin'],
   ['alerts', toTranslate('Alerts'), 'admin'], ['tags', toTranslate('Tags'), 'editor'], ['signatures', toTranslate('Signatures'), 'editor'], ['sets', toTranslate('Sets'), 'editor'],
-  ['notifications', toTranslate('Notifications'), 'viewer'], ['audit', toTranslate('Audit'), 'admin']];
+  ['notifications', toTranslate('Notifications'), 'viewer'], ['audit', toTranslate('Audit'), 'admin'], ['team', toTranslate('Team'), 'admin']];
 const DRAW = { general: generalTab, keys: keysTab, webhooks: webhooksTab, mcp: mcpTab, alerts: alertsTab, tags: tagsTab, signatures: signaturesTab, sets: setsTab,
   notifications: (panel) => import('./mail-settings.js').then((m) => m.notificationsTab(panel)),
-  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)) };
+  audit: (panel) => import('./audit.js').then((m) => m.auditTab(panel)),
+  team: (panel) => import('./team.js').then((m) => m.teamTab(panel)) };
 
 export async function settingsPage(main, { query } = {}) {
   const TABS = ALL_TABS.filter(([, , role]) => mayDo(role));
@@ -113,7 +114,7 @@ async function keysTab(panel) {
         newKey.replaceChildren(h('p', t('Your new API key (shown once):')), h('div.copy', h('code.api-key', apiKey), copyButton(apiKey)));
       } catch (error) { errors.show(error); }
     } }, t('Rotate API key')), newKey, errors));
-  put(panel, keysCard(), h('p.hint', t('Web app users (email and password) are added from the command line: '), h('code', 'rustiz user add EMAIL'), '.'));
+  put(panel, keysCard());
 }
 
 // Named API keys with a scope: full, drafts (an agent: its posts wait for review), read.
