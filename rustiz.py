@@ -543,8 +543,10 @@ class SmtpServer(NamedTuple):
     password: str
 
     def redacted(self) -> str:
-        who = f"{self.user}:***@" if self.user else ""
-        return f"{'smtps' if self.tls else 'smtp'}://{who}{self.host}:{self.port}"
+        from urllib.parse import quote
+        who = f"{quote(self.user, safe='')}:***@" if self.user else ""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'smtps' if self.tls else 'smtp'}://{who}{host}:{self.port}"
 
 
 _SMTP_URL = re.compile(r"(?i)(smtps?)://(?:([^:@/\s]*)(?::([^@/\s]*))?@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)"

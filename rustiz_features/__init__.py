@@ -26,7 +26,7 @@ the core imports none of these at load time, and these import the core and one a
     http_client, catalogue
   alerts (trouble announced on an alert channel) -> background, publishers, text
   digest (the daily digest mail) -> mail, alerts, recurrence, text
-  mail (the outbox, its SMTP sender, the mails, e-mail preferences) -> alerts, background
+  mail (the outbox, its SMTP sender, the mails, e-mail preferences) -> alerts, background, api_docs
   background (RowSender, SenderHost: what the scheduler and its senders share) -> the core only
   openapi -> api_posts, media, validation, catalogue, text
   media -> catalogue, http_client, object_storage, picture_size

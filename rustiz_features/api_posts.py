@@ -544,11 +544,16 @@ class PostsApi:
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
-        if plan.get("review") == "review" and earlier is None:  # (e-mail: the reviewers whose preference is on)
-            from . import mail
-            mail.drafts_await_review(self.store, self.config, organization_id, [item["postId"] for item in created],
-                                     [post["integration"]["name"] for post in plan["posts"]])
+        if earlier is None:
+            self._announce_review(organization_id, plan, [item["postId"] for item in created])
         return created, body, earlier
+
+    def _announce_review(self, organization_id: str, plan: dict, post_ids: list) -> None:
+        """A plan saved for review: mailed to the reviewers whose preference is on (when mail is configured)."""
+        if plan.get("review") == "review":
+            from . import mail
+            mail.drafts_await_review(self.store, self.config, organization_id, post_ids,
+                                     [post["integration"]["name"] for post in plan["posts"]])
 
     def planned_rows(self, organization_id: str, plan: dict) -> tuple:
         """What save_plan would write for a plan, written later by the caller (an import stores many at once)."""
@@ -680,6 +685,7 @@ class PostsApi:
                                   [tag["tag"]["name"] for tag in tags])
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
+        self._announce_review(organization_id, plan, [thread[0]["id"]])
         return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
 
     def refuse_others_draft(self, request: Request, organization_id: str, post_id: str) -> None:

@@ -63,20 +63,25 @@ class DailyDigests:
 
 def queue_due_digests(config: Config, store: Store, at: datetime.time, now: float) -> int:
     """Queue today's digest of each subscriber whose organization's local time is past `at`; how many."""
-    queued = 0
-    contents: dict = {}  # organization id -> (local date, text, html) or None (nothing to say)
+    due = []  # (organization id, name, local time, user id, email, dedupe key) of the digests due today
     for organization_id, name, timezone, user_id, email in mail_store.digest_subscribers(store):
         local = datetime.datetime.fromtimestamp(now, zone_named(timezone or "UTC"))
-        if local.time() < at:
-            continue
+        if local.time() >= at:
+            due.append((organization_id, name, local, user_id, email,
+                        f"digest:{organization_id}:{user_id}:{local.date().isoformat()}"))
+    done = mail_store.queued_keys(store, [item[-1] for item in due]) if due else set()
+    queued = 0
+    contents: dict = {}  # organization id -> (subject, text, html) or None (nothing to say)
+    for organization_id, name, local, user_id, email, dedupe_key in due:
+        if dedupe_key in done:
+            continue  # (queued today already: no write)
         if organization_id not in contents:
             contents[organization_id] = digest_of(config, store, organization_id, name, local)
         if contents[organization_id] is None:
             continue
         subject, text, body = contents[organization_id]
         queued += queue_mail(store, config, to=email, subject=subject, text=text, html=body, kind="digest",
-                             dedupe_key=f"digest:{organization_id}:{user_id}:{local.date().isoformat()}",
-                             organization_id=organization_id)
+                             dedupe_key=dedupe_key, organization_id=organization_id)
     return queued
 
 

@@ -16,7 +16,8 @@ Rules:
   TLS from the start; certificates are checked. The SMTP server is the operator's own setting: it is not subject
   to the outbound client's address guard (which is for addresses users and platforms give).
 - Others call the interface (mail_configured, queue_mail, queue_invite, queue_password_reset, notify_team) with
-  `from rustiz_features import mail` inside their function. It imports background and alerts' helpers only.
+  `from rustiz_features import mail` inside their function. It imports background, api_docs and alerts' helpers
+  (numeric_setting, post_link), never the scheduler: the scheduler makes the MailSender as its SenderHost.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import traceback
 from typing import Any, Optional
 
 from rustiz import (
-    ApiError, App, Config, Request, Response, Store, bad_request, iso_at, json_response, log, nest_error,
+    App, Config, Request, Response, Store, bad_request, hash_api_key, iso_at, json_response, log, nest_error,
     route_options,
 )
 from .alerts import numeric_setting, post_link
@@ -80,13 +81,14 @@ def queue_mail(store: Store, config: Config, *, to: str, subject: str, text: str
 
 def queue_invite(store: Store, config: Config, *, to: str, invite_url: str, organization_name: str, role: str,
                  inviter: str) -> bool:
-    """The invite mail (always sent, whatever the preferences), with `invite_url` exactly as given."""
+    """The invite mail (always sent, whatever the preferences), with `invite_url` exactly as given (the same URL
+    queues once: a resend with a new token is a new mail)."""
     text = (f"{inviter} invites you to join {organization_name} on rustiz as {article(role)} {role}.\n\n"
             f"Accept the invite (the link works once, for 7 days):\n{invite_url}\n")
     body = html_mail(f"{inviter} invites you to join {organization_name} on rustiz as {article(role)} {role}.",
                      invite_url, "Accept the invite", "The link works once, for 7 days.")
     return queue_mail(store, config, to=to, subject=f"Join {organization_name} on rustiz", text=text, html=body,
-                      kind="invite", dedupe_key=f"invite:{invite_url}")
+                      kind="invite", dedupe_key=f"invite:{secret_digest(invite_url)}")
 
 
 def queue_password_reset(store: Store, config: Config, *, to: str, reset_url: str) -> bool:
@@ -98,7 +100,12 @@ def queue_password_reset(store: Store, config: Config, *, to: str, reset_url: st
                      "Set a new password", "The link works once, for an hour. If it was not you, ignore this mail: "
                                            "your password stays as it is.")
     return queue_mail(store, config, to=to, subject="Reset your rustiz password", text=text, html=body,
-                      kind="password-reset", dedupe_key=f"reset:{reset_url}")
+                      kind="password-reset", dedupe_key=f"reset:{secret_digest(reset_url)}")
+
+
+def secret_digest(url: str) -> str:
+    """A link with a token, as a dedupe key that does not hold the token."""
+    return hash_api_key(url)
 
 
 def notify_team(store: Store, config: Config, organization_id: str, kind: str, subject: str, text: str, html: str,
@@ -265,6 +272,8 @@ def send_now(config: Config, row: dict) -> None:
         code, said = next(iter(refused.recipients.values()), (0, b""))
         raise MailFailure(f"the SMTP server refused the recipient ({code} {said_text(said)})",
                           permanent=500 <= code < 600) from None
+    except smtplib.SMTPNotSupportedError as refused:  # (an address beyond ASCII, and no SMTPUTF8 there)
+        raise MailFailure(f"the SMTP server cannot take this mail: {refused}", permanent=True) from None
     except smtplib.SMTPResponseException as refused:
         raise MailFailure(f"the SMTP server refused the mail ({refused.smtp_code} {said_text(refused.smtp_error)})",
                           permanent=500 <= refused.smtp_code < 600) from None
@@ -460,7 +469,7 @@ class NotificationPreferencesApi:
 
     def _effective(self, user_id: str, organization_id: str) -> dict:
         role, stored = mail_store.stored_preferences(self.store, user_id, organization_id)
-        if role is None:
-            raise ApiError(403, {"msg": "You are not a member of this organization"})
+        if role is None:  # (a session's person is a member: the router checked; this guards a race with a removal)
+            raise nest_error(403, "You are not a member of this organization")
         defaults = default_preferences(role)
         return {name: defaults[name] if value is None else value for name, value in stored.items()}

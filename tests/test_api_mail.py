@@ -179,7 +179,18 @@ def test_a_draft_waiting_for_review_is_mailed_to_reviewers_with_the_review_link(
     status, _ = api(server, "POST", f"{API}/posts", post_body(channel_post(channel, "<p>a person's draft</p>"),
                                                                type="draft", date=iso(3600)))
     assert status == 201
-    stays(lambda: len(smtp.messages), 2, 1.0)  # (a person's own draft waits for nobody)
+    stays(lambda: len(smtp.messages), 2, 1.0)  # (an admin's own draft waits for nobody)
+    author = sign_in(server, "author@example.com")
+    status, _, raw = server.request("POST", f"{API}/posts", {**author, "Content-Type": "application/json"}, json.dumps(
+        post_body(channel_post(channel, "<p>an author's draft</p>"), type="draft", date=iso(3600))).encode())
+    assert status == 201, raw
+    (drafted,) = json.loads(raw)
+    smtp.wait_for(4)
+    status, _, raw = server.request("PUT", f"{API}/posts/{drafted['postId']}", {**author, "Content-Type":
+                                    "application/json"}, json.dumps({"content": "<p>edited</p>"}).encode())
+    assert status == 200, raw
+    stays(lambda: len(smtp.messages), 4, 1.0)  # (edited again within the hour: not mailed again)
+    assert recipients(smtp) == ["admin@example.com"] * 2 + ["editor@example.com"] * 2
 
 
 def test_the_daily_digest_goes_out_once_with_yesterday_today_and_what_failed(start_server_with_fakes, smtp, receiver,
@@ -204,7 +215,7 @@ def test_the_daily_digest_goes_out_once_with_yesterday_today_and_what_failed(sta
     assert "Published yesterday (1)" in text and "went out & fine" in text
     assert went_out["releaseURL"] in text and f'href="{went_out["releaseURL"]}"' in html
     assert "Failed yesterday (1)" in text and f"{FRONTEND}/#/post/{failed['id']}" in text
-    assert f"{FRONTEND}/#/calendar" in text
+    assert f"{FRONTEND}/#/calendar" in text and "Due today (" in text
     server.stop(signal.SIGTERM)
     start_server_with_fakes(env=env, data_dir=server.data_dir)
     stays(lambda: len(smtp.messages), 1)  # once a day, restart or not
@@ -273,7 +284,7 @@ def test_several_processes_send_each_row_once(start_server_with_fakes, smtp):
 # --- preferences --------------------------------------------------------------------------------------------------
 
 def test_preferences_default_by_role_and_are_each_persons_own(server):
-    people = team(server)
+    team(server)
     expected = {"admin": True, "editor": True, "author": False, "viewer": False}
     for role, on in expected.items():
         status, preferences = as_person(server, sign_in(server, f"{role}@example.com"), "GET")
@@ -288,7 +299,6 @@ def test_preferences_default_by_role_and_are_each_persons_own(server):
     viewer = sign_in(server, "viewer@example.com")
     status, preferences = as_person(server, viewer, "PUT", {"digest": True})
     assert status == 200 and preferences["digest"] is True
-    assert people
 
 
 def test_preferences_turned_off_are_respected(server, smtp, refusing):
@@ -332,6 +342,31 @@ def test_hostile_preference_bodies_get_a_4xx_never_a_5xx(server):
     assert as_person(server, author, "PUT", b"\xff\xfe")[0] == 400
     assert as_person(server, author, "GET")[1] == {"failed": False, "reconnect": False, "review": False,
                                                    "digest": False}
+
+
+def test_preferences_are_per_organization_for_a_person_in_two(server):
+    add_member(server, "agency@example.com", "admin")
+    made = run_cli(server.pyz, "org", "add", "Client B", env=server.env())
+    assert made.returncode == 0, made.stderr
+    client = api(server, "GET", f"{API}/organization", key=made.stdout.strip())[1]["id"]
+    with connect_database(server.database) as db:
+        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) VALUES (?, ?, 'author', ?)",
+                   ("user-agency", client, iso()))
+    person = sign_in(server, "agency@example.com")
+    assert as_person(server, person, "PUT", {"digest": True, "failed": False})[0] == 200
+    status, _, raw = server.request("POST", "/auth/switch", {**person, "Content-Type": "application/json"},
+                                    json.dumps({"organization": client}).encode())
+    assert status == 200, raw
+    person["X-CSRF-Token"] = json.loads(raw)["csrfToken"]
+    assert as_person(server, person, "GET")[1] == {"failed": False, "reconnect": False, "review": False,
+                                                   "digest": False}  # (an author there)
+    assert as_person(server, person, "PUT", {"review": True})[0] == 400
+    assert as_person(server, person, "PUT", {"digest": True})[1]["digest"] is True
+    with connect_database(server.database) as db:
+        rows = db.execute("SELECT organization_id, failed, digest FROM mail_preference WHERE user_id = ?",
+                          ("user-agency",)).fetchall()
+    assert sorted(map(tuple, rows)) == sorted([(client, None, 1), (
+        api(server, "GET", f"{API}/organization")[1]["id"], 0, 1)])
 
 
 def test_an_api_key_has_no_preferences(server):

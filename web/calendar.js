@@ -11,7 +11,7 @@
 // - Every text through t(); every time through util.js's zone helpers, never the browser's zone.
 import {
   h, put, api, session, errorBox, field, parts, zoned, fmtTime, fmtDay, fmtDateTime, isoDay, htmlToText,
-  stateBadge, stateLabel, STATES, zone, avatar, mediaImage, go, t, tn, providers,
+  stateBadge, stateLabel, STATES, zone, avatar, mediaImage, go, t, tn, providers, mayDo,
 } from './util.js';
 
 const HOUR_MS = 3600000;
@@ -56,7 +56,7 @@ function groupCards(posts) {
   for (const card of byKey.values()) {
     const states = card.posts.map((p) => p.state);
     card.state = STATE_RANK.find((s) => states.includes(s)) || states[0];
-    card.movable = card.posts.every((p) => MOVABLE.has(p.state) && !p.actualDate);
+    card.movable = mayDo('editor') && card.posts.every((p) => MOVABLE.has(p.state) && !p.actualDate);  // (an editor's move)
     const tags = new Map();
     for (const p of card.posts) for (const { tag } of p.tags || []) if (tag?.name) tags.set(tag.name, tag);
     card.tags = [...tags.values()];
@@ -289,7 +289,8 @@ export async function calendarPage(main, { query }) {
   const card = (c) => cardElement(c, c.posts.some((p) => made.has(p.id)));
   const dayLabel = (c, style) => fmtDay(noon(c), style);
   const when = (c) => (dayKey(c) === dayKey(today) ? 'today' : dayKey(c) < dayKey(today) ? 'past' : '');
-  const addButton = (ms, label) => h('button.add', { type: 'button', dataset: { at: String(ms) } }, h('span.sr-state', label), h('span', { 'aria-hidden': 'true' }, '+'));
+  // An empty slot opens the composer for whoever may write (an author and up).
+  const addButton = (ms, label) => !mayDo('author') ? null : h('button.add', { type: 'button', dataset: { at: String(ms) } }, h('span.sr-state', label), h('span', { 'aria-hidden': 'true' }, '+'));
   const moreButton = (count, from, to, label) => h('button.more', { type: 'button', dataset: { from: String(from), to: String(to), label } }, t('+{n} more', { n: count }));
 
   function draw(start, days) {

@@ -3,7 +3,7 @@
 // then its credential form or its own sign-in.
 // Rules: a picture that fails shows the initial (util.avatar); a link's query shows only rustiz's own words
 // (CONNECT_NOTICES/PROBLEMS); posting times are minutes after midnight in the organization's timezone.
-import { h, t, tn, put, avatar, api, errorBox, field, providers, go } from './util.js';
+import { h, t, tn, put, avatar, api, errorBox, field, providers, go, mayDo } from './util.js';
 import { credentialInputs, credentialsOf, credentialsForm } from './credentials.js';
 import { openDialog, confirmDialog, menuButton, copyText, figuresBox } from './widgets.js';
 
@@ -26,8 +26,10 @@ export async function channelsPage(main, { query } = {}) {
   // Each channel's own row says whether it needs reconnecting and its posting times (the list keeps Postiz's shape).
   const rows = await Promise.all(channels.map((c) => api('GET', `/integrations/${c.id}`).catch(() => ({}))));
   const errors = errorBox();
+  // Connecting and changing channels is an admin's (the server checks again); the others see them.
+  const admin = mayDo('admin');
   const add = h('button.primary', { type: 'button', onclick: () => addChannelDialog(known) }, t('Add channel'));
-  put(main, h('div.page-head', h('h1', t('Channels')), add), errors);
+  put(main, h('div.page-head', h('h1', t('Channels')), admin ? add : null), errors);
   // What an OAuth connection came back with (the server's callback redirects here): codes, in our words
   const outcome = connectOutcome(query, known);
   if (outcome.notice) put(main, h('p.notice', { role: 'status' }, outcome.notice));
@@ -35,7 +37,8 @@ export async function channelsPage(main, { query } = {}) {
   const context = { known, errors, query };
   put(main, channels.length
     ? h('ul.channel-list', channels.map((c, index) => channelCard(c, rows[index], context)))
-    : h('div.card.empty', h('p', t('No channels yet. Add one to start posting.')), h('button.primary', { type: 'button', onclick: () => add.click() }, t('Add channel'))),
+    : h('div.card.empty', admin ? [h('p', t('No channels yet. Add one to start posting.')), h('button.primary', { type: 'button', onclick: () => add.click() }, t('Add channel'))]
+      : h('p', t('No channels yet. An admin of the organization connects them.'))),
   h('datalist#group-names', groups.map((g) => h('option', { value: g.name }))));
 }
 
@@ -50,17 +53,18 @@ function channelCard(c, row, { known, errors, query }) {
   const state = c.disabled ? h('span.badge.st-DRAFT', t('Disabled'))
     : row.inBetweenSteps ? h('span.badge.st-ERROR', t('Pick what to post to'))
       : reconnect ? h('span.badge.st-ERROR.needs-reconnect', t('Needs reconnect')) : h('span.badge.st-PUBLISHED.connected', t('Connected'));
-  const credentials = provider?.connectable ? credentialsButton(c, provider, row.refreshNeeded, extra,
+  const admin = mayDo('admin');
+  const credentials = admin && provider?.connectable ? credentialsButton(c, provider, row.refreshNeeded, extra,
     row.refreshNeeded && query?.get('channel') === c.id) : null;
   const items = [
-    [t('Rename'), () => renameEditor(c, extra, change)],
-    [t('Posting times'), () => postingTimesDialog(c, slotsOf(row.postingTimes))],
-    [t('Group'), () => groupDialog(c, change)],
+    admin ? [t('Rename'), () => renameEditor(c, extra, change)] : null,
+    admin ? [t('Posting times'), () => postingTimesDialog(c, slotsOf(row.postingTimes))] : null,
+    admin ? [t('Group'), () => groupDialog(c, change)] : null,
     credentials ? [t('Update credentials'), () => credentials.click()] : null,
     [t('Copy ID'), () => copyText(c.id, (message) => { said.textContent = message; })],
     [t('Analytics'), () => extra.replaceChildren(figuresBox(`/analytics/${c.id}?date=30`, t('{name}: figures from the platform', { name: c.name })))],
-    [c.disabled ? t('Enable') : t('Disable'), () => change({ disabled: !c.disabled })],
-    [t('Delete'), () => deleteChannel(c, errors), { danger: true }],
+    admin ? [c.disabled ? t('Enable') : t('Disable'), () => change({ disabled: !c.disabled })] : null,
+    admin ? [t('Delete'), () => deleteChannel(c, errors), { danger: true }] : null,
   ].filter(Boolean);
   const slots = slotsOf(row.postingTimes);
   return h('li.channel', { dataset: { id: c.id }, class: c.disabled ? 'disabled' : null },
@@ -70,11 +74,11 @@ function channelCard(c, row, { known, errors, query }) {
         h('span.muted.platform', provider?.name || c.identifier, c.profile ? ` · ${c.profile}` : null)),
       menuButton(t('Actions for {name}', { name: c.name }), items)),
     h('div.channel-state', state,
-      row.refreshNeeded && provider?.oauth && !provider?.connectable
+      admin && row.refreshNeeded && provider?.oauth && !provider?.connectable
         ? h('button', { type: 'button', 'aria-label': t('Reconnect {name}', { name: c.name }), onclick: () => startOAuth(c.identifier, { refresh: c.id }, errors) }, t('Reconnect'))
         : null,
       row.refreshNeeded && credentials ? credentials : null,
-      row.inBetweenSteps ? stepPicker(c, errors) : null),
+      admin && row.inBetweenSteps ? stepPicker(c, errors) : null),
     h('dl.channel-facts',
       c.customer ? [h('dt', t('Group')), h('dd', c.customer.name)] : null,
       h('dt', t('Posting times')), h('dd.posting-times', slots.length ? slots.map(hhmm).join(', ') : t('None')),

@@ -7,7 +7,7 @@
 // text without asking (hashchange and beforeunload guards, removed once the page is gone).
 // Addresses: #/compose, #/compose?date=<UTC ISO> (an empty calendar slot), #/compose/<postId> and
 // #/compose?edit=<postId> (edit one post and its thread: a draft made by Duplicate opens the same way).
-import { h, put, t, avatar, mediaImage, api, session, errorBox, errorLines, ApiError, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go } from './util.js';
+import { h, put, t, avatar, mediaImage, api, session, errorBox, errorLines, ApiError, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go, mayDo } from './util.js';
 import { measure } from './count.js';
 import { preview } from './previews.js';
 import { emojiButton, insertAtCaret } from './emoji.js';
@@ -635,8 +635,10 @@ export async function composerPage(main, { id, query }) {
 
   const buttons = editing
     ? [h('button.primary', { type: 'submit', value: 'save', dataset: { checked: '' } }, t('Save changes')), h('a.button', { href: `#/post/${editing.id}` }, t('Cancel'))]
-    : [h('button.primary', { type: 'submit', value: 'schedule', dataset: { checked: '' } }, t('Schedule')), h('button', { type: 'submit', value: 'now', dataset: { checked: '' } }, t('Post now')),
-      h('button', { type: 'submit', value: 'draft' }, t('Save draft'))];
+    : mayDo('editor') ? [h('button.primary', { type: 'submit', value: 'schedule', dataset: { checked: '' } }, t('Schedule')), h('button', { type: 'submit', value: 'now', dataset: { checked: '' } }, t('Post now')),
+      h('button', { type: 'submit', value: 'draft' }, t('Save draft'))]
+      // An author's post is a draft an editor reviews before it goes out.
+      : [h('button.primary', { type: 'submit', value: 'draft' }, t('Send for review'))];
   put(form,
     setPicker ? h('div.set-row', field(t('Use a set'), setPicker)) : null,
     channelBoxes, tabs, panel,

@@ -2,7 +2,7 @@
 // alt text; each with its thumbnail (a video: an icon), type, size, dimensions, the posts using it, an editable alt
 // text; upload; select and delete (a file queued posts still use is refused: those posts are listed by it).
 // Rules: sizes and numbers in the person's locale (Intl.NumberFormat); one DELETE per item (the API's shape).
-import { h, t, tn, put, lang, api, errorBox, field, mediaImage, fmtDateTime, stateLabel, go } from './util.js';
+import { h, t, tn, put, lang, api, errorBox, field, mediaImage, fmtDateTime, stateLabel, go, mayDo } from './util.js';
 import { confirmDialog } from './widgets.js';
 
 const UNITS = ['byte', 'kilobyte', 'megabyte', 'gigabyte'];
@@ -64,11 +64,11 @@ export async function libraryPage(main, { query }) {
   }
 
   put(main, 
-    h('div.page-head', h('h1', t('Media')), upload, file),
+    h('div.page-head', h('h1', t('Media')), mayDo('author') ? [upload, file] : null),
     h('form.library-search', { role: 'search', onsubmit: (event) => { event.preventDefault(); go(address(1, searchBox.value.trim())); } },
       field(t('Search by name or alt text'), searchBox), h('button', { type: 'submit' }, t('Search')),
       search ? h('a.button', { href: address(1, '') }, t('Show all')) : null),
-    h('div.bulk-actions', deleteSelected), said, errors,
+    mayDo('editor') ? h('div.bulk-actions', deleteSelected) : null, said, errors,
     media.length ? h('ul.media-grid', cards)
       : h('p.muted', search ? t('Nothing matches “{search}”.', { search }) : t('No media yet: upload pictures and videos here or in the composer.')),
     pages > 1 ? h('nav.pager', { 'aria-label': t('Pages') },
@@ -95,14 +95,15 @@ function mediaCard(m, picked) {
   const uses = m.usedBy || [];
   const facts = [video ? t('Video') : t('Picture'), fileSize(m.size), m.width && m.height ? `${m.width.toLocaleString(lang())} × ${m.height.toLocaleString(lang())} px` : null].filter(Boolean);
   return h('li.media-card', { dataset: { id: m.id } },
-    h('label.pick-label', h('input.pick', { type: 'checkbox', onchange: picked }), h('span.sr-state', t('Select {name}', { name: title }))),
+    // Deleting and alt texts are an editor's (the server checks again); others read.
+    mayDo('editor') ? h('label.pick-label', h('input.pick', { type: 'checkbox', onchange: picked }), h('span.sr-state', t('Select {name}', { name: title }))) : null,
     video ? h('span.video-thumb', { role: 'img', 'aria-label': t('Video') }, '▶') : mediaImage(m.path, m.alt || ''),
     h('strong.media-name', { title }, title),
     h('small.muted', facts.join(' · ')),
     h('small.used', uses.length ? [tn('Used in {n} post:', 'Used in {n} posts:', uses.length), ' ',
       uses.map((p, i) => [i ? ', ' : '', h('a', { href: `#/post/${p.id}`, title: postLabel(p) }, p.integration?.name || String(i + 1))])]
       : t('Not used in any post')),
-    h('form.alt-form', { onsubmit: async (event) => {
+    !mayDo('editor') ? (m.alt ? h('small', t('Alt: {text}', { text: m.alt })) : null) : h('form.alt-form', { onsubmit: async (event) => {
       event.preventDefault();
       errors.show(null);
       try {

@@ -51,5 +51,5 @@ function toggle(name, label, hint, on, locked) {
         error.textContent = failure.message;
       } finally { input.disabled = false; }
     } });
-  return h('div.mail-switch', input, h('label', { for: id }, label), status, error, h('small.hint', { id: `${id}-hint` }, hint));
+  return h('div.mail-switch', input, h('label', { for: id }, label), h('small.hint', { id: `${id}-hint` }, hint), status, error);
 }

@@ -1,7 +1,7 @@
 // Post detail, To review and Notifications.
 // Rules: every text through t(); times in the organization's zone; no null child ever reaches the page (h/put skip
 // them); a decision that changes what the navigation counts tells the shell ('rustiz:counts').
-import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl } from './util.js';
+import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl, mayDo } from './util.js';
 import { confirmDialog, figuresBox } from './widgets.js';
 
 // --- post detail ----------------------------------------------------------------------------------
@@ -20,27 +20,29 @@ export async function postPage(main, { id }) {
   const at = Date.parse(post.publishDate);
   const calendar = `#/calendar?date=${toLocalInput(at).slice(0, 10)}`;
   const channel = post.integration || {};
+  // What the person's role lets them do here (the server checks again): an author edits drafts (their own).
+  const editor = mayDo('editor');
 
   const actions = h('div.actions',
-    failed ? h('button.primary', { type: 'button', onclick: async () => {
+    failed && editor ? h('button.primary', { type: 'button', onclick: async () => {
       try { await api('POST', `/posts/${id}/retry`); go(`#/post/${id}`); } catch (error) { errors.show(error); }
     } }, t('Retry')) : null,
-    editable ? h('a.button', { href: `#/compose/${id}` }, t('Edit')) : null,
-    h('button', { type: 'button', onclick: async () => {
+    editable && (editor || (mayDo('author') && post.state === 'DRAFT')) ? h('a.button', { href: `#/compose/${id}` }, t('Edit')) : null,
+    mayDo('author') ? h('button', { type: 'button', onclick: async () => {
       errors.show(null);
       try {
         const copy = await api('POST', `/posts/${id}/duplicate`);
         go(`#/compose?edit=${encodeURIComponent(copy.posts[0].id)}`);  // (the copy on all its channels)
       } catch (error) { errors.show(error); }
-    } }, t('Duplicate')),
-    h('button.danger', { type: 'button', onclick: async () => {
+    } }, t('Duplicate')) : null,
+    editor ? h('button.danger', { type: 'button', onclick: async () => {
       if (!await confirmDialog(t('Delete post'), t('Delete this post and its thread on this channel?'), t('Delete'))) return;
       try { await api('DELETE', `/posts/${id}`); go(calendar); } catch (error) { errors.show(error); }
-    } }, t('Delete')),
+    } }, t('Delete')) : null,
     h('a.button', { href: calendar }, t('Back to calendar')));
 
   let reschedule = null;
-  if (post.state === 'QUEUE' || post.state === 'DRAFT') {
+  if (editor && (post.state === 'QUEUE' || post.state === 'DRAFT')) {
     const input = h('input', { type: 'datetime-local', value: toLocalInput(at) });
     reschedule = h('form.inline', { onsubmit: async (event) => {
       event.preventDefault();
@@ -119,7 +121,7 @@ export async function reviewPage(main) {
       decideAll((p) => api('POST', `/posts/${p.id}/reject`, { reason: reason.value.trim() }));
     } }, t('Reject selected'))) : null;
   put(main, h('h1', t('To review'), ' ', h('span.count-pill', { 'aria-label': tn('{n} waiting', '{n} waiting', waitingPosts.length) }, String(waitingPosts.length))),
-    h('p.hint', t('Drafts made with a drafts API key (an agent). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which the agent can read. Approve schedules exactly what is shown here: if the agent changes the post meanwhile, you are asked to look again.')));
+    h('p.hint', t('Drafts written by authors of your team and by drafts API keys (agents). Approve schedules one at its date, or at the channel\'s next free posting time when that date has passed; reject keeps it as a draft with your reason, which its writer can read. Approve schedules exactly what is shown here: if its writer changes the post meanwhile, you are asked to look again.')));
   put(main, h('section.card', h('h2', t('Waiting ({n})', { n: waitingPosts.length })), bulk, errors,
     waitingPosts.length ? h('ul.review-list', waitingPosts.map((p) => reviewItem(p, true))) : h('p.muted', t('Nothing to review.'))));
   if (rejectedPosts.length) put(main, h('section.card', h('h2', t('Rejected ({n})', { n: rejectedPosts.length })), h('ul.rejected-list', rejectedPosts.map((p) => reviewItem(p, false)))));
@@ -186,7 +188,7 @@ export async function notificationsPage(main, { query }) {
   const item = (n, target) => {
     const errors = errorBox();
     const postId = postOf(n, target);
-    const retry = postId && states[postId] === 'ERROR' ? h('button.primary', { type: 'button', onclick: async () => {
+    const retry = postId && states[postId] === 'ERROR' && mayDo('editor') ? h('button.primary', { type: 'button', onclick: async () => {
       errors.show(null);
       try { await api('POST', `/posts/${postId}/retry`); retry.replaceWith(h('span.notice', { role: 'status' }, t('Sent again: it goes out now.'))); } catch (error) { errors.show(error); }
     } }, t('Retry')) : null;

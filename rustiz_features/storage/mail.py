@@ -8,6 +8,7 @@ Rules:
 - Preferences are stored per (person, organization); a NULL column is the default of the person's role there
   (mail.DEFAULT_ROLES: admins and editors get failed/reconnect/review, nobody the digest).
 - Failed, reconnect and review mails go to admins and editors only (ALERTED_ROLES), whose preference is on.
+- An invite's or a reset's body holds its token: blanked once the mail is sent or given up (SECRET_KINDS).
 """
 from __future__ import annotations
 
@@ -15,8 +16,15 @@ import time
 from typing import Optional
 
 from rustiz import Store, new_uuid, utc_now_iso
+from . import rows_in_chunks
 
 PREFERENCES = ("failed", "reconnect", "review", "digest")
+# Mails that carry a secret link (an invite's or a reset's token, stored hashed elsewhere): their bodies are
+# blanked once sent or given up, so the outbox does not keep a usable token.
+SECRET_KINDS = ("invite", "password-reset")
+_SECRET_IN = ", ".join(f"'{kind}'" for kind in SECRET_KINDS)
+_FORGET_SECRET = "".join(f"{body} = CASE WHEN kind IN ({_SECRET_IN}) THEN '' ELSE {body} END, "
+                         for body in ("text_body", "html_body"))
 ALERTED_ROLES = ("admin", "editor")  # who gets failed/reconnect/review mails, and has them on by default
 
 # A message not yet sent nor given up; one no live lease holds (the parameter: now).
@@ -37,6 +45,12 @@ def queue_message(store: Store, *, organization_id: Optional[str], kind: str, re
             "ON CONFLICT (dedupe_key) DO NOTHING",
             (row_id, organization_id, kind, recipient, subject, text, html, dedupe_key,
              f"<{row_id}@{message_domain}>", time.time(), utc_now_iso())).rowcount == 1
+
+
+def queued_keys(store: Store, dedupe_keys: list) -> set:
+    """Those of `dedupe_keys` already in the outbox (queued, sent or given up)."""
+    return {row[0] for row in rows_in_chunks(store, "SELECT dedupe_key FROM mail_outbox WHERE dedupe_key IN "
+                                                    "({in_list})", (), dedupe_keys)}
 
 
 def due_messages(store: Store, now: float, limit: int) -> list:
@@ -80,8 +94,8 @@ def release_leases(store: Store, owner: str) -> int:
 
 def record_sent(store: Store, message_id: str) -> None:
     with store.writing(no_channels=True) as db:
-        db.execute("UPDATE mail_outbox SET sent_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL "
-                   f"WHERE id = ? AND {_PENDING}", (utc_now_iso(), message_id))
+        db.execute(f"UPDATE mail_outbox SET {_FORGET_SECRET}sent_at = ?, lease_owner = NULL, lease_until = NULL, "
+                   f"last_error = NULL WHERE id = ? AND {_PENDING}", (utc_now_iso(), message_id))
 
 
 def retry_message(store: Store, message_id: str, owner: str, next_attempt_at: float, problem: str) -> None:
@@ -95,8 +109,8 @@ def retry_message(store: Store, message_id: str, owner: str, next_attempt_at: fl
 def give_up_message(store: Store, message_id: str, owner: str, problem: str) -> bool:
     """No further attempt; True when this call gave it up."""
     with store.writing(no_channels=True) as db:
-        return db.execute("UPDATE mail_outbox SET gave_up_at = ?, last_error = ?, lease_owner = NULL, "
-                          f"lease_until = NULL WHERE id = ? AND lease_owner = ? AND {_PENDING}",
+        return db.execute(f"UPDATE mail_outbox SET {_FORGET_SECRET}gave_up_at = ?, last_error = ?, "
+                          f"lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ? AND {_PENDING}",
                           (utc_now_iso(), problem, message_id, owner)).rowcount == 1
 
 
