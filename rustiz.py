@@ -1138,6 +1138,37 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX password_reset_user ON password_reset(user_id);
     """,
+    # Client review links and comments (issue 25, review-links): a link (its token stored hashed) shows one
+    # post group (review_group: the post's multi-channel group, or its own group when it has none) to a client
+    # with no account; comments on a post group come from the team (a person, a key, MCP) and from clients.
+    """
+    CREATE TABLE preview_link (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        form_token TEXT NOT NULL,
+        review_group TEXT NOT NULL,
+        allow_approval INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        revoked_at TEXT
+    );
+    CREATE INDEX preview_link_group ON preview_link(organization_id, review_group);
+    CREATE TABLE post_comment (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        review_group TEXT NOT NULL,
+        author_type TEXT NOT NULL CHECK (author_type IN ('user', 'key', 'mcp', 'client')),
+        author_id TEXT,
+        author_name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'comment' CHECK (kind IN ('comment', 'approved', 'changes')),
+        created_at TEXT NOT NULL,
+        deleted_at TEXT
+    );
+    CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
+    """,
 )
 
 
@@ -3746,6 +3777,12 @@ API_ROUTES = (
     ("DELETE", "/members/:id", "team", "MembersApi.remove"),
     ("POST", "/members/invites/:id/resend", "team", "MembersApi.resend_invite"),
     ("DELETE", "/members/invites/:id", "team", "MembersApi.revoke_invite"),
+    # Client review links and comments on a post (issue 25, review-links).
+    ("POST", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.create"),
+    ("DELETE", "/posts/:id/preview-link", "preview_links", "ReviewLinksApi.revoke"),
+    ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
+    ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
+    ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
@@ -3780,6 +3817,12 @@ ROOT_ROUTES = (
     ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),
     ("GET", "/auth/oidc/start", "oidc", "SingleSignOn.start"),
     ("GET", "/auth/oidc/callback", "oidc", "SingleSignOn.callback"),
+    # A review link's page for a client without an account, and its form (issue 25, review-links).
+    ("GET", "/p/:token", "client_review", "ClientReviewPage.page"),
+    ("POST", "/p/:token/comment", "client_review", "ClientReviewPage.comment"),
+    ("POST", "/p/:token/approve", "client_review", "ClientReviewPage.approve"),
+    ("POST", "/p/:token/request-changes", "client_review", "ClientReviewPage.request_changes"),
+    ("GET", "/p/:token/picture/:n", "client_review", "ClientReviewPage.picture"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -6,10 +6,14 @@ the core imports none of these at load time, and these import the core and one a
 
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
     posts_files, web, catalogue, http_client, db_copy, ops, team
-  mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates
+  mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
+    preview_links
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
   api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail
   review (approving and rejecting drafts keys' posts) -> api_posts
+  preview_links (client review links and comments, the team's API) -> api_posts
+  client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, mail,
+    alerts, audit, catalogue, text
   api_keys (named API keys with a scope) -> the core only
   audit (the audit log: entries of changes, GET /audit; App.resolve wraps handlers that declare audit=) -> api_docs;
     mcp_tools and connect -> audit

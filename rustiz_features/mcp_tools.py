@@ -26,6 +26,7 @@ from .catalogue import PROVIDERS, provider_max_length
 from .duplicates import duplicate_message, duplicates_allowed, find_duplicates
 from .media import MediaApi
 from .media_library import MAX_MEDIA_PAGE, MAX_SEARCH_CHARACTERS, MEDIA_PER_PAGE, MediaLibraryApi
+from .preview_links import MAX_COMMENT_CHARACTERS, CommentsApi, key_author
 from .validation import validate_create_post
 from .storage import channels as channel_store
 from .storage import media_library as media_store
@@ -61,15 +62,18 @@ TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchem
                "signatureDelete": "full", "setList": "read", "setCreate": "full", "setUpdate": "full",
                "setDelete": "full", "duplicatePost": "drafts",
                # the media library (media_library.py), under the names postiz-agent's commands use
-               "listMedia": "read", "updateMedia": "full", "deleteMedia": "full"}
+               "listMedia": "read", "updateMedia": "full", "deleteMedia": "full",
+               # comments on a post (preview_links.py): read to list them, drafts (an author) to add one
+               "listPostComments": "read", "addPostComment": "drafts"}
 # The audit log's action of each tool that changes something, recorded after its success with the key as an
 # agent ("mcp"); tests/test_api_audit.py checks that every tool but a reading one has one, or a reason not to.
 TOOL_ACTIONS = {"integrationSchedulePostTool": "post.created", "postSettingsTool": "post.edited",
                 "postRetryTool": "post.retried", "duplicatePost": "post.duplicated",
-                "updateMedia": "media.updated", "deleteMedia": "media.deleted",
+                "updateMedia": "media.updated", "deleteMedia": "media.deleted", "addPostComment": "comment.created",
                 **{f"{noun}{verb}": f"{noun}.{past}" for noun in ("tag", "signature", "set")
                    for verb, past in (("Create", "created"), ("Update", "updated"), ("Delete", "deleted"))}}
 POST_CREATING_TOOLS = ("integrationSchedulePostTool", "duplicatePost")
+CALLER_AWARE_TOOLS = ("addPostComment",)  # tools that record who called (a comment's author): they get the key
 MCP_LIMIT_WINDOW_SECONDS = 60
 
 
@@ -209,7 +213,7 @@ If validation fails, the result contains output.errors describing what to fix; t
 def _mcp_tool_definitions() -> list:
     """tools/list in Postiz's order (without its AI-generation tools), then rustiz's additions."""
     return (_postiz_tool_definitions() + _rustiz_tool_definitions() + _library_tool_definitions()
-            + _media_tool_definitions())
+            + _media_tool_definitions() + _comment_tool_definitions())
 
 
 def _postiz_tool_definitions() -> list:
@@ -429,6 +433,27 @@ def _media_tool_definitions() -> list:
     ]
 
 
+def _comment_tool_definitions() -> list:
+    """Comments on a post (GET and POST /public/v1/posts/:id/comments): the team's and clients' from review links."""
+    comment = {"type": "object", "additionalProperties": {}}
+    post_id = _z_string('The "id" of the post (any part of its thread, on any of its channels)')
+    return [
+        {"name": "listPostComments",
+         "description": "List the comments on a post, oldest first: the team's, and those of clients who reviewed "
+                        "it through a review link (author.type \"client\"), with their decisions (kind \"approved\" "
+                        "or \"changes\": what the client asked to change).",
+         "inputSchema": _root(_z_object({"id": post_id})),
+         "outputSchema": _root(_z_object({"output": _z_array(comment)})),
+         "annotations": _annotations("List Post Comments", *_READ_ONLY)},
+        {"name": "addPostComment",
+         "description": f"Comment on a post, for the team and the clients who review it (at most "
+                        f"{MAX_COMMENT_CHARACTERS} characters).",
+         "inputSchema": _root(_z_object({"id": post_id, "content": _z_string("The comment")})),
+         "outputSchema": _root(_z_object({"output": comment})),
+         "annotations": _annotations("Add Post Comment", False, False, False, False)},
+    ]
+
+
 # --- arguments checked against the input schema, with zod's messages ---------------------------
 
 
@@ -549,6 +574,7 @@ class McpTools:
                               "set": app.feature(SetsApi)}
         self.post_copies: PostCopies = app.feature(PostCopies)
         self.media_library: MediaLibraryApi = app.feature(MediaLibraryApi)
+        self.comments: CommentsApi = app.feature(CommentsApi)
         self.definitions = _mcp_tool_definitions()
         self.by_name = {tool["name"]: tool for tool in self.definitions}
         self.by_name["schedulePostTool"] = self.by_name["integrationSchedulePostTool"]  # the name Postiz's docs use
@@ -576,8 +602,12 @@ class McpTools:
         if refused:
             return _tool_error(refused)
         try:
-            output = run(organization_id, checked, scope) if tool["name"] in POST_CREATING_TOOLS else \
-                run(organization_id, checked)
+            if tool["name"] in POST_CREATING_TOOLS:
+                output = run(organization_id, checked, scope)
+            elif tool["name"] in CALLER_AWARE_TOOLS:
+                output = run(organization_id, checked, key)
+            else:
+                output = run(organization_id, checked)
         except Exception as error:
             return _tool_failure(tool["name"], error)
         audit = TOOL_ACTIONS.get(tool["name"]), organization_id, checked, key and key.key_id, address
@@ -832,6 +862,15 @@ class McpTools:
     async def _file_removed(self, path: str, output: dict) -> dict:
         await self.media_library.remove_files([path])
         return output
+
+    # Comments on a post: the API's own functions (preview_links.py).
+
+    def tool_listPostComments(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self.comments.listing(organization_id, arguments["id"], ("mcp", None, ""))}
+
+    def tool_addPostComment(self, organization_id: str, arguments: dict, key: Optional[KeyIdentity]) -> dict:
+        caller = key_author(self.store, organization_id, key, "mcp")
+        return {"output": self.comments.add_comment(organization_id, arguments["id"], arguments["content"], caller)}
 
 
 def _parsed_settings(text: Optional[str]) -> Any:

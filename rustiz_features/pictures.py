@@ -69,10 +69,17 @@ class ChannelPictures:
         channel = await self.store.off_loop(channel_store.channel_row, self.store, organization_id, request.params["id"])
         if channel is None:
             raise not_found(f"No channel {request.params['id']!r} in this organization")
-        url = channel.get("picture") or ""
+        answer = await self.picture_answer(channel.get("picture") or "")
+        if answer is None:
+            raise not_found(f"Channel {channel['id']} has no picture rustiz could fetch (its initial is shown instead)")
+        return answer
+
+    async def picture_answer(self, url: str) -> Optional[Response]:
+        """The picture at a channel's `url` as rustiz serves it (kept a while, sandboxed), or None when there is
+        none it could fetch; also for pages other than the web app's (a client's review page)."""
         picture = await self._picture(url) if url.lower().startswith(("https://", "http://")) else None
         if picture is None:
-            raise not_found(f"Channel {channel['id']} has no picture rustiz could fetch (its initial is shown instead)")
+            return None
         content_type, data = picture
         return Response(200, data, content_type, list(_SERVED_HEADERS))
 

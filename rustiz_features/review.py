@@ -57,10 +57,17 @@ class ReviewApi:
                 object_schema({}, {"date": DATE, "version": STRING}))
     def approve(self, request: Request, organization_id: str) -> Response:
         body = json_object(request) if request.body else {}
-        thread = self._awaiting(organization_id, request.params["id"])
+        root_id = self.approve_post(organization_id, request.params["id"], body.get("date"),
+                                    seen_version(request, body))
+        return json_response(self.posts.post_view(organization_id, root_id))
+
+    def approve_post(self, organization_id: str, post_id: str, wanted_date: Any = None,
+                     seen: Optional[str] = None) -> str:
+        """Approve the thread of a post awaiting review (also a client's approval through a review link):
+        queued at `wanted_date`, its own date or the channel's next free slot; its root's id. Raises ApiError."""
+        thread = self._awaiting(organization_id, post_id)
         root = thread[0]
-        seen = seen_version(request, body)
-        date = self._approved_date(organization_id, root, body.get("date"))
+        date = self._approved_date(organization_id, root, wanted_date)
         self.posts._revalidate(organization_id, thread, settings=json.loads(root["settings"] or "{}"),
                                request_type="update")  # drafts skip the media and length rules; queued posts not
         try:
@@ -74,7 +81,7 @@ class ReviewApi:
                 [("ETag", f'"{changed.version}"')]) from None
         if not decided:
             raise nest_error(409, f"Post {root['id']} changed while it was approved; look at it again")
-        return json_response(self.posts.post_view(organization_id, root["id"]))
+        return root["id"]
 
     def _approved_date(self, organization_id: str, root: dict, wanted: Any) -> str:
         if wanted is not None:
@@ -98,10 +105,16 @@ class ReviewApi:
         if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARACTERS:
             raise bad_request([f"reason must be a non-empty string of at most {MAX_REASON_CHARACTERS} characters "
                                "(the agent reads it back)"])
-        root = self._awaiting(organization_id, request.params["id"])[0]
-        if not review_store.decide_review(self.store, organization_id, root["group"], reason=reason.strip()):
+        root_id = self.reject_post(organization_id, request.params["id"], reason.strip())
+        return json_response(self.posts.post_view(organization_id, root_id))
+
+    def reject_post(self, organization_id: str, post_id: str, reason: str) -> str:
+        """Keep the thread of a post awaiting review a draft, with the reason (also a client's request for
+        changes through a review link); its root's id. Raises ApiError."""
+        root = self._awaiting(organization_id, post_id)[0]
+        if not review_store.decide_review(self.store, organization_id, root["group"], reason=reason):
             raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
-        return json_response(self.posts.post_view(organization_id, root["id"]))
+        return root["id"]
 
 
 def seen_version(request: Request, body: dict) -> Optional[str]:

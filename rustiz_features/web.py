@@ -62,6 +62,20 @@ def content_security_policy(config: Any) -> str:
     return WEB_CONTENT_SECURITY_POLICY.format(media=" ".join(dict.fromkeys(sources)))
 
 
+def refusal_of_cross_site_form(request: Request, frontend_url: str) -> Optional[str]:
+    """The other site a browser says a form post comes from (its Origin, or "cross-site"), or None when it
+    comes from this server's own pages (or from no browser). A browser names the page's site in Origin and
+    Sec-Fetch-Site; this server's own hosts are the Host asked for and FRONTEND_URL's (a proxy may pass on
+    another Host). The scheme is not compared: a TLS proxy may not say it is one."""
+    origin = request.headers.get("origin", "").strip()
+    own_hosts = {request.headers.get("host", "").strip().lower(),
+                 frontend_url.lower().partition("://")[2].partition("/")[0]} - {""}
+    if request.headers.get("sec-fetch-site", "").strip().lower() == "cross-site" or (
+            origin and origin.lower().partition("://")[2] not in own_hosts):
+        return origin or "cross-site"
+    return None
+
+
 def hash_password(password: str) -> str:
     """PBKDF2-SHA256 with a random salt, as `pbkdf2_sha256$iterations$salt$hash` (hex)."""
     import hashlib
@@ -255,19 +269,10 @@ class WebApp:
         if content_type != "application/json":
             raise ApiError(415, {"statusCode": 415, "error": "Unsupported Media Type", "message": (
                 f"Sign in with a JSON body (Content-Type: application/json), not {content_type or 'no Content-Type'}")})
-        origin = request.headers.get("origin", "").strip()
-        if request.headers.get("sec-fetch-site", "").strip().lower() == "cross-site" or (
-                origin and origin.lower().partition("://")[2] not in self._own_hosts(request)):
+        other_site = refusal_of_cross_site_form(request, self.config.frontend_url)
+        if other_site:
             raise ApiError(403, {"statusCode": 403, "error": "Forbidden", "message": (
-                f"A sign-in from another site ({origin or 'cross-site'}) is refused: open rustiz's own page to "
-                "sign in")})
-
-    def _own_hosts(self, request: Request) -> set:
-        """host[:port] of this server's own pages: the Host the browser asked for, and FRONTEND_URL's (a
-        proxy may pass on another Host). The scheme is not compared: a TLS proxy may not say it is one."""
-        hosts = {request.headers.get("host", "").strip().lower(), self.config.frontend_url.lower().partition(
-            "://")[2].partition("/")[0]}
-        return hosts - {""}
+                f"A sign-in from another site ({other_site}) is refused: open rustiz's own page to sign in")})
 
     def _count_sign_in(self, key: str, limit: int, whose: str) -> None:
         """One password sign-in counted against `limit` per window (in the database, shared by every worker):

@@ -38,6 +38,9 @@ NOT_AUDITED = {
     ("POST", "/auth/invite"): "open to anyone: accepting an invite records itself (invite.accepted, the person)",
     ("POST", "/auth/forgot"): "asks for a reset link: no change of the organization's data",
     ("POST", "/auth/reset"): "a person's own password (every session ends), not the organization's data",
+    # a client's review page (no key, no session): each action records itself (audit.record, actor "client")
+    **{("POST", f"/p/:token/{action}"): "a client's review page: it records itself as the client"
+       for action in ("comment", "approve", "request-changes")},
 }
 TOOLS_NOT_AUDITED = {
     "triggerTool": "a platform's helper lookup: it reads, changes nothing",

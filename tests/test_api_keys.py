@@ -27,6 +27,9 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
     ("PUT", "/me/notifications"): "read",  # (e-mail: each person sets their own, a viewer too)
     ("GET", "/audit"): "full", ("GET", "/audit/actors"): "full",
     ("GET", "/members"): "full",  # (who is in the team is the admins' business)
+    # Client review links (an editor's) and comments (an author's; a comment deleted by its author or an admin).
+    ("POST", "/posts/:id/preview-link"): "posts", ("DELETE", "/posts/:id/preview-link"): "posts",
+    ("POST", "/posts/:id/comments"): "drafts", ("DELETE", "/posts/:id/comments/:commentId"): "drafts",
 }
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),
@@ -34,6 +37,9 @@ PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: test
     ("GET", "/metrics"),
     ("GET", "/auth/invite"), ("POST", "/auth/invite"), ("POST", "/auth/forgot"), ("POST", "/auth/reset"),
     ("GET", "/auth/methods"), ("GET", "/auth/oidc/start"), ("GET", "/auth/oidc/callback"),
+    # a client review link's page and its form (the token is the credential)
+    ("GET", "/p/:token"), ("POST", "/p/:token/comment"), ("POST", "/p/:token/approve"),
+    ("POST", "/p/:token/request-changes"), ("GET", "/p/:token/picture/:n"),
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 

@@ -73,6 +73,7 @@ export async function postPage(main, { id }) {
     h('ol.thread', parts.map(partView)),
     errors, actions, reschedule);
   if (post.state === 'PUBLISHED') put(main, figuresBox(`/analytics/post/${id}`, t('Figures from the platform')));
+  import('./comments.js').then((m) => main.isConnected && m.commentsPanel(main, post));  // (issue 25: comments, review links)
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
     setTimeout(async function poll() {
