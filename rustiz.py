@@ -516,6 +516,17 @@ def redacted_url(url: str) -> str:
     return re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", url)
 
 
+# What stands for a credential in a request's target: an API key in an MCP address (/mcp/<key>, /sse/<key>,
+# /message/<key>), a client review link's token (/p/<token>), and a `token` (invite, reset) or `code`/`state`
+# (single sign-on, OAuth) query parameter. The access log writes "***" in their place.
+_SECRETS_IN_TARGET = re.compile(r"(/(?:mcp|sse|message|p)/)[^/?#]+|([?&](?:token|code|state)=)[^&#]*")
+
+
+def loggable_target(target: str) -> str:
+    """A request's target for the access log, with the credentials it may carry replaced by ***."""
+    return _SECRETS_IN_TARGET.sub(lambda found: (found.group(1) or found.group(2)) + "***", target)
+
+
 def database_setting(values: dict, environ: dict, resolve: Callable[[str, str], str]) -> str:
     """A SQLite file (a path, relative to the config file) or a PostgreSQL URL. RUSTIZ_DATABASE wins;
     DATABASE_URL (Postiz's name) counts when the environment gives no RUSTIZ_DATABASE and names PostgreSQL."""
@@ -2861,7 +2872,7 @@ class HttpConnection(asyncio.Protocol):
         elapsed = time.perf_counter() - started
         REQUEST_TALLY.add(request.route, response.status, elapsed)
         if self.state.config.access_log:
-            log(f'{request.peer} "{request.method} {request.target} HTTP/{"1.0" if request.http10 else "1.1"}" '
+            log(f'{request.peer} "{request.method} {loggable_target(request.target)} HTTP/{"1.0" if request.http10 else "1.1"}" '
                 f"{response.status} {response.length if type(response) is FileResponse else len(response.body)} "
                 f"{elapsed * 1000:.1f}ms")
         if type(response) is FileResponse and request.method != "HEAD":
@@ -2907,7 +2918,7 @@ class HttpConnection(asyncio.Protocol):
         self._write(b"".join(head) + b"\r\n")
         self.answered += 1
         if self.state.config.access_log:
-            log(f'{request.peer} "{request.method} {request.target}" 200 event stream opened')
+            log(f'{request.peer} "{request.method} {loggable_target(request.target)}" 200 event stream opened')
         self.busy = True  # no request after this one on the connection: the stream is its last answer
         self.event_stream = asyncio.ensure_future(self._write_events(response))
 

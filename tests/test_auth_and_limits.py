@@ -235,3 +235,18 @@ def test_request_limit_is_shared_by_all_workers(start_server):
         assert len(pids_in_access_log(server, "GET /public/v1/is-connected")) == 2, server.stderr_lines
     finally:
         assert server.stop() == 0
+
+
+def test_the_access_log_never_writes_a_key_or_a_token_that_stands_in_an_address(start_server):
+    server = start_server(env={"RUSTIZ_ACCESS_LOG": "1"})
+    for target in (f"/mcp/{server.key}", f"/api/message/{server.key}", "/p/secret-review-token/approve",
+                   "/auth/invite?token=secret-invite-token", "/auth/oidc/callback?code=secret-code&state=secret-state"):
+        server.request("GET", target)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and sum('"GET /' in line for line in server.stderr_lines) < 5:
+        time.sleep(0.05)
+    lines = [line for line in server.stderr_lines if '"GET /' in line]
+    assert len(lines) == 5, server.stderr_lines
+    assert not [line for line in lines if server.key in line or "secret" in line]
+    assert any('"GET /mcp/*** HTTP/1.1"' in line for line in lines)
+    assert any("/auth/oidc/callback?code=***&state=*** " in line for line in lines)
