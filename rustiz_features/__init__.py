@@ -44,7 +44,7 @@ the core imports none of these at load time, and these import the core and one a
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
     themselves: posts -> idempotency, review -> posts, scheduling -> deliveries, audit -> keys. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
-  oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client
+  oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client, audit
   jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic
   elliptic (points of secp256k1 and P-256: Nostr's signatures, ES256) -> the standard library only
   web, recurrence, text, bech32 -> the core only

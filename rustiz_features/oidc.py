@@ -211,19 +211,31 @@ def verified_email(claims: dict) -> str:
     return email
 
 
-def member_to_sign_in(store: Store, email: str) -> tuple:
+def member_to_sign_in(store: Store, email: str, address: str) -> tuple:
     """(web user id, organization id) that the person with this verified e-mail signs in as (the organization
     as for a password sign-in); SignInRefused ("not-member") when they are nobody's member."""
     # Pending invites of this e-mail are accepted here (the issuer vouches for the address they were sent to):
     # the person joins (a web user made with NO_PASSWORD_HASH when there is none) and lands in the newest's.
     joined = member_store.accept_invites_of(store, email, utc_now_iso(), NO_PASSWORD_HASH)
     if joined is not None:
-        return joined[1], joined[0]
+        organization_id, user_id, accepted = joined
+        record_invites_accepted(store, user_id, accepted, address)
+        return user_id, organization_id
     user = web_user_store.web_user(store, email)
     organization = session_organization(store, user[0], user[1]) if user else None
     if organization is None:
         raise SignInRefused("not-member", f"{email} is not a member of any organization", email)
     return user[0], organization
+
+
+def record_invites_accepted(store: Store, user_id: str, accepted: list, address: str) -> None:
+    """The audit log's entries of invites accepted by signing in: the person who joined is each one's actor, as
+    when an invite is accepted with a password (team.py)."""
+    from rustiz_features import audit
+    from .storage import audit as audit_store
+    actor = audit_store.user_actor(store, user_id)
+    for invite_id, organization_id in accepted:
+        audit.record(store, organization_id, actor, "invite.accepted", "invite", [invite_id], address)
 
 
 _METHODS = object_schema({"password": {"type": "boolean"},
@@ -326,7 +338,8 @@ class SingleSignOn:
         if "email" not in claims:
             claims = {**claims, **await self.provider.userinfo(tokens.get("access_token"), claims["sub"])}
         email = verified_email(claims)
-        user_id, organization_id = await self.store.off_loop(member_to_sign_in, self.store, email)
+        user_id, organization_id = await self.store.off_loop(member_to_sign_in, self.store, email,
+                                                             self.guard.client_address(request))
         cookie, _ = await self.store.off_loop(start_web_session, self.store, self.guard, request, organization_id,
                                               None, user_id)
         log(f"single sign-on: {email} signed in")

@@ -517,6 +517,10 @@ def test_single_sign_on_accepts_the_live_invites_of_the_e_mail_it_vouches_for(pr
                                            "name": None, "role": "author"}], "invites": []}
     for used in (first, second):
         assert team.accept(used, name="Cleo", password=PASSWORD)[0] == 404
+    for organization, invite in ((team, first), (elsewhere, second)):  # (each in its organization's audit log)
+        entries = organization.call("GET", "/audit?action=invite.accepted")[1]["entries"]
+        assert [(e["actor"]["type"], e["actor"]["email"], e["subject"]) for e in entries] == [
+            ("user", "cleo@example.org", {"type": "invite", "id": invite["id"]})]
     assert team.sign_in("cleo@example.org", "any password at all")[0] == 401  # (no password: single sign-on's)
     # Not for an e-mail the provider has not verified, nor an expired invite.
     unverified, expired = team.invite("dan@example.org", "editor"), team.invite("eva@example.org", "editor")

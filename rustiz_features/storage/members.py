@@ -184,7 +184,8 @@ def accept_invite(store: Store, token_hash: str, now: str, new_person: Optional[
 def accept_invites_of(store: Store, email: str, now: str, password_hash: str) -> Optional[tuple]:
     """Every live invite of the email used at once (single sign-on: the identity provider vouches for the email
     they were sent to); the account made first, with `password_hash`, when there is none. (the organization of
-    the newest invite, the user id), or None when the email has no live invite."""
+    the newest invite, the user id, [(invite id, organization id) of each invite accepted]), or None when the
+    email has no live invite."""
     with store.writing() as db:
         rows = db.execute("SELECT id, organization_id, role FROM invite WHERE email = ? AND expires_at > ? "
                           "ORDER BY created_at", (email.lower(), now)).fetchall()
@@ -195,10 +196,12 @@ def accept_invites_of(store: Store, email: str, now: str, password_hash: str) ->
         if user is None:
             db.execute("INSERT INTO web_user (id, organization_id, email, password_hash, created_at) "
                        "VALUES (?, ?, ?, ?, ?)", (user_id, rows[-1][1], email.lower(), password_hash, utc_now_iso()))
+        accepted = []
         for invite_id, organization_id, role in rows:
             if db.execute("DELETE FROM invite WHERE id = ?", (invite_id,)).rowcount:
                 _join(db, user_id, organization_id, role)
-    return rows[-1][1], user_id
+                accepted.append((invite_id, organization_id))
+    return rows[-1][1], user_id, accepted
 
 
 def _join(db: sqlite3.Connection, user_id: str, organization_id: str, role: str) -> None:
