@@ -21,6 +21,7 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sqlite3
@@ -298,6 +299,7 @@ class TeamSignIn:
     def __init__(self, app: App):
         self.app, self.config, self.store, self.guard = app, app.config, app.store, app.guard
         self.passwords = PasswordChecker()
+        self.links_being_sent: set = set()  # (the tasks of POST /auth/forgot still at work: kept till done)
 
     def _count_address(self, request: Request, kind: str, limit: int, what: str) -> None:
         count_attempt(self.store, f"{kind} address:{self.guard.client_address(request)}", limit,
@@ -392,7 +394,7 @@ class TeamSignIn:
     @documented("Ask for a link to set a new password, e-mailed to the account's address; the same answer "
                 "whether or not the email has an account", ("202", _MESSAGE), "BadRequest",
                 request=object_schema({"email": STRING}))
-    def forgot(self, request: Request) -> Response:
+    def forgot(self, request: Request) -> Awaitable[Response]:
         self._refuse_cross_site(request)
         body = json_object(request)
         refuse_problems(email_problem(body.get("email")))
@@ -400,14 +402,30 @@ class TeamSignIn:
         self._count_address(request, "forgot", FORGOT_PER_ADDRESS, "password reset requests")
         count_attempt(self.store, f"forgot email:{email}", FORGOT_PER_EMAIL, f"password reset requests for {email}",
                       RESET_SECONDS)
-        user = web_user_store.web_user(self.store, email)
-        token, token_hash = new_token()  # (made either way: the answer takes as long)
-        if user is not None:
+        return self._answer_then_send_link(email)
+
+    async def _answer_then_send_link(self, email: str) -> Response:
+        """The answer leaves before the email is looked up: how long it takes cannot tell whether the email has
+        an account (the link is stored and mailed meanwhile, for an account only)."""
+        task = asyncio.get_running_loop().create_task(self.store.off_loop(self.send_reset_link, email))
+        self.links_being_sent.add(task)
+        task.add_done_callback(self.links_being_sent.discard)
+        return json_response({"message": FORGOT_ANSWER}, 202, [("Cache-Control", "no-store")])
+
+    def send_reset_link(self, email: str) -> None:
+        """A reset link stored and e-mailed to the account with this email (nothing for an unknown one); a failure
+        is logged (its answer is gone already)."""
+        try:
+            user = web_user_store.web_user(self.store, email)
+            if user is None:
+                return
+            token, token_hash = new_token()
             member_store.add_password_reset(self.store, user[0], token_hash, iso_at(time.time() + RESET_SECONDS))
             if not mail_reset(self.store, self.config, email, reset_url(self.config, token)):
                 log(f"a password reset link was asked for {email}, but no e-mail can be sent (mail is not "
                     "configured): `rustiz user password` sets a new password")
-        return json_response({"message": FORGOT_ANSWER}, 202, [("Cache-Control", "no-store")])
+        except Exception as error:  # (the database unwritable, ...): said in the log, as the person was answered
+            log(f"the password reset link asked for {email} could not be made: {error}", "error")
 
     @route_options(authenticated=False, body_limit=SIGN_IN_BODY_BYTES)
     @documented("Set a new password with a reset link's token (once, within the hour); every session of the "
