@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from test_web import browser, expect, sign_in  # noqa: F401 (and skips here too where it cannot run)
+from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_channels import serious_axe_violations, shoot
-from test_web_pages import sideways_overflow
+from test_web_pages import open_page, sideways_overflow  # noqa: F401
 from test_web_roles import signed_in_as
 from test_api_roles import Session, add_person
 
@@ -24,10 +24,10 @@ def preferences(server, email: str) -> dict:
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark")))
-def test_an_editor_turns_the_digest_on_and_failure_mails_off(browser, start_server, width, scheme):
+def test_an_editor_turns_the_digest_on_and_failure_mails_off(open_page, start_server, width, scheme):
     server = start_server()
     add_person(server, "ed@example.com", "editor")
-    page = signed_in_as(browser, server, "ed@example.com", width, scheme)
+    page = signed_in_as(open_page, server, "ed@example.com", width, scheme)
     page.goto("/#/settings?tab=notifications")
     switches = [page.get_by_role("switch", name=name) for name in SWITCHES]
     for switch, on in zip(switches, (True, True, True, False)):
@@ -45,10 +45,10 @@ def test_an_editor_turns_the_digest_on_and_failure_mails_off(browser, start_serv
     assert page.problems == []
 
 
-def test_a_refused_change_is_said_beside_its_switch_and_undone(browser, start_server):
+def test_a_refused_change_is_said_beside_its_switch_and_undone(open_page, start_server):
     server = start_server()
     add_person(server, "ed@example.com", "editor")
-    page = signed_in_as(browser, server, "ed@example.com", 1440, "light")
+    page = signed_in_as(open_page, server, "ed@example.com", 1440, "light")
     page.route("**/public/v1/me/notifications", lambda route: route.fulfill(
         status=400, content_type="application/json",
         body=json.dumps({"statusCode": 400, "message": ["review must be true or false"], "error": "Bad Request"}))
@@ -62,10 +62,10 @@ def test_a_refused_change_is_said_beside_its_switch_and_undone(browser, start_se
     assert page.problems == []
 
 
-def test_a_viewer_may_choose_only_the_digest(browser, start_server):
+def test_a_viewer_may_choose_only_the_digest(open_page, start_server):
     server = start_server()
     add_person(server, "val@example.com", "viewer")
-    page = signed_in_as(browser, server, "val@example.com", 390, "light")
+    page = signed_in_as(open_page, server, "val@example.com", 390, "light")
     page.goto("/#/settings")
     expect(page.get_by_role("heading", name="E-mail notifications")).to_be_visible()
     for name in SWITCHES[:3]:
@@ -78,11 +78,9 @@ def test_a_viewer_may_choose_only_the_digest(browser, start_server):
     assert page.problems == []
 
 
-def test_a_session_of_an_api_key_is_told_preferences_belong_to_a_person(browser, start_server):
+def test_a_session_of_an_api_key_is_told_preferences_belong_to_a_person(open_page, start_server):
     server = start_server()
-    context = browser.new_context(timezone_id="UTC", viewport={"width": 1440, "height": 860}, base_url=server.url)
-    page = context.new_page()
-    sign_in(page, server)
+    page = open_page(server, 1440, "light")  # (signed in with the organization's API key)
     page.goto("/#/settings?tab=notifications")
     expect(page.get_by_text("E-mail notifications belong to a person")).to_be_visible()
     expect(page.get_by_role("switch")).to_have_count(0)

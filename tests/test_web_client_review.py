@@ -137,7 +137,7 @@ def test_the_client_page_reads_well_on_a_desktop_and_a_phone(start_server_with_f
         context.close()
 
 
-def test_a_viewer_reads_comments_an_author_writes_them_and_only_an_editor_shares(browser, start_server_with_fakes,
+def test_a_viewer_reads_comments_an_author_writes_them_and_only_an_editor_shares(open_page, start_server_with_fakes,
                                                                                  receivers):
     from test_api_roles import add_person
     from test_web_roles import signed_in_as
@@ -147,7 +147,7 @@ def test_a_viewer_reads_comments_an_author_writes_them_and_only_an_editor_shares
     assert api(server, "POST", f"{API}/posts/{post_id}/comments", {"content": "From the key"})[0] == 201
     for role, writes, shares in (("viewer", False, False), ("author", True, False), ("editor", True, True)):
         add_person(server, f"{role}@example.com", role)
-        page = signed_in_as(browser, server, f"{role}@example.com", 1440, "light")
+        page = signed_in_as(open_page, server, f"{role}@example.com", 1440, "light")
         page.goto(f"/#/post/{post_id}")
         panel = page.locator("section.comments-panel")
         expect(panel.locator("li.comment")).to_contain_text("From the key")

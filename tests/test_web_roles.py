@@ -10,26 +10,18 @@ import pytest
 
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_channels import serious_axe_violations, shoot
-from test_web_pages import sideways_overflow
+from test_web_pages import open_page, sideways_overflow  # noqa: F401
+from test_web_team import sign_in_with_password
 from test_api_roles import PASSWORD, add_person
 from support import api, connect_database
 
 
-def signed_in_as(browser, server, email: str, width: int, scheme: str):
-    context = browser.new_context(timezone_id="UTC", viewport={"width": width, "height": 860}, color_scheme=scheme,
-                                  base_url=server.url)
-    context.set_default_timeout(15000)
-    page = context.new_page()
-    page.problems = []
-    page.on("pageerror", lambda error: page.problems.append(str(error)))
-    page.on("console", lambda message: page.problems.append(message.text)
-            if message.type == "error" and "Failed to load resource" not in message.text else None)
+def signed_in_as(open_page, server, email: str, width: int, scheme: str):
+    """A page of a fresh browser (open_page's: its problems listed, closed after the test) signed in with the
+    person's password."""
+    page = open_page(server, width, scheme, signed_in=False)
     page.goto("/")
-    page.get_by_role("button", name="Sign in with email and password instead").click()
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+    sign_in_with_password(page, email, PASSWORD)
     return page
 
 
@@ -39,10 +31,10 @@ def open_menu(page, width: int) -> None:
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark")))
-def test_a_viewer_sees_who_they_are_and_no_page_to_write(browser, start_server, width, scheme):
+def test_a_viewer_sees_who_they_are_and_no_page_to_write(open_page, start_server, width, scheme):
     server = start_server()
     add_person(server, "val@example.com", "viewer")
-    page = signed_in_as(browser, server, "val@example.com", width, scheme)
+    page = signed_in_as(open_page, server, "val@example.com", width, scheme)
     open_menu(page, width)
     nav = page.get_by_role("navigation", name="Main")
     expect(nav.get_by_text("val@example.com · Viewer")).to_be_visible()
@@ -57,10 +49,10 @@ def test_a_viewer_sees_who_they_are_and_no_page_to_write(browser, start_server, 
     assert page.problems == []
 
 
-def test_an_editor_sees_the_library_settings_but_not_the_admin_ones(browser, start_server):
+def test_an_editor_sees_the_library_settings_but_not_the_admin_ones(open_page, start_server):
     server = start_server()
     add_person(server, "ed@example.com", "editor")
-    page = signed_in_as(browser, server, "ed@example.com", 1440, "light")
+    page = signed_in_as(open_page, server, "ed@example.com", 1440, "light")
     page.goto("/#/settings")
     tabs = page.get_by_role("tablist", name="Settings")
     expect(tabs.get_by_role("tab")).to_have_text(["Tags", "Signatures", "Sets", "Notifications"])
@@ -69,7 +61,7 @@ def test_an_editor_sees_the_library_settings_but_not_the_admin_ones(browser, sta
 
 
 @pytest.mark.parametrize("width,scheme", ((1440, "dark"), (390, "light")))
-def test_a_person_in_two_organizations_switches_from_the_header(browser, start_server, width, scheme):
+def test_a_person_in_two_organizations_switches_from_the_header(open_page, start_server, width, scheme):
     server = start_server()
     add_person(server, "agency@example.com", "admin")
     key = subprocess.run([sys.executable, str(server.pyz), "org", "add", "Client B"], capture_output=True, text=True,
@@ -78,7 +70,7 @@ def test_a_person_in_two_organizations_switches_from_the_header(browser, start_s
     with connect_database(server.database) as db:
         db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) SELECT id, ?, 'author', "
                    "'2026-01-01T00:00:00.000Z' FROM web_user WHERE email = ?", (client, "agency@example.com"))
-    page = signed_in_as(browser, server, "agency@example.com", width, scheme)
+    page = signed_in_as(open_page, server, "agency@example.com", width, scheme)
     open_menu(page, width)
     switcher = page.get_by_label("Organization")
     expect(switcher).to_have_value(api(server, "GET", "/public/v1/organization")[1]["id"])
