@@ -156,11 +156,17 @@ def platform_tag() -> str:
 # scaled-out instance loads (PostgreSQL, a bucket, `db copy`), compiled once when a process starts with them,
 # those only a command loads (the CLI's table, backup, restore, doctor), compiled by the command that runs,
 # the OpenAPI document's builder, run once per process on its first request, and the routes an operator calls
-# now and then: posts import and export, and analytics.
+# now and then: posts import and export, analytics, single sign-on, the team and its mail, the audit log, client
+# review links, connecting a channel, metrics and alerts.
 COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgres.py",
                          "rustiz_features/object_storage.py", "rustiz_features/db_copy.py",
                          "rustiz_features/cli.py", "rustiz_features/ops.py", "rustiz_features/openapi.py",
-                         "rustiz_features/posts_files.py", "rustiz_features/analytics.py")
+                         "rustiz_features/posts_files.py", "rustiz_features/analytics.py",
+                         "rustiz_features/oidc.py", "rustiz_features/jwt.py", "rustiz_features/elliptic.py",
+                         "rustiz_features/team.py", "rustiz_features/mail.py", "rustiz_features/digest.py",
+                         "rustiz_features/audit.py", "rustiz_features/client_review.py",
+                         "rustiz_features/preview_links.py", "rustiz_features/connect.py",
+                         "rustiz_features/metrics.py", "rustiz_features/alerts.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.
