@@ -1180,6 +1180,49 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # RSS/Atom autopost (issue 26, autopost): an organization's feeds (what to post where, how often, the last
+    # fetch, a lease so that one process fetches a feed at a time) and every item seen in each, unique by
+    # (feed, item key), recorded in the transaction of the posts it became (see rustiz_features/autopost.py).
+    """
+    CREATE TABLE autopost_feed (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        url TEXT NOT NULL,
+        integrations TEXT NOT NULL,
+        template TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        include_image INTEGER NOT NULL DEFAULT 0,
+        interval_minutes INTEGER NOT NULL DEFAULT 60,
+        paused INTEGER NOT NULL DEFAULT 0,
+        paused_reason TEXT,
+        etag TEXT,
+        last_modified TEXT,
+        primed INTEGER NOT NULL DEFAULT 0,
+        next_fetch_at REAL NOT NULL,
+        last_fetch_at TEXT,
+        last_result TEXT,
+        last_error TEXT,
+        failures INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX autopost_feed_organization ON autopost_feed(organization_id, created_at);
+    CREATE INDEX autopost_feed_due ON autopost_feed(next_fetch_at) WHERE paused = 0;
+    CREATE TABLE autopost_item (
+        feed_id TEXT NOT NULL,
+        item_key TEXT NOT NULL,
+        title TEXT NOT NULL,
+        link TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        reason TEXT,
+        post_id TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (feed_id, item_key)
+    );
+    CREATE INDEX autopost_item_recent ON autopost_item(feed_id, created_at);
+    """,
 )
 
 
@@ -3794,6 +3837,13 @@ API_ROUTES = (
     ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
     ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
+    # RSS/Atom autopost (issue 26, autopost): feeds whose new items become posts.
+    ("GET", "/autopost", "autopost", "AutopostApi.list_feeds"),
+    ("POST", "/autopost", "autopost", "AutopostApi.create"),
+    ("POST", "/autopost/preview", "autopost", "AutopostApi.preview_post"),
+    ("PUT", "/autopost/:id", "autopost", "AutopostApi.update"),
+    ("DELETE", "/autopost/:id", "autopost", "AutopostApi.delete"),
+    ("POST", "/autopost/:id/fetch", "autopost", "AutopostApi.fetch"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

@@ -315,3 +315,10 @@ def delete_group(store: Store, organization_id: str, group: str) -> int:
                              (now, now, organization_id, group)).rowcount
     store.posts_changed()
     return deleted
+
+
+def write_threads(db: sqlite3.Connection, organization_id: str, threads: list, replaced_groups: set,
+                  tag_labels: list, now: str) -> None:
+    """save_posts' writes inside a write transaction the caller holds (autopost records a feed's item with its
+    posts in one); the caller calls store.posts_changed() after it commits."""
+    _write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
