@@ -42,7 +42,7 @@ the core imports none of these at load time, and these import the core and one a
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
-    themselves: posts -> idempotency, review -> posts, scheduling -> deliveries, audit -> keys. The features import the
+    themselves: posts -> idempotency, review -> posts, autopost -> posts, notifications, scheduling -> deliveries, audit -> keys. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client, audit
   jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic
@@ -50,6 +50,10 @@ the core imports none of these at load time, and these import the core and one a
   web, recurrence, text, bech32 -> the core only
   team (members, invites, accepting them, a forgotten password; `rustiz member`) -> web, mail, audit
   picture_size (a picture's width and height from its header) -> the standard library only
+  autopost (RSS/Atom feeds whose new items become posts: the routes, FeedPoller beside the scheduler) -> feeds,
+    api_posts, validation, duplicates, mail, alerts, background, catalogue, text, http_client, api_docs;
+    scheduler -> autopost
+  feeds (RSS 2.0, RSS 1.0 and Atom read safely: no DTD, no entity) -> the standard library only
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
 imports none of these at load time, and that it imports them later only from the sites it names

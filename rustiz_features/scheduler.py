@@ -113,6 +113,8 @@ class Scheduler(WokenLoop):
         self.alerts = AlertSender(self)
         self.mail = mail.MailSender(self)  # (e-mail: the outbox, sent from every process)
         self.digests = DailyDigests(config, store)
+        from .autopost import FeedPoller
+        self.feeds = FeedPoller(self)  # (RSS/Atom autopost: due feeds fetched from every process)
 
     @property
     def http(self) -> HttpClient:
@@ -134,6 +136,7 @@ class Scheduler(WokenLoop):
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
+        self.feeds.start()  # (the same: each due feed claimed under a lease)
         if not self.running:
             if not self._take_lock():
                 return
@@ -673,6 +676,7 @@ class Scheduler(WokenLoop):
         self.deliveries.stop()
         self.alerts.stop()
         self.mail.stop()
+        self.feeds.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:

@@ -124,8 +124,11 @@ class FeedServer:
         if path == "/huge":
             return self.huge(handler)
         if path.startswith("/article/"):
-            page = '<html><head><meta property="og:image" content="https://example.com/og.png"></head></html>'
+            page = f'<html><head><meta property="og:image" content="{self.url("/og.png")}"></head></html>'
             return self.send(handler, 200, page.encode(), "text/html")
+        if path == "/og.png":
+            from support import png_file
+            return self.send(handler, 200, png_file(), "image/png")
         if path == "/failing":
             return self.send(handler, self.failing_status, b"down", "text/plain")
         return self.send(handler, 404, b"not found", "text/plain")
