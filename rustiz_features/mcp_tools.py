@@ -64,12 +64,16 @@ TOOL_SCOPES = {"integrationList": "read", "groupList": "read", "integrationSchem
                # the media library (media_library.py), under the names postiz-agent's commands use
                "listMedia": "read", "updateMedia": "full", "deleteMedia": "full",
                # comments on a post (preview_links.py): read to list them, drafts (an author) to add one
-               "listPostComments": "read", "addPostComment": "drafts"}
+               "listPostComments": "read", "addPostComment": "drafts",
+               # RSS/Atom autopost (autopost.py): read to list the feeds, full to add, delete or fetch one now
+               "autopostList": "read", "autopostAdd": "full", "autopostDelete": "full", "autopostFetch": "full"}
 # The audit log's action of each tool that changes something, recorded after its success with the key as an
 # agent ("mcp"); tests/test_api_audit.py checks that every tool but a reading one has one, or a reason not to.
 TOOL_ACTIONS = {"integrationSchedulePostTool": "post.created", "postSettingsTool": "post.edited",
                 "postRetryTool": "post.retried", "duplicatePost": "post.duplicated",
                 "updateMedia": "media.updated", "deleteMedia": "media.deleted", "addPostComment": "comment.created",
+                "autopostAdd": "autopost.created", "autopostDelete": "autopost.deleted",
+                "autopostFetch": "autopost.fetched",
                 **{f"{noun}{verb}": f"{noun}.{past}" for noun in ("tag", "signature", "set")
                    for verb, past in (("Create", "created"), ("Update", "updated"), ("Delete", "deleted"))}}
 POST_CREATING_TOOLS = ("integrationSchedulePostTool", "duplicatePost")
@@ -213,7 +217,7 @@ If validation fails, the result contains output.errors describing what to fix; t
 def _mcp_tool_definitions() -> list:
     """tools/list in Postiz's order (without its AI-generation tools), then rustiz's additions."""
     return (_postiz_tool_definitions() + _rustiz_tool_definitions() + _library_tool_definitions()
-            + _media_tool_definitions() + _comment_tool_definitions())
+            + _media_tool_definitions() + _comment_tool_definitions() + _autopost_tool_definitions())
 
 
 def _postiz_tool_definitions() -> list:
@@ -451,6 +455,42 @@ def _comment_tool_definitions() -> list:
          "inputSchema": _root(_z_object({"id": post_id, "content": _z_string("The comment")})),
          "outputSchema": _root(_z_object({"output": comment})),
          "annotations": _annotations("Add Post Comment", False, False, False, False)},
+    ]
+
+
+def _autopost_tool_definitions() -> list:
+    """RSS/Atom autopost (GET, POST, DELETE /public/v1/autopost and POST /autopost/:id/fetch)."""
+    feed = {"type": "object", "additionalProperties": {}}
+    feed_id = {"id": _z_string("The id of the feed (autopostList)")}
+    return [
+        {"name": "autopostList",
+         "description": "List the organization's RSS/Atom feeds whose new items become posts: each with its channels, "
+                        "template, mode, state (new, active, failing, paused), last fetch and its error, and the "
+                        "latest items with what became of them (posted, duplicate, refused, skipped).",
+         "inputSchema": _root(_z_object({})), "outputSchema": _root(_z_object({"output": _z_array(feed)})),
+         "annotations": _annotations("List Feeds", *_READ_ONLY)},
+        {"name": "autopostAdd",
+         "description": "Add an RSS or Atom feed: each new item (after the first fetch, which only marks the items "
+                        "there are as seen) becomes one post on the channels. template's placeholders: {{title}} "
+                        "{{url}} {{description}} {{author}}; mode: queue (the default), now, or review (drafts).",
+         "inputSchema": _root(_z_object({
+             "url": _z_string("The feed's address (http:// or https://)"),
+             "integrations": _z_array({"type": "string"}, "Ids of this organization's channels (integrationList)"),
+             "template": _z_string('The post\'s text, e.g. "{{title}} {{url}}" (the default)'),
+             "mode": _z_string("queue, now or review"),
+             "includeImage": _z_boolean("Add the item's picture (its enclosure, media:content or its page's og:image)"),
+             "intervalMinutes": _described({"type": "integer", "minimum": 1, "maximum": 10080},
+                                           "How often the feed is fetched, in minutes (60 when left out)")},
+             optional=("template", "mode", "includeImage", "intervalMinutes"))),
+         "outputSchema": _root(_z_object({"output": feed})),
+         "annotations": _annotations("Add Feed", False, False, False, True)},
+        {"name": "autopostDelete", "description": "Delete a feed (the posts it made stay).",
+         "inputSchema": _root(_z_object(feed_id)), "outputSchema": _root(_z_object({"output": feed})),
+         "annotations": _annotations("Delete Feed", False, True, True, False)},
+        {"name": "autopostFetch",
+         "description": "Fetch a feed now (paused or not) and answer what came of it: result, error, the feed.",
+         "inputSchema": _root(_z_object(feed_id)), "outputSchema": _root(_z_object({"output": feed})),
+         "annotations": _annotations("Fetch Feed Now", False, False, False, True)},
     ]
 
 
@@ -871,6 +911,24 @@ class McpTools:
     def tool_addPostComment(self, organization_id: str, arguments: dict, key: Optional[KeyIdentity]) -> dict:
         caller = key_author(self.store, organization_id, key, "mcp")
         return {"output": self.comments.add_comment(organization_id, arguments["id"], arguments["content"], caller)}
+
+    # RSS/Atom autopost: the API's own functions (autopost.py), imported when first called.
+
+    def _autopost(self) -> Any:
+        from .autopost import AutopostApi
+        return self.app.feature(AutopostApi)
+
+    def tool_autopostList(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self._autopost().listing(organization_id)}
+
+    def tool_autopostAdd(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self._autopost().add(organization_id, arguments)}
+
+    def tool_autopostDelete(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": self._autopost().remove(organization_id, arguments["id"])}
+
+    async def tool_autopostFetch(self, organization_id: str, arguments: dict) -> dict:
+        return {"output": await self._autopost().fetch_now(organization_id, arguments["id"])}
 
 
 def _parsed_settings(text: Optional[str]) -> Any:

@@ -38,6 +38,7 @@ NOT_AUDITED = {
     ("POST", "/auth/invite"): "open to anyone: accepting an invite records itself (invite.accepted, the person)",
     ("POST", "/auth/forgot"): "asks for a reset link: no change of the organization's data",
     ("POST", "/auth/reset"): "a person's own password (every session ends), not the organization's data",
+    ("POST", "/autopost/preview"): "shows what a feed would post: it saves nothing",
     # a client's review page (no key, no session): each action records itself (audit.record, actor "client")
     **{("POST", f"/p/:token/{action}"): "a client's review page: it records itself as the client"
        for action in ("comment", "approve", "request-changes")},

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import LOCAL_FAKES
 from feed_server import FeedServer
-from support import API, Database, api, dict_rows, notifications, two_organizations, wait_for, webhook_channel
+from support import (API, Database, api, dict_rows, mcp_tool_call, new_key, notifications, two_organizations, wait_for,
+                     webhook_channel)
 
 QUICK = {**LOCAL_FAKES, "RUSTIZ_RETRY_BASE": "0.2"}  # (the loop looks every 30 s: the tests fetch now themselves)
 LOOPING = {**QUICK, "RUSTIZ_AUTOPOST_POLL_SECONDS": "0.2"}
@@ -248,3 +249,24 @@ def test_refusals_name_their_field_and_other_organizations_ids_are_unknown(serve
             assert status < 500, (method, body, answer)
     status, deleted = api(server, "DELETE", f"{API}/autopost/{feed['id']}")
     assert status == 200 and deleted["id"] == feed["id"] and listed(server) == {}
+
+
+def test_mcp_tools_list_add_fetch_and_delete_feeds_with_their_scopes(server, channels, feeds):
+    writer, reader = new_key(server, "agent", "full"), new_key(server, "reader", "read")
+    added = mcp_tool_call(server, writer, "autopostAdd", {"url": feeds.url("/atom"), "integrations": channels[:1],
+                                                          "mode": "review", "template": "{{title}}"})
+    assert not added["isError"], added
+    feed = added["structuredContent"]["output"]
+    assert feed["state"] == "new" and feed["template"] == "{{title}}"
+    fetched = mcp_tool_call(server, writer, "autopostFetch", {"id": feed["id"]})
+    assert not fetched["isError"] and fetched["structuredContent"]["output"]["result"].startswith("first fetch: 2")
+    listed_ = mcp_tool_call(server, reader, "autopostList", {})
+    assert [item["id"] for item in listed_["structuredContent"]["output"]] == [feed["id"]]
+    refused = mcp_tool_call(server, reader, "autopostAdd", {"url": feeds.url("/atom"), "integrations": channels})
+    assert refused["isError"] and "full" in refused["content"][0]["text"]
+    bad = mcp_tool_call(server, writer, "autopostAdd", {"url": "ftp://x", "integrations": ["nope"]})
+    assert bad["isError"] and "url must be" in bad["content"][0]["text"]
+    gone = mcp_tool_call(server, writer, "autopostDelete", {"id": feed["id"]})
+    assert not gone["isError"] and listed(server) == {}
+    missing = mcp_tool_call(server, writer, "autopostFetch", {"id": feed["id"]})
+    assert missing["isError"] and "Feed not found" in missing["content"][0]["text"]

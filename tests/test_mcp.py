@@ -25,7 +25,8 @@ TOOL_NAMES = ["integrationList", "groupList", "integrationSchema", "triggerTool"
               "postsListTool", "postSettingsTool", "uploadFromUrlTool", "postGetTool", "postRetryTool",
               "notificationsListTool"] + [f"{noun}{action}" for noun in ("tag", "signature", "set")
                                           for action in ("List", "Create", "Update", "Delete")] + [
-              "duplicatePost", "listMedia", "updateMedia", "deleteMedia", "listPostComments", "addPostComment"]
+              "duplicatePost", "listMedia", "updateMedia", "deleteMedia", "listPostComments", "addPostComment",
+              "autopostList", "autopostAdd", "autopostDelete", "autopostFetch"]
 
 
 @asynccontextmanager
