@@ -15,7 +15,7 @@ from feed_server import FeedServer
 from support import (API, Database, api, dict_rows, mcp_tool_call, new_key, notifications, two_organizations, wait_for,
                      webhook_channel)
 
-QUICK = {**LOCAL_FAKES, "RUSTIZ_RETRY_BASE": "0.2"}  # (the loop looks every 30 s: the tests fetch now themselves)
+QUICK = {**LOCAL_FAKES, "RUSTIZ_RETRY_BASE": "0.2", "RUSTIZ_AUTOPOST_POLL_SECONDS": "3600"}  # (the tests fetch now)
 LOOPING = {**QUICK, "RUSTIZ_AUTOPOST_POLL_SECONDS": "0.2"}
 
 

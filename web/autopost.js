@@ -58,9 +58,8 @@ export async function autopostPage(main) {
         } }, t('Delete'))) : null);
   }
 
-  put(main, h('div.page-head', h('h1', t('RSS feeds'))), errors);
-  if (editor) main.append(addForm(live, reload, errors));
-  main.append(h('section.card', h('h2', t('Feeds')), list));
+  put(main, h('div.page-head', h('h1', t('RSS feeds'))), errors, h('section.card', h('h2', t('Feeds')), list),
+    editor ? addForm(live, reload, errors) : null);
   show(listing.feeds);
 }
 
@@ -73,7 +72,8 @@ function addForm(channels, reload, errors) {
   const every = h('input', { type: 'number', name: 'intervalMinutes', min: 1, max: 10080, value: 60, required: true });
   const picks = channels.map((channel) => h('label.feed-channel', h('input', { type: 'checkbox', value: channel.id }), avatar(channel, 20), ` ${channel.name}`));
   const chosen = () => picks.map((label) => label.querySelector('input')).filter((box) => box.checked).map((box) => box.value);
-  const preview = h('div.feed-preview', { role: 'status', 'aria-live': 'polite' }, h('p.muted', t('Type the feed’s address to see the post its newest article would make.')));
+  const waiting = () => h('p.muted', t('Type the feed’s address to see the post its newest article would make.'));
+  const preview = h('div.feed-preview', { role: 'status', 'aria-live': 'polite' }, waiting());
   let asked = 0;
   let timer = null;
   async function refreshPreview() {
@@ -103,6 +103,8 @@ function addForm(channels, reload, errors) {
     try {
       await api('POST', '/autopost', { url: url.value.trim(), integrations: chosen(), template: template.value, mode: mode.value, includeImage: image.checked, intervalMinutes: Number(every.value) });
       url.value = '';
+      asked += 1;  // (a preview still on its way is of the feed just added)
+      preview.replaceChildren(waiting());
       await reload();
     } catch (error) { errors.show(error); errors.focus(); } finally { submit.disabled = false; }
   } },
