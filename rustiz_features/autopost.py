@@ -187,6 +187,11 @@ def feed_view(feed: dict) -> dict:
             "createdAt": feed["createdAt"], "recent": feed.get("recent", [])}
 
 
+def _validator(value: Optional[str]) -> Optional[str]:
+    """An ETag or Last-Modified kept to be sent back, unless it is too long to be one (then none is kept)."""
+    return value if value and len(value) <= 500 else None
+
+
 class FeedFailed(Exception):
     """A fetch that brought no feed: why, in words for the feed's entry."""
 
@@ -224,7 +229,7 @@ class Fetcher:
                 items = parse_feed(b"".join(body))
             except FeedRefused as refused:
                 raise FeedFailed(f"refused: {refused}") from None
-            return items, head.headers.get("etag"), head.headers.get("last-modified")
+            return items, _validator(head.headers.get("etag")), _validator(head.headers.get("last-modified"))
         try:
             return await self.http.download(url, read, headers, Timeouts(10, 30, 60))
         except (ConnectFailed, NoAnswer) as error:

@@ -232,6 +232,9 @@ def test_refusals_name_their_field_and_other_organizations_ids_are_unknown(serve
     feed = add_feed(server, **good)
     status, answer = api(server, "PUT", f"{API}/autopost/{feed['id']}", {"intervalMinutes": 10080, "mode": "now"})
     assert status == 200 and answer["intervalMinutes"] == 10080 and answer["mode"] == "now"
+    for forged in ("x" * 3000, "../autopost", "%00", feed["id"].upper()):  # forged ids: unknown, never a 5xx
+        status, answer = api(server, "POST", f"{API}/autopost/{forged}/fetch")
+        assert status in (404, 400), (forged, status, answer)
     for method, path in (("PUT", f"/autopost/{feed['id']}"), ("DELETE", f"/autopost/{feed['id']}"),
                          ("POST", f"/autopost/{feed['id']}/fetch")):  # another organization's feed: unknown
         status, answer = api(server, method, API + path, {"paused": True} if method == "PUT" else None,
@@ -270,3 +273,11 @@ def test_mcp_tools_list_add_fetch_and_delete_feeds_with_their_scopes(server, cha
     assert not gone["isError"] and listed(server) == {}
     missing = mcp_tool_call(server, writer, "autopostFetch", {"id": feed["id"]})
     assert missing["isError"] and "Feed not found" in missing["content"][0]["text"]
+
+
+def test_a_new_address_starts_afresh_its_first_fetch_marking_seen_again(server, channels, feeds):
+    feed = add_feed(server, url=feeds.url("/rss2"), integrations=channels[:1])
+    assert fetch(server, feed["id"])["result"].startswith("first fetch: 2 items")
+    status, changed = api(server, "PUT", f"{API}/autopost/{feed['id']}", {"url": feeds.url("/atom")})
+    assert status == 200 and changed["url"] == feeds.url("/atom") and changed["lastResult"] is None
+    assert fetch(server, feed["id"])["result"].startswith("first fetch: 2 items") and feed_posts(server) == []

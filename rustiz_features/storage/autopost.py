@@ -89,8 +89,9 @@ def update_feed(store: Store, organization_id: str, feed_id: str, changes: dict,
     due_now = "url" in changes or changes.get("paused") is False
     if changes.get("paused") is False:
         columns.update(failures=0, paused_reason=None)
-    if "url" in changes:
-        columns.update(etag=None, last_modified=None, primed=0, last_result=None, last_error=None)
+    if "url" in changes:  # (a fetch of the old address still running loses its lease: it records nothing)
+        columns.update(etag=None, last_modified=None, primed=0, last_result=None, last_error=None, lease_owner=None,
+                       lease_until=None)
     if due_now:
         columns["next_fetch_at"] = now
     assignments = "".join(f"{column} = ?, " for column in columns)
