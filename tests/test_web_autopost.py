@@ -26,7 +26,8 @@ def feeds():
     server.close()
 
 
-@pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark"), (1440, "dark"), (390, "light"), (360, "light")))
+@pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark"), (1440, "dark"), (390, "light"), (360, "light"),
+                                          (1024, "light"), (800, "dark")))
 def test_add_a_feed_with_its_preview_then_check_pause_and_delete_it(start_server_with_fakes, open_page, feeds,
                                                                     width, scheme):
     server = start_server_with_fakes(env=CALM)
