@@ -18,6 +18,7 @@ from support import Database, png_file, uploaded
 # upload-from-url would fetch whatever URL the generator makes up, from the internet: tests never do.
 # MCP's routes take JSON-RPC, which the document does not describe: tests/test_mcp_transport.py covers them.
 NOT_FUZZED = ("/public/v1/upload-from-url", "/mcp", "/mcp/{apiKey}", "/sse/{apiKey}", "/message/{apiKey}")
+NOT_FUZZED += ("/public/v1/autopost/preview", "/public/v1/autopost/{id}/fetch")  # (they fetch feeds: as upload-from-url)
 FUZZ_SECONDS = 100  # a hard limit for the whole run, which takes about 20 s on 2 cores
 
 
