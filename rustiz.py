@@ -1195,6 +1195,7 @@ MIGRATIONS: tuple = (
         post_id TEXT NOT NULL,
         url TEXT NOT NULL,
         external TEXT,
+        place INTEGER NOT NULL,
         created_at TEXT NOT NULL,
         UNIQUE (post_id, url)
     );

@@ -151,8 +151,8 @@ async def _shortened(store: Store, config: Config, http: Any, claim: dict, name:
         found = link_store.stored_code(store, claim["id"], url)  # (a retry, a repeat: the link made the first time)
         if found is None:
             external = await shorten_with(config, http, name, url, claim["organization_id"]) if name else None
-            found = link_store.code_for(store, claim["organization_id"], claim["id"], url, secrets.token_urlsafe(6),
-                                        external)
+            found = link_store.code_for(store, claim["organization_id"], claim["id"], url, len(replacements),
+                                        secrets.token_urlsafe(6), external)
         code, external = found
         replacements[written] = external or base + code
     if not replacements:

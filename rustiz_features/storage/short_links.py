@@ -40,17 +40,18 @@ def is_wanted(store: Store, post_id: str) -> bool:
     return store.read("SELECT 1 FROM short_link_wanted WHERE post_id = ?", (post_id,)).fetchone() is not None
 
 
-def code_for(store: Store, organization_id: str, post_id: str, url: str, new_code: str,
+def code_for(store: Store, organization_id: str, post_id: str, url: str, place: int, new_code: str,
              external: Optional[str] = None) -> tuple:
     """(code, external link or None) of the post's link: the one stored first, else `new_code` (and
-    `external`) stored now. Two processes racing end with the same row (the second insert does nothing)."""
+    `external`) stored now, `place` its order in the post. Two processes racing end with the same row (the
+    second insert does nothing)."""
     found = stored_code(store, post_id, url)
     if found is not None:
         return found
     with store.writing(no_channels=True) as db:
-        db.execute("INSERT INTO short_link (code, organization_id, post_id, url, external, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                   (new_code, organization_id, post_id, url, external, utc_now_iso()))
+        db.execute("INSERT INTO short_link (code, organization_id, post_id, url, external, place, created_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                   (new_code, organization_id, post_id, url, external, place, utc_now_iso()))
     return stored_code(store, post_id, url)
 
 
@@ -77,13 +78,13 @@ def count_click(store: Store, code: str, day: str, bot: bool) -> None:
 
 
 def links_of_posts(store: Store, organization_id: str, post_ids: list) -> list:
-    """The links of these posts, in the order they were made: [{code, url, external, days: [(day, clicks,
+    """The links of these posts, in the order they were made (in a post, as they come in its text): [{code, url, external, days: [(day, clicks,
     bot clicks)]}] (days oldest first)."""
     if not post_ids:
         return []
     marks = ", ".join("?" for _ in post_ids)
     links = store.read(f"SELECT code, url, external FROM short_link WHERE organization_id = ? AND post_id IN ({marks}) "
-                       "ORDER BY created_at, code", (organization_id, *post_ids)).fetchall()
+                       "ORDER BY created_at, place", (organization_id, *post_ids)).fetchall()
     if not links:
         return []
     codes = [row[0] for row in links]
