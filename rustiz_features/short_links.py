@@ -13,8 +13,8 @@ Rules:
   which shortener failed and what it said (its own error words, bounded; never a raw body).
 - /s/<code> is public: no cookie, nothing about the visitor stored; bots, link-preview fetchers and HEAD
   requests are counted apart. An unknown or malformed code is a 404 page that does not repeat it.
-- Clicks are counted with one small UPSERT per click (a shared write on PostgreSQL): measured cheap enough
-  beside REQUEST_LIMIT, which bounds each client address anyway.
+- Clicks are counted with one small UPSERT per click (a shared write on PostgreSQL), not batched as REQUEST_LIMIT
+  is: measured in the same range as a 404 that writes nothing (docs/short-links.md).
 """
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ import pytest
 
 from conftest import LOCAL_FAKES
 from fakes import FakePlatform, answer
-from support import (API, FAST_RETRIES, Database, api, channel_post, dict_rows, get_post, notifications, post_body,
-                     settled, two_organizations, wait_for, webhook_channel)
+from support import (API, FAST_RETRIES, Database, api, channel_post, dict_rows, get_post, iso, mcp_tool_call,
+                     notifications, post_body, settled, two_organizations, wait_for, webhook_channel)
 
 FRONTEND = "https://social.example.com"
 PUBLIC = {**LOCAL_FAKES, **FAST_RETRIES, "FRONTEND_URL": FRONTEND}
@@ -147,6 +147,16 @@ def test_short_link_not_applied_is_said_in_the_answer(shared, channel, module_re
     [sent] = post_with_links(shared, channel, "<p>As written https://example.org/as-written</p>")
     assert "https://example.org/as-written" in published_content(module_receiver, sent["postId"])
     assert links_of(shared, sent["postId"])[1] == {"links": []}
+    set_preference(shared, "ask")
+
+
+def test_the_mcp_schedule_tool_reports_a_short_link_not_applied(shared, channel):
+    set_preference(shared, "no")
+    result = mcp_tool_call(shared, shared.key, "integrationSchedulePostTool", {"socialPost": [{
+        "integrationId": channel, "isPremium": False, "date": iso(3600), "shortLink": True, "type": "draft",
+        "settings": [], "postsAndComments": [{"content": "<p>Via MCP https://example.org/mcp</p>", "attachments": []}]}]})
+    [created] = result["structuredContent"]["output"]
+    assert created["shortLink"] == 'not applied: the organization\'s short-link preference is "no"'
     set_preference(shared, "ask")
 
 
