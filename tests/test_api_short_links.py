@@ -224,6 +224,16 @@ def test_yes_with_a_frontend_url_nobody_can_reach_is_refused_naming_it(start_ser
     [created] = post_with_links(server, channel, "<p>See https://example.org/x</p>", type="draft")
     assert created["shortLink"].startswith("not applied: short links are http://127.0.0.1:9/s/") \
         and "FRONTEND_URL" in created["shortLink"]
+    # a post that wanted short links when FRONTEND_URL was public, published once it no longer is: long links, said
+    status, later = api(server, "POST", f"{API}/posts", post_body(
+        channel_post(channel, "<p>Later https://example.org/later</p>"), type="schedule", date=iso(2)))
+    assert status == 201, later
+    organization = api(server, "GET", f"{API}/organization")[1]["id"]
+    Database(server).execute("INSERT INTO short_link_wanted (post_id, organization_id) VALUES (?, ?)",
+                             later[0]["postId"], organization)
+    assert published_content(module_receiver, later[0]["postId"]) == "<p>Later https://example.org/later</p>"
+    notice = wait_for(lambda: [text for text in notifications(server) if "not shortened" in text], bool)[0]
+    assert "FRONTEND_URL" in notice
 
 
 # --- Dub, Short.io, Kutt --------------------------------------------------------------------------------------
