@@ -1206,6 +1206,7 @@ MIGRATIONS: tuple = (
         bot_clicks INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (code, day)
     );
+    """,
     # RSS/Atom autopost (issue 26, autopost): an organization's feeds (what to post where, how often, the last
     # fetch, a lease so that one process fetches a feed at a time) and every item seen in each, unique by
     # (feed, item key), recorded in the transaction of the posts it became (see rustiz_features/autopost.py).
