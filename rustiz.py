@@ -1180,6 +1180,35 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # Analytics over time (issue 26, analytics): a channel's figures once a day and a published post's at about
+    # 1 h, 24 h and 7 days (one row per channel+metric+day, per post+age+metric), and the claims that make each
+    # snapshot taken once whichever process gets there first (rustiz_features/analytics_snapshots.py).
+    """
+    CREATE TABLE analytics_day (
+        integration_id TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        day TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (integration_id, metric, day)
+    );
+    CREATE TABLE analytics_post (
+        post_id TEXT NOT NULL,
+        age TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (post_id, age, metric)
+    );
+    CREATE TABLE analytics_claim (
+        subject TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        lease_until REAL NOT NULL,
+        done INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX analytics_claim_created ON analytics_claim(created_at);
+    """,
 )
 
 
@@ -3794,6 +3823,9 @@ API_ROUTES = (
     ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
     ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
+    # Analytics over time (issue 26, analytics): a post's snapshots at 1 h, 24 h, 7 d and a channel's best times.
+    ("GET", "/analytics/post/:postId/history", "analytics", "AnalyticsApi.post_history"),
+    ("GET", "/integrations/:id/best-times", "analytics", "AnalyticsApi.best_times"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
