@@ -22,7 +22,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Optional
 
-from rustiz import Config, Store, log, nest_error
+from rustiz import ApiError, Config, Store, log, nest_error
 from .recurrence import zone_named
 from .storage import analytics as analytics_store
 from .storage import organizations as organization_store
@@ -181,6 +181,13 @@ def best_times(store: Store, organization_id: str, channel_id: str) -> dict:
 
 # --- taking snapshots -------------------------------------------------------------------------------------------
 
+def failure_words(error: Exception) -> str:
+    """What a failed read says in the log: the platform's words (an ApiError's message), else the error."""
+    if isinstance(error, ApiError) and isinstance(error.body, dict):
+        return str(error.body.get("message"))
+    return repr(error)
+
+
 async def take_channel_snapshot(config: Config, store: Store, http: HttpClient, owner: str, channel: dict,
                                 now: float) -> bool:
     """Today's (UTC, per `now`) figures of one channel, when this process wins its claim; whether it stored them."""
@@ -195,7 +202,7 @@ async def take_channel_snapshot(config: Config, store: Store, http: HttpClient, 
         return True
     except Exception as error:  # (never the channel's trouble: logged, and tomorrow is another day)
         log(f"analytics: the figures of channel {channel['id']} ({channel['provider']}) for {day} were not taken: "
-            f"{getattr(error, 'message', None) or error!r}; the next day tries again")
+            f"{failure_words(error)}; the next day tries again")
         return False
     finally:
         await store.off_loop(analytics_store.finish_claim, store, subject, owner)
@@ -217,7 +224,7 @@ async def take_post_snapshot(config: Config, store: Store, http: HttpClient, own
     except Exception as error:
         retry_at = now + POST_RETRY_SECONDS
         log(f"analytics: the {post['age']} figures of post {post['id']} were not taken: "
-            f"{getattr(error, 'message', None) or error!r}; trying again in an hour")
+            f"{failure_words(error)}; trying again in an hour")
         return False
     finally:
         await store.off_loop(analytics_store.finish_claim, store, subject, owner, retry_at)
