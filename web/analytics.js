@@ -5,7 +5,7 @@
 // /integrations/:id/best-times); days and times are the organization's (util.js); nothing is drawn for a platform
 // that gives no figures; every chart says its numbers in words too (charts.js).
 import { h, t, tn, api, errorBox, parts, zoned, fmtDay, fmtDateTime } from './util.js';
-import { lineChart } from './charts.js';
+import { lineChart, number } from './charts.js';
 
 const PERIODS = [7, 30, 90];
 const BEST_TIMES_MINIMUM = 10;  // (the server's: published posts with figures before best times are given)
@@ -24,7 +24,7 @@ export function channelAnalytics(channel) {
       const items = await api('GET', `/analytics/${channel.id}?date=${days}`);
       errors.show(null);
       charts.replaceChildren(...(Array.isArray(items) && items.length
-        ? items.filter((item) => item.data?.length).map((item) => lineChart(item.label, item.data.map((p) => ({ label: dayLabel(p.date), value: p.total }))))
+        ? items.filter((item) => item.data?.length).map((item) => lineChart(item.label, item.data.map((p) => ({ label: dayLabel(p.date), value: p.total })), changeNote(item)))
         : [h('p.muted', t('This platform gives no figures.'))]));
     } catch (error) { errors.show(error); charts.replaceChildren(); }
   };
@@ -34,6 +34,13 @@ export function channelAnalytics(channel) {
   return h('section.analytics', { 'aria-label': t('{name}: figures over time', { name: channel.name }) },
     h('div.analytics-head', h('h2', t('{name}: figures over time', { name: channel.name })), choice),
     h('p.hint', t('Taken once a day from the platform; the first day is today.')), errors, charts);
+}
+
+/** "+28% since Nov 7": a series' change over the days shown (none for a single day). */
+function changeNote(item) {
+  if (item.data.length < 2) return null;
+  const change = Number(item.percentageChange) || 0;
+  return t('{change} since {date}', { change: `${change > 0 ? '+' : ''}${number(change)}%`, date: dayLabel(item.data[0].date) });
 }
 
 /** A published post's figures at about 1 hour, 24 hours and 7 days after it went out; nothing before the first. */

@@ -18,9 +18,10 @@ function svg(tag, attrs = {}, ...children) {
 
 export const number = (value) => Number(value).toLocaleString(lang(), { maximumFractionDigits: 2 });
 
-/** A line chart of `points` ([{label, value}], oldest first) titled `title`: a <figure> with the drawing and the
- * same numbers as a table that only screen readers see. */
-export function lineChart(title, points) {
+/** A line chart of `points` ([{label, value}], oldest first) titled `title` (with a `note` under it, such as the
+ * change over the period): a <figure> with the drawing and the same numbers as a table only screen readers see.
+ * A few points are each labelled under the drawing; more, only the first and the last. */
+export function lineChart(title, points, note = null) {
   const id = `chart${++charts}`;
   const values = points.map((p) => Number(p.value) || 0);
   const low = Math.min(...values), high = Math.max(...values);
@@ -32,7 +33,7 @@ export function lineChart(title, points) {
     ? t('{title}: from {first} ({from}) to {last} ({to}), lowest {low}, highest {high}.', { title, first: number(values[0]), from: first.label, last: number(values[values.length - 1]), to: last.label, low: number(low), high: number(high) })
     : t('{title}: {last} ({to}).', { title, last: number(values[0]), to: last.label });
   const line = values.map((v, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
-  const drawing = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-labelledby': `${id}-title ${id}-desc`, class: 'chart-drawing' },
+  const drawing = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-labelledby': `${id}-title`, 'aria-describedby': `${id}-desc`, class: 'chart-drawing' },
     svg('title', { id: `${id}-title` }, title),
     svg('desc', { id: `${id}-desc` }, summary),
     svg('line', { x1: LEFT, x2: WIDTH - RIGHT, y1: HEIGHT - BOTTOM + 4, y2: HEIGHT - BOTTOM + 4, class: 'chart-axis' }),
@@ -42,8 +43,9 @@ export function lineChart(title, points) {
     h('thead', h('tr', h('th', { scope: 'col' }, t('When')), h('th', { scope: 'col' }, t('Value')))),
     h('tbody', points.map((p, i) => h('tr', h('th', { scope: 'row' }, p.label), h('td', number(values[i]))))));
   return h('figure.chart', { dataset: { points: String(points.length) } },
-    h('figcaption', h('span.chart-title', title), h('strong.chart-last', number(values[values.length - 1]))),
+    h('figcaption', h('span.chart-title', title), h('strong.chart-last', number(values[values.length - 1])),
+      note ? h('span.chart-note', note) : null),
     drawing,
-    h('div.chart-ends', { 'aria-hidden': 'true' }, h('span', first.label), points.length > 1 ? h('span', last.label) : null),
+    h('div.chart-ends', { 'aria-hidden': 'true' }, (points.length <= 4 ? points : [first, last]).map((p) => h('span', p.label))),
     table);
 }
