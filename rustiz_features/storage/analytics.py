@@ -42,22 +42,23 @@ def finish_claim(store: Store, subject: str, owner: str, retry_at: Optional[floa
 
 def save_channel_day(store: Store, channel_id: str, day: str, figures: dict) -> None:
     """A channel's figures ({metric: number}) for one day, replacing what that day had for those metrics."""
-    now = utc_now_iso()
-    with store.writing(no_channels=True) as db:
-        for metric, total in figures.items():
-            db.execute("INSERT INTO analytics_day (integration_id, metric, day, total, taken_at) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT (integration_id, metric, day) DO UPDATE SET total = excluded.total, "
-                       "taken_at = excluded.taken_at", (channel_id, metric, day, total, now))
+    _save_figures(store, "analytics_day", {"integration_id": channel_id, "day": day}, figures)
 
 
 def save_post_age(store: Store, post_id: str, age: str, figures: dict) -> None:
     """A post's figures ({metric: number}) at one age ("1h", "24h", "7d")."""
+    _save_figures(store, "analytics_post", {"post_id": post_id, "age": age}, figures)
+
+
+def _save_figures(store: Store, table: str, keys: dict, figures: dict) -> None:
+    """One row of `table` per figure, under `keys` (column -> value; names from code), replaced if there."""
+    names = ", ".join(keys)
+    sql = (f"INSERT INTO {table} ({names}, metric, total, taken_at) VALUES ({'?, ' * len(keys)}?, ?, ?) "
+           f"ON CONFLICT ({names}, metric) DO UPDATE SET total = excluded.total, taken_at = excluded.taken_at")
     now = utc_now_iso()
     with store.writing(no_channels=True) as db:
         for metric, total in figures.items():
-            db.execute("INSERT INTO analytics_post (post_id, age, metric, total, taken_at) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT (post_id, age, metric) DO UPDATE SET total = excluded.total, "
-                       "taken_at = excluded.taken_at", (post_id, age, metric, total, now))
+            db.execute(sql, (*keys.values(), metric, total, now))
 
 
 def channel_days(store: Store, channel_id: str, first_day: str) -> list:
