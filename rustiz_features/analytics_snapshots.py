@@ -238,16 +238,26 @@ async def take_due_snapshots(config: Config, store: Store, http: HttpClient, own
     for channel in await store.off_loop(analytics_store.channels_to_snapshot, store, utc_day(now), budget * 4):
         if calls >= budget:
             return taken
-        if has_figures(channel["provider"]):
-            calls += 1
-            taken += await take_channel_snapshot(config, store, http, owner, channel, now)
+        if not has_figures(channel["provider"]):  # (marked taken, so that it does not hide the others tomorrow)
+            await store.off_loop(skip_snapshot, store, f"day:{channel['id']}:{utc_day(now)}", owner, now)
+            continue
+        calls += 1
+        taken += await take_channel_snapshot(config, store, http, owner, channel, now)
     for post in await store.off_loop(analytics_store.posts_to_snapshot, store, now, budget):
         if calls >= budget:
             break
-        if has_figures(post["provider"]):
-            calls += 1
-            taken += await take_post_snapshot(config, store, http, owner, post, now)
+        if not has_figures(post["provider"]):
+            await store.off_loop(skip_snapshot, store, f"post:{post['id']}:{post['age']}", owner, now)
+            continue
+        calls += 1
+        taken += await take_post_snapshot(config, store, http, owner, post, now)
     return taken
+
+
+def skip_snapshot(store: Store, subject: str, owner: str, now: float) -> None:
+    """A snapshot of a platform without figures, marked taken without a call."""
+    if analytics_store.claim_snapshot(store, subject, owner, now, LEASE_SECONDS):
+        analytics_store.finish_claim(store, subject, owner)
 
 
 class AnalyticsSnapshots:

@@ -195,3 +195,13 @@ def test_failing_figures_neither_fail_nor_disconnect_the_channel_and_the_next_da
     mastodon.trouble.clear()
     assert sweep(server, now + 2 * DAY) == 1
     assert rows(server, "SELECT COUNT(*) FROM analytics_day WHERE integration_id = ?", channel["id"]) == [(3,)]
+
+
+def test_a_platform_without_figures_is_passed_over_once_a_day_without_a_call(server, channel, receiver):
+    from support import webhook_channel
+    hook = webhook_channel(server, receiver)
+    before = len(receiver.requests)
+    assert sweep(server, time.time()) == 1  # (the Mastodon channel's day)
+    assert rows(server, "SELECT done FROM analytics_claim WHERE subject = ?", f"day:{hook}:{day_of(time.time())}") == [(1,)]
+    assert rows(server, "SELECT COUNT(*) FROM analytics_day WHERE integration_id = ?", hook) == [(0,)]
+    assert len(receiver.requests) == before  # (nothing asked of a webhook channel)
