@@ -1207,6 +1207,35 @@ MIGRATIONS: tuple = (
         PRIMARY KEY (code, day)
     );
     """,
+    # Analytics over time (issue 26, analytics): a channel's figures once a day and a published post's at about
+    # 1 h, 24 h and 7 days (one row per channel+metric+day, per post+age+metric), and the claims that make each
+    # snapshot taken once whichever process gets there first (rustiz_features/analytics_snapshots.py).
+    """
+    CREATE TABLE analytics_day (
+        integration_id TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        day TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (integration_id, metric, day)
+    );
+    CREATE TABLE analytics_post (
+        post_id TEXT NOT NULL,
+        age TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (post_id, age, metric)
+    );
+    CREATE TABLE analytics_claim (
+        subject TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        lease_until REAL NOT NULL,
+        done INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX analytics_claim_created ON analytics_claim(created_at);
+    """,
     # RSS/Atom autopost (issue 26, autopost): an organization's feeds (what to post where, how often, the last
     # fetch, a lease so that one process fetches a feed at a time) and every item seen in each, unique by
     # (feed, item key), recorded in the transaction of the posts it became (see rustiz_features/autopost.py).
@@ -3866,6 +3895,9 @@ API_ROUTES = (
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
     # Short links (issue 26, shortlinks): a post's links with their clicks.
     ("GET", "/posts/:id/links", "short_links", "ShortLinksApi.links"),
+    # Analytics over time (issue 26, analytics): a post's snapshots at 1 h, 24 h, 7 d and a channel's best times.
+    ("GET", "/analytics/post/:postId/history", "analytics", "AnalyticsApi.post_history"),
+    ("GET", "/integrations/:id/best-times", "analytics", "AnalyticsApi.best_times"),
     # RSS/Atom autopost (issue 26, autopost): feeds whose new items become posts.
     ("GET", "/autopost", "autopost", "AutopostApi.list_feeds"),
     ("POST", "/autopost", "autopost", "AutopostApi.create"),

@@ -19,7 +19,9 @@ the core imports none of these at load time, and these import the core and one a
     mcp_tools and connect -> audit
   duplicates (the same text twice on a channel within 24 hours) -> text
   api_channels -> catalogue, publishers, http_client, web, short_links
-  analytics -> connect, publishers, http_client
+  analytics -> analytics_snapshots, publishers, http_client
+  analytics_snapshots (snapshots over time, their background sweep, best times) -> alerts, connect, publishers,
+    recurrence; scheduler -> analytics_snapshots
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
   scheduler -> alerts, mail, digest, background, connect, publishers, media, object_storage, recurrence,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .alerts import AlertSender
+from .analytics_snapshots import AnalyticsSnapshots
 from .background import RowSender, WokenLoop, epoch_seconds, failure_text
 from .digest import DailyDigests
 from . import mail
@@ -113,6 +114,7 @@ class Scheduler(WokenLoop):
         self.alerts = AlertSender(self)
         self.mail = mail.MailSender(self)  # (e-mail: the outbox, sent from every process)
         self.digests = DailyDigests(config, store)
+        self.analytics = AnalyticsSnapshots(self)  # (analytics over time: snapshots, from every process)
         from .autopost import FeedPoller
         self.feeds = FeedPoller(self)  # (RSS/Atom autopost: due feeds fetched from every process)
 
@@ -136,6 +138,7 @@ class Scheduler(WokenLoop):
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
+        self.analytics.tick()  # (the same: once a minute, the due snapshots; claims keep them taken once)
         self.feeds.start()  # (the same: each due feed claimed under a lease)
         if not self.running:
             if not self._take_lock():

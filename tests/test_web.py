@@ -686,8 +686,9 @@ def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_serv
         expect(page.locator(".figures li .bar-label")).to_have_text(["Favourites", "Boosts", "Replies"])
         expect(page.locator(".figures li .bar-total")).to_have_text(["7", "3", "2"])
         page.goto("/#/channels")
-        channel_menu(page, "Ada Lovelace", "Analytics")
-        expect(page.locator(".figures li .bar-label")).to_have_text(["Followers", "Following", "Posts"])
+        channel_menu(page, "Ada Lovelace", "Analytics")  # (a chart per figure: today's point starts each series)
+        expect(page.locator(".analytics figure.chart .chart-title")).to_have_text(["Followers", "Following", "Posts"])
+        expect(page.locator(".analytics figure.chart .chart-last")).to_have_text(["1,200", "80", "1"])
     finally:
         mastodon.close()
 
