@@ -197,8 +197,8 @@ class FeedFailed(Exception):
 
 
 class Fetcher:
-    """Fetching feeds and turning their new items into posts: for the poller and the routes alike. `host` has
-    the Store, the Config and the outbound client (`http`)."""
+    """Fetching feeds and turning their new items into posts, for the poller and the routes alike: through the
+    outbound client `http`, writing as `owner` (the name on the leases this process takes)."""
 
     def __init__(self, store: Store, config: Config, http: Any, owner: str):
         self.store, self.config, self.http, self.owner = store, config, http, owner
