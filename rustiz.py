@@ -1180,6 +1180,14 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # Repeats with an end, and webhook events (issue 26, repeats): a repeating post's last day or instant
+    # (repeat_until) or number of times (repeat_count), and the events each webhook is sent (JSON list; the
+    # webhooks made before keep the two events they had).
+    """
+    ALTER TABLE post ADD COLUMN repeat_until TEXT;
+    ALTER TABLE post ADD COLUMN repeat_count INTEGER;
+    ALTER TABLE webhook ADD COLUMN events TEXT NOT NULL DEFAULT '["post.published","post.failed"]';
+    """,
 )
 
 

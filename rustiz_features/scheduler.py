@@ -537,10 +537,12 @@ class Scheduler(WokenLoop):
             self.deliveries.wake()  # (only when it queued some: looking for due deliveries is two queries)
         recurring = schedule_store.finished_recurring_root(self.store, claim["organization_id"], claim["group"])
         if recurring is not None:
-            root_id, publish_date, every_days, anchor = recurring
+            root_id, publish_date, every_days, anchor, until, count = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,
-                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
-            if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]),
+                                       time.time(), until, count)
+            # None: its end (repeatUntil, repeatCount) or the calendar's (9999-12-31) comes first; it stays PUBLISHED
+            if upcoming is not None:
                 schedule_store.rearm_recurring(self.store, root_id, upcoming)
 
     def _failed_attempt(self, claim: dict, platform: Provider, channel: Channel, error: PublishError) -> None:
@@ -597,7 +599,8 @@ class Scheduler(WokenLoop):
         upcoming = None
         if claim["interval_days"] and not claim["parent_id"]:
             upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
-                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]),
+                                       time.time(), claim["repeat_until"], claim["repeat_count"])
         if upcoming is not None:
             schedule_store.rearm_recurring(self.store, claim["id"], upcoming)
             notification_store.add_notification(
