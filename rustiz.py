@@ -3753,6 +3753,8 @@ API_ROUTES = (
     ("GET", "/webhooks", "api_channels", "WebhooksApi.list_webhooks"),
     ("POST", "/webhooks", "api_channels", "WebhooksApi.create"),
     ("DELETE", "/webhooks/:id", "api_channels", "WebhooksApi.delete"),
+    # Webhook events (issue 26, repeats): a webhook's events, channels, url, name or secret changed.
+    ("PUT", "/webhooks/:id", "api_channels", "WebhooksApi.update"),
     ("GET", "/organization", "api_channels", "OrganizationApi.show"),
     ("PUT", "/organization", "api_channels", "OrganizationApi.update"),
     ("POST", "/organization/api-key", "api_channels", "OrganizationApi.rotate_key"),

@@ -26,6 +26,7 @@ from .api_docs import (
 from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
+from .post_events import queue_post_event
 from .recurrence import occurrences, recurrence_of, zone_named, zoned_instant
 from .storage import idempotency as idempotency_store
 from .storage import notifications as notification_store
@@ -306,15 +307,26 @@ class PostsApi:
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
         post = self._post_or_404(organization_id, request.params["id"])
-        post_store.delete_group(self.store, organization_id, post["group"])
+        self._delete_group_telling_webhooks(organization_id, post["group"])
         return json_response({"error": True})
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
-        post_store.delete_group(self.store, organization_id, request.params["group"])
+        self._delete_group_telling_webhooks(organization_id, request.params["group"])
         return json_response({"error": True})
+
+    def _delete_group_telling_webhooks(self, organization_id: str, group: str) -> None:
+        """Soft-delete a group; its root post's post.deleted event goes to the webhooks subscribed (issue 26)."""
+        roots = [part["id"] for part in post_store.thread(self.store, organization_id, group)[:1]]
+        if post_store.delete_group(self.store, organization_id, group):
+            self.tell_webhooks(organization_id, "post.deleted", roots)
+
+    def tell_webhooks(self, organization_id: str, event: str, post_ids: list) -> None:
+        """A post event (post_events) about these root posts, once their change is stored (issue 26)."""
+        if post_ids:
+            queue_post_event(self.store, organization_id, event, post_ids)
 
     @route_options(scope="posts", audit="post.status_changed")  # (an editor may: the role editor, or a full key)
     @documented("Make a post a draft or queue it",
@@ -348,6 +360,7 @@ class PostsApi:
         if not post_store.update_post_fields(self.store, organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"), state=state, **approval):
             raise _being_published(post["id"])
+        self.tell_webhooks(organization_id, "post.updated", [thread[0]["id"]])
         return json_response({"id": post["id"], "state": state})
 
     @route_options(scope="posts", audit="post.release_linked")  # (an editor may: the role editor, or a full key)
@@ -562,6 +575,9 @@ class PostsApi:
             raise _being_published(busy.post_id) from None
         if earlier is None:
             self._announce_review(organization_id, plan, [item["postId"] for item in created])
+            for event, existing in (("post.created", False), ("post.updated", True)):
+                self.tell_webhooks(organization_id, event, [thread[0]["id"] for thread in threads
+                                                            if thread[0]["existing"] is existing])
         return created, body, earlier
 
     def _announce_review(self, organization_id: str, plan: dict, post_ids: list) -> None:
@@ -646,6 +662,7 @@ class PostsApi:
                                              only_in_states=("QUEUE", "DRAFT"),
                                              settings=encode_json(plan["posts"][0]["settings"])):
             raise _being_published(post["id"])
+        self.tell_webhooks(organization_id, "post.updated", [post["id"]])
         return {"postId": post["id"], "publishDate": post["publishDate"][:19]}
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
@@ -704,6 +721,7 @@ class PostsApi:
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         self._announce_review(organization_id, plan, [thread[0]["id"]])
+        self.tell_webhooks(organization_id, "post.updated", [thread[0]["id"]])
         return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
 
     def refuse_others_draft(self, request: Request, organization_id: str, post_id: str) -> None:

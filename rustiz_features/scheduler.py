@@ -29,6 +29,7 @@ from .digest import DailyDigests
 from . import mail
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
+from .post_events import ACTIVE_SENDERS as ACTIVE_WEBHOOK_SENDERS, event_envelope
 from .recurrence import next_occurrence
 from .storage import deliveries as delivery_store
 from .storage import notifications as notification_store
@@ -665,10 +666,10 @@ class Scheduler(WokenLoop):
     @staticmethod
     def _webhook_event(claim: dict, event: str, details: dict) -> dict:
         """What the organization's webhooks are told of a post's outcome (queued with the outcome itself)."""
-        return {"event": event, "organizationId": claim["organization_id"],
-                "channel": {"id": claim["channel_id"], "name": claim["channel_name"], "provider": claim["provider"]},
-                "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
-                         "publishDate": claim["publish_date"], **details}}
+        return event_envelope(event, claim["organization_id"],
+                              {"id": claim["channel_id"], "name": claim["channel_name"], "provider": claim["provider"]},
+                              {"id": claim["id"], "group": claim["group"], "part": claim["part"],
+                               "publishDate": claim["publish_date"], **details})
 
     async def stop(self, timeout: float) -> None:
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
@@ -725,6 +726,14 @@ class WebhookDeliveries(RowSender):
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
         self.in_flight = 0
         self.housekeeping_at = 0.0
+
+    def start(self) -> None:
+        ACTIVE_WEBHOOK_SENDERS.add(self)  # (post_events wakes it when an event is queued in this process)
+        super().start()
+
+    def stop(self) -> None:
+        ACTIVE_WEBHOOK_SENDERS.discard(self)
+        super().stop()
 
     def _run_due(self) -> None:
         if self.stopped:
