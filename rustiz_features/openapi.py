@@ -89,7 +89,9 @@ def component_schemas() -> dict:
                                  {"customer": ref("Customer")}),
         "Customer": object_schema({"id": STRING, "name": STRING}),
         "Webhook": object_schema({"id": STRING, "name": STRING, "url": STRING, "integrations": array_of(STRING),
-                                  "signed": BOOLEAN, "createdAt": STRING}, {"urlMasked": {
+                                  "signed": BOOLEAN, "createdAt": STRING, "events": array_of(STRING) | {
+                                      "description": "rustiz: the events it is sent (see POST /webhooks)"}},
+                                 {"urlMasked": {
                                       "type": "boolean", "description": "rustiz: below the scope full the url is "
                                                                         "shown as scheme://host/… and its last 4 "
                                                                         "characters"}}),
