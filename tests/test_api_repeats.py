@@ -5,6 +5,7 @@ every malformed end refused with a 400 naming the field, never a 5xx."""
 from __future__ import annotations
 
 import datetime
+import json
 import random
 import time
 
@@ -26,9 +27,9 @@ def channel(server) -> str:
     return Database(server).channel("Sky", "bluesky", profile="sky")
 
 
-def body(channel_id: str, date: str = PARIS_NINE, **extra) -> dict:
+def body(channel_id: str, date: str = PARIS_NINE, text: str = "<p>daily</p>", **extra) -> dict:
     return {"type": "schedule", "date": date, "shortLink": False, "tags": [], "allowDuplicate": True,
-            "posts": [{"integration": {"id": channel_id}, "value": [{"content": "<p>daily</p>", "image": []}],
+            "posts": [{"integration": {"id": channel_id}, "value": [{"content": text, "image": []}],
                        "settings": {"__type": "bluesky"}}], **extra}
 
 
@@ -179,3 +180,23 @@ def test_the_scheduler_stops_after_the_third_of_three(start_server_with_fakes, r
     assert post["state"] == "PUBLISHED" and last < iso(0) and post["occurrences"] == {"next": [], "last": last}
     time.sleep(1.5)
     assert len(receiver.published) == 3 and get_post(server, post_id)["state"] == "PUBLISHED"
+
+
+def test_an_export_keeps_the_end_and_imports_back_to_the_same_occurrences(server, channel):
+    create(server, channel, inter=1, repeatUntil="2030-04-01", date="2030-03-29T09:00:00Z", text="<p>daily</p>")
+    create(server, channel, inter=2, repeatCount=3, date="2030-03-29T10:00:00Z", text="<p>every other day</p>")
+    last = create(server, channel, inter=7, repeatCount=4, date="2030-03-29T11:00:00Z", text="<p>weekly</p>")
+    with connect_database(server.database) as db:  # (its 4th and last occurrence is the pending one)
+        db.execute("UPDATE post SET recurrence_anchor = ? WHERE id = ?", ("2030-03-08T11:00:00.000Z", last))
+    before = sorted((item["content"], item["publishDate"]) for item in listed(server))
+    status, headers, raw = server.request("GET", f"{API}/posts/export?startDate=2030-03-01&endDate=2030-04-30",
+                                          {"Authorization": server.key})
+    assert status == 200, raw
+    bodies = json.loads(raw)
+    assert [(body.get("repeatUntil"), body.get("repeatCount")) for body in bodies] == [
+        ("2030-04-01", None), ("2030-04-02T10:00:00.000Z", None), (None, 1)]
+    with connect_database(server.database) as db:
+        db.execute("DELETE FROM post")
+    status, report = api(server, "POST", f"{API}/posts/import", bodies)
+    assert status in (200, 201) and report.get("ok") is not False, report
+    assert sorted((item["content"], item["publishDate"]) for item in listed(server)) == before
