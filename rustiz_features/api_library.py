@@ -377,6 +377,10 @@ class PostCopies:
         originals = [post_store.thread(self.store, organization_id, group)
                      for group in post_store.groups_made_together(self.store, organization_id, post)]
         threads = [self._copied_thread(thread, made_together, scope) for thread in originals if thread]
+        for rows, thread in zip(threads, [thread for thread in originals if thread]):  # (a repeat's end, issue 26)
+            ends = dict(zip(("repeat_until", "repeat_count"), post_store.repeat_end(self.store, thread[0]["id"])[1:]))
+            for row in rows:
+                row.update(ends)
         root_id = originals[0][0]["id"]
         tags = post_store.post_tags(self.store, [root_id]).get(root_id, [])
         post_store.save_posts(self.store, organization_id, threads, set(),

@@ -200,3 +200,15 @@ def test_an_export_keeps_the_end_and_imports_back_to_the_same_occurrences(server
     status, report = api(server, "POST", f"{API}/posts/import", bodies)
     assert status in (200, 201) and report.get("ok") is not False, report
     assert sorted((item["content"], item["publishDate"]) for item in listed(server)) == before
+
+
+def test_a_duplicate_and_the_review_listing_keep_the_end(server, channel):
+    original = create(server, channel, inter=1, repeatCount=3, type="draft")
+    status, copy = api(server, "POST", f"{API}/posts/{original}/duplicate")
+    assert status in (200, 201), copy
+    copied = get_post(server, copy["posts"][0]["id"])
+    assert (copied["repeatCount"], copied["occurrences"]["last"]) == (3, "2030-03-31T08:00:00.000Z")
+    with connect_database(server.database) as db:
+        db.execute("UPDATE post SET review = 'review' WHERE id = ?", (original,))
+    status, answer = api(server, "GET", f"{API}/posts?state=review")
+    assert status == 200 and [(item["id"], item["repeatCount"]) for item in answer["posts"]] == [(original, 3)]
