@@ -25,6 +25,7 @@ from rustiz import App, Request, Response, bad_request, encode_json, json_respon
     new_uuid, not_found, route_options, scope_allows
 from .api_docs import BOOLEAN, STRING, array_of, documented, object_schema, parameter
 from .api_posts import POST_NOT_FOUND
+from .post_events import queue_post_event
 from .storage import posts as post_store
 from .storage import sets as set_store
 from .storage import signatures as signature_store
@@ -385,6 +386,7 @@ class PostCopies:
         tags = post_store.post_tags(self.store, [root_id]).get(root_id, [])
         post_store.save_posts(self.store, organization_id, threads, set(),
                               [tag["tag"]["name"] for tag in tags if tag["tag"]["deletedAt"] is None])
+        queue_post_event(self.store, organization_id, "post.created", [rows[0]["id"] for rows in threads])
         return {"group": threads[0][0]["post_group"], "multiChannelGroup": made_together,
                 "posts": [{"id": row["id"], "integration": row["integration_id"], "parentPostId": row["parent_post_id"]}
                           for rows in threads for row in rows]}

@@ -406,6 +406,8 @@ class PostsApi:
         if not post_store.retry_failed_group(self.store, organization_id, post["group"]):
             raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
                                   f"only a post in ERROR can be retried")
+        self.tell_webhooks(organization_id, "post.updated", [post_store.thread(self.store, organization_id,
+                                                                                post["group"])[0]["id"]])
         return self.post_view(organization_id, post["id"])
 
     def post_view(self, organization_id: str, post_id: str) -> dict:

@@ -338,6 +338,10 @@ class PostsFiles:
             for result, (threads, _, _) in zip(results, batches):
                 result["posts"] = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
                                    for thread in threads]
+            roots = [thread[0] for threads, _, _ in batches for thread in threads]
+            for event, existing in (("post.created", False), ("post.updated", True)):  # (issue 26)
+                self.posts.tell_webhooks(organization_id, event, [root["id"] for root in roots
+                                                                  if root["existing"] is existing])
             report["imported"] = len(rows)
         return report
 

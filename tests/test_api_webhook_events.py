@@ -161,3 +161,19 @@ def test_malformed_events_and_webhooks_are_refused_naming_them(server, world, li
     create(server, world["sky"])
     time.sleep(1)
     assert listener.events == []
+
+
+def test_a_duplicate_an_import_and_a_retry_are_told_too(server, world, listener):
+    register(server, listener, events=["post.created", "post.updated"])
+    post_id = create(server, world["sky"])
+    status, copy = api(server, "POST", f"{API}/posts/{post_id}/duplicate")
+    assert status in (200, 201), copy
+    status, report = api(server, "POST", f"{API}/posts/import", [create_body(world["sky"], "<p>imported</p>")])
+    assert status in (200, 201) and report["ok"], report
+    imported = report["rows"][0]["posts"][0]["postId"]
+    with connect_database(server.database) as db:
+        db.execute("UPDATE post SET state = 'ERROR', error = 'refused' WHERE id = ?", (post_id,))
+    assert api(server, "POST", f"{API}/posts/{post_id}/retry")[0] == 201
+    assert sorted((event["event"], event["post"]["id"]) for event in received(listener, 4)) == sorted([
+        ("post.created", post_id), ("post.created", copy["posts"][0]["id"]), ("post.created", imported),
+        ("post.updated", post_id)])
