@@ -1180,6 +1180,33 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # Short links (issue 26, shortlinks): the organization's preference; the posts whose links are to be
+    # shortened when published; each (post, original link) once, with its code (the built-in /s/<code>) or
+    # the external shortener's link; clicks per link and day, link-preview fetchers and bots apart.
+    """
+    ALTER TABLE organization ADD COLUMN short_link TEXT NOT NULL DEFAULT 'ask';
+    CREATE TABLE short_link_wanted (
+        post_id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id)
+    );
+    CREATE TABLE short_link (
+        code TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        post_id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        external TEXT,
+        place INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (post_id, url)
+    );
+    CREATE TABLE short_link_click (
+        code TEXT NOT NULL,
+        day TEXT NOT NULL,
+        clicks INTEGER NOT NULL DEFAULT 0,
+        bot_clicks INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (code, day)
+    );
+    """,
     # Repeats with an end, and webhook events (issue 26, repeats): a repeating post's last day or instant
     # (repeat_until) or number of times (repeat_count), and the events each webhook is sent (JSON list; the
     # webhooks made before keep the two events they had).
@@ -3804,6 +3831,8 @@ API_ROUTES = (
     ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
     ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
+    # Short links (issue 26, shortlinks): a post's links with their clicks.
+    ("GET", "/posts/:id/links", "short_links", "ShortLinksApi.links"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (
@@ -3844,6 +3873,8 @@ ROOT_ROUTES = (
     ("POST", "/p/:token/approve", "client_review", "ClientReviewPage.approve"),
     ("POST", "/p/:token/request-changes", "client_review", "ClientReviewPage.request_changes"),
     ("GET", "/p/:token/picture/:n", "client_review", "ClientReviewPage.picture"),
+    # A short link (issue 26, shortlinks): open to anyone, a 302 to the original link, the click counted.
+    ("GET", "/s/:code", "short_links", "ShortLinkRedirect.follow"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -37,6 +37,7 @@ from .storage import channels as channel_store
 from .storage import keys as key_store
 from .storage import organizations as organization_store
 from .storage import scheduling as schedule_store
+from . import short_links
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 JSON = "application/json; charset=utf-8"
@@ -438,15 +439,24 @@ class OrganizationApi:
 
     @documented("The caller's organization and its timezone (rustiz)", ("200", ref("Organization")))
     def show(self, request: Request, organization_id: str) -> Response:
-        return json_response(self.store.organization(organization_id))
+        return json_response(self._organization(organization_id))
+
+    def _organization(self, organization_id: str) -> dict:
+        answer = self.store.organization(organization_id)
+        answer.update(short_links.preference_field(self.store, organization_id))  # shortlinks (issue 26)
+        return answer
 
     @route_options(audit="organization.updated")
     @documented("Rename the organization or set its IANA timezone (rustiz)", ("200", ref("Organization")), "BadRequest",
-                request={"type": "object", "properties": {"name": STRING, "timezone": STRING}})
+                request={"type": "object", "properties": {"name": STRING, "timezone": STRING,
+                                                         "shortLink": {"enum": ["ask", "yes", "no"]}}})
     def update(self, request: Request, organization_id: str) -> Response:
-        changes = validate_organization_changes(json_object(request))
+        body = json_object(request)
+        short_link = short_links.take_preference(body)  # shortlinks (issue 26): "ask", "yes", "no" or None
+        changes = validate_organization_changes(body)
         organization_store.update_organization(self.store, organization_id, **changes)
-        return json_response(self.store.organization(organization_id))
+        short_links.save_preference(self.store, organization_id, short_link)
+        return json_response(self._organization(organization_id))
 
 
 def validate_channel_changes(body: dict) -> dict:

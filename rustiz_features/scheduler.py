@@ -377,6 +377,7 @@ class Scheduler(WokenLoop):
 
     async def _attempt(self, claim: dict, platform: Optional[Provider], channel: Channel) -> None:
         from .publishers.base import OutgoingPost, PublishError, Release
+        from . import short_links
         label = platform.label if platform else claim["provider"]
         refusal = self._refusal_before_publishing(claim, platform, label)
         if refusal:
@@ -397,7 +398,8 @@ class Scheduler(WokenLoop):
         try:
             settings = json.loads(claim["settings"] or "{}")
             media, settings_media = await self._media(claim, settings, platform.media_settings, staged)
-            post = OutgoingPost(claim["id"], claim["content"], media, settings, claim["part"],
+            text = await short_links.text_to_publish(self.store, self.config, self.http, claim)  # (issue 26)
+            post = OutgoingPost(claim["id"], text, media, settings, claim["part"],
                                 claim["idempotency_key"], claim["publish_date"], settings_media)
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)

@@ -396,6 +396,8 @@ def test_the_composer_counts_mastodon_links_as_the_server_does(start_server_with
     expect(page.locator(".count")).to_have_text("Toots: 500 / 500 characters")
     page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
     page.get_by_role("button", name="Schedule").click()  # and the server takes what the counter says fits
+    page.get_by_role("dialog", name="Shorten links and count clicks?").get_by_role(  # (issue 26: "ask", the default)
+        "button", name="Keep links as written").click()
     expect(page.locator("p.made")).to_contain_text("Scheduled: the post")
 
 

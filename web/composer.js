@@ -603,7 +603,9 @@ export async function composerPage(main, { id, query }) {
       }
       const inter = interval();
       body = {
-        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false,
+        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(),
+        // Short links (issue 26): the organization's preference, or the person's answer when it is "ask".
+        shortLink: await (await import('./links.js')).askShortLink(sentChannels.flatMap((c) => partsOf(c.id).map((p) => p.text))),
         tags: tags.map((name) => ({ value: name, label: name })), ...(inter ? { inter } : {}),
         posts: sentChannels.map((c) => ({ integration: { id: c.id }, settings: { __type: c.identifier, ...settingsOf(c.id) },
           value: partsOf(c.id).map((p, i) => ({ ...valueOf(p, i), ...(partIds(c.id)[i] ? { id: partIds(c.id)[i] } : {}) })) })),

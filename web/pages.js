@@ -74,6 +74,7 @@ export async function postPage(main, { id }) {
     errors, actions, reschedule);
   if (post.state === 'PUBLISHED') put(main, figuresBox(`/analytics/post/${id}`, t('Figures from the platform')));
   import('./comments.js').then((m) => main.isConnected && m.commentsPanel(main, post));  // (issue 25: comments, review links)
+  import('./links.js').then((m) => main.isConnected && m.linksPanel(main, post)).catch(() => {});  // (issue 26: short links' clicks)
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
     setTimeout(async function poll() {
