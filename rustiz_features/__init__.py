@@ -54,6 +54,8 @@ the core imports none of these at load time, and these import the core and one a
   picture_size (a picture's width and height from its header) -> the standard library only
   short_links (issue 26: the preference, links shortened at publish time, /s/<code>, GET /posts/:id/links; called by
     api_posts, api_channels and the scheduler) -> http_client, api_docs
+  post_events (issue 26: post.created/updated/deleted/queued for the webhooks subscribed; queue_post_event) -> storage
+    only; api_posts, api_channels, api_library and scheduler -> post_events
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
 imports none of these at load time, and that it imports them later only from the sites it names
