@@ -1236,6 +1236,14 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX analytics_claim_created ON analytics_claim(created_at);
     """,
+    # Repeats with an end, and webhook events (issue 26, repeats): a repeating post's last day or instant
+    # (repeat_until) or number of times (repeat_count), and the events each webhook is sent (JSON list; the
+    # webhooks made before keep the two events they had).
+    """
+    ALTER TABLE post ADD COLUMN repeat_until TEXT;
+    ALTER TABLE post ADD COLUMN repeat_count INTEGER;
+    ALTER TABLE webhook ADD COLUMN events TEXT NOT NULL DEFAULT '["post.published","post.failed"]';
+    """,
     # RSS/Atom autopost (issue 26, autopost): an organization's feeds (what to post where, how often, the last
     # fetch, a lease so that one process fetches a feed at a time) and every item seen in each, unique by
     # (feed, item key), recorded in the transaction of the posts it became (see rustiz_features/autopost.py).
@@ -3844,6 +3852,8 @@ API_ROUTES = (
     ("GET", "/webhooks", "api_channels", "WebhooksApi.list_webhooks"),
     ("POST", "/webhooks", "api_channels", "WebhooksApi.create"),
     ("DELETE", "/webhooks/:id", "api_channels", "WebhooksApi.delete"),
+    # Webhook events (issue 26, repeats): a webhook's events, channels, url, name or secret changed.
+    ("PUT", "/webhooks/:id", "api_channels", "WebhooksApi.update"),
     ("GET", "/organization", "api_channels", "OrganizationApi.show"),
     ("PUT", "/organization", "api_channels", "OrganizationApi.update"),
     ("POST", "/organization/api-key", "api_channels", "OrganizationApi.rotate_key"),

@@ -54,6 +54,8 @@ the core imports none of these at load time, and these import the core and one a
   picture_size (a picture's width and height from its header) -> the standard library only
   short_links (issue 26: the preference, links shortened at publish time, /s/<code>, GET /posts/:id/links; called by
     api_posts, api_channels and the scheduler) -> http_client, api_docs
+  post_events (issue 26: post.created/updated/deleted/queued for the webhooks subscribed; queue_post_event) -> storage
+    only; api_posts, api_channels, api_library and scheduler -> post_events
   autopost (RSS/Atom feeds whose new items become posts: the routes, FeedPoller beside the scheduler) -> feeds,
     api_posts, validation, duplicates, mail, alerts, background, catalogue, text, http_client, api_docs;
     scheduler -> autopost

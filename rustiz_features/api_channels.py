@@ -31,6 +31,7 @@ from .catalogue import (
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
 from .storage import deliveries as delivery_store
+from .post_events import POST_EVENTS, events_problem
 from .web import start_web_session
 from .storage import channels as channel_store
 from .storage import keys as key_store
@@ -300,9 +301,16 @@ async def released_after_reconnect(store: Store, channel_id: str, provider: str)
     log(f"{provider} channel {channel_id} reconnected with new credentials; {released} waiting post(s) released")
 
 
+# What POST and PUT /webhooks take beside url (issue 26 added events; a new webhook without it gets them all).
+_WEBHOOK_FIELDS = {"name": STRING, "secret": STRING,
+                   "integrations": array_of({"anyOf": [STRING, object_schema({"id": STRING})]}),
+                   "events": array_of({"type": "string", "enum": list(POST_EVENTS)})}
+
+
 class WebhooksApi:
     """rustiz: an organization's outgoing webhooks. Each URL gets a signed JSON event (post.published,
-    post.failed) for the posts of the channels it covers: the hook for n8n, Zapier and the like."""
+    post.failed, and since issue 26 the post_events ones: each webhook's `events`) for the posts of the channels
+    it covers: the hook for n8n, Zapier and the like."""
 
     def __init__(self, app: App):
         self.app = app
@@ -321,29 +329,57 @@ class WebhooksApi:
         return json_response(hooks)
 
     @route_options(audit="webhook.created")
-    @documented("Register a URL told of each post published or failed, with a signed JSON event (rustiz)",
-                ("201", ref("Webhook")), "BadRequest",
-                request=object_schema({"url": STRING}, {"name": STRING, "secret": STRING, "integrations": array_of(
-                    {"anyOf": [STRING, object_schema({"id": STRING})]})}))
+    @documented("Register a URL told of post events (by default all of them), with a signed JSON event (rustiz)",
+                ("201", ref("Webhook")), "BadRequest", request=object_schema({"url": STRING}, _WEBHOOK_FIELDS))
     async def create(self, request: Request, organization_id: str) -> Response:
         body = json_object(request)
-        problems = [f"url {problem}" for problem in [url_problem(body.get("url"), ("http", "https"))] if problem]
+        checked = await self._checked(organization_id, {"events": list(POST_EVENTS), **body}, ("url",))
+        name = checked["name"] if checked.get("name") is not None else f"Webhook to {url_host(checked['url'])}"
+        created = await self.store.off_loop(delivery_store.create_webhook, self.store, organization_id, name,
+                                            checked["url"], checked.get("integrations", []), checked.get("secret"),
+                                            checked["events"])
+        return json_response(created, 201)
+
+    @route_options(audit="webhook.updated")
+    @documented("Change a webhook: its events, channels, url, name or secret (rustiz)", ("200", ref("Webhook")),
+                "BadRequest NotFound", (parameter("path", "id", "A webhook id"),), object_schema({}, _WEBHOOK_FIELDS))
+    async def update(self, request: Request, organization_id: str) -> Response:
+        checked = await self._checked(organization_id, json_object(request), ())
+        updated = await self.store.off_loop(delivery_store.update_webhook, self.store, organization_id,
+                                            request.params["id"], checked)
+        if updated is None:
+            raise not_found(f"No webhook {request.params['id']} in this organization")
+        return json_response(updated)
+
+    async def _checked(self, organization_id: str, body: dict, required: tuple) -> dict:
+        """A webhook body's fields, checked (each problem named in one 400): the url (its address guard too), the
+        name trimmed, the secret, the channel ids of integrations, the events."""
+        problems = []
+        if "url" in body or "url" in required:
+            problems += [f"url {problem}" for problem in [url_problem(body.get("url"), ("http", "https"))] if problem]
         problems += [problem for problem in (optional_text_problem(body, "name"),) if problem]
         secret = body.get("secret")
         if secret is not None and text_problem(secret):
             problems.append(f"secret {text_problem(secret)}")
-        channel_ids, channel_problems = await self.store.off_loop(self._channel_ids, organization_id,
-                                                                  body.get("integrations", []))
-        if problems or channel_problems:
-            raise bad_request(problems + channel_problems)
-        try:
-            await self.http.check_url(body["url"])
-        except AddressRefused as refused:
-            raise bad_request(f"url cannot receive webhooks: {refused}") from None
-        name = body["name"].strip() if body.get("name") is not None else f"Webhook to {url_host(body['url'])}"
-        created = await self.store.off_loop(delivery_store.create_webhook, self.store, organization_id, name,
-                                            body["url"], channel_ids, secret)
-        return json_response(created, 201)
+        if "events" in body and events_problem(body["events"]):
+            problems.append(events_problem(body["events"]))
+        checked = {name: value for name, value in body.items() if name in ("url", "secret")}
+        if "integrations" in body:
+            checked["integrations"], channel_problems = await self.store.off_loop(
+                self._channel_ids, organization_id, body["integrations"])
+            problems += channel_problems
+        if problems:
+            raise bad_request(problems)
+        if "url" in checked:
+            try:
+                await self.http.check_url(checked["url"])
+            except AddressRefused as refused:
+                raise bad_request(f"url cannot receive webhooks: {refused}") from None
+        if body.get("name") is not None:
+            checked["name"] = body["name"].strip()
+        if "events" in body:
+            checked["events"] = list(dict.fromkeys(body["events"]))
+        return checked
 
     def _channel_ids(self, organization_id: str, integrations: Any) -> tuple:
         """The channel ids a webhook covers (Postiz's [{"id"}] or plain ids; none = every channel), and problems."""

@@ -25,6 +25,7 @@ from rustiz import App, Request, Response, bad_request, encode_json, json_respon
     new_uuid, not_found, route_options, scope_allows
 from .api_docs import BOOLEAN, STRING, array_of, documented, object_schema, parameter
 from .api_posts import POST_NOT_FOUND
+from .post_events import queue_post_event
 from .storage import posts as post_store
 from .storage import sets as set_store
 from .storage import signatures as signature_store
@@ -377,10 +378,15 @@ class PostCopies:
         originals = [post_store.thread(self.store, organization_id, group)
                      for group in post_store.groups_made_together(self.store, organization_id, post)]
         threads = [self._copied_thread(thread, made_together, scope) for thread in originals if thread]
+        for rows, thread in zip(threads, [thread for thread in originals if thread]):  # (a repeat's end, issue 26)
+            ends = dict(zip(("repeat_until", "repeat_count"), post_store.repeat_end(self.store, thread[0]["id"])[1:]))
+            for row in rows:
+                row.update(ends)
         root_id = originals[0][0]["id"]
         tags = post_store.post_tags(self.store, [root_id]).get(root_id, [])
         post_store.save_posts(self.store, organization_id, threads, set(),
                               [tag["tag"]["name"] for tag in tags if tag["tag"]["deletedAt"] is None])
+        queue_post_event(self.store, organization_id, "post.created", [rows[0]["id"] for rows in threads])
         return {"group": threads[0][0]["post_group"], "multiChannelGroup": made_together,
                 "posts": [{"id": row["id"], "integration": row["integration_id"], "parentPostId": row["parent_post_id"]}
                           for rows in threads for row in rows]}

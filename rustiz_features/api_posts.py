@@ -26,8 +26,9 @@ from .api_docs import (
 from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
+from .post_events import queue_post_event
 from . import short_links
-from .recurrence import recurrence_of, zone_named, zoned_instant
+from .recurrence import occurrences, recurrence_of, zone_named, zoned_instant
 from .storage import idempotency as idempotency_store
 from .storage import notifications as notification_store
 from .storage import posts as post_store
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # (imported where a date is parsed)
 
 
 POST_NOT_FOUND = "Post not found"
+REPEAT_END_FIELDS = ("repeatUntil", "repeatCount")  # a repeating post's end (issue 26): either one
 NOTIFICATIONS_PER_PAGE = 100
 MAX_NOTIFICATIONS_PAGE = 1_000_000  # 100 million notifications: far beyond what an organization keeps
 SLOT_SEARCH_DAYS = 400
@@ -110,7 +112,8 @@ def _listing_item(post: dict, tags: list) -> dict:
             "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
             "intervalInDays": post["intervalInDays"], "group": post["group"],
             "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
-            "integration": post["integration"], "multiChannelGroup": post["multiChannelGroup"]}
+            "integration": post["integration"], "multiChannelGroup": post["multiChannelGroup"],
+            "repeatUntil": post.get("repeatUntil"), "repeatCount": post.get("repeatCount")}
 
 
 def posts_tagged(items: list, tag: str) -> list:
@@ -231,7 +234,8 @@ class PostsApi:
                     entries.append((item, None))
                 continue
             zone = zone or zone_named(organization_store.organization_timezone(self.store, organization_id))
-            series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone)
+            series = recurrence_of(post["publishDate"], post["recurrenceAnchor"], every_days, zone,
+                                   post["repeatUntil"], post["repeatCount"])
             # The pending occurrence is the post's own date; the later ones follow the series.
             occurrences = ([published] if start <= published <= end else [], series,
                            series.indexes(published, start, end))
@@ -284,22 +288,46 @@ class PostsApi:
         reviews = review_store.post_reviews(self.store, [post["id"]])
         view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
+        view.update(self._repeats_view(organization_id, post))
         return view
+
+    def _repeats_view(self, organization_id: str, post: dict) -> dict:
+        """A post's repeatUntil, repeatCount and occurrences (next ones from now, and the last) (issue 26)."""
+        import datetime
+        anchor, until, count = post_store.repeat_end(self.store, post["id"])
+        every_days = post["intervalInDays"] if post["parentPostId"] is None else None
+        zone_name = organization_store.organization_timezone(self.store, organization_id) if every_days else "UTC"
+        upcoming = occurrences(post["publishDate"], anchor, every_days, zone_name, until, count,
+                               datetime.datetime.now(datetime.timezone.utc))
+        if post["state"] == "ERROR":
+            upcoming["next"] = []  # (a failed post goes out again only once it is retried)
+        return {"repeatUntil": until, "repeatCount": count, "occurrences": upcoming}
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
         post = self._post_or_404(organization_id, request.params["id"])
-        post_store.delete_group(self.store, organization_id, post["group"])
+        self._delete_group_telling_webhooks(organization_id, post["group"])
         return json_response({"error": True})
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
-        post_store.delete_group(self.store, organization_id, request.params["group"])
+        self._delete_group_telling_webhooks(organization_id, request.params["group"])
         return json_response({"error": True})
+
+    def _delete_group_telling_webhooks(self, organization_id: str, group: str) -> None:
+        """Soft-delete a group; its root post's post.deleted event goes to the webhooks subscribed (issue 26)."""
+        roots = [part["id"] for part in post_store.thread(self.store, organization_id, group)[:1]]
+        if post_store.delete_group(self.store, organization_id, group):
+            self.tell_webhooks(organization_id, "post.deleted", roots)
+
+    def tell_webhooks(self, organization_id: str, event: str, post_ids: list) -> None:
+        """A post event (post_events) about these root posts, once their change is stored (issue 26)."""
+        if post_ids:
+            queue_post_event(self.store, organization_id, event, post_ids)
 
     @route_options(scope="posts", audit="post.status_changed")  # (an editor may: the role editor, or a full key)
     @documented("Make a post a draft or queue it",
@@ -333,6 +361,7 @@ class PostsApi:
         if not post_store.update_post_fields(self.store, organization_id, [part["id"] for part in thread],
                                              only_in_states=("QUEUE", "DRAFT"), state=state, **approval):
             raise _being_published(post["id"])
+        self.tell_webhooks(organization_id, "post.updated", [thread[0]["id"]])
         return json_response({"id": post["id"], "state": state})
 
     @route_options(scope="posts", audit="post.release_linked")  # (an editor may: the role editor, or a full key)
@@ -378,6 +407,8 @@ class PostsApi:
         if not post_store.retry_failed_group(self.store, organization_id, post["group"]):
             raise nest_error(409, f"Post {post['id']} is {post['state']}, and nothing in its thread failed; "
                                   f"only a post in ERROR can be retried")
+        self.tell_webhooks(organization_id, "post.updated", [post_store.thread(self.store, organization_id,
+                                                                                post["group"])[0]["id"]])
         return self.post_view(organization_id, post["id"])
 
     def post_view(self, organization_id: str, post_id: str) -> dict:
@@ -551,6 +582,9 @@ class PostsApi:
             raise _being_published(busy.post_id) from None
         if earlier is None:
             self._announce_review(organization_id, plan, [item["postId"] for item in created])
+            for event, existing in (("post.created", False), ("post.updated", True)):
+                self.tell_webhooks(organization_id, event, [thread[0]["id"] for thread in threads
+                                                            if thread[0]["existing"] is existing])
         return created, body, earlier
 
     def _announce_review(self, organization_id: str, plan: dict, post_ids: list) -> None:
@@ -593,6 +627,7 @@ class PostsApi:
                              "delay": value.get("delay") or 0, "post_group": group, "parent_post_id": parent,
                              "settings": encode_json(post["settings"]), "image": encode_json(value["image"]),
                              "creation_method": plan["creationMethod"], "interval_in_days": plan.get("inter"),
+                             "repeat_until": plan.get("repeatUntil"), "repeat_count": plan.get("repeatCount"),
                              "multi_channel_group": multi_channel_group, "created_by": plan.get("createdBy")})
                 if "review" in plan:
                     rows[-1]["review"] = plan["review"]
@@ -634,6 +669,7 @@ class PostsApi:
                                              only_in_states=("QUEUE", "DRAFT"),
                                              settings=encode_json(plan["posts"][0]["settings"])):
             raise _being_published(post["id"])
+        self.tell_webhooks(organization_id, "post.updated", [post["id"]])
         return {"postId": post["id"], "publishDate": post["publishDate"][:19]}
 
     def _settings_problem(self, refused: ApiError, thread: list) -> str:
@@ -648,7 +684,7 @@ class PostsApi:
             message = f"The maximum characters is {limit}"
         return f"{channel['name']}: {message or 'Please fix your settings'}"
 
-    _EDITABLE_FIELDS = ("content", "image", "date", "settings", "shortLink")
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings", "shortLink") + REPEAT_END_FIELDS
 
     @route_options(scope="drafts", audit="post.edited")  # (a drafts key edits drafts only: checked below)
     @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
@@ -681,7 +717,8 @@ class PostsApi:
         edits = {name: body[name] for name in ("content", "image") if name in body}
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
         plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
-                                date=body.get("date"))
+                                date=body.get("date"),
+                                repeat={name: body[name] for name in REPEAT_END_FIELDS if name in body})
         if not scope_allows(request.scope, "posts"):  # changed by an agent or an author: reviewed (again)
             plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
@@ -696,6 +733,7 @@ class PostsApi:
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         self._announce_review(organization_id, plan, [thread[0]["id"]])
+        self.tell_webhooks(organization_id, "post.updated", [thread[0]["id"]])
         answer = self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"]))
         return json_response({**answer, **({"shortLink": short_link.not_applied} if short_link and short_link.not_applied
                                            else {})})
@@ -708,10 +746,11 @@ class PostsApi:
 
     def _revalidate(self, organization_id: str, thread: list, settings: dict, edited_id: Optional[str] = None,
                     edits: Optional[dict] = None, date: Optional[str] = None,
-                    request_type: Optional[str] = None) -> dict:
+                    request_type: Optional[str] = None, repeat: Optional[dict] = None) -> dict:
         """The stored thread, with edits, through validate_create_post as the CreatePost body that would make it.
 
-        By default a draft is checked as a draft, anything else as an update (so its state does not change)."""
+        By default a draft is checked as a draft, anything else as an update (so its state does not change).
+        `repeat`: a new end (repeatUntil or repeatCount, null: none), which replaces the stored one."""
         root = thread[0]
         values = [{"id": part["id"], "content": part["content"], "image": _load_json(part["image"], []),
                    "delay": part["delay"], **(edits if part["id"] == edited_id else {})} for part in thread]
@@ -721,6 +760,7 @@ class PostsApi:
                 "posts": [{"integration": {"id": root["integrationId"]}, "value": values, "settings": settings}]}
         if root["intervalInDays"]:
             body["inter"] = root["intervalInDays"]
+        body.update(repeat or dict(zip(REPEAT_END_FIELDS, post_store.repeat_end(self.store, root["id"])[1:])))
         plan = validate_create_post(body, lambda channel_id: channel_store.channel(self.store, organization_id, channel_id),
                                     self.config.frontend_url,
                                     lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))

@@ -32,6 +32,18 @@ _REVIEW_FIELDS = {"review": {"type": ["string", "null"], "enum": ["review", "rej
                   "reviewReason": nullable("string")}
 
 
+# A repeating post's end (issue 26): in CreatePost and PostEdit, and on post objects.
+_REPEAT_END = {
+    "repeatUntil": {"type": ["string", "null"], "description": (
+        "rustiz: with inter, the last day (YYYY-MM-DD, in the organization's timezone, included) or instant the "
+        "post goes out; after date; not with repeatCount")},
+    "repeatCount": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000, "description": (
+        "rustiz: with inter, how many times the post goes out, the first included; not with repeatUntil")}}
+_OCCURRENCES = {"occurrences": object_schema(
+    {"next": array_of(STRING), "last": nullable("string")},
+    description="rustiz: up to 5 next dates (UTC) from now, and the last one (null: it repeats without end)")}
+
+
 def component_schemas() -> dict:
     """The shapes the handlers answer with (Postiz's, field by field) and the bodies they take."""
     post_states = {"type": "string", "enum": ["QUEUE", "PUBLISHED", "ERROR", "DRAFT"]}
@@ -77,7 +89,9 @@ def component_schemas() -> dict:
                                  {"customer": ref("Customer")}),
         "Customer": object_schema({"id": STRING, "name": STRING}),
         "Webhook": object_schema({"id": STRING, "name": STRING, "url": STRING, "integrations": array_of(STRING),
-                                  "signed": BOOLEAN, "createdAt": STRING}, {"urlMasked": {
+                                  "signed": BOOLEAN, "createdAt": STRING, "events": array_of(STRING) | {
+                                      "description": "rustiz: the events it is sent (see POST /webhooks)"}},
+                                 {"urlMasked": {
                                       "type": "boolean", "description": "rustiz: below the scope full the url is "
                                                                         "shown as scheme://host/… and its last 4 "
                                                                         "characters"}}),
@@ -125,13 +139,13 @@ def component_schemas() -> dict:
         "ListedPost": object_schema({key: post_row["properties"][key] for key in (
             "id", "content", "publishDate", "releaseURL", "releaseId", "state", "intervalInDays", "group",
             "creationMethod", "settings", "multiChannelGroup")} | {"tags": array_of(ref("Tag")), "integration": post_integration},
-            {"actualDate": STRING}),
+            {"actualDate": STRING, **_REPEAT_END}),
         "PostRow": post_row | {"properties": post_row["properties"] | {
             "title": nullable("string"), "description": nullable("string"),
             "submittedForOrderId": nullable("string"), "submittedForOrganizationId": nullable("string"),
             "approvedSubmitForOrder": STRING, "lastMessageId": nullable("string")}},
         "Post": post_part | {"properties": post_part["properties"] | going_out | {
-            "integration": post_integration, "tags": array_of(ref("Tag")),
+            "integration": post_integration, "tags": array_of(ref("Tag")), **_REPEAT_END, **_OCCURRENCES,
             "thread": array_of(post_part | {"properties": post_part["properties"] | going_out}), **_REVIEW_FIELDS,
             "version": {"type": "string", "description": (
                 "rustiz: the version of the post's whole group (every part: text, media, settings, date), also "
@@ -154,7 +168,7 @@ def component_schemas() -> dict:
             {"order": STRING, "inter": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INTERVAL_DAYS,
                                         "description": "Repeat every this many days, at the same local time "
                                                         "in the organization's timezone (0 or null: never)"},
-             "republish": BOOLEAN,
+             "republish": BOOLEAN, **_REPEAT_END,
              "creationMethod": {"type": "string", "enum": ["API", "CLI"]},
              "allowDuplicate": {"type": "boolean", "description": "rustiz: post even when the same text is queued "
                                                                  "or was published on the channel within 24 hours"}}),
@@ -165,7 +179,8 @@ def component_schemas() -> dict:
                  "posts": array_of(object_schema({"postId": STRING, "integration": STRING}))}))},
             {"imported": INTEGER}),
         "PostEdit": {"type": "object", "additionalProperties": False, "properties": {
-            "content": STRING, "image": array_of(media), "date": DATE, "settings": {"type": "object"}}},
+            "content": STRING, "image": array_of(media), "date": DATE, "settings": {"type": "object"},
+            **_REPEAT_END}},
         "AnalyticsData": object_schema({"label": STRING,
                                         "data": array_of(object_schema({"total": ANY, "date": STRING})),
                                         "percentageChange": {"type": "number"}}),

@@ -43,6 +43,7 @@ from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
 from .storage import channels as channel_store
 from .storage import media_library as media_store
+from .storage import organizations as organization_store
 
 MAX_IMPORT_ROWS = 1000
 MAX_IMPORTS_AT_ONCE = 1  # per worker: each holds its file's rows and a thread; more wait for a 503's Retry-After
@@ -159,8 +160,26 @@ class PostsFiles:
                               "text): ask for a shorter window")
         threads = [_in_thread_order(parts) for parts in groups.values()]
         tags = post_store.post_tags(self.store, [thread[0]["id"] for thread in threads])
-        return [_create_post_body(thread, [tag["tag"]["name"] for tag in tags.get(thread[0]["id"], [])])
-                for thread in threads]
+        bodies = [_create_post_body(thread, [tag["tag"]["name"] for tag in tags.get(thread[0]["id"], [])])
+                  for thread in threads]
+        for body, thread in zip(bodies, threads):
+            if body.get("inter"):
+                body.update(self._repeat_end(organization_id, thread[0]))
+        return bodies
+
+    def _repeat_end(self, organization_id: str, root: dict) -> dict:
+        """An exported repeating post's end (issue 26): a repeatUntil day as it is; otherwise the date of its last
+        occurrence (the import counts from the exported date, not from the series' first), or repeatCount 1 when
+        the exported date is the last."""
+        import datetime
+        from .recurrence import occurrences
+        anchor, until, count = post_store.repeat_end(self.store, root["id"])
+        if until and len(until) == 10 or not (until or count):
+            return {"repeatUntil": until} if until else {}
+        last = occurrences(root["publishDate"], anchor, root["intervalInDays"],
+                           organization_store.organization_timezone(self.store, organization_id), until, count,
+                           datetime.datetime.now(datetime.timezone.utc))["last"]
+        return {"repeatUntil": last} if last > root["publishDate"] else {"repeatCount": 1}
 
     # --- import ------------------------------------------------------------------------------------------
 
@@ -319,6 +338,10 @@ class PostsFiles:
             for result, (threads, _, _) in zip(results, batches):
                 result["posts"] = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]}
                                    for thread in threads]
+            roots = [thread[0] for threads, _, _ in batches for thread in threads]
+            for event, existing in (("post.created", False), ("post.updated", True)):  # (issue 26)
+                self.posts.tell_webhooks(organization_id, event, [root["id"] for root in roots
+                                                                  if root["existing"] is existing])
             report["imported"] = len(rows)
         return report
 

@@ -81,6 +81,7 @@ class ReviewApi:
                 [("ETag", f'"{changed.version}"')]) from None
         if not decided:
             raise nest_error(409, f"Post {root['id']} changed while it was approved; look at it again")
+        self.posts.tell_webhooks(organization_id, "post.updated", [root["id"]])
         return root["id"]
 
     def _approved_date(self, organization_id: str, root: dict, wanted: Any) -> str:
@@ -114,6 +115,7 @@ class ReviewApi:
         root = self._awaiting(organization_id, post_id)[0]
         if not review_store.decide_review(self.store, organization_id, root["group"], reason=reason):
             raise nest_error(409, f"Post {root['id']} changed while it was rejected; look at it again")
+        self.posts.tell_webhooks(organization_id, "post.updated", [root["id"]])
         return root["id"]
 
 

@@ -30,6 +30,7 @@ from .digest import DailyDigests
 from . import mail
 from .metrics import count, record_lag
 from .publishers import PROVIDER_MODULES, provider_for
+from .post_events import ACTIVE_SENDERS as ACTIVE_WEBHOOK_SENDERS, event_envelope
 from .recurrence import next_occurrence
 from .storage import deliveries as delivery_store
 from .storage import notifications as notification_store
@@ -545,10 +546,12 @@ class Scheduler(WokenLoop):
             self.deliveries.wake()  # (only when it queued some: looking for due deliveries is two queries)
         recurring = schedule_store.finished_recurring_root(self.store, claim["organization_id"], claim["group"])
         if recurring is not None:
-            root_id, publish_date, every_days, anchor = recurring
+            root_id, publish_date, every_days, anchor, until, count = recurring
             upcoming = next_occurrence(publish_date, anchor, every_days,
-                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
-            if upcoming is not None:  # None: the calendar ends (9999-12-31) before the next occurrence
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]),
+                                       time.time(), until, count)
+            # None: its end (repeatUntil, repeatCount) or the calendar's (9999-12-31) comes first; it stays PUBLISHED
+            if upcoming is not None:
                 schedule_store.rearm_recurring(self.store, root_id, upcoming)
 
     def _failed_attempt(self, claim: dict, platform: Provider, channel: Channel, error: PublishError) -> None:
@@ -605,7 +608,8 @@ class Scheduler(WokenLoop):
         upcoming = None
         if claim["interval_days"] and not claim["parent_id"]:
             upcoming = next_occurrence(claim["publish_date"], claim["recurrence_anchor"], claim["interval_days"],
-                                       organization_store.organization_timezone(self.store, claim["organization_id"]), time.time())
+                                       organization_store.organization_timezone(self.store, claim["organization_id"]),
+                                       time.time(), claim["repeat_until"], claim["repeat_count"])
         if upcoming is not None:
             schedule_store.rearm_recurring(self.store, claim["id"], upcoming)
             notification_store.add_notification(
@@ -670,10 +674,10 @@ class Scheduler(WokenLoop):
     @staticmethod
     def _webhook_event(claim: dict, event: str, details: dict) -> dict:
         """What the organization's webhooks are told of a post's outcome (queued with the outcome itself)."""
-        return {"event": event, "organizationId": claim["organization_id"],
-                "channel": {"id": claim["channel_id"], "name": claim["channel_name"], "provider": claim["provider"]},
-                "post": {"id": claim["id"], "group": claim["group"], "part": claim["part"],
-                         "publishDate": claim["publish_date"], **details}}
+        return event_envelope(event, claim["organization_id"],
+                              {"id": claim["channel_id"], "name": claim["channel_name"], "provider": claim["provider"]},
+                              {"id": claim["id"], "group": claim["group"], "part": claim["part"],
+                               "publishDate": claim["publish_date"], **details})
 
     async def stop(self, timeout: float) -> None:
         """Let publishes in flight finish (up to `timeout`); what is still running is recovered at the next start."""
@@ -731,6 +735,14 @@ class WebhookDeliveries(RowSender):
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
         self.in_flight = 0
         self.housekeeping_at = 0.0
+
+    def start(self) -> None:
+        ACTIVE_WEBHOOK_SENDERS.add(self)  # (post_events wakes it when an event is queued in this process)
+        super().start()
+
+    def stop(self) -> None:
+        ACTIVE_WEBHOOK_SENDERS.discard(self)
+        super().stop()
 
     def _run_due(self) -> None:
         if self.stopped:

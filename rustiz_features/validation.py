@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any, Callable, Optional, Union
 
-from rustiz import ApiError, bad_request, parse_iso_date, utc_now_iso
+from rustiz import ApiError, bad_request, iso_at, parse_iso_date, parse_iso_instant, utc_now_iso
 from .catalogue import (
     DEFAULT_ORDER, DESCRIPTORS, Field, MEDIA_FIELDS, POSTIZ_COUNTING_RULES, PROVIDERS, flag_field, is_number,
     post_length, text_field, upload_relative_path, url_problem, whole_number_check,
@@ -202,6 +202,47 @@ _CREATE_POST_FIELDS = (
            fields=(Field("value", "string", defined=True), Field("label", "string", defined=True))))
 
 
+# --- a repeating post's end (issue 26): repeatUntil or repeatCount, only beside inter ---------------------
+
+MAX_REPEAT_COUNT = 1000
+_REPEAT_COUNT_RULE = ("repeatCount must be how many times the post goes out, the first time included: a whole "
+                      f"number from 1 to {MAX_REPEAT_COUNT}")
+
+
+def _earliest_local_day(date: str) -> str:
+    """The earliest day `date` (ISO UTC) is anywhere (UTC-12): a repeatUntil day before it is surely too early
+    (the organization's timezone, which says the day exactly, is the listing's and the scheduler's to read)."""
+    return iso_at(parse_iso_instant(date).timestamp() - 12 * 3600)[:10]
+
+
+def repeat_end(body: dict, date: Optional[str], inter: Any) -> tuple:
+    """((repeatUntil as stored: "YYYY-MM-DD" or an ISO UTC instant, or None), (repeatCount or None), problems)
+    of a body's repeatUntil/repeatCount (null: absent), for a post dated `date` (ISO UTC, None when invalid)
+    repeating every `inter` days (falsy: it does not repeat)."""
+    until, count = body.get("repeatUntil"), body.get("repeatCount")
+    problems = []
+    if count is not None and not (is_number(count) and count == int(count) and 1 <= count <= MAX_REPEAT_COUNT):
+        problems.append(_REPEAT_COUNT_RULE)
+    stored_until = None
+    if until is not None:
+        instant = parse_iso_date(until) if isinstance(until, str) and len(until) <= 40 else None
+        day_only = instant is not None and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", until) is not None
+        stored_until = until if day_only else instant
+        if instant is None:
+            problems.append("repeatUntil must be a valid ISO 8601 date or date-time string (the last day, or the "
+                            "last moment, the post may go out)")
+        elif date is not None and (until < _earliest_local_day(date) if day_only else instant <= date):
+            problems.append(f"repeatUntil must be after date ({date}): it is when the repetitions end")
+    if until is not None and count is not None:
+        problems.append("repeatUntil and repeatCount cannot both be given: a repeating post ends on a date or after "
+                        "a number of times")
+    for name, value in (("repeatUntil", until), ("repeatCount", count)):
+        if value is not None and not inter:
+            problems.append(f"{name} needs inter (the days between repetitions): a post that does not repeat has "
+                            "no end to set")
+    return stored_until, None if count is None or problems else int(count), problems
+
+
 def _post_validation_error(channel: dict, message: str) -> ApiError:
     """Postiz's PostValidationException: which channel refused the post, and why."""
     return ApiError(400, {"statusCode": 400, "provider": channel["provider_identifier"], "name": channel["name"],
@@ -340,6 +381,9 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     errors: list = []
     # Postiz validates every body as type "schedule", so provider settings are checked even for drafts.
     top = _checked(_CREATE_POST_FIELDS, body, "", errors)
+    repeat_until, repeat_count, repeat_problems = repeat_end(
+        body, parse_iso_date(top["date"]) if isinstance(top.get("date"), str) else None, top.get("inter"))
+    errors.extend(repeat_problems)
     if not posts:
         errors.append("posts must contain at least 1 elements")
     checked_posts = _checked_posts(posts, channels, errors)
@@ -356,5 +400,6 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     inter = top.get("inter")
     return {"type": post_type, "date": date, "shortLink": top["shortLink"],
             "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter else None,
+            "repeatUntil": repeat_until, "repeatCount": repeat_count,
             "republish": body.get("republish") is True,
             "creationMethod": "CLI" if body.get("creationMethod") == "CLI" else "API", "posts": plan_posts}

@@ -293,7 +293,7 @@ def test_outgoing_webhooks_get_signed_events_for_published_and_failed_posts(fast
     try:
         status, webhook = api(fast_server, "POST", "/public/v1/webhooks",
                               {"name": "n8n", "url": listener.url + "/hook", "secret": "events-secret",
-                               "integrations": [{"id": channel}]})
+                               "integrations": [{"id": channel}], "events": ["post.published", "post.failed"]})
         assert status == 201 and webhook["signed"] is True and "secret" not in webhook
         assert api(fast_server, "GET", "/public/v1/webhooks")[1] == [webhook]
         settled(fast_server, scheduled(fast_server, channel, "<p>announced</p>", type="schedule"))

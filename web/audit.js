@@ -15,6 +15,7 @@ const ACTIONS = {
   'key.created': toTranslate('API key created'), 'key.revoked': toTranslate('API key revoked'), 'key.rotated': toTranslate('Organization API key rotated'),
   'organization.updated': toTranslate('Organization settings changed'), 'alerts.updated': toTranslate('Alerts changed'),
   'webhook.created': toTranslate('Webhook added'), 'webhook.deleted': toTranslate('Webhook removed'),
+  'webhook.updated': toTranslate('Webhook changed'),
   'tag.created': toTranslate('Tag created'), 'tag.updated': toTranslate('Tag changed'), 'tag.deleted': toTranslate('Tag deleted'),
   'signature.created': toTranslate('Signature created'), 'signature.updated': toTranslate('Signature changed'), 'signature.deleted': toTranslate('Signature deleted'),
   'set.created': toTranslate('Set created'), 'set.updated': toTranslate('Set changed'), 'set.deleted': toTranslate('Set deleted'),

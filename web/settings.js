@@ -164,29 +164,54 @@ async function mcpTab(panel) {
     h('pre', `claude mcp add --transport http rustiz ${url} --header "Authorization: Bearer YOUR_API_KEY"`)));
 }
 
+// The events a webhook may be sent, in the users' words (issue 26); a new webhook starts with all of them.
+const HOOK_EVENTS = [['post.published', toTranslate('Published')], ['post.failed', toTranslate('Failed')],
+  ['post.created', toTranslate('Created')], ['post.updated', toTranslate('Changed')],
+  ['post.deleted', toTranslate('Deleted')], ['post.queued', toTranslate('Added to the queue')]];
+
+/** A fieldset of one checkbox per event, `chosen` ticked; onchange(events) when one is ticked or cleared. */
+function eventBoxes(legend, chosen, onchange) {
+  const boxes = HOOK_EVENTS.map(([event]) => h('input', { type: 'checkbox', value: event, checked: chosen.includes(event),
+    onchange: () => onchange?.(picked()) }));
+  const picked = () => boxes.filter((box) => box.checked).map((box) => box.value);
+  const set = h('fieldset.hook-events', h('legend', legend),
+    HOOK_EVENTS.map(([, label], i) => h('label.check', boxes[i], ' ', t(label))));
+  return { set, picked };
+}
+
 async function webhooksTab(panel) {
   const [hooks, channels] = await Promise.all([api('GET', '/webhooks'), api('GET', '/integrations')]);
   const errors = errorBox();
-  const hookList = h('ul.hooks', hooks.map((w) => h('li', h('strong', w.name), ` → ${w.url} `, w.signed ? h('small.muted', t('(signed)'), ' ') : null,
-    h('small.muted', w.integrations?.length ? t('{n} channel(s)', { n: w.integrations.length }) : t('all channels')), ' ',
-    h('button.danger', { type: 'button', 'aria-label': t('Delete webhook {name}', { name: w.name }), onclick: async () => {
-      try { await api('DELETE', `/webhooks/${w.id}`); reload('webhooks'); } catch (error) { errors.show(error); }
-    } }, t('Delete')))));
+  const hookList = h('ul.hooks', hooks.map((w) => {
+    const saved = h('span.muted', { role: 'status' });
+    const events = eventBoxes(t('Events sent to {name}', { name: w.name }), w.events || [], async (chosen) => {
+      saved.textContent = '';
+      try { await api('PUT', `/webhooks/${w.id}`, { events: chosen }); saved.textContent = t('Saved'); } catch (error) { errors.show(error); }
+    });
+    return h('li', h('strong', w.name), ` → ${w.url} `, w.signed ? h('small.muted', t('(signed)'), ' ') : null,
+      h('small.muted', w.integrations?.length ? t('{n} channel(s)', { n: w.integrations.length }) : t('all channels')), ' ',
+      h('button.danger', { type: 'button', 'aria-label': t('Delete webhook {name}', { name: w.name }), onclick: async () => {
+        try { await api('DELETE', `/webhooks/${w.id}`); reload('webhooks'); } catch (error) { errors.show(error); }
+      } }, t('Delete')), events.set, saved);
+  }));
   const name = h('input', { type: 'text', required: true });
   const url = h('input', { type: 'url', required: true, placeholder: 'https://n8n.example.com/webhook/posts' });
   const secret = h('input', { type: 'password', autocomplete: 'off' });
   const chosen = h('select', { multiple: true, size: Math.min(5, Math.max(2, channels.length)) }, channels.map((c) => h('option', { value: c.id }, c.name)));
+  const newEvents = eventBoxes(t('Events to send'), HOOK_EVENTS.map(([event]) => event));
   put(panel, h('section.card', h('h2', t('Outgoing webhooks')),
-    h('p.hint', t('Told of every published and failed post (post.published, post.failed), signed with the secret.')),
+    h('p.hint', t('Told of the events chosen for each webhook (a post published, failed, created, changed, deleted or added to the queue), signed with the secret.')),
     hooks.length ? hookList : h('p.muted', t('None yet.')),
     h('form', { onsubmit: async (event) => {
       event.preventDefault();
       errors.show(null);
-      const body = { name: name.value.trim(), url: url.value.trim(), integrations: [...chosen.selectedOptions].map((o) => o.value) };
+      const body = { name: name.value.trim(), url: url.value.trim(), integrations: [...chosen.selectedOptions].map((o) => o.value),
+        events: newEvents.picked() };
       if (secret.value) body.secret = secret.value;
       try { await api('POST', '/webhooks', body); reload('webhooks'); } catch (error) { errors.show(error); }
     } }, field(t('Name'), name), field(t('URL'), url), field(t('Secret (optional)'), secret),
-    channels.length ? field(t('Channels (none selected: all)'), chosen) : null, errors, h('button.primary', { type: 'submit' }, t('Add webhook')))));
+    channels.length ? field(t('Channels (none selected: all)'), chosen) : null, newEvents.set, errors,
+    h('button.primary', { type: 'submit' }, t('Add webhook')))));
 }
 
 async function alertsTab(panel) {

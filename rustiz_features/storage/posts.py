@@ -117,9 +117,10 @@ def root_posts_for_listing(store: Store, organization_id: str, start: str, end: 
                            customer_id: Optional[str]) -> list:
     """Root posts of live channels dated in [start, end], plus every recurring one (the caller expands them).
 
-    Each row is a post with `integration` {id, providerIdentifier, name, picture} and `recurrenceAnchor` added."""
-    sql = (f"SELECT {POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.recurrence_anchor "
-           "FROM post p "
+    Each row is a post with `integration` {id, providerIdentifier, name, picture}, `recurrenceAnchor`,
+    `repeatUntil` and `repeatCount` added."""
+    sql = (f"SELECT {POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.recurrence_anchor, "
+           "p.repeat_until, p.repeat_count FROM post p "
            "JOIN integration i ON i.id = p.integration_id "
            "WHERE p.organization_id = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
            "AND i.deleted_at IS NULL AND (p.publish_date BETWEEN ? AND ? OR p.interval_in_days IS NOT NULL)")
@@ -131,9 +132,16 @@ def root_posts_for_listing(store: Store, organization_id: str, start: str, end: 
     for row in store.read(sql + " ORDER BY p.publish_date, p.id", parameters):
         post = post_row(row)
         post["integration"] = {"id": row[4], "providerIdentifier": row[20], "name": row[21], "picture": row[22]}
-        post["recurrenceAnchor"] = row[23]
+        post["recurrenceAnchor"], post["repeatUntil"], post["repeatCount"] = row[23], row[24], row[25]
         posts.append(post)
     return posts
+
+
+def repeat_end(store: Store, post_id: str) -> tuple:
+    """(recurrence anchor, repeatUntil, repeatCount) of a post (all None for an unknown one)."""
+    row = store.read("SELECT recurrence_anchor, repeat_until, repeat_count FROM post WHERE id = ?",
+                     (post_id,)).fetchone()
+    return tuple(row) if row else (None, None, None)
 
 
 def queued_publish_dates(store: Store, channel_id: str, since: str) -> set:
@@ -221,14 +229,17 @@ def _write_threads(db: sqlite3.Connection, organization_id: str, threads: list, 
                        [(thread[0]["id"], tag_id) for tag_id in tag_ids])
 
 
-# The columns a saved post row sets (beside its id, organization, dates, anchor and review).
+# The columns a saved post row sets (beside its id, organization, dates, anchor and review); the repeat's end
+# (issue 26) is None in rows that do not say it.
 _WRITTEN_POST_COLUMNS = ("state", "publish_date", "integration_id", "content", "delay", "post_group",
                          "parent_post_id", "settings", "image", "creation_method", "interval_in_days",
-                         "multi_channel_group")
+                         "multi_channel_group", "repeat_until", "repeat_count")
+_OPTIONAL_POST_COLUMNS = ("repeat_until", "repeat_count")
 
 
 def _write_post(db: sqlite3.Connection, organization_id: str, row: dict, now: str) -> None:
-    values = tuple(row[field] for field in _WRITTEN_POST_COLUMNS)
+    values = tuple(row.get(field) if field in _OPTIONAL_POST_COLUMNS else row[field]
+                   for field in _WRITTEN_POST_COLUMNS)
     if "review" in row:  # (a row without it keeps its review: an edit by a person changes nothing there)
         _write_post_review(db, organization_id, row, now, values)
         return

@@ -35,7 +35,8 @@ def post_reviews(store: Store, post_ids: list) -> dict:
 
 def posts_for_review(store: Store, organization_id: str, review: str) -> list:
     """Root posts of live channels whose review is `review` ("review" or "rejected"), oldest first."""
-    rows = store.read(f"SELECT {POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason "
+    rows = store.read(f"SELECT {POST_COLUMNS}, i.provider_identifier, i.name, i.picture, p.review_reason, "
+                      "p.repeat_until, p.repeat_count "
                       "FROM post p JOIN integration i ON i.id = p.integration_id WHERE p.organization_id = ? "
                       "AND p.review = ? AND p.deleted_at IS NULL AND p.parent_post_id IS NULL "
                       "AND i.deleted_at IS NULL ORDER BY p.created_at, p.id", (organization_id, review))
@@ -44,6 +45,7 @@ def posts_for_review(store: Store, organization_id: str, review: str) -> list:
         post = post_row(row)
         post["integration"] = {"id": row[4], "providerIdentifier": row[20], "name": row[21], "picture": row[22]}
         post["review"], post["reviewReason"] = review, row[23]
+        post["repeatUntil"], post["repeatCount"] = row[24], row[25]
         posts.append(post)
     return posts
 

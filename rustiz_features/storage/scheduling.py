@@ -143,7 +143,7 @@ _PUBLISHING_COLUMNS = (
     "p.parent_post_id, p.publish_date, p.not_before, p.attempts, p.idempotency_key, p.interval_in_days, "
     "i.provider_identifier, i.name, i.token, i.session, i.disabled, i.refresh_needed, "
     "parent.release_id, parent.release_url, parent.reply_ref, p.recurrence_anchor, i.in_between_steps, "
-    "p.created_at")
+    "p.created_at, p.repeat_until, p.repeat_count")
 _PUBLISHING_JOINS = "JOIN integration i ON i.id = p.integration_id LEFT JOIN post parent ON parent.id = p.parent_post_id"
 _PART_SQL = ("(WITH RECURSIVE up(id, parent) AS (SELECT id, parent_post_id FROM post WHERE id = ? "
              "UNION ALL SELECT post.id, post.parent_post_id FROM post JOIN up ON post.id = up.parent) "
@@ -152,7 +152,8 @@ _PUBLISHING_NAMES = (
     "id", "organization_id", "channel_id", "content", "settings", "image", "group", "parent_id",
     "publish_date", "not_before", "attempts", "idempotency_key", "interval_days", "provider",
     "channel_name", "credentials", "session", "disabled", "refresh_needed", "parent_release_id",
-    "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at", "part")
+    "parent_release_url", "parent_reply_ref", "recurrence_anchor", "in_between_steps", "created_at",
+    "repeat_until", "repeat_count", "part")
 
 
 def _publishing_claim(row: tuple) -> dict:
@@ -233,9 +234,9 @@ def record_failed(store: Store, post_id: str, error: str, webhook_event: Optiona
 
 
 def finished_recurring_root(store: Store, organization_id: str, group: str) -> Optional[tuple]:
-    """(root id, publish date, interval in days, recurrence anchor or None) when the group recurs and none
-    of it waits or is publishing."""
-    return store.read("SELECT id, publish_date, interval_in_days, recurrence_anchor FROM post "
+    """(root id, publish date, interval in days, recurrence anchor or None, repeat_until, repeat_count) when the
+    group recurs and none of it waits or is publishing."""
+    return store.read("SELECT id, publish_date, interval_in_days, recurrence_anchor, repeat_until, repeat_count FROM post "
                       "WHERE organization_id = ? AND post_group = ? AND parent_post_id IS NULL AND deleted_at IS NULL "
                       "AND interval_in_days > 0 AND NOT EXISTS (SELECT 1 FROM post waiting WHERE "
                       "waiting.organization_id = ? AND waiting.post_group = ? AND waiting.deleted_at IS NULL "
