@@ -57,7 +57,8 @@ the core imports none of these at load time, and these import the core and one a
   post_events (issue 26: post.created/updated/deleted/queued for the webhooks subscribed; queue_post_event) -> storage
     only; api_posts, api_channels, api_library and scheduler -> post_events
   autopost (RSS/Atom feeds whose new items become posts: the routes, FeedPoller beside the scheduler) -> feeds,
-    api_posts, validation, duplicates, mail, alerts, background, catalogue, text, http_client, api_docs;
+    api_posts, validation, duplicates, mail, alerts, background, catalogue, text, http_client, api_docs,
+    post_events;
     scheduler -> autopost
   feeds (RSS 2.0, RSS 1.0 and Atom read safely: no DTD, no entity) -> the standard library only
 

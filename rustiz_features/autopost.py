@@ -350,11 +350,23 @@ class Fetcher:
         if duplicates:
             return self._record(feed, entry, "duplicate", duplicate_message(duplicates)[:1000])
         outcome = self._record(feed, entry, "posted", None, threads)
-        if outcome == "posted" and feed["mode"] == "review":
-            from . import mail
-            mail.drafts_await_review(self.store, self.config, organization_id, [thread[0]["id"] for thread in threads],
-                                     [post["integration"]["name"] for post in plan["posts"]])
+        if outcome == "posted":
+            self._announce(feed, plan, [thread[0]["id"] for thread in threads], posts)
         return outcome
+
+    def _announce(self, feed: dict, plan: dict, root_ids: list, posts: Any) -> None:
+        """Posts a feed made, told as POST /posts tells them (post.created to webhooks; drafts mailed to the
+        reviewers), and, queued to go out, post.queued with the feed."""
+        from . import mail
+        from .post_events import queue_post_event
+        organization_id = feed["organizationId"]
+        posts.tell_webhooks(organization_id, "post.created", root_ids)
+        if feed["mode"] == "review":
+            mail.drafts_await_review(self.store, self.config, organization_id, root_ids,
+                                     [post["integration"]["name"] for post in plan["posts"]])
+        else:
+            queue_post_event(self.store, organization_id, "post.queued", root_ids,
+                             {"feed": {"id": feed["id"], "url": feed["url"]}})
 
     def _record(self, feed: dict, entry: dict, outcome: str, reason: Optional[str], threads: Optional[list] = None) -> str:
         recorded = feed_store.record_item(self.store, feed["organizationId"], feed["id"], self.owner, entry, outcome,

@@ -281,3 +281,26 @@ def test_a_new_address_starts_afresh_its_first_fetch_marking_seen_again(server, 
     status, changed = api(server, "PUT", f"{API}/autopost/{feed['id']}", {"url": feeds.url("/atom")})
     assert status == 200 and changed["url"] == feeds.url("/atom") and changed["lastResult"] is None
     assert fetch(server, feed["id"])["result"].startswith("first fetch: 2 items") and feed_posts(server) == []
+
+
+def test_webhooks_are_told_of_feed_posts_created_and_queued(server, channels, feeds):
+    from fakes.webhook import FakeWebhookReceiver
+    listener = FakeWebhookReceiver(secret="feed-secret")
+    try:
+        status, _ = api(server, "POST", f"{API}/webhooks", {"name": "n8n", "url": listener.url + "/hook",
+                                                            "secret": "feed-secret",
+                                                            "events": ["post.created", "post.queued"]})
+        assert status == 201
+        feed = add_feed(server, url=feeds.url("/changing"), integrations=channels[:1], mode="now")
+        fetch(server, feed["id"])
+        feeds.change([NEW_ITEM, *feeds.items])
+        assert fetch(server, feed["id"])["result"] == "1 new item: 1 posted"
+        listener.wait_for(lambda: len(listener.events) >= 2)
+        time.sleep(0.3)  # (nothing more comes)
+        events = {event["event"]: event for event in listener.events}
+        assert sorted(events) == ["post.created", "post.queued"] and len(listener.events) == 2
+        (root,) = [row["id"] for row in feed_posts(server)]
+        assert events["post.queued"]["post"]["id"] == root
+        assert events["post.queued"]["post"]["feed"] == {"id": feed["id"], "url": feeds.url("/changing")}
+    finally:
+        listener.close()
