@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from support import Database, api
+from support import Database, api, mcp_tool_call
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -286,6 +286,28 @@ def test_three_processes_adding_at_once_never_put_two_posts_on_one_slot(start_se
     assert len(dates) == 30 and len(set(dates)) == 30
     first_dates = [slot["date"] for slot in queue_of(server, channel, 30)["slots"]][:30]
     assert dates == first_dates  # no gap: the first 30 slots, each once
+
+
+# --- MCP and the CLI import ----------------------------------------------------------------------------------
+
+def test_the_mcp_schedule_tool_and_the_import_take_type_queue(server):
+    db = Database(server)
+    channel = db.channel("Sky", "bluesky")
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00"))
+    result = mcp_tool_call(server, server.key, "integrationSchedulePostTool", {"socialPost": [{
+        "integrationId": channel, "isPremium": False, "date": "2000-01-01T00:00:00Z", "shortLink": False,
+        "type": "queue", "evergreen": True, "settings": [],
+        "postsAndComments": [{"content": "<p>From an agent</p>", "attachments": []}]}]})
+    created = result["structuredContent"]["output"]
+    assert isinstance(created, list), result
+    status, answer = api(server, "POST", "/public/v1/posts/import", (
+        f"date,type,channel,content\r\n,queue,{channel},From a file\r\n").encode(),
+        headers={"Content-Type": "text/csv"})
+    assert status == 201, answer
+    answer = queue_of(server, channel)
+    slots = [slot["date"] for slot in answer["slots"]]
+    assert filled(answer) == [(slots[0], "<p>From an agent</p>"), (slots[1], "From a file")]
+    assert answer["slots"][0]["post"]["evergreen"] is True and answer["slots"][1]["post"]["evergreen"] is False
 
 
 # --- evergreen ------------------------------------------------------------------------------------------------
