@@ -307,7 +307,11 @@ class PostsApi:
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+        root = next(iter(post_store.thread(self.store, organization_id, request.params["group"])), None)
+        in_queue = root is not None and self._in_queue(root)
         post_store.delete_group(self.store, organization_id, request.params["group"])
+        if root is not None:
+            self._left_queue(organization_id, root, in_queue)
         return json_response({"error": True})
 
     @route_options(scope="posts", audit="post.status_changed")  # (an editor may: the role editor, or a full key)
@@ -555,6 +559,9 @@ class PostsApi:
         threads, replaced_groups = self._thread_rows(organization_id, plan)
         created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
         body = json_dumps(created)
+        rewritten = [thread[0]["id"] for thread in threads if thread[0]["existing"]]
+        queued_before = [post for post in post_store.posts_by_id(self.store, organization_id, rewritten).values()
+                         if self._in_queue(post)] if rewritten else []
         try:
             earlier = post_store.save_posts(self.store, organization_id, threads, replaced_groups, plan["tags"],
                                             claim and claim._replace(status=201, body=body))
@@ -564,6 +571,8 @@ class PostsApi:
             raise self._queue_full(organization_id, full.channel_id) from None
         if earlier is None:
             self._announce_review(organization_id, plan, [item["postId"] for item in created])
+        for post in queued_before:  # (a queued post rewritten with a date of its own, "now": the rest move up)
+            self._left_queue(organization_id, post, True)
         return created, body, earlier
 
     def _queue_full(self, organization_id: str, channel_id: str) -> ApiError:

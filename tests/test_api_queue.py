@@ -353,3 +353,35 @@ def test_an_evergreen_post_goes_back_in_the_queue_once_after_its_cooldown(start_
     # PUT /posts/:id takes the flag off.
     status, view = api(server, "PUT", f"/public/v1/posts/{post_id}", {"evergreen": False})
     assert status == 409  # (a published post is not edited; its flag stays)
+
+
+def test_a_paused_channel_s_due_queued_post_waits_and_publish_now_moves_the_rest_up(start_server, receiver):
+    """With the scheduler running: a queued post whose slot came while its channel is paused is not published."""
+    from support import webhook_channel
+    server = start_server(env={"RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+    channel = webhook_channel(server, receiver, "Hook")
+    db = Database(server)
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00"))
+    made = [queued(server, channel, f"<p>Post {n}</p>")[1][0]["postId"] for n in range(3)]
+    slots = [slot["date"] for slot in queue_of(server, channel)["slots"]]
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"paused": True})
+    due = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)).strftime(
+        "%Y-%m-%dT%H:%M:%S.000Z")
+    for table, column, key in (("post", "publish_date", "id"), ("queue_slot", "slot", "post_id")):
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", due, made[0])
+    time.sleep(2.5)
+    assert api(server, "GET", f"/public/v1/posts/{made[0]}")[1]["state"] == "QUEUE" and receiver.published == []
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"paused": False})
+    assert filled(queue_of(server, channel)) == [(slots[0], "<p>Post 0</p>"), (slots[1], "<p>Post 1</p>"),
+                                                 (slots[2], "<p>Post 2</p>")]
+    # Publish now through POST /posts (the post's id, type "now"): it leaves the queue, the rest move up.
+    status, answer = api(server, "POST", "/public/v1/posts", {
+        "type": "now", "date": due, "shortLink": False, "tags": [],
+        "posts": [{"integration": {"id": channel}, "value": [{"id": made[0], "content": "<p>Post 0</p>", "image": []}],
+                   "settings": {"__type": "webhook"}}]})
+    assert status == 201, answer
+    assert filled(queue_of(server, channel)) == [(slots[0], "<p>Post 1</p>"), (slots[1], "<p>Post 2</p>")]
+    deadline = time.time() + 10
+    while not receiver.published and time.time() < deadline:
+        time.sleep(0.1)
+    assert [item["text"] for item in receiver.published] == ["Post 0"]
