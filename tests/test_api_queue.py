@@ -308,6 +308,12 @@ def test_the_mcp_schedule_tool_and_the_import_take_type_queue(server):
     slots = [slot["date"] for slot in answer["slots"]]
     assert filled(answer) == [(slots[0], "<p>From an agent</p>"), (slots[1], "From a file")]
     assert answer["slots"][0]["post"]["evergreen"] is True and answer["slots"][1]["post"]["evergreen"] is False
+    imported = answer["slots"][1]["post"]["id"]
+    status, view = api(server, "PUT", f"/public/v1/posts/{imported}", {"evergreen": True})
+    assert status == 200 and view["evergreen"] is True and view["inQueue"] is True
+    assert api(server, "PUT", f"/public/v1/posts/{imported}", {"evergreen": 1})[1]["message"] == [
+        "evergreen must be a boolean value"]
+    assert api(server, "GET", f"/public/v1/posts/{imported}")[1]["evergreen"] is True
 
 
 # --- evergreen ------------------------------------------------------------------------------------------------
@@ -385,3 +391,22 @@ def test_a_paused_channel_s_due_queued_post_waits_and_publish_now_moves_the_rest
     while not receiver.published and time.time() < deadline:
         time.sleep(0.1)
     assert [item["text"] for item in receiver.published] == ["Post 0"]
+
+
+def test_three_processes_refilling_at_once_queue_one_evergreen_copy(start_server):
+    server = start_server(env={"RUSTIZ_EVERGREEN_POLL_SECONDS": "0.05"}, args=("--workers", "3"))
+    db = Database(server)
+    channel = db.channel("Sky", "bluesky")
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00", "14:00"))
+    made = [queued(server, channel, f"Tip {n}", evergreen=True)[1][0]["postId"] for n in range(2)]
+    for number, post_id in enumerate(made):  # went out 40 and 50 days ago
+        db.execute("UPDATE post SET state = 'PUBLISHED', publish_date = ? WHERE id = ?",
+                   f"2020-01-0{number + 1}T10:00:00.000Z", post_id)
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"evergreen": True})
+    deadline = time.time() + 10
+    while time.time() < deadline and len(filled(queue_of(server, channel))) < 2:
+        time.sleep(0.1)
+    time.sleep(1)
+    # Each evergreen post once, the one that went out longest ago first.
+    assert [text for _, text in filled(queue_of(server, channel))] == ["Tip 0", "Tip 1"]
+    assert db.row("SELECT COUNT(*) FROM evergreen_post WHERE source_id IS NOT NULL")[0] == 2
