@@ -578,6 +578,10 @@ class PostsApi:
     def _queue_full(self, organization_id: str, channel_id: str) -> ApiError:
         channel = channel_store.channel_row(self.store, organization_id, channel_id)
         name = channel["name"] if channel else channel_id
+        if channel is None or not queue.offered_slots(self.store, organization_id, channel):
+            return bad_request(f"Channel {name} has no posting times, so it has no queue: give it a schedule (PUT "
+                               f"/public/v1/integrations/{channel_id}/schedule), or give this post a date "
+                               f'(type "schedule")')
         return nest_error(409, f"The queue of channel {name} is full: every slot of its posting schedule in the next "
                                f"{queue.QUEUE_DAYS} days already has a post. Add times to its schedule (PUT "
                                f"/public/v1/integrations/{channel_id}/schedule), or give this post a date "

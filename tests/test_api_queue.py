@@ -258,6 +258,9 @@ def test_a_queue_full_for_90_days_answers_409_saying_what_to_do(server):
     status, answer = queued(server, channel, "One too many")
     assert status == 409 and "queue of channel Sky is full" in answer["message"], answer
     assert "PUT /public/v1/integrations/" in answer["message"] and 'type "schedule"' in answer["message"]
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", week())
+    status, answer = queued(server, channel, "No times")
+    assert status == 400 and "Channel Sky has no posting times, so it has no queue" in answer["message"], answer
     status, answer = queued(server, channel, "Repeating", inter=7)
     assert status == 400 and "inter cannot be used with type \"queue\"" in str(answer["message"])
     status, answer = queued(server, channel, "Flag", evergreen="yes")
