@@ -32,7 +32,8 @@ _SETTINGS = object_schema({"paused": BOOLEAN, "reflow": BOOLEAN, "evergreen": BO
                            "evergreenCooldownDays": INTEGER})
 _QUEUE = object_schema({"integration": STRING, "paused": BOOLEAN, "reflow": BOOLEAN, "evergreen": BOOLEAN,
                         "evergreenCooldownDays": INTEGER, "note": {"type": ["string", "null"]},
-                        "slots": array_of(object_schema({"date": STRING, "post": ref("ListedPost"),
+                        "slots": array_of(object_schema({"date": STRING,
+                                                         "post": {"anyOf": [ref("ListedPost"), {"type": "null"}]},
                                                          "evergreen": BOOLEAN}))})
 
 

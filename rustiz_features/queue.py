@@ -58,9 +58,9 @@ def checked_schedule(body: Any, field: str = "") -> dict:
         if not isinstance(times, list) or len(times) > 24 * 60:
             problems.append(f'{prefix}{day} must be a list of local times "HH:MM" (at most {MAX_TIMES_A_DAY})')
             continue
-        bad = next((time for time in times if not (isinstance(time, str) and _TIME.fullmatch(time))), None)
-        if bad is not None:
-            problems.append(f'{prefix}{day}: {json.dumps(bad)[:40]} is not a time "HH:MM" from 00:00 to 23:59')
+        bad = [time for time in times if not (isinstance(time, str) and _TIME.fullmatch(time))]
+        if bad:
+            problems.append(f'{prefix}{day}: {json.dumps(bad[0])[:40]} is not a time "HH:MM" from 00:00 to 23:59')
             continue
         minutes = sorted({int(time[:2]) * 60 + int(time[3:]) for time in times})
         if len(minutes) > MAX_TIMES_A_DAY:

@@ -85,6 +85,7 @@ def test_hostile_schedules_are_400_naming_the_problem_and_other_organizations_ch
     assert refused(week(monday=many * 2)) == ['monday must be a list of local times "HH:MM" (at most 24)']
     assert refused(week(monday="09:00")) == ['monday must be a list of local times "HH:MM" (at most 24)']
     assert refused(week(monday=[900])) == ['monday: 900 is not a time "HH:MM" from 00:00 to 23:59']
+    assert refused(week(sunday=["10:00", None])) == ['sunday: null is not a time "HH:MM" from 00:00 to 23:59']
     status, answer = api(server, "PUT", path, b"[1, 2]")
     assert status == 400
     for method, route, body in (("GET", f"/public/v1/integrations/{theirs}/schedule", None),
