@@ -1180,6 +1180,62 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # Short links (issue 26, shortlinks): the organization's preference; the posts whose links are to be
+    # shortened when published; each (post, original link) once, with its code (the built-in /s/<code>) or
+    # the external shortener's link; clicks per link and day, link-preview fetchers and bots apart.
+    """
+    ALTER TABLE organization ADD COLUMN short_link TEXT NOT NULL DEFAULT 'ask';
+    CREATE TABLE short_link_wanted (
+        post_id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id)
+    );
+    CREATE TABLE short_link (
+        code TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        post_id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        external TEXT,
+        place INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (post_id, url)
+    );
+    CREATE TABLE short_link_click (
+        code TEXT NOT NULL,
+        day TEXT NOT NULL,
+        clicks INTEGER NOT NULL DEFAULT 0,
+        bot_clicks INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (code, day)
+    );
+    """,
+    # Analytics over time (issue 26, analytics): a channel's figures once a day and a published post's at about
+    # 1 h, 24 h and 7 days (one row per channel+metric+day, per post+age+metric), and the claims that make each
+    # snapshot taken once whichever process gets there first (rustiz_features/analytics_snapshots.py).
+    """
+    CREATE TABLE analytics_day (
+        integration_id TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        day TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (integration_id, metric, day)
+    );
+    CREATE TABLE analytics_post (
+        post_id TEXT NOT NULL,
+        age TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        total REAL NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (post_id, age, metric)
+    );
+    CREATE TABLE analytics_claim (
+        subject TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        lease_until REAL NOT NULL,
+        done INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX analytics_claim_created ON analytics_claim(created_at);
+    """,
     # The queue (issue 26, queue): a channel's weekly schedule and queue switches, the organization's default
     # schedule, the slot each queued root post holds (one post per slot of a channel: the unique constraint
     # that keeps processes adding at once apart), and evergreen posts (source_id: the post an evergreen copy
@@ -3824,6 +3880,11 @@ API_ROUTES = (
     ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
     ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
+    # Short links (issue 26, shortlinks): a post's links with their clicks.
+    ("GET", "/posts/:id/links", "short_links", "ShortLinksApi.links"),
+    # Analytics over time (issue 26, analytics): a post's snapshots at 1 h, 24 h, 7 d and a channel's best times.
+    ("GET", "/analytics/post/:postId/history", "analytics", "AnalyticsApi.post_history"),
+    ("GET", "/integrations/:id/best-times", "analytics", "AnalyticsApi.best_times"),
     # The queue (issue 26, queue): weekly posting schedules, a channel's queue, its order and its switches.
     ("GET", "/integrations/:id/schedule", "api_queue", "QueueApi.show_schedule"),
     ("PUT", "/integrations/:id/schedule", "api_queue", "QueueApi.update_schedule"),
@@ -3871,6 +3932,8 @@ ROOT_ROUTES = (
     ("POST", "/p/:token/approve", "client_review", "ClientReviewPage.approve"),
     ("POST", "/p/:token/request-changes", "client_review", "ClientReviewPage.request_changes"),
     ("GET", "/p/:token/picture/:n", "client_review", "ClientReviewPage.picture"),
+    # A short link (issue 26, shortlinks): open to anyone, a 302 to the original link, the click counted.
+    ("GET", "/s/:code", "short_links", "ShortLinkRedirect.follow"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -9,7 +9,7 @@ the core imports none of these at load time, and these import the core and one a
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
     preview_links
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
-  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail, short_links
   review (approving and rejecting drafts keys' posts) -> api_posts
   preview_links (client review links and comments, the team's API) -> api_posts
   client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, mail,
@@ -18,12 +18,14 @@ the core imports none of these at load time, and these import the core and one a
   audit (the audit log: entries of changes, GET /audit; App.resolve wraps handlers that declare audit=) -> api_docs;
     mcp_tools and connect -> audit
   duplicates (the same text twice on a channel within 24 hours) -> text
-  api_channels -> catalogue, publishers, http_client, web
-  analytics -> connect, publishers, http_client
+  api_channels -> catalogue, publishers, http_client, web, short_links
+  analytics -> analytics_snapshots, publishers, http_client
+  analytics_snapshots (snapshots over time, their background sweep, best times) -> alerts, connect, publishers,
+    recurrence; scheduler -> analytics_snapshots
   connect (OAuth flows, token refresh) -> catalogue, publishers, http_client
   validation -> catalogue, text, publishers
   scheduler -> alerts, mail, digest, background, connect, publishers, media, object_storage, recurrence,
-    http_client, catalogue
+    http_client, catalogue, short_links
   alerts (trouble announced on an alert channel) -> background, publishers, text
   digest (the daily digest mail) -> mail, alerts, recurrence, text
   mail (the outbox, its SMTP sender, the mails, e-mail preferences) -> alerts, background, api_docs
@@ -50,6 +52,8 @@ the core imports none of these at load time, and these import the core and one a
   web, recurrence, text, bech32 -> the core only
   team (members, invites, accepting them, a forgotten password; `rustiz member`) -> web, mail, audit
   picture_size (a picture's width and height from its header) -> the standard library only
+  short_links (issue 26: the preference, links shortened at publish time, /s/<code>, GET /posts/:id/links; called by
+    api_posts, api_channels and the scheduler) -> http_client, api_docs
   api_queue (issue 26: weekly schedules, GET /queue, reorder, queue switches) -> api_posts, api_channels, queue,
     evergreen; queue (weekly slots, re-flow; api_posts and api_channels use it) -> recurrence;
     evergreen (evergreen posts queued again; the scheduler runs its refill) -> queue, duplicates, alerts, background

@@ -1,24 +1,25 @@
-"""Analytics in Postiz's shape (GET /analytics/:integration, GET /analytics/post/:postId), read from the
-platforms on demand.
+"""Analytics in Postiz's shape (GET /analytics/:integration, GET /analytics/post/:postId), the post's figures over
+time (GET /analytics/post/:postId/history) and a channel's best times (GET /integrations/:id/best-times).
 
 Rules:
-- Figures are the platform's own counts, fetched when asked and kept for ANALYTICS_CACHE_SECONDS; never
-  invented. A platform without counts answers [] (as Postiz); one that fails answers 502 saying so.
-- Shape: [{"label", "data": [{"total": "<number as text>", "date": "YYYY-MM-DD"}], "percentageChange"}]:
-  today's counts as one point each (platforms give totals, not history), so percentageChange is 0.
+- Figures are the platform's own counts, never invented. A platform without counts answers [] (as Postiz); one
+  that fails answers 502 saying so.
+- Shape: [{"label", "data": [{"total": "<number as text>", "date": "YYYY-MM-DD"}], "percentageChange"}].
+  A channel's answer is its daily snapshots over the last 7, 30 or 90 days (analytics_snapshots.py); before its
+  first snapshot, its figures as of now (one point each) — which then become today's snapshot, so the series
+  starts. A post's answer is its figures as of now, kept ANALYTICS_CACHE_SECONDS.
 """
 from __future__ import annotations
 
 import time
-from typing import Awaitable, Optional
+from typing import Optional
 
 from rustiz import App, Request, Response, json_response, nest_error, not_found
+from .analytics_snapshots import CHANNEL_DAYS, best_times, channel_series, platform_figures, post_history, \
+    start_series
 from .api_docs import INTEGER, array_of, documented, object_schema, parameter, ref
 from .http_client import HttpClient
-from .publishers import provider_for
-from .connect import TokenKeeper
-from .publishers.base import Channel, PublishError, Release
-from .publishers.oauth import OAuthProvider
+from .publishers.base import Release
 from .storage import posts as post_store
 from .storage import channels as channel_store
 
@@ -28,6 +29,13 @@ MAX_DAYS = 365
 _FIGURES = array_of(ref("AnalyticsData"))
 _DAYS_BACK = parameter("query", "date", "Days back, 1 to 365 (default 30); platforms that give a daily history "
                                         "(Pinterest) answer that many days, the others today's totals", schema=INTEGER)
+_PERIOD = parameter("query", "date", "Days back: 7, 30 or 90 (default 30)", schema={"enum": list(CHANNEL_DAYS)})
+_SNAPSHOTS = object_schema({"snapshots": array_of(object_schema({
+    "age": {"enum": ["1h", "24h", "7d"]}, "takenAt": {"type": "string"},
+    "figures": array_of(object_schema({"label": {"type": "string"}, "total": {"type": "string"}}))}))})
+_BEST_TIMES = object_schema({
+    "times": array_of(object_schema({"day": {"type": "string"}, "time": {"type": "string"}, "score": {"type": "number"}})),
+    "basedOn": {"type": "integer"}, "reason": {"type": ["string", "null"]}})
 
 
 def analytics_days(request: Request) -> int:
@@ -35,6 +43,14 @@ def analytics_days(request: Request) -> int:
     raw = request.query.get("date", "30") if request.query_string else "30"
     if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_DAYS:
         raise nest_error(400, f"date must be a whole number of days from 1 to {MAX_DAYS}, got {raw[:20]!r}")
+    return int(raw)
+
+
+def channel_period(request: Request) -> int:
+    """?date= of a channel's series: 7, 30 or 90 days (Postiz's choices); 30 when absent."""
+    raw = request.query.get("date", "30") if request.query_string else "30"
+    if raw not in {str(days) for days in CHANNEL_DAYS}:
+        raise nest_error(400, f"date must be 7, 30 or 90 (days of figures to show), got {raw[:20]!r}")
     return int(raw)
 
 
@@ -49,17 +65,42 @@ class AnalyticsApi:
     def http(self) -> HttpClient:
         return self.app.http
 
-    @documented("A channel's figures, read from its platform (cached 10 minutes); [] where the platform gives none. "
-                "409: the channel lacks its credentials or the operator's app; 502: the platform did not answer",
+    @documented("A channel's figures day by day over the last 7, 30 or 90 days, from its daily snapshots; before "
+                "the first snapshot, its figures as of now (which start the series). [] where the platform gives "
+                "none. 409: the channel lacks its credentials or the operator's app; 502: the platform did not answer",
                 ("200", _FIGURES), "BadRequest NotFound Conflict PlatformUnreachable",
-                (parameter("path", "integration", "A channel id"), _DAYS_BACK))
+                (parameter("path", "integration", "A channel id"), _PERIOD))
     async def channel(self, request: Request, organization_id: str) -> Response:
-        days = analytics_days(request)
+        days = channel_period(request)
         channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, request.params["integration"])
         if channel is None:
             raise not_found("Integration not found")
-        return json_response(await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
-                                                channel["provider_identifier"], None, days))
+        series = await self.store.off_loop(channel_series, self.store, channel["id"], days, time.time())
+        if series:
+            return json_response(series)
+        figures = await self._cached(("channel", channel["id"], days), channel["id"], channel["name"],
+                                     channel["provider_identifier"], None, days)
+        if figures:
+            await self.store.off_loop(start_series, self.store, channel["id"], figures, time.time())
+        return json_response(figures)
+
+    @documented("A channel's best times to post: the weekdays and hours (in the organization's timezone) its own "
+                "posts did best at, by their figures a day and a week after they went out; none (with the reason) "
+                "before enough of its posts have figures", ("200", _BEST_TIMES), "NotFound",
+                (parameter("path", "id", "A channel id"),))
+    async def best_times(self, request: Request, organization_id: str) -> Response:
+        channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, request.params["id"])
+        if channel is None:
+            raise not_found("Integration not found")
+        return json_response(await self.store.off_loop(best_times, self.store, organization_id, channel["id"]))
+
+    @documented("A published post's figures as taken about 1 hour, 24 hours and 7 days after it went out (rustiz)",
+                ("200", _SNAPSHOTS), "NotFound", (parameter("path", "postId", "A post id"),))
+    async def post_history(self, request: Request, organization_id: str) -> Response:
+        post = await self.store.off_loop(post_store.post, self.store, organization_id, request.params["postId"])
+        if post is None:
+            raise not_found("Post not found")
+        return json_response({"snapshots": await self.store.off_loop(post_history, self.store, post["id"])})
 
     @documented("A published post's figures, read from its platform (cached 10 minutes); [] before it is published",
                 ("200", {"anyOf": [_FIGURES, object_schema({"missing": {"const": True}})]}),
@@ -97,28 +138,5 @@ class AnalyticsApi:
 
     async def _read(self, channel_id: str, name: str, provider_id: str, release: Optional[Release],
                     days: int) -> list:
-        provider = provider_for(provider_id)
-        if provider is None:
-            return []
-        if isinstance(provider, OAuthProvider) and provider.needs_operator_app and \
-                provider.app(self.app.config.settings or {}) is None:
-            raise nest_error(409, f"{provider.label}'s figures need the operator's app, which this server does not "
-                                  f"have: set {' and '.join(provider.app_variables)} in config.env")
-        credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel_id)
-        channel = Channel(channel_id, name, credentials, session, self.http,
-                          lambda saved: channel_store.save_channel_session(self.store, channel_id, saved))
-        def read() -> Awaitable:
-            return (provider.channel_analytics(channel, days) if release is None
-                    else provider.post_analytics(channel, release, days))
-        try:
-            if isinstance(provider, OAuthProvider):  # (tokens refreshed as for a publish, one worker at a time)
-                figures = await TokenKeeper(self.app.config, self.store, self.http).call(provider, channel, read)
-            else:
-                figures = await read()
-        except PublishError as failed:
-            raise nest_error(502, f"{provider.label} did not give its figures: {failed.message}; try again "
-                                  "later") from None
-        except KeyError as missing:  # a channel row without the credentials its platform needs (hand-made, old)
-            raise nest_error(409, f"the channel \"{name}\" has no {missing.args[0]} among its {provider.label} "
-                                  "credentials: connect it again") from None
-        return figures or []
+        return await platform_figures(self.app.config, self.store, self.http, channel_id, name, provider_id, release,
+                                      days)

@@ -26,6 +26,7 @@ from .api_docs import (
 from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
+from . import short_links
 from .recurrence import recurrence_of, zone_named
 from .storage import idempotency as idempotency_store
 from .storage import notifications as notification_store
@@ -551,12 +552,16 @@ class PostsApi:
 
         Returns ([{postId, integration}], that list as JSON, the stored answer of an earlier twin request
         with the same Idempotency-Key or None)."""
+        short_link = short_links.decide_plan(self.store, self.config, organization_id, plan)  # shortlinks (issue 26)
         threads, replaced_groups = self._thread_rows(organization_id, plan)
-        created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
+        created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"],
+                    **({"shortLink": short_link.not_applied} if short_link.not_applied else {})} for thread in threads]
         body = json_dumps(created)
         rewritten = [thread[0]["id"] for thread in threads if thread[0]["existing"]]
         queued_before = [post for post in post_store.posts_by_id(self.store, organization_id, rewritten).values()
                          if self._in_queue(post)] if rewritten else []
+        # (before the posts: a post of type "now" may be claimed by a scheduler the moment it is saved)
+        short_links.remember(self.store, organization_id, threads, short_link)
         try:
             earlier = post_store.save_posts(self.store, organization_id, threads, replaced_groups, plan["tags"],
                                             claim and claim._replace(status=201, body=body))
@@ -677,7 +682,7 @@ class PostsApi:
             message = f"The maximum characters is {limit}"
         return f"{channel['name']}: {message or 'Please fix your settings'}"
 
-    _EDITABLE_FIELDS = ("content", "image", "date", "settings", "evergreen")
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings", "shortLink", "evergreen")
 
     @route_options(scope="drafts", audit="post.edited")  # (a drafts key edits drafts only: checked below)
     @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
@@ -692,6 +697,7 @@ class PostsApi:
         for name, wanted, check in (("content", "a string", lambda v: isinstance(v, str)),
                                     ("image", "an array", lambda v: isinstance(v, list)),
                                     ("settings", "an object", lambda v: isinstance(v, dict)),
+                                    ("shortLink", "a boolean value", lambda v: isinstance(v, bool)),
                                     ("evergreen", "a boolean value", lambda v: isinstance(v, bool))):
             if name in body and not check(body[name]):
                 problems.append(f"{name} must be {wanted}")
@@ -716,6 +722,10 @@ class PostsApi:
         if not scope_allows(request.scope, "posts"):  # changed by an agent or an author: reviewed (again)
             plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
+        short_link = None  # shortlinks (issue 26): a shortLink sent with the edit replaces the one stored
+        if "shortLink" in body:
+            short_link = short_links.decide_plan(self.store, self.config, organization_id, {**plan, "shortLink": body["shortLink"]})
+            short_links.remember(self.store, organization_id, threads, short_link)
         tags = post_store.post_tags(self.store, [thread[0]["id"]]).get(thread[0]["id"], [])
         try:
             post_store.save_posts(self.store, organization_id, threads, replaced_groups,
@@ -724,7 +734,9 @@ class PostsApi:
             raise _being_published(busy.post_id) from None
         self._announce_review(organization_id, plan, [thread[0]["id"]])
         self._left_queue(organization_id, thread[0], in_queue)
-        return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
+        answer = self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"]))
+        return json_response({**answer, **({"shortLink": short_link.not_applied} if short_link and short_link.not_applied
+                                           else {})})
 
     def refuse_others_draft(self, request: Request, organization_id: str, post_id: str) -> None:
         """An author changes only the drafts they made (403 otherwise); editors and admins change any post."""

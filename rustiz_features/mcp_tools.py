@@ -275,7 +275,9 @@ def _postiz_tool_definitions() -> list:
         {"name": "integrationSchedulePostTool", "description": _SCHEDULE_DESCRIPTION,
          "inputSchema": _schedule_input(),
          "outputSchema": _root(_z_object({"output": {"anyOf": [
-             {"type": "array", "items": _z_object({"postId": {"type": "string"}, "integration": {"type": "string"}})},
+             {"type": "array", "items": _z_object({"postId": {"type": "string"}, "integration": {"type": "string"},
+                                                   # (issue 26: why a shortLink true was not acted on)
+                                                   "shortLink": {"type": "string"}}, optional=("shortLink",))},
              _ERRORS_OUTPUT]}})),
          "annotations": _annotations("Schedule Social Media Post", False, True, False, True)},
         {"name": "postsListTool", "description": _POSTS_LIST_DESCRIPTION,

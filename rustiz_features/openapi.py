@@ -85,7 +85,8 @@ def component_schemas() -> dict:
             {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
             {"name": STRING, "customer": {**STRING, "description": "A customer's id or name; a new name makes one"}}),
-        "Organization": object_schema({"id": STRING, "name": STRING, "timezone": STRING},
+        "Organization": object_schema({"id": STRING, "name": STRING, "timezone": STRING,
+                                        "shortLink": {"enum": ["ask", "yes", "no"]}},
                                       {"postingSchedule": {"type": ["object", "null"]}}),
         "Alerts": object_schema({"channel": {"type": ["string", "null"]}, "lateMinutes": {"type": ["integer", "null"]},
                                  "defaultLateMinutes": INTEGER, "alerts": array_of(object_schema(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .alerts import AlertSender
+from .analytics_snapshots import AnalyticsSnapshots
 from .background import RowSender, WokenLoop, epoch_seconds, failure_text
 from .digest import DailyDigests
 from . import mail
@@ -115,6 +116,7 @@ class Scheduler(WokenLoop):
         from .evergreen import EvergreenRefill  # (issue 26, queue: evergreen posts back in their queue)
         self.evergreen = EvergreenRefill(self)
         self.digests = DailyDigests(config, store)
+        self.analytics = AnalyticsSnapshots(self)  # (analytics over time: snapshots, from every process)
 
     @property
     def http(self) -> HttpClient:
@@ -137,6 +139,7 @@ class Scheduler(WokenLoop):
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
         self.evergreen.start()  # (issue 26: claims nothing; a copy is written once, in a write transaction)
+        self.analytics.tick()  # (the same: once a minute, the due snapshots; claims keep them taken once)
         if not self.running:
             if not self._take_lock():
                 return
@@ -379,6 +382,7 @@ class Scheduler(WokenLoop):
 
     async def _attempt(self, claim: dict, platform: Optional[Provider], channel: Channel) -> None:
         from .publishers.base import OutgoingPost, PublishError, Release
+        from . import short_links
         label = platform.label if platform else claim["provider"]
         refusal = self._refusal_before_publishing(claim, platform, label)
         if refusal:
@@ -399,7 +403,8 @@ class Scheduler(WokenLoop):
         try:
             settings = json.loads(claim["settings"] or "{}")
             media, settings_media = await self._media(claim, settings, platform.media_settings, staged)
-            post = OutgoingPost(claim["id"], claim["content"], media, settings, claim["part"],
+            text = await short_links.text_to_publish(self.store, self.config, self.http, claim)  # (issue 26)
+            post = OutgoingPost(claim["id"], text, media, settings, claim["part"],
                                 claim["idempotency_key"], claim["publish_date"], settings_media)
             parent = (Release(claim["parent_release_id"] or "", claim["parent_release_url"] or "",
                               json.loads(claim["parent_reply_ref"] or "null")) if claim["parent_id"] else None)

@@ -54,8 +54,11 @@ def test_a_platform_without_counts_and_an_unpublished_post_answer_an_empty_list(
 
 @pytest.mark.parametrize("date", ["0", "366", "abc", "-1", "1e3"])
 def test_the_date_must_be_a_number_of_days(server, channel, date):
-    status, answer = api(server, "GET", f"{API}/analytics/{channel['id']}?date={date}")
+    mastodon_post = scheduled(server, channel["id"], "<p>Later</p>", type="draft")
+    status, answer = api(server, "GET", f"{API}/analytics/post/{mastodon_post}?date={date}")
     assert status == 400 and answer["message"].startswith("date must be a whole number of days")
+    status, answer = api(server, "GET", f"{API}/analytics/{channel['id']}?date={date}")  # (a channel: 7, 30 or 90)
+    assert status == 400 and answer["message"].startswith("date must be 7, 30 or 90")
 
 
 def test_unknown_ids_are_404_and_a_failing_platform_is_502_saying_so(server, mastodon, channel):

@@ -43,6 +43,7 @@ PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: test
     # a client review link's page and its form (the token is the credential)
     ("GET", "/p/:token"), ("POST", "/p/:token/comment"), ("POST", "/p/:token/approve"),
     ("POST", "/p/:token/request-changes"), ("GET", "/p/:token/picture/:n"),
+    ("GET", "/s/:code"),  # a short link (issue 26): anyone who has it is redirected
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 

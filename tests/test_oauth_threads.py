@@ -99,7 +99,9 @@ def test_a_channel_that_publishes_nothing_has_its_token_refreshed_by_the_sweep(s
     wait_for(lambda: stored_tokens(server, channel_id), lambda stored: stored[2] > iso(50 * 86400))
     [(old, new)] = threads.refreshes
     assert stored_tokens(server, channel_id)[:2] == ({"accessToken": new, "userId": threads.user_id}, new)
-    assert any("its token was refreshed ahead of its expiry" in line for line in server.stderr_lines)
+    # (the log line is written just after the tokens are stored, and read from the process's stderr pipe)
+    wait_for(lambda: server.stderr_lines,
+             lambda lines: any("its token was refreshed ahead of its expiry" in line for line in lines))
 
 
 def test_a_token_the_sweep_finds_revoked_flags_the_channel_once(server, threads):

@@ -396,6 +396,8 @@ def test_the_composer_counts_mastodon_links_as_the_server_does(start_server_with
     expect(page.locator(".count")).to_have_text("Toots: 500 / 500 characters")
     page.get_by_label("Date and time (UTC)").fill("2030-03-01T09:30")
     page.get_by_role("button", name="Schedule").click()  # and the server takes what the counter says fits
+    page.get_by_role("dialog", name="Shorten links and count clicks?").get_by_role(  # (issue 26: "ask", the default)
+        "button", name="Keep links as written").click()
     expect(page.locator("p.made")).to_contain_text("Scheduled: the post")
 
 
@@ -684,8 +686,9 @@ def test_a_published_post_and_its_channel_show_the_platform_s_figures(start_serv
         expect(page.locator(".figures li .bar-label")).to_have_text(["Favourites", "Boosts", "Replies"])
         expect(page.locator(".figures li .bar-total")).to_have_text(["7", "3", "2"])
         page.goto("/#/channels")
-        channel_menu(page, "Ada Lovelace", "Analytics")
-        expect(page.locator(".figures li .bar-label")).to_have_text(["Followers", "Following", "Posts"])
+        channel_menu(page, "Ada Lovelace", "Analytics")  # (a chart per figure: today's point starts each series)
+        expect(page.locator(".analytics figure.chart .chart-title")).to_have_text(["Followers", "Following", "Posts"])
+        expect(page.locator(".analytics figure.chart .chart-last")).to_have_text(["1,200", "80", "1"])
     finally:
         mastodon.close()
 

@@ -5,7 +5,8 @@
 // (CONNECT_NOTICES/PROBLEMS); posting times are minutes after midnight in the organization's timezone.
 import { h, t, tn, put, avatar, api, errorBox, field, providers, go, mayDo } from './util.js';
 import { credentialInputs, credentialsOf, credentialsForm } from './credentials.js';
-import { openDialog, confirmDialog, menuButton, copyText, figuresBox } from './widgets.js';
+import { openDialog, confirmDialog, menuButton, copyText } from './widgets.js';
+import { channelAnalytics } from './analytics.js';
 
 const pad = (n) => String(n).padStart(2, '0');
 const hhmm = (minutes) => `${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
@@ -62,7 +63,7 @@ function channelCard(c, row, { known, errors, query }) {
     admin ? [t('Group'), () => groupDialog(c, change)] : null,
     credentials ? [t('Update credentials'), () => credentials.click()] : null,
     [t('Copy ID'), () => copyText(c.id, (message) => { said.textContent = message; })],
-    [t('Analytics'), () => extra.replaceChildren(figuresBox(`/analytics/${c.id}?date=30`, t('{name}: figures from the platform', { name: c.name })))],
+    [t('Analytics'), () => extra.replaceChildren(channelAnalytics(c))],
     admin ? [c.disabled ? t('Enable') : t('Disable'), () => change({ disabled: !c.disabled })] : null,
     admin ? [t('Delete'), () => deleteChannel(c, errors), { danger: true }] : null,
   ].filter(Boolean);

@@ -11,6 +11,7 @@ import { h, put, t, avatar, mediaImage, api, session, errorBox, errorLines, ApiE
 import { measure } from './count.js';
 import { preview } from './previews.js';
 import { emojiButton, insertAtCaret } from './emoji.js';
+import { bestTimesBlock } from './analytics.js';
 
 /** Replaces an element's children as h() appends them (null skipped, lists flattened). */
 const fill = (el, ...children) => { el.replaceChildren(); return put(el, ...children); };
@@ -603,7 +604,9 @@ export async function composerPage(main, { id, query }) {
       }
       const inter = interval();
       body = {
-        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false,
+        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(),
+        // Short links (issue 26): the organization's preference, or the person's answer when it is "ask".
+        shortLink: await (await import('./links.js')).askShortLink(sentChannels.flatMap((c) => partsOf(c.id).map((p) => p.text))),
         tags: tags.map((name) => ({ value: name, label: name })), ...(inter ? { inter } : {}),
         posts: sentChannels.map((c) => ({ integration: { id: c.id }, settings: { __type: c.identifier, ...settingsOf(c.id) },
           value: partsOf(c.id).map((p, i) => ({ ...valueOf(p, i), ...(partIds(c.id)[i] ? { id: partIds(c.id)[i] } : {}) })) })),
@@ -644,6 +647,7 @@ export async function composerPage(main, { id, query }) {
     channelBoxes, tabs, panel,
     h('div.compose-meta',
       field(t('Date and time ({zone})', { zone: zone() }), when), slotButton,
+      bestTimesBlock(chosen, (at) => { when.value = toLocalInput(at); changed(); }),  // (issue 26: best times)
       editing ? null : h('div.field.repeat', h('label', { for: repeat.id = nextId() }, t('Repeat')), h('span.repeat-row', repeat, everyDays)),
       editing ? null : h('div.field.tags', h('label', { for: tagInput.id = nextId() }, t('Tags')), h('span.tag-row', tagChips, tagInput),
         h('datalist#known-tags', knownTags.map((x) => h('option', { value: x.name })))),

@@ -3,6 +3,7 @@
 // them); a decision that changes what the navigation counts tells the shell ('rustiz:counts').
 import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl, mayDo } from './util.js';
 import { confirmDialog, figuresBox } from './widgets.js';
+import { postHistory } from './analytics.js';
 
 // --- post detail ----------------------------------------------------------------------------------
 
@@ -72,8 +73,9 @@ export async function postPage(main, { id }) {
       : [t('Rejected:'), ' ', h('span.review-reason', post.reviewReason || '')]) : null,
     h('ol.thread', parts.map(partView)),
     errors, actions, reschedule);
-  if (post.state === 'PUBLISHED') put(main, figuresBox(`/analytics/post/${id}`, t('Figures from the platform')));
+  if (post.state === 'PUBLISHED') put(main, figuresBox(`/analytics/post/${id}`, t('Figures from the platform')), postHistory(id));
   import('./comments.js').then((m) => main.isConnected && m.commentsPanel(main, post));  // (issue 25: comments, review links)
+  import('./links.js').then((m) => main.isConnected && m.linksPanel(main, post)).catch(() => {});  // (issue 26: short links' clicks)
 
   if (parts.some((p) => p.state === 'QUEUE' || p.state === 'PUBLISHING') && at < Date.now() + 120000) {
     setTimeout(async function poll() {

@@ -89,6 +89,7 @@ async function generalTab(panel) {
       reload('general');
     } catch (error) { orgErrors.show(error); }
   } }, h('h2', t('Organization')), field(t('Organization name'), orgName), orgErrors, h('button', { type: 'submit' }, t('Save name'))));
+  put(panel, (await import('./links.js')).shortLinkSetting(org));  // (issue 26: short links)
 }
 
 /** A button copying `text`, saying for two seconds whether it worked. */

@@ -36,6 +36,7 @@ class FakeMastodon(FakePlatform):
         self.by_idempotency_key: dict = {}
         self.ids = itertools.count(110000000000000001)
         self.remaining = 300
+        self.followers = 1200  # (tests of analytics over time change it from day to day)
         self.route("GET", "/api/v1/accounts/verify_credentials", self.verify_credentials)
         self.route("GET", "/api/v2/instance", self.instance)
         self.route("GET", "/api/v1/instance", self.instance_before_4_0)
@@ -76,7 +77,7 @@ class FakeMastodon(FakePlatform):
         return self._unauthorized(request) or answer(200, {
             "id": "109876", "username": "ada", "acct": "ada", "display_name": "Ada Lovelace",
             "avatar": f"{self.url}/avatars/ada.png", "url": f"{self.url}/@ada",
-            "followers_count": 1200, "following_count": 80, "statuses_count": len(self.statuses)})
+            "followers_count": self.followers, "following_count": 80, "statuses_count": len(self.statuses)})
 
     def instance(self, request: FakeRequest):
         return answer(200, {"domain": "127.0.0.1", "title": "Fake Mastodon", "configuration": {"statuses": {
