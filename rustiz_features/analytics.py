@@ -5,7 +5,7 @@ Rules:
 - Figures are the platform's own counts, never invented. A platform without counts answers [] (as Postiz); one
   that fails answers 502 saying so.
 - Shape: [{"label", "data": [{"total": "<number as text>", "date": "YYYY-MM-DD"}], "percentageChange"}].
-  A channel's answer is its daily snapshots over the last 7, 30 or 90 days (analytics_snapshots.py); before its
+  A channel's answer is its daily snapshots over the last days asked for (1 to 365) (analytics_snapshots.py); before its
   first snapshot, its figures as of now (one point each) — which then become today's snapshot, so the series
   starts. A post's answer is its figures as of now, kept ANALYTICS_CACHE_SECONDS.
 """
@@ -15,7 +15,7 @@ import time
 from typing import Optional
 
 from rustiz import App, Request, Response, json_response, nest_error, not_found
-from .analytics_snapshots import CHANNEL_DAYS, best_times, channel_series, platform_figures, post_history, \
+from .analytics_snapshots import best_times, channel_series, platform_figures, post_history, \
     start_series
 from .api_docs import INTEGER, array_of, documented, object_schema, parameter, ref
 from .http_client import HttpClient
@@ -29,7 +29,7 @@ MAX_DAYS = 365
 _FIGURES = array_of(ref("AnalyticsData"))
 _DAYS_BACK = parameter("query", "date", "Days back, 1 to 365 (default 30); platforms that give a daily history "
                                         "(Pinterest) answer that many days, the others today's totals", schema=INTEGER)
-_PERIOD = parameter("query", "date", "Days back: 7, 30 or 90 (default 30)", schema={"enum": list(CHANNEL_DAYS)})
+_PERIOD = parameter("query", "date", "Days back, 1 to 365 (default 30; the web app offers 7, 30 and 90)", schema=INTEGER)
 _SNAPSHOTS = object_schema({"snapshots": array_of(object_schema({
     "age": {"enum": ["1h", "24h", "7d"]}, "takenAt": {"type": "string"},
     "figures": array_of(object_schema({"label": {"type": "string"}, "total": {"type": "string"}}))}))})
@@ -46,14 +46,6 @@ def analytics_days(request: Request) -> int:
     return int(raw)
 
 
-def channel_period(request: Request) -> int:
-    """?date= of a channel's series: 7, 30 or 90 days (Postiz's choices); 30 when absent."""
-    raw = request.query.get("date", "30") if request.query_string else "30"
-    if raw not in {str(days) for days in CHANNEL_DAYS}:
-        raise nest_error(400, f"date must be 7, 30 or 90 (days of figures to show), got {raw[:20]!r}")
-    return int(raw)
-
-
 class AnalyticsApi:
     """The two analytics routes, with a small per-worker cache so a dashboard does not hammer a platform."""
 
@@ -65,13 +57,13 @@ class AnalyticsApi:
     def http(self) -> HttpClient:
         return self.app.http
 
-    @documented("A channel's figures day by day over the last 7, 30 or 90 days, from its daily snapshots; before "
+    @documented("A channel's figures day by day over the last days asked for (1 to 365), from its daily snapshots; before "
                 "the first snapshot, its figures as of now (which start the series). [] where the platform gives "
                 "none. 409: the channel lacks its credentials or the operator's app; 502: the platform did not answer",
                 ("200", _FIGURES), "BadRequest NotFound Conflict PlatformUnreachable",
                 (parameter("path", "integration", "A channel id"), _PERIOD))
     async def channel(self, request: Request, organization_id: str) -> Response:
-        days = channel_period(request)
+        days = analytics_days(request)  # (Postiz takes any number of days back: clients send 7, 14, 30...)
         channel = await self.store.off_loop(channel_store.channel, self.store, organization_id, request.params["integration"])
         if channel is None:
             raise not_found("Integration not found")

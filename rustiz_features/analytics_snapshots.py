@@ -36,7 +36,6 @@ CALLS_PER_MINUTE = 30
 KEEP_DAYS = 400
 LEASE_SECONDS = 300.0  # well beyond one platform call (the client's own timeouts end it sooner)
 POST_RETRY_SECONDS = 3600.0
-CHANNEL_DAYS = (7, 30, 90)  # the periods GET /analytics/:integration answers (Postiz's choices)
 BEST_TIMES_MINIMUM = 10  # published posts with 24 h or 7 d figures before best times are given
 BEST_TIMES_SHOWN = 5
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
