@@ -3,7 +3,7 @@ pause, a full queue, several processes adding at once, and evergreen posts queue
 from __future__ import annotations
 
 import datetime
-import json
+import random
 import threading
 import time
 
@@ -214,6 +214,13 @@ def test_reorder_takes_exactly_the_queued_posts_of_the_channel(server):
                key=other_key)[0] == 404
     for body in ({"postIds": made}, {"integration": 3, "postIds": made}, [], "x"):
         assert api(server, "POST", "/public/v1/queue/reorder", body)[0] in (400, 404)
+    chooser = random.Random(26)  # fuzzed lists: the queued ids shuffled, cut, doubled, mixed with junk
+    junk = [their_post, fixed, "", "x" * 300, 0, 1.5, True, None, [], {}, "\u0000", made[0].upper()]
+    for _ in range(60):
+        post_ids = chooser.sample(made, chooser.randint(0, 3)) + chooser.sample(junk, chooser.randint(1, 3))
+        chooser.shuffle(post_ids)
+        status, answer = api(server, "POST", "/public/v1/queue/reorder", {"integration": channel, "postIds": post_ids})
+        assert status == 400, (post_ids, answer)
     assert [slot["post"]["id"] for slot in queue_of(server, channel)["slots"] if slot["post"]] == made
 
 
