@@ -1244,6 +1244,36 @@ MIGRATIONS: tuple = (
     ALTER TABLE post ADD COLUMN repeat_count INTEGER;
     ALTER TABLE webhook ADD COLUMN events TEXT NOT NULL DEFAULT '["post.published","post.failed"]';
     """,
+    # The queue (issue 26, queue): a channel's weekly schedule and queue switches, the organization's default
+    # schedule, the slot each queued root post holds (one post per slot of a channel: the unique constraint
+    # that keeps processes adding at once apart), and evergreen posts (source_id: the post an evergreen copy
+    # repeats; NULL for a post marked evergreen).
+    """
+    CREATE TABLE queue_channel (
+        integration_id TEXT PRIMARY KEY REFERENCES integration(id),
+        schedule TEXT,
+        paused INTEGER NOT NULL DEFAULT 0,
+        reflow INTEGER NOT NULL DEFAULT 1,
+        evergreen INTEGER NOT NULL DEFAULT 0,
+        evergreen_cooldown_days INTEGER NOT NULL DEFAULT 30
+    );
+    CREATE TABLE queue_default (
+        organization_id TEXT PRIMARY KEY REFERENCES organization(id),
+        schedule TEXT NOT NULL,
+        set_at TEXT NOT NULL
+    );
+    CREATE TABLE queue_slot (
+        post_id TEXT PRIMARY KEY REFERENCES post(id),
+        integration_id TEXT NOT NULL REFERENCES integration(id),
+        slot TEXT NOT NULL,
+        UNIQUE (integration_id, slot)
+    );
+    CREATE TABLE evergreen_post (
+        post_id TEXT PRIMARY KEY REFERENCES post(id),
+        source_id TEXT REFERENCES post(id)
+    );
+    CREATE INDEX evergreen_post_source ON evergreen_post(source_id);
+    """,
     # RSS/Atom autopost (issue 26, autopost): an organization's feeds (what to post where, how often, the last
     # fetch, a lease so that one process fetches a feed at a time) and every item seen in each, unique by
     # (feed, item key), recorded in the transaction of the posts it became (see rustiz_features/autopost.py).
@@ -3908,6 +3938,13 @@ API_ROUTES = (
     # Analytics over time (issue 26, analytics): a post's snapshots at 1 h, 24 h, 7 d and a channel's best times.
     ("GET", "/analytics/post/:postId/history", "analytics", "AnalyticsApi.post_history"),
     ("GET", "/integrations/:id/best-times", "analytics", "AnalyticsApi.best_times"),
+    # The queue (issue 26, queue): weekly posting schedules, a channel's queue, its order and its switches.
+    ("GET", "/integrations/:id/schedule", "api_queue", "QueueApi.show_schedule"),
+    ("PUT", "/integrations/:id/schedule", "api_queue", "QueueApi.update_schedule"),
+    ("PUT", "/integrations/:id/queue", "api_queue", "QueueApi.update_settings"),
+    ("GET", "/queue", "api_queue", "QueueApi.show_queue"),
+    ("POST", "/queue/reorder", "api_queue", "QueueApi.reorder"),
+    ("GET", "/integrations/:id/free-slot", "api_posts", "PostsApi.find_slot"),  # (find-slot's other name)
     # RSS/Atom autopost (issue 26, autopost): feeds whose new items become posts.
     ("GET", "/autopost", "autopost", "AutopostApi.list_feeds"),
     ("POST", "/autopost", "autopost", "AutopostApi.create"),

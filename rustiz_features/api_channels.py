@@ -38,6 +38,8 @@ from .storage import keys as key_store
 from .storage import organizations as organization_store
 from .storage import scheduling as schedule_store
 from . import short_links
+from .storage import queue as queue_store
+from . import queue
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 JSON = "application/json; charset=utf-8"
@@ -444,18 +446,25 @@ class OrganizationApi:
     def _organization(self, organization_id: str) -> dict:
         answer = self.store.organization(organization_id)
         answer.update(short_links.preference_field(self.store, organization_id))  # shortlinks (issue 26)
+        week = queue.organization_week(self.store, organization_id)  # queue (issue 26): the default schedule
+        answer["postingSchedule"] = None if week is None else queue.schedule_view(week)
         return answer
 
     @route_options(audit="organization.updated")
     @documented("Rename the organization or set its IANA timezone (rustiz)", ("200", ref("Organization")), "BadRequest",
                 request={"type": "object", "properties": {"name": STRING, "timezone": STRING,
-                                                         "shortLink": {"enum": ["ask", "yes", "no"]}}})
+                                                         "shortLink": {"enum": ["ask", "yes", "no"]},
+                                                         "postingSchedule": {"type": ["object", "null"]}}})
     def update(self, request: Request, organization_id: str) -> Response:
         body = json_object(request)
         short_link = short_links.take_preference(body)  # shortlinks (issue 26): "ask", "yes", "no" or None
+        default = body.pop("postingSchedule", ...)  # (issue 26, queue: the default weekly schedule)
+        week = None if default in (None, ...) else queue.checked_schedule(default, "postingSchedule")
         changes = validate_organization_changes(body)
         organization_store.update_organization(self.store, organization_id, **changes)
         short_links.save_preference(self.store, organization_id, short_link)
+        if default is not ...:
+            queue_store.set_organization_default(self.store, organization_id, queue.week_text(week))
         return json_response(self._organization(organization_id))
 
 

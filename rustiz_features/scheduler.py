@@ -114,6 +114,8 @@ class Scheduler(WokenLoop):
         self.deliveries = WebhookDeliveries(self)
         self.alerts = AlertSender(self)
         self.mail = mail.MailSender(self)  # (e-mail: the outbox, sent from every process)
+        from .evergreen import EvergreenRefill  # (issue 26, queue: evergreen posts back in their queue)
+        self.evergreen = EvergreenRefill(self)
         self.digests = DailyDigests(config, store)
         self.analytics = AnalyticsSnapshots(self)  # (analytics over time: snapshots, from every process)
         from .autopost import FeedPoller
@@ -139,6 +141,7 @@ class Scheduler(WokenLoop):
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
+        self.evergreen.start()  # (issue 26: claims nothing; a copy is written once, in a write transaction)
         self.analytics.tick()  # (the same: once a minute, the due snapshots; claims keep them taken once)
         self.feeds.start()  # (the same: each due feed claimed under a lease)
         if not self.running:
@@ -685,6 +688,7 @@ class Scheduler(WokenLoop):
         self.deliveries.stop()
         self.alerts.stop()
         self.mail.stop()
+        self.evergreen.stop()
         self.feeds.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)

@@ -78,6 +78,7 @@ def test_list_posts_answers_root_posts_in_postiz_shape(server, world):
                         "picture": "https://cdn.example/x.png"},
         "multiChannelGroup": None,  # (rustiz's: a row written before rustiz kept it)
         "repeatUntil": None, "repeatCount": None,  # (rustiz's: a repeating post's end, issue 26)
+        "inQueue": False, "evergreen": False,  # (rustiz's, issue 26: docs/queue.md)
     }
     for prefix in PREFIXES:
         # includeAttachments is what the postiz CLI adds; Postiz ignores it, so does rustiz.
