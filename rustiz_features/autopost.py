@@ -323,6 +323,7 @@ class Fetcher:
         from .api_posts import PostsApi
         from .duplicates import find_duplicates, duplicate_message
         from .storage import media_library as media_store
+        from .storage.queue import QueueFull
         from .validation import validate_create_post
         organization_id = feed["organizationId"]
         text = rendered_text(feed["template"], item)
@@ -341,6 +342,7 @@ class Fetcher:
             if feed["mode"] == "review":
                 plan["review"] = "review"
             plan["creationMethod"] = "API"
+            posts.plan_queue_date(organization_id, plan)  # (mode queue: the first channel's next free slot)
             threads, _ = posts.planned_rows(organization_id, plan)
         except ApiError as refused:
             message = refused.body.get("message") if isinstance(refused.body, dict) else None
@@ -349,7 +351,11 @@ class Fetcher:
         duplicates = find_duplicates(self.store, plan)
         if duplicates:
             return self._record(feed, entry, "duplicate", duplicate_message(duplicates)[:1000])
-        outcome = self._record(feed, entry, "posted", None, threads)
+        try:
+            outcome = self._record(feed, entry, "posted", None, threads)
+        except QueueFull as full:
+            return self._record(feed, entry, "refused", f"the queue of channel {full.channel_id} has no free slot in "
+                                                        "the next 90 days (or no posting schedule)")
         if outcome == "posted":
             self._announce(feed, plan, [thread[0]["id"] for thread in threads], posts)
         return outcome

@@ -304,3 +304,20 @@ def test_webhooks_are_told_of_feed_posts_created_and_queued(server, channels, fe
         assert events["post.queued"]["post"]["feed"] == {"id": feed["id"], "url": feeds.url("/changing")}
     finally:
         listener.close()
+
+
+def test_mode_queue_puts_each_new_item_on_its_channels_next_free_slot(server, channels, feeds):
+    week = {day: ["09:00", "17:00"] for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                                 "sunday")}
+    assert api(server, "PUT", f"{API}/integrations/{channels[0]}/schedule", week)[0] == 200
+    feed = add_feed(server, url=feeds.url("/changing"), integrations=channels[:1], mode="queue")
+    fetch(server, feed["id"])
+    feeds.change([NEW_ITEM, {"guid": "new-4", "title": "New four"}, *feeds.items])
+    assert fetch(server, feed["id"])["result"] == "2 new items: 2 posted"
+    rows = dict_rows(server.database, "SELECT id, state, publish_date FROM post WHERE deleted_at IS NULL "
+                                      "ORDER BY publish_date")
+    assert [row["state"] for row in rows] == ["QUEUE", "QUEUE"]
+    assert rows[0]["publish_date"] != rows[1]["publish_date"]  # two slots, one post each
+    assert all(row["publish_date"][11:16] in ("09:00", "17:00") for row in rows)
+    status, post = api(server, "GET", f"{API}/posts/{rows[0]['id']}")
+    assert status == 200 and post["inQueue"] is True
