@@ -1180,6 +1180,36 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX post_comment_group ON post_comment(organization_id, review_group, created_at);
     """,
+    # The queue (issue 26, queue): a channel's weekly schedule and queue switches, the organization's default
+    # schedule, the slot each queued root post holds (one post per slot of a channel: the unique constraint
+    # that keeps processes adding at once apart), and evergreen posts (source_id: the post an evergreen copy
+    # repeats; NULL for a post marked evergreen).
+    """
+    CREATE TABLE queue_channel (
+        integration_id TEXT PRIMARY KEY REFERENCES integration(id),
+        schedule TEXT,
+        paused INTEGER NOT NULL DEFAULT 0,
+        reflow INTEGER NOT NULL DEFAULT 1,
+        evergreen INTEGER NOT NULL DEFAULT 0,
+        evergreen_cooldown_days INTEGER NOT NULL DEFAULT 30
+    );
+    CREATE TABLE queue_default (
+        organization_id TEXT PRIMARY KEY REFERENCES organization(id),
+        schedule TEXT NOT NULL,
+        set_at TEXT NOT NULL
+    );
+    CREATE TABLE queue_slot (
+        post_id TEXT PRIMARY KEY REFERENCES post(id),
+        integration_id TEXT NOT NULL REFERENCES integration(id),
+        slot TEXT NOT NULL,
+        UNIQUE (integration_id, slot)
+    );
+    CREATE TABLE evergreen_post (
+        post_id TEXT PRIMARY KEY REFERENCES post(id),
+        source_id TEXT REFERENCES post(id)
+    );
+    CREATE INDEX evergreen_post_source ON evergreen_post(source_id);
+    """,
 )
 
 
@@ -3794,6 +3824,12 @@ API_ROUTES = (
     ("GET", "/posts/:id/comments", "preview_links", "CommentsApi.list_comments"),
     ("POST", "/posts/:id/comments", "preview_links", "CommentsApi.add"),
     ("DELETE", "/posts/:id/comments/:commentId", "preview_links", "CommentsApi.delete"),
+    # The queue (issue 26, queue): weekly posting schedules, a channel's queue, its order and its switches.
+    ("GET", "/integrations/:id/schedule", "api_queue", "QueueApi.show_schedule"),
+    ("PUT", "/integrations/:id/schedule", "api_queue", "QueueApi.update_schedule"),
+    ("PUT", "/integrations/:id/queue", "api_queue", "QueueApi.update_settings"),
+    ("GET", "/queue", "api_queue", "QueueApi.show_queue"),
+    ("POST", "/queue/reorder", "api_queue", "QueueApi.reorder"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

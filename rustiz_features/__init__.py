@@ -50,6 +50,9 @@ the core imports none of these at load time, and these import the core and one a
   web, recurrence, text, bech32 -> the core only
   team (members, invites, accepting them, a forgotten password; `rustiz member`) -> web, mail, audit
   picture_size (a picture's width and height from its header) -> the standard library only
+  api_queue (issue 26: weekly schedules, GET /queue, reorder, queue switches) -> api_posts, api_channels, queue,
+    evergreen; queue (weekly slots, re-flow; api_posts and api_channels use it) -> recurrence;
+    evergreen (evergreen posts queued again; the scheduler runs its refill) -> queue, duplicates, alerts, background
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
 imports none of these at load time, and that it imports them later only from the sites it names

@@ -36,6 +36,8 @@ from .storage import channels as channel_store
 from .storage import keys as key_store
 from .storage import organizations as organization_store
 from .storage import scheduling as schedule_store
+from .storage import queue as queue_store
+from . import queue
 
 INTEGRATION_NOT_FOUND = "Integration not found"
 JSON = "application/json; charset=utf-8"
@@ -402,15 +404,27 @@ class OrganizationApi:
 
     @documented("The caller's organization and its timezone (rustiz)", ("200", ref("Organization")))
     def show(self, request: Request, organization_id: str) -> Response:
-        return json_response(self.store.organization(organization_id))
+        return json_response(self._with_schedule(organization_id))
+
+    def _with_schedule(self, organization_id: str) -> dict:
+        """The organization, with its default weekly posting schedule (issue 26, queue: null for none)."""
+        week = queue.organization_week(self.store, organization_id)
+        return {**self.store.organization(organization_id),
+                "postingSchedule": None if week is None else queue.schedule_view(week)}
 
     @route_options(audit="organization.updated")
     @documented("Rename the organization or set its IANA timezone (rustiz)", ("200", ref("Organization")), "BadRequest",
-                request={"type": "object", "properties": {"name": STRING, "timezone": STRING}})
+                request={"type": "object", "properties": {"name": STRING, "timezone": STRING,
+                                                          "postingSchedule": {"type": ["object", "null"]}}})
     def update(self, request: Request, organization_id: str) -> Response:
-        changes = validate_organization_changes(json_object(request))
+        body = json_object(request)
+        default = body.pop("postingSchedule", ...)  # (issue 26, queue: the default weekly schedule)
+        week = None if default in (None, ...) else queue.checked_schedule(default, "postingSchedule")
+        changes = validate_organization_changes(body)
         organization_store.update_organization(self.store, organization_id, **changes)
-        return json_response(self.store.organization(organization_id))
+        if default is not ...:
+            queue_store.set_organization_default(self.store, organization_id, queue.week_text(week))
+        return json_response(self._with_schedule(organization_id))
 
 
 def validate_channel_changes(body: dict) -> dict:

@@ -26,11 +26,13 @@ from .api_docs import (
 from .api_channels import INTEGRATION_NOT_FOUND
 from .catalogue import provider_max_length
 from .duplicates import duplicates_allowed, refuse_duplicates
-from .recurrence import recurrence_of, zone_named, zoned_instant
+from .recurrence import recurrence_of, zone_named
 from .storage import idempotency as idempotency_store
 from .storage import notifications as notification_store
 from .storage import posts as post_store
 from .storage import review as review_store
+from .storage import queue as queue_store
+from . import queue
 from .storage.idempotency import IdempotentResponse
 from .storage.posts import PostBeingPublished
 from .validation import validate_create_post
@@ -103,13 +105,18 @@ def going_out_times(thread: list, waits: dict) -> dict:
     return times
 
 
-def _listing_item(post: dict, tags: list) -> dict:
-    """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string."""
+_NO_MARKS = {"inQueue": False, "evergreen": False}
+
+
+def listing_item(post: dict, tags: list, marks: dict) -> dict:
+    """A root post as GET /posts lists it in Postiz: `settings` stays the raw JSON string; rustiz adds inQueue and
+    evergreen (issue 26: `marks`, post id -> both, from storage.queue.post_marks)."""
     return {"id": post["id"], "content": post["content"], "publishDate": post["publishDate"],
             "releaseURL": post["releaseURL"], "releaseId": post["releaseId"], "state": postiz_state(post["state"]),
             "intervalInDays": post["intervalInDays"], "group": post["group"],
             "creationMethod": post["creationMethod"], "settings": post["settings"], "tags": tags,
-            "integration": post["integration"], "multiChannelGroup": post["multiChannelGroup"]}
+            "integration": post["integration"], "multiChannelGroup": post["multiChannelGroup"],
+            **marks.get(post["id"], _NO_MARKS)}
 
 
 def posts_tagged(items: list, tag: str) -> list:
@@ -126,18 +133,6 @@ def posts_tagged(items: list, tag: str) -> list:
 # answer holds the event loop (every other request) for about a tenth of a second on a small machine.
 MAX_LISTED_OCCURRENCES = 10_000
 MAX_LISTED_OCCURRENCE_BYTES = 8 * 1024 * 1024
-
-
-def _posting_minutes(posting_times: str) -> list:
-    """Minutes after local midnight from a channel's postingTimes JSON ([{"time": 120}, ...]), sorted."""
-    try:
-        entries = json.loads(posting_times)
-    except ValueError:
-        return []
-    if not isinstance(entries, list):
-        return []
-    minutes = {entry.get("time") for entry in entries if isinstance(entry, dict)}
-    return sorted(minute for minute in minutes if type(minute) is int and 0 <= minute < 24 * 60)
 
 
 def _too_many_occurrences(count: int, size: int, start: "datetime.datetime", end: "datetime.datetime",
@@ -217,13 +212,14 @@ class PostsApi:
         first, last = iso_ms(start), iso_ms(end)
         posts = post_store.root_posts_for_listing(self.store, organization_id, first, last, customer)
         tags = post_store.post_tags(self.store, [post["id"] for post in posts])
+        marks = queue_store.post_marks(self.store, [post["id"] for post in posts])
         zone = None
         # Each entry: (item, None) for a post listed once, or (item, its occurrences in the window), which
         # are counted (and weighed) before any is computed, so that no answer grows beyond the limits.
         entries, count, size = [], 0, 0
         per_day = [0.0, 0.0, 0, 0]  # occurrences a day, their bytes a day, and each post's one extra: the shorter window
         for post in posts:
-            item = _listing_item(post, tags.get(post["id"], []))
+            item = listing_item(post, tags.get(post["id"], []), marks)
             every_days, published = post["intervalInDays"], parse_iso_instant(post["publishDate"])
             if not every_days or every_days < 1 or published is None:  # not recurring: listed when in the window
                 if first <= post["publishDate"] <= last:
@@ -259,7 +255,8 @@ class PostsApi:
                               f"(without state, GET /posts lists by startDate and endDate)")
         posts = review_store.posts_for_review(self.store, organization_id, state)
         tags = post_store.post_tags(self.store, [post["id"] for post in posts])
-        return [{**_listing_item(post, tags.get(post["id"], [])), "review": post["review"],
+        marks = queue_store.post_marks(self.store, [post["id"] for post in posts])
+        return [{**listing_item(post, tags.get(post["id"], []), marks), "review": post["review"],
                  "reviewReason": post["reviewReason"]} for post in posts]
 
     @documented("A post with its thread (rustiz)", ("200", ref("Post")), "NotFound", (POST_ID,))
@@ -283,6 +280,7 @@ class PostsApi:
         reviews = review_store.post_reviews(self.store, [post["id"]])
         view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
+        view.update(queue_store.post_marks(self.store, [post["id"]]).get(post["id"], _NO_MARKS))
         return view
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
@@ -290,8 +288,20 @@ class PostsApi:
     def delete_post(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
         post = self._post_or_404(organization_id, request.params["id"])
+        in_queue = self._in_queue(post)
         post_store.delete_group(self.store, organization_id, post["group"])
+        self._left_queue(organization_id, post, in_queue)
         return json_response({"error": True})
+
+    def _in_queue(self, post: dict) -> bool:
+        return queue_store.post_marks(self.store, [post["id"]]).get(post["id"], _NO_MARKS)["inQueue"]
+
+    def _left_queue(self, organization_id: str, post: dict, was_in_queue: bool) -> None:
+        """Issue 26: a queued post deleted or given a date of its own (published now): the later ones move up."""
+        if was_in_queue and not self._in_queue(post):
+            channel = channel_store.channel_row(self.store, organization_id, post["integrationId"])
+            if channel is not None:
+                queue.after_leaving(self.store, organization_id, channel, post["publishDate"])
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
@@ -428,21 +438,15 @@ class PostsApi:
         import datetime
         if channel["disabled"]:
             raise bad_request(f"Channel {channel['name']} is disabled; enable it before looking for a slot on it")
-        minutes = _posting_minutes(channel["postingTimes"])
-        if not minutes:
+        week, _ = queue.channel_week(self.store, organization_id, channel)  # (issue 26: by weekday)
+        if not any(week.values()):
             raise bad_request(f"Channel {channel['name']} has no posting times, so it has no free slot")
-        zone_name = organization_store.organization_timezone(self.store, organization_id)
-        zone = zone_named(zone_name)
+        zone_name, zone = queue.organization_zone(self.store, organization_id)
         now = datetime.datetime.now(datetime.timezone.utc)
         taken = {date[:16] for date in post_store.queued_publish_dates(self.store, channel["id"], iso_ms(now)[:16])}
-        today = now.astimezone(zone).date()
-        for day in range(SLOT_SEARCH_DAYS):
-            midnight = datetime.datetime.combine(today + datetime.timedelta(days=day), datetime.time())
-            for minute in minutes:
-                local = midnight + datetime.timedelta(minutes=minute)
-                slot = zoned_instant(local, zone)  # as recurring posts: a skipped time is the minute after the skip
-                if slot > now and iso_ms(slot)[:16] not in taken:
-                    return slot, zone_name, zone
+        for slot in queue.slot_times(week, zone, now, SLOT_SEARCH_DAYS):
+            if iso_ms(slot)[:16] not in taken:
+                return slot, zone_name, zone
         raise nest_error(409, f"Every posting time of channel {channel['name']} in the next {SLOT_SEARCH_DAYS} "
                               f"days already has a queued post")
 
@@ -499,6 +503,7 @@ class PostsApi:
             for post in self.mark_for_review(organization_id, plan, request.scope, request.role):
                 self.refuse_others_draft(request, organization_id, post["id"])
         plan["createdBy"] = request.user
+        self.plan_queue_date(organization_id, plan)
         if not duplicates_allowed(body):
             try:
                 refuse_duplicates(self.store, plan)
@@ -513,6 +518,17 @@ class PostsApi:
         if earlier is not None:  # a twin request with the same key was saved while this one was validated
             return self._replay(earlier, claim)
         return Response(201, body, "application/json; charset=utf-8")
+
+    def plan_queue_date(self, organization_id: str, plan: dict) -> None:
+        """A plan of type "queue" has no date: the first channel's next free slot stands for it (what duplicates
+        are looked for around); each channel's thread takes its own when it is stored."""
+        if plan["type"] != "queue" or plan["date"] is not None:
+            return
+        channel = channel_store.channel_row(self.store, organization_id, plan["posts"][0]["integration"]["id"])
+        offered = queue.offered_slots(self.store, organization_id, channel) if channel else []
+        taken = {date[:16] for date in post_store.queued_publish_dates(self.store, channel["id"], utc_now_iso()[:16])
+                 } if channel else set()
+        plan["date"] = next((time for time in offered if time[:16] not in taken), utc_now_iso())
 
     def mark_for_review(self, organization_id: str, plan: dict, scope: str, role: Optional[str] = None) -> list:
         """A drafts key's or an author's plan (POST /posts, MCP): drafts only, which wait for a person's review,
@@ -544,9 +560,19 @@ class PostsApi:
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
+        except queue_store.QueueFull as full:
+            raise self._queue_full(organization_id, full.channel_id) from None
         if earlier is None:
             self._announce_review(organization_id, plan, [item["postId"] for item in created])
         return created, body, earlier
+
+    def _queue_full(self, organization_id: str, channel_id: str) -> ApiError:
+        channel = channel_store.channel_row(self.store, organization_id, channel_id)
+        name = channel["name"] if channel else channel_id
+        return nest_error(409, f"The queue of channel {name} is full: every slot of its posting schedule in the next "
+                               f"{queue.QUEUE_DAYS} days already has a post. Add times to its schedule (PUT "
+                               f"/public/v1/integrations/{channel_id}/schedule), or give this post a date "
+                               f'(type "schedule")')
 
     def _announce_review(self, organization_id: str, plan: dict, post_ids: list) -> None:
         """A plan saved for review: mailed to the reviewers whose preference is on (when mail is configured)."""
@@ -577,7 +603,7 @@ class PostsApi:
             self._refuse_unsafe_rewrite(plan, post, current)
             replaced_groups.update(row["group"] for row in current if row)
             state = self._state_after_write(plan["type"], current[0])
-            if state == "QUEUE":
+            if state == "QUEUE" and plan["type"] != "queue":
                 self.refuse_missed_date(plan["date"])
             group, parent, rows = keep_group or new_uuid(), None, []
             multi_channel_group = next((row["multiChannelGroup"] for row in current if row), None) or made_together
@@ -592,8 +618,20 @@ class PostsApi:
                 if "review" in plan:
                     rows[-1]["review"] = plan["review"]
                 parent = post_id
+            self._queue_marks(organization_id, plan, rows)
             threads.append(rows)
         return threads, replaced_groups
+
+    def _queue_marks(self, organization_id: str, plan: dict, rows: list) -> None:
+        """Issue 26: a thread of type "queue" carries the times its channel offers (storage picks the first free
+        one when it writes), and the root its evergreen mark when the plan sets one."""
+        root = rows[0]
+        root["evergreen"] = plan.get("evergreen")
+        if plan["type"] == "queue":
+            channel = channel_store.channel_row(self.store, organization_id, root["integration_id"])
+            root["queue_slots"] = queue.offered_slots(self.store, organization_id, channel) if channel else []
+            for row in rows:  # (the first offered time until storage picks the free one)
+                row["publish_date"] = root["queue_slots"][0] if root["queue_slots"] else utc_now_iso()
 
     @route_options(scope="posts", audit="post.edited")  # (an editor may: the role editor, or a full key)
     @documented("Merge provider settings into a main post",
@@ -643,7 +681,7 @@ class PostsApi:
             message = f"The maximum characters is {limit}"
         return f"{channel['name']}: {message or 'Please fix your settings'}"
 
-    _EDITABLE_FIELDS = ("content", "image", "date", "settings")
+    _EDITABLE_FIELDS = ("content", "image", "date", "settings", "evergreen")
 
     @route_options(scope="drafts", audit="post.edited")  # (a drafts key edits drafts only: checked below)
     @documented("Edit a post not yet published (rustiz)", ("200", ref("Post")), "PostRejected NotFound Conflict",
@@ -657,7 +695,8 @@ class PostsApi:
         problems = [f"property {name} should not exist" for name in body if name not in self._EDITABLE_FIELDS]
         for name, wanted, check in (("content", "a string", lambda v: isinstance(v, str)),
                                     ("image", "an array", lambda v: isinstance(v, list)),
-                                    ("settings", "an object", lambda v: isinstance(v, dict))):
+                                    ("settings", "an object", lambda v: isinstance(v, dict)),
+                                    ("evergreen", "a boolean value", lambda v: isinstance(v, bool))):
             if name in body and not check(body[name]):
                 problems.append(f"{name} must be {wanted}")
         if "date" in body and parse_iso_instant(body["date"]) is None:
@@ -676,6 +715,8 @@ class PostsApi:
         settings = {**_load_json(thread[0]["settings"], {}), **body.get("settings", {})}
         plan = self._revalidate(organization_id, thread, settings=settings, edited_id=post["id"], edits=edits,
                                 date=body.get("date"))
+        plan["evergreen"] = body.get("evergreen")
+        in_queue = self._in_queue(thread[0])
         if not scope_allows(request.scope, "posts"):  # changed by an agent or an author: reviewed (again)
             plan["review"] = "review"
         threads, replaced_groups = self._thread_rows(organization_id, plan, keep_group=post["group"])
@@ -686,6 +727,7 @@ class PostsApi:
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         self._announce_review(organization_id, plan, [thread[0]["id"]])
+        self._left_queue(organization_id, thread[0], in_queue)
         return json_response(self._full_view(organization_id, post_store.post(self.store, organization_id, post["id"])))
 
     def refuse_others_draft(self, request: Request, organization_id: str, post_id: str) -> None:

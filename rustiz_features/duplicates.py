@@ -1,7 +1,7 @@
 """The duplicate rule: the same text twice on one channel within a day is refused unless asked for.
 
 Rules:
-- A post about to be queued (type "schedule" or "now") is a duplicate when a root post of the same channel,
+- A post about to be queued (type "schedule", "now" or "queue") is a duplicate when a root post of the same channel,
   queued, being published or published, has the same text and a date within DUPLICATE_WINDOW_SECONDS of its
   own (before or after). Text is compared without HTML tags, leading and trailing whitespace, and with each
   run of whitespace as one space, so "<p>Hi</p>" and "Hi " are the same text.
@@ -45,7 +45,7 @@ def find_duplicates(store: Any, plan: dict, pending: Optional[list] = None) -> l
 
     `pending` is a list of {"integration", "text", "date", ...} of posts not stored yet; an entry counts when
     its date is within the window (its own "row" is passed through in the answer)."""
-    if plan["type"] not in ("schedule", "now"):
+    if plan["type"] not in ("schedule", "now", "queue"):
         return []
     start, end = _window(plan["date"])
     found = []
@@ -69,7 +69,7 @@ def find_duplicates(store: Any, plan: dict, pending: Optional[list] = None) -> l
 
 def pending_entries(plan: dict, **extra: Any) -> list:
     """What a plan about to be stored adds, for find_duplicates' `pending` (an import's later rows)."""
-    if plan["type"] not in ("schedule", "now"):
+    if plan["type"] not in ("schedule", "now", "queue"):
         return []
     texts = [(post["integration"]["id"], normalized_text(post["values"][0]["content"])) for post in plan["posts"]]
     return [{"integration": channel_id, "text": text, "publishDate": plan["date"], "state": "QUEUE", **extra}

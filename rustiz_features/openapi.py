@@ -85,7 +85,8 @@ def component_schemas() -> dict:
             {"provider": {"type": "string", "enum": sorted(CREDENTIAL_SPECS)},
              "credentials": {"type": "object", "description": "The provider's keys (README: Channels)"}},
             {"name": STRING, "customer": {**STRING, "description": "A customer's id or name; a new name makes one"}}),
-        "Organization": object_schema({"id": STRING, "name": STRING, "timezone": STRING}),
+        "Organization": object_schema({"id": STRING, "name": STRING, "timezone": STRING},
+                                      {"postingSchedule": {"type": ["object", "null"]}}),
         "Alerts": object_schema({"channel": {"type": ["string", "null"]}, "lateMinutes": {"type": ["integer", "null"]},
                                  "defaultLateMinutes": INTEGER, "alerts": array_of(object_schema(
                                      {"id": STRING, "kind": {"type": "string", "enum": ["failed", "reconnect", "late"]},
@@ -124,7 +125,7 @@ def component_schemas() -> dict:
         "ListedPost": object_schema({key: post_row["properties"][key] for key in (
             "id", "content", "publishDate", "releaseURL", "releaseId", "state", "intervalInDays", "group",
             "creationMethod", "settings", "multiChannelGroup")} | {"tags": array_of(ref("Tag")), "integration": post_integration},
-            {"actualDate": STRING}),
+            {"actualDate": STRING, "inQueue": BOOLEAN, "evergreen": BOOLEAN}),
         "PostRow": post_row | {"properties": post_row["properties"] | {
             "title": nullable("string"), "description": nullable("string"),
             "submittedForOrderId": nullable("string"), "submittedForOrganizationId": nullable("string"),
@@ -145,7 +146,7 @@ def component_schemas() -> dict:
         "Notification": object_schema({"id": STRING, "content": STRING, "link": nullable("string"),
                                        "createdAt": STRING, "postId": nullable("string")}),
         "CreatePost": object_schema(
-            {"type": {"type": "string", "enum": ["draft", "schedule", "now", "update"]}, "date": DATE,
+            {"type": {"type": "string", "enum": ["draft", "schedule", "now", "update", "queue"]}, "date": DATE,
              "shortLink": BOOLEAN, "tags": array_of(object_schema({"value": STRING, "label": STRING})),
              "posts": {**array_of(object_schema({"integration": object_schema({"id": ID}), "value": {
                  **array_of(value), "minItems": 1}}, {"group": STRING, "settings": {"type": "object"}})),
@@ -156,7 +157,8 @@ def component_schemas() -> dict:
              "republish": BOOLEAN,
              "creationMethod": {"type": "string", "enum": ["API", "CLI"]},
              "allowDuplicate": {"type": "boolean", "description": "rustiz: post even when the same text is queued "
-                                                                 "or was published on the channel within 24 hours"}}),
+                                                                 "or was published on the channel within 24 hours"},
+             "evergreen": {"type": "boolean", "description": "rustiz: queued again once published (docs/queue.md)"}}),
         "ImportReport": object_schema(
             {"dryRun": BOOLEAN, "ok": BOOLEAN, "rows": array_of(object_schema(
                 {"row": INTEGER, "ok": BOOLEAN},
@@ -164,7 +166,8 @@ def component_schemas() -> dict:
                  "posts": array_of(object_schema({"postId": STRING, "integration": STRING}))}))},
             {"imported": INTEGER}),
         "PostEdit": {"type": "object", "additionalProperties": False, "properties": {
-            "content": STRING, "image": array_of(media), "date": DATE, "settings": {"type": "object"}}},
+            "content": STRING, "image": array_of(media), "date": DATE, "settings": {"type": "object"},
+            "evergreen": BOOLEAN}},
         "AnalyticsData": object_schema({"label": STRING,
                                         "data": array_of(object_schema({"total": ANY, "date": STRING})),
                                         "percentageChange": {"type": "number"}}),

@@ -112,6 +112,8 @@ class Scheduler(WokenLoop):
         self.deliveries = WebhookDeliveries(self)
         self.alerts = AlertSender(self)
         self.mail = mail.MailSender(self)  # (e-mail: the outbox, sent from every process)
+        from .evergreen import EvergreenRefill  # (issue 26, queue: evergreen posts back in their queue)
+        self.evergreen = EvergreenRefill(self)
         self.digests = DailyDigests(config, store)
 
     @property
@@ -134,6 +136,7 @@ class Scheduler(WokenLoop):
         self.deliveries.start()  # in every process, lock or not: deliveries are claimed row by row
         self.alerts.start()  # (the same, and where the lock is held it also looks for late posts)
         self.mail.start()  # (the same, when RUSTIZ_SMTP_URL is set)
+        self.evergreen.start()  # (issue 26: claims nothing; a copy is written once, in a write transaction)
         if not self.running:
             if not self._take_lock():
                 return
@@ -673,6 +676,7 @@ class Scheduler(WokenLoop):
         self.deliveries.stop()
         self.alerts.stop()
         self.mail.stop()
+        self.evergreen.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:

@@ -197,9 +197,20 @@ _CREATE_POST_FIELDS = (
     text_field("order", optional=True), flag_field("shortLink", defined=True),
     Field("inter", "number", optional=True, extra_check=whole_number_check(
         "inter", 0, MAX_INTERVAL_DAYS, "the days between repetitions (0: the post does not repeat)")),
-    Field("date", "date", defined=True),
+    Field("date", "date", defined=True, when=lambda body: body.get("type") != "queue"),  # (queue: the slot's)
     Field("tags", "array", defined=True, items="object",
            fields=(Field("value", "string", defined=True), Field("label", "string", defined=True))))
+
+
+def _queue_problems(body: dict) -> list:
+    """Issue 26 (queue): `evergreen` is a boolean; a queued post takes one slot, so it does not repeat."""
+    problems = []
+    if body.get("evergreen") is not None and not isinstance(body["evergreen"], bool):
+        problems.append("evergreen must be a boolean value")
+    if body.get("type") == "queue" and body.get("inter"):
+        problems.append('inter cannot be used with type "queue": a queued post takes one slot; give it a date '
+                        '(type "schedule") to repeat it')
+    return problems
 
 
 def _post_validation_error(channel: dict, message: str) -> ApiError:
@@ -343,18 +354,20 @@ def validate_create_post(body: Any, find_channel: Callable[[str], Optional[dict]
     if not posts:
         errors.append("posts must contain at least 1 elements")
     checked_posts = _checked_posts(posts, channels, errors)
+    errors.extend(_queue_problems(body))
     if errors:
         raise bad_request(errors)
     problems = _settings_media_problems(checked_posts, channels, own_uploads, media_origin)
     if problems:
         raise bad_request(problems)
-    post_type = body.get("type") if body.get("type") in ("draft", "now", "update") else "schedule"
-    date = utc_now_iso()[:17] + "00.000Z" if post_type == "now" else parse_iso_date(top["date"])
+    post_type = body.get("type") if body.get("type") in ("draft", "now", "update", "queue") else "schedule"
+    date = (utc_now_iso()[:17] + "00.000Z" if post_type == "now" else None if post_type == "queue"
+            else parse_iso_date(top["date"]))
     plan_posts = [{"integration": channel, "group": post.get("group"), "settings": post["settings"],
                    "values": _planned_values(post["value"])} for post, channel in zip(checked_posts, channels)]
     _check_before_publishing(post_type, plan_posts, channels, media_origin)
     inter = top.get("inter")
     return {"type": post_type, "date": date, "shortLink": top["shortLink"],
             "tags": [tag["label"] for tag in top["tags"]], "inter": int(inter) if inter else None,
-            "republish": body.get("republish") is True,
+            "republish": body.get("republish") is True, "evergreen": body.get("evergreen"),
             "creationMethod": "CLI" if body.get("creationMethod") == "CLI" else "API", "posts": plan_posts}

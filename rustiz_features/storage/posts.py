@@ -16,7 +16,7 @@ import sqlite3
 from typing import Any, Optional
 
 from rustiz import Store, utc_now_iso
-from . import idempotency as idempotency_store, rows_in_chunks
+from . import idempotency as idempotency_store, queue as queue_store, rows_in_chunks
 from .idempotency import IdempotentResponse
 
 
@@ -214,8 +214,11 @@ def _write_threads(db: sqlite3.Connection, organization_id: str, threads: list, 
                    (now, now, organization_id, group, *kept))
     tag_ids = _tag_ids(db, organization_id, tag_labels)
     for thread in threads:
+        if "queue_slots" in thread[0]:  # (type "queue": the thread takes the channel's next free slot)
+            queue_store.place_thread(db, thread)
         for row in thread:
             _write_post(db, organization_id, row, now)
+        queue_store.mark_thread(db, thread)
         db.execute("DELETE FROM tag_post WHERE post_id = ?", (thread[0]["id"],))
         db.executemany("INSERT INTO tag_post (post_id, tag_id) VALUES (?, ?)",
                        [(thread[0]["id"], tag_id) for tag_id in tag_ids])

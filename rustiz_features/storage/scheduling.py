@@ -26,7 +26,10 @@ from . import notifications as notification_store
 DUE_SQL = ("FROM post p JOIN integration i ON i.id = p.integration_id "
            "LEFT JOIN post parent ON parent.id = p.parent_post_id "
            "WHERE p.state = 'QUEUE' AND p.deleted_at IS NULL AND i.deleted_at IS NULL AND p.review IS NULL "
-           "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED')")
+           "AND (p.parent_post_id IS NULL OR parent.state = 'PUBLISHED') "
+           # (issue 26, queue: a paused channel's queued posts wait; resuming moves them to the next slots)
+           "AND NOT EXISTS (SELECT 1 FROM queue_slot qs JOIN queue_channel qc ON qc.integration_id = qs.integration_id "
+           "WHERE qs.post_id = p.id AND qs.slot = p.publish_date AND qc.paused = 1)")
 
 
 def release_waiting_posts(store: Store, channel_id: str) -> int:
