@@ -19,13 +19,14 @@ import pytest
 from test_web import browser, expect  # noqa: F401 (and skips here too where it cannot run)
 from test_web_pages import open_page, placeholder_text, receivers, show, sideways_overflow  # noqa: F401
 from test_web_channels import serious_axe_violations
-from support import API, api, get_post, iso, scheduled, settled, webhook_channel
+from support import API, Database, api, get_post, iso, scheduled, webhook_channel
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = Path("/tmp/shots-queue")
 PARIS = ZoneInfo("Europe/Paris")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 SCHEDULE = {**{day: ["09:00", "13:00"] for day in WEEKDAYS[:5]}, "saturday": ["10:00"], "sunday": []}
+QUIET_EVERGREEN = {"RUSTIZ_EVERGREEN_POLL_SECONDS": "86400"}
 TEXTS = ("Spring sale starts today", "Meet the team behind the app", "Five tips for better photos")
 
 
@@ -55,7 +56,7 @@ def add_to_queue(server, channel: str, text: str, **fields) -> str:
 
 def a_queue(server, receivers) -> dict:
     """An organization in Paris time; "Company news" with a weekly schedule, three queued posts, a fixed-date
-    post two slots after them (an empty slot between), evergreen on with an evergreen post that went out;
+    post two slots after them (an empty slot between), evergreen on with an evergreen post waiting to go again;
     "Product blog" with rustiz's default posting times."""
     assert api(server, "PUT", f"{API}/organization", {"timezone": "Europe/Paris"})[0] == 200
     news_receiver, blog_receiver = receivers(2)
@@ -65,8 +66,13 @@ def a_queue(server, receivers) -> dict:
     queued = [add_to_queue(server, news, text) for text in TEXTS]
     slots = queue_of(server, news)["slots"]
     fixed = scheduled(server, news, "<p>Launch event live stream</p>", type="schedule", date=slots[4]["date"])
-    evergreen = settled(server, scheduled(server, news, "<p>Our best guide, still true</p>", type="now", evergreen=True))["id"]
-    assert api(server, "PUT", f"{API}/integrations/{news}/queue", {"evergreen": True, "evergreenCooldownDays": 1})[0] == 200
+    # an evergreen post that went out 10 days ago (written into the database), past its 7 days of cooldown: the
+    # queue marks the slot it would take (the server starts with a refill a day away: the mark stays)
+    evergreen = scheduled(server, news, "<p>Our best guide, still true</p>", type="schedule", date=iso(86400 * 80),
+                          evergreen=True)
+    Database(server).execute("UPDATE post SET state = 'PUBLISHED', publish_date = ? WHERE id = ?", iso(-86400 * 10),
+                             evergreen)
+    assert api(server, "PUT", f"{API}/integrations/{news}/queue", {"evergreen": True, "evergreenCooldownDays": 7})[0] == 200
     return {"news": news, "blog": blog, "queued": queued, "fixed": fixed, "evergreen": evergreen}
 
 
@@ -78,7 +84,7 @@ def shot(page, name: str, full_page: bool = True) -> None:
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (1440, "dark"), (390, "light"), (390, "dark")))
 def test_the_queue_shows_the_next_slots_by_day_with_posts_empty_slots_and_marks(start_server_with_fakes, open_page,
                                                                                 receivers, width, scheme):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     page = open_page(server, width, scheme)
     show(page, f"#/queue?channel={world['news']}")
@@ -102,11 +108,11 @@ def test_the_queue_shows_the_next_slots_by_day_with_posts_empty_slots_and_marks(
     shot(page, f"queue-{width}-{scheme}")
     if (width, scheme) == (1440, "light"):
         page.set_viewport_size({"width": 1440, "height": 900})
-        page.locator("details.queue-settings > summary").click()  # (folded: the week shows whole)
-        shot(page, "queue-week", full_page=False)
-        if os.environ.get("RUSTIZ_SCREENSHOTS") == "1":
-            page.screenshot(path=str(ROOT / "docs" / "screenshots" / "queue-week.png"))
-        page.locator("details.queue-settings > summary").click()
+        week = page.locator("section.queue-day").nth(6).bounding_box()  # (today and the next six days)
+        clip = {"x": 0, "y": 0, "width": 1440, "height": week["y"] + week["height"] + 12}
+        for path in [SHOTS / "queue-week.png"] + ([ROOT / "docs" / "screenshots" / "queue-week.png"]
+                                                 if os.environ.get("RUSTIZ_SCREENSHOTS") == "1" else []):
+            page.screenshot(path=str(path), clip=clip, full_page=True)
     assert serious_axe_violations(page) == []
     page.set_viewport_size({"width": 360, "height": 860})
     assert sideways_overflow(page) <= 0
@@ -114,7 +120,7 @@ def test_the_queue_shows_the_next_slots_by_day_with_posts_empty_slots_and_marks(
 
 
 def test_reorder_by_keyboard_by_drag_move_to_top_and_shuffle(start_server_with_fakes, open_page, receivers):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     news = world["news"]
     a, b, c = TEXTS
@@ -168,7 +174,7 @@ def test_reorder_by_keyboard_by_drag_move_to_top_and_shuffle(start_server_with_f
 
 def test_pause_reflow_and_evergreen_switches_save_and_say_what_went_wrong_beside_them(start_server_with_fakes,
                                                                                    open_page, receivers):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     news = world["news"]
     page = open_page(server, 1440, "dark")
@@ -212,7 +218,7 @@ def test_pause_reflow_and_evergreen_switches_save_and_say_what_went_wrong_beside
 
 def test_the_weekly_schedule_editor_saves_times_by_weekday_and_offers_best_times(start_server_with_fakes, open_page,
                                                                                 receivers):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     news = world["news"]
     page = open_page(server, 390, "light")
@@ -264,7 +270,7 @@ def test_the_weekly_schedule_editor_saves_times_by_weekday_and_offers_best_times
 
 def test_add_to_queue_from_the_composer_takes_the_next_free_slot_on_each_channel(start_server_with_fakes, open_page,
                                                                                  receivers):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     free = next(slot["date"] for slot in queue_of(server, world["news"])["slots"] if not slot["post"])
     page = open_page(server, 1440, "light")
@@ -305,7 +311,7 @@ def test_add_to_queue_from_the_composer_takes_the_next_free_slot_on_each_channel
 @pytest.mark.parametrize("width,scheme", ((1440, "light"), (390, "dark")))
 def test_a_repeat_s_end_is_stored_shown_on_the_post_page_and_loaded_back(start_server_with_fakes, open_page, receivers,
                                                                          width, scheme):
-    server = start_server_with_fakes()
+    server = start_server_with_fakes(env=QUIET_EVERGREEN)
     world = a_queue(server, receivers)
     start = datetime.datetime.now(PARIS).replace(hour=10, minute=0, second=0, microsecond=0) + datetime.timedelta(days=2)
     page = open_page(server, width, scheme)

@@ -42,10 +42,10 @@ export async function queuePage(main, { query }) {
   main.querySelector('h1').replaceWith(h('div.page-head.queue-head',
     h('h1', avatar(channel, 32), ' ', t('Queue of {name}', { name: channel.name })),
     channels.length > 1 ? field(t('Channel'), picker) : null,
-    mayDo('admin') ? h('button', { type: 'button', onclick: () => scheduleDialog(channel, load) }, t('Weekly posting schedule')) : null,
+    editor ? h('button', { type: 'button', onclick: () => scheduleDialog(channel, load) }, t('Weekly posting schedule')) : null,
     shuffle));
   const settings = h('details.card.queue-settings', { open: innerWidth > 700 });
-  put(main, paused, justQueued(channel), settings, errors, said, dayList, more);
+  put(main, paused, justQueued(channel), h('div.queue-layout', settings, h('div.queue-list', errors, said, dayList, more)));
 
   async function load() {
     errors.show(null);
