@@ -7,7 +7,7 @@
 // text without asking (hashchange and beforeunload guards, removed once the page is gone).
 // Addresses: #/compose, #/compose?date=<UTC ISO> (an empty calendar slot), #/compose/<postId> and
 // #/compose?edit=<postId> (edit one post and its thread: a draft made by Duplicate opens the same way).
-import { h, put, t, avatar, mediaImage, api, session, errorBox, errorLines, ApiError, field, nextId, providers, zone, zoned, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go, mayDo } from './util.js';
+import { h, put, t, avatar, mediaImage, api, session, errorBox, errorLines, ApiError, field, nextId, providers, zone, toLocalInput, fromLocalInput, textToHtml, htmlToText, stateBadge, go, mayDo } from './util.js';
 import { measure } from './count.js';
 import { preview } from './previews.js';
 import { emojiButton, insertAtCaret } from './emoji.js';
@@ -447,7 +447,7 @@ export async function composerPage(main, { id, query }) {
   const queueFields = (body, action, inter) => {
     if (action === 'queue') delete body.date;
     if (evergreen.checked) body.evergreen = true;
-    if (inter && ends.value === 'until' && endDate.value) { const [y, m, d] = endDate.value.split('-').map(Number); body.repeatUntil = new Date(zoned(y, m, d, 23, 59)).toISOString(); }
+    if (inter && ends.value === 'until' && endDate.value) body.repeatUntil = endDate.value;  // (its last day, in the organization's zone)
     if (inter && ends.value === 'count') body.repeatCount = Math.min(1000, Math.max(1, Math.round(Number(endCount.value) || 1)));
     return body;
   };
@@ -456,7 +456,7 @@ export async function composerPage(main, { id, query }) {
   const loadQueueFields = (post) => {
     evergreen.checked = !!post.evergreen;
     ends.value = post.repeatUntil ? 'until' : post.repeatCount ? 'count' : '';
-    if (post.repeatUntil) endDate.value = toLocalInput(Date.parse(post.repeatUntil)).slice(0, 10);
+    if (post.repeatUntil) endDate.value = post.repeatUntil.length === 10 ? post.repeatUntil : toLocalInput(Date.parse(post.repeatUntil)).slice(0, 10);
     if (post.repeatCount) endCount.value = post.repeatCount;
     drawEnds();
   };

@@ -91,7 +91,8 @@ export async function postPage(main, { id }) {
 /** Issue 26: a queued post's place ("In the queue", a link to the channel's queue), a repeating post's rhythm,
  * its end and its next occurrences (GET /posts/:id `occurrences`). */
 function queueFacts(post) {
-  const day = (iso) => fmtDay(Date.parse(iso), { day: 'numeric', month: 'short', year: 'numeric' });
+  // (repeatUntil is a local day "YYYY-MM-DD", or an instant)
+  const day = (iso) => fmtDay(Date.parse(iso.length === 10 ? `${iso}T12:00:00Z` : iso), { day: 'numeric', month: 'short', year: 'numeric', ...(iso.length === 10 ? { timeZone: 'UTC' } : {}) });
   const next = post.occurrences?.next || [];
   const last = post.occurrences?.last;
   const rhythm = post.intervalInDays ? [tn('every {n} day', 'every {n} days', post.intervalInDays),
