@@ -261,8 +261,8 @@ function justQueued(channel) {
   if (!items.length) return null;
   return h('div.notice.queued-notice', { role: 'status' }, h('p', tn('Added to the queue of {n} channel:', 'Added to the queue of {n} channels:', items.length)),
     h('ul', items.map((item) => h('li', h('strong', item.name), ' — ', item.date ? t('goes out {when}', { when: fmtDateTime(Date.parse(item.date)) }) : t('in the queue'), ' ',
-      item.channel !== channel.id ? h('a', { href: `#/queue?channel=${encodeURIComponent(item.channel)}` }, t('Open its queue')) : null,
-      ' ', h('a', { href: `#/post/${encodeURIComponent(item.postId)}` }, t('Open the post'))))));
+      item.channel !== channel.id ? [h('a', { href: `#/queue?channel=${encodeURIComponent(item.channel)}` }, t('Open its queue')), ' · '] : null,
+      h('a', { href: `#/post/${encodeURIComponent(item.postId)}` }, t('Open the post'))))));
 }
 
 /** After POST /posts with type "queue": reads where each post went, then opens the first channel's queue. */
