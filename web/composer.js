@@ -445,6 +445,7 @@ export async function composerPage(main, { id, query }) {
   drawEnds();
   /** What the queue and the repeat's end add to a new post's body (a queued post has no date: its slot is its date). */
   const queueFields = (body, action, inter) => {
+    if (action === 'queue' && inter) throw new Error(t('A post added to the queue goes out once: choose “Does not repeat”, or Schedule it at a date to repeat it.'));
     if (action === 'queue') delete body.date;
     if (evergreen.checked) body.evergreen = true;
     if (inter && ends.value === 'until' && endDate.value) body.repeatUntil = endDate.value;  // (its last day, in the organization's zone)
