@@ -294,20 +294,22 @@ class PostsApi:
         return json_response({"error": True})
 
     def _in_queue(self, post: dict) -> bool:
-        return queue_store.post_marks(self.store, [post["id"]]).get(post["id"], _NO_MARKS)["inQueue"]
+        return queue.in_queue(self.store, post["id"])
 
     def _left_queue(self, organization_id: str, post: dict, was_in_queue: bool) -> None:
         """Issue 26: a queued post deleted or given a date of its own (published now): the later ones move up."""
-        if was_in_queue and not self._in_queue(post):
-            channel = channel_store.channel_row(self.store, organization_id, post["integrationId"])
-            if channel is not None:
-                queue.after_leaving(self.store, organization_id, channel, post["publishDate"])
+        if was_in_queue:
+            queue.after_leaving(self.store, organization_id, post)
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
     @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
     def delete_group(self, request: Request, organization_id: str) -> Response:
         """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+        root = next(iter(post_store.thread(self.store, organization_id, request.params["group"])), None)
+        in_queue = root is not None and self._in_queue(root)
         post_store.delete_group(self.store, organization_id, request.params["group"])
+        if root is not None:
+            self._left_queue(organization_id, root, in_queue)
         return json_response({"error": True})
 
     @route_options(scope="posts", audit="post.status_changed")  # (an editor may: the role editor, or a full key)
@@ -525,10 +527,7 @@ class PostsApi:
         if plan["type"] != "queue" or plan["date"] is not None:
             return
         channel = channel_store.channel_row(self.store, organization_id, plan["posts"][0]["integration"]["id"])
-        offered = queue.offered_slots(self.store, organization_id, channel) if channel else []
-        taken = {date[:16] for date in post_store.queued_publish_dates(self.store, channel["id"], utc_now_iso()[:16])
-                 } if channel else set()
-        plan["date"] = next((time for time in offered if time[:16] not in taken), utc_now_iso())
+        plan["date"] = (channel and queue.first_free_slot(self.store, organization_id, channel)[1]) or utc_now_iso()
 
     def mark_for_review(self, organization_id: str, plan: dict, scope: str, role: Optional[str] = None) -> list:
         """A drafts key's or an author's plan (POST /posts, MCP): drafts only, which wait for a person's review,
@@ -555,24 +554,21 @@ class PostsApi:
         threads, replaced_groups = self._thread_rows(organization_id, plan)
         created = [{"postId": thread[0]["id"], "integration": thread[0]["integration_id"]} for thread in threads]
         body = json_dumps(created)
+        rewritten = [thread[0]["id"] for thread in threads if thread[0]["existing"]]
+        queued_before = [post for post in post_store.posts_by_id(self.store, organization_id, rewritten).values()
+                         if self._in_queue(post)] if rewritten else []
         try:
             earlier = post_store.save_posts(self.store, organization_id, threads, replaced_groups, plan["tags"],
                                             claim and claim._replace(status=201, body=body))
         except PostBeingPublished as busy:
             raise _being_published(busy.post_id) from None
         except queue_store.QueueFull as full:
-            raise self._queue_full(organization_id, full.channel_id) from None
+            raise queue.full_refusal(self.store, organization_id, full.channel_id) from None
         if earlier is None:
             self._announce_review(organization_id, plan, [item["postId"] for item in created])
+        for post in queued_before:  # (a queued post rewritten with a date of its own, "now": the rest move up)
+            self._left_queue(organization_id, post, True)
         return created, body, earlier
-
-    def _queue_full(self, organization_id: str, channel_id: str) -> ApiError:
-        channel = channel_store.channel_row(self.store, organization_id, channel_id)
-        name = channel["name"] if channel else channel_id
-        return nest_error(409, f"The queue of channel {name} is full: every slot of its posting schedule in the next "
-                               f"{queue.QUEUE_DAYS} days already has a post. Add times to its schedule (PUT "
-                               f"/public/v1/integrations/{channel_id}/schedule), or give this post a date "
-                               f'(type "schedule")')
 
     def _announce_review(self, organization_id: str, plan: dict, post_ids: list) -> None:
         """A plan saved for review: mailed to the reviewers whose preference is on (when mail is configured)."""

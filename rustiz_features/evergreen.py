@@ -49,9 +49,7 @@ def _queue_copy(store, organization_id: str, channel_id: str, source_id: str, gr
     source = post_store.thread(store, organization_id, group)
     if channel is None or not source:
         return None
-    slots = queue.offered_slots(store, organization_id, channel)
-    taken = {date[:16] for date in post_store.queued_publish_dates(store, channel_id, slots[0][:16] if slots else "")}
-    first_free = next((slot for slot in slots if slot[:16] not in taken), None)
+    slots, first_free = queue.first_free_slot(store, organization_id, channel)
     if first_free is None:
         return None
     plan = {"type": "queue", "date": first_free, "posts": [{"integration": {"id": channel_id}, "group": None,

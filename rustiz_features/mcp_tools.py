@@ -166,13 +166,17 @@ def _schedule_input() -> dict:
         "isPremium": _z_boolean("If the integration is X, return if it's premium or not"),
         "date": _z_string("The date of the post in UTC time"),
         "shortLink": _z_boolean("If the post has a link inside, we can ask the user if they want to add a short link"),
-        "type": _z_string("The type of the post, if we pass now, we should pass the current date also",
-                          enum=["draft", "schedule", "now"]),
+        "type": _z_string("The type of the post, if we pass now, we should pass the current date also (rustiz: "
+                          "queue puts it on the channel's next free slot of its posting schedule; the date is then "
+                          "ignored)", enum=["draft", "schedule", "now", "queue"]),
         "postsAndComments": _z_array(part, "first item is the post, every other item is the comments"),
         "settings": _z_array(setting, "This relies on the integrationSchema tool to get the settings [input:settings]"),
         "allowDuplicate": _z_boolean("rustiz: post even when the same text is queued or was published on this "
                                      "channel within 24 hours of this date (otherwise that is refused)"),
-    }, optional=("allowDuplicate",))
+        # (issue 26, queue: an evergreen post goes back in its channel's queue after the channel's cooldown)
+        "evergreen": _z_boolean("rustiz: queue this post again after it went out, when its channel's evergreen "
+                                "switch is on"),
+    }, optional=("allowDuplicate", "evergreen"))
     return _root(_z_object({"socialPost": _z_array(post, "Individual post")}))
 
 
@@ -736,6 +740,7 @@ class McpTools:
     def _plan(self, organization_id: str, item: dict) -> Union[dict, str]:
         """One socialPost as the CreatePost body the API validates: its plan, or Postiz's error text."""
         body = {"type": item["type"], "date": item["date"], "shortLink": item["shortLink"], "tags": [],
+                **({"evergreen": item["evergreen"]} if "evergreen" in item else {}),
                 "posts": [{"integration": {"id": item["integrationId"]},
                            "value": [{"content": part["content"],
                                       "image": [{"id": new_cuid(), "path": url} for url in part["attachments"]]}
@@ -746,8 +751,9 @@ class McpTools:
             plan = validate_create_post(body, lambda channel_id: channel if channel_id == item["integrationId"] else None,
                                         self.posts.config.frontend_url,
                                         lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
-            if plan["type"] != "draft":  # checked before anything of the call is stored
+            if plan["type"] not in ("draft", "queue"):  # checked before anything of the call is stored
                 self.posts.refuse_missed_date(plan["date"])
+            self.posts.plan_queue_date(organization_id, plan)
         except ApiError as refused:
             return self._refusal_text(refused, channel, item["integrationId"])
         duplicates = [] if duplicates_allowed(item) else find_duplicates(self.store, plan)

@@ -279,8 +279,8 @@ class PostsFiles:
             if not isinstance(settings, dict):
                 problems.append("settings must be a JSON object")
         post_type = record.get("type", "").strip() or "schedule"
-        if post_type not in ("schedule", "draft", "now"):
-            problems.append(f"type must be schedule, draft or now, not {post_type!r}")
+        if post_type not in ("schedule", "draft", "now", "queue"):  # (queue: issue 26, the next free slot)
+            problems.append(f"type must be schedule, draft, now or queue, not {post_type!r}")
         allow = _split_flag(record.get("allowDuplicate", ""), "allowDuplicate")
         if isinstance(allow, str):
             problems.append(allow)
@@ -330,6 +330,7 @@ class PostsFiles:
                 self.store, organization_id, channel_id, include_deleted=True), self.config.frontend_url,
                 lambda urls: media_store.media_ids_by_path(self.store, organization_id, urls))
             plan["creationMethod"] = creation_method
+            self.posts.plan_queue_date(organization_id, plan)
             threads, replaced_groups = self.posts.planned_rows(organization_id, plan)
         except ApiError as refused:
             return _refusal_lines(refused), None

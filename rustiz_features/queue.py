@@ -15,9 +15,11 @@ import json
 import re
 from typing import Any, Optional
 
-from rustiz import Store, bad_request, iso_ms, parse_iso_instant
+from rustiz import ApiError, Store, bad_request, iso_ms, nest_error, parse_iso_instant
 from .recurrence import zone_named, zoned_instant
+from .storage import channels as channel_store
 from .storage import organizations as organization_store
+from .storage import posts as post_store
 from .storage import queue as queue_store
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -131,14 +133,40 @@ def offered_slots(store: Store, organization_id: str, channel: dict, after: Opti
     return [iso_ms(slot) for slot in slot_times(week, zone, after, days)]
 
 
-def after_leaving(store: Store, organization_id: str, channel: dict, slot: str) -> None:
-    """A queued post left its slot (deleted, published now, given a date of its own): when the channel's
-    re-flow is on, the later queued posts move up one slot each."""
-    if not queue_store.channel_settings(store, channel["id"])["reflow"]:
+def first_free_slot(store: Store, organization_id: str, channel: dict) -> tuple:
+    """(the channel's offered slot times, the first that no root post of the channel holds, or None)."""
+    offered = offered_slots(store, organization_id, channel)
+    taken = {date[:16] for date in post_store.queued_publish_dates(store, channel["id"], offered[0][:16])} \
+        if offered else set()
+    return offered, next((time for time in offered if time[:16] not in taken), None)
+
+
+def full_refusal(store: Store, organization_id: str, channel_id: str) -> ApiError:
+    """What POST /posts answers when a channel's queue has no free slot: why, and what to do."""
+    channel = channel_store.channel_row(store, organization_id, channel_id)
+    name = channel["name"] if channel else channel_id
+    schedule, dated = f"PUT /public/v1/integrations/{channel_id}/schedule", 'give this post a date (type "schedule")'
+    if channel is None or not offered_slots(store, organization_id, channel):
+        return bad_request(f"Channel {name} has no posting times, so it has no queue: give it a schedule "
+                           f"({schedule}), or {dated}")
+    return nest_error(409, f"The queue of channel {name} is full: every slot of its posting schedule in the next "
+                           f"{QUEUE_DAYS} days already has a post. Add times to its schedule ({schedule}), or {dated}")
+
+
+def in_queue(store: Store, post_id: str) -> bool:
+    """Whether a post holds a slot of its channel's queue now."""
+    return queue_store.post_marks(store, [post_id]).get(post_id, {}).get("inQueue", False)
+
+
+def after_leaving(store: Store, organization_id: str, post: dict) -> None:
+    """A queued post (as it was) may have left its slot (deleted, published now, given a date of its own): if so
+    and the channel's re-flow is on, the later queued posts move up one slot each."""
+    channel = channel_store.channel_row(store, organization_id, post["integrationId"])
+    if channel is None or in_queue(store, post["id"]) or not queue_store.channel_settings(store, channel["id"])["reflow"]:
         return
-    moment = parse_iso_instant(slot)
+    slot = post["publishDate"]
     queue_store.reflow(store, channel["id"], slot, offered_slots(
-        store, organization_id, channel, moment - datetime.timedelta(seconds=1)))
+        store, organization_id, channel, parse_iso_instant(slot) - datetime.timedelta(seconds=1)))
 
 
 def resume(store: Store, organization_id: str, channel: dict) -> None:

@@ -30,6 +30,9 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
     # Client review links (an editor's) and comments (an author's; a comment deleted by its author or an admin).
     ("POST", "/posts/:id/preview-link"): "posts", ("DELETE", "/posts/:id/preview-link"): "posts",
     ("POST", "/posts/:id/comments"): "drafts", ("DELETE", "/posts/:id/comments/:commentId"): "drafts",
+    # The queue (issue 26): an editor's (schedules, order, switches); reading it is a read.
+    ("PUT", "/integrations/:id/schedule"): "posts", ("PUT", "/integrations/:id/queue"): "posts",
+    ("POST", "/queue/reorder"): "posts",
 }
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),

@@ -16,13 +16,14 @@ def test_get_shows_id_name_and_utc_by_default(server):
     db = Database(server)
     for prefix in PREFIXES:
         assert api(server, "GET", f"{prefix}/organization") == (200, {
-            "id": db.organization_id, "name": "My organization", "timezone": "UTC"})
+            "id": db.organization_id, "name": "My organization", "timezone": "UTC", "postingSchedule": None})
 
 
 def test_put_changes_the_timezone_and_the_name(server):
     db = Database(server)
     status, answer = api(server, "PUT", "/api/public/v1/organization", {"timezone": " Europe/Paris "})
-    assert (status, answer) == (200, {"id": db.organization_id, "name": "My organization", "timezone": "Europe/Paris"})
+    assert (status, answer) == (200, {"id": db.organization_id, "name": "My organization", "timezone": "Europe/Paris",
+                                      "postingSchedule": None})
     status, answer = api(server, "PUT", "/public/v1/organization", {"name": "Acme"})
     assert (status, answer["name"], answer["timezone"]) == (200, "Acme", "Europe/Paris")
     assert api(server, "PUT", "/public/v1/organization", {}) == (200, answer)
@@ -65,7 +66,7 @@ def test_each_organization_sees_and_changes_only_its_own(server):
     db = Database(server)
     other_id, other_key = db.organization()
     assert api(server, "GET", "/public/v1/organization", key=other_key) == (200, {
-        "id": other_id, "name": "Other org", "timezone": "UTC"})
+        "id": other_id, "name": "Other org", "timezone": "UTC", "postingSchedule": None})
     assert api(server, "PUT", "/public/v1/organization", {"timezone": "America/New_York"}, key=other_key)[0] == 200
     assert api(server, "GET", "/public/v1/organization")[1]["timezone"] == "UTC"
     status, _, body = server.request("GET", "/public/v1/organization", {"Authorization": "wrong"})

@@ -77,6 +77,7 @@ def test_list_posts_answers_root_posts_in_postiz_shape(server, world):
         "integration": {"id": world["x"], "providerIdentifier": "x", "name": "Acme on X",
                         "picture": "https://cdn.example/x.png"},
         "multiChannelGroup": None,  # (rustiz's: a row written before rustiz kept it)
+        "inQueue": False, "evergreen": False,  # (rustiz's, issue 26: docs/queue.md)
     }
     for prefix in PREFIXES:
         # includeAttachments is what the postiz CLI adds; Postiz ignores it, so does rustiz.
@@ -894,7 +895,7 @@ def test_a_listing_refuses_more_occurrences_than_one_answer_holds_and_says_how_t
     message = api(server, "GET", "/public/v1/posts?startDate=2030-01-01&endDate=2085-09-01")[1][
         "message"]
     assert message.startswith("Between startDate 2030-01-01T00:00:00.000Z and endDate 2085-09-01T00:00:00.000Z "
-                              "recurring posts repeat 20089 times (about 10 MiB)"), message
+                              "recurring posts repeat 20089 times (about 11 MiB)"), message
     start = datetime.datetime(2030, 9, 1, tzinfo=datetime.timezone.utc)
     end = (start + datetime.timedelta(days=9999)).strftime(ISO_MS)
     assert len(listed_dates(server, world["key"], "2030-09-01", end)) == 9999

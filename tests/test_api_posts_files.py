@@ -241,7 +241,7 @@ def test_csv_refuses_unknown_or_missing_columns_and_bad_cells_naming_them(server
     status, answer = import_file(server, text.encode(), "?dryRun=1", content_type="text/csv")
     assert status == 400
     assert answer["rows"][0]["errors"] == ["settings must be a JSON object"]
-    assert answer["rows"][1]["errors"] == ["type must be schedule, draft or now, not 'later'"]
+    assert answer["rows"][1]["errors"] == ["type must be schedule, draft, now or queue, not 'later'"]
     assert answer["rows"][2]["errors"][0].startswith("the line has 6 cells, but the header names 5 columns")
     assert answer["rows"][3]["ok"] is False  # no content: the API's own message
     assert "content must be a non-empty string" in answer["rows"][3]["errors"][0]

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from support import Database, api
+from support import Database, api, mcp_tool_call
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -258,6 +258,9 @@ def test_a_queue_full_for_90_days_answers_409_saying_what_to_do(server):
     status, answer = queued(server, channel, "One too many")
     assert status == 409 and "queue of channel Sky is full" in answer["message"], answer
     assert "PUT /public/v1/integrations/" in answer["message"] and 'type "schedule"' in answer["message"]
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", week())
+    status, answer = queued(server, channel, "No times")
+    assert status == 400 and "Channel Sky has no posting times, so it has no queue" in answer["message"], answer
     status, answer = queued(server, channel, "Repeating", inter=7)
     assert status == 400 and "inter cannot be used with type \"queue\"" in str(answer["message"])
     status, answer = queued(server, channel, "Flag", evergreen="yes")
@@ -286,6 +289,34 @@ def test_three_processes_adding_at_once_never_put_two_posts_on_one_slot(start_se
     assert len(dates) == 30 and len(set(dates)) == 30
     first_dates = [slot["date"] for slot in queue_of(server, channel, 30)["slots"]][:30]
     assert dates == first_dates  # no gap: the first 30 slots, each once
+
+
+# --- MCP and the CLI import ----------------------------------------------------------------------------------
+
+def test_the_mcp_schedule_tool_and_the_import_take_type_queue(server):
+    db = Database(server)
+    channel = db.channel("Sky", "bluesky")
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00"))
+    result = mcp_tool_call(server, server.key, "integrationSchedulePostTool", {"socialPost": [{
+        "integrationId": channel, "isPremium": False, "date": "2000-01-01T00:00:00Z", "shortLink": False,
+        "type": "queue", "evergreen": True, "settings": [],
+        "postsAndComments": [{"content": "<p>From an agent</p>", "attachments": []}]}]})
+    created = result["structuredContent"]["output"]
+    assert isinstance(created, list), result
+    status, answer = api(server, "POST", "/public/v1/posts/import", (
+        f"date,type,channel,content\r\n,queue,{channel},From a file\r\n").encode(),
+        headers={"Content-Type": "text/csv"})
+    assert status == 201, answer
+    answer = queue_of(server, channel)
+    slots = [slot["date"] for slot in answer["slots"]]
+    assert filled(answer) == [(slots[0], "<p>From an agent</p>"), (slots[1], "From a file")]
+    assert answer["slots"][0]["post"]["evergreen"] is True and answer["slots"][1]["post"]["evergreen"] is False
+    imported = answer["slots"][1]["post"]["id"]
+    status, view = api(server, "PUT", f"/public/v1/posts/{imported}", {"evergreen": True})
+    assert status == 200 and view["evergreen"] is True and view["inQueue"] is True
+    assert api(server, "PUT", f"/public/v1/posts/{imported}", {"evergreen": 1})[1]["message"] == [
+        "evergreen must be a boolean value"]
+    assert api(server, "GET", f"/public/v1/posts/{imported}")[1]["evergreen"] is True
 
 
 # --- evergreen ------------------------------------------------------------------------------------------------
@@ -331,3 +362,54 @@ def test_an_evergreen_post_goes_back_in_the_queue_once_after_its_cooldown(start_
     # PUT /posts/:id takes the flag off.
     status, view = api(server, "PUT", f"/public/v1/posts/{post_id}", {"evergreen": False})
     assert status == 409  # (a published post is not edited; its flag stays)
+
+
+def test_a_paused_channel_s_due_queued_post_waits_and_publish_now_moves_the_rest_up(start_server, receiver):
+    """With the scheduler running: a queued post whose slot came while its channel is paused is not published."""
+    from support import webhook_channel
+    server = start_server(env={"RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+    channel = webhook_channel(server, receiver, "Hook")
+    db = Database(server)
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00"))
+    made = [queued(server, channel, f"<p>Post {n}</p>")[1][0]["postId"] for n in range(3)]
+    slots = [slot["date"] for slot in queue_of(server, channel)["slots"]]
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"paused": True})
+    due = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)).strftime(
+        "%Y-%m-%dT%H:%M:%S.000Z")
+    for table, column, key in (("post", "publish_date", "id"), ("queue_slot", "slot", "post_id")):
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", due, made[0])
+    time.sleep(2.5)
+    assert api(server, "GET", f"/public/v1/posts/{made[0]}")[1]["state"] == "QUEUE" and receiver.published == []
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"paused": False})
+    assert filled(queue_of(server, channel)) == [(slots[0], "<p>Post 0</p>"), (slots[1], "<p>Post 1</p>"),
+                                                 (slots[2], "<p>Post 2</p>")]
+    # Publish now through POST /posts (the post's id, type "now"): it leaves the queue, the rest move up.
+    status, answer = api(server, "POST", "/public/v1/posts", {
+        "type": "now", "date": due, "shortLink": False, "tags": [],
+        "posts": [{"integration": {"id": channel}, "value": [{"id": made[0], "content": "<p>Post 0</p>", "image": []}],
+                   "settings": {"__type": "webhook"}}]})
+    assert status == 201, answer
+    assert filled(queue_of(server, channel)) == [(slots[0], "<p>Post 1</p>"), (slots[1], "<p>Post 2</p>")]
+    deadline = time.time() + 10
+    while not receiver.published and time.time() < deadline:
+        time.sleep(0.1)
+    assert [item["text"] for item in receiver.published] == ["Post 0"]
+
+
+def test_three_processes_refilling_at_once_queue_one_evergreen_copy(start_server):
+    server = start_server(env={"RUSTIZ_EVERGREEN_POLL_SECONDS": "0.05"}, args=("--workers", "3"))
+    db = Database(server)
+    channel = db.channel("Sky", "bluesky")
+    api(server, "PUT", f"/public/v1/integrations/{channel}/schedule", every_day("10:00", "14:00"))
+    made = [queued(server, channel, f"Tip {n}", evergreen=True)[1][0]["postId"] for n in range(2)]
+    for number, post_id in enumerate(made):  # went out 40 and 50 days ago
+        db.execute("UPDATE post SET state = 'PUBLISHED', publish_date = ? WHERE id = ?",
+                   f"2020-01-0{number + 1}T10:00:00.000Z", post_id)
+    api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"evergreen": True})
+    deadline = time.time() + 10
+    while time.time() < deadline and len(filled(queue_of(server, channel))) < 2:
+        time.sleep(0.1)
+    time.sleep(1)
+    # Each evergreen post once, the one that went out longest ago first.
+    assert [text for _, text in filled(queue_of(server, channel))] == ["Tip 0", "Tip 1"]
+    assert db.row("SELECT COUNT(*) FROM evergreen_post WHERE source_id IS NOT NULL")[0] == 2

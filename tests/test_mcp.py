@@ -308,7 +308,7 @@ def test_schedule_refusals_come_back_as_output_errors_and_nothing_is_stored(serv
                                                                                              date=None)]})
             assert text.startswith("Tool validation failed. Please fix the following errors and try again:\n")
             assert "- socialPost.0.date: Expected string, received null" in text
-            assert "- socialPost.0.type: Invalid enum value. Expected 'draft' | 'schedule' | 'now', received 'later'" \
+            assert "- socialPost.0.type: Invalid enum value. Expected 'draft' | 'schedule' | 'now' | 'queue', received 'later'" \
                 in text
             assert "\n\nProvided arguments: {\n" in text
             assert await failure(client, "postsListTool", {"startDate": "soon", "endDate": "later"}) == (
