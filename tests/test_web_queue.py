@@ -168,6 +168,13 @@ def test_reorder_by_keyboard_by_drag_move_to_top_and_shuffle(start_server_with_f
     expect(said).to_contain_text("Back as it was")
     assert queued_texts(server, news) == [c, b, a]
     assert get_post(server, world["fixed"])["publishDate"] == queue_of(server, news)["slots"][4]["date"]  # never moved
+
+    # the queue changed meanwhile (the API refuses the order): it is shown again as it is, and said so
+    page.route("**/public/v1/queue/reorder", lambda route: route.fulfill(
+        status=409, content_type="application/json", body=json.dumps({"message": "The queue changed meanwhile"})))
+    page.locator("li.slot.filled").nth(1).get_by_role("button", name="Move to top").click()
+    expect(page.locator(".queue-list > .errors")).to_contain_text("here it is as it is now. Make your change again.")
+    assert queued_texts(server, news) == [c, b, a]
     assert serious_axe_violations(page) == []
     assert page.problems == []
 

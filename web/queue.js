@@ -22,8 +22,7 @@ const queuedIds = (answer) => [...new Set(answer.slots.filter((slot) => slot.pos
 
 export async function queuePage(main, { query }) {
   const channels = (await api('GET', '/integrations')).filter((c) => !c.disabled);
-  put(main, h('h1', t('Queue')));
-  if (!channels.length) { put(main, h('p.notice', t('Connect a channel first:'), ' ', h('a', { href: '#/channels' }, t('Channels')), '.')); return; }
+  if (!channels.length) { put(main, h('h1', t('Queue')), h('p.notice', t('Connect a channel first:'), ' ', h('a', { href: '#/channels' }, t('Channels')), '.')); return; }
   const channel = channels.find((c) => c.id === query?.get('channel')) || channels[0];
   const editor = mayDo('editor');
   let days = SHOWN_DAYS;
@@ -39,7 +38,7 @@ export async function queuePage(main, { query }) {
   const more = h('button', { type: 'button', onclick: () => { days = Math.min(LONGEST_SPAN, days + SHOWN_DAYS); load(); } }, t('Show more days'));
   const shuffle = editor ? h('button', { type: 'button', onclick: () => reorder((order) => shuffled(order), t('Shuffled: the queued posts are in a new order.')) }, t('Shuffle')) : null;
 
-  main.querySelector('h1').replaceWith(h('div.page-head.queue-head',
+  put(main, h('div.page-head.queue-head',
     h('h1', avatar(channel, 32), ' ', t('Queue of {name}', { name: channel.name })),
     channels.length > 1 ? field(t('Channel'), picker) : null,
     editor ? h('button', { type: 'button', onclick: () => scheduleDialog(channel, load) }, t('Weekly posting schedule')) : null,
@@ -197,7 +196,9 @@ export async function queuePage(main, { query }) {
         h('button.link', { type: 'button', onclick: () => { const before = undo; undo = null; reorder(() => before, t('Back as it was.')); } }, t('Undo')));
     } catch (error) {
       focusAfter = null;
-      errors.show(error);
+      if (error.status !== 400 && error.status !== 409) { errors.show(error); return; }
+      await load();  // (the queue changed meanwhile: a post was added, published or deleted)
+      errors.show(new Error(t('The queue changed meanwhile (a post was added, published or deleted): here it is as it is now. Make your change again.')));
     }
   }
 
