@@ -58,7 +58,7 @@ export async function queuePage(main, { query }) {
   function drawPaused() {
     paused.replaceChildren();
     if (!queue.paused) return;
-    put(paused, h('strong', t('This queue is paused.')), ' ', t('Its posts stay in order, but none goes out and its slots are skipped until you resume it.'),
+    put(paused, h('strong', t('This queue is paused.')), ' ', t('Its posts keep their order, but none goes out. When you resume it, they take the next slots from then on, in the same order.'),
       editor ? [' ', h('button', { type: 'button', onclick: () => change({ paused: false }, null) }, t('Resume the queue'))] : null);
   }
 
