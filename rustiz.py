@@ -3830,6 +3830,7 @@ API_ROUTES = (
     ("PUT", "/integrations/:id/queue", "api_queue", "QueueApi.update_settings"),
     ("GET", "/queue", "api_queue", "QueueApi.show_queue"),
     ("POST", "/queue/reorder", "api_queue", "QueueApi.reorder"),
+    ("GET", "/integrations/:id/free-slot", "api_posts", "PostsApi.find_slot"),  # (find-slot's other name)
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

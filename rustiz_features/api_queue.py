@@ -24,12 +24,14 @@ from .storage import queue as queue_store
 
 MAX_QUEUE_DAYS, DEFAULT_QUEUE_DAYS = 90, 14
 MAX_COOLDOWN_DAYS = 3650
+PAUSED_NOTE = ("Paused: none of these queued posts is published. When the queue is resumed, they move in their order "
+               "to the next slots from then on; a post whose slot passed meanwhile is not published late.")
 _TIMES = array_of(STRING)
 _WEEK = object_schema({day: _TIMES for day in queue.DAYS})
 _SETTINGS = object_schema({"paused": BOOLEAN, "reflow": BOOLEAN, "evergreen": BOOLEAN,
                            "evergreenCooldownDays": INTEGER})
 _QUEUE = object_schema({"integration": STRING, "paused": BOOLEAN, "reflow": BOOLEAN, "evergreen": BOOLEAN,
-                        "evergreenCooldownDays": INTEGER,
+                        "evergreenCooldownDays": INTEGER, "note": {"type": ["string", "null"]},
                         "slots": array_of(object_schema({"date": STRING, "post": ref("ListedPost"),
                                                          "evergreen": BOOLEAN}))})
 
@@ -134,7 +136,8 @@ class QueueApi:
             post = by_minute.get(time[:16])
             answer.append({"date": time, "post": post, "evergreen": post is None and evergreen_left > 0})
             evergreen_left -= post is None and evergreen_left > 0
-        return {"integration": channel["id"], **_settings_view(settings), "slots": answer}
+        return {"integration": channel["id"], **_settings_view(settings),
+                "note": PAUSED_NOTE if settings["paused"] else None, "slots": answer}
 
     def _evergreen_waiting(self, channel: dict, settings: dict) -> int:
         """How many evergreen posts would be queued again now (the queue marks as many empty slots)."""

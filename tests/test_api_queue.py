@@ -57,6 +57,7 @@ def test_a_channel_without_a_weekly_schedule_shows_its_daily_times_and_takes_one
     assert api(server, "GET", f"/public/v1/integrations/{channel}/schedule")[1]["monday"] == ["09:00", "12:30"]
     status, slot = api(server, "GET", f"/public/v1/find-slot/{channel}")
     assert status == 200 and slot["localDate"][11:16] in ("09:00", "12:30", "23:59")
+    assert api(server, "GET", f"/public/v1/integrations/{channel}/free-slot") == (200, slot)
     weekday = datetime.date.fromisoformat(slot["localDate"][:10]).weekday()
     assert (weekday, slot["localDate"][11:16]) in ((0, "09:00"), (0, "12:30"), (4, "23:59"))
 
@@ -139,6 +140,7 @@ def test_the_queue_answer_follows_the_weekly_schedule_in_the_organization_timezo
     from zoneinfo import ZoneInfo
     answer = queue_of(server, channel, 90)
     assert answer["integration"] == channel and answer["paused"] is False and answer["reflow"] is True
+    assert answer["note"] is None
     assert (answer["evergreen"], answer["evergreenCooldownDays"]) == (False, 30)
     assert 24 <= len(answer["slots"]) <= 28
     for slot in answer["slots"]:
@@ -242,6 +244,7 @@ def test_pausing_keeps_the_posts_and_resuming_moves_passed_ones_to_the_next_slot
         db.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", "2020-01-01T10:00:00.000Z", made[0])
     answer = queue_of(server, channel)
     assert answer["paused"] is True and filled(answer)[0] == ("2020-01-01T10:00:00.000Z", "Post 0")
+    assert "When the queue is resumed, they move in their order to the next slots" in answer["note"]
     assert api(server, "PUT", f"/public/v1/integrations/{channel}/queue", {"paused": False})[1]["paused"] is False
     slots = [slot["date"] for slot in queue_of(server, channel)["slots"]]
     assert filled(queue_of(server, channel)) == [(slots[0], "Post 0"), (slots[1], "Post 1")]
