@@ -286,6 +286,10 @@ def test_add_to_queue_from_the_composer_takes_the_next_free_slot_on_each_channel
     page.get_by_role("checkbox", name="Product blog").check()
     page.get_by_label("Post", exact=True).fill("Behind the scenes of our studio")
     page.get_by_label("Evergreen").check()
+    page.get_by_label("Repeat", exact=True).select_option(label="Every week")
+    page.get_by_role("button", name="Add to queue").click()  # a queued post goes out once: said in words
+    expect(page.locator(".action-bar .errors")).to_contain_text("A post added to the queue goes out once")
+    page.get_by_label("Repeat", exact=True).select_option(label="Does not repeat")
     page.get_by_role("button", name="Add to queue").click()
     notice = page.locator(".queued-notice")
     expect(notice).to_contain_text("Added to the queue of 2 channels")
