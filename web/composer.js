@@ -619,8 +619,9 @@ export async function composerPage(main, { id, query }) {
     errors.show(null);
     placed.clear();
     if (!selected.size) { errors.show(new Error(t('Choose at least one channel.'))); errors.focus(); return; }
+    if (action === 'queue' && Number.isNaN(fromLocalInput(when.value))) when.value = toLocalInput(Date.now());  // (issue 26: a queued post's date is its slot's)
     const date = fromLocalInput(when.value);
-    if (Number.isNaN(date) && action !== 'now' && action !== 'queue') { errors.show(new Error(t('Enter a date and time.'))); errors.focus(); return; }
+    if (Number.isNaN(date) && action !== 'now') { errors.show(new Error(t('Enter a date and time.'))); errors.focus(); return; }
     const buttons = [...form.querySelectorAll('.bar-buttons button')];
     for (const b of buttons) b.disabled = true;
     const sentChannels = chosen();
@@ -636,7 +637,7 @@ export async function composerPage(main, { id, query }) {
       }
       const inter = interval();
       body = {
-        type: action, date: new Date(action === 'now' || action === 'queue' ? Date.now() : date).toISOString(), shortLink: false,
+        type: action, date: new Date(action === 'now' ? Date.now() : date).toISOString(), shortLink: false,
         tags: tags.map((name) => ({ value: name, label: name })), ...(inter ? { inter } : {}),
         posts: sentChannels.map((c) => ({ integration: { id: c.id }, settings: { __type: c.identifier, ...settingsOf(c.id) },
           value: partsOf(c.id).map((p, i) => ({ ...valueOf(p, i), ...(partIds(c.id)[i] ? { id: partIds(c.id)[i] } : {}) })) })),
@@ -678,12 +679,13 @@ export async function composerPage(main, { id, query }) {
     channelBoxes, tabs, panel,
     h('div.compose-meta',
       field(t('Date and time ({zone})', { zone: zone() }), when), slotButton,
-      editing ? null : h('div.field.repeat', h('label', { for: repeat.id = nextId() }, t('Repeat')), h('span.repeat-row', repeat, everyDays, repeatEnd)),
+      editing ? null : h('div.field.repeat', h('label', { for: repeat.id = nextId() }, t('Repeat')), h('span.repeat-row', repeat, everyDays)),
       editing ? null : h('div.field.tags', h('label', { for: tagInput.id = nextId() }, t('Tags')), h('span.tag-row', tagChips, tagInput),
         h('datalist#known-tags', knownTags.map((x) => h('option', { value: x.name })))),
       signaturePicker ? field(t('Insert signature'), signaturePicker) : null, evergreenField),
     h('div.action-bar', errors, reason, h('div.bar-buttons', buttons)));
   main.append(h('div.compose-layout', form, previewBox));
+  everyDays.after(repeatEnd);  // (issue 26: the repeat's end, beside its interval; nowhere when the repeat is not shown)
 
   if (editing) {
     for (const part of [editing, ...(editing.thread || [])]) globalParts.push(newPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) }));
