@@ -16,9 +16,11 @@ const routes = {
   import: () => import('./files.js').then((m) => m.importPage),
   invite: () => import('./team.js').then((m) => m.invitePage),
   reset: () => import('./team.js').then((m) => m.resetPage),
+  queue: () => import('./queue.js').then((m) => m.queuePage),  // (issue 26: a channel's queue)
 };
 // (labels translated when drawn: t() needs the language loaded first)
 const NAV = [['calendar', toTranslate('Calendar')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['settings', toTranslate('Settings')]];
+NAV.splice(1, 0, ['queue', toTranslate('Queue')]);  // (issue 26: the queue, after Calendar)
 
 // --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------
 const THEME = 'rustiz.theme';
