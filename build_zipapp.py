@@ -157,7 +157,8 @@ def platform_tag() -> str:
 # those only a command loads (the CLI's table, backup, restore, doctor), compiled by the command that runs,
 # the OpenAPI document's builder, run once per process on its first request, and the routes an operator calls
 # now and then: posts import and export, analytics, single sign-on, the team and its mail, the audit log, client
-# review links, connecting a channel, metrics and alerts.
+# review links, connecting a channel, metrics and alerts, the libraries (tags, signatures, sets), the queue's
+# settings, API keys and the review of drafts, with the storage only those use.
 COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgres.py",
                          "rustiz_features/object_storage.py", "rustiz_features/db_copy.py",
                          "rustiz_features/cli.py", "rustiz_features/ops.py", "rustiz_features/openapi.py",
@@ -166,7 +167,12 @@ COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgre
                          "rustiz_features/team.py", "rustiz_features/mail.py", "rustiz_features/digest.py",
                          "rustiz_features/audit.py", "rustiz_features/client_review.py",
                          "rustiz_features/preview_links.py", "rustiz_features/connect.py",
-                         "rustiz_features/metrics.py", "rustiz_features/alerts.py")
+                         "rustiz_features/metrics.py", "rustiz_features/alerts.py",
+                         "rustiz_features/api_library.py", "rustiz_features/api_queue.py",
+                         "rustiz_features/api_keys.py", "rustiz_features/review.py",
+                         "rustiz_features/storage/mail.py", "rustiz_features/storage/members.py",
+                         "rustiz_features/storage/audit.py", "rustiz_features/storage/alerts.py",
+                         "rustiz_features/storage/oauth.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.

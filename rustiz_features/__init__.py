@@ -58,7 +58,8 @@ the core imports none of these at load time, and these import the core and one a
     only; api_posts, api_channels, api_library and scheduler -> post_events
   api_queue (issue 26: weekly schedules, GET /queue, reorder, queue switches) -> api_posts, api_channels, queue,
     evergreen; queue (weekly slots, re-flow; api_posts and api_channels use it) -> recurrence;
-    evergreen (evergreen posts queued again; the scheduler runs its refill) -> queue, duplicates, alerts, background
+    evergreen (evergreen posts queued again; the scheduler runs its refill) -> queue, duplicates, alerts, background,
+    post_events
   autopost (RSS/Atom feeds whose new items become posts: the routes, FeedPoller beside the scheduler) -> feeds,
     api_posts, validation, duplicates, mail, alerts, background, catalogue, text, http_client, api_docs,
     post_events;

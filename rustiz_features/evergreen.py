@@ -19,6 +19,7 @@ from .alerts import numeric_setting
 from .background import RowSender, SenderHost
 from .duplicates import find_duplicates
 from . import queue
+from .post_events import queue_post_event
 from .storage import channels as channel_store
 from .storage import posts as post_store
 from .storage import queue as queue_store
@@ -69,6 +70,7 @@ def _queue_copy(store, organization_id: str, channel_id: str, source_id: str, gr
         post_store.save_posts(store, organization_id, [rows], set(), [])
     except (queue_store.QueueFull, queue_store.EvergreenCopyWaiting):
         return None
+    queue_post_event(store, organization_id, "post.queued", [rows[0]["id"]], {"evergreenOf": source_id})
     return rows[0]["id"]
 
 

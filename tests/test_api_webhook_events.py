@@ -177,3 +177,27 @@ def test_a_duplicate_an_import_and_a_retry_are_told_too(server, world, listener)
     assert sorted((event["event"], event["post"]["id"]) for event in received(listener, 4)) == sorted([
         ("post.created", post_id), ("post.created", copy["posts"][0]["id"]), ("post.created", imported),
         ("post.updated", post_id)])
+
+
+def test_an_evergreen_copy_put_back_in_the_queue_is_one_queued_event(start_server_with_fakes, listener):
+    import datetime
+    server = start_server_with_fakes(env={"RUSTIZ_WEBHOOK_RETRY_WAITS": "0.3,0.3",
+                                          "RUSTIZ_EVERGREEN_POLL_SECONDS": "0.2"})
+    db = Database(server)
+    channel = db.channel("Sky", "bluesky")
+    register(server, listener, events=["post.queued"])
+    every_day = {day: ["10:00"] for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                            "sunday")}
+    assert api(server, "PUT", f"{API}/integrations/{channel}/schedule", every_day)[0] == 200
+    body = {**create_body(channel, "<p>Evergreen tip</p>"), "type": "queue", "evergreen": True}
+    del body["date"]
+    status, made = api(server, "POST", f"{API}/posts", body)
+    assert status == 201, made
+    long_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=40)).strftime(
+        "%Y-%m-%dT%H:%M:%S.000Z")  # (it went out 40 days ago: past the 30-day cooldown)
+    db.execute("UPDATE post SET state = 'PUBLISHED', publish_date = ? WHERE id = ?", long_ago, made[0]["postId"])
+    db.execute("DELETE FROM queue_slot WHERE post_id = ?", made[0]["postId"])
+    assert api(server, "PUT", f"{API}/integrations/{channel}/queue", {"evergreen": True})[0] == 200
+    [event] = received(listener, 1)
+    assert event["event"] == "post.queued" and event["post"]["id"] != made[0]["postId"]
+    assert event["post"]["state"] == "QUEUE" and event["channel"]["id"] == channel

@@ -16,10 +16,12 @@ const routes = {
   import: () => import('./files.js').then((m) => m.importPage),
   invite: () => import('./team.js').then((m) => m.invitePage),
   reset: () => import('./team.js').then((m) => m.resetPage),
+  queue: () => import('./queue.js').then((m) => m.queuePage),  // (issue 26: a channel's queue)
   autopost: () => import('./autopost.js').then((m) => m.autopostPage),
 };
 // (labels translated when drawn: t() needs the language loaded first)
 const NAV = [['calendar', toTranslate('Calendar')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['settings', toTranslate('Settings')]];
+NAV.splice(1, 0, ['queue', toTranslate('Queue')]);  // (issue 26: the queue, after Calendar)
 NAV.splice(NAV.length - 1, 0, ['autopost', toTranslate('RSS feeds')]);  // (issue 26, autopost: before Settings)
 
 // --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------

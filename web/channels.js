@@ -60,6 +60,8 @@ function channelCard(c, row, { known, errors, query }) {
   const items = [
     admin ? [t('Rename'), () => renameEditor(c, extra, change)] : null,
     admin ? [t('Posting times'), () => postingTimesDialog(c, slotsOf(row.postingTimes))] : null,
+    [t('Queue'), () => go(`#/queue?channel=${encodeURIComponent(c.id)}`)],  // (issue 26: the queue and its weekly schedule)
+    mayDo('editor') ? [t('Weekly posting schedule'), () => import('./queue.js').then((m) => m.scheduleDialog(c, () => go('#/channels')))] : null,
     admin ? [t('Group'), () => groupDialog(c, change)] : null,
     credentials ? [t('Update credentials'), () => credentials.click()] : null,
     [t('Copy ID'), () => copyText(c.id, (message) => { said.textContent = message; })],

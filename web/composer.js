@@ -432,6 +432,37 @@ export async function composerPage(main, { id, query }) {
       .map(([value, label]) => h('option', { value }, label)));
   const interval = () => (repeat.value === 'custom' ? Math.min(3650, Math.max(1, Math.round(Number(everyDays.value) || 1))) : Number(repeat.value) || 0);
 
+  // --- issue 26: Add to queue, Evergreen, and when a repeat ends (never, on a date, after a number of times) ---
+  const evergreen = h('input', { type: 'checkbox', id: nextId(), checked: !!editing?.evergreen });
+  const evergreenField = h('div.field.check.evergreen-field', evergreen, h('label', { for: evergreen.id }, t('Evergreen')),
+    h('small.hint', t('Posted again when the channel\'s queue has an empty slot (if its queue takes evergreen posts).')));
+  const endDate = h('input', { type: 'date', 'aria-label': t('Last day of the repeat'), hidden: true });
+  const endCount = h('input', { type: 'number', min: 1, max: 1000, step: 1, value: 5, 'aria-label': t('How many times in all, the first included'), hidden: true });
+  const ends = h('select', { 'aria-label': t('Ends'), onchange: () => drawEnds() },
+    [['', t('Never ends')], ['until', t('Ends on a date')], ['count', t('Ends after a number of times')]].map(([value, label]) => h('option', { value }, label)));
+  const repeatEnd = h('span.repeat-end', ends, endDate, endCount);
+  const drawEnds = () => { repeatEnd.hidden = !repeat.value; endDate.hidden = ends.value !== 'until'; endCount.hidden = ends.value !== 'count'; };
+  repeat.addEventListener('change', drawEnds);
+  drawEnds();
+  /** What the queue and the repeat's end add to a new post's body (a queued post has no date: its slot is its date). */
+  const queueFields = (body, action, inter) => {
+    if (action === 'queue' && inter) throw new Error(t('A post added to the queue goes out once: choose “Does not repeat”, or Schedule it at a date to repeat it.'));
+    if (action === 'queue') delete body.date;
+    if (evergreen.checked) body.evergreen = true;
+    if (inter && ends.value === 'until' && endDate.value) body.repeatUntil = endDate.value;  // (its last day, in the organization's zone)
+    if (inter && ends.value === 'count') body.repeatCount = Math.min(1000, Math.max(1, Math.round(Number(endCount.value) || 1)));
+    return body;
+  };
+  /** An edited post keeps its queue place unless its date was changed; its evergreen mark is saved with it. */
+  const editFields = (loadedDate) => ({ evergreen: evergreen.checked, ...(editing?.inQueue && when.value === loadedDate ? { date: undefined } : {}) });
+  const loadQueueFields = (post) => {
+    evergreen.checked = !!post.evergreen;
+    ends.value = post.repeatUntil ? 'until' : post.repeatCount ? 'count' : '';
+    if (post.repeatUntil) endDate.value = post.repeatUntil.length === 10 ? post.repeatUntil : toLocalInput(Date.parse(post.repeatUntil)).slice(0, 10);
+    if (post.repeatCount) endCount.value = post.repeatCount;
+    drawEnds();
+  };
+
   const tagInput = h('input.tag-input', { type: 'text', list: 'known-tags', placeholder: t('Type a tag, then Enter'), onkeydown: (event) => {
     if (event.key !== 'Enter' && event.key !== ',') return;
     event.preventDefault();
@@ -487,6 +518,7 @@ export async function composerPage(main, { id, query }) {
     repeat.value = [...repeat.options].some((o) => o.value === every) ? every : 'custom';
     everyDays.value = every || 3;
     everyDays.hidden = repeat.value !== 'custom';
+    loadQueueFields(posts[0]);
   }
 
   // --- saving ------------------------------------------------------------------------------------
@@ -533,6 +565,7 @@ export async function composerPage(main, { id, query }) {
     for (const [cid, m] of memberOf) if (!selected.has(cid)) await api('DELETE', `/posts/${m.id}`);
     leaving = true;
     sessionStorage.removeItem(DRAFT);
+    if (action === 'queue') { await import('./queue.js').then((m) => m.showQueued(created, byId)); return; }
     if (action === 'now' && created.length === 1) { go(`#/post/${created[0].postId}`); return; }
     session.justMade = { action, ids: created.map((item) => item.postId) };
     go(`#/calendar?date=${toLocalInput(action === 'now' ? Date.now() : date).slice(0, 10)}`);
@@ -587,6 +620,7 @@ export async function composerPage(main, { id, query }) {
     errors.show(null);
     placed.clear();
     if (!selected.size) { errors.show(new Error(t('Choose at least one channel.'))); errors.focus(); return; }
+    if (action === 'queue' && Number.isNaN(fromLocalInput(when.value))) when.value = toLocalInput(Date.now());  // (issue 26: a queued post's date is its slot's)
     const date = fromLocalInput(when.value);
     if (Number.isNaN(date) && action !== 'now') { errors.show(new Error(t('Enter a date and time.'))); errors.focus(); return; }
     const buttons = [...form.querySelectorAll('.bar-buttons button')];
@@ -596,7 +630,7 @@ export async function composerPage(main, { id, query }) {
     try {
       if (editing) {
         const edit = (p, i) => { const { content, image } = valueOf(p, i); return { content, image }; };
-        await api('PUT', `/posts/${editing.id}`, { ...edit(globalParts[0], 0), date: new Date(date).toISOString(), settings: settingsOf(editing.integration.id) });
+        await api('PUT', `/posts/${editing.id}`, { ...edit(globalParts[0], 0), date: new Date(date).toISOString(), settings: settingsOf(editing.integration.id), ...editFields(toLocalInput(Date.parse(editing.publishDate))) });
         for (const [i, part] of globalParts.entries()) if (i && part.id) await api('PUT', `/posts/${part.id}`, edit(part, i));
         leaving = true;
         go(`#/post/${editing.id}`);
@@ -611,7 +645,7 @@ export async function composerPage(main, { id, query }) {
         posts: sentChannels.map((c) => ({ integration: { id: c.id }, settings: { __type: c.identifier, ...settingsOf(c.id) },
           value: partsOf(c.id).map((p, i) => ({ ...valueOf(p, i), ...(partIds(c.id)[i] ? { id: partIds(c.id)[i] } : {}) })) })),
       };
-      await create(body, action, date);
+      await create(queueFields(body, action, inter), action, date);
     } catch (error) {
       placeErrors(error, sentChannels);
       offerDuplicate(error, body, action, date);
@@ -638,7 +672,8 @@ export async function composerPage(main, { id, query }) {
 
   const buttons = editing
     ? [h('button.primary', { type: 'submit', value: 'save', dataset: { checked: '' } }, t('Save changes')), h('a.button', { href: `#/post/${editing.id}` }, t('Cancel'))]
-    : mayDo('editor') ? [h('button.primary', { type: 'submit', value: 'schedule', dataset: { checked: '' } }, t('Schedule')), h('button', { type: 'submit', value: 'now', dataset: { checked: '' } }, t('Post now')),
+    : mayDo('editor') ? [h('button.primary', { type: 'submit', value: 'schedule', dataset: { checked: '' } }, t('Schedule')), h('button', { type: 'submit', value: 'queue', dataset: { checked: '' } }, t('Add to queue')),
+      h('button', { type: 'submit', value: 'now', dataset: { checked: '' } }, t('Post now')),
       h('button', { type: 'submit', value: 'draft' }, t('Save draft'))]
       // An author's post is a draft an editor reviews before it goes out.
       : [h('button.primary', { type: 'submit', value: 'draft' }, t('Send for review'))];
@@ -651,9 +686,10 @@ export async function composerPage(main, { id, query }) {
       editing ? null : h('div.field.repeat', h('label', { for: repeat.id = nextId() }, t('Repeat')), h('span.repeat-row', repeat, everyDays)),
       editing ? null : h('div.field.tags', h('label', { for: tagInput.id = nextId() }, t('Tags')), h('span.tag-row', tagChips, tagInput),
         h('datalist#known-tags', knownTags.map((x) => h('option', { value: x.name })))),
-      signaturePicker ? field(t('Insert signature'), signaturePicker) : null),
+      signaturePicker ? field(t('Insert signature'), signaturePicker) : null, evergreenField),
     h('div.action-bar', errors, reason, h('div.bar-buttons', buttons)));
   main.append(h('div.compose-layout', form, previewBox));
+  everyDays.after(repeatEnd);  // (issue 26: the repeat's end, beside its interval; nowhere when the repeat is not shown)
 
   if (editing) {
     for (const part of [editing, ...(editing.thread || [])]) globalParts.push(newPart({ id: part.id, text: htmlToText(part.content), delay: part.delay || 0, media: (part.image || []).map((m) => ({ id: m.id, path: m.path, alt: m.alt || '' })) }));

@@ -1,7 +1,7 @@
 // Post detail, To review and Notifications.
 // Rules: every text through t(); times in the organization's zone; no null child ever reaches the page (h/put skip
 // them); a decision that changes what the navigation counts tells the shell ('rustiz:counts').
-import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl, mayDo } from './util.js';
+import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDay, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl, mayDo } from './util.js';
 import { confirmDialog, figuresBox } from './widgets.js';
 import { postHistory } from './analytics.js';
 
@@ -63,11 +63,11 @@ export async function postPage(main, { id }) {
 
   const platform = known[channel.providerIdentifier]?.name || channel.providerIdentifier;
   put(main,
-    h('h1', t('Post'), ' ', stateBadge(post.state)),
+    h('h1', t('Post'), ' ', stateBadge(post.state), post.evergreen ? h('span.badge.evergreen', t('Evergreen')) : null),
     h('dl.facts',
       h('dt', t('Channel')), h('dd.channel-fact', avatar(channel, 24), ' ', channel.name || t('Unknown channel'), platform ? h('span.muted', ` · ${platform}`) : null),
       h('dt', t('Time')), h('dd', h('time.when', { datetime: post.publishDate }, fmtDateTime(at)), h('span.muted', ` · ${zone()}`)),
-      post.intervalInDays ? [h('dt', t('Repeats')), h('dd', tn('every {n} day', 'every {n} days', post.intervalInDays))] : null),
+      queueFacts(post)),
     post.review ? h('p.review-note', { role: 'note' }, post.review === 'review'
       ? [t('Made with a drafts API key: it waits for review before it is scheduled.'), ' ', h('a', { href: '#/review' }, t('Open To review'))]
       : [t('Rejected:'), ' ', h('span.review-reason', post.reviewReason || '')]) : null,
@@ -88,6 +88,23 @@ export async function postPage(main, { id }) {
       setTimeout(poll, 1500);
     }, 1500);
   }
+}
+
+/** Issue 26: a queued post's place ("In the queue", a link to the channel's queue), a repeating post's rhythm,
+ * its end and its next occurrences (GET /posts/:id `occurrences`). */
+function queueFacts(post) {
+  // (repeatUntil is a local day "YYYY-MM-DD", or an instant)
+  const day = (iso) => fmtDay(Date.parse(iso.length === 10 ? `${iso}T12:00:00Z` : iso), { day: 'numeric', month: 'short', year: 'numeric', ...(iso.length === 10 ? { timeZone: 'UTC' } : {}) });
+  const next = post.occurrences?.next || [];
+  const last = post.occurrences?.last;
+  const rhythm = post.intervalInDays ? [tn('every {n} day', 'every {n} days', post.intervalInDays),
+    post.repeatUntil ? ` · ${t('until {date}', { date: day(post.repeatUntil) })}` : null,
+    post.repeatCount ? ` · ${tn('{n} time in all', '{n} times in all', post.repeatCount)}` : null] : null;
+  return [
+    post.inQueue ? [h('dt', t('Queue')), h('dd.in-queue', t('In the queue'), ' · ', h('a', { href: `#/queue?channel=${encodeURIComponent(post.integration?.id || '')}` }, t('Open the queue')))] : null,
+    rhythm ? [h('dt', t('Repeats')), h('dd.repeats', rhythm)] : null,
+    rhythm && next.length ? [h('dt', t('Next')), h('dd', h('ol.occurrences', next.map((iso) => h('li', h('time', { datetime: iso }, fmtDateTime(Date.parse(iso)))))))] : null,
+    rhythm && post.occurrences ? [h('dt', t('Last')), h('dd.last-occurrence', last ? h('time', { datetime: last }, fmtDateTime(Date.parse(last))) : t('No end'))] : null];
 }
 
 // --- review: drafts made with a drafts API key (agents), approved or rejected by a person -----------------
