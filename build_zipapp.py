@@ -158,7 +158,7 @@ def platform_tag() -> str:
 # the OpenAPI document's builder, run once per process on its first request, and the routes an operator calls
 # now and then: posts import and export, analytics, single sign-on, the team and its mail, the audit log, client
 # review links, connecting a channel, metrics and alerts, the libraries (tags, signatures, sets), the queue's
-# settings, API keys and the review of drafts, with the storage only those use.
+# settings, API keys and the review of drafts, RSS autopost, with the storage only those use.
 COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgres.py",
                          "rustiz_features/object_storage.py", "rustiz_features/db_copy.py",
                          "rustiz_features/cli.py", "rustiz_features/ops.py", "rustiz_features/openapi.py",
@@ -172,7 +172,8 @@ COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgre
                          "rustiz_features/api_keys.py", "rustiz_features/review.py",
                          "rustiz_features/storage/mail.py", "rustiz_features/storage/members.py",
                          "rustiz_features/storage/audit.py", "rustiz_features/storage/alerts.py",
-                         "rustiz_features/storage/oauth.py")
+                         "rustiz_features/storage/oauth.py", "rustiz_features/autopost.py",
+                         "rustiz_features/feeds.py", "rustiz_features/storage/autopost.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.

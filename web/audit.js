@@ -16,6 +16,8 @@ const ACTIONS = {
   'organization.updated': toTranslate('Organization settings changed'), 'alerts.updated': toTranslate('Alerts changed'),
   'webhook.created': toTranslate('Webhook added'), 'webhook.deleted': toTranslate('Webhook removed'),
   'webhook.updated': toTranslate('Webhook changed'),
+  'autopost.created': toTranslate('RSS feed added'), 'autopost.updated': toTranslate('RSS feed changed'),
+  'autopost.deleted': toTranslate('RSS feed deleted'), 'autopost.fetched': toTranslate('RSS feed checked'),
   'tag.created': toTranslate('Tag created'), 'tag.updated': toTranslate('Tag changed'), 'tag.deleted': toTranslate('Tag deleted'),
   'signature.created': toTranslate('Signature created'), 'signature.updated': toTranslate('Signature changed'), 'signature.deleted': toTranslate('Signature deleted'),
   'set.created': toTranslate('Set created'), 'set.updated': toTranslate('Set changed'), 'set.deleted': toTranslate('Set deleted'),
