@@ -85,7 +85,6 @@ class AlertSender(RowSender):
         self.late_minutes = default_late_minutes(settings)
         self.hourly_limit = int(numeric_setting(settings, "RUSTIZ_ALERT_LIMIT", DEFAULT_HOURLY_LIMIT, 1, 10000))
         self.check_seconds = numeric_setting(settings, "RUSTIZ_ALERT_CHECK_SECONDS", DEFAULT_CHECK_SECONDS, 0.1, 3600)
-        self.in_flight = 0
         self.late_check_at = 0.0
         self.housekeeping_at = 0.0
 
@@ -147,17 +146,10 @@ class AlertSender(RowSender):
         room = ALERT_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for alert_id in alert_store.due_alerts(self.store, now, room):
-            alert = alert_store.claim_alert(self.store, alert_id, self.scheduler.owner, now + ALERT_LEASE_SECONDS,
-                                            now)
-            if alert is None:
-                continue  # another process claimed it first
-            if self._over_limit(alert):
-                continue
-            self.in_flight += 1
-            task = self.loop.create_task(self._send(alert))
-            self.scheduler.tasks.add(task)  # (stop() lets it finish)
-            task.add_done_callback(self.scheduler.tasks.discard)
+        claimed = (alert_store.claim_alert(self.store, alert_id, self.scheduler.owner, now + ALERT_LEASE_SECONDS, now)
+                   for alert_id in alert_store.due_alerts(self.store, now, room))
+        self.send_claimed((alert for alert in claimed if alert is not None and not self._over_limit(alert)),
+                          self._send, self.scheduler.tasks)
 
     def _over_limit(self, alert: dict) -> bool:
         """Hold the alert (recorded, logged) when the organization had RUSTIZ_ALERT_LIMIT in the last hour.
@@ -184,9 +176,6 @@ class AlertSender(RowSender):
                                              "failed" if problem else "sent", problem or None)
         except sqlite3.Error as error:
             log(f"alert {alert['id']}: its outcome could not be recorded ({error})")
-        finally:
-            self.in_flight -= 1
-            self.wake()
 
     async def _attempt(self, alert: dict) -> str:
         """"" when the alert channel took it, else what went wrong."""

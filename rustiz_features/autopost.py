@@ -391,7 +391,6 @@ class FeedPoller(RowSender):
         self.host, self.store, self.loop, self.config = host, host.store, host.loop, host.config
         self.poll_seconds = numeric_setting(host.config.settings, "RUSTIZ_AUTOPOST_POLL_SECONDS", POLL_SECONDS,
                                             0.05, 3600)
-        self.in_flight = 0
 
     def _run_due(self) -> None:
         if self.stopped:
@@ -400,14 +399,10 @@ class FeedPoller(RowSender):
         next_due = None
         try:
             room = CONCURRENCY - self.in_flight
-            for feed_id in feed_store.due_feeds(self.store, now, room) if room > 0 else ():
-                feed = feed_store.claim_feed(self.store, feed_id, self.host.owner, now + FETCH_LEASE_SECONDS, now)
-                if feed is None:
-                    continue  # another process claimed it first
-                self.in_flight += 1
-                task = self.loop.create_task(self._fetch(feed))
-                self.host.tasks.add(task)  # (stop() lets it finish)
-                task.add_done_callback(self.host.tasks.discard)
+            lease_until = now + FETCH_LEASE_SECONDS
+            self.send_claimed((feed_store.claim_feed(self.store, feed_id, self.host.owner, lease_until, now)
+                               for feed_id in (feed_store.due_feeds(self.store, now, room) if room > 0 else ())),
+                              self._fetch, self.host.tasks)
             next_due = feed_store.next_due_time(self.store)
         except sqlite3.Error as error:
             log(f"autopost: the database failed ({error}); trying again in 5 s")
@@ -421,9 +416,6 @@ class FeedPoller(RowSender):
         except sqlite3.Error as error:
             log(f"autopost: feed {feed['id']}: its fetch could not be recorded ({error}); its lease ends in "
                 f"{FETCH_LEASE_SECONDS} s")
-        finally:
-            self.in_flight -= 1
-            self.wake()
 
 
 # --- the routes --------------------------------------------------------------------------------------------------

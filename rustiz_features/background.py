@@ -1,4 +1,4 @@
-"""The base of the background work, below the scheduler and its senders (webhook deliveries, alerts).
+"""The base of the background work, below the scheduler and its senders (webhook deliveries, alerts, mail, feeds).
 
 Rules:
 - It imports the core only: the scheduler (scheduler.py) and the alert sender (alerts.py) import it, and
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Optional, Protocol
 
 from rustiz import Config, Store
 
@@ -92,9 +92,28 @@ class WokenLoop:
 
 
 class RowSender(WokenLoop):
-    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts): started by the
-    scheduler's first tick in every process, stopped with the scheduler."""
+    """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts, mail, feeds to fetch):
+    started by the scheduler's first tick in every process, stopped with the scheduler."""
     started = stopped = False
+    in_flight = 0  # rows this process claimed whose send has not ended
+
+    def send_claimed(self, claimed: Iterable[Optional[dict]], send: Callable[[dict], Awaitable[None]],
+                     tasks: set) -> None:
+        """Send each row this process claimed (None: another process claimed it first) as one of `tasks`, which
+        stop() lets finish; a row counts in flight until its send ends, and that end wakes this loop."""
+        for row in claimed:
+            if row is not None:
+                self.in_flight += 1
+                task = self.loop.create_task(self._counted(send(row)))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+    async def _counted(self, sending: Awaitable[None]) -> None:
+        try:
+            await sending
+        finally:
+            self.in_flight -= 1
+            self.wake()
 
     def start(self) -> None:
         if not self.started:

@@ -319,7 +319,6 @@ class MailSender(RowSender):
         self.retry_base = numeric_setting(settings, "RUSTIZ_MAIL_RETRY_BASE", 30.0, 0.01, 3600)
         self.retry_limit = int(numeric_setting(settings, "RUSTIZ_MAIL_RETRY_LIMIT", 12, 0, 100))
         self.poll_seconds = numeric_setting(settings, "RUSTIZ_MAIL_POLL_SECONDS", 30.0, 0.05, 3600)
-        self.in_flight = 0
         self.housekeeping_at = 0.0
 
     def start(self) -> None:
@@ -371,14 +370,10 @@ class MailSender(RowSender):
         room = MAIL_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for message_id in mail_store.due_messages(self.store, now, room):
-            row = mail_store.claim_message(self.store, message_id, self.host.owner, now + MAIL_LEASE_SECONDS, now)
-            if row is None:
-                continue  # another process claimed it first
-            self.in_flight += 1
-            task = self.loop.create_task(self._send(row))
-            self.host.tasks.add(task)  # (stop() lets it finish)
-            task.add_done_callback(self.host.tasks.discard)
+        lease_until = now + MAIL_LEASE_SECONDS
+        self.send_claimed((mail_store.claim_message(self.store, message_id, self.host.owner, lease_until, now)
+                           for message_id in mail_store.due_messages(self.store, now, room)),
+                          self._send, self.host.tasks)
 
     async def _send(self, row: dict) -> None:
         try:
@@ -394,9 +389,6 @@ class MailSender(RowSender):
         except sqlite3.Error as error:
             log(f"mail {row['id']}: its outcome could not be recorded ({error}); it is tried again when its lease "
                 f"ends, in {MAIL_LEASE_SECONDS} s")
-        finally:
-            self.in_flight -= 1
-            self.wake()
 
     def _record(self, row: dict, failure: Optional[MailFailure]) -> None:
         if failure is None:

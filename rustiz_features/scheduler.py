@@ -737,7 +737,6 @@ class WebhookDeliveries(RowSender):
     def __init__(self, scheduler: Scheduler):
         self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
-        self.in_flight = 0
         self.housekeeping_at = 0.0
 
     def start(self) -> None:
@@ -772,15 +771,10 @@ class WebhookDeliveries(RowSender):
         room = WEBHOOK_CONCURRENCY - self.in_flight
         if room <= 0:
             return
-        for delivery_id in delivery_store.due_webhook_deliveries(self.store, now, room):
-            delivery = delivery_store.claim_webhook_delivery(self.store, delivery_id, self.scheduler.owner,
-                                                             now + WEBHOOK_LEASE_SECONDS, now)
-            if delivery is None:
-                continue  # another process claimed it first
-            self.in_flight += 1
-            task = self.loop.create_task(self._send(delivery))
-            self.scheduler.tasks.add(task)  # (stop() lets it finish)
-            task.add_done_callback(self.scheduler.tasks.discard)
+        self.send_claimed((delivery_store.claim_webhook_delivery(self.store, delivery_id, self.scheduler.owner,
+                                                                 now + WEBHOOK_LEASE_SECONDS, now)
+                           for delivery_id in delivery_store.due_webhook_deliveries(self.store, now, room)),
+                          self._send, self.scheduler.tasks)
 
     async def _send(self, delivery: dict) -> None:
         try:
@@ -793,9 +787,6 @@ class WebhookDeliveries(RowSender):
         except sqlite3.Error as error:
             log(f"webhook delivery {delivery['id']}: its outcome could not be recorded ({error}); it is tried "
                 f"again when its lease ends, in {WEBHOOK_LEASE_SECONDS} s")
-        finally:
-            self.in_flight -= 1
-            self.wake()
 
     async def _attempt(self, delivery: dict) -> tuple:
         """("", False) when the receiver took it; else (the problem in a few words, whether a retry may help)."""
