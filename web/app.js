@@ -20,9 +20,7 @@ const routes = {
   autopost: () => import('./autopost.js').then((m) => m.autopostPage),
 };
 // (labels translated when drawn: t() needs the language loaded first)
-const NAV = [['calendar', toTranslate('Calendar')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['settings', toTranslate('Settings')]];
-NAV.splice(1, 0, ['queue', toTranslate('Queue')]);  // (issue 26: the queue, after Calendar)
-NAV.splice(NAV.length - 1, 0, ['autopost', toTranslate('RSS feeds')]);  // (issue 26, autopost: before Settings)
+const NAV = [['calendar', toTranslate('Calendar')], ['queue', toTranslate('Queue')], ['compose', toTranslate('New post')], ['import', toTranslate('Import')], ['channels', toTranslate('Channels')], ['library', toTranslate('Media')], ['notifications', toTranslate('Notifications')], ['review', toTranslate('To review')], ['autopost', toTranslate('RSS feeds')], ['settings', toTranslate('Settings')]];
 
 // --- theme: the system's scheme, or the person's choice kept in this browser --------------------------------
 const THEME = 'rustiz.theme';
