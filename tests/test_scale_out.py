@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -265,3 +266,39 @@ def test_an_image_uploaded_through_one_process_is_published_and_served_by_the_ot
     finally:
         telegram.close()
         s3.stop()
+
+
+def test_three_processes_adding_to_one_queue_at_once_give_each_post_its_own_slot_without_a_gap(machines):
+    """Issue 26: 3 processes on one database, 4 clients on each adding posts to the same channel's queue at once:
+    every post gets a slot of its own, and together they fill the first slots in time order, none left out."""
+    group = machines(3, env={"RUSTIZ_SCHEDULER": "0", "REQUEST_LIMIT": "0"})
+    receiver = FakeWebhookReceiver()
+    try:
+        channel = webhook_channel(group[0], receiver, "Company news")
+    finally:
+        receiver.close()
+    times = ["08:00", "10:00", "12:00", "14:00", "16:00", "18:00"]
+    week = {day: times for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")}
+    assert api(group[1], "PUT", f"{API}/integrations/{channel}/schedule", week)[0] == 200
+    statuses: list = []
+
+    def add(server, client: int) -> None:
+        for number in range(10):
+            statuses.append(api(server, "POST", f"{API}/posts", {
+                "type": "queue", "shortLink": False, "tags": [], "posts": [{"integration": {"id": channel},
+                "value": [{"content": f"<p>post {number} of client {client} on {server.port}</p>", "image": []}],
+                "settings": {"__type": "webhook"}}]}, timeout=60)[0])
+
+    clients = [threading.Thread(target=add, args=(server, client)) for client in range(4) for server in group]
+    started = time.monotonic()
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    took = time.monotonic() - started
+    assert statuses == [201] * 120
+    slots = api(group[2], "GET", f"{API}/queue?integration={channel}&days=30")[1]["slots"]
+    taken = [slot["date"] for slot in slots if slot["post"]]
+    assert len(taken) == len(set(taken)) == 120
+    assert taken == [slot["date"] for slot in slots][:120]  # the first 120 slots, in time order, no gap
+    print(f"120 posts added to one queue by 12 clients on 3 processes in {took:.1f} s: 120 slots, each once, no gap")
