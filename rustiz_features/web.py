@@ -23,7 +23,7 @@ from rustiz import (
     ROLES, ApiError, App, Guard, Request, Response, SESSION_COOKIE, Store, bad_request, duration, hash_api_key,
     json_object, json_response, nest_error, not_found, route_options, session_cookie, sha256,
 )
-from .api_docs import STRING, array_of, documented, json_body, object_schema, ref
+from .api_docs import STRING, array_of, documented, json_body, object_schema
 from .storage import web_users as web_user_store
 
 
@@ -171,7 +171,9 @@ _PERSON = {"oneOf": [object_schema({"id": STRING, "email": STRING, "name": {"typ
                      {"type": "null"}]}
 _ROLE = {"type": "string", "enum": list(ROLES)}
 _MEMBERSHIPS = array_of(object_schema({"id": STRING, "name": STRING, "role": _ROLE}))
-_SIGNED_IN = object_schema({"organization": ref("Organization"), "csrfToken": STRING, "user": _PERSON, "role": _ROLE,
+# (the session names its organization; its settings, such as shortLink, are GET /public/v1/organization's)
+_SESSION_ORGANIZATION = object_schema({"id": STRING, "name": STRING, "timezone": STRING})
+_SIGNED_IN = object_schema({"organization": _SESSION_ORGANIZATION, "csrfToken": STRING, "user": _PERSON, "role": _ROLE,
                             "organizations": _MEMBERSHIPS})
 _NOT_SIGNED_IN = {"401": json_body(object_schema({"message": STRING}), "Wrong key or password, or not signed in")}
 
@@ -322,7 +324,7 @@ class WebApp:
     @route_options(authenticated=False)
     @documented("The signed-in organization and the CSRF token changes must send (X-CSRF-Token); {signedIn: false} "
                 "when the request carries no session cookie",
-                ("200", {"oneOf": [object_schema({"signedIn": {"const": True}, "organization": ref("Organization"),
+                ("200", {"oneOf": [object_schema({"signedIn": {"const": True}, "organization": _SESSION_ORGANIZATION,
                                                   "csrfToken": STRING}),
                                    object_schema({"signedIn": {"const": False}})]}), more_answers=_NOT_SIGNED_IN)
     def session(self, request: Request) -> Response:

@@ -197,7 +197,7 @@ def test_the_reference_minimal_body_gives_a_normalised_plan():
     plan = validate_create_post(payload, CHANNELS.get, MEDIA_ORIGIN, no_uploads)
     assert plan == {
         "type": "schedule", "date": "2026-09-01T10:00:00.000Z", "shortLink": False, "tags": [], "inter": None,
-        "republish": False, "creationMethod": "API",
+        "repeatUntil": None, "repeatCount": None, "republish": False, "evergreen": None, "creationMethod": "API",
         "posts": [{"integration": CHANNELS["BSKY"], "group": None, "settings": {"__type": "bluesky"},
                    "values": [{"id": None, "content": "<p>Hello world</p>", "delay": 0, "image": []}]}]}
 
