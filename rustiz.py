@@ -1317,6 +1317,47 @@ MIGRATIONS: tuple = (
     );
     CREATE INDEX autopost_item_recent ON autopost_item(feed_id, created_at);
     """,
+    # rustiz as an OAuth 2.1 authorization server for MCP clients (issue 27, storage/oauth_server.py): clients
+    # registered dynamically (an unused one expires after 24 h), authorization codes and tokens, stored hashed;
+    # a refresh chain groups the tokens one grant gave, so that a reused refresh token revokes them all.
+    """
+    CREATE TABLE oauth_client (
+        client_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        redirect_uris TEXT NOT NULL,
+        source TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        last_used_at REAL,
+        used INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE oauth_code (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        user_id TEXT,
+        scope TEXT NOT NULL,
+        expires_at REAL NOT NULL,
+        used INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE oauth_token (
+        token_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        chain_id TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        user_id TEXT,
+        scope TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        revoked_at REAL
+    );
+    CREATE INDEX oauth_token_chain ON oauth_token(chain_id);
+    CREATE INDEX oauth_token_client ON oauth_token(client_id);
+    """,
 )
 
 
@@ -3994,6 +4035,14 @@ ROOT_ROUTES = (
     ("GET", "/p/:token/picture/:n", "client_review", "ClientReviewPage.picture"),
     # A short link (issue 26, shortlinks): open to anyone, a 302 to the original link, the click counted.
     ("GET", "/s/:code", "short_links", "ShortLinkRedirect.follow"),
+    # rustiz as an OAuth 2.1 authorization server for MCP clients (issue 27): metadata, registration, tokens.
+    ("GET", "/.well-known/oauth-authorization-server", "oauth_server", "OAuthServer.server_metadata"),
+    ("GET", "/.well-known/openid-configuration", "oauth_server", "OAuthServer.server_metadata"),
+    ("GET", "/.well-known/oauth-protected-resource", "oauth_server", "OAuthServer.resource_metadata"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp", "oauth_server", "OAuthServer.resource_metadata"),
+    ("POST", "/oauth/register", "oauth_server", "OAuthServer.register"),
+    ("POST", "/oauth/token", "oauth_server", "OAuthServer.token"),
+    ("POST", "/oauth/revoke", "oauth_server", "OAuthServer.revoke"),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -6,7 +6,9 @@ POST stands alone, so any worker can answer it. Both eras of the protocol: the i
 HTTP+SSE transport (/sse/<key> + /message/<key>) keeps its session in the worker holding the stream.
 
 Rules:
-- The key is checked from the request's head (Route.authenticate), before its body is read.
+- The key is checked from the request's head (Route.authenticate), before its body is read. /mcp also takes
+  the access tokens of rustiz's OAuth authorization server (oauth_server.py), and answers 401 without
+  credentials with WWW-Authenticate naming its protected resource metadata (MCP authorization).
 - A stream whose client stops reading is ended, never buffered without bound.
 - The tools themselves are mcp_tools.py's.
 """
@@ -22,6 +24,7 @@ from rustiz import (
     lone_surrogate, new_uuid, route_options,
 )
 from .api_docs import ANY, STRING, documented, parameter
+from .oauth_server import resource_metadata_url, token_identity
 from .mcp_tools import (
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCP_CORS_HEADERS, MCP_HANDSHAKE_VERSIONS,
     MCP_LATEST_HANDSHAKE, MCP_MAX_BATCH, MCP_MAX_BODY_BYTES, MCP_MAX_SSE_SESSIONS, MCP_MODERN_VERSIONS,
@@ -114,12 +117,15 @@ class McpServer:
             request.scope, request.key = identity.scope, identity
             return identity.organization
         header = request.headers.get("authorization")
+        # (MCP authorization: the 401 points at the protected resource metadata, where OAuth clients start)
+        challenge = f'Bearer resource_metadata="{resource_metadata_url(self.app.config.frontend_url)}"'
         if not header:
-            raise PlainRefusal(_text_response(401, "Missing Authorization header"))
+            raise PlainRefusal(_text_response(401, "Missing Authorization header", [("WWW-Authenticate", challenge)]))
         key = header[7:].strip() if header[:7].lower() == "bearer " else header.strip()
-        identity = self.guard.key_identity(key) if key else None
+        identity = (self.guard.key_identity(key) or token_identity(self.app, key)) if key else None
         if identity is None:
-            raise PlainRefusal(_text_response(401, "Invalid API Key or OAuth token"))
+            raise PlainRefusal(_text_response(401, "Invalid API Key or OAuth token", [
+                ("WWW-Authenticate", challenge + ', error="invalid_token"')]))
         request.scope, request.key = identity.scope, identity
         return identity.organization
 

@@ -1,0 +1,288 @@
+"""rustiz as an OAuth 2.1 authorization server for MCP clients (issue 27), after the MCP specification's
+authorization section (2025-06-18, 2025-11-25): the metadata documents (RFC 8414, RFC 9728), dynamic client
+registration (RFC 7591), the token endpoint (authorization code with PKCE, refresh) and revocation (RFC 7009).
+
+Rules:
+- `issuer` is FRONTEND_URL exactly and the protected resource is FRONTEND_URL + "/mcp": clients compare both
+  as strings.
+- Public clients only: no client secret is ever issued; PKCE S256 is required ("plain" is refused).
+- Codes and tokens are opaque random strings, stored only as their SHA-256 digests (storage/oauth_server.py).
+  A code is good once and for CODE_SECONDS; a refresh token is rotated on use and a reused one revokes its chain.
+- Errors have the RFC's shape, {"error", "error_description"}, never the API's.
+"""
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+from typing import Any, Optional
+from urllib.parse import parse_qsl, urlsplit
+
+from rustiz import ApiError, App, KeyIdentity, Request, Response, json_response, route_options, sha256
+from _operator import _compare_digest as compare_digest
+from .api_docs import ANY, documented
+from .storage import oauth_server as oauth_store
+
+CODE_SECONDS = 60
+ACCESS_SECONDS = 3600
+REFRESH_SECONDS = 30 * 24 * 3600
+# MCP scopes and the API key scope each one is (TOOL_SCOPES in mcp_tools.py names a key scope per tool).
+MCP_SCOPES = {"mcp:read": "read", "mcp:drafts": "drafts", "mcp:full": "full"}
+REGISTRATIONS_PER_ADDRESS = 20  # per window: each is a row until it is used or 24 h pass
+REGISTRATIONS_WINDOW_SECONDS = 3600
+REGISTRATION_BODY_BYTES = 16 * 1024
+MAX_REDIRECT_URIS = 10
+MAX_REDIRECT_URI_LENGTH = 2000
+MAX_CLIENT_NAME_LENGTH = 200
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+TOKEN_BODY_BYTES = 16 * 1024
+NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+
+
+def token_digest(value: str) -> str:
+    """How a code or token is stored and looked up."""
+    return sha256(value.encode()).hexdigest()
+
+
+def pkce_challenge(verifier: str) -> str:
+    """RFC 7636's S256: BASE64URL(SHA256(verifier)) without padding."""
+    return base64.urlsafe_b64encode(sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+def mcp_resource(frontend_url: str) -> str:
+    """The protected resource's identifier (RFC 8707, RFC 9728): the MCP endpoint's URL."""
+    return frontend_url + "/mcp"
+
+
+def resource_metadata_url(frontend_url: str) -> str:
+    """Where the 401 of /mcp points (WWW-Authenticate's resource_metadata)."""
+    return frontend_url + "/.well-known/oauth-protected-resource/mcp"
+
+
+def token_identity(app: App, access_token: str) -> Optional[KeyIdentity]:
+    """The organization and key scope of a live access token issued for /mcp, or None. Its key_id,
+    "oauth:<chain>", makes MCP's per-key rate limits count per grant."""
+    found = oauth_store.token(app.store, token_digest(access_token))
+    if (found is None or found["kind"] != "access" or found["revoked_at"] is not None
+            or found["expires_at"] < time.time() or found["resource"] != mcp_resource(app.config.frontend_url)
+            or found["scope"] not in MCP_SCOPES):
+        return None
+    return KeyIdentity(found["organization_id"], MCP_SCOPES[found["scope"]], "oauth:" + found["chain_id"][:16])
+
+
+class OAuthError(ApiError):
+    """An RFC 6749 / RFC 7591 error answer."""
+
+    def __init__(self, error: str, description: str, status: int = 400):
+        headers = list(NO_STORE)
+        if status == 401:
+            headers.append(("WWW-Authenticate", 'Bearer error="invalid_client"'))
+        super().__init__(status, {"error": error, "error_description": description}, headers)
+
+
+def loopback_or_https(uri: str) -> bool:
+    """A redirect URI allowed for a public client: https with a host, or http on a loopback host (RFC 8252);
+    never with a fragment."""
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname or ""
+        parts.port  # raises on a port that is not a number
+    except ValueError:
+        return False
+    if parts.fragment or not host or any(character in uri for character in " \t\r\n\\"):
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and host in LOOPBACK_HOSTS)
+
+
+def _form(request: Request) -> dict:
+    """A form-encoded body (the last value wins when a name repeats)."""
+    if "application/x-www-form-urlencoded" not in request.headers.get("content-type", "").lower():
+        raise OAuthError("invalid_request", "The body must be application/x-www-form-urlencoded")
+    try:
+        return dict(parse_qsl(request.body.decode("utf-8"), keep_blank_values=True))
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthError("invalid_request", "The body is not a valid form")
+
+
+_METADATA = ("200", {"type": "object"})
+
+
+class OAuthServer:
+    """The authorization server's routes: metadata, registration, token and revocation."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.store = app.store
+        self.guard = app.guard
+
+    @property
+    def issuer(self) -> str:
+        return self.app.config.frontend_url
+
+    @route_options(authenticated=False)
+    @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA)
+    def server_metadata(self, request: Request) -> Response:
+        issuer = self.issuer
+        return json_response({
+            "issuer": issuer,
+            "authorization_endpoint": issuer + "/oauth/authorize",
+            "token_endpoint": issuer + "/oauth/token",
+            "registration_endpoint": issuer + "/oauth/register",
+            "revocation_endpoint": issuer + "/oauth/revoke",
+            "scopes_supported": list(MCP_SCOPES),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": ["none"],
+            "revocation_endpoint_auth_methods_supported": ["none"],
+            "code_challenge_methods_supported": ["S256"],
+        }, 200, [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+
+    @route_options(authenticated=False)
+    @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA)
+    def resource_metadata(self, request: Request) -> Response:
+        return json_response({
+            "resource": mcp_resource(self.issuer),
+            "authorization_servers": [self.issuer],
+            "scopes_supported": list(MCP_SCOPES),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "rustiz MCP",
+        }, 200, [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+
+    @route_options(authenticated=False, body_limit=REGISTRATION_BODY_BYTES)
+    @documented("Dynamic Client Registration (RFC 7591): public clients only, no secret", ("201", {"type": "object"}),
+                request={"content": {"application/json": {"schema": {"type": "object"}}}})
+    async def register(self, request: Request) -> Response:
+        decision = await self.store.off_loop(self.store.count_request, "oauth-register " + self.guard.client_address(
+            request), REGISTRATIONS_PER_ADDRESS, REGISTRATIONS_WINDOW_SECONDS)
+        if not decision.allowed:
+            raise ApiError(429, {"error": "too_many_requests", "error_description": (
+                "Too many clients registered from your address")}, [("Retry-After", str(decision.retry_after))])
+        try:
+            metadata = request.json()
+        except ApiError:
+            raise OAuthError("invalid_client_metadata", "The body must be a JSON object")
+        if not isinstance(metadata, dict):
+            raise OAuthError("invalid_client_metadata", "The body must be a JSON object")
+        redirect_uris = self._redirect_uris(metadata.get("redirect_uris"))
+        name = metadata.get("client_name", "Unnamed client")
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_CLIENT_NAME_LENGTH:
+            raise OAuthError("invalid_client_metadata",
+                             f"client_name must be a text of 1 to {MAX_CLIENT_NAME_LENGTH} characters")
+        if metadata.get("token_endpoint_auth_method", "none") != "none":
+            raise OAuthError("invalid_client_metadata", "Only public clients: token_endpoint_auth_method must be none")
+        grant_types = self._subset(metadata, "grant_types", ["authorization_code", "refresh_token"])
+        response_types = self._subset(metadata, "response_types", ["code"])
+        client_id = secrets.token_urlsafe(24)
+        now = time.time()
+        await self.store.off_loop(oauth_store.register_client, self.store, client_id, name.strip(), redirect_uris,
+                                  "dcr", now)
+        return json_response({
+            "client_id": client_id, "client_id_issued_at": int(now), "client_name": name.strip(),
+            "redirect_uris": redirect_uris, "grant_types": grant_types, "response_types": response_types,
+            "token_endpoint_auth_method": "none",
+        }, 201, list(NO_STORE))
+
+    @staticmethod
+    def _redirect_uris(value: Any) -> list:
+        if not isinstance(value, list) or not value or len(value) > MAX_REDIRECT_URIS:
+            raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
+        for uri in value:
+            if not isinstance(uri, str) or len(uri) > MAX_REDIRECT_URI_LENGTH or not loopback_or_https(uri):
+                raise OAuthError("invalid_redirect_uri", "Each redirect URI must be https, or http on a loopback "
+                                                         "address (127.0.0.1, [::1], localhost), without a fragment")
+        return list(dict.fromkeys(value))
+
+    @staticmethod
+    def _subset(metadata: dict, field: str, allowed: list) -> list:
+        value = metadata.get(field, allowed)
+        if not isinstance(value, list) or not all(isinstance(item, str) and item in allowed for item in value):
+            raise OAuthError("invalid_client_metadata", f"{field} may only name {', '.join(allowed)}")
+        return value or allowed
+
+    # --- the token endpoint -----------------------------------------------------------------------
+
+    @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
+    @documented("OAuth token endpoint: authorization_code (PKCE S256) and refresh_token grants, form-encoded",
+                ("200", {"type": "object"}),
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+    async def token(self, request: Request) -> Response:
+        form = _form(request)
+        grant_type = form.get("grant_type", "")
+        if grant_type not in ("authorization_code", "refresh_token"):
+            raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+        client_id = form.get("client_id", "")
+        now = time.time()
+        client = await self.store.off_loop(oauth_store.client, self.store, client_id, now) if client_id else None
+        if client is None:
+            raise OAuthError("invalid_client", "Unknown client_id", 401)
+        resource = form.get("resource")
+        if resource is not None and resource != mcp_resource(self.issuer):
+            raise OAuthError("invalid_target", f"resource must be {mcp_resource(self.issuer)}")
+        if grant_type == "authorization_code":
+            grant = await self._code_grant(form, client_id, now)
+        else:
+            grant = await self._refresh_grant(form, client_id, now)
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        await self.store.off_loop(oauth_store.issue_tokens, self.store, token_digest(access), token_digest(refresh),
+                                  grant["chain_id"], grant, now, ACCESS_SECONDS, REFRESH_SECONDS)
+        return json_response({"access_token": access, "token_type": "Bearer", "expires_in": ACCESS_SECONDS,
+                              "refresh_token": refresh, "scope": grant["scope"]}, 200, list(NO_STORE))
+
+    async def _code_grant(self, form: dict, client_id: str, now: float) -> dict:
+        """The grant of a good code (used up as it is read); raises OAuthError."""
+        code, verifier = form.get("code", ""), form.get("code_verifier", "")
+        if not code:
+            raise OAuthError("invalid_request", "code is required")
+        if not 43 <= len(verifier) <= 128:
+            raise OAuthError("invalid_request", "code_verifier (PKCE, 43 to 128 characters) is required")
+        code_hash = token_digest(code)
+        grant = await self.store.off_loop(oauth_store.take_authorization_code, self.store, code_hash)
+        if grant is None:
+            raise OAuthError("invalid_grant", "Unknown authorization code")
+        if grant["reused"]:  # OAuth 2.1 4.1.3: the tokens the code gave are revoked
+            await self.store.off_loop(oauth_store.revoke_chain_id, self.store, code_hash, now)
+            raise OAuthError("invalid_grant", "The authorization code was already used")
+        if grant["expires_at"] < now:
+            raise OAuthError("invalid_grant", "The authorization code expired")
+        if grant["client_id"] != client_id:
+            raise OAuthError("invalid_grant", "The authorization code was issued to another client")
+        if form.get("redirect_uri") != grant["redirect_uri"]:
+            raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
+        if not compare_digest(pkce_challenge(verifier).encode(), grant["code_challenge"].encode()):
+            raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
+        if grant["resource"] != mcp_resource(self.issuer):
+            raise OAuthError("invalid_target", "The code was issued for another resource")
+        return {**grant, "chain_id": code_hash}
+
+    async def _refresh_grant(self, form: dict, client_id: str, now: float) -> dict:
+        """The grant of a good refresh token, which is revoked (rotated); raises OAuthError. A reused one revokes
+        its chain."""
+        refresh = form.get("refresh_token", "")
+        if not refresh:
+            raise OAuthError("invalid_request", "refresh_token is required")
+        refresh_hash = token_digest(refresh)
+        found = await self.store.off_loop(oauth_store.token, self.store, refresh_hash)
+        if found is None or found["kind"] != "refresh" or found["client_id"] != client_id:
+            raise OAuthError("invalid_grant", "Unknown refresh token")
+        if found["expires_at"] < now:
+            raise OAuthError("invalid_grant", "The refresh token expired")
+        found = await self.store.off_loop(oauth_store.revoke_refresh_token, self.store, refresh_hash, now)
+        if found is None or found["revoked_at"] is not None:
+            raise OAuthError("invalid_grant", "The refresh token was already used or revoked: its grant is revoked")
+        scope = form.get("scope")
+        if scope is not None and scope != found["scope"]:
+            raise OAuthError("invalid_scope", "A refresh keeps the scope the person granted")
+        return found
+
+    @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
+    @documented("Token revocation (RFC 7009): 200 whether or not the token was known", ("200", ANY),
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+    async def revoke(self, request: Request) -> Response:
+        form = _form(request)
+        value = form.get("token", "")
+        if not value:
+            raise OAuthError("invalid_request", "token is required")
+        await self.store.off_loop(oauth_store.revoke_chain, self.store, token_digest(value),
+                                  form.get("client_id") or None, time.time())
+        return json_response({}, 200, list(NO_STORE))

@@ -1,0 +1,249 @@
+"""rustiz as an OAuth 2.1 authorization server for MCP clients (issue 27): the metadata documents (RFC 8414,
+RFC 9728) with issuer and resource exactly FRONTEND_URL and FRONTEND_URL/mcp, dynamic registration (RFC 7591)
+accepted and refused, the token endpoint (PKCE S256, a code good once and bound to client, redirect URI and
+resource; refresh rotation, a reused refresh token revoking its chain), revocation (RFC 7009), and /mcp: its 401
+pointing at the resource metadata for GET and POST, a token listing tools, a read token refused a write tool.
+Until GET /oauth/authorize exists, a test's authorization code is written straight into the database, as the
+consent page will."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from support import api, connect_database
+
+REDIRECT = "http://127.0.0.1:33418/callback"
+
+
+@pytest.fixture(scope="module")
+def server(start_module_server):
+    return start_module_server()
+
+
+def call(server, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple:
+    """(status, headers, parsed JSON or None) of a call without the API key."""
+    status, answer_headers, raw = server.request(method, path, headers or {}, body)
+    return status, answer_headers, (json.loads(raw) if raw else None)
+
+
+def register(server, **metadata) -> tuple:
+    body = {"client_name": "Test agent", "redirect_uris": [REDIRECT], **metadata}
+    status, _, answer = call(server, "POST", "/oauth/register", json.dumps(body).encode(),
+                             {"Content-Type": "application/json"})
+    return status, answer
+
+
+def token_call(server, **form) -> tuple:
+    status, headers, answer = call(server, "POST", "/oauth/token", urlencode(form).encode(),
+                                   {"Content-Type": "application/x-www-form-urlencoded"})
+    return status, answer
+
+
+def challenge(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+def write_code(server, client_id: str, verifier: str, *, scope: str = "mcp:full", resource: str | None = None,
+               redirect_uri: str = REDIRECT, seconds: float = 60) -> str:
+    """An authorization code as the consent page would give it, written straight into the database."""
+    code = secrets.token_urlsafe(32)
+    with connect_database(server.database) as db:
+        organization_id = db.execute("SELECT id FROM organization").fetchone()[0]
+        db.execute("INSERT INTO oauth_code (code_hash, client_id, redirect_uri, code_challenge, resource, "
+                   "organization_id, user_id, scope, expires_at, used) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, 0)",
+                   (hashlib.sha256(code.encode()).hexdigest(), client_id, redirect_uri, challenge(verifier),
+                    resource or server.url + "/mcp", organization_id, scope, time.time() + seconds))
+    return code
+
+
+def new_client(server) -> str:
+    status, answer = register(server)
+    assert status == 201, answer
+    return answer["client_id"]
+
+
+def tokens(server, scope: str = "mcp:full") -> tuple:
+    """(client_id, the token answer) of a code exchanged as a client does."""
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    code = write_code(server, client_id, verifier, scope=scope)
+    status, answer = token_call(server, grant_type="authorization_code", code=code, client_id=client_id,
+                                redirect_uri=REDIRECT, code_verifier=verifier, resource=server.url + "/mcp")
+    assert status == 200, answer
+    return client_id, answer
+
+
+def mcp(server, token: str | None, message: dict, method: str = "POST") -> tuple:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    status, answer_headers, raw = server.request(method, "/mcp", headers, json.dumps(message).encode())
+    return status, answer_headers, raw
+
+
+def test_metadata_documents_name_frontend_url_exactly(server):
+    issuer = server.url
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        status, _, document = call(server, "GET", path)
+        assert status == 200, document
+        assert document["issuer"] == issuer
+        assert document["authorization_endpoint"] == issuer + "/oauth/authorize"
+        assert document["token_endpoint"] == issuer + "/oauth/token"
+        assert document["registration_endpoint"] == issuer + "/oauth/register"
+        assert document["revocation_endpoint"] == issuer + "/oauth/revoke"
+        assert document["code_challenge_methods_supported"] == ["S256"]
+        assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
+        assert document["token_endpoint_auth_methods_supported"] == ["none"]
+        assert document["response_types_supported"] == ["code"]
+        assert document["scopes_supported"] == ["mcp:read", "mcp:drafts", "mcp:full"]
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+        status, _, document = call(server, "GET", path)
+        assert status == 200, document
+        assert document["resource"] == issuer + "/mcp"
+        assert document["authorization_servers"] == [issuer]
+        assert document["scopes_supported"] == ["mcp:read", "mcp:drafts", "mcp:full"]
+
+
+def test_registration_gives_a_public_client(server):
+    status, answer = register(server, redirect_uris=[REDIRECT, "https://claude.ai/api/mcp/auth_callback",
+                                                     "http://localhost:6274/cb", "http://[::1]:8080/cb"])
+    assert status == 201, answer
+    assert answer["client_id"] and "client_secret" not in answer
+    assert answer["token_endpoint_auth_method"] == "none"
+    assert answer["client_name"] == "Test agent"
+    assert answer["redirect_uris"][1] == "https://claude.ai/api/mcp/auth_callback"
+
+
+@pytest.mark.parametrize("metadata, error", [
+    ({"redirect_uris": ["http://example.com/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": []}, "invalid_redirect_uri"),
+    ({"redirect_uris": "https://example.com/cb"}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://example.com/cb#part"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["javascript:alert(1)"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": [f"https://example.com/{n}" for n in range(11)]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://example.com/" + "a" * 2000]}, "invalid_redirect_uri"),
+    ({"client_name": "x" * 201}, "invalid_client_metadata"),
+    ({"token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"),
+    ({"grant_types": ["client_credentials"]}, "invalid_client_metadata"),
+    ({"response_types": ["token"]}, "invalid_client_metadata"),
+])
+def test_registration_refusals_have_rfc7591_shape(server, metadata, error):
+    status, answer = register(server, **metadata)
+    assert status == 400, answer
+    assert answer["error"] == error and answer["error_description"]
+
+
+def test_code_exchange_with_pkce_gives_tokens(server):
+    _, answer = tokens(server, "mcp:drafts")
+    assert answer["token_type"] == "Bearer" and answer["expires_in"] == 3600
+    assert answer["scope"] == "mcp:drafts" and answer["refresh_token"] != answer["access_token"]
+
+
+def test_code_exchange_refusals(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    good = {"grant_type": "authorization_code", "client_id": client_id, "redirect_uri": REDIRECT,
+            "code_verifier": verifier, "resource": server.url + "/mcp"}
+
+    def exchange(code: str, **changes) -> tuple:
+        return token_call(server, **{**good, "code": code, **changes})
+
+    status, answer = exchange(write_code(server, client_id, verifier), code_verifier=secrets.token_urlsafe(48))
+    assert (status, answer["error"]) == (400, "invalid_grant")  # wrong verifier
+    status, answer = exchange(write_code(server, client_id, verifier), code_verifier="")
+    assert (status, answer["error"]) == (400, "invalid_request")  # no PKCE
+    plain = secrets.token_urlsafe(48)  # "plain" PKCE: the challenge is the verifier itself
+    code = write_code(server, client_id, plain)
+    with connect_database(server.database) as db:
+        db.execute("UPDATE oauth_code SET code_challenge = ? WHERE code_hash = ?",
+                   (plain, hashlib.sha256(code.encode()).hexdigest()))
+    assert exchange(code, code_verifier=plain)[1]["error"] == "invalid_grant"
+    status, answer = exchange(write_code(server, client_id, verifier), redirect_uri="http://127.0.0.1:1/other")
+    assert (status, answer["error"]) == (400, "invalid_grant")
+    status, answer = exchange(write_code(server, client_id, verifier), resource="https://elsewhere.example/mcp")
+    assert (status, answer["error"]) == (400, "invalid_target")
+    status, answer = exchange(write_code(server, client_id, verifier, seconds=-1))
+    assert (status, answer["error"]) == (400, "invalid_grant")  # expired
+    status, answer = exchange(write_code(server, client_id, verifier), client_id="nobody")
+    assert (status, answer["error"]) == (401, "invalid_client")
+    status, answer = exchange("never-issued")
+    assert (status, answer["error"]) == (400, "invalid_grant")
+    status, answer = token_call(server, grant_type="password", client_id=client_id)
+    assert (status, answer["error"]) == (400, "unsupported_grant_type")
+
+
+def test_a_reused_code_is_refused_and_revokes_its_tokens(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    code = write_code(server, client_id, verifier)
+    form = {"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": REDIRECT,
+            "code_verifier": verifier}
+    status, first = token_call(server, **form)
+    assert status == 200, first
+    status, answer = token_call(server, **form)
+    assert (status, answer["error"]) == (400, "invalid_grant")
+    assert mcp(server, first["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 401
+
+
+def test_refresh_rotates_and_reuse_revokes_the_chain(server):
+    client_id, first = tokens(server)
+    status, second = token_call(server, grant_type="refresh_token", refresh_token=first["refresh_token"],
+                                client_id=client_id, resource=server.url + "/mcp")
+    assert status == 200, second
+    assert second["refresh_token"] != first["refresh_token"] and second["scope"] == "mcp:full"
+    assert mcp(server, second["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 200
+    status, answer = token_call(server, grant_type="refresh_token", refresh_token=first["refresh_token"],
+                                client_id=client_id)
+    assert (status, answer["error"]) == (400, "invalid_grant")
+    # the whole chain is revoked: the newer tokens too
+    assert mcp(server, second["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 401
+    status, answer = token_call(server, grant_type="refresh_token", refresh_token=second["refresh_token"],
+                                client_id=client_id)
+    assert (status, answer["error"]) == (400, "invalid_grant")
+
+
+def test_revocation(server):
+    client_id, answer = tokens(server)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert mcp(server, answer["access_token"], listing)[0] == 200
+    form = urlencode({"token": answer["refresh_token"], "client_id": client_id}).encode()
+    status, _, body = call(server, "POST", "/oauth/revoke", form, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200, body
+    assert mcp(server, answer["access_token"], listing)[0] == 401
+    form = urlencode({"token": "unknown"}).encode()
+    assert call(server, "POST", "/oauth/revoke", form, {"Content-Type": "application/x-www-form-urlencoded"})[0] == 200
+
+
+def test_mcp_without_credentials_points_at_the_resource_metadata(server):
+    expected = f'Bearer resource_metadata="{server.url}/.well-known/oauth-protected-resource/mcp"'
+    for method in ("POST", "GET"):
+        status, headers, body = mcp(server, None, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, method)
+        assert status == 401, body
+        assert headers["www-authenticate"] == expected
+    status, headers, _ = mcp(server, "not-a-token", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 401 and headers["www-authenticate"].startswith(expected)
+
+
+def test_mcp_takes_tokens_with_their_scope(server):
+    _, read = tokens(server, "mcp:read")
+    status, _, body = mcp(server, read["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200, body
+    names = {tool["name"] for tool in json.loads(body)["result"]["tools"]}
+    assert "integrationList" in names
+    status, _, body = mcp(server, read["access_token"], {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "integrationList", "arguments": {}}})
+    assert status == 200 and not json.loads(body)["result"].get("isError"), body
+    status, _, body = mcp(server, read["access_token"], {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "tagCreate", "arguments": {"name": "nope", "color": "#ff0000"}}})
+    result = json.loads(body)["result"]
+    assert status == 200 and result["isError"] and "read" in result["content"][0]["text"], body
+
+
+def test_api_keys_still_work_on_mcp(server):
+    status, _, body = mcp(server, server.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200, body
+    status, _ = api(server, "GET", "/public/v1/is-connected")
+    assert status == 200
