@@ -23,7 +23,9 @@ REDIRECT = "http://127.0.0.1:33418/callback"
 
 @pytest.fixture(scope="module")
 def server(start_module_server):
-    return start_module_server()
+    # (registrations are counted per client address: each test's come from an address of its own, as
+    # a trusted proxy says, except the flood's)
+    return start_module_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
 
 
 def call(server, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple:
@@ -32,10 +34,11 @@ def call(server, method: str, path: str, body: bytes | None = None, headers: dic
     return status, answer_headers, (json.loads(raw) if raw else None)
 
 
-def register(server, **metadata) -> tuple:
+def register(server, address: str | None = None, **metadata) -> tuple:
     body = {"client_name": "Test agent", "redirect_uris": [REDIRECT], **metadata}
+    address = address or f"10.{secrets.randbelow(250)}.{secrets.randbelow(250)}.{secrets.randbelow(250)}"
     status, _, answer = call(server, "POST", "/oauth/register", json.dumps(body).encode(),
-                             {"Content-Type": "application/json"})
+                             {"Content-Type": "application/json", "X-Forwarded-For": address})
     return status, answer
 
 
@@ -136,6 +139,22 @@ def test_registration_refusals_have_rfc7591_shape(server, metadata, error):
     status, answer = register(server, **metadata)
     assert status == 400, answer
     assert answer["error"] == error and answer["error_description"]
+
+
+def test_a_registration_flood_is_refused(server):
+    statuses = [register(server, "192.0.2.7")[0] for _ in range(21)]
+    assert statuses == [201] * 20 + [429]
+    assert register(server, "192.0.2.8")[0] == 201  # another address is not held back
+
+
+def test_a_registration_never_used_expires_after_a_day(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    with connect_database(server.database) as db:
+        db.execute("UPDATE oauth_client SET created_at = ? WHERE client_id = ?", (time.time() - 25 * 3600, client_id))
+    code = write_code(server, client_id, verifier)
+    status, answer = token_call(server, grant_type="authorization_code", code=code, client_id=client_id,
+                                redirect_uri=REDIRECT, code_verifier=verifier)
+    assert (status, answer["error"]) == (401, "invalid_client")
 
 
 def test_code_exchange_with_pkce_gives_tokens(server):
