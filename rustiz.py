@@ -4041,6 +4041,8 @@ ROOT_ROUTES = (
     ("GET", "/.well-known/oauth-protected-resource", "oauth_server", "OAuthServer.resource_metadata"),
     ("GET", "/.well-known/oauth-protected-resource/mcp", "oauth_server", "OAuthServer.resource_metadata"),
     ("POST", "/oauth/register", "oauth_server", "OAuthServer.register"),
+    ("GET", "/oauth/authorize", "oauth_consent", "ConsentPage.page"),
+    ("POST", "/oauth/authorize", "oauth_consent", "ConsentPage.decide"),
     ("POST", "/oauth/token", "oauth_server", "OAuthServer.token"),
     ("POST", "/oauth/revoke", "oauth_server", "OAuthServer.revoke"),
 )

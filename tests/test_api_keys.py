@@ -51,6 +51,7 @@ PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: test
     ("GET", "/.well-known/oauth-authorization-server"), ("GET", "/.well-known/openid-configuration"),
     ("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("POST", "/oauth/register"), ("POST", "/oauth/token"), ("POST", "/oauth/revoke"),
+    ("GET", "/oauth/authorize"), ("POST", "/oauth/authorize"),
 }
 KEY_SHAPE = re.compile(r"[0-9a-f]{64}\Z")
 

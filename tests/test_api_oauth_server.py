@@ -2,21 +2,24 @@
 RFC 9728) with issuer and resource exactly FRONTEND_URL and FRONTEND_URL/mcp, dynamic registration (RFC 7591)
 accepted and refused, the token endpoint (PKCE S256, a code good once and bound to client, redirect URI and
 resource; refresh rotation, a reused refresh token revoking its chain), revocation (RFC 7009), and /mcp: its 401
-pointing at the resource metadata for GET and POST, a token listing tools, a read token refused a write tool.
-Until GET /oauth/authorize exists, a test's authorization code is written straight into the database, as the
-consent page will."""
+pointing at the resource metadata for GET and POST, a token listing tools, a read token refused a write tool;
+GET /oauth/authorize and the consent page (signed out, refused requests, the page, allow, deny, a forged form).
+Most tests write their authorization code straight into the database, as the consent page does."""
 from __future__ import annotations
 
 import base64
 import hashlib
+import html
+import http.client
 import json
+import re
 import secrets
 import time
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 
-from support import api, connect_database
+from support import api, browser_session, connect_database
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 
@@ -266,3 +269,97 @@ def test_api_keys_still_work_on_mcp(server):
     assert status == 200, body
     status, _ = api(server, "GET", "/public/v1/is-connected")
     assert status == 200
+
+
+# --- GET /oauth/authorize, the consent page, and its form ----------------------------------------------------
+
+def browser(server, method: str, path: str, cookie: str | None = None, form: dict | None = None) -> tuple:
+    """(status, headers with lower-case names, body text) of a browser's request; a redirect is not followed."""
+    headers = {"Cookie": cookie} if cookie else {}
+    body = None
+    if form is not None:
+        body, headers["Content-Type"] = urlencode(form), "application/x-www-form-urlencoded"
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.request(method, path, body, headers)
+        response = connection.getresponse()
+        return (response.status, {name.lower(): value for name, value in response.getheaders()},
+                response.read().decode())
+    finally:
+        connection.close()
+
+
+def authorize_query(client_id: str, verifier: str, **changes) -> str:
+    return "/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "st-1",
+        "code_challenge": challenge(verifier), "code_challenge_method": "S256", "scope": "mcp:drafts", **changes})
+
+
+def consent_form(page: str) -> dict:
+    """The fields of the consent page's form, as the browser would send them (the choices as checked)."""
+    fields = dict(re.findall(r"<input type=hidden name=(\w+) value='([^']*)'>", page))
+    fields = {name: html.unescape(value) for name, value in fields.items()}
+    fields["organization"] = re.search(r"<option value='([^']*)' selected>", page).group(1)
+    fields["scope"] = re.search(r"name=scope value='([^']*)' checked", page).group(1)
+    return fields
+
+
+def test_authorize_sends_a_browser_without_its_session_to_the_web_app_first(server):
+    client_id = new_client(server)
+    path = authorize_query(client_id, secrets.token_urlsafe(48))
+    status, headers, _ = browser(server, "GET", path)
+    assert status == 302
+    assert headers["location"] == f"{server.url}/#/connect?" + urlencode({"resume": path}, quote_via=quote)
+
+
+def test_authorize_refuses_unknown_clients_and_redirect_uris_on_a_page(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    for path in (authorize_query("nobody", verifier), authorize_query(client_id, verifier,
+                                                                      redirect_uri="https://evil.example/cb")):
+        status, headers, page = browser(server, "GET", path)
+        assert status == 400 and "location" not in headers and "Cannot connect" in page
+    for changes, error in (({"code_challenge_method": "plain"}, "invalid_request"),
+                           ({"code_challenge": ""}, "invalid_request"),
+                           ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
+                           ({"response_type": "token"}, "unsupported_response_type")):
+        status, headers, _ = browser(server, "GET", authorize_query(client_id, verifier, **changes))
+        assert status == 302, changes
+        back = parse_qs(urlsplit(headers["location"]).query)
+        assert headers["location"].startswith(REDIRECT + "?") and back["error"] == [error], back
+        assert back["state"] == ["st-1"] and back["iss"] == [server.url]
+
+
+def test_consent_page_names_the_client_and_allows_its_redirect_in_the_csp(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    status, headers, page = browser(server, "GET", authorize_query(client_id, verifier), browser_session(server))
+    assert status == 200, page
+    assert "Test agent" in page and "127.0.0.1:33418" in page and "unverified" in page
+    for label in ("Read only", "Drafts that wait for review", "Full"):
+        assert label in page
+    assert "form-action 'self' http://127.0.0.1:33418;" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+    assert consent_form(page)["scope"] == "mcp:drafts"  # what the client asked for, chosen first
+
+
+def test_consent_allow_gives_a_code_that_becomes_a_token_and_deny_says_no(server):
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    cookie = browser_session(server)
+    _, _, page = browser(server, "GET", authorize_query(client_id, verifier), cookie)
+    form = consent_form(page)
+    status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie, {**form, "decision": "deny"})
+    back = parse_qs(urlsplit(headers["location"]).query)
+    assert status == 302 and back["error"] == ["access_denied"] and back["state"] == ["st-1"]
+    status, _, page = browser(server, "POST", "/oauth/authorize", cookie, {**form, "csrf": "forged",
+                                                                            "decision": "allow"})
+    assert status == 403
+    status, _, page = browser(server, "POST", "/oauth/authorize", None, {**form, "decision": "allow"})
+    assert status == 401
+    status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie, {**form, "decision": "allow"})
+    assert status == 302 and headers["location"].startswith(REDIRECT + "?")
+    back = parse_qs(urlsplit(headers["location"]).query)
+    assert back["state"] == ["st-1"] and back["iss"] == [server.url]
+    status, answer = token_call(server, grant_type="authorization_code", code=back["code"][0], client_id=client_id,
+                                redirect_uri=REDIRECT, code_verifier=verifier, resource=server.url + "/mcp")
+    assert status == 200 and answer["scope"] == "mcp:drafts", answer
+    status, _, body = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200, body

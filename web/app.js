@@ -80,11 +80,12 @@ function personLabel() {
 
 // rustiz's OAuth callback sends a browser here (#/connect?resume=<the callback>) when it came back from the
 // platform without its session cookie: signed out, or through a cross-site redirect, which never carries a
-// SameSite=Strict cookie. Once signed in, the browser opens the callback again, now with the cookie.
+// SameSite=Strict cookie. Once signed in, the browser opens the callback again, now with the cookie. The consent
+// page of an MCP client (GET /oauth/authorize) comes back the same way.
 function connectionToResume() {
   const [name, search] = location.hash.replace(/^#\/?/, '').split('?');
   const resume = name === 'connect' ? new URLSearchParams(search || '').get('resume') : null;
-  return resume && /^\/integrations\/social\/[A-Za-z0-9_-]+\?[^#]*$/.test(resume) ? resume : null;
+  return resume && /^\/(integrations\/social\/[A-Za-z0-9_-]+|oauth\/authorize)\?[^#]*$/.test(resume) ? resume : null;
 }
 
 function resumeConnection() {
