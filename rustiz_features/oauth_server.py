@@ -136,6 +136,7 @@ class OAuthServer:
             "token_endpoint_auth_methods_supported": ["none"],
             "revocation_endpoint_auth_methods_supported": ["none"],
             "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": True,  # RFC 9207: every answer names the issuer
         }, 200, [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
 
     @route_options(authenticated=False)

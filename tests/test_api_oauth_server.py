@@ -363,3 +363,66 @@ def test_consent_allow_gives_a_code_that_becomes_a_token_and_deny_says_no(server
     assert status == 200 and answer["scope"] == "mcp:drafts", answer
     status, _, body = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert status == 200, body
+
+
+# --- the official MCP Python SDK's OAuth client, end to end -----------------------------------------------------
+
+class MemoryTokens:
+    """The SDK's TokenStorage, in memory."""
+
+    def __init__(self):
+        self.tokens = self.client_info = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info) -> None:
+        self.client_info = client_info
+
+
+def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server):
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientMetadata
+
+    cookie, back = browser_session(server), {}
+
+    async def approve(authorization_url: str) -> None:
+        """The person's browser: the consent page, signed in, and Allow with drafts chosen."""
+        path = authorization_url[len(server.url):]
+        status, _, page = browser(server, "GET", path, cookie)
+        assert status == 200, page
+        status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie,
+                                     {**consent_form(page), "scope": "mcp:drafts", "decision": "allow"})
+        assert status == 302, headers
+        back.update({name: values[0] for name, values in parse_qs(urlsplit(headers["location"]).query).items()})
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=back["code"], state=back.get("state"), iss=back.get("iss"))
+
+    storage = MemoryTokens()
+    provider = OAuthClientProvider(
+        server.url + "/mcp", OAuthClientMetadata(client_name="SDK agent", redirect_uris=[REDIRECT],
+                                                 grant_types=["authorization_code", "refresh_token"],
+                                                 response_types=["code"], scope="mcp:drafts"),
+        storage, redirect_handler=approve, callback_handler=callback)
+
+    async def session() -> list:
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+            async with Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client:
+                listed = await client.list_tools()
+                refused = await client.call_tool("tagCreate", {"name": "nope", "color": "#ff0000"})
+                return [tool.name for tool in listed.tools], refused
+
+    names, refused = anyio.run(session)
+    assert "integrationSchedulePostTool" in names and refused.is_error
+    assert storage.tokens.scope == "mcp:drafts" and storage.client_info.client_id
