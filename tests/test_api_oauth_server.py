@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 import pytest
 
 from support import api, browser_session, connect_database
+from test_api_roles import Session, add_person
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 
@@ -364,6 +365,23 @@ def test_consent_allow_gives_a_code_that_becomes_a_token_and_deny_says_no(server
     status, _, body = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert status == 200, body
 
+
+def test_a_person_grants_an_agent_at_most_their_role(server):
+    add_person(server, "viewer@example.com", "viewer")
+    cookie = Session(server, "viewer@example.com").headers["Cookie"]
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    _, _, page = browser(server, "GET", authorize_query(client_id, verifier), cookie)
+    form = consent_form(page)
+    for scope in ("mcp:full", "mcp:drafts"):
+        status, _, refusal = browser(server, "POST", "/oauth/authorize", cookie,
+                                     {**form, "scope": scope, "decision": "allow"})
+        assert status == 403 and "Your role" in refusal
+    status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie,
+                                 {**form, "scope": "mcp:read", "decision": "allow"})
+    assert status == 302 and "code=" in headers["location"]
+    status, _, page = browser(server, "POST", "/oauth/authorize", cookie,
+                              {**form, "organization": "someone-else", "decision": "allow"})
+    assert status == 400
 
 # --- the official MCP Python SDK's OAuth client, end to end -----------------------------------------------------
 
