@@ -3993,6 +3993,9 @@ API_ROUTES = (
     ("PUT", "/autopost/:id", "autopost", "AutopostApi.update"),
     ("DELETE", "/autopost/:id", "autopost", "AutopostApi.delete"),
     ("POST", "/autopost/:id/fetch", "autopost", "AutopostApi.fetch"),
+    # The MCP clients connected through rustiz's OAuth server (issue 27), and their revocation.
+    ("GET", "/oauth/clients", "oauth_server", "ConnectedClients.list_clients"),
+    ("DELETE", "/oauth/clients/:id", "oauth_server", "ConnectedClients.revoke"),
 )
 # Everything else; each of these paths is served under "" and "/api", as Postiz's backend is.
 OTHER_ROUTES = (

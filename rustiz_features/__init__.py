@@ -6,9 +6,9 @@ the core imports none of these at load time, and these import the core and one a
 
   cli (every command but init, serve, version; main() in the core calls it) -> api_keys, api_channels, alerts,
     posts_files, web, catalogue, http_client, db_copy, ops, team
-  oauth_consent (issue 27: GET /oauth/authorize, the consent page, and its form) -> oauth_server, web
+  oauth_consent (issue 27: GET /oauth/authorize, the consent page, and its form) -> oauth_server, web, audit
   mcp -> oauth_server (issue 27: rustiz as an OAuth 2.1 authorization server for MCP clients: metadata,
-    registration, tokens; token_identity for /mcp) -> storage only
+    registration, tokens; token_identity for /mcp; the connected clients' API) -> api_docs, storage
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
     preview_links, autopost
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation

@@ -11,6 +11,7 @@ Rules:
 - The form carries the session's CSRF token and must come from this server's own page. The scope granted is
   at most the person's role in the organization chosen (a viewer cannot give an agent "full").
 - The page's CSP allows its form to lead to the client's redirect URI (form-action), and nothing else.
+- A grant is recorded in the audit log (oauth_client.granted), as a revocation is (oauth_client.revoked).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from rustiz import (
 )
 from _operator import _compare_digest as compare_digest
 from .api_docs import documented
+from .audit import record_request
 from .oauth_server import CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, mcp_resource, token_digest
 from .storage import oauth_server as oauth_store
 from .storage import web_users as web_user_store
@@ -196,4 +198,5 @@ class ConsentPage:
         oauth_store.save_authorization_code(self.store, token_digest(code), client["client_id"], redirect_uri,
                                             values["code_challenge"], mcp_resource(self.issuer), organization_id,
                                             session[3], scope, time.time() + CODE_SECONDS)
+        record_request(self.app, request, organization_id, "oauth_client.granted", "oauth_client", [client["client_id"]])
         return _redirect(redirect_uri, self.issuer, code=code, state=state)

@@ -8,7 +8,8 @@ Rules:
 - Public clients only: no client secret is ever issued; PKCE S256 is required ("plain" is refused).
 - Codes and tokens are opaque random strings, stored only as their SHA-256 digests (storage/oauth_server.py).
   A code is good once and for CODE_SECONDS; a refresh token is rotated on use and a reused one revokes its chain.
-- Errors have the RFC's shape, {"error", "error_description"}, never the API's.
+- Errors have the RFC's shape, {"error", "error_description"}, never the API's (but the organization's
+  list of connected clients, ConnectedClients, is the public API's).
 """
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ import time
 from typing import Any, Optional
 from urllib.parse import parse_qsl, urlsplit
 
-from rustiz import ApiError, App, KeyIdentity, Request, Response, json_response, route_options, sha256
+from rustiz import (
+    ApiError, App, KeyIdentity, Request, Response, iso_at, json_response, not_found, route_options, sha256,
+)
 from _operator import _compare_digest as compare_digest
-from .api_docs import ANY, documented
+from .api_docs import ANY, STRING, array_of, documented, object_schema, parameter
 from .storage import oauth_server as oauth_store
 
 CODE_SECONDS = 60
@@ -287,3 +290,31 @@ class OAuthServer:
         await self.store.off_loop(oauth_store.revoke_chain, self.store, token_digest(value),
                                   form.get("client_id") or None, time.time())
         return json_response({}, 200, list(NO_STORE))
+
+
+_CONNECTED_CLIENT = object_schema({"id": STRING, "name": STRING, "scope": STRING, "createdAt": STRING,
+                                   "lastUsedAt": STRING})
+
+
+class ConnectedClients:
+    """The organization's connected MCP clients (GET /public/v1/oauth/clients) and their revocation."""
+
+    def __init__(self, app: App):
+        self.store = app.store
+
+    @documented("The MCP clients holding a live grant in the organization (rustiz: OAuth connections)",
+                ("200", array_of(_CONNECTED_CLIENT)))
+    def list_clients(self, request: Request, organization_id: str) -> Response:
+        clients = oauth_store.organization_clients(self.store, organization_id, time.time())
+        return json_response([{"id": found["client_id"], "name": found["name"], "scope": found["scope"],
+                               "createdAt": iso_at(found["created_at"]), "lastUsedAt": iso_at(found["last_used_at"])}
+                              for found in clients], 200, [("Cache-Control", "no-store")])
+
+    @route_options(audit="oauth_client.revoked")
+    @documented("Revoke an MCP client's access to the organization: its tokens stop working at once (rustiz)",
+                ("200", object_schema({"id": STRING})), "NotFound", (parameter("path", "id", "The client's id"),))
+    def revoke(self, request: Request, organization_id: str) -> Response:
+        client_id = request.params["id"]
+        if not oauth_store.revoke_client_grants(self.store, organization_id, client_id, time.time()):
+            raise not_found("No connected application with this id in the organization")
+        return json_response({"id": client_id}, 200, [("Cache-Control", "no-store")])

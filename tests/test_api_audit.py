@@ -42,6 +42,11 @@ NOT_AUDITED = {
     # a client's review page (no key, no session): each action records itself (audit.record, actor "client")
     **{("POST", f"/p/:token/{action}"): "a client's review page: it records itself as the client"
        for action in ("comment", "approve", "request-changes")},
+    # rustiz's OAuth server for MCP clients (issue 27): no key, no session but the consent form's
+    ("POST", "/oauth/register"): "a client registers itself (no organization): a grant is what is audited",
+    ("POST", "/oauth/authorize"): "the consent form records the grant itself (oauth_client.granted, the person)",
+    ("POST", "/oauth/token"): "tokens issued for a grant already recorded",
+    ("POST", "/oauth/revoke"): "a client gives up its own token (the organization's revocation is audited)",
 }
 TOOLS_NOT_AUDITED = {
     "triggerTool": "a platform's helper lookup: it reads, changes nothing",

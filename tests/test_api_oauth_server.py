@@ -364,6 +364,10 @@ def test_consent_allow_gives_a_code_that_becomes_a_token_and_deny_says_no(server
     assert status == 200 and answer["scope"] == "mcp:drafts", answer
     status, _, body = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert status == 200, body
+    _, entries = api(server, "GET", "/public/v1/audit")
+    granted = [entry for entry in entries["entries"] if entry["action"] == "oauth_client.granted"
+               and entry["subject"]["id"] == client_id]
+    assert len(granted) == 1, entries
 
 
 def test_a_person_grants_an_agent_at_most_their_role(server):
@@ -444,3 +448,25 @@ def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server):
     names, refused = anyio.run(session)
     assert "integrationSchedulePostTool" in names and refused.is_error
     assert storage.tokens.scope == "mcp:drafts" and storage.client_info.client_id
+
+
+def test_the_organization_lists_its_connected_clients_and_revokes_one_at_once(server):
+    client_id, answer = tokens(server, "mcp:drafts")
+    status, listed = api(server, "GET", "/public/v1/oauth/clients")
+    assert status == 200, listed
+    mine = [found for found in listed if found["id"] == client_id]
+    assert len(mine) == 1 and set(mine[0]) == {"id", "name", "scope", "createdAt", "lastUsedAt"}
+    assert mine[0]["name"] == "Test agent" and mine[0]["scope"] == "mcp:drafts"
+    status, revoked = api(server, "DELETE", f"/public/v1/oauth/clients/{client_id}")
+    assert status == 200 and revoked == {"id": client_id}
+    assert mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 401
+    status, _ = token_call(server, grant_type="refresh_token", refresh_token=answer["refresh_token"],
+                           client_id=client_id)
+    assert status == 400
+    status, listed = api(server, "GET", "/public/v1/oauth/clients")
+    assert client_id not in [found["id"] for found in listed]
+    assert api(server, "DELETE", f"/public/v1/oauth/clients/{client_id}")[0] == 404
+    status, entries = api(server, "GET", "/public/v1/audit")
+    assert status == 200, entries
+    actions = {(entry["action"], (entry.get("subject") or {}).get("id")) for entry in entries["entries"]}
+    assert ("oauth_client.revoked", client_id) in actions

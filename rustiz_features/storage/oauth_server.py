@@ -119,3 +119,25 @@ def revoke_chain_id(store: Store, chain_id: str, now: float) -> None:
     """Every token of the chain revoked (a reused code or refresh token; a revocation)."""
     with store.writing(no_channels=True) as db:
         db.execute("UPDATE oauth_token SET revoked_at = ? WHERE chain_id = ? AND revoked_at IS NULL", (now, chain_id))
+
+
+def organization_clients(store: Store, organization_id: str, now: float) -> list:
+    """[{client_id, name, scope, created_at, last_used_at}] of the clients holding a live grant in the
+    organization: its scope the latest grant's, created when first granted, last used when a token was last
+    issued (a refresh, at least every hour while the agent works)."""
+    clients: dict = {}
+    for client_id, name, scope, created_at in store.read(
+            "SELECT t.client_id, c.name, t.scope, t.created_at FROM oauth_token t JOIN oauth_client c "
+            "ON c.client_id = t.client_id WHERE t.organization_id = ? AND t.revoked_at IS NULL AND t.expires_at > ? "
+            "ORDER BY t.created_at", (organization_id, now)):
+        found = clients.setdefault(client_id, {"client_id": client_id, "name": name, "created_at": created_at})
+        found.update(scope=scope, last_used_at=created_at)
+    return list(clients.values())
+
+
+def revoke_client_grants(store: Store, organization_id: str, client_id: str, now: float) -> bool:
+    """Every token of the client in the organization revoked; whether it held a live one."""
+    with store.writing(no_channels=True) as db:
+        return db.execute("UPDATE oauth_token SET revoked_at = ? WHERE organization_id = ? AND client_id = ? "
+                          "AND revoked_at IS NULL AND expires_at > ?", (now, organization_id, client_id, now)
+                          ).rowcount > 0
