@@ -4048,6 +4048,10 @@ ROOT_ROUTES = (
     ("POST", "/oauth/authorize", "oauth_consent", "ConsentPage.decide"),
     ("POST", "/oauth/token", "oauth_server", "OAuthServer.token"),
     ("POST", "/oauth/revoke", "oauth_server", "OAuthServer.revoke"),
+    *(("OPTIONS", path, "oauth_server", "OAuthServer.preflight") for path in (
+        "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration",
+        "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/oauth/register",
+        "/oauth/token", "/oauth/revoke")),
 )
 # The web app's files (GET and HEAD, no key), kept apart from the routes above, which are the API.
 WEB_FILES = (("/", "web", "WebApp.index"), ("/web/:name", "web", "WebApp.file"))

@@ -39,7 +39,11 @@ MAX_REDIRECT_URI_LENGTH = 2000
 MAX_CLIENT_NAME_LENGTH = 200
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 TOKEN_BODY_BYTES = 16 * 1024
-NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+# Clients that run in a browser (the MCP Inspector) read the metadata, register and take tokens cross-origin;
+# no cookie is involved, so any origin may.
+CORS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
+        ("Access-Control-Allow-Headers", "*"), ("Access-Control-Max-Age", "600")]
+NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache"), *CORS]
 
 
 def token_digest(value: str) -> str:
@@ -122,6 +126,12 @@ class OAuthServer:
     def issuer(self) -> str:
         return self.app.config.frontend_url
 
+    @staticmethod
+    @route_options(authenticated=False)  # CORS preflights carry no credentials
+    @documented("CORS preflight", ("204", {"description": "No content"}))
+    def preflight(request: Request) -> Response:
+        return Response(204, b"", "", list(CORS))
+
     @route_options(authenticated=False)
     @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA)
     def server_metadata(self, request: Request) -> Response:
@@ -140,7 +150,7 @@ class OAuthServer:
             "revocation_endpoint_auth_methods_supported": ["none"],
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,  # RFC 9207: every answer names the issuer
-        }, 200, [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+        }, 200, [("Cache-Control", "max-age=300"), *CORS])
 
     @route_options(authenticated=False)
     @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA)
@@ -151,7 +161,7 @@ class OAuthServer:
             "scopes_supported": list(MCP_SCOPES),
             "bearer_methods_supported": ["header"],
             "resource_name": "rustiz MCP",
-        }, 200, [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+        }, 200, [("Cache-Control", "max-age=300"), *CORS])
 
     @route_options(authenticated=False, body_limit=REGISTRATION_BODY_BYTES)
     @documented("Dynamic Client Registration (RFC 7591): public clients only, no secret", ("201", {"type": "object"}),
@@ -161,7 +171,7 @@ class OAuthServer:
             request), REGISTRATIONS_PER_ADDRESS, REGISTRATIONS_WINDOW_SECONDS)
         if not decision.allowed:
             raise ApiError(429, {"error": "too_many_requests", "error_description": (
-                "Too many clients registered from your address")}, [("Retry-After", str(decision.retry_after))])
+                "Too many clients registered from your address")}, [("Retry-After", str(decision.retry_after)), *CORS])
         try:
             metadata = request.json()
         except ApiError:

@@ -470,3 +470,24 @@ def test_the_organization_lists_its_connected_clients_and_revokes_one_at_once(se
     assert status == 200, entries
     actions = {(entry["action"], (entry.get("subject") or {}).get("id")) for entry in entries["entries"]}
     assert ("oauth_client.revoked", client_id) in actions
+
+
+def test_browser_clients_may_read_register_and_take_tokens_cross_origin(server):
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server",
+                 "/oauth/register", "/oauth/token"):
+        status, headers, _ = browser(server, "OPTIONS", path)
+        assert status == 204 and headers["access-control-allow-origin"] == "*", path
+    status, headers, _ = call(server, "GET", "/.well-known/oauth-protected-resource/mcp")
+    assert headers["access-control-allow-origin"] == "*"
+    status, headers, _ = call(server, "POST", "/oauth/token", b"grant_type=password",
+                              {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 400 and headers["access-control-allow-origin"] == "*"
+
+
+def test_an_expired_access_token_is_refused(server):
+    _, answer = tokens(server)
+    with connect_database(server.database) as db:
+        db.execute("UPDATE oauth_token SET expires_at = ? WHERE token_hash = ?",
+                   (time.time() - 1, hashlib.sha256(answer["access_token"].encode()).hexdigest()))
+    status, headers, _ = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
