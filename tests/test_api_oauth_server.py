@@ -19,7 +19,8 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 
-from support import api, browser_session, connect_database
+from conftest import LOCAL_FAKES
+from support import api, browser_session, connect_database, iso, webhook_channel
 from test_api_roles import Session, add_person
 
 REDIRECT = "http://127.0.0.1:33418/callback"
@@ -29,7 +30,7 @@ REDIRECT = "http://127.0.0.1:33418/callback"
 def server(start_module_server):
     # (registrations are counted per client address: each test's come from an address of its own, as
     # a trusted proxy says, except the flood's)
-    return start_module_server(env={"RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
+    return start_module_server(env={**LOCAL_FAKES, "RUSTIZ_TRUSTED_PROXIES": "127.0.0.1"})
 
 
 def call(server, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple:
@@ -408,7 +409,7 @@ class MemoryTokens:
         self.client_info = client_info
 
 
-def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server):
+def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server, module_receiver):
     import anyio
     import httpx2
     from mcp import Client
@@ -419,7 +420,11 @@ def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server):
     cookie, back = browser_session(server), {}
 
     async def approve(authorization_url: str) -> None:
-        """The person's browser: the consent page, signed in, and Allow with drafts chosen."""
+        """The person's browser: the consent page, signed in, and Allow with drafts chosen (once: after the
+        grant is revoked, the person does not approve again)."""
+        approvals.append(authorization_url)
+        if len(approvals) > 1:
+            raise RuntimeError("asked to approve again")
         path = authorization_url[len(server.url):]
         status, _, page = browser(server, "GET", path, cookie)
         assert status == 200, page
@@ -431,23 +436,43 @@ def test_the_mcp_sdk_connects_with_only_the_url_and_a_consent_click(server):
     async def callback() -> AuthorizationCodeResult:
         return AuthorizationCodeResult(code=back["code"], state=back.get("state"), iss=back.get("iss"))
 
-    storage = MemoryTokens()
+    storage, approvals = MemoryTokens(), []
     provider = OAuthClientProvider(
         server.url + "/mcp", OAuthClientMetadata(client_name="SDK agent", redirect_uris=[REDIRECT],
                                                  grant_types=["authorization_code", "refresh_token"],
                                                  response_types=["code"], scope="mcp:drafts"),
         storage, redirect_handler=approve, callback_handler=callback)
 
-    async def session() -> list:
+    async def session() -> tuple:
         async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
             async with Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client:
                 listed = await client.list_tools()
                 refused = await client.call_tool("tagCreate", {"name": "nope", "color": "#ff0000"})
-                return [tool.name for tool in listed.tools], refused
+                created = await client.call_tool("integrationSchedulePostTool", {"socialPost": [{
+                    "integrationId": channel, "isPremium": False, "date": iso(86400), "shortLink": False,
+                    "type": "draft", "postsAndComments": [{"content": "<p>agent post</p>", "attachments": []}],
+                    "settings": []}]})
+                first_refresh = storage.tokens.refresh_token
+                provider.context.token_expiry_time = time.time() - 1  # the hour is over: the SDK refreshes
+                post_id = created.structured_content["output"][0]["postId"]
+                post = (await client.call_tool("postGetTool", {"id": post_id})).structured_content["output"]
+                assert storage.tokens.refresh_token != first_refresh
+                return [tool.name for tool in listed.tools], refused, created, post
 
-    names, refused = anyio.run(session)
-    assert "integrationSchedulePostTool" in names and refused.is_error
-    assert storage.tokens.scope == "mcp:drafts" and storage.client_info.client_id
+    async def after_revocation() -> None:
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+            async with Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client:
+                await client.list_tools()
+
+    channel = webhook_channel(server, module_receiver, "OAuth agent hook")
+    names, refused, created, post = anyio.run(session)
+    status, _ = api(server, "DELETE", f"/public/v1/oauth/clients/{storage.client_info.client_id}")
+    assert status == 200
+    with pytest.raises(BaseException):  # the token is refused: the SDK asks the person again, who says no
+        anyio.run(after_revocation)
+    assert "integrationSchedulePostTool" in names and refused.is_error and not created.is_error
+    assert (post["state"], post["review"]) == ("DRAFT", "review")  # a drafts agent's post waits in "To review"
+    assert storage.tokens.scope == "mcp:drafts" and len(approvals) == 2
 
 
 def test_the_organization_lists_its_connected_clients_and_revokes_one_at_once(server):
