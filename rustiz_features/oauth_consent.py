@@ -55,7 +55,7 @@ def _page(status: int, title: str, body: str, form_action: str = "'none'") -> Re
                 f"<style>{_STYLE}</style></head><body><main>{body}</main></body></html>")
     return Response(status, document.encode(), "text/html; charset=utf-8", [
         ("Content-Security-Policy", policy), ("X-Frame-Options", "DENY"), ("Cache-Control", "no-store"),
-        ("Referrer-Policy", "no-referrer")])
+        ("Referrer-Policy", "same-origin")])  # (no-referrer would make the form's Origin "null": refused)
 
 
 _STYLE = ("body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}"

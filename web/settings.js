@@ -161,7 +161,36 @@ async function mcpTab(panel) {
   put(panel, h('section.card', h('h2', t('MCP (AI agents)')),
     h('p', t('Point an MCP client (Claude Code, Cursor, …) at this URL, with the header '), h('code', 'Authorization: Bearer <your API key>'), '.'),
     h('div.copy', h('code.mcp-url', url), copyButton(url)),
-    h('pre', `claude mcp add --transport http rustiz ${url} --header "Authorization: Bearer YOUR_API_KEY"`)));
+    h('pre', `claude mcp add --transport http rustiz ${url} --header "Authorization: Bearer YOUR_API_KEY"`),
+    h('p', t('Clients that sign in by themselves (claude.ai, ChatGPT, Cursor, VS Code) need only the URL: they open a page here where you choose the organization and what the agent may do.'))));
+  put(panel, connectedAppsCard());
+}
+
+// The MCP clients connected through rustiz's OAuth consent page (issue 27), each with Revoke.
+function connectedAppsCard() {
+  const errors = errorBox();
+  const list = h('tbody');
+  const empty = h('p.hint', { hidden: true }, t('No connected apps yet.'));
+  const when = (iso) => (iso ? fmtDateTime(Date.parse(iso)) : t('never'));
+  async function load() {
+    try {
+      const clients = await api('GET', '/oauth/clients');
+      empty.hidden = clients.length > 0;
+      list.replaceChildren(...clients.map((c) => h('tr.connected-app', { dataset: { id: c.id } },
+        h('td', { dataset: { label: t('Name') } }, c.name), h('td.scope', { dataset: { label: t('Scope') } }, c.scope),
+        h('td', { dataset: { label: t('Created') } }, when(c.createdAt)), h('td', { dataset: { label: t('Last use') } }, when(c.lastUsedAt)),
+        h('td', h('button.danger', { type: 'button', 'aria-label': t('Revoke {name}', { name: c.name }), onclick: async () => {
+          if (!confirm(t('Revoke {name}? It stops working at once.', { name: c.name }))) return;
+          errors.show(null);
+          try { await api('DELETE', `/oauth/clients/${encodeURIComponent(c.id)}`); load(); } catch (error) { errors.show(error); }
+        } }, t('Revoke'))))));
+    } catch (error) { errors.show(error); }
+  }
+  load();
+  return h('section.card', h('h2', t('Connected apps')),
+    h('p.hint', t('Agents you allowed on the consent page. Last use is when the app last renewed its access (at least hourly while it works).')),
+    h('table.api-keys', h('thead', h('tr', h('th', t('Name')), h('th', t('Scope')), h('th', t('Created')), h('th', t('Last use')), h('th', h('span.sr-state', t('Action'))))), list),
+    empty, errors);
 }
 
 // The events a webhook may be sent, in the users' words (issue 26); a new webhook starts with all of them.
