@@ -22,6 +22,7 @@ const ACTIONS = {
   'signature.created': toTranslate('Signature created'), 'signature.updated': toTranslate('Signature changed'), 'signature.deleted': toTranslate('Signature deleted'),
   'set.created': toTranslate('Set created'), 'set.updated': toTranslate('Set changed'), 'set.deleted': toTranslate('Set deleted'),
   'media.updated': toTranslate('Media changed'), 'media.deleted': toTranslate('Media deleted'),
+  'oauth_client.granted': toTranslate('App connected to MCP'), 'oauth_client.revoked': toTranslate('Connected app revoked'),
   // the other parts of issue 25 (docs/audit.md: the names their routes declare)
   'member.invited': toTranslate('Person invited'), 'member.updated': toTranslate('Role changed'), 'member.removed': toTranslate('Person removed'),
   'invite.revoked': toTranslate('Invitation revoked'), 'invite.accepted': toTranslate('Invitation accepted'),
