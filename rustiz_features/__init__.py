@@ -47,7 +47,7 @@ the core imports none of these at load time, and these import the core and one a
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail
   metrics (GET /metrics, GET /health?verbose=1, the counters) -> storage only
   storage/<area> (each feature's SQL, one module per area; see storage/__init__.py) -> the core, and among
-    themselves: posts -> idempotency, review -> posts, autopost -> posts, notifications, scheduling -> deliveries, audit -> keys. The features import the
+    themselves: posts -> idempotency, review -> posts, autopost -> posts, notifications, scheduling -> deliveries, audit -> keys, oauth_server. The features import the
     areas whose SQL they run (those arrows are not drawn: no storage module imports a feature module).
   oidc (single sign-on: GET /auth/oidc/start, the callback, GET /auth/methods) -> jwt, web, http_client, audit
   jwt (ID tokens: RS256 and ES256 signatures in pure Python, the claims) -> elliptic

@@ -68,13 +68,15 @@ def resource_metadata_url(frontend_url: str) -> str:
 
 def token_identity(app: App, access_token: str) -> Optional[KeyIdentity]:
     """The organization and key scope of a live access token issued for /mcp, or None. Its key_id,
-    "oauth:<chain>", makes MCP's per-key rate limits count per grant."""
+    "oauth:<client id>:<chain>", makes MCP's per-key rate limits count per grant, and names the client in the
+    audit log (storage/audit.py's key_actor)."""
     found = oauth_store.token(app.store, token_digest(access_token))
     if (found is None or found["kind"] != "access" or found["revoked_at"] is not None
             or found["expires_at"] < time.time() or found["resource"] != mcp_resource(app.config.frontend_url)
             or found["scope"] not in MCP_SCOPES):
         return None
-    return KeyIdentity(found["organization_id"], MCP_SCOPES[found["scope"]], "oauth:" + found["chain_id"][:16])
+    return KeyIdentity(found["organization_id"], MCP_SCOPES[found["scope"]],
+                       f"oauth:{found['client_id']}:{found['chain_id'][:16]}")
 
 
 class OAuthError(ApiError):

@@ -266,6 +266,16 @@ def test_mcp_takes_tokens_with_their_scope(server):
     assert status == 200 and result["isError"] and "read" in result["content"][0]["text"], body
 
 
+def test_an_agents_changes_are_audited_under_its_clients_name(server):
+    _, full = tokens(server, "mcp:full")
+    status, _, body = mcp(server, full["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "tagCreate", "arguments": {"name": "from-agent", "color": "#00ff00"}}})
+    assert status == 200 and not json.loads(body)["result"].get("isError"), body
+    _, entries = api(server, "GET", "/public/v1/audit")
+    made = [entry for entry in entries["entries"] if entry["action"] == "tag.created"]
+    assert made and made[0]["actor"]["type"] == "mcp" and made[0]["actor"]["name"] == "Test agent", made[:1]
+
+
 def test_api_keys_still_work_on_mcp(server):
     status, _, body = mcp(server, server.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert status == 200, body

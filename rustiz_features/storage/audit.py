@@ -13,6 +13,7 @@ from typing import NamedTuple, Optional
 
 from rustiz import Store, new_cuid
 from .keys import DEFAULT_KEY_NAME
+from .oauth_server import client_name as oauth_client_name
 
 ENTRIES_PER_PAGE = 50
 
@@ -78,9 +79,11 @@ def actors(store: Store, organization_id: str) -> list:
 
 def key_actor(store: Store, organization_id: str, key_id: Optional[str], kind: str = "key") -> Actor:
     """An API key as an actor (`kind` "mcp" for an agent's): its id and name; the organization's own key
-    is "default"."""
+    is "default"; an OAuth token's ("oauth:<client id>:<grant>") is named after its client."""
     if key_id is None:
         return Actor(kind, DEFAULT_KEY_NAME, DEFAULT_KEY_NAME)
+    if key_id.startswith("oauth:"):  # an MCP client's token (rustiz_features/oauth_server.py): the client's name
+        return Actor(kind, key_id, oauth_client_name(store, key_id.split(":")[1]))
     row = store.read("SELECT name FROM api_key WHERE id = ? AND organization_id = ?",
                      (key_id, organization_id)).fetchone()
     return Actor(kind, key_id, row[0] if row else None)

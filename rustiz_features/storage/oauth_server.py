@@ -33,6 +33,12 @@ def client(store: Store, client_id: str, now: float) -> Optional[dict]:
             "created_at": row[4], "last_used_at": row[5], "used": bool(row[6])}
 
 
+def client_name(store: Store, client_id: str) -> Optional[str]:
+    """The registered client's name (expired or not), or None."""
+    row = store.read("SELECT name FROM oauth_client WHERE client_id = ?", (client_id,)).fetchone()
+    return row[0] if row else None
+
+
 def save_authorization_code(store: Store, code_hash: str, client_id: str, redirect_uri: str, code_challenge: str,
                             resource: str, organization_id: str, user_id: Optional[str], scope: str,
                             expires_at: float) -> None:
