@@ -2,8 +2,8 @@
 the consent page, POST /oauth/authorize (its form) gives the client a code, or tells it the person said no.
 
 Rules:
-- Nothing is redirected to a client before its client_id is known and its redirect_uri is one it registered,
-  exactly: those errors are a page here (RFC 6749 4.1.2.1). Later errors go back to the client's redirect URI.
+- Nothing is redirected to a client before its client_id is known (registered, or its metadata document
+  fetched: oauth_server.known_client) and its redirect_uri is one it registered, exactly: those errors are a page here (RFC 6749 4.1.2.1). Later errors go back to the client's redirect URI.
 - PKCE S256 is required; the `resource` (RFC 8707), when sent, must be this server's MCP endpoint.
 - The person must be signed in to the web app. The session cookie is SameSite=Strict, so a browser sent here
   from the client's site arrives without it: it is sent to the web app (#/connect?resume=...), which signs in
@@ -27,7 +27,7 @@ from rustiz import (
 from _operator import _compare_digest as compare_digest
 from .api_docs import documented
 from .audit import record_request
-from .oauth_server import CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, mcp_resource, token_digest
+from .oauth_server import CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, known_client, mcp_resource, token_digest
 from .storage import oauth_server as oauth_store
 from .storage import web_users as web_user_store
 from .web import refusal_of_cross_site_form
@@ -84,9 +84,9 @@ class ConsentPage:
     def issuer(self) -> str:
         return self.app.config.frontend_url
 
-    def _client_and_redirect(self, values: dict) -> tuple:
+    @staticmethod
+    def _client_and_redirect(values: dict, client: Optional[dict]) -> tuple:
         """(the client, its redirect URI) of a request; raises AuthorizationRefused (never redirected)."""
-        client = oauth_store.client(self.store, values.get("client_id", ""), time.time())
         if client is None:
             raise AuthorizationRefused(400, "This application is not registered here (unknown client_id).")
         redirect_uri = values.get("redirect_uri") or (
@@ -120,10 +120,14 @@ class ConsentPage:
     @route_options(authenticated=False)
     @documented("OAuth authorization endpoint: the consent page for a signed-in person (PKCE S256 required)",
                 ("200", {"description": "The consent page (HTML), or a redirect", "content": {"text/html": {}}}))
-    def page(self, request: Request) -> Response:
+    async def page(self, request: Request) -> Response:
+        client = await known_client(self.app, request.query.get("client_id", ""))
+        return await self.store.off_loop(self._page, request, client)
+
+    def _page(self, request: Request, known: Optional[dict]) -> Response:
         values = request.query
         try:
-            client, redirect_uri = self._client_and_redirect(values)
+            client, redirect_uri = self._client_and_redirect(values, known)
         except AuthorizationRefused as refused:
             return _page(refused.status, "Cannot connect", f"<h1>Cannot connect</h1><p>{html.escape(refused.message)}")
         problem = self._request_problem(values)
@@ -166,18 +170,23 @@ class ConsentPage:
     @documented("The consent page's form: allow (a code for the client) or deny",
                 ("302", {"description": "Back to the client's redirect URI"}),
                 request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
-    def decide(self, request: Request) -> Response:
+    async def decide(self, request: Request) -> Response:
         try:
             values = dict(parse_qsl(request.body.decode("utf-8"), keep_blank_values=True))
-            client, redirect_uri = self._client_and_redirect(values)
+        except UnicodeDecodeError:
+            return _page(400, "Cannot connect", "<h1>Cannot connect</h1><p>The form could not be read.")
+        client = await known_client(self.app, values.get("client_id", ""))
+        return await self.store.off_loop(self._decide, request, values, client)
+
+    def _decide(self, request: Request, values: dict, known: Optional[dict]) -> Response:
+        try:
+            client, redirect_uri = self._client_and_redirect(values, known)
             session = self._session(request)
             if session is None:
                 raise AuthorizationRefused(401, "You are not signed in to rustiz any more: start again.")
             if refusal_of_cross_site_form(request, self.issuer) is not None or not compare_digest(
                     values.get("csrf", "").encode(), session[1].encode()):
                 raise AuthorizationRefused(403, "This form did not come from rustiz's consent page.")
-        except UnicodeDecodeError:
-            return _page(400, "Cannot connect", "<h1>Cannot connect</h1><p>The form could not be read.")
         except AuthorizationRefused as refused:
             return _page(refused.status, "Cannot connect", f"<h1>Cannot connect</h1><p>{html.escape(refused.message)}")
         state = values.get("state", "")

@@ -8,6 +8,9 @@ Rules:
 - Public clients only: no client secret is ever issued; PKCE S256 is required ("plain" is refused).
 - Codes and tokens are opaque random strings, stored only as their SHA-256 digests (storage/oauth_server.py).
   A code is good once and for CODE_SECONDS; a refresh token is rotated on use and a reused one revokes its chain.
+- A client_id that is an https URL with a path is a Client ID Metadata Document: fetched through the one
+  outbound client and its address guard (a private address is refused), bounded, its client_id the URL
+  exactly, kept an hour.
 - Errors have the RFC's shape, {"error", "error_description"}, never the API's (but the organization's
   list of connected clients, ConnectedClients, is the public API's).
 """
@@ -20,10 +23,11 @@ from typing import Any, Optional
 from urllib.parse import parse_qsl, urlsplit
 
 from rustiz import (
-    ApiError, App, KeyIdentity, Request, Response, iso_at, json_response, not_found, route_options, sha256,
+    ApiError, App, KeyIdentity, Request, Response, iso_at, json_response, log, not_found, route_options, sha256,
 )
 from _operator import _compare_digest as compare_digest
 from .api_docs import ANY, STRING, array_of, documented, object_schema, parameter
+from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
 from .storage import oauth_server as oauth_store
 
 CODE_SECONDS = 60
@@ -64,6 +68,71 @@ def mcp_resource(frontend_url: str) -> str:
 def resource_metadata_url(frontend_url: str) -> str:
     """Where the 401 of /mcp points (WWW-Authenticate's resource_metadata)."""
     return frontend_url + "/.well-known/oauth-protected-resource/mcp"
+
+
+DOCUMENT_BYTES = 16 * 1024  # the most read of a client's metadata document
+DOCUMENT_SECONDS = 3600  # how long a fetched metadata document is kept
+DOCUMENT_TIMEOUTS = Timeouts(connect=5.0, read=5.0, total=10.0)
+
+
+def is_metadata_document_url(client_id: str) -> bool:
+    """Whether a client_id names a Client ID Metadata Document: an https URL with a path, no fragment."""
+    try:
+        parts = urlsplit(client_id)
+    except ValueError:
+        return False
+    return (parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/") and not parts.fragment
+            and len(client_id) <= MAX_REDIRECT_URI_LENGTH)
+
+
+async def known_client(app: App, client_id: str) -> Optional[dict]:
+    """The client: registered, or named by its metadata document (fetched, or kept from the last hour); None
+    when unknown or its document cannot be used."""
+    now = time.time()
+    found = await app.store.off_loop(oauth_store.client, app.store, client_id, now) if client_id else None
+    if not is_metadata_document_url(client_id) or (found is not None and found["created_at"] > now - DOCUMENT_SECONDS):
+        return found
+    document = await _client_document(app, client_id)
+    if document is None:
+        return None
+    name, redirect_uris = document
+    await app.store.off_loop(oauth_store.save_document_client, app.store, client_id, name, redirect_uris, now)
+    return {"client_id": client_id, "name": name, "redirect_uris": redirect_uris, "source": "metadata-document",
+            "created_at": now, "last_used_at": None, "used": False}
+
+
+async def _client_document(app: App, url: str) -> Optional[tuple]:
+    """(client_name, redirect_uris) of a usable metadata document at `url`, or None (why: in the log)."""
+    def read(head: HttpReply, pieces: Any) -> HttpReply:
+        data = bytearray()
+        for piece in pieces:
+            data += piece
+            if len(data) > DOCUMENT_BYTES:
+                raise NoAnswer(f"the document is larger than {DOCUMENT_BYTES // 1024} KiB")
+        return head._replace(body=bytes(data))
+    http = app.http
+    try:
+        reply = await http.run_blocking(http.exchange, "GET", url, {"Accept": "application/json"}, b"",
+                                        DOCUMENT_TIMEOUTS, read)
+    except (ConnectFailed, NoAnswer) as failed:
+        log(f"OAuth: the client metadata document {url[:200]} could not be fetched: {failed}", "warning")
+        return None
+    document = reply.json() if reply.status == 200 else None
+    if not isinstance(document, dict) or document.get("client_id") != url:
+        log(f"OAuth: {url[:200]} is not a client metadata document naming itself: {reply.described('one')}",
+            "warning")
+        return None
+    name = document.get("client_name", urlsplit(url).hostname)
+    try:
+        redirect_uris = OAuthServer.checked_redirect_uris(document.get("redirect_uris"))
+    except OAuthError:
+        log(f"OAuth: the client metadata document {url[:200]} names no usable redirect URIs", "warning")
+        return None
+    if (not isinstance(name, str) or not name.strip() or len(name) > MAX_CLIENT_NAME_LENGTH
+            or document.get("token_endpoint_auth_method", "none") != "none"):
+        log(f"OAuth: the client metadata document {url[:200]} has an unusable name or auth method", "warning")
+        return None
+    return name.strip(), redirect_uris
 
 
 def token_identity(app: App, access_token: str) -> Optional[KeyIdentity]:
@@ -152,6 +221,7 @@ class OAuthServer:
             "revocation_endpoint_auth_methods_supported": ["none"],
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,  # RFC 9207: every answer names the issuer
+            "client_id_metadata_document_supported": True,
         }, 200, [("Cache-Control", "max-age=300"), *CORS])
 
     @route_options(authenticated=False)
@@ -180,7 +250,7 @@ class OAuthServer:
             raise OAuthError("invalid_client_metadata", "The body must be a JSON object")
         if not isinstance(metadata, dict):
             raise OAuthError("invalid_client_metadata", "The body must be a JSON object")
-        redirect_uris = self._redirect_uris(metadata.get("redirect_uris"))
+        redirect_uris = self.checked_redirect_uris(metadata.get("redirect_uris"))
         name = metadata.get("client_name", "Unnamed client")
         if not isinstance(name, str) or not name.strip() or len(name) > MAX_CLIENT_NAME_LENGTH:
             raise OAuthError("invalid_client_metadata",
@@ -200,7 +270,7 @@ class OAuthServer:
         }, 201, list(NO_STORE))
 
     @staticmethod
-    def _redirect_uris(value: Any) -> list:
+    def checked_redirect_uris(value: Any) -> list:
         if not isinstance(value, list) or not value or len(value) > MAX_REDIRECT_URIS:
             raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
         for uri in value:
@@ -229,7 +299,7 @@ class OAuthServer:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
         client_id = form.get("client_id", "")
         now = time.time()
-        client = await self.store.off_loop(oauth_store.client, self.store, client_id, now) if client_id else None
+        client = await known_client(self.app, client_id)
         if client is None:
             raise OAuthError("invalid_client", "Unknown client_id", 401)
         resource = form.get("resource")

@@ -526,3 +526,67 @@ def test_an_expired_access_token_is_refused(server):
                    (time.time() - 1, hashlib.sha256(answer["access_token"].encode()).hexdigest()))
     status, headers, _ = mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+
+
+# --- Client ID Metadata Documents: a client_id that is an https URL naming its redirect URIs -----------------------
+
+def test_a_client_metadata_document_on_a_private_address_is_refused_by_the_guard(server):
+    client_id, verifier = "https://10.1.2.3/oauth/client.json", secrets.token_urlsafe(48)
+    status, headers, page = browser(server, "GET", authorize_query(client_id, verifier), browser_session(server))
+    assert status == 400 and "location" not in headers and "not registered" in page
+    assert token_call(server, grant_type="authorization_code", code="x", client_id=client_id)[0] == 401
+
+
+def test_a_client_known_by_its_metadata_document_connects(start_server, tmp_path):
+    import http.server
+    import ssl
+    import subprocess
+    import threading
+
+    key, certificate = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(certificate), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    documents = {}
+
+    class Documents(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(documents.get(self.path, {})).encode()
+            self.send_response(200 if self.path in documents else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *arguments):
+            pass
+
+    host = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Documents)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    host.socket = context.wrap_socket(host.socket, server_side=True)
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    base = f"https://127.0.0.1:{host.server_address[1]}"
+    good, liar = base + "/agent/client.json", base + "/liar/client.json"
+    documents["/agent/client.json"] = {"client_id": good, "client_name": "Doc agent", "redirect_uris": [REDIRECT]}
+    documents["/liar/client.json"] = {"client_id": good, "client_name": "Liar", "redirect_uris": [REDIRECT]}
+    try:
+        server = start_server(env={"SSL_CERT_FILE": str(certificate), "RUSTIZ_FETCH_ALLOW": "127.0.0.1"})
+        assert call(server, "GET", "/.well-known/oauth-authorization-server")[2][
+            "client_id_metadata_document_supported"] is True
+        cookie, verifier = browser_session(server), secrets.token_urlsafe(48)
+        status, _, page = browser(server, "GET", authorize_query(good, verifier), cookie)
+        assert status == 200 and "Doc agent" in page and "unverified" in page, page
+        status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie,
+                                     {**consent_form(page), "decision": "allow"})
+        assert status == 302, headers
+        code = parse_qs(urlsplit(headers["location"]).query)["code"][0]
+        status, answer = token_call(server, grant_type="authorization_code", code=code, client_id=good,
+                                    redirect_uri=REDIRECT, code_verifier=verifier)
+        assert status == 200 and answer["scope"] == "mcp:drafts", answer
+        status, _, page = browser(server, "GET", authorize_query(liar, verifier), cookie)
+        assert status == 400, page  # its document names another client_id
+        status, _, page = browser(server, "GET", authorize_query(base + "/missing/client.json", verifier), cookie)
+        assert status == 400, page
+    finally:
+        host.shutdown()

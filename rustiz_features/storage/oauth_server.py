@@ -33,6 +33,17 @@ def client(store: Store, client_id: str, now: float) -> Optional[dict]:
             "created_at": row[4], "last_used_at": row[5], "used": bool(row[6])}
 
 
+def save_document_client(store: Store, client_id: str, name: str, redirect_uris: list, now: float) -> None:
+    """A client known by its metadata document (its client_id is the document's URL), as just fetched: kept
+    (created_at is when it was fetched, for the cache) until fetched again."""
+    with store.writing(no_channels=True) as db:
+        if db.execute("UPDATE oauth_client SET name = ?, redirect_uris = ?, created_at = ? WHERE client_id = ?",
+                      (name, json.dumps(redirect_uris), now, client_id)).rowcount == 0:
+            db.execute("INSERT INTO oauth_client (client_id, name, redirect_uris, source, created_at, last_used_at, "
+                       "used) VALUES (?, ?, ?, 'metadata-document', ?, NULL, 0)",
+                       (client_id, name, json.dumps(redirect_uris), now))
+
+
 def client_name(store: Store, client_id: str) -> Optional[str]:
     """The registered client's name (expired or not), or None."""
     row = store.read("SELECT name FROM oauth_client WHERE client_id = ?", (client_id,)).fetchone()
