@@ -70,6 +70,19 @@ class HttpReply(NamedTuple):
                                           else f"an empty answer instead of {expected}")
 
 
+def read_at_most(limit: int, what: str) -> Callable[[HttpReply, Any], HttpReply]:
+    """A `read` for download()/exchange() that keeps the whole body of a small document (`what`, for the
+    error), refusing one larger than `limit` bytes with NoAnswer."""
+    def read(head: HttpReply, pieces: Any) -> HttpReply:
+        data = bytearray()
+        for piece in pieces:
+            data += piece
+            if len(data) > limit:
+                raise NoAnswer(f"{what} is larger than {limit // 1024} KiB")
+        return head._replace(body=bytes(data))
+    return read
+
+
 class ConnectFailed(Exception):
     """Nothing reached the server (name lookup, refused connection, TLS handshake): safe to retry."""
 

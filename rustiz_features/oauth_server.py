@@ -27,7 +27,7 @@ from rustiz import (
 )
 from _operator import _compare_digest as compare_digest
 from .api_docs import ANY, STRING, array_of, documented, object_schema, parameter
-from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
+from .http_client import ConnectFailed, NoAnswer, Timeouts, read_at_most
 from .storage import oauth_server as oauth_store
 
 CODE_SECONDS = 60
@@ -103,17 +103,10 @@ async def known_client(app: App, client_id: str) -> Optional[dict]:
 
 async def _client_document(app: App, url: str) -> Optional[tuple]:
     """(client_name, redirect_uris) of a usable metadata document at `url`, or None (why: in the log)."""
-    def read(head: HttpReply, pieces: Any) -> HttpReply:
-        data = bytearray()
-        for piece in pieces:
-            data += piece
-            if len(data) > DOCUMENT_BYTES:
-                raise NoAnswer(f"the document is larger than {DOCUMENT_BYTES // 1024} KiB")
-        return head._replace(body=bytes(data))
     http = app.http
     try:
         reply = await http.run_blocking(http.exchange, "GET", url, {"Accept": "application/json"}, b"",
-                                        DOCUMENT_TIMEOUTS, read)
+                                        DOCUMENT_TIMEOUTS, read_at_most(DOCUMENT_BYTES, "the document"))
     except (ConnectFailed, NoAnswer) as failed:
         log(f"OAuth: the client metadata document {url[:200]} could not be fetched: {failed}", "warning")
         return None

@@ -28,7 +28,7 @@ from rustiz import (
 )
 from _operator import _compare_digest as compare_digest
 from .api_docs import STRING, documented, object_schema, parameter
-from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts
+from .http_client import ConnectFailed, HttpReply, NoAnswer, Timeouts, read_at_most
 from .jwt import Expected, TokenRefused, UnknownKey, verified_claims
 from .storage import members as member_store
 from .storage import oidc as oidc_store
@@ -106,16 +106,10 @@ class IdentityProvider:
 
     async def call(self, method: str, url: str, headers: Optional[dict] = None, body: bytes = b"") -> HttpReply:
         """One exchange through the outbound client and its guard, the answer read up to DOCUMENT_BYTES."""
-        def read(head: HttpReply, pieces: Any) -> HttpReply:
-            data = bytearray()
-            for piece in pieces:
-                data += piece
-                if len(data) > DOCUMENT_BYTES:
-                    raise NoAnswer(f"the answer is larger than {DOCUMENT_BYTES // 1024} KiB")
-            return head._replace(body=bytes(data))
         http = self.app.http
         try:
-            return await http.run_blocking(http.exchange, method, url, dict(headers or {}), body, TIMEOUTS, read)
+            return await http.run_blocking(http.exchange, method, url, dict(headers or {}), body, TIMEOUTS,
+                                           read_at_most(DOCUMENT_BYTES, "the answer"))
         except (ConnectFailed, NoAnswer) as failed:
             raise SignInRefused("unreachable", f"{method} {url[:200]}: {failed}") from None
 
