@@ -27,7 +27,9 @@ from rustiz import (
 from _operator import _compare_digest as compare_digest
 from .api_docs import documented
 from .audit import record_request
-from .oauth_server import CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, known_client, mcp_resource, token_digest
+from .oauth_server import (
+    CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, issuer_problem, known_client, mcp_resource, token_digest,
+)
 from .storage import oauth_server as oauth_store
 from .storage import web_users as web_user_store
 from .web import refusal_of_cross_site_form
@@ -121,6 +123,8 @@ class ConsentPage:
     @documented("OAuth authorization endpoint: the consent page for a signed-in person (PKCE S256 required)",
                 ("200", {"description": "The consent page (HTML), or a redirect", "content": {"text/html": {}}}))
     async def page(self, request: Request) -> Response:
+        if issuer_problem(self.issuer) is not None:
+            return _page(404, "Cannot connect", f"<h1>Cannot connect</h1><p>{html.escape(issuer_problem(self.issuer))}")
         client = await known_client(self.app, request.query.get("client_id", ""))
         return await self.store.off_loop(self._page, request, client)
 

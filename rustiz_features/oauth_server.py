@@ -4,7 +4,8 @@ registration (RFC 7591), the token endpoint (authorization code with PKCE, refre
 
 Rules:
 - `issuer` is FRONTEND_URL exactly and the protected resource is FRONTEND_URL + "/mcp": clients compare both
-  as strings.
+  as strings. FRONTEND_URL must be https, or http on a loopback host; otherwise the OAuth routes answer 404
+  saying so (issuer_problem).
 - Public clients only: no client secret is ever issued; PKCE S256 is required ("plain" is refused).
 - Codes and tokens are opaque random strings, stored only as their SHA-256 digests (storage/oauth_server.py).
   A code is good once and for CODE_SECONDS; a refresh token is rotated on use and a reused one revokes its chain.
@@ -48,6 +49,27 @@ TOKEN_BODY_BYTES = 16 * 1024
 CORS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
         ("Access-Control-Allow-Headers", "*"), ("Access-Control-Max-Age", "600")]
 NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache"), *CORS]
+
+
+def issuer_problem(frontend_url: str) -> Optional[str]:
+    """Why FRONTEND_URL cannot be an OAuth issuer (it must be https, or http on a loopback host: OAuth 2.1
+    1.5), or None."""
+    try:
+        parts = urlsplit(frontend_url)
+        host = parts.hostname or ""
+    except ValueError:
+        return f"FRONTEND_URL {frontend_url[:200]!r} is not a URL"
+    if parts.scheme == "https" and host or parts.scheme == "http" and host in LOOPBACK_HOSTS:
+        return None
+    return (f"rustiz's OAuth server needs FRONTEND_URL to be https (or http on 127.0.0.1, [::1] or localhost), "
+            f"the address clients reach it at; it is {frontend_url[:200]!r}")
+
+
+def refuse_unless_issuer(frontend_url: str) -> None:
+    """Raises OAuthError (404) when FRONTEND_URL cannot be an issuer: no client is led into a flow that fails."""
+    problem = issuer_problem(frontend_url)
+    if problem is not None:
+        raise OAuthError("not_available", problem, 404)
 
 
 def token_digest(value: str) -> str:
@@ -199,6 +221,7 @@ class OAuthServer:
     @route_options(authenticated=False)
     @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA)
     def server_metadata(self, request: Request) -> Response:
+        refuse_unless_issuer(self.issuer)
         issuer = self.issuer
         return json_response({
             "issuer": issuer,
@@ -220,6 +243,7 @@ class OAuthServer:
     @route_options(authenticated=False)
     @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA)
     def resource_metadata(self, request: Request) -> Response:
+        refuse_unless_issuer(self.issuer)
         return json_response({
             "resource": mcp_resource(self.issuer),
             "authorization_servers": [self.issuer],
@@ -232,6 +256,7 @@ class OAuthServer:
     @documented("Dynamic Client Registration (RFC 7591): public clients only, no secret", ("201", {"type": "object"}),
                 request={"content": {"application/json": {"schema": {"type": "object"}}}})
     async def register(self, request: Request) -> Response:
+        refuse_unless_issuer(self.issuer)
         decision = await self.store.off_loop(self.store.count_request, "oauth-register " + self.guard.client_address(
             request), REGISTRATIONS_PER_ADDRESS, REGISTRATIONS_WINDOW_SECONDS)
         if not decision.allowed:
@@ -286,6 +311,7 @@ class OAuthServer:
                 ("200", {"type": "object"}),
                 request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
     async def token(self, request: Request) -> Response:
+        refuse_unless_issuer(self.issuer)
         form = _form(request)
         grant_type = form.get("grant_type", "")
         if grant_type not in ("authorization_code", "refresh_token"):

@@ -590,3 +590,16 @@ def test_a_client_known_by_its_metadata_document_connects(start_server, tmp_path
         assert status == 400, page
     finally:
         host.shutdown()
+
+
+def test_a_frontend_url_no_client_could_trust_turns_the_oauth_server_off(start_server):
+    server = start_server(env={"FRONTEND_URL": "http://social.example.com"})
+    for method, path in (("GET", "/.well-known/oauth-authorization-server"),
+                         ("GET", "/.well-known/oauth-protected-resource/mcp")):
+        status, _, answer = call(server, method, path)
+        assert status == 404 and answer["error"] == "not_available" and "https" in answer["error_description"]
+    assert register(server)[0] == 404
+    status, _, page = browser(server, "GET", authorize_query("any", secrets.token_urlsafe(48)))
+    assert status == 404 and "FRONTEND_URL" in page
+    status, headers, _ = mcp(server, server.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200  # API keys on /mcp are not concerned
