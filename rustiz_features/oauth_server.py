@@ -27,7 +27,7 @@ from rustiz import (
     ApiError, App, KeyIdentity, Request, Response, iso_at, json_response, log, not_found, route_options, sha256,
 )
 from _operator import _compare_digest as compare_digest
-from .api_docs import ANY, STRING, array_of, documented, object_schema, parameter
+from .api_docs import ANY, INTEGER, STRING, array_of, documented, json_body, object_schema, parameter, ref
 from .http_client import ConnectFailed, NoAnswer, Timeouts, read_at_most
 from .storage import oauth_server as oauth_store
 
@@ -198,6 +198,15 @@ def _form(request: Request) -> dict:
 
 
 _METADATA = ("200", {"type": "object"})
+_NOT_AVAILABLE = {"404": json_body(ref("OAuthError"), "FRONTEND_URL is neither https nor loopback http: no OAuth")}
+# Refusals in RFC 6749 / RFC 7591's shape; a 429 is the registration limit's (OAuthError) or REQUEST_LIMIT's.
+_OAUTH_REFUSALS = {
+    **_NOT_AVAILABLE,
+    "400": json_body(ref("OAuthError"), "`error` names the problem (RFC 6749 section 5.2, RFC 7591 section 3.2.2)"),
+    "401": json_body(ref("OAuthError"), "An unknown client_id (invalid_client)"),
+    "429": {**json_body({"anyOf": [ref("OAuthError"), ref("Throttled")]}, "Too many registrations or requests"),
+            "headers": {"Retry-After": {"description": "Seconds until a retry can succeed", "schema": INTEGER}}},
+}
 
 
 class OAuthServer:
@@ -219,7 +228,8 @@ class OAuthServer:
         return Response(204, b"", "", list(CORS))
 
     @route_options(authenticated=False)
-    @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA)
+    @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA,
+                more_answers=_NOT_AVAILABLE)
     def server_metadata(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         issuer = self.issuer
@@ -241,7 +251,8 @@ class OAuthServer:
         }, 200, [("Cache-Control", "max-age=300"), *CORS])
 
     @route_options(authenticated=False)
-    @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA)
+    @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA,
+                more_answers=_NOT_AVAILABLE)
     def resource_metadata(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         return json_response({
@@ -254,7 +265,8 @@ class OAuthServer:
 
     @route_options(authenticated=False, body_limit=REGISTRATION_BODY_BYTES)
     @documented("Dynamic Client Registration (RFC 7591): public clients only, no secret", ("201", {"type": "object"}),
-                request={"content": {"application/json": {"schema": {"type": "object"}}}})
+                request={"content": {"application/json": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def register(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         decision = await self.store.off_loop(self.store.count_request, "oauth-register " + self.guard.client_address(
@@ -309,7 +321,8 @@ class OAuthServer:
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("OAuth token endpoint: authorization_code (PKCE S256) and refresh_token grants, form-encoded",
                 ("200", {"type": "object"}),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def token(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         form = _form(request)
@@ -382,7 +395,8 @@ class OAuthServer:
 
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("Token revocation (RFC 7009): 200 whether or not the token was known", ("200", ANY),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def revoke(self, request: Request) -> Response:
         form = _form(request)
         value = form.get("token", "")
