@@ -19,7 +19,7 @@ import html
 import secrets
 import time
 from typing import Optional
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode
 
 from rustiz import (
     App, ROLE_SCOPES, Request, Response, hash_api_key, route_options, scope_allows, session_cookie,
@@ -28,7 +28,8 @@ from _operator import _compare_digest as compare_digest
 from .api_docs import documented
 from .audit import record_request
 from .oauth_server import (
-    CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, issuer_problem, known_client, mcp_resource, token_digest,
+    CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, issuer_problem, known_client, mcp_resource, redirect_destination,
+    token_digest,
 )
 from .storage import oauth_server as oauth_store
 from .storage import web_users as web_user_store
@@ -149,7 +150,7 @@ class ConsentPage:
         organizations = self._organizations(session)
         wanted = [scope for scope in values.get("scope", "").split() if scope in MCP_SCOPES]
         chosen = wanted[0] if len(wanted) == 1 else "mcp:read"
-        redirect_host = urlsplit(redirect_uri).netloc
+        redirect_host, form_action = redirect_destination(redirect_uri)
         hidden = "".join(f"<input type=hidden name={name} value='{html.escape(values.get(name, ''), True)}'>"
                          for name in FORM_PARAMETERS if name != "redirect_uri")
         hidden += f"<input type=hidden name=redirect_uri value='{html.escape(redirect_uri, True)}'>"
@@ -167,8 +168,7 @@ class ConsentPage:
                 f"<fieldset><legend>What may it do?</legend>{scopes}</fieldset>"
                 f"<button type=submit name=decision value=allow>Allow</button>"
                 f"<button type=submit name=decision value=deny>Deny</button></form>")
-        redirect_origin = "{0.scheme}://{0.netloc}".format(urlsplit(redirect_uri))
-        return _page(200, "Connect an application", body, f"'self' {redirect_origin}")
+        return _page(200, "Connect an application", body, f"'self' {form_action}")
 
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("The consent page's form: allow (a code for the client) or deny",

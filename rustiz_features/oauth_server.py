@@ -173,18 +173,46 @@ class OAuthError(ApiError):
         super().__init__(status, {"error": error, "error_description": description}, headers)
 
 
-def loopback_or_https(uri: str) -> bool:
-    """A redirect URI allowed for a public client: https with a host, or http on a loopback host (RFC 8252);
-    never with a fragment."""
+# Schemes a browser or the system handles itself, which a native app's private-use scheme (RFC 8252 section
+# 7.1) must not be: a redirect there would run script, read files or reach another program on the client's word.
+NOT_APP_SCHEMES = frozenset(("http", "javascript", "data", "vbscript", "file", "about", "blob", "filesystem", "ftp",
+                             "ws", "wss", "mailto", "tel", "sms", "view-source", "chrome", "chrome-extension",
+                             "intent", "jar"))
+
+
+def allowed_redirect_uri(uri: str) -> bool:
+    """A redirect URI allowed for a public client (RFC 8252): https with a host, http on a loopback host, or a
+    native app's private-use scheme (Cursor's cursor://anysphere.cursor-mcp/oauth/callback); never a fragment."""
     try:
         parts = urlsplit(uri)
         host = parts.hostname or ""
         parts.port  # raises on a port that is not a number
     except ValueError:
         return False
-    if parts.fragment or not host or any(character in uri for character in " \t\r\n\\"):
-        return False
-    return parts.scheme == "https" or (parts.scheme == "http" and host in LOOPBACK_HOSTS)
+    if parts.fragment or "@" in parts.netloc or any(character in uri for character in " \t\r\n\\<>\"'"):
+        return False  # (user info would let "https://claude.ai@evil.example" pass for claude.ai on the consent page)
+    if not all(character.isascii() and (character.isalnum() or character in ".-:") for character in host):
+        return False  # the host goes into the consent page's CSP header: nothing but a host name's characters
+    if parts.scheme == "https" or parts.scheme == "http":
+        return bool(host) and (parts.scheme == "https" or host in LOOPBACK_HOSTS)
+    return redirect_scheme(uri) is not None and parts.scheme not in NOT_APP_SCHEMES and bool(parts.path or host)
+
+
+def redirect_destination(uri: str) -> tuple:
+    """(what the consent page names as where it sends the person back, the CSP form-action source allowing it):
+    an origin for a web redirect, the scheme for a native app's own (cursor://anysphere.cursor-mcp, cursor:)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https"):
+        origin = f"{parts.scheme}://{parts.netloc}"
+        return parts.netloc, origin
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:", f"{parts.scheme}:"
+
+
+def redirect_scheme(uri: str) -> Optional[str]:
+    """The URI's scheme as written when it is a well-formed one (RFC 3986: a letter, then letters, digits, + - .)."""
+    scheme, colon, _ = uri.partition(":")
+    return scheme.lower() if colon and len(scheme) <= 64 and scheme[:1].isascii() and scheme[:1].isalpha() and all(
+        character.isascii() and (character.isalnum() or character in "+-.") for character in scheme) else None
 
 
 def _form(request: Request) -> dict:
@@ -304,9 +332,10 @@ class OAuthServer:
         if not isinstance(value, list) or not value or len(value) > MAX_REDIRECT_URIS:
             raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
         for uri in value:
-            if not isinstance(uri, str) or len(uri) > MAX_REDIRECT_URI_LENGTH or not loopback_or_https(uri):
-                raise OAuthError("invalid_redirect_uri", "Each redirect URI must be https, or http on a loopback "
-                                                         "address (127.0.0.1, [::1], localhost), without a fragment")
+            if not isinstance(uri, str) or len(uri) > MAX_REDIRECT_URI_LENGTH or not allowed_redirect_uri(uri):
+                raise OAuthError("invalid_redirect_uri", "Each redirect URI must be https, http on a loopback "
+                                                         "address (127.0.0.1, [::1], localhost), or an app's own "
+                                                         "scheme (cursor://…), without a fragment")
         return list(dict.fromkeys(value))
 
     @staticmethod

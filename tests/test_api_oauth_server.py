@@ -127,8 +127,38 @@ def test_registration_gives_a_public_client(server):
     assert answer["redirect_uris"][1] == "https://claude.ai/api/mcp/auth_callback"
 
 
+# The redirect URIs the hosted clients' own documentation names (checked in December 2026): Claude (claude.ai and
+# Claude Desktop connectors, both hosts), ChatGPT connectors, Cursor's own scheme, VS Code's loopback and web ones.
+DOCUMENTED_CLIENT_REDIRECTS = ("https://claude.ai/api/mcp/auth_callback", "https://claude.com/api/mcp/auth_callback",
+                               "https://chatgpt.com/connector_platform_oauth_redirect",
+                               "cursor://anysphere.cursor-mcp/oauth/callback", "http://127.0.0.1:33418/",
+                               "https://vscode.dev/redirect")
+
+
+def test_the_hosted_clients_documented_redirect_uris_register(server):
+    for redirect_uri in DOCUMENTED_CLIENT_REDIRECTS:
+        status, answer = register(server, redirect_uris=[redirect_uri])
+        assert status == 201 and answer["redirect_uris"] == [redirect_uri], answer
+
+
+def test_a_native_apps_own_scheme_is_named_on_the_consent_page_and_allowed_by_its_csp(server):
+    status, answer = register(server, client_name="Cursor", redirect_uris=["cursor://anysphere.cursor-mcp/oauth/callback"])
+    assert status == 201, answer
+    path = authorize_query(answer["client_id"], secrets.token_urlsafe(48),
+                           redirect_uri="cursor://anysphere.cursor-mcp/oauth/callback")
+    status, headers, page = browser(server, "GET", path, browser_session(server))
+    assert status == 200, page
+    assert "cursor://anysphere.cursor-mcp" in page and "unverified" in page
+    assert "form-action 'self' cursor:;" in headers["content-security-policy"]
+
+
 @pytest.mark.parametrize("metadata, error", [
     ({"redirect_uris": ["http://example.com/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["data:text/html,hi"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["file:///etc/passwd"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://claude.ai@evil.example/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://x.example;sandbox/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["1app://cb"]}, "invalid_redirect_uri"),
     ({"redirect_uris": []}, "invalid_redirect_uri"),
     ({"redirect_uris": "https://example.com/cb"}, "invalid_redirect_uri"),
     ({"redirect_uris": ["https://example.com/cb#part"]}, "invalid_redirect_uri"),
