@@ -159,8 +159,24 @@ def token_identity(app: App, access_token: str) -> Optional[KeyIdentity]:
             or found["expires_at"] < time.time() or found["resource"] != mcp_resource(app.config.frontend_url)
             or found["scope"] not in MCP_SCOPES):
         return None
+    if _use_due(found["chain_id"]):
+        oauth_store.record_token_use(app.store, token_digest(access_token), time.time())
     return KeyIdentity(found["organization_id"], MCP_SCOPES[found["scope"]],
                        f"oauth:{found['client_id']}:{found['chain_id'][:16]}")
+
+
+TOKEN_USE_SECONDS = 60.0  # a grant's last use is written at most this often per process (Connected apps' "last use")
+_use_written: dict = {}  # chain id -> time.monotonic() of the last use written by this process
+
+
+def _use_due(chain_id: str) -> bool:
+    now = time.monotonic()
+    if now < _use_written.get(chain_id, -TOKEN_USE_SECONDS) + TOKEN_USE_SECONDS:
+        return False
+    if len(_use_written) >= 1024:
+        _use_written.clear()
+    _use_written[chain_id] = now
+    return True
 
 
 class OAuthError(ApiError):

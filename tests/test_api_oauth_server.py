@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import time
+from datetime import datetime
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
@@ -535,6 +536,21 @@ def test_the_organization_lists_its_connected_clients_and_revokes_one_at_once(se
     assert status == 200, entries
     actions = {(entry["action"], (entry.get("subject") or {}).get("id")) for entry in entries["entries"]}
     assert ("oauth_client.revoked", client_id) in actions
+
+
+def test_connected_apps_last_use_is_the_agents_last_mcp_call(server):
+    client_id, answer = tokens(server, "mcp:read")
+    with connect_database(server.database) as db:  # issued a day ago: its last use is older than that
+        db.execute("UPDATE oauth_token SET created_at = created_at - 86400 WHERE client_id = ?", (client_id,))
+
+    def last_use() -> str:
+        listed = api(server, "GET", "/public/v1/oauth/clients")[1]
+        return next(found["lastUsedAt"] for found in listed if found["id"] == client_id)
+    before = last_use()
+    assert mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 200
+    after = last_use()
+    called_at = datetime.fromisoformat(after.replace("Z", "+00:00")).timestamp()
+    assert after > before and called_at > time.time() - 60, (before, after)
 
 
 def test_browser_clients_may_read_register_and_take_tokens_cross_origin(server):
