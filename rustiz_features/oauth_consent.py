@@ -61,12 +61,18 @@ def _page(status: int, title: str, body: str, form_action: str = "'none'") -> Re
         ("Referrer-Policy", "same-origin")])  # (no-referrer would make the form's Origin "null": refused)
 
 
-_STYLE = ("body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}"
-          "main{max-width:34rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:12px}"
-          "fieldset{border:1px solid #ddd;border-radius:8px;margin:1rem 0}label{display:block;margin:.4rem 0}"
-          ".unverified{color:#a15c00;font-weight:600}small{color:#555;display:block;margin-left:1.6rem}"
-          "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:8px}"
-          "@media (max-width:480px){main{margin:0;border-radius:0}}")
+_STYLE = (":root{color-scheme:light dark}"
+          "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:light-dark(#f5f5f7,#111214);"
+          "color:light-dark(#1d1d1f,#ececf1)}"
+          "main{max-width:34rem;margin:2rem auto;padding:1.5rem;background:light-dark(#fff,#1e1f23);border-radius:12px}"
+          "fieldset{border:1px solid light-dark(#ddd,#3a3b40);border-radius:8px;margin:1rem 0}"
+          "label{display:block;margin:.4rem 0}.unverified{color:light-dark(#a15c00,#ffb454);font-weight:600}"
+          "small{color:light-dark(#555,#b4b4bb);display:block;margin-left:1.6rem}"
+          "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:8px;cursor:pointer;"
+          "border:1px solid light-dark(#888,#777)}"
+          "button[value=allow]{background:light-dark(#1d4ed8,#3b82f6);color:light-dark(#fff,#0b1020);border-color:transparent}"
+          "button:focus-visible,select:focus-visible,input:focus-visible{outline:3px solid light-dark(#1d4ed8,#93c5fd);"
+          "outline-offset:2px}@media (max-width:480px){main{margin:0;border-radius:0}}")
 
 
 def _redirect(redirect_uri: str, issuer: str, **values: str) -> Response:
