@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 import pytest
 
 from conftest import LOCAL_FAKES
-from support import api, browser_session, connect_database, iso, webhook_channel
+from support import Database, api, browser_session, connect_database, iso, webhook_channel
 from test_api_roles import Session, add_person
 
 REDIRECT = "http://127.0.0.1:33418/callback"
@@ -428,6 +428,30 @@ def test_a_person_grants_an_agent_at_most_their_role(server):
     status, _, page = browser(server, "POST", "/oauth/authorize", cookie,
                               {**form, "organization": "someone-else", "decision": "allow"})
     assert status == 400
+
+def test_a_person_in_two_organizations_chooses_which_one_the_agent_gets(server):
+    add_person(server, "two@example.com", "admin")
+    other_org, _ = Database(server).organization()
+    with connect_database(server.database) as db:  # also a viewer of "Other org"
+        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) SELECT id, ?, 'viewer', "
+                   "'2026-01-01T00:00:00Z' FROM web_user WHERE email = 'two@example.com'", (other_org,))
+    cookie = Session(server, "two@example.com").headers["Cookie"]
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    _, _, page = browser(server, "GET", authorize_query(client_id, verifier), cookie)
+    assert re.findall(r"<option value='([^']*)'", page) and f"value='{other_org}'" in page and "Other org" in page
+    form = {**consent_form(page), "organization": other_org, "decision": "allow"}
+    status, _, refusal = browser(server, "POST", "/oauth/authorize", cookie, {**form, "scope": "mcp:drafts"})
+    assert status == 403 and "Your role" in refusal  # a viewer there
+    status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie, {**form, "scope": "mcp:read"})
+    code = parse_qs(urlsplit(headers["location"]).query)["code"][0]
+    status, answer = token_call(server, grant_type="authorization_code", code=code, client_id=client_id,
+                                redirect_uri=REDIRECT, code_verifier=verifier)
+    assert status == 200, answer
+    with connect_database(server.database) as db:
+        granted = db.execute("SELECT DISTINCT organization_id FROM oauth_token WHERE client_id = ?",
+                             (client_id,)).fetchall()
+    assert granted == [(other_org,)]
+
 
 # --- the official MCP Python SDK's OAuth client, end to end -----------------------------------------------------
 
