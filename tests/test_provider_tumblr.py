@@ -17,8 +17,8 @@ from rustiz_features.publishers.base import (
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from support import (
-    API, api, connect_oauth, expire_token_in, follow_consent, get_post, mp4_file, png_file, refresh_needed, run,
-    settled, scheduled, uploaded, waiting_for_reconnect,
+    API, api, connect_oauth, expire_token_in, follow_consent, get_post, mp4_file, png_file, refresh_needed, refused_post,
+    run, settled, scheduled, uploaded, waiting_for_reconnect,
 )
 
 REDIRECT = "https://rustiz.example/integrations/social/tumblr"
@@ -403,3 +403,9 @@ def test_the_integration_settings_describe_the_state_beside_postizs_fields(serve
     text = json.dumps(answer)
     assert all(name in text for name in ('"title"', '"link"', '"sourceUrl"', '"tags"', '"queue"')), answer
 
+
+
+def test_thread_parts_are_refused_when_scheduled_as_tumblr_has_no_replies(server, tumblr):
+    channel_id = blog_channel(server)
+    answer = refused_post(server, channel_id, "<p>One</p>", "<p>Two</p>", provider="tumblr")
+    assert "no replies or comments" in answer and tumblr.published == []
