@@ -409,3 +409,8 @@ def test_thread_parts_are_refused_when_scheduled_as_tumblr_has_no_replies(server
     channel_id = blog_channel(server)
     answer = refused_post(server, channel_id, "<p>One</p>", "<p>Two</p>", provider="tumblr")
     assert "no replies or comments" in answer and tumblr.published == []
+
+
+def test_a_channel_still_waiting_for_its_blog_has_no_figures_and_asks_tumblr_nothing(fake, http):
+    assert run(provider.channel_analytics(Channel("c", "n", fake.credentials(), None, http), 30)) is None
+    assert fake.requests == []

@@ -311,8 +311,11 @@ class TumblrProvider(OAuthProvider):
     # --- analytics ----------------------------------------------------------------------------------------
 
     async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
-        """The blog's followers (from the account's blogs) and its number of posts (/info)."""
+        """The blog's followers (from the account's blogs) and its number of posts (/info); none while no blog is
+        chosen (the daily snapshot reaches channels still waiting for their choice)."""
         blog = channel.session.get("blogName")
+        if not blog:
+            return None
         followers = next((item.get("followers") for item in (await self._user(channel))["blogs"]
                           if item["name"] == blog), None)
         reply = await self.send(channel, "GET", f"{self.api_base()}/v2/blog/{self._blog(channel)}/info",
