@@ -414,3 +414,10 @@ def test_thread_parts_are_refused_when_scheduled_as_tumblr_has_no_replies(server
 def test_a_channel_still_waiting_for_its_blog_has_no_figures_and_asks_tumblr_nothing(fake, http):
     assert run(provider.channel_analytics(Channel("c", "n", fake.credentials(), None, http), 30)) is None
     assert fake.requests == []
+
+
+def test_a_429_with_no_spent_window_follows_its_retry_after(fake, channel):
+    fake.fail_next("POST", r"/v2/blog/[^/]+/posts", 429, tumblr_error(429), {"Retry-After": "90"})
+    with pytest.raises(Retryable) as throttled:
+        run(provider.publish(channel, post(), None))
+    assert throttled.value.after == 90.0 and channel.throttled_for == 0

@@ -22,7 +22,7 @@ from ..http_client import HttpClient, HttpReply, Timeouts, encode_multipart
 from ..picture_size import picture_size
 from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
-    analytics_figures,
+    analytics_figures, retry_after_seconds,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
@@ -176,7 +176,7 @@ class TumblrProvider(OAuthProvider):
         if code == STILL_TRANSCODING or (status >= 500 and code in UPLOAD_FAILURES):
             raise Retryable(words, status, body, after=TRANSCODING_WAIT_SECONDS if code == STILL_TRANSCODING else None)
         if status == 429:
-            raise Retryable(words, status, body, after=exhausted_window_seconds(reply))
+            raise Retryable(words, status, body, after=exhausted_window_seconds(reply) or retry_after_seconds(reply))
         if status == 403:
             raise Rejected(words, status, body)
         return super().check_reply(reply, visible, what)
