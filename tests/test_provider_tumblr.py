@@ -181,7 +181,9 @@ def test_a_text_post_is_npf_json_with_its_title_link_tags_and_source(fake, chann
     [made] = fake.published
     assert (release.id, release.url) == (made["id"], f"https://ada-codes.tumblr.com/post/{made['id']}")
     assert made["content"] == [{"type": "text", "subtype": "heading1", "text": "Engines"},
-                               {"type": "text", "text": "First paragraph"}, {"type": "text", "text": "Second"},
+                               {"type": "text", "text": "First paragraph",
+                                "formatting": [{"start": 6, "end": 15, "type": "bold"}]},
+                               {"type": "text", "text": "Second"},
                                {"type": "link", "url": "https://www.example.com/engines"}]
     assert (made["tags"], made["source_url"], made["state"], made["blog"]) == (
         "engines,math", "https://example.com/src", "published", "ada-codes")
@@ -191,8 +193,24 @@ def test_a_text_post_is_npf_json_with_its_title_link_tags_and_source(fake, chann
 
 
 def test_a_long_paragraph_is_cut_into_text_blocks_of_4096(fake, channel):
-    run(provider.publish(channel, post(f"<p>{'a' * 5000}</p>"), None))
+    run(provider.publish(channel, post(f"<p>{'a' * 4000}<strong>{'b' * 1000}</strong></p>"), None))
     assert [len(block["text"]) for block in fake.published[0]["content"]] == [4096, 904]
+    assert [block["formatting"] for block in fake.published[0]["content"]] == [
+        [{"start": 4000, "end": 4096, "type": "bold"}], [{"start": 0, "end": 904, "type": "bold"}]]
+
+
+def test_headings_list_items_bold_and_links_become_npf_subtypes_and_formatting(fake, channel):
+    html = ('<h2>Notes</h2><p>See <a href="https://example.com/engine">the <strong>engine</strong></a>,'
+            ' <u>today</u><br>or tomorrow</p><ul>\n<li>one</li><li>two</li></ul><p>x &amp; y</p>')
+    run(provider.publish(channel, post(html), None))
+    assert fake.published[0]["content"] == [
+        {"type": "text", "text": "Notes", "subtype": "heading2"},
+        {"type": "text", "text": "See the engine, today\nor tomorrow", "formatting": [
+            {"start": 8, "end": 14, "type": "bold"},
+            {"start": 4, "end": 14, "type": "link", "url": "https://example.com/engine"}]},
+        {"type": "text", "text": "one", "subtype": "unordered-list-item"},
+        {"type": "text", "text": "two", "subtype": "unordered-list-item"},
+        {"type": "text", "text": "x & y"}]
 
 
 @pytest.mark.parametrize("state, stored", [("queue", "queued"), ("draft", "draft"), ("private", "private")])

@@ -5,9 +5,10 @@ As in Postiz: the scopes are `write` and `offline_access` (the access token live
 refresh token the channel would die with it), the channel is one blog of the account (the choice after
 consent; a blog is kept by its uuid, which survives a rename), and a post is one part: Tumblr has no
 replies through its API (a reblog is a new post of its own, not an answer), so there are no threads.
-The post's text goes as text blocks (one per paragraph, at most 4,096 characters each), its `title` as a
-heading, its `link` as a link block; each picture is an image block and a video a video block whose bytes
-go in the same multipart request, each part named by its block's identifier. The `state` setting (rustiz's,
+The post's HTML goes as text blocks (one per paragraph, heading or list item, at most 4,096 characters
+each, its bold and links as NPF formatting, where Postiz sends plain text), its `title` as a heading, its
+`link` as a link block; each picture is an image block and a video a video block whose bytes go in the same
+multipart request, each part named by its block's identifier. The `state` setting (rustiz's,
 Tumblr's words: published, queue, draft, private) says where the post lands; `tags` and `sourceUrl` are
 Postiz's. Tumblr has no idempotency key: a post whose answer was lost is not sent again.
 """
@@ -85,14 +86,68 @@ def tag_list(tags: Any) -> str:
     return ",".join(tag.strip().lstrip("#").strip() for tag in tags.split(",") if tag.strip().lstrip("#").strip())
 
 
-def text_blocks(text: str) -> list:
-    """One NPF text block per line (a paragraph of Postiz's HTML is a line of its text), a line longer than a
-    block's limit in several."""
-    blocks = []
-    for paragraph in text.split("\n"):
-        paragraph = paragraph.strip()
-        for start in range(0, len(paragraph), TUMBLR_TEXT_BLOCK_LIMIT):
-            blocks.append({"type": "text", "text": paragraph[start:start + TUMBLR_TEXT_BLOCK_LIMIT]})
+# Postiz's HTML (p, br, strong, u, a, ul, li, h1-h3 and span once sanitized) as NPF: a block per paragraph,
+# heading and list item, bold and links as inline formatting (NPF has no underline).
+NPF_SUBTYPES = {"p": None, "h1": "heading1", "h2": "heading2", "h3": "heading2", "li": "unordered-list-item"}
+NPF_FORMATS = {"strong": "bold", "b": "bold", "em": "italic", "i": "italic", "a": "link"}
+
+
+def text_blocks(html: str) -> list:
+    """The post's HTML as NPF text blocks with their formatting; a block longer than Tumblr's limit is cut in
+    several, its formatting with it."""
+    from html.parser import HTMLParser
+    blocks: list = []
+    pending: dict = {"text": [], "length": 0, "subtype": None, "formatting": [], "open": []}
+
+    def flush(subtype: Optional[str] = None) -> None:
+        text = "".join(pending["text"])
+        lead = len(text) - len(text.lstrip())
+        text = text.strip()
+        for start in range(0, len(text), TUMBLR_TEXT_BLOCK_LIMIT):
+            end = min(len(text), start + TUMBLR_TEXT_BLOCK_LIMIT)
+            block: dict = {"type": "text", "text": text[start:end]}
+            if pending["subtype"]:
+                block["subtype"] = pending["subtype"]
+            ranges = [{**item, "start": max(item["start"] - lead, start) - start,
+                       "end": min(item["end"] - lead, end) - start} for item in pending["formatting"]
+                      if item["start"] - lead < end and item["end"] - lead > start]
+            if ranges:
+                block["formatting"] = ranges
+            blocks.append(block)
+        pending.update(text=[], length=0, subtype=subtype, formatting=[], open=[])
+
+    def add(text: str) -> None:
+        pending["text"].append(text)
+        pending["length"] += len(text)
+
+    class Reader(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag in NPF_SUBTYPES:
+                flush(NPF_SUBTYPES[tag])
+            elif tag == "br":
+                add("\n")
+            elif tag in NPF_FORMATS:
+                pending["open"].append((tag, pending["length"], dict(attrs).get("href") or ""))
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in NPF_SUBTYPES:
+                flush()
+            opened = [item for item in pending["open"] if item[0] == tag]
+            if opened and pending["length"] > opened[-1][1]:
+                pending["open"].remove(opened[-1])
+                kind, url = NPF_FORMATS[tag], opened[-1][2]
+                if kind != "link" or url.startswith(("https://", "http://")):
+                    pending["formatting"].append({"start": opened[-1][1], "end": pending["length"], "type": kind,
+                                                  **({"url": url} if kind == "link" else {})})
+
+        def handle_data(self, data: str) -> None:
+            if data.strip() or "\n" not in data:  # (white space with a line break: the source's, between tags)
+                add(data)
+
+    reader = Reader(convert_charrefs=True)
+    reader.feed(html)
+    reader.close()
+    flush()
     return blocks
 
 
@@ -271,7 +326,7 @@ class TumblrProvider(OAuthProvider):
         title = post.settings.get("title")
         if isinstance(title, str) and title.strip():
             content.append({"type": "text", "subtype": "heading1", "text": title.strip()})
-        content += text_blocks(post.text)
+        content += text_blocks(post.html)
         link = post.settings.get("link")
         if isinstance(link, str) and link.strip():
             content.append({"type": "link", "url": with_scheme(link)})

@@ -209,6 +209,8 @@ class FakeTumblr(FakePlatform):
                 return "Each content block needs a known 'type'", 8001
             if block["type"] == "text" and (not isinstance(block.get("text"), str) or len(block["text"]) > 4096):
                 return "A text block needs 'text' of at most 4096 characters", 8001
+            if block["type"] == "text" and self._formatting_problem(block):
+                return "A text block's formatting must be ranges of known types inside its text", 8001
             if block["type"] == "link" and not str(block.get("url", "")).startswith(("http://", "https://")):
                 return "A link block needs a 'url'", 8001
             media = block.get("media")
@@ -221,6 +223,14 @@ class FakeTumblr(FakePlatform):
         if set(files) - named:
             return "Every uploaded file must be named by a block's media identifier", 8001
         return None
+
+    @staticmethod
+    def _formatting_problem(block: dict) -> bool:
+        ranges = block.get("formatting", [])
+        return not isinstance(ranges, list) or any(
+            not isinstance(item, dict) or item.get("type") not in ("bold", "italic", "strikethrough", "small", "link")
+            or not 0 <= item.get("start", -1) < item.get("end", -1) <= len(block["text"])
+            or (item["type"] == "link") != isinstance(item.get("url"), str) for item in ranges)
 
     def _media_problem(self, kind: str, item, files: dict):
         if not isinstance(item, dict) or item.get("identifier") not in files:
