@@ -283,7 +283,10 @@ _WHOP_FIELDS = (_required_text("company", 1), _required_text("experience", 1), t
 _MEWE_FIELDS = (_choice("postType", "timeline group", defined=True),
                 _required_text("group", when=lambda settings: settings.get("postType") == "group"))
 _TUMBLR_FIELDS = (text_field("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
-                  _optional_url("sourceUrl"), text_field("tags", optional=True, max_length=4096))
+                  _optional_url("sourceUrl"), text_field("tags", optional=True, max_length=4096),
+                  # rustiz's own (Postiz always publishes): where the post lands, in Tumblr's words
+                  _choice("state", "published queue draft private", optional=True, description=(
+                      "rustiz: published (the default), queue (the end of the blog's queue), draft or private")))
 
 def _field_schema(field: Field) -> dict:
     """The JSON Schema class-validator-jsonschema 5.1 generates for one property."""
@@ -824,7 +827,7 @@ _DESCRIPTORS = (
               tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
     _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),
-    _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule),
+    _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule, oauth=True, publisher="tumblr"),
     # rustiz's own: POSTs each post as signed JSON to any URL
     _describe("webhook", "Webhook", 0, schema_shown=False, postiz=False, publisher="webhook",
               credentials=CredentialSpec(
