@@ -213,7 +213,6 @@ def test_what_google_would_refuse_is_refused_before_sending(fake, channel):
     assert "callToActionUrl" in provider.post_problem({}, one, {"callToActionType": "BOOK"})
     assert "YYYY-MM-DD" in provider.post_problem({}, one, {"topicType": "EVENT", "eventTitle": "x",
                                                           "eventStartDate": "next friday"})
-    assert "no comments" in provider.post_problem({}, one * 2, {})
     assert provider.post_problem({}, one, {"callToActionType": "CALL", "topicType": "EVENT", "eventTitle": "x"}) is None
     assert provider.pulls_media([{"content": "", "image": [{"path": "a.png"}]}], {}) is True
     assert provider.pulls_media(one, {}) is False

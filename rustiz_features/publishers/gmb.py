@@ -251,9 +251,7 @@ class GmbProvider(GoogleOAuthProvider):
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """What Google would refuse that Postiz's rule lets through (the rule checks one photo, no video, an
-        event's title)."""
-        if len(values) > 1:
-            return "A Google Business Profile post takes no comments: leave the thread parts out"
+        event's title; thread parts are refused for every provider without `threads`)."""
         topic = setting(settings, "topicType") or "STANDARD"
         if topic == "OFFER" and not setting(settings, "eventTitle"):
             return "Offer posts require a title (eventTitle) and dates: Google shows them on the offer"
