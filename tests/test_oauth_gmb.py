@@ -47,8 +47,8 @@ def refresh_token_of(server, channel_id: str) -> str:
 def test_consent_then_a_location_then_a_scheduled_event_with_a_photo_google_downloads(server, gmb):
     back = connect_oauth(server, "gmb")
     channel_id = back["channel"]
-    assert back["notice"] == "pick" and gmb.consents[0]["access_type"] == "offline" \
-        and gmb.consents[0]["prompt"] == "consent"
+    consent = gmb.requests_to("GET", "/o/oauth2/v2/auth")[0].query
+    assert back["notice"] == "pick" and (consent["access_type"], consent["prompt"]) == ("offline", "consent")
     assert refresh_token_of(server, channel_id) in gmb.refresh_tokens
     status, choices = api(server, "GET", f"{API}/integrations/{channel_id}/steps")
     assert status == 200 and [(choice["id"], choice["name"]) for choice in choices] == [

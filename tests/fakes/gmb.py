@@ -1,23 +1,23 @@
 """Google Business Profile as rustiz uses it, on one local server standing for every Google host it calls:
-accounts.google.com (the consent page: offline access and prompt=consent recorded), oauth2.googleapis.com
-(/token: authorization_code with PKCE and refresh_token grants, invalid_grant and invalid_client refusals, no
-refresh token on a refresh), www.googleapis.com (/oauth2/v2/userinfo), mybusinessaccountmanagement (/v1/accounts,
-paged), mybusinessbusinessinformation (/v1/accounts/{a}/locations with its required readMask, paged), mybusiness
-v4 (a location's media; localPosts create, which really downloads the photo's sourceUrl, and delete;
-localPosts:reportInsights) and businessprofileperformance (fetchMultiDailyMetricsTimeSeries).
+accounts.google.com and oauth2.googleapis.com (Google's sign-in, FakeYouTube's own: the consent page, /token
+with PKCE, invalid_grant and invalid_client, no refresh token on a refresh), www.googleapis.com
+(/oauth2/v2/userinfo), mybusinessaccountmanagement (/v1/accounts, paged), mybusinessbusinessinformation
+(/v1/accounts/{a}/locations with its required readMask, paged), mybusiness v4 (a location's media; localPosts
+create, which really downloads the photo's sourceUrl, and delete; localPosts:reportInsights) and
+businessprofileperformance (fetchMultiDailyMetricsTimeSeries).
 Errors are Google's {"error": {"code", "message", "status", "details"}}; a local post's invalid fields come as
 Business Profile's ValidationError details. Trouble to inject: fail_next/drop_next (fakes/__init__.py),
 `no_quota` (an unapproved project: 429 with a quota of 0), `rejects_content` (state REJECTED)."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import itertools
 import secrets
 import urllib.request
 from urllib.parse import parse_qsl, urlsplit
 
-from fakes import FakePlatform, FakeRequest, answer, consent_page
+from fakes import FakePlatform, FakeRequest, answer
+from fakes.youtube import FakeYouTube
 
 SCOPE = "https://www.googleapis.com/auth/"
 GRANTED = f"{SCOPE}userinfo.profile {SCOPE}business.manage"
@@ -57,10 +57,10 @@ class FakeGmb(FakePlatform):
         self.client_id, self.client_secret = "gmb-client.apps.googleusercontent.com", "gmb-secret"
         self.env = {"RUSTIZ_GMB_AUTH_URL": self.url, "RUSTIZ_GMB_API_URL": self.url}
         self.codes: dict = {}  # code -> (redirect_uri, code_challenge, offline)
-        self.consents: list = []  # the consent pages' queries
         self.access_tokens: set = set()
         self.refresh_tokens: set = set()
         self.granted = GRANTED
+        self.send_refresh_token = True  # on a consent with offline access (FakeYouTube.token)
         self.no_quota = False
         self.rejects_content = False
         self.accounts = [{"name": "accounts/111", "accountName": "Ada Bakes", "type": "PERSONAL"},
@@ -101,41 +101,9 @@ class FakeGmb(FakePlatform):
             return answer(429, quota_exceeded("0"))
         return super().dispatch(request, handler)
 
-    # --- accounts.google.com and oauth2.googleapis.com ---------------------------------------------------
+    # --- accounts.google.com and oauth2.googleapis.com: Google's sign-in, the same for every Google API -----
 
-    def consent(self, request: FakeRequest):
-        query = request.query
-        self.consents.append(query)
-        if query.get("client_id") != self.client_id or query.get("response_type") != "code" \
-                or not query.get("redirect_uri") or not query.get("state"):
-            return answer(400, "<html><body>Error 400: invalid_request</body></html>", {"Content-Type": "text/html"})
-        code = "4/0gmb-" + secrets.token_hex(6)
-        self.codes[code] = (query["redirect_uri"], query.get("code_challenge"), query.get("access_type") == "offline")
-        return consent_page(f"Sign in with Google: rustiz wants to manage your business: {query.get('scope', '')}",
-                            query["redirect_uri"], {"state": query["state"], "code": code, "scope": self.granted},
-                            {"state": query["state"], "error": "access_denied"})
-
-    def token(self, request: FakeRequest):
-        form = request.form()
-        if (form.get("client_id"), form.get("client_secret")) != (self.client_id, self.client_secret):
-            return answer(401, {"error": "invalid_client", "error_description": "Unauthorized"})
-        tokens = {"access_token": self.new_access_token(), "expires_in": 3599, "scope": self.granted,
-                  "token_type": "Bearer"}
-        if form.get("grant_type") == "authorization_code":
-            redirect_uri, challenge, offline = self.codes.pop(form.get("code"), (None, None, False))
-            verifier = form.get("code_verifier", "")
-            expected = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-            if redirect_uri is None or redirect_uri != form.get("redirect_uri") or (challenge and challenge != expected):
-                return answer(400, {"error": "invalid_grant", "error_description": "Bad Request"})
-            if offline:
-                tokens["refresh_token"] = "1//gmb-" + secrets.token_hex(8)
-                self.refresh_tokens.add(tokens["refresh_token"])
-            return answer(200, tokens)
-        if form.get("grant_type") == "refresh_token":
-            if form.get("refresh_token") not in self.refresh_tokens:
-                return answer(400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."})
-            return answer(200, tokens)
-        return answer(400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type"})
+    consent, token = FakeYouTube.consent, FakeYouTube.token
 
     # --- the APIs ------------------------------------------------------------------------------------------
 
