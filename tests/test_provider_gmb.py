@@ -9,13 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import fake_fixture
-from fakes.gmb import PHOTO, FakeGmb, google_error, quota_exceeded
+from fakes.gmb import FakeGmb, google_error, quota_exceeded
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused, pkce_pair
-from support import follow_consent, run
+from support import follow_consent, gif_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/gmb"
 LOCATION = "accounts/111/locations/9001"
@@ -37,10 +37,15 @@ def channel(fake, http) -> Channel:
                    http)
 
 
-def photo(fake, tmp_path) -> MediaFile:
+PICTURE = png_file(2, 2, padding=12 * 1024)  # Google takes 10 KB to 5 MB
+
+
+def photo(fake, tmp_path, data: bytes = PICTURE, content_type: str = "image/png") -> MediaFile:
+    """A photo on this machine, which the fake serves at its URL (as rustiz serves its uploads)."""
     path = tmp_path / "bread.png"
-    path.write_bytes(PHOTO)
-    return MediaFile(f"{fake.url}/photos/bread.png", str(path), "image/png", "image", "", "bread.png")
+    path.write_bytes(data)
+    fake.photo = data
+    return MediaFile(f"{fake.url}/photos/bread.png", str(path), content_type, "image", "", "bread.png")
 
 
 def post(html: str = "<p>Fresh bread at 7</p>", media: tuple = (), **settings) -> OutgoingPost:
@@ -173,7 +178,7 @@ def test_a_standard_post_with_a_button_and_a_photo_google_downloads(fake, channe
     assert (made["summary"], made["topicType"], made["languageCode"]) == ("Fresh bread at 7", "STANDARD", "fr")
     assert made["callToAction"] == {"actionType": "ORDER", "url": "https://ada.example/order"}
     assert made["media"] == [{"mediaFormat": "PHOTO", "sourceUrl": f"{fake.url}/photos/bread.png"}]
-    assert fake.photos[made["name"]] == PHOTO and "event" not in made and "offer" not in made
+    assert fake.photos[made["name"]] == PICTURE and "event" not in made and "offer" not in made
     assert (release.id, release.url) == (made["name"], made["searchUrl"])
     assert release.id.startswith(LOCATION + "/localPosts/")
 
@@ -219,6 +224,22 @@ def test_what_google_would_refuse_is_refused_before_sending(fake, channel):
     with pytest.raises(Rejected):
         run(provider.publish(channel, post(), Release("accounts/1/locations/2/localPosts/3", "")))
     assert fake.requests == []
+
+
+def test_photos_google_would_refuse_are_rejected_before_anything_is_sent(fake, channel, tmp_path):
+    for data, content_type, words in ((png_file(), "image/png", "10 KB to 5 MB"),
+                                      (png_file(padding=5 * 1024 * 1024), "image/png", "10 KB to 5 MB"),
+                                      (gif_file(), "image/gif", "JPEG or PNG")):
+        with pytest.raises(Rejected) as refused:
+            run(provider.publish(channel, post(media=(photo(fake, tmp_path, data, content_type),)), None))
+        assert words in refused.value.message and refused.value.item == "the photo"
+    assert fake.requests == []
+
+
+def test_an_answer_without_the_posts_name_is_outcome_unknown(fake, channel):
+    fake.fail_next("POST", rf"/v4/{LOCATION}/localPosts", 200, {"state": "LIVE"})
+    with pytest.raises(OutcomeUnknown):
+        run(provider.publish(channel, post(), None))
 
 
 def test_googles_field_errors_are_quoted_and_rejected(fake, channel):

@@ -11,6 +11,7 @@ FRONTEND_URL Google can reach. A local post has no replies: thread parts are ref
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
@@ -18,7 +19,8 @@ from urllib.parse import quote, urlencode
 from ..catalogue import ChannelAccount
 from ..http_client import HttpReply, platform_url
 from .base import (
-    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
+    Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
+    analytics_figures,
 )
 from .google import SCOPE, GoogleOAuthProvider, google_error
 from .oauth import AppCredentials, bearer, variable_prefix
@@ -32,6 +34,8 @@ DAILY_METRICS = {"WEBSITE_CLICKS": "Website Clicks", "CALL_CLICKS": "Phone Calls
                  "BUSINESS_IMPRESSIONS_DESKTOP_MAPS": "Desktop Map Views",
                  "BUSINESS_IMPRESSIONS_MOBILE_MAPS": "Mobile Map Views"}
 POST_METRICS = {"LOCAL_POST_VIEWS_SEARCH": "Views on Search", "LOCAL_POST_ACTIONS_CALL_TO_ACTION": "Button clicks"}
+PHOTO_TYPES = ("image/jpeg", "image/png")
+PHOTO_BYTES = (10 * 1024, 5 * 1024 * 1024)  # Google's bounds for a post's photo
 NO_URL_ACTIONS = ("NONE", "CALL")  # a CALL button dials the location's phone: Google wants no url with it
 NO_QUOTA = ("Google allows this Cloud project no Business Profile API calls (its quota is 0): request access "
             "to the Business Profile APIs for the project (Google's \"GBP API contact form\"), then try again")
@@ -298,6 +302,8 @@ class GmbProvider(GoogleOAuthProvider):
             raise Rejected("A Google Business Profile post takes no comments")
         if len(post.media) > 1 or any(media.kind == "video" for media in post.media):
             raise Rejected("A Google Business Profile post takes one photo at most, and no video")
+        for media in post.media:
+            self._check_photo(media)
         location = self.location(channel)
         made = await self.call(channel, "POST", f"{self.service('mybusiness')}/v4/{location}/localPosts",
                                "the local post", visible=True, json_body=self.local_post(channel, post))
@@ -308,6 +314,16 @@ class GmbProvider(GoogleOAuthProvider):
         link = made.get("searchUrl") if isinstance(made.get("searchUrl"), str) else ""
         return Release(made["name"], link or channel.session.get("mapsUri")
                        or f"https://business.google.com/locations/{location.rpartition('/')[2]}")
+
+    @staticmethod
+    def _check_photo(media: MediaFile) -> None:
+        """Google's rules for a post's photo (JPEG or PNG, 10 KB to 5 MB), checked before Google fetches it."""
+        size = os.path.getsize(media.path)
+        if media.content_type.split(";")[0].strip().lower() not in PHOTO_TYPES:
+            raise Rejected(f"Google takes a post's photo as JPEG or PNG, not {media.content_type}", item="the photo")
+        if not PHOTO_BYTES[0] <= size <= PHOTO_BYTES[1]:
+            raise Rejected(f"Google takes a post's photo of 10 KB to 5 MB; this one has {size:,} bytes",
+                           item="the photo")
 
     can_delete = True
 

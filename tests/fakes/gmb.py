@@ -73,6 +73,7 @@ class FakeGmb(FakePlatform):
                               "metadata": {"mapsUri": f"https://maps.google.com/maps?cid={9100 + number}"}}
                              for number in range(3)]}
         self.posts: dict = {}  # full name -> the local post
+        self.photo = PHOTO  # what its /photos/... serve
         self.photos: dict = {}  # local post name -> the bytes downloaded from its sourceUrl
         self.ids = itertools.count(1)
         self.route("GET", "/o/oauth2/v2/auth", self.consent)
@@ -85,7 +86,7 @@ class FakeGmb(FakePlatform):
         self.route("DELETE", r"/v4/(accounts/\d+/locations/\d+/localPosts/\d+)", self.delete_post)
         self.route("POST", r"/v4/(accounts/\d+/locations/\d+)/localPosts:reportInsights", self.post_insights)
         self.route("GET", r"/v1/locations/(\d+):fetchMultiDailyMetricsTimeSeries", self.daily_metrics)
-        self.route("GET", r"/photos/[\w.]+", lambda request: answer(200, PHOTO, {"Content-Type": "image/png"}))
+        self.route("GET", r"/photos/[\w.]+", lambda request: answer(200, self.photo, {"Content-Type": "image/png"}))
 
     def new_access_token(self) -> str:
         token = "ya29.gmb-" + secrets.token_hex(8)
