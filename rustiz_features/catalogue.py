@@ -722,7 +722,8 @@ _DESCRIPTORS = (
     _describe("threads", "Threads", 500, schema_shown=False, oauth=True, publisher="threads"),
     _describe("youtube", "YouTube", 5000, _YOUTUBE_FIELDS, media_rule=_youtube_rule, oauth=True, publisher="youtube",
               rules="YouTube must have on video attachment, it cannot be empty"),
-    _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule,
+    _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule, oauth=True, publisher="gmb",
+              label="Google Business Profile",  # in rustiz's messages; Postiz's name stays "Google My Business"
               rules=("Google My Business posts can have text content and optionally one image. Posts can be "
                      "updates, events, or offers.")),
     _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule, oauth=True, publisher="tiktok",
