@@ -72,6 +72,9 @@ def test_the_picker_and_the_channel_badge_show_every_platforms_icon(start_server
     badge = page.locator(".channel-picture")
     expect(badge.locator(".platform-mark svg use")).to_have_attribute("href", "/web/provider-icons.svg#p-webhook")
     page.wait_for_function("() => document.querySelector('.channel-picture .platform-mark use').getBBox().width > 0")
+    shots = Path(os.environ["RUSTIZ_PAGE_SHOTS"]) if os.environ.get("RUSTIZ_PAGE_SHOTS") else None
+    if shots:
+        screenshots(page, shots / f"channel-badge-{width}-{scheme}")
     page.get_by_role("button", name="Add channel").first.click()
     dialog = page.get_by_role("dialog", name="Add channel")
     expect(dialog.locator("button.provider")).to_have_count(len(platforms))
@@ -87,8 +90,8 @@ def test_the_picker_and_the_channel_badge_show_every_platforms_icon(start_server
                             " const style = getComputedStyle(mark); return [style.color, style.backgroundColor,"
                             " getComputedStyle(mark.querySelector('svg')).fill]; }")
     assert colours[0] != colours[1] and colours[2] == colours[0]
-    if os.environ.get("RUSTIZ_PAGE_SHOTS"):
-        screenshots(page, Path(os.environ["RUSTIZ_PAGE_SHOTS"]) / f"provider-icons-{width}-{scheme}")
+    if shots:
+        screenshots(page, shots / f"provider-icons-{width}-{scheme}")
     assert sideways_overflow(page) <= 0
     assert placeholder_text(page) == []
     assert page.problems == []
