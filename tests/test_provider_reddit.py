@@ -13,7 +13,7 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from rustiz_features.publishers.reddit import PROVIDER, REDDIT_USER_AGENT
+from rustiz_features.publishers.reddit import PROVIDER, REDDIT_MEDIA_WAIT_SECONDS, REDDIT_USER_AGENT
 from support import run, png_file, follow_consent, mp4_file
 
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
@@ -419,6 +419,15 @@ def test_a_video_reddit_refuses_or_cannot_process_is_rejected_in_its_words(fake,
         run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="media"), media=(clip, image),
                                                key="key-3"), None))
     assert too_large.value.item == "the video" and len(fake.published) == 1  # (only the unprocessed one)
+
+
+
+def test_a_video_post_whose_websocket_says_nothing_may_be_published(fake, channel, clip, image):
+    fake.media_verdict = None
+    with pytest.raises(OutcomeUnknown, match="accepted the video post to r/python"):
+        run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="media"), media=(clip, image)),
+                             None))
+    assert REDDIT_MEDIA_WAIT_SECONDS["video"] > REDDIT_MEDIA_WAIT_SECONDS["image"]  # videos take longer to process
 
 
 def test_the_media_rule_takes_a_video_with_its_poster_image():

@@ -40,7 +40,8 @@ POST_KINDS = {"self": "self", "text": "self", "link": "link", "media": "image", 
               "videogif": "videogif"}
 VIDEO_TYPES = ("video", "videogif")
 MEDIA_KINDS = ("image", *VIDEO_TYPES)  # the kinds whose files go to Reddit's S3 and whose post a websocket announces
-REDDIT_MEDIA_WAIT_SECONDS = 60.0  # how long an image or video post waits for Reddit to say where the post is
+# How long an image or a video post waits for Reddit to say where the post is (a video takes longer to process).
+REDDIT_MEDIA_WAIT_SECONDS = {"image": 60.0, "video": 300.0}
 MAX_WEBSOCKET_MESSAGES = 20  # messages read while waiting for the post's (others are skipped)
 TITLE_LIMIT = 300  # characters, Reddit's limit on a post's title
 SUBREDDIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{1,20}")
@@ -100,10 +101,10 @@ def _reddit_errors(answer: Any) -> list:
         if isinstance(errors, list) else []
 
 
-def _read_announcement(http: HttpClient, url: str) -> dict:
+def _read_announcement(http: HttpClient, url: str, seconds: float) -> dict:
     """The first {"type": "success" | "failed", ...} message of a media post's websocket (a blocking call,
-    run in the HTTP client's threads), within REDDIT_MEDIA_WAIT_SECONDS."""
-    deadline = time.monotonic() + REDDIT_MEDIA_WAIT_SECONDS
+    run in the HTTP client's threads), within `seconds`."""
+    deadline = time.monotonic() + seconds
     connection = WebSocketClient(url, time.monotonic() + 15.0, http)
     try:
         for _ in range(MAX_WEBSOCKET_MESSAGES):
@@ -349,7 +350,8 @@ class RedditProvider(OAuthProvider):
         if not isinstance(websocket_url, str) or not websocket_url.startswith(("wss://", "ws://")):
             raise OutcomeUnknown(f"Reddit accepted the {what} post to r/{name} but did not say where it is (no websocket)")
         try:
-            update = await channel.http.run_blocking(_read_announcement, channel.http, websocket_url)
+            update = await channel.http.run_blocking(_read_announcement, channel.http, websocket_url,
+                                                     REDDIT_MEDIA_WAIT_SECONDS[what])
         except (ConnectFailed, WebSocketClosed, TimeoutError, OSError) as error:
             raise OutcomeUnknown(f"Reddit accepted the {what} post to r/{name}, but its processing could not be "
                                  f"followed ({error})") from None
