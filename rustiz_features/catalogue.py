@@ -431,7 +431,10 @@ def _reddit_rule(settings: dict, values: list) -> Optional[str]:
     for entry in entries if isinstance(entries, list) else ():
         value = entry.get("value") if isinstance(entry, dict) else None
         post_type = value.get("type") if isinstance(value, dict) else None
-        if post_type in ("image", "video", "videogif", "media") and len(values[0]["image"]) != 1:
+        media = values[0]["image"]
+        # (a video goes with its poster image, which Reddit requires: two files)
+        if post_type in ("image", "video", "videogif", "media") and len(media) != 1 \
+                and not (len(media) == 2 and _videos(media) == 1):
             return "When posting a media post, you must attached exactly one media file."
     return None
 
