@@ -790,7 +790,7 @@ _DESCRIPTORS = (
         (_secret_key("password", "Private key", "nsec1…", kind="nostr_key"),
          CredentialKey("relays", "relays", "Relays", "list", "wss://relay.damus.io", "One relay URL a line")),
         _nostr_account, "Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.")),
-    _describe("vk", "VK", 2048, schema_shown=False),
+    _describe("vk", "VK", 2048, schema_shown=False, oauth=True, publisher="vk"),
     _describe("medium", "Medium", 100000, _MEDIUM_FIELDS, editor="markdown",
               tools=(("publications", "List of publications", ()),)),
     _describe("devto", "Dev.to", 100000, _DEVTO_FIELDS, editor="markdown",
