@@ -736,7 +736,7 @@ _DESCRIPTORS = (
                      "for video, one for the cover picture, When posting a video, there can be only one, if posting "
                      "images, there can be maximum 5")),
     _describe("dribbble", "Dribbble", 40000, _DRIBBBLE_FIELDS, media_rule=_dribbble_rule,
-              tools=(("teams", "Teams list", ()),)),
+              tools=(("teams", "Teams list", ()),), oauth=True, publisher="dribbble"),
     _describe("discord", "Discord", 1980, _CHANNEL_FIELDS, editor="markdown", tools=(("channels", "Channels", ()),),
               publisher="discord", credentials=CredentialSpec(
                   (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
