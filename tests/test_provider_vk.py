@@ -172,6 +172,13 @@ def test_a_used_code_and_a_dead_refresh_token_are_token_refused(fake, http, app)
         run(provider.refresh_tokens(http, app, tokens.refresh_token))
 
 
+def test_a_refusal_vk_id_answers_with_http_200_is_still_a_refusal(fake, http, app):
+    fake.fail_next("POST", "/oauth2/auth", 200, {"error": "invalid_grant", "error_description": "token expired"})
+    with pytest.raises(TokenRefused) as refused:
+        run(provider.refresh_tokens(http, app, "vk2.a.x&&&&" + fake.device_id))
+    assert "invalid_grant: token expired" in refused.value.message
+
+
 def test_a_code_without_device_id_is_rejected_before_anything_is_sent(fake, http, app):
     with pytest.raises(Rejected) as refused:
         run(provider.exchange_code(http, app, "code", REDIRECT, "verifier", {}))

@@ -34,9 +34,10 @@ class MediumProvider(Provider):
         """Medium's {"errors": [{"message", "code"}]}."""
         answer = reply.json()
         errors = answer.get("errors") if isinstance(answer, dict) else None
-        words = [f"{error['message']} (code {error.get('code')})" for error in errors or []
-                 if isinstance(error, dict) and isinstance(error.get("message"), str)] if isinstance(errors, list) else []
-        return "; ".join(words) or None
+        if not isinstance(errors, list):
+            return None
+        return "; ".join(f"{error['message']} (code {error.get('code')})" for error in errors
+                         if isinstance(error, dict) and isinstance(error.get("message"), str)) or None
 
     async def _me(self, channel: Channel) -> dict:
         reply = await self.send(channel, "GET", self._base() + "/v1/me", what="the account check (/v1/me)",
@@ -48,8 +49,9 @@ class MediumProvider(Provider):
 
     async def connect(self, channel: Channel) -> Connected:
         me = await self._me(channel)
-        return Connected(ChannelAccount(f"{url_host(self._base())}/{me['id']}", me.get("name") or me.get("username") or channel.name,
-                                        me.get("username"), me.get("imageUrl") or None))
+        name = me.get("name") or me.get("username") or channel.name
+        return Connected(ChannelAccount(f"{url_host(self._base())}/{me['id']}", name, me.get("username"),
+                                        me.get("imageUrl") or None))
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         settings = post.settings
@@ -59,7 +61,8 @@ class MediumProvider(Provider):
         if canonical_url(settings):
             story["canonicalUrl"] = canonical_url(settings)
         tags = settings.get("tags") if isinstance(settings.get("tags"), list) else []
-        labels = [str(tag.get("value") or tag.get("label") or "") if isinstance(tag, dict) else str(tag) for tag in tags]
+        labels = [str(tag.get("value") or tag.get("label") or "") if isinstance(tag, dict) else str(tag)
+                  for tag in tags]
         if any(labels):
             story["tags"] = [label for label in labels if label]  # Medium keeps the first three
         publication = settings.get("publication") if isinstance(settings.get("publication"), str) else ""

@@ -57,7 +57,8 @@ class MoltbookProvider(Provider):
         name = agent.get("name") if isinstance(agent.get("name"), str) else ""
         if not name:
             raise Rejected(f"Moltbook answered agents/me with {reply.described('an agent with a name')}", reply.status)
-        return Connected(ChannelAccount(f"{url_host(self._base())}/{name}", agent.get("display_name") or name, name, agent.get("avatar_url") or None))
+        return Connected(ChannelAccount(f"{url_host(self._base())}/{name}", agent.get("display_name") or name, name,
+                                        agent.get("avatar_url") or None))
 
     def _content(self, post: OutgoingPost) -> str:
         return "\n\n".join([post.text] + [media.url for media in post.media])

@@ -236,7 +236,8 @@ class VkProvider(OAuthProvider):
         saved = await self.call(channel, "video.save", {"name": media.name, "wallpost": 0})
         saved = saved if isinstance(saved, dict) else {}
         uploaded = await self._upload(channel, saved.get("upload_url"), "video_file", media, "the video")
-        video_id, owner = uploaded.get("video_id", saved.get("video_id")), uploaded.get("owner_id", saved.get("owner_id"))
+        video_id = uploaded.get("video_id", saved.get("video_id"))
+        owner = uploaded.get("owner_id", saved.get("owner_id"))
         if type(video_id) is not int or type(owner) is not int:
             raise Retryable("VK answered the video's upload without its id")
         return f"video{owner}_{video_id}"
