@@ -139,6 +139,8 @@ def test_a_503_is_retryable(fake, channel, tmp_path):
 
 def test_delete_removes_the_shot_and_a_gone_one_is_fine(fake, channel, tmp_path):
     release = run(provider.publish(channel, shot(tmp_path), None))
+    counts = {item["label"]: item["data"][0]["total"] for item in run(provider.channel_analytics(channel, 7))}
+    assert counts == {"Followers": "88", "Shots": "1"}
     run(provider.delete(channel, Release(release.id, release.url)))
     assert fake.shots == {}
     run(provider.delete(channel, Release(release.id, release.url)))

@@ -252,3 +252,5 @@ def test_post_analytics_are_the_posts_counts(fake, channel):
     release = run(provider.publish(channel, post(), None))
     counts = {item["label"]: item["data"][0]["total"] for item in run(provider.post_analytics(channel, release, 7))}
     assert counts == {"Likes": "7", "Reposts": "2", "Comments": "1", "Views": "140"}
+    [followers] = run(provider.channel_analytics(channel, 7))
+    assert (followers["label"], followers["data"][0]["total"]) == ("Followers", "321")

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpReply, Timeouts, encode_multipart
-from .base import Channel, Connected, OutcomeUnknown, OutgoingPost, Rejected, Release
+from .base import Channel, Connected, OutcomeUnknown, OutgoingPost, Rejected, Release, analytics_figures
 from .oauth import AppCredentials, OAuthProvider, bearer
 
 
@@ -80,6 +80,11 @@ class DribbbleProvider(OAuthProvider):
         login = user.get("login") if isinstance(user.get("login"), str) else None
         return Connected(ChannelAccount(str(user["id"]), user.get("name") or login or str(user["id"]), login,
                                         user.get("avatar_url") or None))
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The account's followers and shots as of now (Dribbble gives no figures per shot)."""
+        user = await self._user(channel)
+        return analytics_figures({"Followers": user.get("followers_count"), "Shots": user.get("shots_count")})
 
     async def tool_teams(self, channel: Channel, data: dict) -> list:
         teams = (await self._user(channel)).get("teams")

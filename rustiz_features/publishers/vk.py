@@ -255,6 +255,12 @@ class VkProvider(OAuthProvider):
         else:
             await self.call(channel, "wall.delete", {"owner_id": owner, "post_id": post_id})
 
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The account's followers as of now (users.get's followers_count)."""
+        users = await self.call(channel, "users.get", {"fields": "followers_count"})
+        user = users[0] if isinstance(users, list) and users and isinstance(users[0], dict) else {}
+        return analytics_figures({"Followers": user.get("followers_count")})
+
     async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
         """The post's likes, reposts, comments and views as of now (wall.getById)."""
         found = re.search(VK_WALL_LINK, release.url or "")

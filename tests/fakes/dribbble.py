@@ -87,7 +87,8 @@ class FakeDribbble(FakePlatform):
     def user(self, request: FakeRequest):
         return self._unauthorized(request) or answer(200, {
             "id": 1234, "name": "Ada Lovelace", "login": "ada", "html_url": "https://dribbble.com/ada",
-            "avatar_url": f"{self.url}/avatars/ada.png", "pro": True, "teams": self.teams})
+            "avatar_url": f"{self.url}/avatars/ada.png", "pro": True, "teams": self.teams,
+            "followers_count": 88, "shots_count": len(self.shots)})
 
     def create_shot(self, request: FakeRequest):
         refused = self._unauthorized(request)

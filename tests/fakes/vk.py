@@ -124,7 +124,7 @@ class FakeVk(FakePlatform):
 
     def api_users_get(self, form: dict) -> dict:
         return {"response": [{"id": self.user_id, "first_name": "Ada", "last_name": "Lovelace",
-                              "screen_name": "ada_l", "photo_200": f"{self.url}/ada_200.jpg",
+                              "screen_name": "ada_l", "photo_200": f"{self.url}/ada_200.jpg", "followers_count": 321,
                               "can_access_closed": True, "is_closed": False}]}
 
     def api_photos_getWallUploadServer(self, form: dict) -> dict:
