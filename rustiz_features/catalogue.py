@@ -743,7 +743,7 @@ _DESCRIPTORS = (
                      "for video, one for the cover picture, When posting a video, there can be only one, if posting "
                      "images, there can be maximum 5")),
     _describe("dribbble", "Dribbble", 40000, _DRIBBBLE_FIELDS, media_rule=_dribbble_rule,
-              tools=(("teams", "Teams list", ()),)),
+              tools=(("teams", "Teams list", ()),), oauth=True, publisher="dribbble"),
     _describe("discord", "Discord", 1980, _CHANNEL_FIELDS, editor="markdown", tools=(("channels", "Channels", ()),),
               publisher="discord", credentials=CredentialSpec(
                   (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
@@ -797,9 +797,14 @@ _DESCRIPTORS = (
         (_secret_key("password", "Private key", "nsec1…", kind="nostr_key"),
          CredentialKey("relays", "relays", "Relays", "list", "wss://relay.damus.io", "One relay URL a line")),
         _nostr_account, "Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.")),
-    _describe("vk", "VK", 2048, schema_shown=False),
+    _describe("vk", "VK", 2048, schema_shown=False, oauth=True, publisher="vk"),
     _describe("medium", "Medium", 100000, _MEDIUM_FIELDS, editor="markdown",
-              tools=(("publications", "List of publications", ()),)),
+              tools=(("publications", "List of publications", ()),),
+              publisher="medium", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "Integration token"),),
+                  secret_account("apiKey", lambda credentials: "Medium account"),
+                  "Medium no longer issues integration tokens: only one made before (Settings → Security and "
+                  "apps → Integration tokens) works.")),
     _describe("devto", "Dev.to", 100000, _DEVTO_FIELDS, editor="markdown",
               tools=(("tags", "Tag list", ()), ("organizations", "Organization list", ())),
               publisher="devto", credentials=CredentialSpec(
@@ -826,7 +831,11 @@ _DESCRIPTORS = (
                    _secret_key("password", "API token or password")),
                   _login_account("url", "username", lambda host, user: f"Listmonk at {host}"),
                   "Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).")),
-    _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False),
+    _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False,
+              publisher="moltbook", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "Agent API key", "moltbook_…"),),
+                  secret_account("apiKey", lambda credentials: "Moltbook agent"),
+                  "The API key your agent got when it registered on www.moltbook.com (and its human claimed it).")),
     _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown",
               tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
