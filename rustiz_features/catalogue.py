@@ -784,7 +784,8 @@ _DESCRIPTORS = (
                   _login_account("service", "identifier", lambda host, user: f"{user}@{host}"),
                   "An account on a Lemmy 0.19+ instance with two-factor authentication off.")),
     _describe("wrapcast", "Farcaster", 800, (_value_list((_required_text("id"),), None),), media_rule=_farcaster_rule,
-              rules="Farcaster/Warpcast can only accept pictures", tools=(("subreddits", "Search channels", ("word",)),)),
+              rules="Farcaster/Warpcast can only accept pictures", tools=(("subreddits", "Search channels", ("word",)),),
+              oauth=True, publisher="farcaster"),  # (issue 28, fedi: through Neynar, Sign In With Neynar)
     _describe("telegram", "Telegram", 4096, schema_shown=False, editor="html", counting="telegram-html",
               publisher="telegram", credentials=CredentialSpec(
                   (_secret_key("botToken", "Bot token", "123456789:AAE...", kind="telegram_bot_token"),
