@@ -69,7 +69,7 @@ def test_the_consent_url_is_rustizs_connect_page_opening_sign_in_with_neynar(ser
     assert query["login"] == f"{fake.url}/login?client_id={fake.client_id}"
     assert query["callback"] == f"{server.url}/integrations/social/wrapcast" and len(query["state"]) >= 32
     page = urllib.request.urlopen(f"{server.url}/web/farcaster-connect.html?{url.query}", timeout=10).read().decode()
-    assert 'src="/web/farcaster-connect.js"' in page and "Sign in with Neynar" in page
+    assert 'src="/web/farcaster-connect.js"' in page
 
 
 def test_without_the_operators_neynar_app_connecting_says_which_variables_to_set(start_server_with_fakes):
@@ -165,3 +165,14 @@ def test_deleting_removes_every_cast_of_a_part_and_a_cast_gone_counts_as_deleted
     fake.signers[signer]["status"] = "revoked"
     with pytest.raises(NeedsReconnect):
         run(provider.delete(channel, Release("0x3", "")))
+
+
+def test_a_server_error_and_an_answer_without_its_cast_are_sent_again_with_the_same_idem(server, fake):
+    channel_id = connected_channel(server, fake)
+    fake.fail_next("POST", "/v2/farcaster/cast", 503, {"code": "ServiceUnavailable", "message": "Try again later"})
+    assert cast(server, channel_id, "<p>After the outage</p>")["state"] == "PUBLISHED"
+    fake.fail_next("POST", "/v2/farcaster/cast", 200, {"success": True})  # no cast in it: the outcome is unknown
+    post = cast(server, channel_id, "<p>Unknown, then known</p>")
+    assert post["state"] == "PUBLISHED" and len(fake.published) == 2, post
+    *_, first, second = fake.requests_to("POST", "/v2/farcaster/cast")
+    assert first.json()["idem"] == second.json()["idem"]

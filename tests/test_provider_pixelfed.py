@@ -77,6 +77,16 @@ def test_the_pixelfed_entry_refuses_a_server_running_other_software(server, fake
     assert channels == []
 
 
+def test_the_mastodon_entry_signs_in_to_a_pixelfed_server_with_the_scopes_it_knows(server, fakes):
+    pixelfed = fakes(software="pixelfed")
+    authorize, back = one_click(server, "mastodon", pixelfed)
+    assert authorize["scope"] == "read write" and back["notice"] == "connected", (authorize, back)
+    assert pixelfed.requests_to("POST", "/oauth/token")[0].form()["scope"] == "read write"
+    channel = channel_row(server, back["channel"])
+    assert channel["identifier"] == "mastodon"
+    assert "needs at least one image or video" in refused_post(server, channel["id"], "<p>Words alone</p>")
+
+
 def test_a_pixelfed_server_added_as_mastodon_is_known_by_its_nodeinfo_and_keeps_pixelfed_rules(server, fakes):
     pixelfed = fakes(software="pixelfed", version_names_software=False)
     status, channel = connect(server, "mastodon", pixelfed.credentials())

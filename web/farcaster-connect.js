@@ -2,9 +2,16 @@
 // Neynar answers the page that opened its window with a postMessage (from its own origin, to an origin the
 // operator authorized), never with a redirect; this page turns that answer into the usual OAuth callback
 // (/integrations/social/wrapcast?code=&state=), Postiz's code being base64 JSON of the signer. The server checks
-// the signer with Neynar: nothing here is trusted. A standalone page in English: it has no app shell.
+// the signer with Neynar: nothing here is trusted. A standalone page (no app shell), in the person's language.
+import { t, loadLanguage, lang } from './i18n.js';
+
+await loadLanguage();
+document.documentElement.lang = lang();
+document.getElementById('title').textContent = t('Connect Farcaster');
+document.getElementById('hint').textContent = t('Sign in with Neynar in the window that opens and allow rustiz to cast for you; you come back to rustiz with the channel added.');
 const query = new URLSearchParams(location.search);
 const button = document.getElementById('sign-in');
+button.textContent = t('Sign in with Neynar');
 const problem = document.getElementById('problem');
 let login = null;
 let callback = null;
@@ -31,9 +38,9 @@ window.addEventListener('message', (event) => {
 
 button.addEventListener('click', () => {
   popup = window.open(login.href, 'neynar-sign-in', 'width=600,height=700');
-  if (!popup) show('The browser blocked the sign-in window: allow pop-ups for this site, then try again.');
+  if (!popup) show(t('The browser blocked the sign-in window: allow pop-ups for this site, then try again.'));
 });
 if (!usable) {
   button.disabled = true;
-  show('This link is incomplete: start again from the Channels page.');
+  show(t('This link is incomplete: start again from the Channels page.'));
 }

@@ -40,6 +40,7 @@ def _object(value: Any) -> dict:
 
 MASTODON_SCOPES = ("read:accounts", "write:statuses", "write:media")  # not `profile`: some instances refuse it
 COARSE_SCOPES = ("read", "write")  # Pixelfed (Laravel Passport) and Friendica know no granular scopes
+COARSE_SCOPE_SOFTWARE = ("pixelfed", "friendica")
 NODEINFO_2 = "http://nodeinfo.diaspora.software/ns/schema/2."  # the rel of nodeinfo 2.x documents
 
 
@@ -84,8 +85,9 @@ class MastodonApiProvider(OAuthProvider):
 
     async def begin(self, http: HttpClient, app: AppCredentials, redirect_uri: str, state: str,
                     code_challenge: Optional[str], details: dict) -> str:
+        details["scope"] = " ".join(await self._scopes_for(http, details))  # (kept for the code exchange)
         query = {"response_type": "code", "client_id": app.client_id, "redirect_uri": redirect_uri,
-                 "scope": " ".join(self.scopes), "state": state}
+                 "scope": details["scope"], "state": state}
         if code_challenge:
             query.update(code_challenge=code_challenge, code_challenge_method="S256")
         return f"{self.app_origin(details)}/oauth/authorize?{urlencode(query)}"
@@ -93,13 +95,25 @@ class MastodonApiProvider(OAuthProvider):
     async def exchange_code(self, http: HttpClient, app: AppCredentials, code: str, redirect_uri: str,
                             code_verifier: Optional[str], details: dict) -> Tokens:
         form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-                "client_id": app.client_id, "client_secret": app.client_secret, "scope": " ".join(self.scopes)}
+                "client_id": app.client_id, "client_secret": app.client_secret,
+                "scope": details.get("scope") or " ".join(self.scopes)}
         if code_verifier:
             form["code_verifier"] = code_verifier
         channel = Channel("", "", details, None, http)
         reply = await self.send(channel, "POST", self.app_origin(details) + "/oauth/token", what="the code exchange",
                                 form=form)
         return self.tokens_from(reply)
+
+    async def _scopes_for(self, http: HttpClient, details: dict) -> tuple:
+        """This entry's scopes; from the Mastodon entry, the coarse ones for a server whose version names a
+        software that refuses granular scopes (a Pixelfed, a Friendica)."""
+        if self.software is not None:
+            return self.scopes
+        try:
+            version = (await self._instance_document(Channel("", "", details, None, http))).get("version")
+        except PublishError:  # (the consent page will say what is wrong with the server)
+            return self.scopes
+        return COARSE_SCOPES if software_in_version(version) in COARSE_SCOPE_SOFTWARE else self.scopes
 
     def credentials_for(self, tokens: Tokens, details: dict) -> dict:
         return {"instance": self.app_origin(details), "accessToken": tokens.access_token}

@@ -30,6 +30,7 @@ class FakeNeynar(FakePlatform):
         self.by_idem: dict = {}
         self.deleted: list = []
         self.hashes = itertools.count(0xA11CE)
+        self.route("GET", "/login", self.login_window)
         self.route("GET", "/v2/farcaster/signer", self.signer)
         self.route("GET", "/v2/farcaster/user/bulk", self.user_bulk)
         self.route("POST", "/v2/farcaster/cast", self.post_cast)
@@ -47,6 +48,17 @@ class FakeNeynar(FakePlatform):
         signer_uuid = str(uuid.uuid4())
         self.signers[signer_uuid] = {"status": status, "fid": fid}
         return base64.b64encode(json.dumps({"signer_uuid": signer_uuid, "fid": fid}).encode()).decode()
+
+    def login_window(self, request: FakeRequest):
+        """Sign In With Neynar's window, the user signed in and allowing at once: it tells the page that opened
+        it, by postMessage, as Neynar's does (the browser tests)."""
+        if request.query.get("client_id") != self.client_id:
+            return answer(400, "<p>Unknown client_id</p>", {"Content-Type": "text/html; charset=utf-8"})
+        signer_uuid = json.loads(base64.b64decode(self.sign_in()))["signer_uuid"]
+        message = json.dumps({"is_authenticated": True, "signer_uuid": signer_uuid,
+                              "user": {"fid": 6841, "username": "ada", "display_name": "Ada Lovelace"}})
+        return answer(200, f"<p>Signed in</p><script>window.opener.postMessage({message}, '*');</script>",
+                      {"Content-Type": "text/html; charset=utf-8"})
 
     def _refused(self, request: FakeRequest):
         return None if request.headers.get("x-api-key") == self.api_key else answer(401, UNAUTHORIZED)
