@@ -176,3 +176,15 @@ def test_a_server_error_and_an_answer_without_its_cast_are_sent_again_with_the_s
     assert post["state"] == "PUBLISHED" and len(fake.published) == 2, post
     *_, first, second = fake.requests_to("POST", "/v2/farcaster/cast")
     assert first.json()["idem"] == second.json()["idem"]
+
+
+def test_the_account_and_a_cast_report_their_counts(server, fake):
+    channel_id = connected_channel(server, fake)
+    status, answer = api(server, "GET", f"{API}/analytics/{channel_id}?date=30")
+    assert status == 200 and {item["label"]: item["data"][0]["total"] for item in answer} == {
+        "Followers": "420", "Following": "42"}, answer
+    post = cast(server, channel_id, "<p>Counted</p>")
+    status, answer = api(server, "GET", f"{API}/analytics/post/{post['id']}")
+    assert status == 200 and {item["label"]: item["data"][0]["total"] for item in answer} == {
+        "Likes": "5", "Recasts": "2", "Replies": "1"}, answer
+    assert fake.requests_to("GET", "/v2/farcaster/cast")[0].query == {"identifier": post["releaseId"], "type": "hash"}
