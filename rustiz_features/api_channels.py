@@ -30,7 +30,6 @@ from .catalogue import (
 )
 from .http_client import AddressRefused, HttpClient
 from .publishers import provider_for
-from .publishers.oauth import OAuthProvider
 from .storage import deliveries as delivery_store
 from .post_events import POST_EVENTS, events_problem
 from .web import start_web_session
@@ -149,6 +148,7 @@ class ChannelsApi:
         credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel["id"])
         target = Channel(channel["id"], channel["name"], credentials, session, self.http,
                          lambda new_session: channel_store.save_channel_session(self.store, channel["id"], new_session))
+        from .publishers.oauth import OAuthProvider  # (here: it loads `secrets`, which the listings need not)
         if isinstance(platform, OAuthProvider) and platform.needs_operator_app:
             target.app = platform.app(self.app.config.settings or {})  # (issue 28, chat: Discord's tools use its bot)
         try:

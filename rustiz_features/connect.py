@@ -110,6 +110,8 @@ class ConnectFlow:
     async def start(self, request: Request, organization_id: str) -> Response:
         """{"url": the platform's consent page}, as Postiz; ?refresh=<channel id> reconnects that channel."""
         identifier = request.params["integration"]
+        if identifier == "telegram":  # (issue 28, chat: the operator's bot; its answer is Postiz's for Telegram)
+            return await self._telegram_code(organization_id)
         provider = oauth_provider(identifier)
         if provider is None:
             known = DESCRIPTORS.get(identifier)
@@ -140,6 +142,22 @@ class ConnectFlow:
         await self.store.off_loop(oauth_store.start_oauth_flow, self.store, state, organization_id, identifier, verifier, refresh,
                                   details, time.time() + FLOW_SECONDS)
         return json_response({"url": url})
+
+    async def _telegram_code(self, organization_id: str) -> Response:
+        """{"url", "code", "bot"}: a /connect code for the operator's bot (telegram_bot.py); 400 saying what the
+        operator sets when there is no bot, and that the user's own bot token still works."""
+        from .telegram_bot import new_connect_code
+        try:
+            answer = await self.store.off_loop(new_connect_code, self.store, self.config.settings or {},
+                                               organization_id)
+        except LookupError:
+            raise ApiError(400, {"statusCode": 400, "error": "Bad Request", "needsOperatorApp": True,
+                                 "variables": ["TELEGRAM_TOKEN", "TELEGRAM_BOT_NAME"],
+                                 "message": "Telegram's operator bot is not set up on this server: the operator sets "
+                                            "TELEGRAM_TOKEN and TELEGRAM_BOT_NAME in config.env (the bot from "
+                                            "@BotFather) and restarts rustiz. Meanwhile, connect your own bot with "
+                                            "its token and the chat id (POST /public/v1/integrations)"}) from None
+        return json_response(answer)
 
     def _details(self, provider: OAuthProvider, request: Request) -> dict:
         """What the flow keeps beside its state; for a provider on any instance, the instance the user named."""

@@ -1,0 +1,184 @@
+"""Telegram's operator bot, as Postiz sets it up (TELEGRAM_TOKEN, TELEGRAM_BOT_NAME): a user adds the bot to a
+channel or group and sends `/connect <code>` there, the code the web app showed (GET /public/v1/social/telegram
+answers {"url", "code", "bot"}); rustiz sees the command in the bot's updates and makes that chat a channel of
+the code's organization. The user's own bot token (pasted credentials) keeps working beside it.
+
+Rules:
+- Codes: 16 random letters and digits (about 95 bits), kept hashed, one organization's, good once and for
+  RUSTIZ_TELEGRAM_CODE_SECONDS (an hour). A command with an unknown, used or expired code gets no answer at
+  all: nothing tells a guesser anything. The chat must be a channel, group or supergroup, and the bot able to
+  post there (TelegramProvider.connect checks it, before the code is used, so a fix and a new /connect work).
+- One watcher across processes and workers: the process that holds the lease (storage/telegram_bot.py)
+  long-polls getUpdates from the offset stored with it; the others try again now and then, and take over when
+  its lease runs out. Every update moves the offset past it, handled or not, so a malformed one never comes
+  back. Updates are read bounded (at most 100 a call, each command at most 200 characters).
+- The channel's credentials are the operator's token and the chat, as a pasted bot's are, so publishing and
+  deleting need nothing else; a new TELEGRAM_TOKEN of the same bot needs each chat's /connect again.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+import time
+from typing import Any, Optional
+
+from rustiz import log
+from .background import RowSender, SenderHost
+from .catalogue import MAX_SAFE_INTEGER, NewChannel
+from .publishers import provider_for
+from .publishers.base import Channel, PublishError, Rejected, tuned
+from .storage import channels as channel_store
+from .storage import notifications as notification_store
+from .storage import telegram_bot as bot_store
+
+CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+CODE_LENGTH = 16
+COMMAND_LIMIT = 200  # characters of a message read as a command; anything longer is not one
+UPDATES_PER_CALL = 100  # getUpdates' own maximum
+_CONNECT_COMMAND = re.compile(r"\s*/connect(?:@(\w{1,64}))?\s+([A-Za-z0-9]{%d})\s*" % CODE_LENGTH)
+
+
+def operator_bot(settings: dict) -> Optional[tuple]:
+    """(token, bot username without @) of the operator's bot, or None when TELEGRAM_TOKEN or
+    TELEGRAM_BOT_NAME is not set."""
+    token, name = (settings.get(key, "").strip() for key in ("TELEGRAM_TOKEN", "TELEGRAM_BOT_NAME"))
+    return (token, name.lstrip("@")) if token and name else None
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def new_connect_code(store: Any, settings: dict, organization_id: str) -> dict:
+    """GET /social/telegram's answer: a new code of the organization, the bot's name and its t.me link.
+    Raises LookupError when the operator's bot is not configured."""
+    bot = operator_bot(settings)
+    if bot is None:
+        raise LookupError("TELEGRAM_TOKEN and TELEGRAM_BOT_NAME")
+    code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+    now = time.time()
+    bot_store.add_code(store, code_hash(code), organization_id,
+                       now + tuned("RUSTIZ_TELEGRAM_CODE_SECONDS", 3600.0, 1.0), now)
+    return {"url": f"https://t.me/{bot[1]}", "code": code, "bot": bot[1]}
+
+
+def connect_command(message: Any, bot_name: str) -> Optional[tuple]:
+    """(chat id, message id, code) of a `/connect <code>` (or `/connect@<bot> <code>`) in a channel or group;
+    None for anything else, however it is shaped."""
+    if not isinstance(message, dict) or not isinstance(message.get("chat"), dict):
+        return None
+    text, chat, message_id = message.get("text"), message["chat"], message.get("message_id")
+    if not isinstance(text, str) or len(text) > COMMAND_LIMIT or chat.get("type") not in ("group", "supergroup",
+                                                                                           "channel"):
+        return None
+    chat_id = chat.get("id")
+    if type(chat_id) is not int or abs(chat_id) > MAX_SAFE_INTEGER or type(message_id) is not int:
+        return None
+    found = _CONNECT_COMMAND.fullmatch(text)
+    if found is None or (found[1] and found[1].lower() != bot_name.lower()):
+        return None
+    return chat_id, message_id, found[2]
+
+
+class TelegramBotWatcher(RowSender):
+    """Long-polls the operator bot's updates while this process holds the lease (see the module)."""
+
+    def __init__(self, host: SenderHost):
+        self.host, self.store, self.loop = host, host.store, host.loop
+        self.bot = operator_bot(host.config.settings or {})
+        self.owner = f"{host.owner}:telegram"
+        self.wait_seconds = int(tuned("RUSTIZ_TELEGRAM_POLL_SECONDS", 25.0, 0.0))  # getUpdates' long-poll timeout
+        self.idle_seconds = tuned("RUSTIZ_TELEGRAM_IDLE_SECONDS", 10.0, 0.05)  # between tries without the lease
+        self.lease_seconds = self.wait_seconds + 30.0
+        self.paused_until = 0.0
+        self.poll: Any = None  # the getUpdates task in flight
+
+    def may_run(self) -> bool:
+        return super().may_run() and self.bot is not None
+
+    def stop(self) -> None:
+        super().stop()
+        if self.poll is not None:
+            self.poll.cancel()  # (a long poll would hold the shutdown for its whole timeout)
+
+    def _run_due(self) -> None:
+        if self.stopped or (self.poll is not None and not self.poll.done()):
+            return
+        now = time.time()
+        if now < self.paused_until:
+            self.sleep(self.paused_until - now)
+            return
+        try:
+            offset = bot_store.take_watch_lease(self.store, self.owner, now, self.lease_seconds)
+        except sqlite3.Error as error:
+            log(f"telegram bot: the database failed ({error}); trying again later")
+            offset = None
+        if offset is None:  # another process watches (or the database failed)
+            self.sleep(self.idle_seconds)
+            return
+        self.poll = self.loop.create_task(self._poll(offset))
+        self.host.tasks.add(self.poll)
+        self.poll.add_done_callback(self._polled)
+
+    def _polled(self, task: Any) -> None:
+        self.host.tasks.discard(task)
+        self.wake()
+
+    async def _poll(self, offset: int) -> None:
+        from .http_client import Timeouts
+        provider = provider_for("telegram")
+        channel = Channel("", "telegram bot", {"botToken": self.bot[0], "chatId": ""}, None, self.host.http)
+        try:
+            updates = await provider.call(channel, "getUpdates", "the bot's updates (getUpdates)", json_body={
+                "offset": offset, "limit": UPDATES_PER_CALL, "timeout": self.wait_seconds,
+                "allowed_updates": ["message", "channel_post"]},
+                timeouts=Timeouts(read=self.wait_seconds + 15, total=self.wait_seconds + 30))
+        except PublishError as failed:  # (a webhook set on the bot answers 409: getUpdates is then refused)
+            log(f"telegram bot: getUpdates failed: {failed.message}; trying again in {self.idle_seconds:g} s")
+            self.paused_until = time.time() + self.idle_seconds
+            return
+        next_offset = offset
+        for update in updates[:UPDATES_PER_CALL] if isinstance(updates, list) else ():
+            update_id = update.get("update_id") if isinstance(update, dict) else None
+            if type(update_id) is not int or not 0 <= update_id < 2**53:
+                continue
+            next_offset = max(next_offset, update_id + 1)
+            command = connect_command(update.get("message") or update.get("channel_post"), self.bot[1])
+            if command is not None:
+                await self._connect(provider, *command)
+        if next_offset != offset:
+            await self.store.off_loop(bot_store.save_offset, self.store, self.owner, next_offset)
+
+    async def _connect(self, provider: Any, chat_id: int, message_id: int, code: str) -> None:
+        """Make the chat a channel of the code's organization, when the code is live and the bot may post there."""
+        hashed = code_hash(code)
+        organization_id = await self.store.off_loop(bot_store.code_organization, self.store, hashed, time.time())
+        if organization_id is None:
+            return  # unknown, used or expired: no answer (see the module)
+        probe = Channel("", "", {"botToken": self.bot[0], "chatId": str(chat_id)}, None, self.host.http)
+        try:
+            connected = await provider.connect(probe)
+        except Rejected as refused:
+            await self._tell(organization_id, f"Telegram: rustiz's bot @{self.bot[1]} cannot post in the chat where "
+                                              f"/connect was sent: {refused.message}. The code still works once "
+                                              "that is fixed")
+            return
+        except PublishError as failed:
+            log(f"telegram bot: could not check chat {chat_id} ({failed.message}); its /connect must be sent again")
+            return
+        if await self.store.off_loop(bot_store.take_code, self.store, hashed, time.time()) != organization_id:
+            return  # used meanwhile
+        new = NewChannel("telegram", connected.account, probe.credentials, None, connected.session, connected.limits)
+        row, existed = await self.store.off_loop(channel_store.add_channel, self.store, organization_id, new)
+        await self._tell(organization_id, f"Telegram: \"{row['name']}\" is "
+                                          f"{'reconnected' if existed else 'connected'} through rustiz's bot")
+        try:  # the command shows the code in the chat: gone once used (an admin bot may delete it)
+            await provider.call(probe, "deleteMessage", "the /connect message",
+                                json_body={"chat_id": chat_id, "message_id": message_id})
+        except PublishError:
+            pass
+
+    async def _tell(self, organization_id: str, text: str) -> None:
+        await self.store.off_loop(notification_store.add_notification, self.store, organization_id, text)
