@@ -174,3 +174,19 @@ def test_delete_through_the_webhook_that_sent_the_message_even_in_a_forum_topic(
     with pytest.raises(Rejected):  # an OAuth channel without the operator's bot configured: said so
         run(provider.delete(Channel("c3", "x", {"accessToken": "at", "guildId": GUILD_ID}, None, http),
                             Release("1", f"https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/1")))
+
+
+def test_webhook_channels_need_no_operator_app_in_rustiz_doctor(start_server_with_fakes, discord):
+    from fakes.slack import FakeSlack
+    from test_cli_doctor import doctor
+    slack = FakeSlack()
+    try:
+        server = start_server_with_fakes()  # (no DISCORD_* or SLACK_* app)
+        connected(server, "discord", discord.credentials(), "Discord hook")
+        connected(server, "slack", slack.credentials(), "Slack hook")
+        status, lines, output = doctor(server)
+        verdicts = {check.split(" (")[0]: verdict for check, verdict in lines.items() if check.startswith("channel ")}
+        assert verdicts['channel "Discord hook"'][0] == "ok", output
+        assert verdicts['channel "Slack hook"'][0] == "ok", output
+    finally:
+        slack.close()

@@ -30,7 +30,7 @@ DISCORD_MESSAGE_LIMIT = 2000
 DISCORD_ATTACHMENT_LIMIT = 10
 DISCORD_REQUEST_BYTES = 25 * 2**20  # a message's files together, on a server without boosts
 DISCORD_THREAD_NAME_LIMIT = 100
-DISCORD_BOT_PERMISSIONS = "377957124096"  # Postiz's: view channels, send messages and in threads, attach files...
+DISCORD_BOT_PERMISSIONS = "377957124096"  # Postiz's: send messages, create threads, send messages in threads
 DISCORD_POSTABLE_CHANNELS = (0, 5)  # text and announcement channels (a forum takes threads, not messages)
 _DISCORD_UNKNOWN_WEBHOOK = 10015
 _DISCORD_UNKNOWN_MESSAGE = 10008
@@ -97,6 +97,9 @@ class DiscordProvider(OAuthProvider):
         if not isinstance(app, DiscordApp):
             raise Rejected("Discord's bot is not configured on this server (DISCORD_BOT_TOKEN_ID): ask the operator")
         return {"Authorization": f"Bot {app.bot_token}"}
+
+    def uses_operator_app(self, credentials: dict) -> bool:
+        return not is_webhook_channel(credentials)  # (a webhook channel works without the operator's app)
 
     def channel_tools(self, tools: list, credentials: dict) -> list:
         """A webhook posts where it was made: it has no channel to pick, so no `channels` tool."""

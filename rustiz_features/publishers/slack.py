@@ -99,6 +99,9 @@ class SlackProvider(OAuthProvider):
     def _webhook_kind(channel: Channel) -> bool:
         return "webhookUrl" in channel.credentials
 
+    def uses_operator_app(self, credentials: dict) -> bool:
+        return not "webhookUrl" in credentials  # (a webhook channel works without the operator's app)
+
     def channel_tools(self, tools: list, credentials: dict) -> list:
         """A webhook posts where it was made: it has no channel to pick, so no `channels` tool."""
         return [] if "webhookUrl" in credentials else tools
