@@ -190,3 +190,26 @@ def test_webhook_channels_need_no_operator_app_in_rustiz_doctor(start_server_wit
         assert verdicts['channel "Slack hook"'][0] == "ok", output
     finally:
         slack.close()
+
+
+def test_a_refresh_keeps_the_server_and_a_used_refresh_token_is_refused(discord, http, monkeypatch):
+    from rustiz_features.publishers.oauth import TokenRefused
+    for name, value in discord.env.items():
+        monkeypatch.setenv(name, value)
+    app = DiscordApp(discord.client_id, discord.client_secret, discord.bot_token)
+    discord.refresh_tokens.add("rt-first")
+    tokens = run(provider.refresh_tokens(http, app, "rt-first"))
+    assert tokens.refresh_token in discord.refresh_tokens and tokens.extra is None  # (the server stays as stored)
+    with pytest.raises(TokenRefused):
+        run(provider.refresh_tokens(http, app, "rt-first"))  # Discord rotates refresh tokens: the old one is dead
+
+
+def test_a_502_is_sent_again_and_an_answer_without_the_message_is_never_sent_twice(server, discord):
+    channel_id = connect_oauth(server, "discord")["channel"]
+    discord.fail_next("POST", rf"/api/channels/{CHANNEL_ID}/messages", 502, "<html>Bad gateway</html>")
+    [row] = settled_rows(server, scheduled(server, channel_id, "<p>Through</p>", settings=settings()))
+    assert row["state"] == "PUBLISHED" and [m["content"] for m in discord.published] == ["Through"], row
+    discord.fail_next("POST", rf"/api/channels/{CHANNEL_ID}/messages", 200, "<html>a proxy's page</html>")
+    [row] = settled_rows(server, scheduled(server, channel_id, "<p>Unknown</p>", settings=settings()))
+    assert row["state"] == "ERROR" and "Rustiz Fans" in row["error"], row
+    assert len(discord.requests_to("POST", rf"/api/channels/{CHANNEL_ID}/messages")) == 3

@@ -140,3 +140,11 @@ def test_a_webhook_message_cannot_be_deleted_and_says_why(slack, http):
     with pytest.raises(Rejected) as refused:
         run(provider.delete(webhook, Release("key-1", "")))
     assert "no way to delete" in refused.value.message and slack.requests == []
+
+
+def test_a_slack_outage_after_the_message_was_sent_is_never_sent_twice(server, slack):
+    channel_id = connect_oauth(server, "slack")["channel"]
+    slack.fail_next("POST", r"/api/chat\.postMessage", 200, {"ok": False, "error": "internal_error"})
+    [row] = settled_rows(server, scheduled(server, channel_id, "<p>maybe</p>", settings=settings()))
+    assert row["state"] == "ERROR" and "internal_error" in row["error"], row
+    assert len(slack.requests_to("POST", r"/api/chat\.postMessage")) == 1

@@ -40,6 +40,11 @@ def discord_error(status: int, message: str, code: int, **extra) -> tuple:
     return answer(status, {"message": message, "code": code, **extra})
 
 
+def too_long() -> tuple:
+    return discord_error(400, "Invalid Form Body", 50035, errors={"content": {"_errors": [
+        {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}})
+
+
 class FakeDiscord(FakePlatform):
     post_settings = {"channel": "general"}  # Postiz's DTO asks for a channel; the webhook decides it
 
@@ -97,20 +102,23 @@ class FakeDiscord(FakePlatform):
             "id": self.webhook_id, "type": 1, "name": "Announcements bot", "avatar": self.avatar,
             "channel_id": CHANNEL_ID, "guild_id": GUILD_ID, "application_id": None, "token": self.token})
 
+    @staticmethod
+    def message_body(request: FakeRequest) -> tuple:
+        """(payload, files) of a message: JSON, or multipart payload_json + files[n] as (name, filename, type, size)."""
+        if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+            return request.json(), []
+        parts = request.multipart()
+        payload = json.loads(parts.pop("payload_json")[1])
+        return payload, [(name, filename, content_type, len(data)) for name, (filename, data, content_type) in parts.items()]
+
     def execute(self, request: FakeRequest):
         refused = self._refused(request)
         if refused:
             return refused
-        if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            parts = request.multipart()
-            payload = json.loads(parts.pop("payload_json")[1])
-            files = [(name, filename, content_type, len(data)) for name, (filename, data, content_type) in parts.items()]
-        else:
-            payload, files = request.json(), []
+        payload, files = self.message_body(request)
         content = payload.get("content") or ""
         if len(content) > 2000:
-            return discord_error(400, "Invalid Form Body", 50035, errors={"content": {"_errors": [
-                {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}})
+            return too_long()
         if not content and not files:
             return discord_error(400, "Cannot send an empty message", 50006)
         channel_id = request.query.get("thread_id") or CHANNEL_ID
@@ -198,16 +206,10 @@ class FakeDiscord(FakePlatform):
             return discord_error(403, "Missing Permissions", 50013)
         if channel_id not in {item["id"] for item in SERVER_CHANNELS} and channel_id not in self.thread_of.values():
             return discord_error(404, "Unknown Channel", 10003)
-        if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            parts = request.multipart()
-            payload = json.loads(parts.pop("payload_json")[1])
-            files = [(name, filename, content_type, len(data)) for name, (filename, data, content_type) in parts.items()]
-        else:
-            payload, files = request.json(), []
+        payload, files = self.message_body(request)
         content = payload.get("content") or ""
         if len(content) > 2000:
-            return discord_error(400, "Invalid Form Body", 50035, errors={"content": {"_errors": [
-                {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}})
+            return too_long()
         message_id = str(next(self.ids))
         self.messages[message_id] = channel_id
         self.published.append({"id": message_id, "content": content, "files": files, "channel_id": channel_id,
