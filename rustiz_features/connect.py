@@ -102,8 +102,10 @@ class ConnectFlow:
     @route_options(scope="full")  # (a GET that starts connecting a channel)
     @documented("Start connecting an OAuth channel: the platform's consent page, which comes back to "
                 "{FRONTEND_URL}/integrations/social/<identifier>. Without the operator's app configured: 400 with "
-                "needsOperatorApp, callbackUrl, variables and guide (rustiz)",
-                ("200", object_schema({"url": STRING})), "BadRequest NotFound PlatformUnreachable",
+                "needsOperatorApp, callbackUrl, variables and guide (rustiz). Telegram (the operator's bot, "
+                "TELEGRAM_TOKEN): {url, code, bot}, the code to send as /connect <code> in the chat",
+                ("200", object_schema({"url": STRING}, {"code": STRING, "bot": STRING})),
+                "BadRequest NotFound PlatformUnreachable",
                 (parameter("path", "integration", "The provider identifier (x, linkedin, mastodon...)"),
                  parameter("query", "refresh", "Reconnect this channel (its id): it keeps its id, posts and settings"),
                  parameter("query", "instance", "Mastodon: the server to connect to (rustiz registers its app there)")))

@@ -14,7 +14,7 @@ import pytest
 from conftest import LOCAL_FAKES, wanted_backends
 from fakes.telegram import FakeTelegram
 from rustiz_features.publishers import provider_for
-from rustiz_features.publishers.base import Channel, NeedsReconnect, Rejected, Release
+from rustiz_features.publishers.base import Channel, NeedsReconnect, Release
 from support import API, Database, api, connect_database, notifications, run, settled, scheduled, wait_for
 
 OPERATOR = {"TELEGRAM_BOT_NAME": "rustiz_bot", "RUSTIZ_TELEGRAM_POLL_SECONDS": "1",
