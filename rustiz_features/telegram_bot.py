@@ -13,7 +13,8 @@ Rules:
   its lease runs out. Every update moves the offset past it, handled or not, so a malformed one never comes
   back. Updates are read bounded (at most 100 a call, each command at most 200 characters).
 - The channel's credentials are the operator's token and the chat, as a pasted bot's are, so publishing and
-  deleting need nothing else; a new TELEGRAM_TOKEN of the same bot needs each chat's /connect again.
+  deleting need nothing else; a new TELEGRAM_TOKEN of the same bot (after /revoke) is given to its chats by the
+  first process that holds the lease, which clears their reconnect flags.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from .publishers import provider_for
 from .publishers.base import Channel, PublishError, Rejected, tuned
 from .storage import channels as channel_store
 from .storage import notifications as notification_store
+from .storage import scheduling as schedule_store
 from .storage import telegram_bot as bot_store
 
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -94,14 +96,21 @@ class TelegramBotWatcher(RowSender):
         self.lease_seconds = self.wait_seconds + 30.0
         self.paused_until = 0.0
         self.poll: Any = None  # the getUpdates task in flight
+        self.token_renewed = False  # (once per process, by the lease holder: see _renew_token)
 
     def may_run(self) -> bool:
         return super().may_run() and self.bot is not None
 
     def stop(self) -> None:
+        """No more polls; the lease is given back, so a restarted or other process takes over at once."""
         super().stop()
         if self.poll is not None:
             self.poll.cancel()  # (a long poll would hold the shutdown for its whole timeout)
+        if self.bot is not None:
+            try:
+                bot_store.release_watch_lease(self.store, self.owner)  # (a quick write, as the process ends)
+            except sqlite3.Error as error:
+                log(f"telegram bot: could not give back the watcher's lease ({error}); it ends by itself")
 
     def _run_due(self) -> None:
         if self.stopped or (self.poll is not None and not self.poll.done()):
@@ -118,9 +127,22 @@ class TelegramBotWatcher(RowSender):
         if offset is None:  # another process watches (or the database failed)
             self.sleep(self.idle_seconds)
             return
+        if not self.token_renewed:
+            self.token_renewed = True
+            self._renew_token()
         self.poll = self.loop.create_task(self._poll(offset))
         self.host.tasks.add(self.poll)
         self.poll.add_done_callback(self._polled)
+
+    def _renew_token(self) -> None:
+        """After @BotFather's /revoke the operator sets the bot's new token: its chats take it, and their posts that
+        waited for a reconnect go out (no /connect again)."""
+        try:
+            for channel_id in bot_store.renew_operator_token(self.store, self.bot[0]):
+                schedule_store.release_waiting_posts(self.store, channel_id)
+                log(f"telegram bot: channel {channel_id} now uses the operator bot's new token")
+        except sqlite3.Error as error:
+            log(f"telegram bot: could not give the channels the bot's new token ({error})")
 
     def _polled(self, task: Any) -> None:
         self.host.tasks.discard(task)
@@ -172,6 +194,8 @@ class TelegramBotWatcher(RowSender):
             return  # used meanwhile
         new = NewChannel("telegram", connected.account, probe.credentials, None, connected.session, connected.limits)
         row, existed = await self.store.off_loop(channel_store.add_channel, self.store, organization_id, new)
+        if existed:  # (a reconnect: what waited for it goes out, as after a consent)
+            await self.store.off_loop(schedule_store.release_waiting_posts, self.store, row["id"])
         await self._tell(organization_id, f"Telegram: \"{row['name']}\" is "
                                           f"{'reconnected' if existed else 'connected'} through rustiz's bot")
         try:  # the command shows the code in the chat: gone once used (an admin bot may delete it)

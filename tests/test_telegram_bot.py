@@ -160,6 +160,27 @@ def test_one_watcher_polls_at_a_time_across_processes(start_server, telegram, tm
     assert len(channels(first)) == 1
 
 
+def test_a_new_token_of_the_operators_bot_reaches_its_chats_without_connecting_again(start_server, telegram, tmp_path):
+    first = start_server(env=operator_env(telegram), data_dir=tmp_path / "data")
+    telegram.command(f"/connect {new_code(first)}")
+    [channel] = wait_for(lambda: channels(first), bool)
+    own_bot = {"botToken": "7000009:AAH" + "z" * 32, "chatId": "@someone_else"}  # a user's own bot: not touched
+    database = Database(first)
+    own_id = database.channel("Own bot", "telegram")
+    with database.connect() as db:
+        db.execute("UPDATE integration SET token = ? WHERE id = ?", (json.dumps(own_bot), own_id))
+    first.stop()
+    telegram.token = "7000001:AAH" + "n" * 32  # /revoke at @BotFather: the same bot, a new token
+    again = start_server(env=operator_env(telegram), data_dir=tmp_path / "data")
+
+    def tokens() -> dict:
+        with connect_database(again.database) as db:
+            return {name: json.loads(token)["botToken"] for name, token in db.execute("SELECT name, token FROM integration")}
+    assert wait_for(tokens, lambda found: found["Rustiz News"] == telegram.token)["Own bot"] == own_bot["botToken"]
+    post = settled(again, scheduled(again, channel["id"], "<p>Still here</p>"))
+    assert post["state"] == "PUBLISHED", post
+
+
 # --- deleting (both kinds of Telegram channel: the credentials are the same shape), in-process ---------
 
 def test_delete_removes_a_message_or_every_message_of_an_album(telegram, http, monkeypatch):

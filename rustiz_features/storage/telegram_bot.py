@@ -61,3 +61,22 @@ def release_watch_lease(store: Store, owner: str) -> None:
     with store.writing() as db:
         db.execute("UPDATE telegram_bot_watch SET lease_owner = NULL, lease_until = NULL WHERE id = 1 AND "
                    "lease_owner = ?", (owner,))
+
+
+def renew_operator_token(store: Store, token: str) -> list:
+    """Give every live Telegram channel of the operator's bot (a stored token of the same bot: `<bot id>:...`)
+    the operator's current token, and clear its reconnect flag: the ids of the channels changed."""
+    import json
+    bot_id = token.partition(":")[0] + ":"
+    rows = store.read("SELECT id, token FROM integration WHERE provider_identifier = 'telegram' AND "
+                      "deleted_at IS NULL").fetchall()
+    changed = []
+    with store.writing() as db:
+        for channel_id, stored in rows:
+            credentials = json.loads(stored or "{}")
+            old = credentials.get("botToken")
+            if isinstance(old, str) and old.startswith(bot_id) and old != token:
+                db.execute("UPDATE integration SET token = ?, refresh_needed = 0 WHERE id = ? AND token = ?",
+                           (json.dumps({**credentials, "botToken": token}), channel_id, stored))
+                changed.append(channel_id)
+    return changed
