@@ -4043,6 +4043,8 @@ ROOT_ROUTES = (
     ("POST", "/auth/forgot", "team", "TeamSignIn.forgot"),
     ("POST", "/auth/reset", "team", "TeamSignIn.reset"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
+    # Issue 28, chat: Telegram's operator bot, its updates when Telegram sends them (its secret header decides).
+    ("POST", "/integrations/telegram/updates", "telegram_bot", "TelegramUpdates.receive"),
     # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
     ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),
     ("GET", "/auth/oidc/start", "oidc", "SingleSignOn.start"),

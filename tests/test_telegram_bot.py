@@ -181,6 +181,39 @@ def test_a_new_token_of_the_operators_bot_reaches_its_chats_without_connecting_a
     assert post["state"] == "PUBLISHED", post
 
 
+def test_with_a_public_https_frontend_telegram_sends_the_updates_to_a_route_that_checks_its_secret(start_server,
+                                                                                                   telegram):
+    server = start_server(env=operator_env(telegram, FRONTEND_URL="https://rustiz.example.com"))
+    telegram.wait_for(lambda: telegram.webhook is not None)
+    hook = telegram.webhook
+    assert hook["url"] == "https://rustiz.example.com/integrations/telegram/updates", hook
+    assert hook["allowed_updates"] == ["message", "channel_post"] and re.fullmatch(r"[0-9a-f]{64}", hook["secret_token"])
+    assert telegram.offsets == []  # no polling meanwhile
+    code = new_code(server)
+    chat = {key: telegram.chat[key] for key in ("id", "type", "title", "username")}
+    update = json.dumps({"update_id": 5, "channel_post": {"message_id": 9, "chat": chat, "text": f"/connect {code}"}})
+
+    def deliver(secret: str | None) -> int:
+        headers = {"Content-Type": "application/json", **({"X-Telegram-Bot-Api-Secret-Token": secret} if secret else {})}
+        return server.request("POST", "/integrations/telegram/updates", headers, update.encode())[0]
+    assert deliver(None) == 404 and deliver("0" * 64) == 404  # forged: not Telegram
+    assert channels(server) == []
+    assert deliver(hook["secret_token"]) == 200
+    [channel] = channels(server)
+    assert channel["name"] == "Rustiz News"
+    assert deliver(hook["secret_token"]) == 200 and len(channels(server)) == 1  # Telegram's retry: the code is used
+    status, _, _ = server.request("POST", "/integrations/telegram/updates",
+                                  {"X-Telegram-Bot-Api-Secret-Token": hook["secret_token"]}, b"{not json")
+    assert status == 400
+
+
+def test_polling_again_removes_a_webhook_left_from_before(server, telegram):
+    telegram.webhook = {"url": "https://old.example.com/integrations/telegram/updates"}
+    telegram.wait_for(lambda: telegram.webhook is None)
+    telegram.command(f"/connect {new_code(server)}")
+    wait_for(lambda: channels(server), bool)
+
+
 # --- deleting (both kinds of Telegram channel: the credentials are the same shape), in-process ---------
 
 def test_delete_removes_a_message_or_every_message_of_an_album(telegram, http, monkeypatch):

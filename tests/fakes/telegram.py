@@ -6,7 +6,8 @@ and parse_mode HTML checked as strictly as Telegram does (unknown tags are refus
 For the operator's bot (issue 28): getUpdates as a long poll (it answers the updates from `offset` on, waiting
 up to `timeout` seconds, capped here, for one to come; updates before `offset` are forgotten, as Telegram
 confirms them), with a count of the polls in flight at once; deleteMessage (400 "message to delete not found"
-for a message that is not there) and deleteMessages (skips the missing ones)."""
+for a message that is not there) and deleteMessages (skips the missing ones); setWebhook / deleteWebhook, and
+getUpdates refused with 409 while a webhook is set."""
 from __future__ import annotations
 
 import html
@@ -85,7 +86,10 @@ class FakeTelegram(FakePlatform):
         if method == "getMe":
             return ok(self.bot)
         if method == "getUpdates":
-            return self.get_updates(parameters)
+            return self.webhook_conflict() or self.get_updates(parameters)
+        if method in ("setWebhook", "deleteWebhook"):
+            self.webhook = parameters if method == "setWebhook" else None
+            return ok(True)
         if str(parameters.get("chat_id")) not in (str(self.chat["id"]), f"@{self.chat.get('username')}"):
             return error(400, "Bad Request: chat not found")
         if method == "getChat":
@@ -110,6 +114,14 @@ class FakeTelegram(FakePlatform):
         return error(404, "Not Found: method not found")
 
     # --- the operator's bot: updates -----------------------------------------------------------
+
+    webhook = None  # setWebhook's parameters while one is set
+
+    def webhook_conflict(self):
+        if self.webhook is not None:
+            return error(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook "
+                              "to delete the webhook first")
+        return None
 
     def push(self, update: dict) -> int:
         """Queue an update (its update_id is given here unless it has one); returns the update_id."""
