@@ -227,10 +227,14 @@ class TelegramBotWatcher(RowSender):
         self.host.tasks.discard(task)
         self.wake()
 
+    def _bot_channel(self) -> tuple:
+        """(the Telegram provider, a Channel of the bot alone) for the bot's own calls (no chat)."""
+        return provider_for("telegram"), Channel("", "telegram bot", {"botToken": self.bot[0], "chatId": ""}, None,
+                                                 self.host.http)
+
     async def _set_webhook(self) -> None:
         """FRONTEND_URL is public https: Telegram sends the updates to WEBHOOK_PATH there, with the secret."""
-        provider = provider_for("telegram")
-        channel = Channel("", "telegram bot", {"botToken": self.bot[0], "chatId": ""}, None, self.host.http)
+        provider, channel = self._bot_channel()
         try:
             await provider.call(channel, "setWebhook", "the bot's webhook (setWebhook)", json_body={
                 "url": self.webhook_url, "secret_token": webhook_secret(self.bot[0]),
@@ -244,8 +248,7 @@ class TelegramBotWatcher(RowSender):
 
     async def _poll(self, offset: int) -> None:
         from .http_client import Timeouts
-        provider = provider_for("telegram")
-        channel = Channel("", "telegram bot", {"botToken": self.bot[0], "chatId": ""}, None, self.host.http)
+        provider, channel = self._bot_channel()
         try:
             updates = await provider.call(channel, "getUpdates", "the bot's updates (getUpdates)", json_body={
                 "offset": offset, "limit": UPDATES_PER_CALL, "timeout": self.wait_seconds,
