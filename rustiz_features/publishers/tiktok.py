@@ -24,6 +24,7 @@ from .base import (
     error_fields, retry_after_seconds, tuned, wait_for_processing,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
+from .tiktok_shared import clear_words, is_photo_post, photo_problem, unaccepted_picture
 
 MIB = 1024 * 1024
 CHUNK_BYTES = 10 * MIB  # TikTok takes 5-64 MB chunks; 10 MB keeps memory small (the last is up to 20 MB)
@@ -31,37 +32,8 @@ MAX_CHUNKS = 1000
 POLL_SECONDS = 5.0  # between status polls (TikTok allows 30 a minute per token); RUSTIZ_TIKTOK_POLL_SECONDS
 POLL_LIMIT_SECONDS = 300.0  # processing plus moderation usually take a minute; longer is left to the user
 MAX_POLLS = 120
-VIDEO_EXTENSIONS = ("mp4", "mov", "webm", "m4v")
-PHOTO_EXTENSIONS = ("jpg", "jpeg", "webp")  # TikTok's photo posts take JPEG and WebP only
-PHOTO_TYPES = ("image/jpeg", "image/webp")
-MAX_PHOTOS = 35
 JSON_UTF8 = {"Content-Type": "application/json; charset=UTF-8"}
 
-# TikTok's error codes (the API's error.code, a FAILED status's fail_reason) in words a user can act on.
-CLEAR_WORDS = {
-    "spam_risk_too_many_posts": "the account reached TikTok's daily limit of posts through apps; try tomorrow",
-    "spam_risk_too_many_pending_share": "the account has 5 posts waiting in its TikTok inbox; finish or delete "
-                                        "them in the TikTok app first",
-    "spam_risk_user_banned_from_posting": "TikTok has banned this account from posting",
-    "spam_risk_text": "TikTok considers the post's text spam",
-    "spam_risk": "TikTok considers the post spam",
-    "unaudited_client_can_only_post_to_private_accounts": "the operator's TikTok app is not audited yet, so it "
-        "may only post to private accounts with privacy_level SELF_ONLY",
-    "url_ownership_unverified": "the domain of rustiz's FRONTEND_URL is not verified in the TikTok app "
-                                "(URL properties), so TikTok will not pull pictures from it",
-    "privacy_level_option_mismatch": "the privacy_level is not one this creator may use",
-    "reached_active_user_cap": "the operator's TikTok app reached its daily quota of active users",
-    "file_format_check_failed": "TikTok does not accept the file's format",
-    "duration_check_failed": "the video is too long or too short for this account",
-    "frame_rate_check_failed": "the video's frame rate is not one TikTok accepts (23-60 FPS)",
-    "picture_size_check_failed": "TikTok refused the picture's or video's size (pictures up to 1080p, video at "
-                                 "least 360p)",
-    "video_pull_failed": "TikTok could not download the video",
-    "photo_pull_failed": "TikTok could not download a picture from rustiz's public URL (FRONTEND_URL)",
-    "publish_cancelled": "the post was cancelled on TikTok",
-    "auth_removed": "the user removed rustiz's access on TikTok",
-    "internal": "TikTok had an internal error",
-}
 RETRY_LATER = {"reached_active_user_cap": 3600.0}  # codes that pass; the others stay refused
 
 
@@ -71,11 +43,6 @@ def tiktok_error(answer: Any) -> Optional[tuple]:
     if not isinstance(error, dict) or not isinstance(error.get("code"), str) or not error["code"]:
         return None
     return error["code"], error.get("message") if isinstance(error.get("message"), str) else ""
-
-
-def extension(path: Any) -> str:
-    name = str(path or "").split("?")[0].rsplit("/", 1)[-1]
-    return name.rpartition(".")[2].lower() if "." in name else ""
 
 
 def movie_seconds(path: str) -> Optional[float]:
@@ -234,7 +201,7 @@ class TikTokProvider(OAuthProvider):
         error = tiktok_error(reply.json())
         if error is not None and error[0] != "ok":
             code, message = error
-            clear = next((words for prefix, words in CLEAR_WORDS.items() if code.startswith(prefix)), "")
+            clear = clear_words(code)
             return "; ".join(part for part in (clear, f"{message} ({code})" if message else code) if part)
         return error_fields(reply.json(), "error", "error_description")  # the token endpoint's shape
 
@@ -320,21 +287,16 @@ class TikTokProvider(OAuthProvider):
 
     def pulls_media(self, values: list, settings: dict) -> bool:
         """Photo posts only: TikTok takes video bytes, but pulls every picture from its URL."""
-        media = values[0].get("image") if values and isinstance(values[0], dict) else None
-        return bool(media) and not any(extension(item.get("path") if isinstance(item, dict) else "")
-                                       in VIDEO_EXTENSIONS for item in media)
+        return is_photo_post(values)
 
     def channel_settings(self, schema: Any, limits: dict) -> Any:
         return offered_settings(schema, limits)
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         photo = self.pulls_media(values, settings)
-        if photo and len(values[0]["image"]) > MAX_PHOTOS:
-            return f"A TikTok photo post takes at most {MAX_PHOTOS} pictures, not {len(values[0]['image'])}"
-        for item in values[0].get("image") or () if photo else ():
-            kind = extension(item.get("path") if isinstance(item, dict) else "")
-            if kind and kind not in PHOTO_EXTENSIONS:
-                return f"TikTok photo posts take JPEG and WebP pictures only, not .{kind}"
+        problem = photo_problem(values) if photo else None
+        if problem:
+            return problem
         profile = channel.get("profile") if isinstance(channel.get("profile"), str) else ""
         return settings_problem(channel.get("limits") or {}, settings, photo, profile)
 
@@ -349,11 +311,9 @@ class TikTokProvider(OAuthProvider):
         problem = settings_problem(creator_limits(creator), post.settings, not videos, username)
         if problem:
             raise Rejected(problem)
-        wrong = next((media for media in post.media if not videos
-                      and media.content_type.split(";")[0].strip().lower() not in PHOTO_TYPES), None)
-        if wrong is not None:
-            raise Rejected(f"TikTok photo posts take JPEG and WebP pictures only, and {wrong.name} is "
-                           f"{wrong.content_type}")
+        wrong = None if videos else unaccepted_picture(post.media)
+        if wrong:
+            raise Rejected(wrong)
         seconds, longest = movie_seconds(videos[0].path) if videos else None, creator.get("max_video_post_duration_sec")
         if seconds is not None and isinstance(longest, int) and seconds > longest:
             raise Rejected(f"the video lasts {seconds:.0f} s, and {'@' + username if username else 'this account'} "
@@ -466,7 +426,7 @@ class TikTokProvider(OAuthProvider):
                                 "note": "a draft in the user's TikTok inbox: open it in the TikTok app to post it"})
             if status == "FAILED":
                 reason = str(data.get("fail_reason") or "no reason given")
-                clear = next((words for prefix, words in CLEAR_WORDS.items() if reason.startswith(prefix)), "")
+                clear = clear_words(reason)
                 message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
                 if reason == "internal":  # nothing was posted, and TikTok's trouble passes
                     raise Retryable(message)
