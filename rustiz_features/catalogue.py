@@ -726,8 +726,12 @@ _DESCRIPTORS = (
               label="TikTok",  # in rustiz's messages; Postiz's name stays "Tiktok"
               rules=("TikTok can have one video or one picture or multiple pictures, it cannot be without an "
                      "attachment.")),
-    _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule,
-              tools=(("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
+    _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule, oauth=True,
+              publisher="tiktok_business", label="TikTok Business",  # (Postiz's name stays "TikTok")
+              tools=(("musicSearch", 'Load commercial music library tracks that can be attached to a post via the '
+                                     '"music" setting', ("genre",)),
+                     ("locationSearch", 'Search location tags that can be attached to a post via the "location" '
+                                        "setting", ("q",))),
               rules=("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
                      "be without an attachment.")),
     _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule, oauth=True, publisher="pinterest",
