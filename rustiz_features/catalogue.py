@@ -754,7 +754,7 @@ _DESCRIPTORS = (
                   "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.",
                   account_is_credentials=True)),
     _describe("kick", "Kick", 500, schema_shown=False),
-    _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
+    _describe("twitch", "Twitch", 500, _TWITCH_FIELDS, oauth=True, publisher="twitch"),
     _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
               limits={"maxMedia": 4, "charactersReservedPerUrl": 23},  # stock Mastodon's; an instance tells its own
               publisher="mastodon", oauth=True, credentials=CredentialSpec(
