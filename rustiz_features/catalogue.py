@@ -753,7 +753,7 @@ _DESCRIPTORS = (
                   secret_account("webhookUrl", lambda credentials: "Slack webhook"),
                   "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.",
                   account_is_credentials=True)),
-    _describe("kick", "Kick", 500, schema_shown=False),
+    _describe("kick", "Kick", 500, schema_shown=False, oauth=True, publisher="kick"),
     _describe("twitch", "Twitch", 500, _TWITCH_FIELDS, oauth=True, publisher="twitch"),
     _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
               limits={"maxMedia": 4, "charactersReservedPerUrl": 23},  # stock Mastodon's; an instance tells its own
