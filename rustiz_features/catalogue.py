@@ -824,7 +824,7 @@ _DESCRIPTORS = (
                   _login_account("url", "username", lambda host, user: f"Listmonk at {host}"),
                   "Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).")),
     _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False),
-    _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown",
+    _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown", oauth=True, publisher="whop",
               tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
     _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),
