@@ -15,23 +15,22 @@ from __future__ import annotations
 import os
 import struct
 from typing import Any, Optional
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts
 from .base import (
     Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
-    error_fields, retry_after_seconds, tuned, wait_for_processing,
+    error_fields, retry_after_seconds, tuned,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
-from .tiktok_shared import clear_words, is_photo_post, photo_problem, unaccepted_picture
+from .tiktok_shared import (
+    POLL_SECONDS, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
+)
 
 MIB = 1024 * 1024
 CHUNK_BYTES = 10 * MIB  # TikTok takes 5-64 MB chunks; 10 MB keeps memory small (the last is up to 20 MB)
 MAX_CHUNKS = 1000
-POLL_SECONDS = 5.0  # between status polls (TikTok allows 30 a minute per token); RUSTIZ_TIKTOK_POLL_SECONDS
-POLL_LIMIT_SECONDS = 300.0  # processing plus moderation usually take a minute; longer is left to the user
-MAX_POLLS = 120
 JSON_UTF8 = {"Content-Type": "application/json; charset=UTF-8"}
 
 RETRY_LATER = {"reached_active_user_cap": 3600.0}  # codes that pass; the others stay refused
@@ -404,39 +403,13 @@ class TikTokProvider(OAuthProvider):
         return data
 
     async def _outcome(self, channel: Channel, publish_id: str, username: str) -> Release:
-        """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD, for a bounded count and time."""
-        profile = f"{self.auth_base()}/@{quote(username)}" if username else self.auth_base()
-        status = None  # the last one read, for the message when the wait runs out
+        """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD (tiktok_shared.processing_outcome)."""
+        async def read_status() -> dict:
+            data = await self._status(channel, publish_id)
+            return {**data, "reason": data.get("fail_reason")}
 
-        async def final() -> Optional[Release]:
-            nonlocal status
-            try:
-                data = await self._status(channel, publish_id)
-            except (Retryable, NeedsReconnect) as lost:  # TikTok has the post: trying again would post it twice
-                raise OutcomeUnknown(f"TikTok has the post (publish_id {publish_id}) but its status could not be "
-                                     f"read: {lost.message}", lost.status, lost.body) from None
-            status = data.get("status")
-            if status == "PUBLISH_COMPLETE":
-                video_id = data["public_id"]
-                return Release(video_id or publish_id, f"{profile}/video/{video_id}" if video_id and username
-                               else profile, {"publishId": publish_id})
-            if status == "SEND_TO_USER_INBOX":
-                return Release(publish_id, f"{self.auth_base()}/messages",
-                               {"publishId": publish_id, "inbox": True,
-                                "note": "a draft in the user's TikTok inbox: open it in the TikTok app to post it"})
-            if status == "FAILED":
-                reason = str(data.get("fail_reason") or "no reason given")
-                clear = clear_words(reason)
-                message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
-                if reason == "internal":  # nothing was posted, and TikTok's trouble passes
-                    raise Retryable(message)
-                raise Rejected(message)
-            return None
-
-        return await wait_for_processing(
-            final, POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01),
-            lambda: OutcomeUnknown(f"TikTok was still processing the post (publish_id {publish_id}, status {status}) "
-                                   f"after {POLL_LIMIT_SECONDS:.0f} s; it may still appear"), most=MAX_POLLS)
+        return await processing_outcome(read_status, publish_id, "publish_id", self.auth_base(), username,
+                                        tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01))
 
 
 PROVIDER = TikTokProvider()

@@ -15,21 +15,20 @@ from __future__ import annotations
 import json
 import random
 from typing import Any, Optional
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
 from .base import (
     Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
-    retry_after_seconds, tuned, wait_for_processing,
+    retry_after_seconds, tuned,
 )
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
-from .tiktok_shared import clear_words, is_photo_post, photo_problem, unaccepted_picture
+from .tiktok_shared import (
+    POLL_SECONDS, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
+)
 
 API = "/open_api/v1.3"
-POLL_SECONDS = 5.0  # between status polls; RUSTIZ_TIKTOK_BUSINESS_POLL_SECONDS (tests)
-POLL_LIMIT_SECONDS = 300.0
-MAX_POLLS = 120
 DAY = 86400.0
 # The envelope's codes that mean the access token is dead or expired (a refresh may cure it), TikTok's
 # throttling (per app and per account), and its own failures (50000 and up).
@@ -349,41 +348,17 @@ class TikTokBusinessProvider(OAuthProvider):
             {"business_id": self._business_id(channel), "publish_id": share_id}), "the post's status")
 
     async def _outcome(self, channel: Channel, share_id: str) -> Release:
-        """Poll the status until PUBLISH_COMPLETE, SEND_TO_USER_INBOX or FAILED, for a bounded count and time."""
-        username = channel.session.get("username") or ""
-        profile = f"{self.auth_base()}/@{quote(username)}" if username else self.auth_base()
-        status = None
+        """Poll the status until PUBLISH_COMPLETE, SEND_TO_USER_INBOX or FAILED (tiktok_shared.processing_outcome);
+        post_ids can lag behind PUBLISH_COMPLETE, and never come for a private post."""
+        async def read_status() -> dict:
+            data = await self._status(channel, share_id)
+            ids = data.get("post_ids")
+            public_id = str(ids[0]) if isinstance(ids, list) and ids and ids[0] not in (None, "") else None
+            return {"status": data.get("status"), "public_id": public_id, "reason": data.get("reason")}
 
-        async def final() -> Optional[Release]:
-            nonlocal status
-            try:
-                data = await self._status(channel, share_id)
-            except (Retryable, NeedsReconnect) as lost:  # TikTok has the post: trying again would post it twice
-                raise OutcomeUnknown(f"TikTok has the post (share_id {share_id}) but its status could not be read: "
-                                     f"{lost.message}", lost.status, lost.body) from None
-            status = data.get("status")
-            if status == "PUBLISH_COMPLETE":  # post_ids can lag, and never come for a private post
-                ids = data.get("post_ids")
-                video_id = str(ids[0]) if isinstance(ids, list) and ids and ids[0] not in (None, "") else ""
-                return Release(video_id or share_id, f"{profile}/video/{video_id}" if video_id and username
-                               else profile, {"shareId": share_id})
-            if status == "SEND_TO_USER_INBOX":
-                return Release(share_id, f"{self.auth_base()}/messages",
-                               {"shareId": share_id, "inbox": True,
-                                "note": "a draft in the user's TikTok inbox: open it in the TikTok app to post it"})
-            if status == "FAILED":
-                reason = str(data.get("reason") or "no reason given")
-                clear = clear_words(reason)
-                message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
-                if reason == "internal":
-                    raise Retryable(message)
-                raise Rejected(message)
-            return None
-
-        return await wait_for_processing(
-            final, POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_BUSINESS_POLL_SECONDS", POLL_SECONDS, 0.01),
-            lambda: OutcomeUnknown(f"TikTok was still processing the post (share_id {share_id}, status {status}) "
-                                   f"after {POLL_LIMIT_SECONDS:.0f} s; it may still appear"), most=MAX_POLLS)
+        return await processing_outcome(read_status, share_id, "share_id", self.auth_base(),
+                                        channel.session.get("username") or "",
+                                        tuned("RUSTIZ_TIKTOK_BUSINESS_POLL_SECONDS", POLL_SECONDS, 0.01))
 
 
 PROVIDER = TikTokBusinessProvider()

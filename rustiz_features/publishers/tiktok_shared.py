@@ -4,17 +4,23 @@ Both take one video, or one to 35 JPEG/WebP pictures that TikTok pulls from thei
 wrong with the same error codes (spam_risk_*, *_check_failed, *_pull_failed...). The rules of what a post may
 carry and the clear words for those codes live here; each API's calls live in its own module.
 
-Rules of this module: no requests, no state; pure checks on a post's values ({"content", "image": [...]}) and
-its MediaFiles.
+Rules of this module: no requests of its own and no state: checks on a post's values ({"content", "image":
+[...]}) and its MediaFiles, and the wait for TikTok's processing through a status reader each API gives.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Awaitable, Callable, Optional
+from urllib.parse import quote
+
+from .base import NeedsReconnect, OutcomeUnknown, Rejected, Release, Retryable, wait_for_processing
 
 VIDEO_EXTENSIONS = ("mp4", "mov", "webm", "m4v")
 PHOTO_EXTENSIONS = ("jpg", "jpeg", "webp")  # TikTok's photo posts take JPEG and WebP only
 PHOTO_TYPES = ("image/jpeg", "image/webp")
 MAX_PHOTOS = 35
+POLL_SECONDS = 5.0  # between status polls (TikTok allows 30 a minute per token)
+POLL_LIMIT_SECONDS = 300.0  # processing plus moderation usually take a minute; longer is left to the user
+MAX_POLLS = 120
 
 # TikTok's error codes (the API's error.code, a FAILED status's fail_reason) in words a user can act on.
 CLEAR_WORDS = {
@@ -77,3 +83,44 @@ def unaccepted_picture(media: tuple) -> Optional[str]:
     wrong = next((item for item in media if item.content_type.split(";")[0].strip().lower() not in PHOTO_TYPES), None)
     return None if wrong is None else (f"TikTok photo posts take JPEG and WebP pictures only, and {wrong.name} is "
                                        f"{wrong.content_type}")
+
+
+async def processing_outcome(read_status: Callable[[], Awaitable[dict]], upload_id: str, id_field: str,
+                             auth_base: str, username: str, pause: float) -> Release:
+    """Poll TikTok's processing of a post it has (`upload_id`, named `id_field` in messages: publish_id or share_id)
+    until it is published, in the user's inbox, or failed, for a bounded count and time. `read_status()` answers
+    {"status", "public_id", "reason"}. Once TikTok has the post, a status that cannot be read is OutcomeUnknown:
+    trying again would post it twice."""
+    profile = f"{auth_base}/@{quote(username)}" if username else auth_base
+    key = id_field.split("_")[0] + "Id"  # publishId, shareId: the release's reply_ref names it
+    status = None  # the last one read, for the message when the wait runs out
+
+    async def final() -> Optional[Release]:
+        nonlocal status
+        try:
+            data = await read_status()
+        except (Retryable, NeedsReconnect) as lost:
+            raise OutcomeUnknown(f"TikTok has the post ({id_field} {upload_id}) but its status could not be read: "
+                                 f"{lost.message}", lost.status, lost.body) from None
+        status = data.get("status")
+        if status == "PUBLISH_COMPLETE":  # no public id for a private post, or while moderation runs
+            video_id = data.get("public_id")
+            return Release(video_id or upload_id, f"{profile}/video/{video_id}" if video_id and username else profile,
+                           {key: upload_id})
+        if status == "SEND_TO_USER_INBOX":
+            return Release(upload_id, f"{auth_base}/messages", {
+                key: upload_id, "inbox": True,
+                "note": "a draft in the user's TikTok inbox: open it in the TikTok app to post it"})
+        if status == "FAILED":
+            reason = str(data.get("reason") or "no reason given")
+            clear = clear_words(reason)
+            message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
+            if reason == "internal":  # nothing was posted, and TikTok's trouble passes
+                raise Retryable(message)
+            raise Rejected(message)
+        return None
+
+    return await wait_for_processing(
+        final, POLL_LIMIT_SECONDS, pause,
+        lambda: OutcomeUnknown(f"TikTok was still processing the post ({id_field} {upload_id}, status {status}) "
+                               f"after {POLL_LIMIT_SECONDS:.0f} s; it may still appear"), most=MAX_POLLS)
