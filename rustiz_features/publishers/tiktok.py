@@ -25,7 +25,7 @@ from .base import (
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 from .tiktok_shared import (
-    POLL_SECONDS, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
+    POLL_SECONDS, check_granted, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
 )
 
 MIB = 1024 * 1024
@@ -165,11 +165,7 @@ class TikTokProvider(OAuthProvider):
         form = {"code": code, "grant_type": "authorization_code", "redirect_uri": redirect_uri}
         reply = await self._token_reply(http, app, form, "the code exchange")
         granted = reply.json().get("scope") if isinstance(reply.json(), dict) else None
-        missing = [scope for scope in self.scopes
-                   if isinstance(granted, str) and scope not in granted.replace(" ", ",").split(",")]
-        if missing:  # the consent page lets the user untick scopes; as Postiz, all of them are needed
-            raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}; connect again and leave every "
-                           "permission ticked")
+        check_granted(self.scopes, granted)
         return self.tokens_from(reply)
 
     async def token_request(self, http: HttpClient, app: AppCredentials, form: dict, what: str) -> Tokens:

@@ -25,7 +25,7 @@ from .base import (
 )
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
 from .tiktok_shared import (
-    POLL_SECONDS, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
+    POLL_SECONDS, check_granted, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
 )
 
 API = "/open_api/v1.3"
@@ -92,11 +92,7 @@ class TikTokBusinessProvider(OAuthProvider):
         data = await self._token_call(http, app, self.token_path, {
             "grant_type": "authorization_code", "auth_code": code, "redirect_uri": redirect_uri}, "the code exchange")
         granted = data.get("scope")
-        missing = [scope for scope in self.scopes
-                   if isinstance(granted, str) and scope not in granted.replace(" ", ",").split(",")]
-        if missing:  # the consent page lets the user untick scopes; as Postiz, all of them are needed
-            raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}; connect again and leave every "
-                           "permission ticked")
+        check_granted(self.scopes, granted)
         return self._tokens(data)
 
     async def refresh_tokens(self, http: HttpClient, app: AppCredentials, refresh_token: str) -> Tokens:

@@ -49,6 +49,16 @@ CLEAR_WORDS = {
 }
 
 
+def check_granted(scopes: tuple, granted: Any) -> None:
+    """Refuse a consent that left any of `scopes` unticked (TikTok's consent page allows it; as Postiz, every one
+    is needed). `granted`: the token answer's comma-separated scope list; not a string: nothing to check."""
+    given = granted.replace(" ", ",").split(",") if isinstance(granted, str) else scopes
+    missing = [scope for scope in scopes if scope not in given]
+    if missing:
+        raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}; connect again and leave every "
+                       "permission ticked")
+
+
 def clear_words(code: str) -> str:
     """What one of TikTok's error codes means, in words a user can act on; "" for a code not listed."""
     return next((words for prefix, words in CLEAR_WORDS.items() if code.startswith(prefix)), "")

@@ -15,7 +15,8 @@ import secrets
 import time
 import urllib.request
 
-from fakes import FakePlatform, FakeRequest, answer, consent_page
+from fakes import FakePlatform, FakeRequest, answer
+from fakes.tiktok import FakeTikTok
 
 SCOPES = "user.info.basic,user.info.username,user.info.stats,video.list,video.upload,video.publish"
 API = "/open_api/v1.3"
@@ -36,6 +37,7 @@ class FakeTikTokBusiness(FakePlatform):
     def __init__(self):
         super().__init__()
         self.client_id, self.client_secret = "7300000000000000001", "tiktok-business-secret"
+        self.client_key = self.client_id  # (the consent page's name for it)
         self.codes: dict = {}  # auth_code -> redirect_uri
         self.access_tokens: set = set()
         self.refresh_tokens: set = set()
@@ -78,26 +80,12 @@ class FakeTikTokBusiness(FakePlatform):
     def credentials(self) -> dict:
         return {"accessToken": self.issue_access_token(), "businessId": self.open_id}
 
-    def issue_access_token(self) -> str:
-        token = "act." + secrets.token_urlsafe(24)
-        self.access_tokens.add(token)
-        return token
+    issue_access_token = FakeTikTok.issue_access_token
 
     # --- OAuth ---------------------------------------------------------------------------------------
 
-    def consent_page(self, request: FakeRequest):
-        query = request.query
-        if query.get("client_key") != self.client_id or query.get("response_type") != "code" \
-                or not query.get("redirect_uri") or "," not in query.get("scope", ""):
-            return answer(400, "<html><body>client_key, response_type, scope or redirect_uri is wrong</body></html>",
-                          {"Content-Type": "text/html"})
-        code = "code-" + secrets.token_urlsafe(12)
-        self.codes[code] = query["redirect_uri"]
-        state = query.get("state", "")
-        return consent_page(f"Allow access to {query['scope']}?", query["redirect_uri"],
-                            {"code": code, "scopes": self.granted_scopes, "state": state},
-                            {"error": "access_denied", "error_description": "The user denied the request",
-                             "state": state}, allow_label="Authorize")
+    # www.tiktok.com's consent page is the one Login Kit shows for both APIs (the app's id as client_key).
+    consent_page = FakeTikTok.consent_page
 
     def _app_refused(self, body: dict):
         if body.get("client_id") != self.client_id or body.get("client_secret") != self.client_secret:
