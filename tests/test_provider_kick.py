@@ -115,3 +115,11 @@ def test_a_503_is_tried_again(server, kick):
     kick.fail_next("POST", "/public/v1/chat", 503, {"data": {}, "message": "Service Unavailable"}, {"Retry-After": "1"})
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}), timeout=60)
     assert done["state"] == "PUBLISHED" and len(kick.published) == 1, done
+
+
+def test_a_message_answer_that_says_nothing_may_have_been_sent(server, kick):
+    channel_id = connected(server)
+    kick.fail_next("POST", "/public/v1/chat", 200, {"message": "OK"})
+    done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}))
+    assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
+    assert len(kick.requests_to("POST", "/public/v1/chat")) == 1  # never sent twice

@@ -133,3 +133,11 @@ def test_a_429_is_retried_after_the_rate_limit_window(server, twitch):
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}), timeout=60)
     assert done["state"] == "PUBLISHED", done
     assert len(twitch.requests_to("POST", "/helix/chat/messages")) == 2
+
+
+def test_a_message_answer_that_says_nothing_may_have_been_sent(server, twitch):
+    channel_id = connected(server)
+    twitch.fail_next("POST", "/helix/chat/messages", 200, b"<html>proxy</html>")
+    done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}))
+    assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
+    assert len(twitch.requests_to("POST", "/helix/chat/messages")) == 1  # never sent twice

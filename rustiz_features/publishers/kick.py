@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, OutgoingPost, Rejected, Release, error_fields
+from .base import Channel, Connected, OutcomeUnknown, OutgoingPost, Rejected, Release, error_fields
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
 CHAT_LENGTH = 500
@@ -99,7 +99,9 @@ class KickProvider(OAuthProvider):
                                 what="the chat message", headers=bearer(channel), json_body=body)
         data = reply.json().get("data") if isinstance(reply.json(), dict) else None
         data = data if isinstance(data, dict) else {}
-        if data.get("is_sent") is not True:
+        if not isinstance(data.get("is_sent"), bool):  # an answer that says nothing: the message may be out
+            raise OutcomeUnknown(f"Kick accepted the message but answered {reply.described('is_sent')}", reply.status)
+        if not data["is_sent"]:
             raise Rejected(f"Kick did not send the message ({self.platform_words(reply)})", reply.status)
         message_id = str(data.get("message_id") or "")
         page = f"https://kick.com/{quote(channel.session.get('name') or '')}"

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, NeedsReconnect, OutgoingPost, Rejected, Release, error_fields
+from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, error_fields
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
 CHAT_LENGTH = 500
@@ -110,7 +110,10 @@ class TwitchProvider(OAuthProvider):
                                 what="the chat message", headers=self._headers(channel), json_body=body)
         sent = reply.json().get("data") if isinstance(reply.json(), dict) else None
         sent = sent[0] if isinstance(sent, list) and sent and isinstance(sent[0], dict) else {}
-        if sent.get("is_sent") is not True:
+        if not isinstance(sent.get("is_sent"), bool):  # an answer that says nothing: the message may be out
+            raise OutcomeUnknown(f"Twitch accepted the message but answered {reply.described('is_sent')}",
+                                 reply.status)
+        if not sent["is_sent"]:
             dropped = sent.get("drop_reason") if isinstance(sent.get("drop_reason"), dict) else {}
             words = error_fields(dropped, "message", "code") or "no reason given"
             raise Rejected(f"Twitch did not send the message: {words}", reply.status)
