@@ -5,6 +5,7 @@ Whop's signed URL, thread parts as comments, an unknown experience refused in Wh
 401 and a refused refresh."""
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -118,3 +119,22 @@ def test_a_401_is_cured_by_a_refresh_and_a_dead_refresh_flags_the_channel(server
     whop.refresh_tokens.clear()
     waiting = waiting_for_reconnect(server, scheduled(server, channel_id, "<p>y</p>", settings=SETTINGS))
     assert "invalid_grant" in waiting["error"] and refresh_needed(server, channel_id)
+
+
+def test_a_file_whop_cannot_process_fails_the_post_and_nothing_is_posted(server, whop):
+    channel_id = connected(server)
+    whop.processing_fails = True
+    done = settled(server, scheduled(server, channel_id, ("<p>x</p>", [uploaded(server, jpeg_file(), "jpg")]),
+                                     settings=SETTINGS))
+    assert done["state"] == "ERROR" and 'upload_status is \\"failed\\"' in json.dumps(done["error"]), done
+    assert whop.published == []
+
+
+def test_a_refused_signed_upload_is_tried_again(server, whop):
+    channel_id = connected(server)
+    whop.fail_next("PUT", r"/storage/.+", 403, b"<Error><Code>AccessDenied</Code></Error>",
+                   {"Content-Type": "application/xml"})
+    done = settled(server, scheduled(server, channel_id, ("<p>x</p>", [uploaded(server, jpeg_file(), "jpg")]),
+                                     settings=SETTINGS), timeout=60)
+    assert done["state"] == "PUBLISHED" and len(whop.published) == 1, done
+    assert len(whop.requests_to("POST", "/api/v1/files")) == 2  # the record made again on the next attempt

@@ -35,6 +35,7 @@ class FakeWhop(FakePlatform):
         self.forums = {"biz_Bakery01": [{"id": "forum_01", "experience": {"id": "exp_Recipes01", "name": "Recipes"}}]}
         self.files: dict = {}  # file id -> {"name", "status", "bytes", "headers"}
         self.ready_after = 1  # status reads that answer "pending" once the bytes are in
+        self.processing_fails = False  # files end "failed" (Whop could not process them)
         self.posts: dict = {}
         self.ids = itertools.count(1)
         self.route("GET", "/oauth/authorize", self.consent_page)
@@ -141,7 +142,7 @@ class FakeWhop(FakePlatform):
             if entry["polls"] > 0:
                 entry["polls"] -= 1
             else:
-                entry["status"] = "ready"
+                entry["status"] = "failed" if self.processing_fails else "ready"
         return answer(200, {"id": request.match[1], "upload_status": entry["status"]})
 
     # --- forum posts ---------------------------------------------------------------------------------
