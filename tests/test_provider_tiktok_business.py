@@ -89,6 +89,14 @@ def test_the_code_exchange_is_json_with_the_auth_code_and_keeps_the_business_id(
     assert body["auth_code"].startswith("code-")
 
 
+def test_a_private_frontend_url_is_refused_before_connecting_since_tiktok_pulls_every_medium(monkeypatch):
+    monkeypatch.delenv("RUSTIZ_TIKTOK_BUSINESS_API_URL", raising=False)
+    problem = provider.media_origin_problem("http://192.168.1.20:8080")
+    assert problem and "TikTok Business downloads a post's media itself" in problem
+    assert provider.pulls_media([{"content": "x", "image": [{"path": "a.mp4"}]}], {})
+    assert not provider.pulls_media([{"content": "x", "image": []}], {})
+
+
 def test_a_consent_without_every_scope_is_refused(fake, http, app):
     fake.granted_scopes = "user.info.basic,video.list,user.info.stats"
     with pytest.raises(Rejected) as refused:
