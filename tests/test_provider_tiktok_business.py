@@ -365,3 +365,15 @@ def test_expiry_ahead_triggers_a_refresh_before_publishing(server, business):
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[uploaded(server, mp4_file(900), "mp4")],
                                      settings={"__type": "tiktok-business", **SETTINGS}))
     assert done["state"] == "PUBLISHED" and refresh_grants(business) == 1
+
+
+def test_analytics_through_the_server(server, business):
+    from support import API, api
+    channel_id = connected_channel(server)
+    done = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[uploaded(server, mp4_file(900), "mp4")],
+                                     settings={"__type": "tiktok-business", **SETTINGS}))
+    status, figures = api(server, "GET", f"{API}/analytics/{channel_id}?date=7")
+    totals = {item["label"]: item["data"][0]["total"] for item in figures} if status == 200 else figures
+    assert status == 200 and totals["Followers"] == "5100" and totals["Views"] == "610", figures
+    status, figures = api(server, "GET", f"{API}/analytics/post/{done['id']}")
+    assert status == 200 and {item["label"] for item in figures} == {"Views", "Likes", "Comments", "Shares"}, figures
