@@ -116,6 +116,12 @@ def test_a_used_code_and_a_dead_refresh_token_are_token_refused(fake, http, app)
         run(provider.refresh_tokens(http, app, tokens.refresh_token))
 
 
+def test_a_wrong_app_secret_is_shown_without_disconnecting(fake, http):
+    with pytest.raises(Rejected) as refused:
+        run(provider.refresh_tokens(http, AppCredentials(fake.client_id, "wrong"), "rft.x"))
+    assert not isinstance(refused.value, TokenRefused) and "Invalid app id or secret. (code 40001)" in refused.value.message
+
+
 def test_a_throttled_or_failing_token_endpoint_is_retryable(fake, http, app):
     tokens = connected_tokens(http, app)
     status, body, _ = envelope(40100, "Too many requests. Please retry in some time.")

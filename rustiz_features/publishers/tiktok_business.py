@@ -35,6 +35,7 @@ DAY = 86400.0
 TOKEN_CODES = (40102, 40104, 40105)
 NO_PERMISSION = 40001  # a scope the consent did not grant: only a new consent helps
 THROTTLED_CODES = (40100, 51021)
+TOKEN_CALLS = ("the code exchange", "the token refresh")  # the `what` of the token endpoints' calls
 TOKEN_WORDS = ("access token is incorrect", "access token has expired", "access_token_invalid", "auth_removed")
 
 
@@ -131,9 +132,11 @@ class TikTokBusinessProvider(OAuthProvider):
         return "; ".join(part for part in (clear, f"{message} (code {code})" if message else f"code {code}") if part)
 
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
-        """The envelope's code decides, whatever the HTTP status: a dead token is NeedsReconnect (the refresh
-        is tried), a missing permission needs a new consent, throttling and TikTok's failures pass (after the
-        post was sent, a failure is OutcomeUnknown), anything else refuses the post."""
+        """The envelope's code decides, whatever the HTTP status: throttling and TikTok's failures pass (after the
+        post was sent, a failure is OutcomeUnknown); on the API a dead token is NeedsReconnect (the refresh is
+        tried) and a missing permission needs a new consent; on the token endpoints a refused grant needs a new
+        consent, but the app's own refusal (40001: its id or secret) is shown without disconnecting anything;
+        anything else refuses the post."""
         error = envelope_error(reply.json())
         if error is None or reply.status >= 500:
             return super().check_reply(reply, visible, what)
@@ -141,18 +144,17 @@ class TikTokBusinessProvider(OAuthProvider):
         words, body = self.platform_words(reply), self.error_excerpt(reply)
         if not visible:
             words += f" (on {what})"
-        if code in TOKEN_CODES or any(token in message.lower() for token in TOKEN_WORDS):
-            refusal = TokenRefused if "refresh" in what or "exchange" in what else NeedsReconnect
-            raise refusal(words, reply.status, body)
-        if code == NO_PERMISSION:
-            raise TokenRefused(words, reply.status, body)
         if code in THROTTLED_CODES or "too many requests" in message.lower():
             raise Retryable(words, reply.status, body, after=retry_after_seconds(reply) or 60.0)
         if code >= 50000:
             if visible:
                 raise OutcomeUnknown(f"TikTok failed after the post was sent: {words}", reply.status, body)
             raise Retryable(words, reply.status, body)
-        if "refresh" in what or "exchange" in what:  # the grant itself refused (an expired code or refresh token)
+        if what in TOKEN_CALLS:
+            raise (Rejected if code == NO_PERMISSION else TokenRefused)(words, reply.status, body)
+        if code in TOKEN_CODES or any(token in message.lower() for token in TOKEN_WORDS):
+            raise NeedsReconnect(words, reply.status, body)
+        if code == NO_PERMISSION:
             raise TokenRefused(words, reply.status, body)
         raise Rejected(words, reply.status, body)
 
