@@ -33,7 +33,7 @@ def test_the_consent_url_has_pkce_and_the_exchange_sends_the_verifier(fake, http
     url = run(provider.begin(http, app, REDIRECT, "state-1", challenge, {}))
     query = {name: values[-1] for name, values in parse_qs(urlsplit(url).query).items()}
     assert (query["scope"], query["code_challenge"], query["code_challenge_method"]) == (
-        "chat:write user:read channel:read", challenge, "S256")
+        "chat:write user:read channel:read moderation:chat_message:manage", challenge, "S256")
     code = follow_consent(url)["code"]
     tokens = run(provider.exchange_code(http, app, code, REDIRECT, verifier, {}))
     assert tokens.access_token in fake.access_tokens and tokens.expires_in == 7200
@@ -123,3 +123,16 @@ def test_a_message_answer_that_says_nothing_may_have_been_sent(server, kick):
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}))
     assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
     assert len(kick.requests_to("POST", "/public/v1/chat")) == 1  # never sent twice
+
+
+def test_a_chat_message_is_deleted_and_one_gone_already_is_done(fake, http, app):
+    from rustiz_features.publishers.base import Channel, OutgoingPost
+    token = "tok-" + "x" * 8
+    fake.access_tokens.add(token)
+    channel = Channel("c", "adabakes", {"accessToken": token}, None, http)
+    assert provider.can_delete
+    release = run(provider.publish(channel, OutgoingPost("p", "<p>hi</p>", (), {}, 0, "k", "2026-12-03T13:00:00Z"),
+                                   None))
+    run(provider.delete(channel, release))
+    assert fake.published == []
+    run(provider.delete(channel, release))  # 404: already gone

@@ -33,7 +33,7 @@ def test_the_consent_url_and_the_token_form_are_twitch_s(fake, http, app):
     parts = urlsplit(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))
     assert f"{parts.scheme}://{parts.netloc}{parts.path}" == fake.url + "/oauth2/authorize"
     query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
-    assert query["scope"] == "user:write:chat user:read:chat moderator:manage:announcements"
+    assert query["scope"] == "user:write:chat user:read:chat moderator:manage:announcements moderator:manage:chat_messages"
     assert (query["client_id"], query["redirect_uri"], query["response_type"]) == (fake.client_id, REDIRECT, "code")
     callback = follow_consent(run(provider.begin(http, app, REDIRECT, "state-1", None, {})))
     tokens = run(provider.exchange_code(http, app, callback["code"], REDIRECT, None, {}))
@@ -141,3 +141,20 @@ def test_a_message_answer_that_says_nothing_may_have_been_sent(server, twitch):
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}))
     assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
     assert len(twitch.requests_to("POST", "/helix/chat/messages")) == 1  # never sent twice
+
+
+def test_a_chat_message_is_deleted_and_one_gone_already_is_done_but_an_announcement_cannot(fake, http, app):
+    from rustiz_features.publishers.base import Channel, OutgoingPost, Rejected
+    token = fake.issue_access_token()
+    channel = Channel("c", "AdaBakes", {"accessToken": token}, None, http)
+    channel.app = app
+    assert provider.can_delete
+    post = OutgoingPost("p", "<p>hello</p>", (), {}, 0, "key-1", "2026-12-03T13:00:00Z")
+    release = run(provider.publish(channel, post, None))
+    assert len(fake.published) == 1
+    run(provider.delete(channel, release))
+    assert fake.published == []
+    run(provider.delete(channel, release))  # 404: already gone
+    announcement = run(provider.publish(channel, post._replace(settings={"messageType": "announcement"}), None))
+    with pytest.raises(Rejected, match="announcement no id"):
+        run(provider.delete(channel, announcement))

@@ -5,8 +5,8 @@ KICK_SECRET; the id and secret go in the token form with the code verifier), Pos
 /public/v1/users (the token's user); its user_id is the broadcaster the message goes to, sent as the user
 (type "user"). Thread parts are chat replies (reply_to_message_id) to the part before. Kick answers
 {"data": {"is_sent", "message_id"}, "message"}; a message not sent is a refusal. Chat takes text only (500
-characters): a post with media is refused when it is scheduled. Deleting a chat message needs
-moderation:chat_message:manage, a scope Postiz does not ask for, so can_delete stays False.
+characters): a post with media is refused when it is scheduled. Delete: DELETE /public/v1/chat/<message id>,
+which needs moderation:chat_message:manage, asked beside Postiz's scopes.
 """
 from __future__ import annotations
 
@@ -28,12 +28,15 @@ class KickProvider(OAuthProvider):
     api_origin = "https://api.kick.com"
     authorize_path = "/oauth/authorize"
     token_path = "/oauth/token"
-    scopes = ("chat:write", "user:read", "channel:read")  # Postiz's
+    scopes = ("chat:write", "user:read", "channel:read",  # Postiz's
+              "moderation:chat_message:manage")  # rustiz's: to delete what it sent
+    can_delete = True
     pkce = True  # Kick requires it
     concurrency = 3  # Postiz's
     operator_guide = (
         "Create the app at kick.com → Settings → Developer (Create App), with the redirect URL "
-        "{FRONTEND_URL}/integrations/social/kick and the scopes chat:write, user:read and channel:read, and put its "
+        "{FRONTEND_URL}/integrations/social/kick and the scopes chat:write, user:read, channel:read and "
+        "moderation:chat_message:manage (to delete), and put its "
         "Client ID and Client Secret in KICK_CLIENT_ID and KICK_SECRET (Postiz's names). No review is needed.")
 
     def token_request_headers(self, app: AppCredentials) -> dict:
@@ -106,6 +109,17 @@ class KickProvider(OAuthProvider):
         message_id = str(data.get("message_id") or "")
         page = f"https://kick.com/{quote(channel.session.get('name') or '')}"
         return Release(message_id or f"message-{post.idempotency_key}", page, message_id or None)
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """Delete the chat message (gone already: done)."""
+        if not isinstance(release.reply_ref, str) or not release.reply_ref:
+            raise Rejected("Kick gave this message no id, so it cannot be deleted through the API")
+        try:
+            await self.send(channel, "DELETE", f"{self.api_base()}/public/v1/chat/{quote(release.reply_ref, safe='')}",
+                            what="the message's deletion", headers=bearer(channel))
+        except Rejected as refused:
+            if refused.status != 404:
+                raise
 
 
 PROVIDER = KickProvider()

@@ -9,7 +9,9 @@ app's Client-Id. The user is both the broadcaster and the sender (or moderator) 
 - `messageType` "announcement": POST /helix/chat/announcements with `announcementColor` (204, no id: the
   release is the channel's page and a rustiz-made id).
 Chat takes text only (500 characters): a post with media is refused when it is scheduled.
-Deleting needs moderator:manage:chat_messages, a scope Postiz does not ask for, so can_delete stays False.
+Delete: a chat message through DELETE /helix/moderation/chat, which needs moderator:manage:chat_messages, asked
+beside Postiz's scopes (a channel connected without it is told to reconnect); an announcement has no id, and
+Twitch deletes no message older than 6 hours.
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ class TwitchProvider(OAuthProvider):
     api_origin = "https://api.twitch.tv"
     authorize_path = "/oauth2/authorize"
     token_path = "/oauth2/token"
-    scopes = ("user:write:chat", "user:read:chat", "moderator:manage:announcements")  # Postiz's
+    scopes = ("user:write:chat", "user:read:chat", "moderator:manage:announcements",  # Postiz's
+              "moderator:manage:chat_messages")  # rustiz's: to delete what it sent
+    can_delete = True
     pkce = False  # Postiz sends none; Twitch's confidential clients do not need it
     concurrency = 1  # as Postiz: one at a time
     spacing = 2.0  # Postiz waits 2 s before each chat message
@@ -41,7 +45,8 @@ class TwitchProvider(OAuthProvider):
         "Register the application at dev.twitch.tv/console/apps (category Chat Bot or Other, client type "
         "Confidential), with the OAuth redirect URL {FRONTEND_URL}/integrations/social/twitch, and put its "
         "Client ID and a new secret in TWITCH_CLIENT_ID and TWITCH_CLIENT_SECRET. The scopes asked are "
-        "user:write:chat, user:read:chat and moderator:manage:announcements; no review is needed.")
+        "user:write:chat, user:read:chat, moderator:manage:announcements and moderator:manage:chat_messages (to "
+        "delete); no review is needed.")
 
     def token_request_headers(self, app: AppCredentials) -> dict:
         return {"Accept": "application/json"}
@@ -119,6 +124,19 @@ class TwitchProvider(OAuthProvider):
             raise Rejected(f"Twitch did not send the message: {words}", reply.status)
         message_id = str(sent.get("message_id") or "")
         return Release(message_id or f"message-{post.idempotency_key}", page, message_id or None)
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """Delete a chat message (gone already: done). An announcement has no id Twitch could delete by."""
+        if not isinstance(release.reply_ref, str) or not release.reply_ref:
+            raise Rejected("Twitch gives an announcement no id, so it cannot be deleted through the API")
+        broadcaster = await self._broadcaster(channel)
+        query = urlencode({"broadcaster_id": broadcaster, "moderator_id": broadcaster, "message_id": release.reply_ref})
+        try:
+            await self.send(channel, "DELETE", f"{self.api_base()}/helix/moderation/chat?{query}",
+                            what="the message's deletion", headers=self._headers(channel))
+        except Rejected as refused:
+            if refused.status != 404:
+                raise
 
     async def _broadcaster(self, channel: Channel) -> str:
         """The user's id, which the channel was connected with (the token's own user)."""

@@ -2,7 +2,7 @@
 endpoint (/oauth/token: client_id, client_secret and the code_verifier in the form; authorization_code and
 refresh_token grants, refresh tokens rotated; refusals in OAuth's {"error", "error_description"}), and the
 public API (api.kick.com/public/v1): /users (the token's user) and /chat (type "user", content up to 500,
-broadcaster_user_id, reply_to_message_id), answering {"data", "message"}, 401 {"message": "Unauthorized"}."""
+broadcaster_user_id, reply_to_message_id) with DELETE /chat/<message id> (204, 404), answering {"data", "message"}, 401 {"message": "Unauthorized"}."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +12,7 @@ import uuid
 
 from fakes import FakePlatform, FakeRequest, answer, consent_page
 
-SCOPES = "chat:write user:read channel:read"
+SCOPES = "chat:write user:read channel:read moderation:chat_message:manage"
 
 
 def oauth_error(status: int, error: str, description: str):
@@ -33,6 +33,7 @@ class FakeKick(FakePlatform):
         self.route("POST", "/oauth/token", self.token)
         self.route("GET", "/public/v1/users", self.users)
         self.route("POST", "/public/v1/chat", self.chat)
+        self.route("DELETE", r"/public/v1/chat/([\w-]+)", self.delete_message)
 
     @property
     def env(self) -> dict:
@@ -99,3 +100,13 @@ class FakeKick(FakePlatform):
         message_id = str(uuid.uuid4())
         self.published.append({"id": message_id, **body})
         return answer(200, {"data": {"is_sent": True, "message_id": message_id}, "message": "OK"})
+
+    def delete_message(self, request: FakeRequest):
+        refused = self._refused(request)
+        if refused:
+            return refused
+        message = next((item for item in self.published if item["id"] == request.match[1]), None)
+        if message is None:
+            return answer(404, {"data": {}, "message": "Message not found"})
+        self.published.remove(message)
+        return answer(204, b"")

@@ -1,7 +1,8 @@
 """Twitch as rustiz uses it: the consent page (id.twitch.tv/oauth2/authorize, scopes space-separated), the token
 endpoint (/oauth2/token, client_id and client_secret in the form; authorization_code and refresh_token grants,
 its refusals as {"status", "message"}), and Helix (api.twitch.tv/helix): /users, /chat/messages (is_sent and
-drop_reason, replies by reply_parent_message_id) and /chat/announcements (204), each checking the Bearer token
+drop_reason, replies by reply_parent_message_id), /chat/announcements (204) and the deletion of a chat message
+(DELETE /moderation/chat: 204, 404 for one not there), each checking the Bearer token
 and the Client-Id, answering {"error", "status", "message"} when refused, with Twitch's Ratelimit-* headers."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import uuid
 
 from fakes import FakePlatform, FakeRequest, answer, consent_page
 
-SCOPES = "user:write:chat user:read:chat moderator:manage:announcements"
+SCOPES = "user:write:chat user:read:chat moderator:manage:announcements moderator:manage:chat_messages"
 COLORS = ("primary", "blue", "green", "orange", "purple")
 
 
@@ -35,6 +36,7 @@ class FakeTwitch(FakePlatform):
         self.route("GET", "/helix/users", self.users)
         self.route("POST", "/helix/chat/messages", self.chat_message)
         self.route("POST", "/helix/chat/announcements", self.announcement)
+        self.route("DELETE", "/helix/moderation/chat", self.delete_message)
 
     @property
     def env(self) -> dict:
@@ -124,4 +126,17 @@ class FakeTwitch(FakePlatform):
         if not isinstance(body.get("message"), str) or not body["message"] or body.get("color", "primary") not in COLORS:
             return self._limited(helix_error(400, "Bad Request", "The message field is required"))
         self.published.append({"kind": "announcement", **body})
+        return self._limited(answer(204, b""))
+
+    def delete_message(self, request: FakeRequest):
+        refused = self._refused(request)
+        if refused:
+            return self._limited(refused)
+        query = request.query
+        if query.get("broadcaster_id") != self.user["id"] or query.get("moderator_id") != self.user["id"]:
+            return self._limited(helix_error(403, "Forbidden", "The user is not a moderator of the broadcaster"))
+        message = next((item for item in self.published if item.get("id") == query.get("message_id")), None)
+        if message is None:
+            return self._limited(helix_error(404, "Not Found", "The message was not found"))
+        self.published.remove(message)
         return self._limited(answer(204, b""))
