@@ -19,8 +19,9 @@ OAUTH = {identifier for identifier, descriptor in DESCRIPTORS.items() if descrip
 RUSTIZ_OWN = [identifier for identifier, descriptor in DESCRIPTORS.items() if not descriptor.postiz]  # (webhook)
 PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "publishers"
 SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared", "meta",
-                  "instagram_shared",
-                  "tiktok_shared"}  # (issue 28, tiktokb)
+                  "instagram_shared", "google"}
+SHARED_HELPERS |= {"mastodon_shared"}  # (issue 28, fedi: what mastodon, pixelfed and friendica share)
+SHARED_HELPERS |= {"tiktok_shared"}  # (issue 28, tiktokb: what tiktok and tiktok-business share)
 
 
 def providers(server) -> list:

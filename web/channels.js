@@ -16,10 +16,22 @@ function slotsOf(json) {
   try { return JSON.parse(json || '[]').map(({ time }) => time).sort((a, b) => a - b); } catch { return []; }
 }
 
-/** A platform's mark: its initial(s) on a tile, with its name for screen readers given by the caller. */
+/** A platform's mark: its icon (a symbol of provider-icons.svg, drawn in currentColor) on a tile, or its
+ * initials for a platform the file does not know; its name for screen readers is given by the caller. */
 export function platformMark(provider, identifier) {
-  const name = provider?.name || identifier || '?';
-  return h('span.platform-mark', { 'aria-hidden': 'true', dataset: { platform: identifier } }, name.replace(/[^A-Za-z0-9]/g, '').slice(0, 2) || '?');
+  const mark = h('span.platform-mark', { 'aria-hidden': 'true', dataset: { platform: identifier } });
+  if (!/^[a-z0-9-]+$/.test(identifier || '')) {
+    mark.textContent = (provider?.name || identifier || '?').replace(/[^A-Za-z0-9]/g, '').slice(0, 2) || '?';
+    return mark;
+  }
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  const use = document.createElementNS('http://www.w3.org/2000/svg', 'use');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('focusable', 'false');
+  use.setAttribute('href', `/web/provider-icons.svg#p-${identifier}`);
+  svg.append(use);
+  mark.append(svg);
+  return mark;
 }
 
 export async function channelsPage(main, { query } = {}) {
@@ -286,14 +298,15 @@ function connectForm(p) {
 function oauthStart(p) {
   const errors = errorBox();
   const guideBox = h('div.card.operator-guide', { hidden: true });
-  const instance = h('input', { type: 'url', name: 'instance', placeholder: 'https://mastodon.social' });
-  const mastodon = p.identifier === 'mastodon';
+  // (Pixelfed and Friendica are Mastodon's one-click flow on their own servers: issue 28)
+  const instance = h('input', { type: 'url', name: 'instance', placeholder: p.identifier === 'friendica' ? 'https://friendica.example.org' : `https://${p.identifier}.social` });
+  const mastodon = ['mastodon', 'pixelfed', 'friendica'].includes(p.identifier);
   return h('form.connect', { onsubmit: (event) => {
     event.preventDefault();
     guideBox.hidden = true;
     startOAuth(p.identifier, mastodon ? { instance: instance.value.trim() } : {}, errors, guideBox);
   } }, h('p.hint', t('You sign in on {platform} and allow rustiz to post; you come back here with the channel added.', { platform: p.name })),
-  mastodon ? field(t('Mastodon server'), instance, t('rustiz registers itself on your server: no app or token to make.')) : null,
+  mastodon ? field(p.identifier === 'mastodon' ? t('Mastodon server') : t('{platform} server', { platform: p.name }), instance, t('rustiz registers itself on your server: no app or token to make.')) : null,
   errors, guideBox, h('button.primary', { type: 'submit' }, t('Continue to sign in')));
 }
 
