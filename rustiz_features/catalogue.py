@@ -742,8 +742,12 @@ _DESCRIPTORS = (
               label="TikTok",  # in rustiz's messages; Postiz's name stays "Tiktok"
               rules=("TikTok can have one video or one picture or multiple pictures, it cannot be without an "
                      "attachment.")),
-    _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule,
-              tools=(("musicSearch", "Search music", ("genre",)), ("locationSearch", "Search locations", ("q",))),
+    _describe("tiktok-business", "TikTok", 2200, _TIKTOK_FIELDS, media_rule=_tiktok_business_rule, oauth=True,
+              publisher="tiktok_business", label="TikTok Business",  # (Postiz's name stays "TikTok")
+              tools=(("musicSearch", 'Load commercial music library tracks that can be attached to a post via the '
+                                     '"music" setting', ("genre",)),
+                     ("locationSearch", 'Search location tags that can be attached to a post via the "location" '
+                                        "setting", ("q",))),
               rules=("TikTok Business can have one video or one picture or multiple pictures (up to 35), it cannot "
                      "be without an attachment.")),
     _describe("pinterest", "Pinterest", 500, _PINTEREST_FIELDS, media_rule=_pinterest_rule, oauth=True, publisher="pinterest",
@@ -765,8 +769,8 @@ _DESCRIPTORS = (
                   secret_account("webhookUrl", lambda credentials: "Slack webhook"),
                   "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.",
                   account_is_credentials=True)),
-    _describe("kick", "Kick", 500, schema_shown=False),
-    _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
+    _describe("kick", "Kick", 500, schema_shown=False, oauth=True, publisher="kick"),
+    _describe("twitch", "Twitch", 500, _TWITCH_FIELDS, oauth=True, publisher="twitch"),
     _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon", limits=_MASTODON_LIMITS,
               publisher="mastodon", oauth=True, credentials=CredentialSpec(
                   (_url_key("instance", "Instance URL", "https://mastodon.social"),
@@ -844,7 +848,7 @@ _DESCRIPTORS = (
                   (_secret_key("apiKey", "Agent API key", "moltbook_…"),),
                   secret_account("apiKey", lambda credentials: "Moltbook agent"),
                   "The API key your agent got when it registered on www.moltbook.com (and its human claimed it).")),
-    _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown",
+    _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown", oauth=True, publisher="whop",
               tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
     _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),

@@ -21,6 +21,7 @@ PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "p
 SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared", "meta",
                   "instagram_shared", "google"}
 SHARED_HELPERS |= {"mastodon_shared"}  # (issue 28, fedi: what mastodon, pixelfed and friendica share)
+SHARED_HELPERS |= {"tiktok_shared"}  # (issue 28, tiktokb: what tiktok and tiktok-business share)
 
 
 def providers(server) -> list:

@@ -15,53 +15,24 @@ from __future__ import annotations
 import os
 import struct
 from typing import Any, Optional
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply, Timeouts
 from .base import (
     Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
-    error_fields, retry_after_seconds, tuned, wait_for_processing,
+    error_fields, retry_after_seconds, tuned,
 )
 from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
+from .tiktok_shared import (
+    POLL_SECONDS, check_granted, clear_words, is_photo_post, photo_problem, processing_outcome, unaccepted_picture,
+)
 
 MIB = 1024 * 1024
 CHUNK_BYTES = 10 * MIB  # TikTok takes 5-64 MB chunks; 10 MB keeps memory small (the last is up to 20 MB)
 MAX_CHUNKS = 1000
-POLL_SECONDS = 5.0  # between status polls (TikTok allows 30 a minute per token); RUSTIZ_TIKTOK_POLL_SECONDS
-POLL_LIMIT_SECONDS = 300.0  # processing plus moderation usually take a minute; longer is left to the user
-MAX_POLLS = 120
-VIDEO_EXTENSIONS = ("mp4", "mov", "webm", "m4v")
-PHOTO_EXTENSIONS = ("jpg", "jpeg", "webp")  # TikTok's photo posts take JPEG and WebP only
-PHOTO_TYPES = ("image/jpeg", "image/webp")
-MAX_PHOTOS = 35
 JSON_UTF8 = {"Content-Type": "application/json; charset=UTF-8"}
 
-# TikTok's error codes (the API's error.code, a FAILED status's fail_reason) in words a user can act on.
-CLEAR_WORDS = {
-    "spam_risk_too_many_posts": "the account reached TikTok's daily limit of posts through apps; try tomorrow",
-    "spam_risk_too_many_pending_share": "the account has 5 posts waiting in its TikTok inbox; finish or delete "
-                                        "them in the TikTok app first",
-    "spam_risk_user_banned_from_posting": "TikTok has banned this account from posting",
-    "spam_risk_text": "TikTok considers the post's text spam",
-    "spam_risk": "TikTok considers the post spam",
-    "unaudited_client_can_only_post_to_private_accounts": "the operator's TikTok app is not audited yet, so it "
-        "may only post to private accounts with privacy_level SELF_ONLY",
-    "url_ownership_unverified": "the domain of rustiz's FRONTEND_URL is not verified in the TikTok app "
-                                "(URL properties), so TikTok will not pull pictures from it",
-    "privacy_level_option_mismatch": "the privacy_level is not one this creator may use",
-    "reached_active_user_cap": "the operator's TikTok app reached its daily quota of active users",
-    "file_format_check_failed": "TikTok does not accept the file's format",
-    "duration_check_failed": "the video is too long or too short for this account",
-    "frame_rate_check_failed": "the video's frame rate is not one TikTok accepts (23-60 FPS)",
-    "picture_size_check_failed": "TikTok refused the picture's or video's size (pictures up to 1080p, video at "
-                                 "least 360p)",
-    "video_pull_failed": "TikTok could not download the video",
-    "photo_pull_failed": "TikTok could not download a picture from rustiz's public URL (FRONTEND_URL)",
-    "publish_cancelled": "the post was cancelled on TikTok",
-    "auth_removed": "the user removed rustiz's access on TikTok",
-    "internal": "TikTok had an internal error",
-}
 RETRY_LATER = {"reached_active_user_cap": 3600.0}  # codes that pass; the others stay refused
 
 
@@ -71,11 +42,6 @@ def tiktok_error(answer: Any) -> Optional[tuple]:
     if not isinstance(error, dict) or not isinstance(error.get("code"), str) or not error["code"]:
         return None
     return error["code"], error.get("message") if isinstance(error.get("message"), str) else ""
-
-
-def extension(path: Any) -> str:
-    name = str(path or "").split("?")[0].rsplit("/", 1)[-1]
-    return name.rpartition(".")[2].lower() if "." in name else ""
 
 
 def movie_seconds(path: str) -> Optional[float]:
@@ -199,11 +165,7 @@ class TikTokProvider(OAuthProvider):
         form = {"code": code, "grant_type": "authorization_code", "redirect_uri": redirect_uri}
         reply = await self._token_reply(http, app, form, "the code exchange")
         granted = reply.json().get("scope") if isinstance(reply.json(), dict) else None
-        missing = [scope for scope in self.scopes
-                   if isinstance(granted, str) and scope not in granted.replace(" ", ",").split(",")]
-        if missing:  # the consent page lets the user untick scopes; as Postiz, all of them are needed
-            raise Rejected(f"TikTok's consent did not grant {', '.join(missing)}; connect again and leave every "
-                           "permission ticked")
+        check_granted(self.scopes, granted)
         return self.tokens_from(reply)
 
     async def token_request(self, http: HttpClient, app: AppCredentials, form: dict, what: str) -> Tokens:
@@ -234,7 +196,7 @@ class TikTokProvider(OAuthProvider):
         error = tiktok_error(reply.json())
         if error is not None and error[0] != "ok":
             code, message = error
-            clear = next((words for prefix, words in CLEAR_WORDS.items() if code.startswith(prefix)), "")
+            clear = clear_words(code)
             return "; ".join(part for part in (clear, f"{message} ({code})" if message else code) if part)
         return error_fields(reply.json(), "error", "error_description")  # the token endpoint's shape
 
@@ -320,21 +282,16 @@ class TikTokProvider(OAuthProvider):
 
     def pulls_media(self, values: list, settings: dict) -> bool:
         """Photo posts only: TikTok takes video bytes, but pulls every picture from its URL."""
-        media = values[0].get("image") if values and isinstance(values[0], dict) else None
-        return bool(media) and not any(extension(item.get("path") if isinstance(item, dict) else "")
-                                       in VIDEO_EXTENSIONS for item in media)
+        return is_photo_post(values)
 
     def channel_settings(self, schema: Any, limits: dict) -> Any:
         return offered_settings(schema, limits)
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         photo = self.pulls_media(values, settings)
-        if photo and len(values[0]["image"]) > MAX_PHOTOS:
-            return f"A TikTok photo post takes at most {MAX_PHOTOS} pictures, not {len(values[0]['image'])}"
-        for item in values[0].get("image") or () if photo else ():
-            kind = extension(item.get("path") if isinstance(item, dict) else "")
-            if kind and kind not in PHOTO_EXTENSIONS:
-                return f"TikTok photo posts take JPEG and WebP pictures only, not .{kind}"
+        problem = photo_problem(values) if photo else None
+        if problem:
+            return problem
         profile = channel.get("profile") if isinstance(channel.get("profile"), str) else ""
         return settings_problem(channel.get("limits") or {}, settings, photo, profile)
 
@@ -349,11 +306,9 @@ class TikTokProvider(OAuthProvider):
         problem = settings_problem(creator_limits(creator), post.settings, not videos, username)
         if problem:
             raise Rejected(problem)
-        wrong = next((media for media in post.media if not videos
-                      and media.content_type.split(";")[0].strip().lower() not in PHOTO_TYPES), None)
-        if wrong is not None:
-            raise Rejected(f"TikTok photo posts take JPEG and WebP pictures only, and {wrong.name} is "
-                           f"{wrong.content_type}")
+        wrong = None if videos else unaccepted_picture(post.media)
+        if wrong:
+            raise Rejected(wrong)
         seconds, longest = movie_seconds(videos[0].path) if videos else None, creator.get("max_video_post_duration_sec")
         if seconds is not None and isinstance(longest, int) and seconds > longest:
             raise Rejected(f"the video lasts {seconds:.0f} s, and {'@' + username if username else 'this account'} "
@@ -444,39 +399,13 @@ class TikTokProvider(OAuthProvider):
         return data
 
     async def _outcome(self, channel: Channel, publish_id: str, username: str) -> Release:
-        """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD, for a bounded count and time."""
-        profile = f"{self.auth_base()}/@{quote(username)}" if username else self.auth_base()
-        status = None  # the last one read, for the message when the wait runs out
+        """Poll the status through PROCESSING_UPLOAD / PROCESSING_DOWNLOAD (tiktok_shared.processing_outcome)."""
+        async def read_status() -> dict:
+            data = await self._status(channel, publish_id)
+            return {**data, "reason": data.get("fail_reason")}
 
-        async def final() -> Optional[Release]:
-            nonlocal status
-            try:
-                data = await self._status(channel, publish_id)
-            except (Retryable, NeedsReconnect) as lost:  # TikTok has the post: trying again would post it twice
-                raise OutcomeUnknown(f"TikTok has the post (publish_id {publish_id}) but its status could not be "
-                                     f"read: {lost.message}", lost.status, lost.body) from None
-            status = data.get("status")
-            if status == "PUBLISH_COMPLETE":
-                video_id = data["public_id"]
-                return Release(video_id or publish_id, f"{profile}/video/{video_id}" if video_id and username
-                               else profile, {"publishId": publish_id})
-            if status == "SEND_TO_USER_INBOX":
-                return Release(publish_id, f"{self.auth_base()}/messages",
-                               {"publishId": publish_id, "inbox": True,
-                                "note": "a draft in the user's TikTok inbox: open it in the TikTok app to post it"})
-            if status == "FAILED":
-                reason = str(data.get("fail_reason") or "no reason given")
-                clear = next((words for prefix, words in CLEAR_WORDS.items() if reason.startswith(prefix)), "")
-                message = f"the post failed in TikTok's processing: {clear + ' (' + reason + ')' if clear else reason}"
-                if reason == "internal":  # nothing was posted, and TikTok's trouble passes
-                    raise Retryable(message)
-                raise Rejected(message)
-            return None
-
-        return await wait_for_processing(
-            final, POLL_LIMIT_SECONDS, tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01),
-            lambda: OutcomeUnknown(f"TikTok was still processing the post (publish_id {publish_id}, status {status}) "
-                                   f"after {POLL_LIMIT_SECONDS:.0f} s; it may still appear"), most=MAX_POLLS)
+        return await processing_outcome(read_status, publish_id, "publish_id", self.auth_base(), username,
+                                        tuned("RUSTIZ_TIKTOK_POLL_SECONDS", POLL_SECONDS, 0.01))
 
 
 PROVIDER = TikTokProvider()
