@@ -4044,6 +4044,7 @@ ROOT_ROUTES = (
     ("POST", "/auth/forgot", "team", "TeamSignIn.forgot"),
     ("POST", "/auth/reset", "team", "TeamSignIn.reset"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
+    ("GET", "/integrations/social/:identifier/", "connect", "ConnectFlow.callback"),  # (TikTok Business's, as Postiz's)
     # Issue 28, chat: Telegram's operator bot, its updates when Telegram sends them (its secret header decides).
     ("POST", "/integrations/telegram/updates", "telegram_bot", "TelegramUpdates.receive"),
     # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
@@ -4115,7 +4116,7 @@ class App:
         if path not in self.patterns:
             # Matched segment by segment (template_parameters): compiling a regular expression for each of
             # the sixty-odd templates would cost every start-up a few milliseconds.
-            self.patterns[path] = (tuple(path.strip("/").split("/")), {})
+            self.patterns[path] = (tuple(path[1:].split("/")), {})  # (a trailing "/" is an empty last segment)
             self.pattern_families.setdefault(_pattern_family(path), []).append(self.patterns[path])
         self.patterns[path][1][method] = route
 

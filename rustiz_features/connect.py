@@ -44,9 +44,10 @@ FLOW_SECONDS = 3600  # how long a consent may take, from GET /social to the call
 REFRESH_LEASE_SECONDS = 60  # one worker refreshes a channel at a time; a dead one's lease ends after this
 
 
-def callback_url(config: Config, identifier: str) -> str:
-    """Where the platform sends the user back: Postiz's {FRONTEND_URL}/integrations/social/<identifier>."""
-    return f"{config.frontend_url}/integrations/social/{identifier}"
+def callback_url(config: Config, provider: OAuthProvider) -> str:
+    """Where the platform sends the user back: Postiz's {FRONTEND_URL}/integrations/social/<identifier>, with the
+    trailing slash of the platforms whose apps Postiz registers so (TikTok Business)."""
+    return f"{config.frontend_url}/integrations/social/{provider.identifier}{provider.callback_suffix}"
 
 
 def oauth_provider(identifier: str) -> Optional[OAuthProvider]:
@@ -70,7 +71,7 @@ async def operator_app(store: Store, config: Config, provider: OAuthProvider, ht
     origin = provider.app_origin(details)
     stored = await store.off_loop(oauth_store.oauth_app, store, provider.identifier, origin)
     if stored is None:
-        registered = await provider.register_app(http, origin, callback_url(config, provider.identifier))
+        registered = await provider.register_app(http, origin, callback_url(config, provider))
         stored = await store.off_loop(oauth_store.save_oauth_app, store, provider.identifier, origin, registered.client_id,
                                       registered.client_secret)
     return AppCredentials(*stored)
@@ -79,7 +80,7 @@ async def operator_app(store: Store, config: Config, provider: OAuthProvider, ht
 def needs_operator_app(config: Config, provider: OAuthProvider) -> ApiError:
     """The answer for a platform whose app the operator has not configured: what to register, and where."""
     names = " and ".join(provider.app_variables)
-    url = callback_url(config, provider.identifier)
+    url = callback_url(config, provider)
     return ApiError(400, {
         "statusCode": 400, "error": "Bad Request", "needsOperatorApp": True, "callbackUrl": url,
         "variables": list(provider.app_variables), "guide": provider.operator_guide,
@@ -135,7 +136,7 @@ class ConnectFlow:
         verifier, challenge = pkce_pair() if provider.pkce else (None, None)
         state = secrets.token_urlsafe(32)
         try:
-            url = await provider.begin(self.http, app, callback_url(self.config, identifier), state, challenge,
+            url = await provider.begin(self.http, app, callback_url(self.config, provider), state, challenge,
                                        details)
         except PublishError as failed:
             raise nest_error(502, f"{provider.label} did not start the connection: {failed.message}; try again "
@@ -246,7 +247,7 @@ class ConnectFlow:
         if app is None:
             raise ConnectProblem("no-app", f"{provider.label}'s app is no longer configured on this server ("
                                            f"{' and '.join(provider.app_variables)}): ask the operator")
-        tokens = await provider.exchange_code(self.http, app, code, callback_url(self.config, provider.identifier),
+        tokens = await provider.exchange_code(self.http, app, code, callback_url(self.config, provider),
                                               flow["code_verifier"], details)
         credentials = provider.credentials_for(tokens, details)
         probe = Channel("", "", credentials, None, self.http)

@@ -40,6 +40,7 @@ ROUTE_SCOPES_BEYOND_DEFAULTS = {  # GET needs "read" and anything else "full", e
 PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: tests/test_mcp_scopes.py)
     ("GET", "/openapi.json"), ("GET", "/uploads/:year/:month/:day/:name"), ("POST", "/auth/login"),
     ("GET", "/auth/session"), ("POST", "/auth/logout"), ("GET", "/integrations/social/:identifier"),
+    ("GET", "/integrations/social/:identifier/"),
     ("GET", "/metrics"),
     ("GET", "/auth/invite"), ("POST", "/auth/invite"), ("POST", "/auth/forgot"), ("POST", "/auth/reset"),
     ("GET", "/auth/methods"), ("GET", "/auth/oidc/start"), ("GET", "/auth/oidc/callback"),

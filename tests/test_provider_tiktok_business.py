@@ -299,6 +299,8 @@ def test_connect_then_a_video_pulled_from_rustiz_is_published(server, business):
                          channel_id)
     assert (stored["internal_id"], stored["name"]) == (business.open_id, "Ada's Bakery")
     assert stored["refresh_token"] in business.refresh_tokens
+    [exchange] = business.requests_to("POST", API + "/tt_user/oauth2/token/")  # Postiz's callback, trailing slash
+    assert exchange.json()["redirect_uri"] == server.url + "/integrations/social/tiktok-business/"
     video = uploaded(server, mp4_file(1200), "mp4")
     post_id = scheduled(server, channel_id, "<p>Sourdough</p>", images=[video],
                         settings={"__type": "tiktok-business", **SETTINGS})

@@ -64,6 +64,7 @@ class OAuthProvider(Provider):
     scopes: tuple = ()
     pkce = True  # S256 code challenge in the authorize URL, verifier in the exchange
     between_steps = False  # a choice follows consent (a page, a board): the channel waits in inBetweenSteps
+    callback_suffix = ""  # "/" where Postiz registers the callback with a trailing slash (TikTok Business)
     # More of the callback's query that the code exchange needs (VK ID's device_id): kept in its `details`.
     callback_parameters: tuple = ()
     operator_guide = ""  # one paragraph: where to make the app, what to ask for, what to register

@@ -71,11 +71,14 @@ class TikTokBusinessProvider(OAuthProvider):
     pkce = False
     threads = False  # no comments API
     needs_public_media = True  # TikTok pulls every video and picture from FRONTEND_URL
+    # Postiz registers {FRONTEND_URL}/integrations/social/tiktok-business/ (the Business portal wants the slash) and
+    # the exchange's redirect_uri must match it exactly: the same, so a Postiz operator's app keeps working.
+    callback_suffix = "/"
     operator_guide = (
         "Create the app in TikTok's API for Business developer portal (business-api.tiktok.com, My Apps), with the "
         "Accounts API (TikTok account permissions: user.info.basic, user.info.username, user.info.stats, "
         "video.list, video.upload, video.publish). Register the redirect URI "
-        "{FRONTEND_URL}/integrations/social/tiktok-business (https only), verify the domain of FRONTEND_URL as a "
+        "{FRONTEND_URL}/integrations/social/tiktok-business/ (https only, with its trailing slash, as Postiz), verify the domain of FRONTEND_URL as a "
         "URL property (TikTok pulls every video and picture from it), and put the app id and secret in "
         "TIKTOK_BUSINESS_CLIENT_ID and TIKTOK_BUSINESS_CLIENT_SECRET. The accounts connected must be TikTok "
         "business accounts.")
