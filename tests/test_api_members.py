@@ -373,8 +373,9 @@ def test_forgot_takes_as_long_for_an_unknown_email_as_for_an_account(shared):
             assert team.open_route("POST", "/auth/forgot", {"email": asked})[0] == 202
             timings[kind].append(time.monotonic() - started)
     known, unknown = statistics.median(timings["known"]), statistics.median(timings["unknown"])
-    # Alike within a factor of 2, or within a millisecond (a loaded machine's noise, far below a network's jitter).
-    assert abs(known - unknown) < 0.001 or (unknown > known / 2 and known > unknown / 2), (known, unknown)
+    # Alike within a factor of 2, or within 5 ms (a loaded machine's noise, within a network's jitter; a mail
+    # sent in the request, or a password hash, would take tens of milliseconds more).
+    assert abs(known - unknown) < 0.005 or (unknown > known / 2 and known > unknown / 2), (known, unknown)
 
 
 def test_a_reset_link_sets_the_password_once_and_ends_every_session(shared):

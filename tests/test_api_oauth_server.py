@@ -63,12 +63,18 @@ def write_code(server, client_id: str, verifier: str, *, scope: str = "mcp:full"
     """An authorization code as the consent page would give it, written straight into the database."""
     code = secrets.token_urlsafe(32)
     with connect_database(server.database) as db:
-        organization_id = db.execute("SELECT id FROM organization").fetchone()[0]
+        organization_id = server_organization(server, db)
         db.execute("INSERT INTO oauth_code (code_hash, client_id, redirect_uri, code_challenge, resource, "
                    "organization_id, user_id, scope, expires_at, used) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, 0)",
                    (hashlib.sha256(code.encode()).hexdigest(), client_id, redirect_uri, challenge(verifier),
                     resource or server.url + "/mcp", organization_id, scope, time.time() + seconds))
     return code
+
+
+def server_organization(server, db) -> str:
+    """The organization of the server's own key (other tests add organizations: the first row may be theirs)."""
+    return db.execute("SELECT id FROM organization WHERE api_key_hash = ?",
+                      (hashlib.sha256(server.key.encode()).hexdigest(),)).fetchone()[0]
 
 
 def new_client(server) -> str:
