@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Optional, Union
 
 from rustiz import (
     ApiError, App, Guard, Request, Response, bad_request, duration, encode_json, iso_at, iso_ms, json_dumps,
@@ -66,6 +66,25 @@ def _rate_limit_headers() -> dict:
 
 
 _DELETED = object_schema({"error": {"const": True}}, description="sic: Postiz's answer")
+# Issue 28: DELETE /posts/:id?onPlatform=true deletes the post on its platforms too (platform_delete.py).
+_DELETED_ON_PLATFORM = object_schema({"deleted": array_of(object_schema(
+    {"integration": STRING, "deleted": BOOLEAN, "reason": STRING}))},
+    description="rustiz, with onPlatform=true: one entry per channel of the post's group; deleted says nothing of the "
+                "post is left on that platform (nothing was ever published there, or all of it was deleted)")
+_ON_PLATFORM = parameter("query", "onPlatform", "rustiz: true also deletes what was published on each platform whose API "
+                                                "allows it (last thread part first), and says per channel what was and "
+                                                "was not deleted; false or absent: in rustiz only, as Postiz",
+                         schema={"type": "string", "enum": ["true", "false"]})
+
+
+def on_platform_flag(request: Request) -> bool:
+    """?onPlatform= of DELETE /posts/:id: true or false (absent: false); anything else is refused, naming it."""
+    value = request.query.get("onPlatform") if request.query_string else None
+    if value is None or value == "false":
+        return False
+    if value == "true":
+        return True
+    raise bad_request([f"onPlatform must be true or false, got {encode_json(value[:40])}"])
 
 
 def postiz_state(state: str) -> str:
@@ -165,7 +184,7 @@ class PostsApi:
     like an id that never existed."""
 
     def __init__(self, app: App):
-        self.store, self.config = app.store, app.config
+        self.app, self.store, self.config = app, app.store, app.config
         self.publish_grace_seconds = app.config.publish_grace_seconds
 
     def refuse_missed_date(self, date: str, what: str = "date", remedy: str = _PAST_DATE_REMEDY) -> None:
@@ -302,14 +321,37 @@ class PostsApi:
         return {"repeatUntil": until, "repeatCount": count, "occurrences": upcoming}
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
-    @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
-    def delete_post(self, request: Request, organization_id: str) -> Response:
-        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
+    @documented("Soft-delete the post's whole group; with onPlatform=true, on its platforms too",
+                ("200", {"anyOf": [_DELETED, _DELETED_ON_PLATFORM]}), "BadRequest NotFound Conflict",
+                (POST_ID, _ON_PLATFORM))
+    def delete_post(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
+        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic. With
+        ?onPlatform=true (issue 28) the same, then what was published is deleted on each platform that allows it."""
+        on_platform = on_platform_flag(request)
         post = self._post_or_404(organization_id, request.params["id"])
+        thread = post_store.thread(self.store, organization_id, post["group"]) if on_platform else []
+        busy = next((part for part in thread if part["state"] == "PUBLISHING"), None)
+        if busy is not None:  # (it could go out after the platform's delete: nothing is deleted)
+            raise _being_published(busy["id"])
         in_queue = self._in_queue(post)
+        references = post_store.reply_references(self.store, organization_id, [part["id"] for part in thread])
         self._delete_group_telling_webhooks(organization_id, post["group"])
         self._left_queue(organization_id, post, in_queue)
-        return json_response({"error": True})
+        if not on_platform:
+            return json_response({"error": True})
+        return self._delete_on_platforms(organization_id, post["id"], thread, references)
+
+    async def _delete_on_platforms(self, organization_id: str, post_id: str, thread: list, references: dict) -> Response:
+        """Issue 28: the group's published parts deleted on their platforms (already deleted here), and the answer."""
+        from . import platform_delete
+        entries = await platform_delete.delete_on_platforms(self.config, self.store, self.app.http, organization_id,
+                                                            thread, references)
+        if not all(entry["deleted"] for entry in entries):
+            names = await self.store.off_loop(platform_delete.channel_names, self.store, organization_id,
+                                              [entry["integration"] for entry in entries])
+            await self.store.off_loop(platform_delete.tell_what_is_left, self.store, organization_id, post_id,
+                                      entries, names)
+        return json_response({"deleted": entries})
 
     def _in_queue(self, post: dict) -> bool:
         return queue.in_queue(self.store, post["id"])

@@ -92,6 +92,7 @@ class YouTubeProvider(OAuthProvider):
     auth_origin = "https://accounts.google.com"  # the consent page
     token_origin = "https://oauth2.googleapis.com"  # the token endpoint; RUSTIZ_YOUTUBE_AUTH_URL stands for both
     api_origin = "https://www.googleapis.com"  # /youtube/v3 and /upload/youtube/v3
+    can_delete = True  # videos.delete, and comments.delete for a thread part
     authorize_path = "/o/oauth2/v2/auth"
     token_path = "/token"
     # Postiz's scopes, less userinfo.email, youtubepartner and yt-analytics.readonly, which rustiz never uses
@@ -382,6 +383,13 @@ class YouTubeProvider(OAuthProvider):
         if picture.content_type not in ("image/png", "image/jpeg"):
             raise Rejected("YouTube takes JPEG and PNG thumbnails only", item="the thumbnail")
         return picture.read(), picture.content_type
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """videos.delete for the video, comments.delete for a thread part's comment (204; 404 when gone)."""
+        video = release.reply_ref.get("video") if isinstance(release.reply_ref, dict) else None
+        kind = "videos" if video in (None, release.id) else "comments"
+        await self.send_delete(channel, "DELETE", f"{self.api_base()}/youtube/v3/{kind}?id={quote(release.id, safe='')}",
+                               f"the deletion of the {kind[:-1]}", headers=bearer(channel))
 
     async def _comment(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         """Part 1 is a comment on the video; later parts reply to it (YouTube's replies are one level deep)."""
