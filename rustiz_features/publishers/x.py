@@ -275,8 +275,16 @@ class XProvider(OAuthProvider):
         url = self.api_base(channel) + f"/2/tweets/{release.id}"
         reply = await self.send_delete(channel, "DELETE", url, "the deletion of the post",
                                        headers=self._signed(channel, "DELETE", url))
-        if reply is not None and self._data(reply).get("deleted") is not True:
-            raise Retryable(f"X answered the deletion with {reply.described('a deletion')}", reply.status)
+        if reply is None or self._data(reply).get("deleted") is True:
+            return
+        answer = reply.json()
+        errors = answer.get("errors") if isinstance(answer, dict) and isinstance(answer.get("errors"), list) else []
+        if any(isinstance(error, dict) and str(error.get("type", "")).endswith("/resource-not-found")
+               for error in errors):
+            return  # (X's answer for an id it does not have: gone already)
+        if self._data(reply).get("deleted") is False:
+            raise Rejected(f"X answered that it did not delete the post: {self.platform_words(reply)}", reply.status)
+        raise Retryable(f"X answered the deletion with {reply.described('a deletion')}", reply.status)
 
     @staticmethod
     def _post_options(settings: dict, first: bool) -> dict:

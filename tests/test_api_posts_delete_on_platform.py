@@ -1,0 +1,231 @@
+"""DELETE /public/v1/posts/:id?onPlatform=true (issue 28), end to end with the built server and the platforms' fakes:
+every provider that can delete (those connected with pasted credentials, and the OAuth ones through their consent)
+publishes a post (with a thread part where it has replies), then the post is deleted in rustiz and on its platform,
+last part first; the refusals of those that cannot; a 404 for a part means it is gone (deleted); a 429 or 5xx is
+"not deleted" with the platform's reason and what is left; another organization's post is unknown; onPlatform takes
+true or false only; the audit log and the notifications tell it."""
+from __future__ import annotations
+
+import pytest
+
+from fakes.facebook import FakeFacebook
+from fakes.linkedin import CLIENT_ID as LINKEDIN_ID, CLIENT_SECRET as LINKEDIN_SECRET, FakeLinkedIn
+from fakes.pinterest import FakePinterest
+from fakes.reddit import FakeReddit
+from fakes.threads import FakeThreads
+from fakes.x import FakeX
+from fakes.youtube import FakeYouTube
+from platforms import FAKES, REQUIRED_SETTINGS
+from rustiz_features.catalogue import DESCRIPTORS
+from rustiz_features.publishers import PROVIDER_MODULES, provider_for
+from rustiz_features.publishers.oauth import OAuthProvider
+from support import (
+    API, api, connect, connect_oauth, get_post, iso, mp4_file, notifications, png_file, published, scheduled,
+    two_organizations, uploaded, webhook_channel,
+)
+from test_oauth_x import sign_in as x_sign_in
+
+REDDIT_SETTINGS = {"subreddit": [{"value": {"subreddit": "python", "title": "Hello", "type": "self", "url": "",
+                                            "is_flair_required": False}}]}
+
+
+def delete_on_platform(server, post_id: str, value: str = "true", key: str | None = None) -> tuple:
+    return api(server, "DELETE", f"{API}/posts/{post_id}?onPlatform={value}", key=key)
+
+
+def only_entry(status: int, answer: dict, channel_id: str) -> dict:
+    assert status == 200 and set(answer) == {"deleted"}, answer
+    entry, = answer["deleted"]
+    assert set(entry) == {"integration", "deleted", "reason"} and entry["integration"] == channel_id, entry
+    return entry
+
+
+def thread_of(provider: str) -> list:
+    return ["<p>Hello from rustiz</p>"] + (["<p>and a reply</p>"] if provider_for(provider).threads else [])
+
+
+# --- the providers that connect with pasted credentials ------------------------------------------------------
+
+PASTED_DELETERS = sorted(provider for provider in FAKES if provider_for(provider).can_delete)
+
+
+@pytest.fixture
+def server(start_server_with_fakes, platforms):
+    return start_server_with_fakes(env={**platforms.env, "RUSTIZ_RETRY_BASE": "0.2", "API_LIMIT": "0"})
+
+
+def test_each_pasted_credentials_provider_that_can_delete_deletes_every_part_last_first(server, platforms):
+    assert {"bluesky", "hashnode", "lemmy", "nostr", "wordpress"} <= set(PASTED_DELETERS)
+    for provider in PASTED_DELETERS:
+        status, channel = connect(server, provider, platforms.credentials(provider))
+        assert status == 201, (provider, channel)
+        post = published(server, channel["id"], *thread_of(provider), provider=provider,
+                         settings=REQUIRED_SETTINGS.get(provider))
+        releases = [part["releaseId"] for part in [post, *post["thread"]]]
+        entry = only_entry(*delete_on_platform(server, post["id"]), channel["id"])
+        assert entry["deleted"] is True and entry["reason"].startswith("deleted on"), (provider, entry)
+        assert api(server, "GET", f"{API}/posts/{post['id']}")[0] == 404, provider
+        fake = platforms.fakes[provider]
+        if hasattr(fake, "deleted"):  # (what each fake records: ids, keys or (kind, id) pairs)
+            assert len(fake.deleted) >= len(releases), (provider, fake.deleted)
+    bluesky = platforms.fakes["bluesky"]
+    post_keys = [record["rkey"] for record in bluesky.published[-2:]]
+    assert bluesky.deleted[-2:] == post_keys[::-1]  # the reply first, then the post
+    assert not bluesky.records
+
+
+def test_providers_that_cannot_delete_are_never_asked_and_say_why(server, platforms, receiver):
+    for provider in sorted(provider for provider in FAKES if not provider_for(provider).can_delete):
+        status, channel = connect(server, provider, platforms.credentials(provider))
+        assert status == 201, (provider, channel)
+        post = published(server, channel["id"], "<p>Out for good</p>", provider=provider,
+                         settings=REQUIRED_SETTINGS.get(provider))
+        entry = only_entry(*delete_on_platform(server, post["id"]), channel["id"])
+        assert entry["deleted"] is False and "by hand" in entry["reason"], (provider, entry)
+        assert (post["releaseURL"] or post["releaseId"]) in entry["reason"], (provider, entry)
+    channel_id = webhook_channel(server, receiver)
+    post = published(server, channel_id, "<p>To the receiver</p>")
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "webhook" in entry["reason"] and "receiver" in entry["reason"], entry
+    told = notifications(server)
+    assert any(text.startswith("A post deleted in rustiz is still on its platform") for text in told), told
+
+
+def test_a_post_never_published_is_deleted_with_nothing_to_delete_on_the_platform(server, platforms):
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post_id = scheduled(server, channel_id, "<p>Later</p>", type="schedule", date=iso(3600))
+    entry = only_entry(*delete_on_platform(server, post_id), channel_id)
+    assert entry["deleted"] is True and "nothing of this post was published on Bluesky" in entry["reason"], entry
+    assert api(server, "GET", f"{API}/posts/{post_id}")[0] == 404
+
+
+def test_a_part_gone_already_counts_as_deleted(server, platforms):
+    lemmy = platforms.fakes["lemmy"]
+    channel_id = connect(server, "lemmy", platforms.credentials("lemmy"))[1]["id"]
+    post = published(server, channel_id, "<p>Gone</p>", "<p>reply</p>", provider="lemmy",
+                     settings=REQUIRED_SETTINGS.get("lemmy"))
+    for item in lemmy.published[-2:]:
+        item["deleted"] = True  # (deleted on the instance meanwhile: it answers 404 couldnt_find_...)
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry == {"integration": channel_id, "deleted": True, "reason": "deleted on Lemmy (2 parts of the thread)"}
+
+
+@pytest.mark.parametrize("trouble", [(429, {"ratelimit-reset": "60"}), (503, {}), (500, {})])
+def test_a_throttled_or_failing_platform_is_not_deleted_and_says_what_is_left(server, platforms, trouble):
+    status, headers = trouble
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Stays</p>", "<p>for now</p>", provider="bluesky")
+    before = len(bluesky.deleted)
+    bluesky.fail_next("POST", r".*deleteRecord", status, {"error": "RateLimitExceeded" if status == 429 else
+                                                           "InternalServerError", "message": "Try later"}, headers)
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and f"(HTTP {status})" in entry["reason"] and "Try later" in entry["reason"], entry
+    assert post["releaseURL"] in entry["reason"] and post["thread"][0]["releaseURL"] in entry["reason"], entry
+    assert len(bluesky.deleted) == before  # the first failure (the last part) stops the channel: the thread is whole
+    assert api(server, "GET", f"{API}/posts/{post['id']}")[0] == 404  # (deleted in rustiz all the same)
+
+
+def test_another_organizations_post_is_unknown_and_nothing_is_deleted(server, platforms):
+    world = two_organizations(server)
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Mine</p>", provider="bluesky")
+    before = len(platforms.fakes["bluesky"].deleted)
+    status, answer = delete_on_platform(server, post["id"], key=world["other_key"])
+    assert status == 404 and answer["message"] == "Post not found", answer
+    assert len(platforms.fakes["bluesky"].deleted) == before and get_post(server, post["id"])["state"] == "PUBLISHED"
+
+
+@pytest.mark.parametrize("value", ["", "TRUE", "True", "1", "yes", "true%20", "null", "%00", "true%26x", "x" * 300])
+def test_onplatform_takes_true_or_false_only(server, platforms, value):
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post_id = scheduled(server, channel_id, "<p>Kept</p>", type="schedule", date=iso(3600))
+    status, answer = delete_on_platform(server, post_id, value)
+    assert status == 400 and "onPlatform must be true or false" in str(answer["message"]), answer
+    assert get_post(server, post_id)["state"] == "QUEUE"
+
+
+def test_onplatform_false_or_absent_answers_as_postiz_and_the_audit_log_names_a_delete_on_platform(server, platforms):
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    for query in ("?onPlatform=false", ""):
+        post_id = scheduled(server, channel_id, "<p>Here only</p>", type="schedule", date=iso(3600))
+        assert api(server, "DELETE", f"{API}/posts/{post_id}{query}") == (200, {"error": True})
+    post = published(server, channel_id, "<p>Everywhere</p>", provider="bluesky")
+    assert delete_on_platform(server, post["id"])[0] == 200
+    entries = api(server, "GET", f"{API}/audit")[1]["entries"]
+    assert (entries[0]["action"], entries[0]["subject"]) == ("post.deleted_on_platform", {"type": "post", "id": post["id"]})
+    assert [entry["action"] for entry in entries].count("post.deleted") == 2, entries
+
+
+# --- the OAuth providers, each through its consent --------------------------------------------------------------
+
+def _first_choice(server, channel_id: str) -> None:
+    choices = api(server, "GET", f"{API}/integrations/{channel_id}/steps")[1]
+    assert api(server, "POST", f"{API}/integrations/{channel_id}/steps", {"id": choices[0]["id"]})[0] == 200
+
+
+# provider -> (its fake, the server's variables for it, a step after consent or None, the post's settings, media)
+OAUTH = {
+    "x": (FakeX, lambda fake: {"RUSTIZ_X_AUTH_URL": fake.url, "RUSTIZ_X_API_URL": fake.url,
+                               "X_API_KEY": fake.consumer_key, "X_API_SECRET": fake.consumer_secret}, None,
+          {"who_can_reply_post": "everyone"}, None),
+    "reddit": (FakeReddit, lambda fake: {**fake.env, "REDDIT_CLIENT_ID": fake.client_id,
+                                         "REDDIT_CLIENT_SECRET": fake.client_secret}, None, REDDIT_SETTINGS, None),
+    "linkedin": (FakeLinkedIn, lambda fake: {"RUSTIZ_LINKEDIN_AUTH_URL": fake.url, "RUSTIZ_LINKEDIN_API_URL": fake.url,
+                                             "LINKEDIN_CLIENT_ID": LINKEDIN_ID, "LINKEDIN_CLIENT_SECRET": LINKEDIN_SECRET},
+                 None, {}, None),
+    "linkedin-page": (FakeLinkedIn, lambda fake: {
+        "RUSTIZ_LINKEDIN_PAGE_AUTH_URL": fake.url, "RUSTIZ_LINKEDIN_PAGE_API_URL": fake.url,
+        "LINKEDIN_CLIENT_ID": LINKEDIN_ID, "LINKEDIN_CLIENT_SECRET": LINKEDIN_SECRET}, _first_choice, {}, None),
+    "facebook": (FakeFacebook, lambda fake: fake.env, _first_choice, {}, None),
+    "threads": (FakeThreads, lambda fake: {**fake.env, "THREADS_APP_ID": fake.client_id,
+                                           "THREADS_APP_SECRET": fake.client_secret}, None, {}, None),
+    "youtube": (FakeYouTube, lambda fake: {**fake.env, "YOUTUBE_CLIENT_ID": fake.client_id,
+                                           "YOUTUBE_CLIENT_SECRET": fake.client_secret},
+                None, {"title": "Engines", "type": "unlisted"}, "mp4"),
+    "pinterest": (FakePinterest, lambda fake: {**fake.env, "PINTEREST_CLIENT_ID": fake.client_id,
+                                               "PINTEREST_CLIENT_SECRET": fake.client_secret},
+                  None, {"board": "549755885175", "title": "Sourdough"}, "png"),
+}
+
+
+def test_every_oauth_provider_that_can_delete_is_walked():
+    deleters = {provider for provider in PROVIDER_MODULES if provider_for(provider).can_delete
+                and isinstance(provider_for(provider), OAuthProvider)}
+    assert deleters - set(OAUTH) == set(), "add them to OAUTH"
+    assert all(DESCRIPTORS[provider].publisher for provider in OAUTH)
+
+
+@pytest.mark.parametrize("provider", sorted(OAUTH))
+def test_each_oauth_provider_that_can_delete_deletes_every_part_with_its_token(start_server_with_fakes, provider):
+    make_fake, env, step, settings, media = OAUTH[provider]
+    fake = make_fake()
+    try:
+        server = start_server_with_fakes(env={**env(fake), "RUSTIZ_RETRY_BASE": "0.2", "API_LIMIT": "0"})
+        back = x_sign_in(server, fake) if provider == "x" else connect_oauth(server, provider)
+        channel_id = back["channel"]
+        if step is not None:
+            step(server, channel_id)
+        images = [uploaded(server, mp4_file() if media == "mp4" else png_file(), media)] if media else None
+        post = published(server, channel_id, *thread_of(provider), provider=provider, settings=settings, images=images)
+        releases = [part["releaseId"] for part in [post, *post["thread"]]]
+        entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+        assert entry["deleted"] is True and entry["reason"].startswith("deleted on"), entry
+        assert len(fake.deleted) == len(releases) == len(set(map(str, fake.deleted))), (releases, fake.deleted)
+    finally:
+        fake.close()
+
+
+def test_a_threads_channel_without_threads_delete_is_told_to_reconnect(start_server_with_fakes):
+    fake = FakeThreads()
+    try:
+        server = start_server_with_fakes(env={**fake.env, "THREADS_APP_ID": fake.client_id,
+                                              "THREADS_APP_SECRET": fake.client_secret, "API_LIMIT": "0"})
+        channel_id = connect_oauth(server, "threads")["channel"]
+        post = published(server, channel_id, "<p>Kept</p>", provider="threads")
+        fake.delete_granted = False
+        entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+        assert entry["deleted"] is False and "(#10)" in entry["reason"] and "reconnect the channel" in entry["reason"]
+        assert post["releaseURL"] in entry["reason"] and not fake.deleted
+    finally:
+        fake.close()
