@@ -87,6 +87,13 @@ def on_platform_flag(request: Request) -> bool:
     raise bad_request([f"onPlatform must be true or false, got {encode_json(value[:40])}"])
 
 
+def platform_can_delete(provider_identifier: str) -> bool:
+    """Whether rustiz can delete a post it published on this provider's platform (issue 28)."""
+    from .publishers import provider_for
+    provider = provider_for(provider_identifier)
+    return bool(provider is not None and provider.can_delete)
+
+
 def postiz_state(state: str) -> str:
     """Postiz knows four states; a post rustiz's scheduler is publishing right now is still QUEUE there."""
     return "QUEUE" if state == "PUBLISHING" else state
@@ -304,6 +311,7 @@ class PostsApi:
         reviews = review_store.post_reviews(self.store, [post["id"]])
         view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
+        view["canDeleteOnPlatform"] = platform_can_delete(channel["providerIdentifier"])  # (issue 28)
         view.update(self._repeats_view(organization_id, post))
         view.update(queue_store.post_marks(self.store, [post["id"]]).get(post["id"], _NO_MARKS))
         return view

@@ -136,13 +136,16 @@ def test_another_organizations_post_is_unknown_and_nothing_is_deleted(server, pl
     assert len(platforms.fakes["bluesky"].deleted) == before and get_post(server, post["id"])["state"] == "PUBLISHED"
 
 
-@pytest.mark.parametrize("value", ["", "TRUE", "True", "1", "yes", "true%20", "null", "%00", "true%26x", "x" * 300])
-def test_onplatform_takes_true_or_false_only(server, platforms, value):
-    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
-    post_id = scheduled(server, channel_id, "<p>Kept</p>", type="schedule", date=iso(3600))
-    status, answer = delete_on_platform(server, post_id, value)
-    assert status == 400 and "onPlatform must be true or false" in str(answer["message"]), answer
-    assert get_post(server, post_id)["state"] == "QUEUE"
+def test_onplatform_takes_true_or_false_only(server, platforms):
+    status, channel = connect(server, "bluesky", platforms.credentials("bluesky"))
+    assert status == 201, channel
+    post_id = scheduled(server, channel["id"], "<p>Kept</p>", type="schedule", date=iso(3600))
+    for value in ("", "TRUE", "True", "1", "0", "yes", "true%20", "null", "%00", "true%26x", "%E2%9C%93", "x" * 300):
+        status, answer = delete_on_platform(server, post_id, value)
+        assert status == 400 and "onPlatform must be true or false" in str(answer["message"]), (value, answer)
+        assert get_post(server, post_id)["state"] == "QUEUE"
+    status, answer = api(server, "DELETE", f"{API}/posts/{post_id}?onPlatform=true&onPlatform=maybe")
+    assert status == 400 and "maybe" in str(answer["message"]), answer
 
 
 def test_onplatform_false_or_absent_answers_as_postiz_and_the_audit_log_names_a_delete_on_platform(server, platforms):
