@@ -36,6 +36,7 @@ export async function deletePosts(posts) {
         done = true;
         dialog.close();
         if (onPlatform) await showResults(answers, known);
+        resolve(true);
       } catch (error) { yes.disabled = false; errors.show(error); }
     } }, t('Delete'));
     const dialog = openDialog(t('Delete post'),
@@ -47,7 +48,7 @@ export async function deletePosts(posts) {
         { channels: unable.map((p) => channelLabel(p, known)).join(', ') })) : null,
       errors,
       h('div.actions', yes, h('button', { type: 'button', onclick: () => dialog.close() }, t('Cancel'))));
-    dialog.addEventListener('close', () => resolve(done));
+    dialog.addEventListener('close', () => { if (!done) resolve(false); });
   });
 }
 
@@ -57,7 +58,7 @@ function showResults(answers, known) {
     const line = ({ entry, post }) => h(`li.${entry.deleted ? 'deleted' : 'not-deleted'}`, { dataset: { channel: entry.integration } },
       h('strong', entry.deleted ? t('Deleted on {channel}', { channel: channelLabel(post, known) })
         : t('Not deleted on {channel}', { channel: channelLabel(post, known) })),
-      entry.reason ? h('span.muted', ` · ${entry.reason}`) : null);
+      entry.reason && !(entry.deleted && entry.reason.startsWith('deleted on')) ? h('span.muted', ` · ${entry.reason}`) : null);
     const dialog = openDialog(t('Deleted in rustiz'), h('ul.delete-results', answers.map(line)),
       h('div.actions', h('button', { type: 'button', onclick: () => dialog.close() }, t('Close'))));
     dialog.addEventListener('close', () => resolve());
