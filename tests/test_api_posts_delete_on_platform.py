@@ -192,6 +192,15 @@ OAUTH = {
 }
 
 
+# provider -> how its fake forgets what it published (deleted on the platform by hand)
+FORGET = {"x": lambda fake: fake.posts.clear(), "facebook": lambda fake: fake.objects.clear(),
+          "threads": lambda fake: fake.objects.clear(), "pinterest": lambda fake: fake.pins.clear(),
+          "reddit": lambda fake: (fake.posts.clear(), fake.comments.clear()),
+          "linkedin": lambda fake: (fake.posts.clear(), fake.comments.clear()),
+          "linkedin-page": lambda fake: (fake.posts.clear(), fake.comments.clear()),
+          "youtube": lambda fake: (fake.videos.clear(), fake.comments.clear())}
+
+
 def test_every_oauth_provider_that_can_delete_is_walked():
     deleters = {provider for provider in PROVIDER_MODULES if provider_for(provider).can_delete
                 and isinstance(provider_for(provider), OAuthProvider)}
@@ -215,6 +224,11 @@ def test_each_oauth_provider_that_can_delete_deletes_every_part_with_its_token(s
         entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
         assert entry["deleted"] is True and entry["reason"].startswith("deleted on"), entry
         assert len(fake.deleted) == len(releases) == len(set(map(str, fake.deleted))), (releases, fake.deleted)
+        # deleted on the platform meanwhile: its "not found" answer counts as deleted
+        post = published(server, channel_id, "<p>Once more</p>", provider=provider, settings=settings, images=images)
+        FORGET[provider](fake)
+        entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+        assert entry["deleted"] is True and len(fake.deleted) == len(releases), (entry, fake.deleted)
     finally:
         fake.close()
 
