@@ -10,8 +10,9 @@ Rules:
   refusal, which is given no credentials nor outbound client.
 - A channel's parts are deleted last first, and its first failure stops it, so that what is left is the start of
   the thread (the post and its first replies), never a reply whose post is gone.
-- OAuth channels' tokens are refreshed as for a publish (connect.TokenKeeper). The channels are done at once, each
-  within PLATFORM_DELETE_SECONDS; one that takes longer is reported as not known to be deleted.
+- OAuth channels' tokens are refreshed as for a publish (connect.TokenKeeper); a channel whose platform's rate limit
+  ran out (Channel.throttled_for) is asked nothing more. The channels are done at once, each within
+  PLATFORM_DELETE_SECONDS; one that takes longer is reported as not known to be deleted.
 - What is left on a platform is also told in a notification, since the post itself is gone from rustiz.
 """
 from __future__ import annotations
@@ -111,6 +112,10 @@ async def _channel_entry(config: Config, store: Store, http: HttpClient, organiz
     channel = Channel(channel_id, row["name"], credentials, session, http,
                       lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     for part, release in reversed(list(zip(published, releases))):
+        if channel.throttled_for:  # (the platform's rate limit ran out on the part before: no call until it resets)
+            return {"deleted": False, "reason": f"{label} asked rustiz to wait {channel.throttled_for:.0f} s before its "
+                                                f"next call (a rate limit); delete the rest on {label} by hand"
+                                                f"{_left_words(published, progress)}"}
         try:
             await _delete_part(config, store, http, provider, channel, release)
         except PublishError as failed:

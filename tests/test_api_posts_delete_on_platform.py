@@ -20,7 +20,7 @@ from rustiz_features.catalogue import DESCRIPTORS
 from rustiz_features.publishers import PROVIDER_MODULES, provider_for
 from rustiz_features.publishers.oauth import OAuthProvider
 from support import (
-    API, api, connect, connect_oauth, get_post, iso, mp4_file, notifications, png_file, published, scheduled,
+    API, Database, api, connect, connect_oauth, get_post, iso, mp4_file, notifications, png_file, published, scheduled,
     two_organizations, uploaded, webhook_channel,
 )
 from test_oauth_x import sign_in as x_sign_in
@@ -124,6 +124,29 @@ def test_a_throttled_or_failing_platform_is_not_deleted_and_says_what_is_left(se
     assert post["releaseURL"] in entry["reason"] and post["thread"][0]["releaseURL"] in entry["reason"], entry
     assert len(bluesky.deleted) == before  # the first failure (the last part) stops the channel: the thread is whole
     assert api(server, "GET", f"{API}/posts/{post['id']}")[0] == 404  # (deleted in rustiz all the same)
+
+
+def test_a_rate_limit_that_runs_out_stops_the_channel_before_its_next_part(server, platforms):
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>One</p>", "<p>Two</p>", provider="bluesky")
+    before = len(bluesky.deleted)
+    bluesky.fail_next("POST", r".*deleteRecord", 200, {"commit": {"cid": "bafy", "rev": "x"}},
+                      {"ratelimit-remaining": "0", "ratelimit-reset": "120"})
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "asked rustiz to wait" in entry["reason"], entry
+    assert post["releaseURL"] in entry["reason"] and post["thread"][0]["releaseURL"] not in entry["reason"], entry
+    assert len(bluesky.deleted) == before  # (the fake's scripted answer stood in for the reply's deletion)
+
+
+def test_a_post_being_published_is_refused_and_nothing_is_deleted(server, platforms):
+    db = Database(server)
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post_id = scheduled(server, channel_id, "<p>Going</p>", type="schedule", date=iso(3600))
+    db.execute("UPDATE post SET state = 'PUBLISHING' WHERE id = ?", post_id)
+    status, answer = delete_on_platform(server, post_id)
+    assert status == 409 and "being published right now" in answer["message"], answer
+    assert get_post(server, post_id)["state"] == "PUBLISHING"
 
 
 def test_another_organizations_post_is_unknown_and_nothing_is_deleted(server, platforms):
