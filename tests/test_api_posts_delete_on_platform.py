@@ -139,6 +139,17 @@ def test_a_rate_limit_that_runs_out_stops_the_channel_before_its_next_part(serve
     assert len(bluesky.deleted) == before  # (the fake's scripted answer stood in for the reply's deletion)
 
 
+def test_a_platform_slower_than_the_bound_is_reported_as_maybe_still_there(start_server_with_fakes, platforms):
+    server = start_server_with_fakes(env={**platforms.env, "RUSTIZ_PLATFORM_DELETE_SECONDS": "1", "API_LIMIT": "0"})
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Slow</p>", provider="bluesky")
+    bluesky.delay_next("POST", r".*deleteRecord", 3)
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "did not finish deleting within 1 s" in entry["reason"], entry
+    assert post["releaseURL"] in entry["reason"], entry
+
+
 def test_a_post_being_published_is_refused_and_nothing_is_deleted(server, platforms):
     db = Database(server)
     channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
