@@ -80,9 +80,9 @@ async def _bounded(config: Config, store: Store, http: HttpClient, organization_
 
 
 def _left_words(published: list, deleted: list) -> str:
-    """"; left: <url or id>, ..." for the published parts not in `deleted` (post ids)."""
+    """"; still there: <url or id>, ..." for the published parts not in `deleted` (post ids)."""
     left = [part["releaseURL"] or part["releaseId"] for part in published if part["id"] not in deleted]
-    return f"; left: {', '.join(left)}" if left else ""
+    return f"; still there: {', '.join(left)}" if left else ""
 
 
 async def _channel_entry(config: Config, store: Store, http: HttpClient, organization_id: str, channel_id: str,
@@ -147,10 +147,9 @@ def _failure_words(label: str, failed: Any, published: list, deleted: list, part
     from .publishers.base import NeedsReconnect, Retryable
     which = "the post" if part is published[0] else f"thread part {published.index(part) + 1}"
     status = f" (HTTP {failed.status})" if failed.status else ""
-    advice = ("; reconnect the channel to delete from rustiz again, or" if isinstance(failed, NeedsReconnect) else
-              f"; {label} asked to wait (a rate limit or a passing failure):" if isinstance(failed, Retryable) else
-              ";")
-    return (f"{label} did not delete {which}{status}: {failed.message}{advice} delete it on {label} by hand"
+    advice = ("; it refused the channel's credentials: reconnect the channel" if isinstance(failed, NeedsReconnect) else
+              "; a passing failure or a rate limit" if isinstance(failed, Retryable) else "")
+    return (f"{label} did not delete {which}{status}: {failed.message}{advice}; delete it on {label} by hand"
             f"{_left_words(published, deleted)}")
 
 

@@ -98,3 +98,22 @@ def test_a_calendar_card_of_a_published_post_offers_the_platform_too(server, pla
     results.get_by_role("button", name="Close").click()
     expect(page.locator(f"a.post[data-id='{post['id']}']")).to_have_count(0)
     assert post["releaseId"].rsplit("/", 1)[1] not in bluesky.records and page.problems == []
+
+
+def test_a_platform_that_fails_is_shown_as_not_deleted_with_its_reason(server, platforms, open_page):
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Stubborn</p>", provider="bluesky")
+    bluesky.fail_next("POST", r".*deleteRecord", 503, {"error": "InternalServerError", "message": "Try later"})
+    page = open_page(server, 390, "dark")
+    page.goto(f"/#/post/{post['id']}")
+    page.get_by_role("button", name="Delete").click()
+    dialog = page.get_by_role("dialog", name="Delete post")
+    dialog.get_by_label("Also delete it on Alice Example (Bluesky)").check()
+    dialog.get_by_role("button", name="Delete").click()
+    failed = page.get_by_role("dialog", name="Deleted in rustiz").locator("li.not-deleted")
+    expect(failed).to_contain_text("Not deleted on Alice Example (Bluesky)")
+    expect(failed).to_contain_text("Try later")
+    expect(failed).to_contain_text(post["releaseURL"])
+    looks_right(page, "failed-390-dark")
+    assert post["releaseId"].rsplit("/", 1)[1] in bluesky.records and page.problems == []

@@ -20,6 +20,7 @@ export async function deletePosts(posts) {
   const unable = full.filter((p) => published(p) && !p.canDeleteOnPlatform);
   const also = able.length ? h('input.on-platform', { type: 'checkbox' }) : null;
   const errors = errorBox();
+  const status = h('p.deleting', { role: 'status' });  // (a platform may take a few seconds to answer)
   const names = full.map((p) => p.integration?.name).filter(Boolean).join(', ');
   return new Promise((resolve) => {
     let done = false;
@@ -28,6 +29,7 @@ export async function deletePosts(posts) {
       errors.show(null);
       try {
         const onPlatform = Boolean(also?.checked);
+        if (onPlatform) status.textContent = t('Deleting it on the platforms…');
         const answers = [];
         for (const p of full) {
           const answer = await api('DELETE', `/posts/${p.id}${onPlatform ? '?onPlatform=true' : ''}`);
@@ -37,7 +39,7 @@ export async function deletePosts(posts) {
         dialog.close();
         if (onPlatform) await showResults(answers, known);
         resolve(true);
-      } catch (error) { yes.disabled = false; errors.show(error); }
+      } catch (error) { yes.disabled = false; status.textContent = ''; errors.show(error); }
     } }, t('Delete'));
     const dialog = openDialog(t('Delete post'),
       h('p', names ? t('Delete this post and its thread on {channels}? This cannot be undone.', { channels: names })
@@ -46,7 +48,7 @@ export async function deletePosts(posts) {
         t('Also delete it on {channels}', { channels: able.map((p) => channelLabel(p, known)).join(', ') })) : null,
       unable.length ? h('p.hint.cannot-delete', t('{channels}: the platform does not let rustiz delete it; delete it there yourself.',
         { channels: unable.map((p) => channelLabel(p, known)).join(', ') })) : null,
-      errors,
+      errors, status,
       h('div.actions', yes, h('button', { type: 'button', onclick: () => dialog.close() }, t('Cancel'))));
     dialog.addEventListener('close', () => { if (!done) resolve(false); });
   });
