@@ -173,7 +173,12 @@ COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgre
                          "rustiz_features/storage/mail.py", "rustiz_features/storage/members.py",
                          "rustiz_features/storage/audit.py", "rustiz_features/storage/alerts.py",
                          "rustiz_features/storage/oauth.py", "rustiz_features/autopost.py",
-                         "rustiz_features/feeds.py", "rustiz_features/storage/autopost.py")
+                         "rustiz_features/feeds.py", "rustiz_features/storage/autopost.py",
+                         "rustiz_features/oauth_server.py", "rustiz_features/oauth_consent.py",
+                         "rustiz_features/storage/oauth_server.py", "rustiz_features/short_links.py",
+                         "rustiz_features/storage/short_links.py", "rustiz_features/analytics_snapshots.py",
+                         "rustiz_features/storage/analytics.py", "rustiz_features/evergreen.py",
+                         "rustiz_features/storage/preview_links.py", "rustiz_features/bech32.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.

@@ -1353,7 +1353,8 @@ MIGRATIONS: tuple = (
         resource TEXT NOT NULL,
         created_at REAL NOT NULL,
         expires_at REAL NOT NULL,
-        revoked_at REAL
+        revoked_at REAL,
+        used_at REAL
     );
     CREATE INDEX oauth_token_chain ON oauth_token(chain_id);
     CREATE INDEX oauth_token_client ON oauth_token(client_id);

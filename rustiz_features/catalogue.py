@@ -283,7 +283,10 @@ _WHOP_FIELDS = (_required_text("company", 1), _required_text("experience", 1), t
 _MEWE_FIELDS = (_choice("postType", "timeline group", defined=True),
                 _required_text("group", when=lambda settings: settings.get("postType") == "group"))
 _TUMBLR_FIELDS = (text_field("title", optional=True, min_length=1, max_length=4096), _optional_url("link"),
-                  _optional_url("sourceUrl"), text_field("tags", optional=True, max_length=4096))
+                  _optional_url("sourceUrl"), text_field("tags", optional=True, max_length=4096),
+                  # rustiz's own (Postiz always publishes): where the post lands, in Tumblr's words
+                  _choice("state", "published queue draft private", optional=True, description=(
+                      "rustiz: published (the default), queue (the end of the blog's queue), draft or private")))
 
 def _field_schema(field: Field) -> dict:
     """The JSON Schema class-validator-jsonschema 5.1 generates for one property."""
@@ -428,7 +431,10 @@ def _reddit_rule(settings: dict, values: list) -> Optional[str]:
     for entry in entries if isinstance(entries, list) else ():
         value = entry.get("value") if isinstance(entry, dict) else None
         post_type = value.get("type") if isinstance(value, dict) else None
-        if post_type in ("image", "video", "videogif", "media") and len(values[0]["image"]) != 1:
+        media = values[0]["image"]
+        # (a video goes with its poster image, which Reddit requires: two files)
+        if post_type in ("image", "video", "videogif", "media") and len(media) != 1 \
+                and not (len(media) == 2 and _videos(media) == 1):
             return "When posting a media post, you must attached exactly one media file."
     return None
 
@@ -719,7 +725,8 @@ _DESCRIPTORS = (
     _describe("threads", "Threads", 500, schema_shown=False, oauth=True, publisher="threads"),
     _describe("youtube", "YouTube", 5000, _YOUTUBE_FIELDS, media_rule=_youtube_rule, oauth=True, publisher="youtube",
               rules="YouTube must have on video attachment, it cannot be empty"),
-    _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule,
+    _describe("gmb", "Google My Business", 1500, _GMB_FIELDS, media_rule=_gmb_rule, oauth=True, publisher="gmb",
+              label="Google Business Profile",  # in rustiz's messages; Postiz's name stays "Google My Business"
               rules=("Google My Business posts can have text content and optionally one image. Posts can be "
                      "updates, events, or offers.")),
     _describe("tiktok", "Tiktok", 2000, _TIKTOK_FIELDS, media_rule=_tiktok_rule, oauth=True, publisher="tiktok",
@@ -736,7 +743,7 @@ _DESCRIPTORS = (
                      "for video, one for the cover picture, When posting a video, there can be only one, if posting "
                      "images, there can be maximum 5")),
     _describe("dribbble", "Dribbble", 40000, _DRIBBBLE_FIELDS, media_rule=_dribbble_rule,
-              tools=(("teams", "Teams list", ()),)),
+              tools=(("teams", "Teams list", ()),), oauth=True, publisher="dribbble"),
     _describe("discord", "Discord", 1980, _CHANNEL_FIELDS, editor="markdown", tools=(("channels", "Channels", ()),),
               publisher="discord", credentials=CredentialSpec(
                   (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
@@ -790,9 +797,14 @@ _DESCRIPTORS = (
         (_secret_key("password", "Private key", "nsec1…", kind="nostr_key"),
          CredentialKey("relays", "relays", "Relays", "list", "wss://relay.damus.io", "One relay URL a line")),
         _nostr_account, "Your private key (nsec1… or hex) from your Nostr app, and the relays to publish to.")),
-    _describe("vk", "VK", 2048, schema_shown=False),
+    _describe("vk", "VK", 2048, schema_shown=False, oauth=True, publisher="vk"),
     _describe("medium", "Medium", 100000, _MEDIUM_FIELDS, editor="markdown",
-              tools=(("publications", "List of publications", ()),)),
+              tools=(("publications", "List of publications", ()),),
+              publisher="medium", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "Integration token"),),
+                  secret_account("apiKey", lambda credentials: "Medium account"),
+                  "Medium no longer issues integration tokens: only one made before (Settings → Security and "
+                  "apps → Integration tokens) works.")),
     _describe("devto", "Dev.to", 100000, _DEVTO_FIELDS, editor="markdown",
               tools=(("tags", "Tag list", ()), ("organizations", "Organization list", ())),
               publisher="devto", credentials=CredentialSpec(
@@ -819,12 +831,16 @@ _DESCRIPTORS = (
                    _secret_key("password", "API token or password")),
                   _login_account("url", "username", lambda host, user: f"Listmonk at {host}"),
                   "Admin → Users → + New, type API; use its username and token (Listmonk 3: admin login).")),
-    _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False),
+    _describe("moltbook", "Moltbook", 300, (_required_text("submolt", 1),), schema_shown=False,
+              publisher="moltbook", credentials=CredentialSpec(
+                  (_secret_key("apiKey", "Agent API key", "moltbook_…"),),
+                  secret_account("apiKey", lambda credentials: "Moltbook agent"),
+                  "The API key your agent got when it registered on www.moltbook.com (and its human claimed it).")),
     _describe("whop", "Whop", 50000, _WHOP_FIELDS, editor="markdown",
               tools=(("companies", "Companies", ()), ("experiences", "Experiences", ("id",)))),
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
     _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),
-    _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule),
+    _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule, oauth=True, publisher="tumblr"),
     # rustiz's own: POSTs each post as signed JSON to any URL
     _describe("webhook", "Webhook", 0, schema_shown=False, postiz=False, publisher="webhook",
               credentials=CredentialSpec(

@@ -198,6 +198,7 @@ class ConnectFlow:
         code = query.get("code") or query.get("oauth_verifier")
         if not code:
             return self._back(problem="no-code", provider=identifier)
+        flow["details"].update({name: query[name] for name in provider.callback_parameters if query.get(name)})
         try:
             channel_id, existed = await self._finish(provider, flow, code)
         except PublishError as failed:

@@ -281,14 +281,16 @@ def _listed(allow: tuple, host: str, address: str) -> bool:
 
 def encode_multipart(fields: list) -> tuple:
     """(body, content type) for multipart/form-data; `fields` are (name, value) with value a str, or
-    (name, (filename, bytes, content_type)) for a file."""
+    (name, (filename, bytes, content_type)) for a file; a filename of None sends typed data that is no file
+    (Tumblr's JSON part, application/json)."""
     boundary = "rustiz" + os.urandom(12).hex()
     pieces = []
     for name, value in fields:
         if isinstance(value, tuple):
             filename, data, content_type = value
-            pieces.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-                          f'filename="{filename}"\r\nContent-Type: {content_type}\r\n\r\n'.encode() + data + b"\r\n")
+            named = "" if filename is None else f'; filename="{filename}"'
+            pieces.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"{named}'
+                          f'\r\nContent-Type: {content_type}\r\n\r\n'.encode() + data + b"\r\n")
         else:
             pieces.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
                           + str(value).encode() + b"\r\n")

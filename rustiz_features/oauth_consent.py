@@ -19,7 +19,7 @@ import html
 import secrets
 import time
 from typing import Optional
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode
 
 from rustiz import (
     App, ROLE_SCOPES, Request, Response, hash_api_key, route_options, scope_allows, session_cookie,
@@ -28,7 +28,8 @@ from _operator import _compare_digest as compare_digest
 from .api_docs import documented
 from .audit import record_request
 from .oauth_server import (
-    CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, issuer_problem, known_client, mcp_resource, token_digest,
+    CODE_SECONDS, MCP_SCOPES, TOKEN_BODY_BYTES, issuer_problem, known_client, mcp_resource, redirect_destination,
+    token_digest,
 )
 from .storage import oauth_server as oauth_store
 from .storage import web_users as web_user_store
@@ -60,12 +61,18 @@ def _page(status: int, title: str, body: str, form_action: str = "'none'") -> Re
         ("Referrer-Policy", "same-origin")])  # (no-referrer would make the form's Origin "null": refused)
 
 
-_STYLE = ("body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}"
-          "main{max-width:34rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:12px}"
-          "fieldset{border:1px solid #ddd;border-radius:8px;margin:1rem 0}label{display:block;margin:.4rem 0}"
-          ".unverified{color:#a15c00;font-weight:600}small{color:#555;display:block;margin-left:1.6rem}"
-          "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:8px}"
-          "@media (max-width:480px){main{margin:0;border-radius:0}}")
+_STYLE = (":root{color-scheme:light dark}"
+          "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:light-dark(#f5f5f7,#111214);"
+          "color:light-dark(#1d1d1f,#ececf1)}"
+          "main{max-width:34rem;margin:2rem auto;padding:1.5rem;background:light-dark(#fff,#1e1f23);border-radius:12px}"
+          "fieldset{border:1px solid light-dark(#ddd,#3a3b40);border-radius:8px;margin:1rem 0}"
+          "label{display:block;margin:.4rem 0}.unverified{color:light-dark(#a15c00,#ffb454);font-weight:600}"
+          "small{color:light-dark(#555,#b4b4bb);display:block;margin-left:1.6rem}"
+          "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:8px;cursor:pointer;"
+          "border:1px solid light-dark(#888,#777)}"
+          "button[value=allow]{background:light-dark(#1d4ed8,#3b82f6);color:light-dark(#fff,#0b1020);border-color:transparent}"
+          "button:focus-visible,select:focus-visible,input:focus-visible{outline:3px solid light-dark(#1d4ed8,#93c5fd);"
+          "outline-offset:2px}@media (max-width:480px){main{margin:0;border-radius:0}}")
 
 
 def _redirect(redirect_uri: str, issuer: str, **values: str) -> Response:
@@ -149,7 +156,7 @@ class ConsentPage:
         organizations = self._organizations(session)
         wanted = [scope for scope in values.get("scope", "").split() if scope in MCP_SCOPES]
         chosen = wanted[0] if len(wanted) == 1 else "mcp:read"
-        redirect_host = urlsplit(redirect_uri).netloc
+        redirect_host, form_action = redirect_destination(redirect_uri)
         hidden = "".join(f"<input type=hidden name={name} value='{html.escape(values.get(name, ''), True)}'>"
                          for name in FORM_PARAMETERS if name != "redirect_uri")
         hidden += f"<input type=hidden name=redirect_uri value='{html.escape(redirect_uri, True)}'>"
@@ -167,8 +174,7 @@ class ConsentPage:
                 f"<fieldset><legend>What may it do?</legend>{scopes}</fieldset>"
                 f"<button type=submit name=decision value=allow>Allow</button>"
                 f"<button type=submit name=decision value=deny>Deny</button></form>")
-        redirect_origin = "{0.scheme}://{0.netloc}".format(urlsplit(redirect_uri))
-        return _page(200, "Connect an application", body, f"'self' {redirect_origin}")
+        return _page(200, "Connect an application", body, f"'self' {form_action}")
 
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("The consent page's form: allow (a code for the client) or deny",

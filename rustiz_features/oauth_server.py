@@ -27,7 +27,7 @@ from rustiz import (
     ApiError, App, KeyIdentity, Request, Response, iso_at, json_response, log, not_found, route_options, sha256,
 )
 from _operator import _compare_digest as compare_digest
-from .api_docs import ANY, STRING, array_of, documented, object_schema, parameter
+from .api_docs import ANY, INTEGER, STRING, array_of, documented, json_body, object_schema, parameter, ref
 from .http_client import ConnectFailed, NoAnswer, Timeouts, read_at_most
 from .storage import oauth_server as oauth_store
 
@@ -159,8 +159,24 @@ def token_identity(app: App, access_token: str) -> Optional[KeyIdentity]:
             or found["expires_at"] < time.time() or found["resource"] != mcp_resource(app.config.frontend_url)
             or found["scope"] not in MCP_SCOPES):
         return None
+    if _use_due(found["chain_id"]):
+        oauth_store.record_token_use(app.store, token_digest(access_token), time.time())
     return KeyIdentity(found["organization_id"], MCP_SCOPES[found["scope"]],
                        f"oauth:{found['client_id']}:{found['chain_id'][:16]}")
+
+
+TOKEN_USE_SECONDS = 60.0  # a grant's last use is written at most this often per process (Connected apps' "last use")
+_use_written: dict = {}  # chain id -> time.monotonic() of the last use written by this process
+
+
+def _use_due(chain_id: str) -> bool:
+    now = time.monotonic()
+    if now < _use_written.get(chain_id, -TOKEN_USE_SECONDS) + TOKEN_USE_SECONDS:
+        return False
+    if len(_use_written) >= 1024:
+        _use_written.clear()
+    _use_written[chain_id] = now
+    return True
 
 
 class OAuthError(ApiError):
@@ -173,18 +189,46 @@ class OAuthError(ApiError):
         super().__init__(status, {"error": error, "error_description": description}, headers)
 
 
-def loopback_or_https(uri: str) -> bool:
-    """A redirect URI allowed for a public client: https with a host, or http on a loopback host (RFC 8252);
-    never with a fragment."""
+# Schemes a browser or the system handles itself, which a native app's private-use scheme (RFC 8252 section
+# 7.1) must not be: a redirect there would run script, read files or reach another program on the client's word.
+NOT_APP_SCHEMES = frozenset(("http", "javascript", "data", "vbscript", "file", "about", "blob", "filesystem", "ftp",
+                             "ws", "wss", "mailto", "tel", "sms", "view-source", "chrome", "chrome-extension",
+                             "intent", "jar"))
+
+
+def allowed_redirect_uri(uri: str) -> bool:
+    """A redirect URI allowed for a public client (RFC 8252): https with a host, http on a loopback host, or a
+    native app's private-use scheme (Cursor's cursor://anysphere.cursor-mcp/oauth/callback); never a fragment."""
     try:
         parts = urlsplit(uri)
         host = parts.hostname or ""
         parts.port  # raises on a port that is not a number
     except ValueError:
         return False
-    if parts.fragment or not host or any(character in uri for character in " \t\r\n\\"):
-        return False
-    return parts.scheme == "https" or (parts.scheme == "http" and host in LOOPBACK_HOSTS)
+    if parts.fragment or "@" in parts.netloc or any(character in uri for character in " \t\r\n\\<>\"'"):
+        return False  # (user info would let "https://claude.ai@evil.example" pass for claude.ai on the consent page)
+    if not all(character.isascii() and (character.isalnum() or character in ".-:") for character in host):
+        return False  # the host goes into the consent page's CSP header: nothing but a host name's characters
+    if parts.scheme == "https" or parts.scheme == "http":
+        return bool(host) and (parts.scheme == "https" or host in LOOPBACK_HOSTS)
+    return redirect_scheme(uri) is not None and parts.scheme not in NOT_APP_SCHEMES and bool(parts.path or host)
+
+
+def redirect_destination(uri: str) -> tuple:
+    """(what the consent page names as where it sends the person back, the CSP form-action source allowing it):
+    an origin for a web redirect, the scheme for a native app's own (cursor://anysphere.cursor-mcp, cursor:)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https"):
+        origin = f"{parts.scheme}://{parts.netloc}"
+        return parts.netloc, origin
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:", f"{parts.scheme}:"
+
+
+def redirect_scheme(uri: str) -> Optional[str]:
+    """The URI's scheme as written when it is a well-formed one (RFC 3986: a letter, then letters, digits, + - .)."""
+    scheme, colon, _ = uri.partition(":")
+    return scheme.lower() if colon and len(scheme) <= 64 and scheme[:1].isascii() and scheme[:1].isalpha() and all(
+        character.isascii() and (character.isalnum() or character in "+-.") for character in scheme) else None
 
 
 def _form(request: Request) -> dict:
@@ -198,6 +242,15 @@ def _form(request: Request) -> dict:
 
 
 _METADATA = ("200", {"type": "object"})
+_NOT_AVAILABLE = {"404": json_body(ref("OAuthError"), "FRONTEND_URL is neither https nor loopback http: no OAuth")}
+# Refusals in RFC 6749 / RFC 7591's shape; a 429 is the registration limit's (OAuthError) or REQUEST_LIMIT's.
+_OAUTH_REFUSALS = {
+    **_NOT_AVAILABLE,
+    "400": json_body(ref("OAuthError"), "`error` names the problem (RFC 6749 section 5.2, RFC 7591 section 3.2.2)"),
+    "401": json_body(ref("OAuthError"), "An unknown client_id (invalid_client)"),
+    "429": {**json_body({"anyOf": [ref("OAuthError"), ref("Throttled")]}, "Too many registrations or requests"),
+            "headers": {"Retry-After": {"description": "Seconds until a retry can succeed", "schema": INTEGER}}},
+}
 
 
 class OAuthServer:
@@ -219,7 +272,8 @@ class OAuthServer:
         return Response(204, b"", "", list(CORS))
 
     @route_options(authenticated=False)
-    @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA)
+    @documented("OAuth 2.0 Authorization Server Metadata (RFC 8414), for MCP clients", _METADATA,
+                more_answers=_NOT_AVAILABLE)
     def server_metadata(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         issuer = self.issuer
@@ -241,7 +295,8 @@ class OAuthServer:
         }, 200, [("Cache-Control", "max-age=300"), *CORS])
 
     @route_options(authenticated=False)
-    @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA)
+    @documented("OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint", _METADATA,
+                more_answers=_NOT_AVAILABLE)
     def resource_metadata(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         return json_response({
@@ -254,7 +309,8 @@ class OAuthServer:
 
     @route_options(authenticated=False, body_limit=REGISTRATION_BODY_BYTES)
     @documented("Dynamic Client Registration (RFC 7591): public clients only, no secret", ("201", {"type": "object"}),
-                request={"content": {"application/json": {"schema": {"type": "object"}}}})
+                request={"content": {"application/json": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def register(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         decision = await self.store.off_loop(self.store.count_request, "oauth-register " + self.guard.client_address(
@@ -292,9 +348,10 @@ class OAuthServer:
         if not isinstance(value, list) or not value or len(value) > MAX_REDIRECT_URIS:
             raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
         for uri in value:
-            if not isinstance(uri, str) or len(uri) > MAX_REDIRECT_URI_LENGTH or not loopback_or_https(uri):
-                raise OAuthError("invalid_redirect_uri", "Each redirect URI must be https, or http on a loopback "
-                                                         "address (127.0.0.1, [::1], localhost), without a fragment")
+            if not isinstance(uri, str) or len(uri) > MAX_REDIRECT_URI_LENGTH or not allowed_redirect_uri(uri):
+                raise OAuthError("invalid_redirect_uri", "Each redirect URI must be https, http on a loopback "
+                                                         "address (127.0.0.1, [::1], localhost), or an app's own "
+                                                         "scheme (cursor://…), without a fragment")
         return list(dict.fromkeys(value))
 
     @staticmethod
@@ -309,7 +366,8 @@ class OAuthServer:
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("OAuth token endpoint: authorization_code (PKCE S256) and refresh_token grants, form-encoded",
                 ("200", {"type": "object"}),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def token(self, request: Request) -> Response:
         refuse_unless_issuer(self.issuer)
         form = _form(request)
@@ -382,7 +440,8 @@ class OAuthServer:
 
     @route_options(authenticated=False, body_limit=TOKEN_BODY_BYTES)
     @documented("Token revocation (RFC 7009): 200 whether or not the token was known", ("200", ANY),
-                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}})
+                request={"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}}},
+                more_answers=_OAUTH_REFUSALS)
     async def revoke(self, request: Request) -> Response:
         form = _form(request)
         value = form.get("token", "")

@@ -84,6 +84,8 @@ def component_schemas() -> dict:
                                              description="Postiz's PostValidationException: which channel "
                                                          "refused the post, and why"),
         "Throttled": object_schema({"statusCode": {"const": 429}, "message": STRING}),
+        "OAuthError": object_schema({"error": STRING, "error_description": STRING},
+                                    description="RFC 6749 / RFC 7591: the OAuth routes' own error shape"),
         "Channel": object_schema({"id": STRING, "name": STRING, "identifier": STRING, "picture": nullable("string"),
                                   "disabled": BOOLEAN, "profile": nullable("string")},
                                  {"customer": ref("Customer")}),
@@ -234,11 +236,13 @@ def _operation(documentation: dict, public: bool, path_parameters: list) -> dict
     """One operation from a handler's @documented: every route can answer 429 (REQUEST_LIMIT) and 503; one
     that needs a key also 401 and 403. `path_parameters` are those of this path's template."""
     status, answer = documentation["answer"]
-    responses = {status: answer if "content" in answer else json_body(answer, "Success"),
-                 **documentation["more_answers"]}
+    # A whole response (it has content, or is only a description: an answer without a body) is kept as written.
+    whole = "content" in answer or set(answer) == {"description"}
+    responses = {status: answer if whole else json_body(answer, "Success")}
     shared = documentation["errors"].split() + ([] if public else ["Unauthorized", "Forbidden"])
     for name in shared + ["TooManyRequests", "Unavailable"]:
         responses[_ERROR_STATUS[name]] = {"$ref": f"#/components/responses/{name}"}
+    responses.update(documentation["more_answers"])  # a route's own answer for a status wins over the shared one
     parameters = [given for given in documentation["parameters"]
                   if given["in"] != "path" or given["name"] in path_parameters]
     missing = set(path_parameters) - {given["name"] for given in parameters if given["in"] == "path"}

@@ -15,12 +15,13 @@ import json
 import re
 import secrets
 import time
+from datetime import datetime
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 
 from conftest import LOCAL_FAKES
-from support import api, browser_session, connect_database, iso, webhook_channel
+from support import Database, api, browser_session, connect_database, iso, webhook_channel
 from test_api_roles import Session, add_person
 
 REDIRECT = "http://127.0.0.1:33418/callback"
@@ -127,8 +128,38 @@ def test_registration_gives_a_public_client(server):
     assert answer["redirect_uris"][1] == "https://claude.ai/api/mcp/auth_callback"
 
 
+# The redirect URIs the hosted clients' own documentation names (checked in December 2026): Claude (claude.ai and
+# Claude Desktop connectors, both hosts), ChatGPT connectors, Cursor's own scheme, VS Code's loopback and web ones.
+DOCUMENTED_CLIENT_REDIRECTS = ("https://claude.ai/api/mcp/auth_callback", "https://claude.com/api/mcp/auth_callback",
+                               "https://chatgpt.com/connector_platform_oauth_redirect",
+                               "cursor://anysphere.cursor-mcp/oauth/callback", "http://127.0.0.1:33418/",
+                               "https://vscode.dev/redirect")
+
+
+def test_the_hosted_clients_documented_redirect_uris_register(server):
+    for redirect_uri in DOCUMENTED_CLIENT_REDIRECTS:
+        status, answer = register(server, redirect_uris=[redirect_uri])
+        assert status == 201 and answer["redirect_uris"] == [redirect_uri], answer
+
+
+def test_a_native_apps_own_scheme_is_named_on_the_consent_page_and_allowed_by_its_csp(server):
+    status, answer = register(server, client_name="Cursor", redirect_uris=["cursor://anysphere.cursor-mcp/oauth/callback"])
+    assert status == 201, answer
+    path = authorize_query(answer["client_id"], secrets.token_urlsafe(48),
+                           redirect_uri="cursor://anysphere.cursor-mcp/oauth/callback")
+    status, headers, page = browser(server, "GET", path, browser_session(server))
+    assert status == 200, page
+    assert "cursor://anysphere.cursor-mcp" in page and "unverified" in page
+    assert "form-action 'self' cursor:;" in headers["content-security-policy"]
+
+
 @pytest.mark.parametrize("metadata, error", [
     ({"redirect_uris": ["http://example.com/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["data:text/html,hi"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["file:///etc/passwd"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://claude.ai@evil.example/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["https://x.example;sandbox/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["1app://cb"]}, "invalid_redirect_uri"),
     ({"redirect_uris": []}, "invalid_redirect_uri"),
     ({"redirect_uris": "https://example.com/cb"}, "invalid_redirect_uri"),
     ({"redirect_uris": ["https://example.com/cb#part"]}, "invalid_redirect_uri"),
@@ -398,6 +429,30 @@ def test_a_person_grants_an_agent_at_most_their_role(server):
                               {**form, "organization": "someone-else", "decision": "allow"})
     assert status == 400
 
+def test_a_person_in_two_organizations_chooses_which_one_the_agent_gets(server):
+    add_person(server, "two@example.com", "admin")
+    other_org, _ = Database(server).organization()
+    with connect_database(server.database) as db:  # also a viewer of "Other org"
+        db.execute("INSERT INTO membership (user_id, organization_id, role, created_at) SELECT id, ?, 'viewer', "
+                   "'2026-01-01T00:00:00Z' FROM web_user WHERE email = 'two@example.com'", (other_org,))
+    cookie = Session(server, "two@example.com").headers["Cookie"]
+    client_id, verifier = new_client(server), secrets.token_urlsafe(48)
+    _, _, page = browser(server, "GET", authorize_query(client_id, verifier), cookie)
+    assert re.findall(r"<option value='([^']*)'", page) and f"value='{other_org}'" in page and "Other org" in page
+    form = {**consent_form(page), "organization": other_org, "decision": "allow"}
+    status, _, refusal = browser(server, "POST", "/oauth/authorize", cookie, {**form, "scope": "mcp:drafts"})
+    assert status == 403 and "Your role" in refusal  # a viewer there
+    status, headers, _ = browser(server, "POST", "/oauth/authorize", cookie, {**form, "scope": "mcp:read"})
+    code = parse_qs(urlsplit(headers["location"]).query)["code"][0]
+    status, answer = token_call(server, grant_type="authorization_code", code=code, client_id=client_id,
+                                redirect_uri=REDIRECT, code_verifier=verifier)
+    assert status == 200, answer
+    with connect_database(server.database) as db:
+        granted = db.execute("SELECT DISTINCT organization_id FROM oauth_token WHERE client_id = ?",
+                             (client_id,)).fetchall()
+    assert granted == [(other_org,)]
+
+
 # --- the official MCP Python SDK's OAuth client, end to end -----------------------------------------------------
 
 class MemoryTokens:
@@ -505,6 +560,21 @@ def test_the_organization_lists_its_connected_clients_and_revokes_one_at_once(se
     assert status == 200, entries
     actions = {(entry["action"], (entry.get("subject") or {}).get("id")) for entry in entries["entries"]}
     assert ("oauth_client.revoked", client_id) in actions
+
+
+def test_connected_apps_last_use_is_the_agents_last_mcp_call(server):
+    client_id, answer = tokens(server, "mcp:read")
+    with connect_database(server.database) as db:  # issued a day ago: its last use is older than that
+        db.execute("UPDATE oauth_token SET created_at = created_at - 86400 WHERE client_id = ?", (client_id,))
+
+    def last_use() -> str:
+        listed = api(server, "GET", "/public/v1/oauth/clients")[1]
+        return next(found["lastUsedAt"] for found in listed if found["id"] == client_id)
+    before = last_use()
+    assert mcp(server, answer["access_token"], {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0] == 200
+    after = last_use()
+    called_at = datetime.fromisoformat(after.replace("Z", "+00:00")).timestamp()
+    assert after > before and called_at > time.time() - 60, (before, after)
 
 
 def test_browser_clients_may_read_register_and_take_tokens_cross_origin(server):

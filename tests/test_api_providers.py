@@ -19,7 +19,7 @@ OAUTH = {identifier for identifier, descriptor in DESCRIPTORS.items() if descrip
 RUSTIZ_OWN = [identifier for identifier, descriptor in DESCRIPTORS.items() if not descriptor.postiz]  # (webhook)
 PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "publishers"
 SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared", "meta",
-                  "instagram_shared"}
+                  "instagram_shared", "google"}
 
 
 def providers(server) -> list:

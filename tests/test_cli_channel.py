@@ -90,8 +90,8 @@ def test_refusals_are_one_line_without_a_traceback_or_the_secret(server, channel
          "rustiz: cannot add the bluesky channel: credentials.service must be a URL address starting with http:// "
          "or https://; credentials.password should not be empty; credentials.pasword should not exist (bluesky "
          "takes service, identifier, password)"),
-        (("add", "gmb", "--credential", "apiKey=k"),
-         "rustiz: cannot add the gmb channel: gmb connects through OAuth with a developer app, which "
+        (("add", "skool", "--credential", "apiKey=k"),
+         "rustiz: cannot add the skool channel: skool connects through OAuth with a developer app, which "
          "rustiz does not "
          "support yet; providers that connect with credentials: bluesky, devto, discord, hashnode, lemmy, "
          "listmonk, mastodon, nostr, slack, telegram, webhook, wordpress"),

@@ -70,13 +70,17 @@ def parse_responses(data: bytes, head_only: bool = False) -> list:
 
 
 def assert_explained_refusal(status: int, headers: dict, body: bytes) -> None:
-    """A 4xx says what is wrong: a JSON body with Postiz's message/msg (or JSON-RPC's error), or text."""
+    """A 4xx says what is wrong: a JSON body with Postiz's message/msg (or JSON-RPC's error, or the OAuth routes'
+    RFC 6749 / RFC 7591 error and error_description), or text."""
     assert 400 <= status < 500, status
     assert body, (status, headers)
     if headers.get("content-type", "").startswith("application/json"):
         answer = json.loads(body)
-        assert isinstance(answer, dict) and ({"message", "msg"} & set(answer) or "message" in answer.get(
-            "error", {})), answer
+        assert isinstance(answer, dict), answer
+        error = answer.get("error")
+        oauth_refusal = isinstance(error, str) and isinstance(answer.get("error_description"), str)
+        assert {"message", "msg"} & set(answer) or (isinstance(error, dict) and "message" in error) \
+            or oauth_refusal, answer
 
 
 # --- (a) the request parser --------------------------------------------------------------------------------

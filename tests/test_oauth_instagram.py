@@ -1,7 +1,8 @@
 """Instagram end to end, with the built server and one fake of both Graph hosts: `instagram` connects through
 Facebook Login and waits for its Instagram account to be chosen (a user with two pages, one linked to an
 account), `instagram-standalone` through Instagram Login; scheduled Reels with a first comment go out at their
-time and Instagram (the fake) downloads the video from rustiz's own /uploads URL; processing errors, carousels,
+time, the video sent through the resumable upload (`instagram`) or downloaded by Instagram (the fake) from
+rustiz's own /uploads URL (`instagram-standalone`); processing errors, carousels,
 the standalone token's refresh (ig_refresh_token), dead tokens (190) and throttling."""
 from __future__ import annotations
 
@@ -66,12 +67,12 @@ def stored_token(server, channel_id: str) -> tuple:
 
 def test_a_scheduled_reel_and_its_first_comment_go_out_at_their_time(server, fake):
     channel_id = instagram_channel(server)
-    post_id, video_url, due = reel_with_comment(server, channel_id, "instagram")
+    post_id, _, due = reel_with_comment(server, channel_id, "instagram")
     post = settled(server, post_id)
     assert [post["state"]] + [part["state"] for part in post["thread"]] == ["PUBLISHED", "PUBLISHED"], post
     [published] = fake.published
-    assert published["type"] == "REELS" and published["fields"]["video_url"] == video_url
-    assert fake.fetched[video_url] == mp4_file(4096)  # Instagram pulled the file from rustiz's /uploads
+    assert published["type"] == "REELS" and published["fields"]["upload_type"] == "resumable"
+    assert fake.fetched == {} and list(fake.uploaded.values()) == [mp4_file(4096)]  # sent through rupload
     [publish] = fake.requests_to("POST", rf"/v25\.0/{IG_ACCOUNT}/media_publish")
     assert publish.received >= due  # not before its time
     assert fake.comments == [{"id": fake.comments[0]["id"], "media": published["id"], "message": "Sound on!"}]

@@ -21,7 +21,9 @@ SECRET = "RUSTIZ_API_KEY=s3cr3t-from-a-private-config-file"
 PAGE = f"<html><head><title>{SECRET}</title></head><body><pre>{SECRET}</pre></body></html>".encode()
 HINT = "rustiz does not reach private networks unless RUSTIZ_FETCH_ALLOW lists them"
 BASE_URL_VARIABLES = {"devto": "RUSTIZ_DEVTO_API_URL", "hashnode": "RUSTIZ_HASHNODE_API_URL",
-                      "telegram": "RUSTIZ_TELEGRAM_API_URL"}  # the operator's, not the tenant's: guarded too
+                      "telegram": "RUSTIZ_TELEGRAM_API_URL",
+                      "medium": "RUSTIZ_MEDIUM_API_URL", "moltbook": "RUSTIZ_MOLTBOOK_API_URL",  # (issue 28, vk)
+                      }  # the operator's, not the tenant's: guarded too
 
 # (host as written in a URL, whether the secret server can be reached there, what the refusal says)
 LOOPBACK = "a loopback address"

@@ -1,7 +1,8 @@
 """The instagram and instagram-standalone provider objects against one fake of both Graph hosts, over real
 sockets: Facebook Login (code -> long-lived user token, permissions), the Instagram account chosen among the
 pages' accounts, Instagram Login (code -> short -> long-lived token, ig_refresh_token), and the container flow
-both share: a Reel with a first comment (the fake GETs MediaFile.url), IN_PROGRESS -> FINISHED, ERROR in
+both share: a Reel with a first comment (the Facebook side sends the video through the resumable upload; the
+fake GETs MediaFile.url for pictures, and for videos on the standalone side), IN_PROGRESS -> FINISHED, ERROR in
 Instagram's words, a carousel, a story, dead tokens, throttling, insights and the audio search."""
 from __future__ import annotations
 
@@ -29,12 +30,17 @@ IG_ACCOUNT = PAGES[0]["ig"]["id"]
 fake = fake_fixture(FakeInstagram)
 
 
+FILES = {"clip.mp4": mp4_file(2048), "a.jpg": jpeg_file(), "b.jpg": jpeg_file() + b"b"}
+
+
 @pytest.fixture
-def origin():
+def origin(tmp_path):
+    """FRONTEND_URL's /uploads (what Instagram downloads), and the same files on this machine (what is sent)."""
     files = FakeOrigin()
-    files.serve("/uploads/2026/12/03/clip.mp4", mp4_file(2048), "video/mp4")
-    files.serve("/uploads/2026/12/03/a.jpg", jpeg_file(), "image/jpeg")
-    files.serve("/uploads/2026/12/03/b.jpg", jpeg_file() + b"b", "image/jpeg")
+    files.folder = tmp_path
+    for name, data in FILES.items():
+        files.serve(f"/uploads/2026/12/03/{name}", data, "video/mp4" if name.endswith(".mp4") else "image/jpeg")
+        (tmp_path / name).write_bytes(data)
     yield files
     files.close()
 
@@ -63,7 +69,9 @@ def standalone_channel(fake, http) -> Channel:
 
 
 def media(origin, name: str, content_type: str, kind: str) -> MediaFile:
-    return MediaFile(f"{origin.url}/uploads/2026/12/03/{name}", "/nonexistent", content_type, kind, "", name)
+    path = origin.folder / name
+    return MediaFile(f"{origin.url}/uploads/2026/12/03/{name}", str(path) if path.exists() else "/nonexistent",
+                     content_type, kind, "", name)
 
 
 def post(text: str = "<p>Engines at work #rustiz</p>", items: tuple = (), part: int = 0, **settings) -> OutgoingPost:
@@ -127,10 +135,10 @@ def test_a_reel_waits_for_processing_then_publishes_and_takes_a_first_comment(fa
     channel = facebook_channel(fake, http)
     clip = media(origin, "clip.mp4", "video/mp4", "video")
     release = run(facebook_side.publish(channel, post(items=(clip,)), None))
-    assert fake.fetched[clip.url] == mp4_file(2048)  # Instagram pulled the video from MediaFile.url
+    assert fake.fetched == {} and list(fake.uploaded.values()) == [mp4_file(2048)]  # sent, not pulled
     [published] = fake.published
     assert published["type"] == "REELS" and published["fields"]["caption"] == "Engines at work #rustiz"
-    assert published["fields"]["video_url"] == clip.url
+    assert published["fields"]["upload_type"] == "resumable" and "video_url" not in published["fields"]
     assert len(status_reads(fake)) == 3  # IN_PROGRESS twice, then FINISHED
     assert release.id == published["id"] and release.url.startswith("https://www.instagram.com/p/")
     comment = run(facebook_side.publish(channel, post("<p>Sound on!</p>", part=1), release))
@@ -150,8 +158,8 @@ def test_a_processing_error_fails_the_post_in_instagrams_words(fake, http, origi
 
 def test_a_media_fetch_failure_is_retried(fake, http, origin):
     missing = MediaFile(f"{origin.url}/uploads/gone.mp4", "/nonexistent", "video/mp4", "video", "", "gone.mp4")
-    with pytest.raises(Retryable, match="2207052"):
-        run(facebook_side.publish(facebook_channel(fake, http), post(items=(missing,)), None))
+    with pytest.raises(Retryable, match="2207052"):  # (standalone: Instagram downloads videos there)
+        run(standalone.publish(standalone_channel(fake, http), post(items=(missing,)), None))
 
 
 def test_a_picture_instagram_cannot_download_is_retried_and_a_checkpoint_needs_the_owner(fake, http, origin):
@@ -317,4 +325,90 @@ def test_both_default_to_metas_own_origins(monkeypatch):
         "https://www.instagram.com", "https://api.instagram.com", "https://graph.instagram.com")
     assert "{FRONTEND_URL}/integrations/social/instagram-standalone" in standalone.operator_guide
     assert "{FRONTEND_URL}/integrations/social/instagram" in facebook_side.operator_guide
-    assert facebook_side.needs_public_media and facebook_side.pulls_media([{"image": [{"path": "x"}]}], {})
+    assert standalone.needs_public_media and not facebook_side.needs_public_media
+    assert facebook_side.pulls_media([{"image": [{"path": "x"}]}], {})
+
+
+# --- videos through the resumable upload (rupload; Facebook Login only) -------------------------------------
+
+def rupload_requests(fake) -> list:
+    return fake.requests_to("POST", r"/ig-api-upload/v25\.0/\d+")
+
+
+def test_videos_go_up_through_rupload_with_the_oauth_header_offset_and_file_size(fake, http, origin):
+    channel = facebook_channel(fake, http)
+    clip = media(origin, "clip.mp4", "video/mp4", "video")
+    run(facebook_side.publish(channel, post(items=(clip,), post_type="story"), None))
+    run(facebook_side.publish(channel, post(items=(media(origin, "a.jpg", "image/jpeg", "image"), clip)), None))
+    story, carousel = fake.published
+    assert story["type"] == "STORIES" and story["fields"]["upload_type"] == "resumable"
+    assert [child["media_type"] for child in carousel["children"][1:]] == ["VIDEO"]
+    assert carousel["children"][1]["upload_type"] == "resumable" and "image_url" in carousel["children"][0]
+    assert fake.fetched == {f"{origin.url}/uploads/2026/12/03/a.jpg": jpeg_file()}  # only the picture is pulled
+    uploads = rupload_requests(fake)
+    assert len(uploads) == 2
+    for request in uploads:
+        token = request.headers["authorization"].removeprefix("OAuth ")
+        assert fake.tokens[token]["kind"] == "page" and request.headers["offset"] == "0"
+        assert request.headers["file_size"] == "2048" and request.body == mp4_file(2048) and request.query == {}
+
+
+def test_the_upload_hosts_refusals_in_its_own_words(fake, http, origin):
+    channel = facebook_channel(fake, http)
+    reel = post(items=(media(origin, "clip.mp4", "video/mp4", "video"),))
+    upload = r"/ig-api-upload/v25\.0/\d+"
+    fake.fail_next("POST", upload, 500, {"debug_info": {"retriable": True, "type": "UploadTimeout",
+                                                        "message": "Upload timed out, please retry"}})
+    with pytest.raises(Retryable, match="Upload timed out, please retry") as retried:
+        run(facebook_side.publish(channel, reel, None))
+    assert retried.value.item == "the media"
+    fake.fail_next("POST", upload, 400, {"debug_info": {"retriable": False, "type": "ProcessingFailedError",
+                                                        "message": "Request processing failed"}})
+    with pytest.raises(Rejected, match="Request processing failed: ProcessingFailedError"):
+        run(facebook_side.publish(channel, reel, None))
+    fake.fail_next("POST", upload, 401, {"debug_info": {"retriable": False, "type": "OAuthException",
+                                                        "message": "Invalid OAuth access token."}})
+    with pytest.raises(NeedsReconnect, match="Invalid OAuth access token"):
+        run(facebook_side.publish(channel, reel, None))
+    fake.fail_next("POST", upload, 200, "<html>proxy</html>", {"Content-Type": "text/html"})
+    with pytest.raises(Retryable, match="did not confirm the upload"):
+        run(facebook_side.publish(channel, reel, None))
+    fake.fail_next("POST", upload, 502, "<html>Bad gateway</html>", {"Content-Type": "text/html"})
+    with pytest.raises(Retryable) as gateway:
+        run(facebook_side.publish(channel, reel, None))
+    assert "Bad gateway" not in gateway.value.message  # an unknown body is never quoted
+    (origin.folder / "clip.mp4").write_bytes(jpeg_file())  # not a video at all: Instagram's words
+    with pytest.raises(Rejected, match="not a video"):
+        run(facebook_side.publish(channel, reel, None))
+    assert fake.published == []
+    run(facebook_side.publish(channel, post(items=(media(origin, "a.jpg", "image/jpeg", "image"),)), None))
+    assert len(fake.published) == 1  # and nothing stuck: the next post goes out
+
+
+def test_an_upload_address_off_metas_upload_host_never_gets_the_token(fake, http, origin):
+    channel = facebook_channel(fake, http)
+    reel = post(items=(media(origin, "clip.mp4", "video/mp4", "video"),))
+    for uri in ("https://rupload.facebook.com.evil.example/ig-api-upload/v25.0/1", None):
+        fake.fail_next("POST", r"/v25\.0/\d+/media$", 200, {"id": "17900000000000999", **({"uri": uri} if uri else {})})
+        with pytest.raises(Retryable, match="upload host"):
+            run(facebook_side.publish(channel, reel, None))
+    assert rupload_requests(fake) == [] and fake.published == []
+
+
+def test_an_oversize_video_is_refused_before_anything_is_sent(fake, http, origin, monkeypatch):
+    monkeypatch.setitem(instagram_shared.VIDEO_BYTES, "REELS", 1000)
+    with pytest.raises(Rejected, match="at most 0 MB") as refused:
+        run(facebook_side.publish(facebook_channel(fake, http),
+                                  post(items=(media(origin, "clip.mp4", "video/mp4", "video"),)), None))
+    assert refused.value.item == "the media"
+    assert fake.requests_to("POST", r".*") == []
+
+
+def test_a_video_post_needs_no_public_frontend_url_a_picture_does(monkeypatch):
+    for name in ("RUSTIZ_INSTAGRAM_API_URL", "RUSTIZ_INSTAGRAM_STANDALONE_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    video = [{"content": "<p>x</p>", "image": [{"path": "http://localhost:5000/uploads/2026/12/03/clip.mp4"}]}]
+    picture = [{"content": "<p>x</p>", "image": [{"path": "http://localhost:5000/uploads/2026/12/03/a.jpg"}]}]
+    assert facebook_side.media_refusal(video, {}, "http://localhost:5000") is None
+    assert "FRONTEND_URL" in facebook_side.media_refusal(picture, {}, "http://localhost:5000")
+    assert "FRONTEND_URL" in standalone.media_refusal(video, {}, "http://localhost:5000")  # Instagram Login pulls

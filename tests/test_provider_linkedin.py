@@ -10,11 +10,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from fakes.linkedin import ACTIVE_VERSIONS, CLIENT_ID, CLIENT_SECRET, MEMBER, PERSONAL_SCOPES, FakeLinkedIn
+from fakes.linkedin import ACTIVE_VERSIONS, CLIENT_ID, CLIENT_SECRET, LOGOS, MEMBER, PERSONAL_SCOPES, FakeLinkedIn
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
+from rustiz_features.publishers.linkedin_page import logo_image
 from rustiz_features.publishers.linkedin_shared import LINKEDIN_VERSION_DEFAULT, little_text
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from support import run, jpeg_file, mp4_file, png_file, webp_file, follow_consent
@@ -174,7 +175,7 @@ def test_a_page_channel_lists_the_pages_the_member_may_post_as_and_becomes_the_c
     assert page_provider.between_steps
     assert run(page_provider.connect(channel)).account.internal_id == MEMBER["sub"]
     choices = run(page_provider.step_choices(channel))
-    assert choices == [{"id": "2414183", "name": "Analytical Engines Ltd", "picture": None},
+    assert choices == [{"id": "2414183", "name": "Analytical Engines Ltd", "picture": LOGOS[ENGINES_LOGO]},
                        {"id": "5590001", "name": "Difference Society", "picture": None}]  # not the ANALYST one
     acls = fake.requests_to("GET", "/rest/organizationAcls")[0]
     assert acls.query["q"] == "roleAssignee" and acls.query["state"] == "APPROVED"
@@ -435,3 +436,32 @@ def test_an_image_type_linkedin_does_not_take_is_rejected_before_any_upload(fake
         run(linkedin.publish(channel_of(fake, http), outgoing("<p>Hi</p>", (image,)), None))
     assert refused.value.item == "media item 1" and "image/webp" in refused.value.message
     assert fake.requests_to("POST", "/rest/images") == [] and fake.published == []
+
+
+# --- the pages' logos in the page choice ---------------------------------------------------------------------
+
+ENGINES_LOGO = "urn:li:image:C4D0BAQEnginesCrop"
+
+
+def test_the_page_choice_shows_each_pages_logo_from_one_images_batch_read(fake, http, page_provider):
+    channel = channel_of(fake, http)
+    choices = run(page_provider.step_choices(channel))
+    assert [choice["picture"] for choice in choices] == [LOGOS[ENGINES_LOGO], None]  # the cropped logo; none
+    [batch] = fake.requests_to("GET", "/rest/images")
+    assert batch.query["ids"] == f"List({ENGINES_LOGO})" and batch.headers["linkedin-version"]
+    chosen = run(page_provider.choose(channel, "2414183"))
+    assert chosen.account == ("2414183", "Analytical Engines Ltd", "analytical-engines", LOGOS[ENGINES_LOGO])
+
+
+def test_logos_linkedin_does_not_give_never_stop_the_page_choice(fake, http, page_provider):
+    channel = channel_of(fake, http)
+    for status, body in ((403, {"status": 403, "message": "Not enough permissions to access: images.BATCH_GET",
+                                "code": "ACCESS_DENIED", "serviceErrorCode": 100}),
+                         (500, {"status": 500, "message": "Internal Server Error"}), (200, "<html>ok</html>"),
+                         (200, {"results": {ENGINES_LOGO: {"downloadUrl": "http://plain.example/logo.png"}}})):
+        fake.fail_next("GET", "/rest/images", status, body)
+        choices = run(page_provider.step_choices(channel))
+        assert [(choice["id"], choice["picture"]) for choice in choices] == [("2414183", None), ("5590001", None)]
+    assert logo_image({"logoV2": {"original": "urn:li:digitalmediaAsset:C4E0BAQEnginesOrig"}}) == \
+        "urn:li:image:C4E0BAQEnginesOrig"
+    assert logo_image({"logoV2": {"cropped": "not a urn"}}) is None and logo_image(None) is None

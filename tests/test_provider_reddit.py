@@ -13,8 +13,8 @@ from rustiz_features.publishers.base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from rustiz_features.publishers.reddit import PROVIDER, REDDIT_USER_AGENT
-from support import run, png_file, follow_consent
+from rustiz_features.publishers.reddit import PROVIDER, REDDIT_MEDIA_WAIT_SECONDS, REDDIT_USER_AGENT
+from support import run, png_file, follow_consent, mp4_file
 
 REDIRECT = "https://rustiz.example/integrations/social/reddit"
 
@@ -323,14 +323,15 @@ def problem(*entries: dict, images: tuple = ((),)) -> str:
     return PROVIDER.post_problem({}, values, {"subreddit": list(entries)})
 
 
-def test_text_link_and_image_posts_pass_and_videos_and_stray_images_are_refused_before_scheduling():
+def test_text_link_and_image_posts_pass_and_videos_without_a_poster_and_stray_images_are_refused():
     picture, clip = {"path": "https://x/1.png"}, {"path": "https://x/1.mp4"}
     assert problem(entry("/r/python/"), entry("selfonly", "Link", "link", url="https://rustiz.example/")) is None
     assert problem(entry("python", type="media"), images=((picture,),)) is None
-    assert "video posts" in problem(entry("python", type="media"), images=((clip,),))
-    assert "video posts" in problem(entry("python", type="video"), images=((clip,),))
-    assert "must be self, link or media" in problem(entry("python", type="poll"))
-    assert "must be self, link or media" in problem(entry("python", type=["self"]))
+    assert "needs a poster image" in problem(entry("python", type="media"), images=((clip,),))
+    assert "needs a poster image" in problem(entry("python", type="video"), images=((clip,),))
+    assert problem(entry("python", type="media"), images=((clip, picture),)) is None
+    assert "must be self, link, media or video" in problem(entry("python", type="poll"))
+    assert "must be self, link, media or video" in problem(entry("python", type=["self"]))
     assert "not a subreddit name" in problem(entry("r/no spaces"))
     assert "allows 300" in problem(entry("python", "t" * 301))
     assert "is a self post, which carries no images" in problem(entry("python"), images=((picture,), ()))
@@ -368,3 +369,75 @@ def test_analytics_are_the_account_s_karma_and_the_post_s_score_and_comments_ove
     assert figures == {"Score": "84", "Comments": "10"}
     figures = {item["label"]: item["data"][0]["total"] for item in run(PROVIDER.channel_analytics(channel, 30))}
     assert figures == {"Karma": "5120", "Post karma": "4000", "Comment karma": "1120"}
+
+
+# --- video posts: the video and its poster image through the same lease and S3 upload ----------------------
+
+@pytest.fixture
+def clip(tmp_path) -> MediaFile:
+    path = tmp_path / "demo.mp4"
+    path.write_bytes(mp4_file(1024))
+    return MediaFile("https://rustiz.example/uploads/demo.mp4", str(path), "video/mp4", "video", "", "demo.mp4")
+
+
+def test_a_video_post_uploads_the_video_and_its_poster_and_submits_kind_video(fake, channel, clip, image):
+    release = run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", "A demo", "media"),
+                                                     media=(clip, image)), None))
+    leases = fake.requests_to("POST", "/api/media/asset.json")
+    assert [lease.form() for lease in leases] == [{"filepath": "demo.mp4", "mimetype": "video/mp4"},
+                                                  {"filepath": "chart.png", "mimetype": "image/png"}]
+    assert all("authorization" not in upload.headers for upload in fake.requests_to("POST", "/s3-upload"))
+    (video_key, video), (poster_key, poster) = fake.uploads.items()
+    assert (video[1], video[2], poster[1], poster[2]) == (mp4_file(1024), "video/mp4", png_file(4, 3), "image/png")
+    [post] = fake.published
+    assert (post["kind"], post["url"], post["video_poster_url"]) == (
+        "video", f"{fake.url}/s3-upload/{video_key}", f"{fake.url}/s3-upload/{poster_key}")
+    assert release == Release(post["id"], fake.url + post["permalink"], {"things": [post["name"]]})
+    run(PROVIDER.publish(channel, outgoing("<p>Loop</p>", entry("python", "A loop", "videogif"), media=(image, clip),
+                                           key="key-2"), None))
+    assert fake.published[-1]["kind"] == "videogif"
+
+
+def test_a_video_without_a_poster_is_refused_before_anything_is_sent(fake, channel, clip, image):
+    for media in ((clip,), (clip, clip, image)):
+        with pytest.raises(Rejected, match="video post to r/python"):
+            run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="video"), media=media), None))
+    assert fake.requests_to("POST", r".*") == []
+
+
+def test_a_video_reddit_refuses_or_cannot_process_is_rejected_in_its_words(fake, channel, clip, image):
+    with pytest.raises(Rejected, match="This community doesn't allow videos"):
+        run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("selfonly", type="media"), media=(clip, image)),
+                             None))
+    fake.media_verdict = "failed"
+    with pytest.raises(Rejected, match="could not process the video") as refused:
+        run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="media"), media=(clip, image),
+                                               key="key-2"), None))
+    assert refused.value.item == "the video"
+    fake.media_verdict, fake.max_upload_bytes = "success", 100  # the video is over S3's limit, the poster is not
+    with pytest.raises(Rejected, match="EntityTooLarge") as too_large:
+        run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="media"), media=(clip, image),
+                                               key="key-3"), None))
+    assert too_large.value.item == "the video" and len(fake.published) == 1  # (only the unprocessed one)
+
+
+
+def test_a_video_post_whose_websocket_says_nothing_may_be_published(fake, channel, clip, image):
+    fake.media_verdict = None
+    with pytest.raises(OutcomeUnknown, match="accepted the video post to r/python"):
+        run(PROVIDER.publish(channel, outgoing("<p>Watch</p>", entry("python", type="media"), media=(clip, image)),
+                             None))
+    assert REDDIT_MEDIA_WAIT_SECONDS["video"] > REDDIT_MEDIA_WAIT_SECONDS["image"]  # videos take longer to process
+
+
+def test_the_media_rule_takes_a_video_with_its_poster_image():
+    from test_provider_catalogue import CHANNELS, MEDIA_ORIGIN, body, error_of, no_uploads, post, validate_create_post
+    settings = {"subreddit": [{"value": {"subreddit": "r/python", "title": "Watch", "type": "media",
+                                         "is_flair_required": False}}]}
+
+    def media(*names: str) -> dict:
+        return {"content": "x", "image": [{"id": str(n), "path": f"https://h/{name}"} for n, name in enumerate(names)]}
+    assert validate_create_post(body(post("RED", media("v.mp4", "poster.png"), settings=settings)), CHANNELS.get,
+                                MEDIA_ORIGIN, no_uploads)
+    status, error = error_of(body(post("RED", media("a.png", "b.png"), settings=settings)))
+    assert status == 400 and error["message"] == "When posting a media post, you must attached exactly one media file."

@@ -185,7 +185,7 @@ def test_add_channel_is_one_searchable_dialog_of_every_platform(start_server_wit
     assert sideways_overflow(page) <= 0
     assert serious_axe_violations(page) == []
     dialog.get_by_label("Search platforms").fill("web")
-    expect(dialog.locator("button.provider:visible")).to_have_text(["WeWebhook"])
+    expect(dialog.locator("button.provider:visible")).to_have_text(["Webhook"])
     dialog.locator("button.provider[data-provider=webhook]").click()
     expect(dialog.locator(".guide")).to_contain_text("POSTed as signed JSON")
     dialog.get_by_label("Receiver URL").fill(receiver.url + "/hook")

@@ -1,7 +1,7 @@
 """rustiz's OAuth consent for MCP clients (issue 27) in a real browser (Chromium at /usr/bin/chromium, through
 Playwright): a browser sent to /oauth/authorize while signed out signs in to the web app and comes back to the
 consent page, whose Allow reaches the client's redirect URI (the page's CSP form-action allows it); the page fits
-1440 and 390 px wide; Settings -> MCP lists the connected app and revokes it."""
+1440 and 390 px wide, light and dark, with nothing serious for axe-core; Settings -> MCP lists the connected app and revokes it."""
 from __future__ import annotations
 
 import os
@@ -19,6 +19,7 @@ if sync_playwright is None or not os.path.exists(CHROMIUM):
     pytest.skip(f"browser tests need Playwright for Python and Chromium at {CHROMIUM}", allow_module_level=True)
 
 from test_api_oauth_server import REDIRECT, authorize_query, mcp, new_client, token_call  # noqa: E402
+from test_web_channels import serious_axe_violations  # noqa: E402
 
 
 def test_consent_in_a_browser_from_signed_out_to_the_client_and_revoked_in_settings(start_server):
@@ -38,10 +39,12 @@ def test_consent_in_a_browser_from_signed_out_to_the_client_and_revoked_in_setti
         tab.get_by_role("button", name="Sign in", exact=True).click()
         expect(tab.get_by_role("heading", name="Connect Test agent to rustiz?")).to_be_visible()
         expect(tab.locator(".unverified")).to_have_text("(unverified)")
-        for width in (1440, 390):
+        for width, scheme in ((1440, "light"), (390, "dark"), (390, "light"), (1440, "dark")):
             tab.set_viewport_size({"width": width, "height": 900})
+            tab.emulate_media(color_scheme=scheme)
             assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), width
-            tab.screenshot(path=str(server.data_dir / f"consent-{width}.png"))
+            assert serious_axe_violations(tab) == [], (width, scheme)
+            tab.screenshot(path=str(server.data_dir / f"consent-{width}-{scheme}.png"))
         tab.get_by_label("Drafts that wait for review").check()
         tab.get_by_role("button", name="Allow").click()
         tab.wait_for_url(REDIRECT + "*")

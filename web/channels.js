@@ -16,10 +16,22 @@ function slotsOf(json) {
   try { return JSON.parse(json || '[]').map(({ time }) => time).sort((a, b) => a - b); } catch { return []; }
 }
 
-/** A platform's mark: its initial(s) on a tile, with its name for screen readers given by the caller. */
+/** A platform's mark: its icon (a symbol of provider-icons.svg, drawn in currentColor) on a tile, or its
+ * initials for a platform the file does not know; its name for screen readers is given by the caller. */
 export function platformMark(provider, identifier) {
-  const name = provider?.name || identifier || '?';
-  return h('span.platform-mark', { 'aria-hidden': 'true', dataset: { platform: identifier } }, name.replace(/[^A-Za-z0-9]/g, '').slice(0, 2) || '?');
+  const mark = h('span.platform-mark', { 'aria-hidden': 'true', dataset: { platform: identifier } });
+  if (!/^[a-z0-9-]+$/.test(identifier || '')) {
+    mark.textContent = (provider?.name || identifier || '?').replace(/[^A-Za-z0-9]/g, '').slice(0, 2) || '?';
+    return mark;
+  }
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  const use = document.createElementNS('http://www.w3.org/2000/svg', 'use');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('focusable', 'false');
+  use.setAttribute('href', `/web/provider-icons.svg#p-${identifier}`);
+  svg.append(use);
+  mark.append(svg);
+  return mark;
 }
 
 export async function channelsPage(main, { query } = {}) {

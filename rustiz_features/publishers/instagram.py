@@ -3,7 +3,8 @@ linked to a Facebook page, reached with Facebook Login and the Facebook app (FAC
 
 After consent the user picks the Instagram account among those of the pages they manage (between steps); the
 channel keeps the page and the account in its session, and publishes on graph.facebook.com with the page's
-token, read again after each reconnect (meta.py). The container flow is instagram_shared.py's.
+token, read again after each reconnect (meta.py). The container flow is instagram_shared.py's; videos go up
+through the resumable upload (sends_video), which Meta offers with Facebook Login for Business only.
 """
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ class InstagramProvider(InstagramPublishing):
               "instagram_content_publish", "instagram_manage_comments", "instagram_manage_insights")
     required_permissions = scopes  # as Postiz: every one, or the first comment or the insights fail later
     audio_allowed = True
+    # Facebook Login for Business may send videos itself (the resumable upload): a video post needs no public
+    # FRONTEND_URL, so connecting does not either; a post with a picture is checked when it is scheduled.
+    sends_video = True
+    needs_public_media = False
     operator_guide = (
         "Use the Facebook app (FACEBOOK_APP_ID and FACEBOOK_APP_SECRET, the same as Facebook Page's) made at "
         "developers.facebook.com/apps as a Business app, with the products Facebook Login for Business and "
@@ -32,8 +37,9 @@ class InstagramProvider(InstagramPublishing):
         "instagram_manage_comments and instagram_manage_insights: in development mode only people with a role on "
         "the app can connect; others need Advanced Access, granted by Meta's App Review (with Business "
         "Verification). The Instagram account must be a business or creator account linked to a Facebook page "
-        "the user manages. Instagram downloads every picture and video from FRONTEND_URL, which must be a public "
-        "HTTPS address; pictures must be JPEG.")
+        "the user manages. Instagram downloads every picture from FRONTEND_URL, which must then be a public HTTPS "
+        "address; pictures must be JPEG. Videos (Reels, stories, carousel videos) rustiz sends itself through "
+        "Instagram's resumable upload (rupload.facebook.com), so a video post works without a public FRONTEND_URL.")
 
     # --- the choice of the Instagram account ---------------------------------------------------------------
 

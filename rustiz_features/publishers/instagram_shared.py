@@ -2,7 +2,11 @@
 container flow that publishes, the first comments, the insights. Only the host (graph.facebook.com or
 graph.instagram.com), the Instagram account's id and the token differ: each provider says them in ig_account().
 
-Instagram downloads every picture and video itself, from MediaFile.url (rustiz's FRONTEND_URL): a post is
+Instagram downloads every picture itself, from MediaFile.url (rustiz's FRONTEND_URL). Videos too on
+Instagram standalone; through Facebook Login (sends_video) rustiz sends each video's bytes itself with the
+resumable upload: a container made with upload_type=resumable answers an upload address on
+rupload.facebook.com (RUSTIZ_INSTAGRAM_UPLOAD_URL in tests), where the file goes in one POST from offset 0
+with "Authorization: OAuth <token>"; the token goes to that origin only, as facebook.py's story videos. A post is
 one container (a picture, a Reel, a story) or a carousel container over up to 10 child containers. Instagram
 processes a container before it can be published (IN_PROGRESS, then FINISHED, ERROR or EXPIRED), so each is
 polled for a bounded time; nothing is visible until media_publish, so a post that failed before it can be
@@ -11,20 +15,26 @@ sent again safely (an unpublished container expires after 24 hours). Thread part
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Optional
 
-from ..http_client import HttpReply, Timeouts
+from ..http_client import HttpReply, Timeouts, platform_url
 from .base import (
     Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release, Retryable,
-    analytics_figures, tuned, wait_for_processing,
+    analytics_figures, error_fields, tuned, wait_for_processing,
 )
 from .meta import MetaGraphProvider, graph_error
+from .oauth import variable_prefix
 
 INSTAGRAM_CAROUSEL_LIMIT = 10
 INSTAGRAM_WAIT_SECONDS = 300.0  # how long a post waits for Instagram to process its media
 INSTAGRAM_MOST_POLLS = 120
 INSTAGRAM_IMAGE_TYPES = ("image/jpeg",)  # Instagram's image containers take JPEG only
+RUPLOAD_ORIGIN = "https://rupload.facebook.com"  # where a resumable container's video is sent
+# Instagram's largest video files: a Reel 300 MB, a story or a carousel's video 100 MB (sent in one request, so
+# held in memory whole).
+VIDEO_BYTES = {"REELS": 300 * 2**20, "STORIES": 100 * 2**20, "VIDEO": 100 * 2**20}
 MEDIA_FETCH_FAILED = "2207052"  # "media fetch failed": Instagram could not download it this time
 # Instagram put the account behind a checkpoint: the token is valid, but nothing goes out until its owner
 # logs in on instagram.com, follows the instructions there and connects the channel again.
@@ -38,16 +48,21 @@ ACCOUNT_METRICS = {"reach": "Reach", "views": "Views", "likes": "Likes", "commen
                    "saves": "Saves"}
 
 
-
-
 def handle(label: str) -> str:
     """A collaborator as Instagram wants it: the username without the "@" people type (else 2207018)."""
     return label.strip().lstrip("@")
 
 
+def media_extension(media: object) -> str:
+    """The file extension of a post's media object ({"path": ...}), lowercased; "" without one."""
+    name = str(media.get("path", "")).split("?")[0].rsplit("/", 1)[-1] if isinstance(media, dict) else ""
+    return name.rpartition(".")[2].lower() if "." in name else ""
+
+
 class InstagramPublishing(MetaGraphProvider):
     """The container flow on the Graph host of api_base(), as the account ig_account() names."""
     needs_public_media = True  # every Instagram post has media, which Instagram downloads from FRONTEND_URL
+    sends_video = False  # videos go up through the resumable upload, not pulled from FRONTEND_URL
     audio_allowed = False  # audio_configuration: only the Instagram API with Facebook Login has the Audio API
     spacing = 2.0
     concurrency = 4
@@ -57,12 +72,24 @@ class InstagramPublishing(MetaGraphProvider):
         raise NotImplementedError
 
     def pulls_media(self, values: list, settings: dict) -> bool:
-        return bool(values and values[0].get("image"))
+        first = values[0].get("image") if values else None
+        return bool(first) and (not self.sends_video
+                                or any(media_extension(media) not in VIDEO_EXTENSIONS for media in first))
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Instagram account of the channel \"{channel.name}\""
 
+    def error_words(self, reply: HttpReply) -> Optional[str]:
+        # the upload host's own shape: {"debug_info": {"retriable": false, "type": ..., "message": ...}}
+        answer = reply.json()
+        info = answer.get("debug_info") if isinstance(answer, dict) else None
+        return error_fields(info, "message", "type") if isinstance(info, dict) else super().error_words(reply)
+
     def check_reply(self, reply: HttpReply, visible: bool, what: str) -> HttpReply:
+        answer = reply.json() if reply.status >= 400 else None
+        info = answer.get("debug_info") if isinstance(answer, dict) else None
+        if isinstance(info, dict) and info.get("retriable") is True:  # the upload host says: send it again
+            raise Retryable(f"{self.platform_words(reply)} (on {what})", reply.status, self.error_excerpt(reply))
         error = graph_error(reply.json()) if reply.status >= 400 else None
         if error is not None:
             words, body = self.platform_words(reply), self.error_excerpt(reply)
@@ -82,17 +109,15 @@ class InstagramPublishing(MetaGraphProvider):
         if any(part.get("image") for part in values[1:]):
             return "Instagram comments (the thread's later parts) are text only: remove their media"
         for media in first:
-            name = str(media.get("path", "")).split("?")[0].rsplit("/", 1)[-1] if isinstance(media, dict) else ""
-            extension = name.rpartition(".")[2].lower() if "." in name else ""
+            extension = media_extension(media)
             if extension in UNSUPPORTED_EXTENSIONS:
                 return f"Instagram takes JPEG pictures only (and MP4 or MOV videos), not .{extension}"
         audio = settings.get("audio")
         if isinstance(audio, dict) and audio.get("id"):
             if not self.audio_allowed:
                 return "Audio can be attached only through Instagram (Facebook Business): remove the audio setting"
-            name = str(first[0].get("path", "")).split("?")[0] if first and isinstance(first[0], dict) else ""
             if settings.get("post_type") == "story" or len(first) != 1 \
-                    or name.rpartition(".")[2].lower() not in VIDEO_EXTENSIONS:
+                    or media_extension(first[0]) not in VIDEO_EXTENSIONS:
                 return "Audio can only be added to a single video Reel"
         return None
 
@@ -123,27 +148,29 @@ class InstagramPublishing(MetaGraphProvider):
         if story:
             if len(media) != 1:
                 raise Rejected("An Instagram story takes one picture or video")
-            return [await self._container(channel, account, token, {**self._source(media[0], "STORIES")})]
+            return [await self._container(channel, account, token, {}, media=media[0], video_type="STORIES")]
         caption = {"caption": post.text} if post.text.strip() else {}
         collaborators = [handle(item["label"]) for item in settings.get("collaborators") or []
                          if isinstance(item, dict) and isinstance(item.get("label"), str) and item["label"].strip()]
         together = {"collaborators": json.dumps(collaborators)} if collaborators else {}
         if len(media) == 1:
-            fields = {**self._source(media[0], "REELS"), **caption, **together, **self._reel_extras(media[0], settings)}
-            return [await self._container(channel, account, token, fields)]
+            fields = {**caption, **together, **self._reel_extras(media[0], settings)}
+            return [await self._container(channel, account, token, fields, media=media[0])]
         if len(media) > INSTAGRAM_CAROUSEL_LIMIT:
             raise Rejected(f"An Instagram carousel takes at most {INSTAGRAM_CAROUSEL_LIMIT} pictures and videos")
-        children = [await self._container(channel, account, token, {**self._source(item, "VIDEO"),
-                                                                   "is_carousel_item": "true"}, f"media item {n}")
+        children = [await self._container(channel, account, token, {"is_carousel_item": "true"}, f"media item {n}",
+                                          media=item, video_type="VIDEO")
                     for n, item in enumerate(media, 1)]
         carousel = await self._container(channel, account, token, {"media_type": "CAROUSEL",
                                                                    "children": ",".join(children), **caption,
                                                                    **together}, "the carousel")
         return [*children, carousel]
 
-    @staticmethod
-    def _source(media: MediaFile, video_type: str) -> dict:
+    def _source(self, media: MediaFile, video_type: str) -> dict:
+        """Where a container's media comes from: its URL, or (a video, when sends_video) a resumable upload."""
         if media.kind == "video":
+            if self.sends_video:
+                return {"media_type": video_type, "upload_type": "resumable"}
             return {"video_url": media.url, "media_type": video_type}
         return {"image_url": media.url, **({"media_type": "STORIES"} if video_type == "STORIES" else {})}
 
@@ -161,20 +188,45 @@ class InstagramPublishing(MetaGraphProvider):
             extras["audio_configuration"] = json.dumps({"audio_id": str(audio["id"]), **volumes})
         return extras
 
-    async def _container(self, channel: Channel, account: str, token: str, fields: dict,
-                         item: str = "the media") -> str:
-        """Create one container and wait until Instagram has downloaded and processed its media."""
+    async def _container(self, channel: Channel, account: str, token: str, fields: dict, item: str = "the media",
+                         media: Optional[MediaFile] = None, video_type: str = "REELS") -> str:
+        """Create one container for `media` (none: a carousel), send its video when it is a resumable one,
+        and wait until Instagram has processed it."""
+        if media is not None:
+            fields = {**self._source(media, video_type), **fields}
+            if fields.get("upload_type") == "resumable" and os.path.getsize(media.path) > VIDEO_BYTES[video_type]:
+                raise Rejected(f"Instagram takes videos of at most {VIDEO_BYTES[video_type] // 2**20} MB here, and "
+                               f"{item} is {os.path.getsize(media.path) / 2**20:.0f} MB", item=item)
         try:
             answer = await self.graph_call(channel, "POST", f"{account}/media", token, f"the container of {item}",
                                            form=fields, timeouts=Timeouts(read=120, total=180))
             container = answer.get("id")
             if not isinstance(container, str) or not container:
                 raise Retryable(f"Instagram answered the container of {item} without its id")
+            if media is not None and fields.get("upload_type") == "resumable":
+                await self._send_video(channel, token, container, answer.get("uri"), media, item)
             await self._wait_until_processed(channel, token, container, item)
         except PublishError as error:
             error.item = error.item or item
             raise
         return container
+
+    async def _send_video(self, channel: Channel, token: str, container: str, uri: object, video: MediaFile,
+                          item: str) -> None:
+        """The whole video to the upload address of the container's answer, from offset 0."""
+        upload_base = platform_url(variable_prefix(self.identifier) + "UPLOAD_URL", RUPLOAD_ORIGIN)
+        if not isinstance(uri, str) or not uri.startswith(upload_base + "/"):  # the token goes there: Meta's only
+            raise Retryable(f"Instagram answered the container of {item} without an upload address on its upload "
+                            "host; the next attempt starts again")
+        data = await channel.http.run_blocking(video.read)
+        reply = await self.send(channel, "POST", uri, what=f"the upload of {item}", body=data,
+                                headers={"Authorization": f"OAuth {token}", "offset": "0", "file_size": str(len(data)),
+                                         "Content-Type": "application/octet-stream"},
+                                timeouts=Timeouts(read=120, total=900))
+        answer = reply.json()
+        if not isinstance(answer, dict) or answer.get("success") is not True:
+            raise Retryable(f"Instagram did not confirm the upload of {item} "
+                            f"({reply.described('an upload confirmation')})", reply.status)
 
     async def _wait_until_processed(self, channel: Channel, token: str, container: str, item: str) -> None:
         async def processed() -> Optional[bool]:

@@ -1,19 +1,31 @@
 """LinkedIn Page, an organization the member administers: the same app and Posts API as LinkedIn, posts as
 urn:li:organization:<id>. After consent the user picks the page (between steps) from the organizations
-LinkedIn lists as theirs to administer. What it shares with LinkedIn is in linkedin_shared.py.
+LinkedIn lists as theirs to administer, each with its logo (organizations' logoV2, an asset whose download URL
+the Images API gives; a page whose logo LinkedIn does not give is listed without one). What it shares with
+LinkedIn is in linkedin_shared.py.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
-
-from ..catalogue import ChannelAccount
 from urllib.parse import quote
 
-from .base import Channel, Connected, Rejected, Release, analytics_figures
+from ..catalogue import ChannelAccount
+from .base import Channel, Connected, PublishError, Rejected, Release, analytics_figures
 from .linkedin_shared import LINKEDIN_PAGE_LIMIT, LinkedInProviderBase, needs_choice, organization_id
 
 # The roles that may post as the page (organizationAcls roles); the others (analysts, ads) may not.
 POSTING_ROLES = ("ADMINISTRATOR", "CONTENT_ADMINISTRATOR")
+_LOGO_ASSET = re.compile(r"urn:li:(?:digitalmediaAsset|image):([A-Za-z0-9_-]{1,100})")
+
+
+def logo_image(organization: Optional[dict]) -> Optional[str]:
+    """The image URN of an organization's logo (logoV2's cropped one, else the original; a digital media
+    asset's id is its image's id), or None without one."""
+    logo = organization.get("logoV2") if isinstance(organization, dict) else None
+    assets = [logo.get(name) for name in ("cropped", "original")] if isinstance(logo, dict) else []
+    match = next(filter(None, (_LOGO_ASSET.fullmatch(asset) for asset in assets if isinstance(asset, str))), None)
+    return f"urn:li:image:{match[1]}" if match else None
 
 
 class LinkedInPageProvider(LinkedInProviderBase):
@@ -103,7 +115,27 @@ class LinkedInPageProvider(LinkedInProviderBase):
         answer = reply.json()
         results = answer.get("results") if isinstance(answer, dict) else None
         results = results if isinstance(results, dict) else {}
-        return [self._page_account(page, results.get(page)) for page in ids]
+        logos = await self._logos(channel, {page: logo_image(results.get(page)) for page in ids})
+        return [self._page_account(page, results.get(page))._replace(picture=logos.get(page)) for page in ids]
+
+    async def _logos(self, channel: Channel, images: dict) -> dict:
+        """page id -> the download URL of its logo (page id -> image URN or None in `images`), from one batch
+        read of the Images API; {} when LinkedIn does not give them (a logo never stops the choice)."""
+        wanted = list(dict.fromkeys(urn for urn in images.values() if urn))
+        if not wanted:
+            return {}
+        try:
+            reply = await self.send(channel, "GET", self.rest_url(
+                f"images?ids=List({','.join(quote(urn, safe='') for urn in wanted)})"),
+                what="the pages' logos (images)", headers=self.rest_headers(channel))
+        except PublishError:
+            return {}
+        answer = reply.json()
+        results = answer.get("results") if isinstance(answer, dict) else None
+        urls = {urn: found.get("downloadUrl") for urn, found in (results or {}).items()
+                if isinstance(found, dict)} if isinstance(results, dict) else {}
+        return {page: urls[urn] for page, urn in images.items()
+                if isinstance(urls.get(urn), str) and urls[urn].startswith("https://")}
 
     @staticmethod
     def _page_account(page: str, organization: Optional[dict]) -> ChannelAccount:

@@ -64,6 +64,8 @@ class OAuthProvider(Provider):
     scopes: tuple = ()
     pkce = True  # S256 code challenge in the authorize URL, verifier in the exchange
     between_steps = False  # a choice follows consent (a page, a board): the channel waits in inBetweenSteps
+    # More of the callback's query that the code exchange needs (VK ID's device_id): kept in its `details`.
+    callback_parameters: tuple = ()
     operator_guide = ""  # one paragraph: where to make the app, what to ask for, what to register
     needs_operator_app = True  # False for platforms where rustiz registers its own app (Mastodon)
     # How long before its expiry a token is refreshed: on use, and by the scheduler's sweep even when nothing

@@ -6,8 +6,9 @@ Reddit answers most refusals with HTTP 200: a token endpoint's {"error": "invali
 {"json": {"errors": [[CODE, message, field]]}}. Both are read here as the refusals they are, never as
 success. An image post takes three steps: a lease (/api/media/asset.json), the file to the lease's S3
 form, then the submission, whose answer holds no post id but a websocket that announces the post once
-Reddit has processed the image. Video posts (which need a poster image too) are not published by rustiz:
-post_problem refuses them before they are scheduled.
+Reddit has processed the image. A video post (a "media" post whose file is a video, or the "video" and
+"videogif" kinds) goes the same way with two files: the video, and the poster image Reddit requires
+(video_poster_url), which is the post's one picture beside the video.
 """
 from __future__ import annotations
 
@@ -35,9 +36,12 @@ REDDIT_USER_AGENT = f"server:rustiz:{VERSION} (self-hosted scheduler)"
 
 # The settings' post types (Postiz's "self", "link" and "media"; "text" and "image" as some clients write
 # them) -> Reddit's kind.
-POST_KINDS = {"self": "self", "text": "self", "link": "link", "media": "image", "image": "image"}
+POST_KINDS = {"self": "self", "text": "self", "link": "link", "media": "image", "image": "image", "video": "video",
+              "videogif": "videogif"}
 VIDEO_TYPES = ("video", "videogif")
-REDDIT_MEDIA_WAIT_SECONDS = 60.0  # how long an image post waits for Reddit to say where the post is
+MEDIA_KINDS = ("image", *VIDEO_TYPES)  # the kinds whose files go to Reddit's S3 and whose post a websocket announces
+# How long an image or a video post waits for Reddit to say where the post is (a video takes longer to process).
+REDDIT_MEDIA_WAIT_SECONDS = {"image": 60.0, "video": 300.0}
 MAX_WEBSOCKET_MESSAGES = 20  # messages read while waiting for the post's (others are skipped)
 TITLE_LIMIT = 300  # characters, Reddit's limit on a post's title
 SUBREDDIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{1,20}")
@@ -78,6 +82,17 @@ def _has_video(media: list) -> bool:
                for item in media)
 
 
+def video_post_problem(videos: int, pictures: int, name: str) -> Optional[str]:
+    """Why a video post's media (so many videos and pictures) would not do: Reddit needs one video and a poster
+    image; None when they do."""
+    if videos != 1:
+        return f"a video post to r/{name} takes exactly one video"
+    if pictures != 1:
+        return (f"a video post to r/{name} needs a poster image too (Reddit shows it before the video plays): add "
+                "one picture beside the video")
+    return None
+
+
 def _reddit_errors(answer: Any) -> list:
     """The [[CODE, message, field], ...] of an api_type=json answer, or [] when it has none."""
     body = answer.get("json") if isinstance(answer, dict) else None
@@ -86,10 +101,10 @@ def _reddit_errors(answer: Any) -> list:
         if isinstance(errors, list) else []
 
 
-def _read_announcement(http: HttpClient, url: str) -> dict:
+def _read_announcement(http: HttpClient, url: str, seconds: float) -> dict:
     """The first {"type": "success" | "failed", ...} message of a media post's websocket (a blocking call,
-    run in the HTTP client's threads), within REDDIT_MEDIA_WAIT_SECONDS."""
-    deadline = time.monotonic() + REDDIT_MEDIA_WAIT_SECONDS
+    run in the HTTP client's threads), within `seconds`."""
+    deadline = time.monotonic() + seconds
     connection = WebSocketClient(url, time.monotonic() + 15.0, http)
     try:
         for _ in range(MAX_WEBSOCKET_MESSAGES):
@@ -204,11 +219,15 @@ class RedditProvider(OAuthProvider):
             if name is None:
                 return f"\"{shown}\" is not a subreddit name (write it as r/name)"
             post_type = value.get("type") if isinstance(value.get("type"), str) else None
-            if post_type in VIDEO_TYPES or (POST_KINDS.get(post_type) == "image" and _has_video(values[0]["image"])):
-                return f"rustiz does not publish Reddit video posts (r/{name}): choose an image, text (self) or link post"
             if post_type not in POST_KINDS:
-                return f"the post type for r/{name} must be self, link or media, not \"{post_type}\""
-            if POST_KINDS[post_type] != "image" and values[0]["image"]:
+                return f"the post type for r/{name} must be self, link, media or video, not \"{post_type}\""
+            media = values[0]["image"]
+            if post_type in VIDEO_TYPES or (POST_KINDS[post_type] == "image" and _has_video(media)):
+                videos = sum(1 for item in media if _has_video([item]))
+                problem = video_post_problem(videos, len(media) - videos, name)
+                if problem:
+                    return problem
+            elif POST_KINDS[post_type] != "image" and media:
                 return (f"the post to r/{name} is a {post_type} post, which carries no images: remove them, or "
                         "choose a media post (one image)")
             if isinstance(value.get("title"), str) and len(value["title"]) > TITLE_LIMIT:
@@ -270,19 +289,21 @@ class RedditProvider(OAuthProvider):
         if name is None or value.get("type") not in POST_KINDS:
             raise Rejected(f"rustiz cannot post a \"{value.get('type')}\" post to \"{value.get('subreddit')}\"")
         kind = POST_KINDS[value["type"]]
+        if kind == "image" and any(item.kind == "video" for item in post.media):
+            kind = "video"  # Postiz's "media" post whose file is a video
         form = {"api_type": "json", "sr": name, "kind": kind, "title": str(value.get("title") or ""),
                 "text": post.text, "resubmit": "true", "sendreplies": "true"}
         if kind == "link":
             form["url"] = str(value.get("url") or "")
-        if kind == "image":
-            form["url"] = await self._upload(channel, post.media)
+        if kind in MEDIA_KINDS:
+            form.update(await self._media_fields(channel, post.media, kind, name))
         flair = value.get("flair")
         if isinstance(flair, dict) and isinstance(flair.get("id"), str) and flair["id"]:
             form["flair_id"] = flair["id"]
         reply = await self._call(channel, "POST", "/api/submit", visible=True, what=f"the post to r/{name}", form=form)
         data = self._json_data(reply, f"the post to r/{name}")
-        if kind == "image" and not data.get("id"):
-            return await self._announced_post(channel, data, name)
+        if kind in MEDIA_KINDS and not data.get("id"):
+            return await self._announced_post(channel, data, name, "image" if kind == "image" else "video")
         if not isinstance(data.get("id"), str) or not data["id"]:
             raise OutcomeUnknown(f"Reddit accepted the post to r/{name} but answered "
                                  f"{reply.described('a submitted post')}", reply.status)
@@ -290,58 +311,69 @@ class RedditProvider(OAuthProvider):
             f"{self.auth_base()}/r/{name}/comments/{data['id']}/"
         return [data["id"], data.get("name") or "t3_" + data["id"], url]
 
-    async def _upload(self, channel: Channel, media: tuple) -> str:
-        """The URL of the post's one image on Reddit's S3, for kind=image: a lease from Reddit, then the file
-        to the lease's form (no Reddit token goes to S3)."""
-        images = [item for item in media if item.kind == "image"]
-        if len(images) != 1 or len(media) != 1:
-            raise Rejected("a Reddit media post takes exactly one image")
-        image: MediaFile = images[0]
-        reply = await self._call(channel, "POST", "/api/media/asset.json", what="the image's upload lease",
-                                 form={"filepath": image.name, "mimetype": image.content_type})
+    async def _media_fields(self, channel: Channel, media: tuple, kind: str, name: str) -> dict:
+        """The submission's url (the file on Reddit's S3) and, for a video, its video_poster_url."""
+        pictures = [item for item in media if item.kind == "image"]
+        if kind == "image":
+            if len(pictures) != 1 or len(media) != 1:
+                raise Rejected("a Reddit media post takes exactly one image")
+            return {"url": await self._upload(channel, pictures[0], "the image")}
+        videos = [item for item in media if item.kind == "video"]
+        problem = video_post_problem(len(videos), len(pictures), name)
+        if problem:
+            raise Rejected(problem)
+        return {"url": await self._upload(channel, videos[0], "the video"),
+                "video_poster_url": await self._upload(channel, pictures[0], "the poster image")}
+
+    async def _upload(self, channel: Channel, file: MediaFile, item: str) -> str:
+        """The URL of one file on Reddit's S3: a lease from Reddit, then the file to the lease's form (no Reddit
+        token goes to S3)."""
+        reply = await self._call(channel, "POST", "/api/media/asset.json", what=f"{item}'s upload lease",
+                                 form={"filepath": file.name, "mimetype": file.content_type})
         lease = reply.json()
         lease = lease.get("args") if isinstance(lease, dict) else None
         fields = lease.get("fields") if isinstance(lease, dict) else None
         if not isinstance(fields, list) or not isinstance(lease.get("action"), str) or not lease["action"]:
-            raise Retryable(f"Reddit answered the image's upload lease with {reply.described('an upload lease')}",
-                            reply.status, item="the image")
+            raise Retryable(f"Reddit answered {item}'s upload lease with {reply.described('an upload lease')}",
+                            reply.status, item=item)
         form = [(field["name"], str(field.get("value", ""))) for field in fields
                 if isinstance(field, dict) and isinstance(field.get("name"), str)]
         key = dict(form).get("key")
         if not key:
-            raise Retryable("Reddit's upload lease for the image names no key", reply.status, item="the image")
+            raise Retryable(f"Reddit's upload lease for {item} names no key", reply.status, item=item)
         # The action is protocol-relative ("//reddit-uploaded-media.s3-accelerate.amazonaws.com"): https in
         # production, the fake's scheme in tests.
         action = urljoin(self.api_base(channel) + "/", lease["action"]).rstrip("/")
-        body, content_type = encode_multipart([*form, ("file", (image.name, image.read(), image.content_type))])
+        body, content_type = encode_multipart([*form, ("file", (file.name, file.read(), file.content_type))])
         try:
-            await self.send(channel, "POST", action, what="the upload of the image", body=body,
+            await self.send(channel, "POST", action, what=f"the upload of {item}", body=body,
                             headers={"Content-Type": content_type, "User-Agent": REDDIT_USER_AGENT},
                             timeouts=Timeouts(read=120, total=600))
         except PublishError as error:
-            error.item = error.item or "the image"
+            error.item = error.item or item
             raise
         return f"{action}/{key}"
 
-    async def _announced_post(self, channel: Channel, data: dict, name: str) -> list:
-        """[id, fullname, url] of an image post, from the websocket its submission's answer names: Reddit
-        says there where the post is once the image is processed ({"type": "success", "payload":
+    async def _announced_post(self, channel: Channel, data: dict, name: str, what: str) -> list:
+        """[id, fullname, url] of an image or video post, from the websocket its submission's answer names:
+        Reddit says there where the post is once the file is processed ({"type": "success", "payload":
         {"redirect": url}}) or that it failed ({"type": "failed"})."""
         websocket_url = data.get("websocket_url")
         if not isinstance(websocket_url, str) or not websocket_url.startswith(("wss://", "ws://")):
-            raise OutcomeUnknown(f"Reddit accepted the image post to r/{name} but did not say where it is (no websocket)")
+            raise OutcomeUnknown(f"Reddit accepted the {what} post to r/{name} but did not say where it is (no websocket)")
         try:
-            update = await channel.http.run_blocking(_read_announcement, channel.http, websocket_url)
+            update = await channel.http.run_blocking(_read_announcement, channel.http, websocket_url,
+                                                     REDDIT_MEDIA_WAIT_SECONDS[what])
         except (ConnectFailed, WebSocketClosed, TimeoutError, OSError) as error:
-            raise OutcomeUnknown(f"Reddit accepted the image post to r/{name}, but its processing could not be "
+            raise OutcomeUnknown(f"Reddit accepted the {what} post to r/{name}, but its processing could not be "
                                  f"followed ({error})") from None
         if update.get("type") == "failed":
-            raise Rejected(f"Reddit could not process the image of the post to r/{name}", item="the image")
+            raise Rejected(f"Reddit could not process the {what} of the post to r/{name}", item=f"the {what}")
         payload = update.get("payload") if isinstance(update.get("payload"), dict) else {}
         url = payload.get("redirect")
         match = re.search(r"/comments/([a-z0-9]+)", url) if isinstance(url, str) else None
         if match is None:
-            raise OutcomeUnknown(f"Reddit processed the image post to r/{name} without saying where it is")
+            raise OutcomeUnknown(f"Reddit processed the {what} post to r/{name} without saying where it is")
         return [match[1], "t3_" + match[1], url]
 
     async def _comment(self, channel: Channel, post: OutgoingPost, thing: str) -> list:

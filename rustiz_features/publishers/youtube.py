@@ -13,18 +13,18 @@ import os
 import re
 import time
 from typing import Any, Optional
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlsplit
 
 from ..catalogue import ChannelAccount
-from ..http_client import HttpClient, HttpReply, Timeouts, platform_url
+from ..http_client import HttpReply, Timeouts
 from ..text import html_to_text
 from .base import (
     Channel, Connected, MediaFile, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable, analytics_figures,
     retry_after_seconds, tuned,
 )
-from .oauth import DEFINITE_REFUSALS, AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer, variable_prefix
+from .google import SCOPE, GoogleOAuthProvider, google_error
+from .oauth import bearer
 
-SCOPE = "https://www.googleapis.com/auth/"
 UPLOADS_KEY = "youtubeUploads"  # in the channel's session: idempotency key -> {"uri", "video"} of an upload
 CHUNK_WHAT = "the video's upload"
 CHUNK_UNIT = 256 * 1024  # Google takes chunks in multiples of 256 KiB (all but the last)
@@ -39,16 +39,6 @@ RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded")
 REAUTH_REASONS = ("insufficientPermissions", "authError", "unauthorized")
 NO_CHANNEL = ("This Google account has no YouTube channel: create one (youtube.com, \"Create a channel\") with "
               "the account, then connect it again")
-
-
-def google_error(answer: Any) -> Optional[tuple]:
-    """(message, reasons) of Google's error shape {"error": {"code", "message", "errors": [{"reason"}]}}."""
-    error = answer.get("error") if isinstance(answer, dict) else None
-    if not isinstance(error, dict) or not isinstance(error.get("message"), str) or type(error.get("code")) is not int:
-        return None
-    reasons = [item["reason"] for item in error.get("errors") or [] if isinstance(item, dict)
-               and isinstance(item.get("reason"), str)] if isinstance(error.get("errors"), list) else []
-    return re.sub(r"<[^>]{0,200}>", "", error["message"]).strip(), reasons
 
 
 def seconds_to_quota_reset() -> float:
@@ -85,16 +75,12 @@ def acknowledged(reply: HttpReply) -> int:
     return int(match[1]) + 1 if match else 0
 
 
-class YouTubeProvider(OAuthProvider):
+class YouTubeProvider(GoogleOAuthProvider):
     identifier = "youtube"
     media_settings = ("thumbnail",)  # read from this machine's file, as the video
     app_variables = ("YOUTUBE_CLIENT_ID", "YOUTUBE_CLIENT_SECRET")
-    auth_origin = "https://accounts.google.com"  # the consent page
-    token_origin = "https://oauth2.googleapis.com"  # the token endpoint; RUSTIZ_YOUTUBE_AUTH_URL stands for both
     api_origin = "https://www.googleapis.com"  # /youtube/v3 and /upload/youtube/v3
     can_delete = True  # videos.delete, and comments.delete for a thread part
-    authorize_path = "/o/oauth2/v2/auth"
-    token_path = "/token"
     # Postiz's scopes, less userinfo.email, youtubepartner and yt-analytics.readonly, which rustiz never uses
     # (every scope asked lengthens Google's verification). force-ssl is the one comments need.
     scopes = (SCOPE + "userinfo.profile", SCOPE + "youtube", SCOPE + "youtube.force-ssl", SCOPE + "youtube.readonly",
@@ -113,36 +99,6 @@ class YouTubeProvider(OAuthProvider):
         "for the other calls (a thumbnail or a comment costs 50), reset at midnight Pacific time.")
 
     # --- OAuth ------------------------------------------------------------------------------------------
-
-    def token_base(self) -> str:
-        return platform_url(variable_prefix(self.identifier) + "AUTH_URL", self.token_origin)
-
-    async def begin(self, http: HttpClient, app: AppCredentials, redirect_uri: str, state: str,
-                    code_challenge: Optional[str], details: dict) -> str:
-        url = await super().begin(http, app, redirect_uri, state, code_challenge, details)
-        # offline + consent: Google sends a refresh token on every consent, not only on the first one.
-        return url + "&" + urlencode({"access_type": "offline", "prompt": "consent", "include_granted_scopes": "true"})
-
-    def token_request_headers(self, app: AppCredentials) -> dict:
-        return {"Accept": "application/json"}
-
-    def token_form_extra(self, app: AppCredentials) -> dict:
-        return {"client_id": app.client_id, "client_secret": app.client_secret}
-
-    async def token_request(self, http: HttpClient, app: AppCredentials, form: dict, what: str) -> Tokens:
-        """POST oauth2.googleapis.com/token, the app's id and secret in the form. Google refuses a dead code or
-        refresh token with 400 {"error": "invalid_grant"}: TokenRefused."""
-        channel = Channel("", "", {}, None, http)
-        try:
-            reply = await self.send(channel, "POST", self.token_base() + self.token_path, what=what,
-                                    headers=self.token_request_headers(app), form={**form, **self.token_form_extra(app)})
-        except Rejected as refused:
-            if any(f'"{code}"' in refused.body for code in DEFINITE_REFUSALS):
-                raise TokenRefused(refused.message, refused.status, refused.body) from None
-            raise
-        if form.get("grant_type") == "authorization_code":
-            self.check_scopes(reply)
-        return self.tokens_from(reply)
 
     def check_scopes(self, reply: HttpReply) -> None:
         """Google lets the user untick scopes on its consent page: refuse a grant that cannot upload or comment."""

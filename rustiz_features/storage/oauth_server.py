@@ -138,10 +138,16 @@ def revoke_chain_id(store: Store, chain_id: str, now: float) -> None:
         db.execute("UPDATE oauth_token SET revoked_at = ? WHERE chain_id = ? AND revoked_at IS NULL", (now, chain_id))
 
 
+def record_token_use(store: Store, token_hash: str, now: float) -> None:
+    """An access token's last MCP call (the caller writes it at most once a minute)."""
+    with store.writing(no_channels=True) as db:
+        db.execute("UPDATE oauth_token SET used_at = ? WHERE token_hash = ?", (now, token_hash))
+
+
 def organization_clients(store: Store, organization_id: str, now: float) -> list:
     """[{client_id, name, scope, created_at, last_used_at}] of the clients holding a live grant in the
-    organization: its scope the latest grant's, created when first granted, last used when a token was last
-    issued (a refresh, at least every hour while the agent works)."""
+    organization: its scope the latest grant's, created when first granted, last used at its latest MCP call
+    (or token issued) of any of its tokens."""
     clients: dict = {}
     for client_id, name, scope, created_at in store.read(
             "SELECT t.client_id, c.name, t.scope, t.created_at FROM oauth_token t JOIN oauth_client c "
@@ -149,6 +155,11 @@ def organization_clients(store: Store, organization_id: str, now: float) -> list
             "ORDER BY t.created_at", (organization_id, now)):
         found = clients.setdefault(client_id, {"client_id": client_id, "name": name, "created_at": created_at})
         found.update(scope=scope, last_used_at=created_at)
+    # (an access token lives an hour: its last call is read from expired ones too)
+    for client_id, used_at in store.read("SELECT client_id, MAX(used_at) FROM oauth_token WHERE organization_id = ? "
+                                         "AND used_at IS NOT NULL GROUP BY client_id", (organization_id,)):
+        if client_id in clients:
+            clients[client_id]["last_used_at"] = max(clients[client_id]["last_used_at"], used_at)
     return list(clients.values())
 
 

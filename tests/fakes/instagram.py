@@ -5,7 +5,9 @@ the Instagram-Login side (www.instagram.com's /oauth/authorize, api.instagram.co
 graph.instagram.com's /access_token (ig_exchange_token), /refresh_access_token (ig_refresh_token) and /me).
 
 Both sides share the content publishing API: POST /{ig-user}/media (the fake really GETs image_url/video_url,
-as Instagram does), container statuses IN_PROGRESS -> FINISHED (or ERROR, EXPIRED), carousels of up to 10
+as Instagram does; with upload_type=resumable it answers {id, uri} and waits for the video at rupload's
+POST /ig-api-upload/v25.0/{container}: "Authorization: OAuth <token>", offset 0, file_size, the bytes; errors
+in rupload's {"debug_info": {retriable, type, message}} shape), container statuses IN_PROGRESS -> FINISHED (or ERROR, EXPIRED), carousels of up to 10
 finished children, /media_publish, permalinks, /comments and insights. Graph's error shape {"error": {message,
 type, code, error_subcode, fbtrace_id}}; a dead or unknown token answers code 190."""
 from __future__ import annotations
@@ -65,6 +67,7 @@ class FakeInstagram(FakePlatform):
         self.media: dict = {}  # published media id -> what was published
         self.comments: list = []
         self.fetched: dict = {}  # URL -> bytes the fake downloaded, as Instagram pulls media
+        self.uploaded: dict = {}  # container id -> the video bytes sent to rupload
         self.ids = itertools.count(17900000000000001)
         self.route("GET", V + "/dialog/oauth", lambda request: self.consent(request, "facebook"))
         self.route("GET", "/oauth/authorize", lambda request: self.consent(request, "instagram"))
@@ -81,6 +84,7 @@ class FakeInstagram(FakePlatform):
         self.route("POST", V + r"/([^/]+)/comments", self.comment)
         self.route("GET", V + r"/([^/]+)/insights", self.insights)
         self.route("GET", V + r"/([^/]+)", self.node)
+        self.route("POST", r"/ig-api-upload" + V + r"/(\d+)", self.rupload)
 
     @property
     def env(self) -> dict:
@@ -88,7 +92,7 @@ class FakeInstagram(FakePlatform):
                 "RUSTIZ_INSTAGRAM_STANDALONE_AUTH_URL": self.url, "RUSTIZ_INSTAGRAM_STANDALONE_API_URL": self.url,
                 "FACEBOOK_APP_ID": FB_APP[0], "FACEBOOK_APP_SECRET": FB_APP[1],
                 "INSTAGRAM_APP_ID": IG_APP[0], "INSTAGRAM_APP_SECRET": IG_APP[1],
-                "RUSTIZ_INSTAGRAM_POLL_SECONDS": "0.05"}
+                "RUSTIZ_INSTAGRAM_UPLOAD_URL": self.url, "RUSTIZ_INSTAGRAM_POLL_SECONDS": "0.05"}
 
     def issue(self, kind: str, **about) -> str:
         token = {"fb-short": "EAAS", "fb-user": "EAAL", "page": "EAAP", "ig-short": "IGQS", "ig": "IGAA"}[kind] \
@@ -293,6 +297,11 @@ class FakeInstagram(FakePlatform):
                 state = self.containers.get(child)
                 if state is None or state["owner"] != account or self.container_state(state)["status_code"] != "FINISHED":
                     return answer(400, graph_error(f"Carousel item {child} is not finished", 100, 2207028))
+        elif fields.get("upload_type") == "resumable":
+            if kind not in ("REELS", "STORIES", "VIDEO"):
+                return answer(400, graph_error("(#100) upload_type=resumable needs media_type REELS, STORIES or VIDEO",
+                                               100))
+            container["awaiting_upload"] = True
         elif "video_url" in fields:
             if kind not in ("REELS", "STORIES", "VIDEO"):
                 return answer(400, graph_error("The media type must be REELS, STORIES or VIDEO for a video", 100))
@@ -318,11 +327,35 @@ class FakeInstagram(FakePlatform):
             return answer(400, graph_error("The caption is too long", 100, 2207010))
         container_id = str(next(self.ids))
         self.containers[container_id] = container
+        if container.get("awaiting_upload"):
+            return answer(200, {"id": container_id, "uri": f"{self.url}/ig-api-upload{V}/{container_id}"})
         return answer(200, {"id": container_id})
+
+    def rupload(self, request: FakeRequest):
+        """rupload.facebook.com: the whole video of a resumable container, from offset 0."""
+        def refused(status: int, message: str, kind: str = "ProcessingFailedError", retriable: bool = False):
+            return answer(status, {"debug_info": {"retriable": retriable, "type": kind, "message": message}})
+        authorization = request.headers.get("authorization", "")
+        about = self.tokens.get(authorization[6:]) if authorization.startswith("OAuth ") else None
+        container = self.containers.get(request.match[1])
+        if about is None:
+            return refused(401, "Invalid OAuth access token.", "OAuthException")
+        if container is None or container["owner"] != self.owner_of(about) or not container.get("awaiting_upload"):
+            return refused(400, "Invalid upload session: the container does not exist or has its media already")
+        if request.headers.get("offset") != "0" or request.headers.get("file_size") != str(len(request.body)):
+            return refused(400, "The offset and file_size headers do not match the data sent")
+        if request.body[4:8] != b"ftyp":
+            return refused(400, "Request processing failed: the file is not a video")
+        container.update(awaiting_upload=False, polls_left=self.processing_polls, status=self.next_processing_error)
+        self.next_processing_error = ""
+        self.uploaded[request.match[1]] = request.body
+        return answer(200, {"success": True, "message": "Upload successful."})
 
     def container_state(self, container: dict) -> dict:
         if container["published"]:
             return {"status_code": "PUBLISHED", "status": "Published"}
+        if container.get("awaiting_upload"):
+            return {"status_code": "IN_PROGRESS", "status": "In Progress: Waiting for the upload."}
         if container["polls_left"] > 0:
             container["polls_left"] -= 1
             return {"status_code": "IN_PROGRESS", "status": "In Progress: Media is still being processed."}

@@ -1,7 +1,8 @@
 """LinkedIn as rustiz uses it, for both `linkedin` and `linkedin-page`: the consent page and token endpoint of
 www.linkedin.com (authorization_code and refresh_token grants, the app in the form), OpenID userinfo, the
 versioned REST API (LinkedIn-Version checked: missing -> 400, retired -> 426 NONEXISTENT_VERSION),
-organizationAcls and organizations, image, document and video uploads (initializeUpload, PUT,
+organizationAcls and organizations (a logoV2 asset for one page), the pages' logos through the Images API's
+batch GET, image, document and video uploads (initializeUpload, PUT,
 finalizeUpload, processing), posts (201 with x-restli-id) and comments, and LinkedIn's error shape
 {"status", "serviceErrorCode", "code", "message"}. One fake serves both origins (auth and API)."""
 from __future__ import annotations
@@ -15,9 +16,13 @@ from fakes import FakePlatform, FakeRequest, answer, consent_page
 CLIENT_ID, CLIENT_SECRET = "78linkedinclient", "linkedin-secret-" + "s" * 16
 MEMBER = {"sub": "aB3dE5fG7h", "name": "Ada Lovelace", "given_name": "Ada", "family_name": "Lovelace",
           "picture": "https://media.licdn.com/dms/image/ada.jpg", "locale": {"country": "GB", "language": "en"}}
-ORGANIZATIONS = {"2414183": {"id": 2414183, "localizedName": "Analytical Engines Ltd", "vanityName": "analytical-engines"},
+ORGANIZATIONS = {"2414183": {"id": 2414183, "localizedName": "Analytical Engines Ltd", "vanityName": "analytical-engines",
+                             "logoV2": {"cropped": "urn:li:digitalmediaAsset:C4D0BAQEnginesCrop",
+                                        "original": "urn:li:digitalmediaAsset:C4E0BAQEnginesOrig",
+                                        "cropInfo": {"x": 0, "y": 0, "width": 400, "height": 400}}},
                  "5590001": {"id": 5590001, "localizedName": "Difference Society", "vanityName": "difference-society"},
                  "7777777": {"id": 7777777, "localizedName": "Someone Else's Page", "vanityName": "elsewhere"}}
+LOGOS = {"urn:li:image:C4D0BAQEnginesCrop": "https://media.licdn.com/dms/image/C4D0BAQEnginesCrop/company-logo_400_400/0"}
 # The member's roles: two pages they may post as, one where they only see analytics.
 ACLS = [("2414183", "ADMINISTRATOR"), ("5590001", "CONTENT_ADMINISTRATOR"), ("7777777", "ANALYST")]
 ACTIVE_VERSIONS = ("202601", "202603", "202607", "202610", "202611")
@@ -64,6 +69,7 @@ class FakeLinkedIn(FakePlatform):
         self.route("GET", r"/rest/networkSizes/([^/]+)", self.versioned(self.network_size))
         self.route("GET", "/rest/organizationalEntityShareStatistics", self.versioned(self.share_statistics))
         self.route("POST", "/rest/images", self.versioned(self.initialize_image))
+        self.route("GET", "/rest/images", self.versioned(self.batch_images))
         self.route("PUT", r"/dms-uploads/image/(\w+)", self.put_image)
         self.route("POST", "/rest/videos", self.versioned(self.video_action))
         self.route("PUT", r"/dms-uploads/video/(\w+)/(\d+)", self.put_video_part)
@@ -192,6 +198,16 @@ class FakeLinkedIn(FakePlatform):
         return answer(200, {"results": {page: ORGANIZATIONS[page] for page in wanted if page in ORGANIZATIONS},
                             "statuses": {page: 200 if page in ORGANIZATIONS else 404 for page in wanted},
                             "errors": {}})
+
+    def batch_images(self, request: FakeRequest):
+        """The Images API's BATCH_GET (ids=List(<encoded image URNs>)): a download URL for each known logo."""
+        ids = request.query.get("ids", "")
+        if not (ids.startswith("List(") and ids.endswith(")")):
+            return linkedin_error(400, "Invalid ids parameter", "ILLEGAL_ARGUMENT", 100)
+        wanted = [unquote(urn) for urn in ids[len("List("):-1].split(",")]
+        return answer(200, {"results": {urn: {"id": urn, "status": "AVAILABLE", "downloadUrl": LOGOS[urn],
+                                              "downloadUrlExpiresAt": 1767225600000} for urn in wanted if urn in LOGOS},
+                            "statuses": {urn: 200 if urn in LOGOS else 404 for urn in wanted}, "errors": {}})
 
     def _may_act_as(self, request: FakeRequest, urn: str) -> bool:
         member = self._member(request)

@@ -2,8 +2,9 @@
 endpoint), oauth.reddit.com (the API), its S3 upload bucket and its media websocket: the consent page, both
 grants with Reddit's refusals (HTTP 200 {"error": "invalid_grant"} for a used code, 400 for a dead refresh
 token, 401 for a wrong app secret), /api/v1/me, /api/submit and /api/comment answering their refusals
-inside json.errors with HTTP 200, image posts (upload lease, S3 form upload with S3's XML answers, the
-websocket that announces the processed post), the subreddit search, about, post_requirements and
+inside json.errors with HTTP 200, image and video posts (upload lease, S3 form upload with S3's XML answers;
+a video's submission names both files, url and video_poster_url; the websocket that announces the processed
+post), the subreddit search, about, post_requirements and
 link_flair_v2, and X-Ratelimit-* on every API answer."""
 from __future__ import annotations
 
@@ -195,10 +196,11 @@ class FakeReddit(FakePlatform):
         slug = "_".join(form["title"].lower().split())[:40]
         post = {"id": post_id, "name": f"t3_{post_id}", "sr": form["sr"].lower(), "kind": form["kind"],
                 "title": form["title"], "text": form.get("text"), "url": form.get("url"),
-                "flair_id": form.get("flair_id"), "permalink": f"/r/{form['sr'].lower()}/comments/{post_id}/{slug}/"}
+                "flair_id": form.get("flair_id"), "video_poster_url": form.get("video_poster_url"),
+                "permalink": f"/r/{form['sr'].lower()}/comments/{post_id}/{slug}/"}
         self.posts[post["name"]] = post
         self.published.append(post)
-        if form["kind"] == "image":  # no id in the answer: the websocket tells where the post is once processed
+        if form["kind"] in ("image", "video", "videogif"):  # no id: the websocket tells where the post is
             token = secrets.token_hex(8)
             self.announcements[token] = post
             return answer(200, {"json": {"errors": [], "data": {
@@ -207,8 +209,12 @@ class FakeReddit(FakePlatform):
         return answer(200, {"json": {"errors": [], "data": {
             "url": self.url + post["permalink"], "drafts_count": 0, "id": post_id, "name": post["name"]}}})
 
-    @staticmethod
-    def _submission_problem(form: dict, sr: dict):
+    def _uploaded(self, url: str | None, kind: str) -> bool:
+        """Whether `url` is a file of that kind ("image/", "video/") uploaded to the fake's S3."""
+        key = (url or "").partition("/s3-upload/")[2].replace("%2F", "/")
+        return key in self.uploads and self.uploads[key][2].startswith(kind)
+
+    def _submission_problem(self, form: dict, sr: dict):
         title, kind = form.get("title") or "", form.get("kind")
         if not title:
             return "NO_TEXT", "we need something here", "title"
@@ -222,7 +228,14 @@ class FakeReddit(FakePlatform):
             return "NO_URL", "a url is required", "url"
         if kind == "image" and not form.get("url"):
             return "NO_URL", "a url is required", "url"
-        if kind not in ("self", "link", "image"):
+        if kind in ("video", "videogif"):
+            if sr["submission_type"] == "self":
+                return "NO_VIDEOS", "This community doesn't allow videos.", "sr"
+            if not self._uploaded(form.get("url"), "video/"):
+                return "NO_URL", "a url is required", "url"
+            if not self._uploaded(form.get("video_poster_url"), "image/"):
+                return "MISSING_VIDEO_POSTER", "A video post needs a poster image.", "video_poster_url"
+        if kind not in ("self", "link", "image", "video", "videogif"):
             return "INVALID_OPTION", "that option is not valid", "kind"
         if sr["flair_required"] and not any(flair["id"] == form.get("flair_id") for flair in sr["flairs"] or ()):
             return "SUBMIT_VALIDATION_FLAIR_REQUIRED", "Your post must contain post flair.", "flair"
