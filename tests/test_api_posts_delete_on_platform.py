@@ -44,8 +44,14 @@ def only_entry(status: int, answer: dict, channel_id: str) -> dict:
     return entry
 
 
+# Providers whose thread parts their platform's API cannot delete (Moltbook documents no comment deletion): a thread
+# there stays whole (the first failure, the last part, stops the channel), so they are walked with one part.
+REPLIES_NOT_DELETABLE = {"moltbook"}
+
+
 def thread_of(provider: str) -> list:
-    return ["<p>Hello from rustiz</p>"] + (["<p>and a reply</p>"] if provider_for(provider).threads else [])
+    replies = provider_for(provider).threads and provider not in REPLIES_NOT_DELETABLE
+    return ["<p>Hello from rustiz</p>"] + (["<p>and a reply</p>"] if replies else [])
 
 
 # --- the providers that connect with pasted credentials ------------------------------------------------------
