@@ -336,7 +336,11 @@ class PostsApi:
         """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic. With
         ?onPlatform=true (issue 28) the same, then what was published is deleted on each platform that allows it."""
         on_platform = on_platform_flag(request)
-        post = self._post_or_404(organization_id, request.params["id"])
+        return self._delete_thread(organization_id, self._post_or_404(organization_id, request.params["id"]),
+                                   on_platform)
+
+    def _delete_thread(self, organization_id: str, post: dict, on_platform: bool) -> Union[Response, Awaitable[Response]]:
+        """The post's group deleted (its webhooks told, the queue moved up); with `on_platform`, on its platforms too."""
         thread = post_store.thread(self.store, organization_id, post["group"]) if on_platform else []
         busy = next((part for part in thread if part["state"] == "PUBLISHING"), None)
         if busy is not None:  # (it could go out after the platform's delete: nothing is deleted)
@@ -370,10 +374,16 @@ class PostsApi:
             queue.after_leaving(self.store, organization_id, post)
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
-    @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
-    def delete_group(self, request: Request, organization_id: str) -> Response:
-        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+    @documented("Soft-delete a group of posts; with onPlatform=true, on its platforms too",
+                ("200", {"anyOf": [_DELETED, _DELETED_ON_PLATFORM]}), "BadRequest Conflict",
+                parameters=(parameter("path", "group", "A group"), _ON_PLATFORM))
+    def delete_group(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
+        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error. With ?onPlatform=true (issue 28) as
+        DELETE /posts/:id?onPlatform=true ({"deleted": []} for an unknown group)."""
+        on_platform = on_platform_flag(request)
         root = next(iter(post_store.thread(self.store, organization_id, request.params["group"])), None)
+        if on_platform:
+            return self._delete_thread(organization_id, root, True) if root else json_response({"deleted": []})
         in_queue = root is not None and self._in_queue(root)
         self._delete_group_telling_webhooks(organization_id, request.params["group"])
         if root is not None:

@@ -170,6 +170,17 @@ def test_a_post_being_published_is_refused_and_nothing_is_deleted(server, platfo
     assert get_post(server, post_id)["state"] == "PUBLISHING"
 
 
+def test_the_group_route_takes_onplatform_too(server, platforms):
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>By its group</p>", provider="bluesky")
+    status, answer = api(server, "DELETE", f"{API}/posts/group/{post['group']}?onPlatform=true")
+    assert only_entry(status, answer, channel_id)["deleted"] is True
+    assert post["releaseId"].rsplit("/", 1)[1] not in bluesky.records
+    assert api(server, "DELETE", f"{API}/posts/group/unknown-group?onPlatform=true") == (200, {"deleted": []})
+    assert api(server, "DELETE", f"{API}/posts/group/unknown-group?onPlatform=yes")[0] == 400
+
+
 def test_another_organizations_post_is_unknown_and_nothing_is_deleted(server, platforms):
     world = two_organizations(server)
     channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
