@@ -45,6 +45,7 @@ the core imports none of these at load time, and these import the core and one a
   publishers/<platform> -> publishers/base, publishers/oauth and the other helpers (secp256k1 -> elliptic), catalogue,
     text, http_client
   publishers/tumblr -> also picture_size (the width and height of an NPF image block)
+  publishers/mastodon, publishers/pixelfed, publishers/friendica (issue 28) -> publishers/mastodon_shared
   catalogue (one descriptor per provider) -> text, bech32 (and http_client, when a URL is checked)
   http_client -> metrics (it counts outbound calls)
   ops (`rustiz backup`, `restore`, `doctor`, `example`) -> metrics, publishers, connect, http_client, mail

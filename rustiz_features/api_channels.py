@@ -146,6 +146,8 @@ class ChannelsApi:
         credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel["id"])
         target = Channel(channel["id"], channel["name"], credentials, session, self.http,
                          lambda new_session: channel_store.save_channel_session(self.store, channel["id"], new_session))
+        if getattr(platform, "needs_operator_app", False):  # (issue 28: Neynar's calls carry the operator's key)
+            target.app = platform.app(self.app.config.settings or {})
         try:
             output = await platform.run_tool(target, method_name, data if isinstance(data, dict) else {})
         except LookupError:

@@ -616,6 +616,15 @@ def _nostr_account(credentials: dict) -> ChannelAccount:
     return ChannelAccount(digest, f"Nostr key {digest[:8]}", None)
 
 
+def _mastodon_account(credentials: dict) -> ChannelAccount:
+    host = url_host(credentials["instance"])
+    return ChannelAccount(f"{host}/{_secret_digest(credentials['accessToken'])}", host, None)
+
+
+# Stock Mastodon's (Pixelfed's and Friendica's defaults alike); a server tells its own when connected.
+_MASTODON_LIMITS = {"maxMedia": 4, "charactersReservedPerUrl": 23}
+
+
 # --- the descriptors: one per provider ----------------------------------------------------------------
 
 
@@ -758,16 +767,14 @@ _DESCRIPTORS = (
                   account_is_credentials=True)),
     _describe("kick", "Kick", 500, schema_shown=False),
     _describe("twitch", "Twitch", 500, _TWITCH_FIELDS),
-    _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon",
-              limits={"maxMedia": 4, "charactersReservedPerUrl": 23},  # stock Mastodon's; an instance tells its own
+    _describe("mastodon", "Mastodon", 500, schema_shown=False, counting="mastodon", limits=_MASTODON_LIMITS,
               publisher="mastodon", oauth=True, credentials=CredentialSpec(
                   (_url_key("instance", "Instance URL", "https://mastodon.social"),
                    _secret_key("accessToken", "Access token")),
-                  lambda credentials: ChannelAccount(
-                      f"{url_host(credentials['instance'])}/{_secret_digest(credentials['accessToken'])}",
-                      url_host(credentials["instance"]), None),
+                  _mastodon_account,
                   "Preferences → Development → New application, scopes read:accounts, write:statuses, write:media; "
-                  "copy \"Your access token\".")),
+                  "copy \"Your access token\". Any server speaking Mastodon's API (Pixelfed, Friendica, Pleroma, "
+                  "GoToSocial...) connects here too; its own rules apply.")),
     _describe("bluesky", "Bluesky", 300, schema_shown=False, counting="graphemes", media_rule=_bluesky_rule,
               rules="Bluesky can have maximum 1 video or 4 pictures in one post, it can also be without attachments",
               publisher="bluesky", credentials=CredentialSpec(
@@ -784,7 +791,8 @@ _DESCRIPTORS = (
                   _login_account("service", "identifier", lambda host, user: f"{user}@{host}"),
                   "An account on a Lemmy 0.19+ instance with two-factor authentication off.")),
     _describe("wrapcast", "Farcaster", 800, (_value_list((_required_text("id"),), None),), media_rule=_farcaster_rule,
-              rules="Farcaster/Warpcast can only accept pictures", tools=(("subreddits", "Search channels", ("word",)),)),
+              rules="Farcaster/Warpcast can only accept pictures", tools=(("subreddits", "Search channels", ("word",)),),
+              oauth=True, publisher="farcaster"),  # (issue 28, fedi: through Neynar, Sign In With Neynar)
     _describe("telegram", "Telegram", 4096, schema_shown=False, editor="html", counting="telegram-html",
               publisher="telegram", credentials=CredentialSpec(
                   (_secret_key("botToken", "Bot token", "123456789:AAE...", kind="telegram_bot_token"),
@@ -841,6 +849,13 @@ _DESCRIPTORS = (
     _describe("skool", "Skool", 5000, _SKOOL_FIELDS, tools=(("groups", "Groups", ()), ("label", "Label", ()))),
     _describe("mewe", "MeWe", 63206, _MEWE_FIELDS, tools=(("groups", "Groups", ()),)),
     _describe("tumblr", "Tumblr", 32768, _TUMBLR_FIELDS, media_rule=_tumblr_rule, oauth=True, publisher="tumblr"),
+    # rustiz's own (issue 28, fedi): servers speaking Mastodon's API, named in the picker, published to by
+    # mastodon_shared.py's provider (one-click sign-in only; pasted tokens go through the Mastodon entry)
+    _describe("pixelfed", "Pixelfed", 500, schema_shown=False, counting="mastodon", limits=_MASTODON_LIMITS,
+              postiz=False, publisher="pixelfed", oauth=True,
+              rules="Pixelfed posts need at least one picture or video; comments (thread parts) may be text only"),
+    _describe("friendica", "Friendica", 200000, schema_shown=False, counting="mastodon", limits=_MASTODON_LIMITS,
+              postiz=False, publisher="friendica", oauth=True),
     # rustiz's own: POSTs each post as signed JSON to any URL
     _describe("webhook", "Webhook", 0, schema_shown=False, postiz=False, publisher="webhook",
               credentials=CredentialSpec(

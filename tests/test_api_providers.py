@@ -20,6 +20,7 @@ RUSTIZ_OWN = [identifier for identifier, descriptor in DESCRIPTORS.items() if no
 PUBLISHERS_DIR = Path(__file__).resolve().parent.parent / "rustiz_features" / "publishers"
 SHARED_HELPERS = {"__init__", "base", "markup", "articles", "secp256k1", "websocket", "oauth", "linkedin_shared", "meta",
                   "instagram_shared", "google"}
+SHARED_HELPERS |= {"mastodon_shared"}  # (issue 28, fedi: what mastodon, pixelfed and friendica share)
 
 
 def providers(server) -> list:

@@ -298,14 +298,15 @@ function connectForm(p) {
 function oauthStart(p) {
   const errors = errorBox();
   const guideBox = h('div.card.operator-guide', { hidden: true });
-  const instance = h('input', { type: 'url', name: 'instance', placeholder: 'https://mastodon.social' });
-  const mastodon = p.identifier === 'mastodon';
+  // (Pixelfed and Friendica are Mastodon's one-click flow on their own servers: issue 28)
+  const instance = h('input', { type: 'url', name: 'instance', placeholder: p.identifier === 'friendica' ? 'https://friendica.example.org' : `https://${p.identifier}.social` });
+  const mastodon = ['mastodon', 'pixelfed', 'friendica'].includes(p.identifier);
   return h('form.connect', { onsubmit: (event) => {
     event.preventDefault();
     guideBox.hidden = true;
     startOAuth(p.identifier, mastodon ? { instance: instance.value.trim() } : {}, errors, guideBox);
   } }, h('p.hint', t('You sign in on {platform} and allow rustiz to post; you come back here with the channel added.', { platform: p.name })),
-  mastodon ? field(t('Mastodon server'), instance, t('rustiz registers itself on your server: no app or token to make.')) : null,
+  mastodon ? field(p.identifier === 'mastodon' ? t('Mastodon server') : t('{platform} server', { platform: p.name }), instance, t('rustiz registers itself on your server: no app or token to make.')) : null,
   errors, guideBox, h('button.primary', { type: 'submit' }, t('Continue to sign in')));
 }
 

@@ -4,7 +4,7 @@ Rules of this package:
 - A platform's module is imported the first time a channel of that platform is connected, validated or
   published to (`provider_for`); nothing here imports one before.
 - A platform module imports base.py and the shared helpers beside it (markup, articles, secp256k1,
-  websocket), the catalogue and the outbound client, never another platform's module.
+  websocket, mastodon_shared...), the catalogue and the outbound client, never another platform's module.
 - A provider never sleeps or retries: it raises one of base.py's errors, and the scheduler decides.
 - Adding a platform: its module here, named by `publisher` in its descriptor (catalogue.py).
 """

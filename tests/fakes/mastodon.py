@@ -1,7 +1,13 @@
 """A Mastodon instance's REST API as rustiz uses it: verify_credentials, /api/v2/instance, media upload
 with background processing (202, then 206 until ready), statuses with Idempotency-Key, and the
 X-RateLimit-* headers and error bodies ({"error": "..."}) a real instance sends; and its OAuth server:
-app registration (POST /api/v1/apps), the consent page, and the token endpoint with PKCE."""
+app registration (POST /api/v1/apps), the consent page, and the token endpoint with PKCE.
+
+`software` makes it a server that speaks Mastodon's API as Pixelfed or Friendica do (issue 28): the version
+string naming it ("3.5.3 (compatible; Pixelfed 0.12.4)"), nodeinfo 2.x, their media size limits, only the
+coarse scopes "read write" at consent (invalid_scope otherwise), no /api/v2/media on an older server
+(`v2_media`), and Pixelfed's refusal of a status without media that is no reply (403, Laravel's
+{"message": ...}). `version_names_software` False leaves the software to nodeinfo alone."""
 from __future__ import annotations
 
 import base64
@@ -26,8 +32,12 @@ def mastodon_length(text: str) -> int:
 
 
 class FakeMastodon(FakePlatform):
-    def __init__(self, max_characters: int = 500, max_media: int = 4, processing_polls: int = 0):
+    def __init__(self, max_characters: int = 500, max_media: int = 4, processing_polls: int = 0,
+                 software: str = "mastodon", version_names_software: bool = True, v2_media: bool = True,
+                 image_size_limit: int = 16 * 1024 * 1024):
         super().__init__()
+        self.software, self.version_names_software = software, version_names_software
+        self.image_size_limit = image_size_limit
         self.token = "masto-token-" + "x" * 20
         self.max_characters, self.max_media = max_characters, max_media
         self.processing_polls = processing_polls  # GETs of a new attachment that answer 206 before it is ready
@@ -40,10 +50,16 @@ class FakeMastodon(FakePlatform):
         self.route("GET", "/api/v1/accounts/verify_credentials", self.verify_credentials)
         self.route("GET", "/api/v2/instance", self.instance)
         self.route("GET", "/api/v1/instance", self.instance_before_4_0)
-        self.route("POST", "/api/v2/media", self.upload)
+        if v2_media:
+            self.route("POST", "/api/v2/media", self.upload)
+        self.route("POST", "/api/v1/media", self.upload_at_once)
+        self.route("DELETE", r"/api/v1/statuses/(\d+)", self.delete_status)
+        self.route("GET", "/.well-known/nodeinfo", self.nodeinfo_index)
+        self.route("GET", "/nodeinfo/2.0", self.nodeinfo)
         self.route("GET", r"/api/v1/media/(\d+)", self.media_state)
         self.route("POST", "/api/v1/statuses", self.post_status)
         self.route("GET", r"/api/v1/statuses/(\d+)", self.get_status)
+        self.deleted: list = []  # ids of the statuses deleted
         self.apps: dict = {}  # client id -> {"secret", "redirect_uris", "scopes"}
         self.codes: dict = {}  # code -> {"client_id", "redirect_uri", "challenge"}
         self.route("POST", "/api/v1/apps", self.register_app)
@@ -79,10 +95,29 @@ class FakeMastodon(FakePlatform):
             "avatar": f"{self.url}/avatars/ada.png", "url": f"{self.url}/@ada",
             "followers_count": self.followers, "following_count": 80, "statuses_count": len(self.statuses)})
 
+    def _version(self) -> str:
+        if self.software == "mastodon" or not self.version_names_software:
+            return "4.3.0"
+        return "3.5.3 (compatible; Pixelfed 0.12.4)" if self.software == "pixelfed" else \
+            f"2.8.0 (compatible; {self.software.capitalize()} 2024.12)"
+
     def instance(self, request: FakeRequest):
-        return answer(200, {"domain": "127.0.0.1", "title": "Fake Mastodon", "configuration": {"statuses": {
-            "max_characters": self.max_characters, "max_media_attachments": self.max_media,
-            "characters_reserved_per_url": 23}}})
+        return answer(200, {"domain": "127.0.0.1", "title": f"Fake {self.software}", "version": self._version(),
+                            "configuration": {"statuses": {
+                                "max_characters": self.max_characters, "max_media_attachments": self.max_media,
+                                "characters_reserved_per_url": 23},
+                                "media_attachments": {"image_size_limit": self.image_size_limit,
+                                                      "video_size_limit": 99 * 1024 * 1024}}})
+
+    def nodeinfo_index(self, request: FakeRequest):
+        if self.software == "mastodon" and self.version_names_software:
+            return answer(404, {"error": "Not found"})  # (most tests: stock Mastodon is the default anyway)
+        return answer(200, {"links": [{"rel": "http://nodeinfo.diaspora.software/ns/schema/2.0",
+                                       "href": f"{self.url}/nodeinfo/2.0"}]})
+
+    def nodeinfo(self, request: FakeRequest):
+        return answer(200, {"version": "2.0", "software": {"name": self.software, "version": "1.0"},
+                            "protocols": ["activitypub"], "usage": {"users": {"total": 1}}, "openRegistrations": False})
 
     def instance_before_4_0(self, request: FakeRequest):
         """/api/v1/instance as Pleroma and Akkoma answer it: the length limit is max_toot_chars."""
@@ -93,6 +128,8 @@ class FakeMastodon(FakePlatform):
         if refused:
             return refused
         parts = request.multipart()
+        if len(parts["file"][1]) > self.image_size_limit:
+            return answer(422, {"error": f"Validation failed: File file size must be less than {self.image_size_limit} Bytes"})
         media_id = str(next(self.ids))
         self.media[media_id] = {"description": parts["description"][1].decode() if "description" in parts else None,
                                 "bytes": parts["file"][1], "content_type": parts["file"][2],
@@ -101,6 +138,22 @@ class FakeMastodon(FakePlatform):
         return answer(202 if processing else 200, {
             "id": media_id, "type": "image", "description": self.media[media_id]["description"],
             "url": None if processing else f"{self.url}/media/{media_id}.png"})
+
+    def upload_at_once(self, request: FakeRequest):
+        """/api/v1/media: the attachment, processed, in its answer (200)."""
+        status, body, headers = self.upload(request)
+        if status == 202:
+            self.media[body["id"]]["polls_left"] = 0
+            body = {**body, "url": f"{self.url}/media/{body['id']}.png"}
+        return status, body, headers
+
+    def delete_status(self, request: FakeRequest):
+        refused = self._unauthorized(request)
+        status = None if refused else self.statuses.pop(request.match[1], None)
+        if refused or status is None:
+            return refused or answer(404, {"error": "Record not found"})
+        self.deleted.append(request.match[1])
+        return answer(200, {**status, "text": status["content"]})
 
     def media_state(self, request: FakeRequest):
         media = self.media.get(request.match[1])
@@ -120,6 +173,8 @@ class FakeMastodon(FakePlatform):
         key = request.headers.get("idempotency-key")
         if key and key in self.by_idempotency_key:  # Mastodon answers a repeated key with the first status
             return answer(200, self.statuses[self.by_idempotency_key[key]])
+        if self.software == "pixelfed" and not form.get("media_ids") and not form.get("in_reply_to_id"):
+            return answer(403, {"message": "Empty statuses are not allowed"})
         problem = self._status_problem(form)
         if problem:
             return answer(422, {"error": f"Validation failed: {problem}"})
@@ -178,6 +233,10 @@ class FakeMastodon(FakePlatform):
         app = self.apps.get(query.get("client_id"))
         if app is None or query.get("redirect_uri") != app["redirect_uris"] or query.get("response_type") != "code":
             return answer(400, "<p>The redirect URI included is not valid.</p>", {"Content-Type": "text/html"})
+        if self.software != "mastodon" and ":" in query.get("scope", ""):  # Passport, Friendica: no granular scopes
+            refusal = {"error": "invalid_scope", "state": query.get("state", ""),
+                       "error_description": "The requested scope is invalid, unknown, or malformed."}
+            return answer(302, b"", {"Location": query["redirect_uri"] + "?" + urlencode(refusal)})
         code = "code-" + secrets.token_hex(8)
         self.codes[code] = {"client_id": query["client_id"], "redirect_uri": query["redirect_uri"],
                             "challenge": query.get("code_challenge")}
