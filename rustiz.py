@@ -1359,6 +1359,23 @@ MIGRATIONS: tuple = (
     CREATE INDEX oauth_token_chain ON oauth_token(chain_id);
     CREATE INDEX oauth_token_client ON oauth_token(client_id);
     """,
+    # Issue 28, chat: Telegram's operator bot (rustiz_features/telegram_bot.py). The /connect codes the web app
+    # shows (their SHA-256 only; single use, expiring, each an organization's), and the one watcher of the
+    # bot's updates: the lease of the process that long-polls getUpdates, and the offset it reached.
+    """
+    CREATE TABLE telegram_connect_code (
+        code_hash TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        expires_at REAL NOT NULL,
+        used INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE telegram_bot_watch (
+        id INTEGER PRIMARY KEY,
+        next_offset BIGINT NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until REAL
+    );
+    """,
 )
 
 
@@ -4027,6 +4044,8 @@ ROOT_ROUTES = (
     ("POST", "/auth/forgot", "team", "TeamSignIn.forgot"),
     ("POST", "/auth/reset", "team", "TeamSignIn.reset"),
     ("GET", "/integrations/social/:identifier", "connect", "ConnectFlow.callback"),  # OAuth's way back, as Postiz's
+    # Issue 28, chat: Telegram's operator bot, its updates when Telegram sends them (its secret header decides).
+    ("POST", "/integrations/telegram/updates", "telegram_bot", "TelegramUpdates.receive"),
     # Single sign-on (issue 25): the ways to sign in, the way to the identity provider, and the way back.
     ("GET", "/auth/methods", "oidc", "SingleSignOn.methods"),
     ("GET", "/auth/oidc/start", "oidc", "SingleSignOn.start"),

@@ -72,6 +72,8 @@ the core imports none of these at load time, and these import the core and one a
     post_events;
     scheduler -> autopost
   feeds (RSS 2.0, RSS 1.0 and Atom read safely: no DTD, no entity) -> the standard library only
+  telegram_bot (issue 28: Telegram's operator bot, /connect codes and the one watcher of its updates) -> background,
+    catalogue, publishers, storage; scheduler and connect -> telegram_bot
 
 tests/test_layout.py checks this graph has no cycle, counting the imports inside functions too, that the core
 imports none of these at load time, and that it imports them later only from the sites it names

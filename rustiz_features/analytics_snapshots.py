@@ -54,11 +54,11 @@ async def platform_figures(config: Config, store: Store, http: HttpClient, chann
     provider = provider_for(provider_id)
     if provider is None:
         return []
-    if isinstance(provider, OAuthProvider) and provider.needs_operator_app and \
+    credentials, session = await store.off_loop(channel_store.channel_secrets, store, channel_id)
+    if isinstance(provider, OAuthProvider) and provider.uses_operator_app(credentials) and \
             provider.app(config.settings or {}) is None:
         raise nest_error(409, f"{provider.label}'s figures need the operator's app, which this server does not "
                               f"have: set {' and '.join(provider.app_variables)} in config.env")
-    credentials, session = await store.off_loop(channel_store.channel_secrets, store, channel_id)
     channel = Channel(channel_id, name, credentials, session, http,
                       lambda saved: channel_store.save_channel_session(store, channel_id, saved))
 

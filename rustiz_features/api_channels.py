@@ -118,10 +118,12 @@ class ChannelsApi:
             return json_response({"output": {"rules": "", "maxLength": 0, "settings": {}, "tools": []}})
         platform = provider_for(spec.identifier)
         settings = platform.channel_settings(spec.settings, channel["limits"]) if platform else spec.settings
+        tools = platform.channel_tools(spec.tools, channel_store.channel_secrets(self.store, channel["id"])[0]) \
+            if platform else spec.tools  # (issue 28, chat: what this channel's kind of connection can run)
         return json_response({"output": {
             "rules": spec.rules,
             "maxLength": provider_max_length(spec.identifier, channel["additional_settings"], channel["limits"]),
-            "settings": settings, "tools": spec.tools}})
+            "settings": settings, "tools": tools}})
 
     @route_options(scope="drafts")  # (a platform's helper lookups, which a post's settings may need)
     @documented("Call a provider helper tool", ("201", object_schema({"output": ANY})),
@@ -146,7 +148,7 @@ class ChannelsApi:
         credentials, session = await self.store.off_loop(channel_store.channel_secrets, self.store, channel["id"])
         target = Channel(channel["id"], channel["name"], credentials, session, self.http,
                          lambda new_session: channel_store.save_channel_session(self.store, channel["id"], new_session))
-        if getattr(platform, "needs_operator_app", False):  # (issue 28: Neynar's calls carry the operator's key)
+        if getattr(platform, "needs_operator_app", False):  # (issue 28: Neynar's calls carry the operator's key, Discord's tools its bot)
             target.app = platform.app(self.app.config.settings or {})
         try:
             output = await platform.run_tool(target, method_name, data if isinstance(data, dict) else {})

@@ -754,13 +754,13 @@ _DESCRIPTORS = (
     _describe("dribbble", "Dribbble", 40000, _DRIBBBLE_FIELDS, media_rule=_dribbble_rule,
               tools=(("teams", "Teams list", ()),), oauth=True, publisher="dribbble"),
     _describe("discord", "Discord", 1980, _CHANNEL_FIELDS, editor="markdown", tools=(("channels", "Channels", ()),),
-              publisher="discord", credentials=CredentialSpec(
+              publisher="discord", oauth=True, credentials=CredentialSpec(  # (the operator's app and bot, or a webhook)
                   (_url_key("webhookUrl", "Webhook URL", "https://discord.com/api/webhooks/…"),),
                   secret_account("webhookUrl", lambda credentials: "Discord webhook"),
                   "Edit Channel → Integrations → Webhooks → New Webhook → Copy Webhook URL.",
                   account_is_credentials=True)),
     _describe("slack", "Slack", 400000, _CHANNEL_FIELDS, tools=(("channels", "Get list of channels", ()),),
-              publisher="slack", credentials=CredentialSpec(
+              publisher="slack", oauth=True, credentials=CredentialSpec(  # (the operator's app, or a webhook)
                   (_url_key("webhookUrl", "Webhook URL", "https://hooks.slack.com/services/…"),),
                   secret_account("webhookUrl", lambda credentials: "Slack webhook"),
                   "api.slack.com/apps → Create New App → Incoming Webhooks on → Add New Webhook to Workspace.",

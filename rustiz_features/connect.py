@@ -102,14 +102,18 @@ class ConnectFlow:
     @route_options(scope="full")  # (a GET that starts connecting a channel)
     @documented("Start connecting an OAuth channel: the platform's consent page, which comes back to "
                 "{FRONTEND_URL}/integrations/social/<identifier>. Without the operator's app configured: 400 with "
-                "needsOperatorApp, callbackUrl, variables and guide (rustiz)",
-                ("200", object_schema({"url": STRING})), "BadRequest NotFound PlatformUnreachable",
+                "needsOperatorApp, callbackUrl, variables and guide (rustiz). Telegram (the operator's bot, "
+                "TELEGRAM_TOKEN): {url, code, bot}, the code to send as /connect <code> in the chat",
+                ("200", object_schema({"url": STRING}, {"code": STRING, "bot": STRING})),
+                "BadRequest NotFound PlatformUnreachable",
                 (parameter("path", "integration", "The provider identifier (x, linkedin, mastodon...)"),
                  parameter("query", "refresh", "Reconnect this channel (its id): it keeps its id, posts and settings"),
                  parameter("query", "instance", "Mastodon: the server to connect to (rustiz registers its app there)")))
     async def start(self, request: Request, organization_id: str) -> Response:
         """{"url": the platform's consent page}, as Postiz; ?refresh=<channel id> reconnects that channel."""
         identifier = request.params["integration"]
+        if identifier == "telegram":  # (issue 28, chat: the operator's bot; its answer is Postiz's for Telegram)
+            return await self._telegram_code(organization_id)
         provider = oauth_provider(identifier)
         if provider is None:
             known = DESCRIPTORS.get(identifier)
@@ -140,6 +144,22 @@ class ConnectFlow:
         await self.store.off_loop(oauth_store.start_oauth_flow, self.store, state, organization_id, identifier, verifier, refresh,
                                   details, time.time() + FLOW_SECONDS)
         return json_response({"url": url})
+
+    async def _telegram_code(self, organization_id: str) -> Response:
+        """{"url", "code", "bot"}: a /connect code for the operator's bot (telegram_bot.py); 400 saying what the
+        operator sets when there is no bot, and that the user's own bot token still works."""
+        from .telegram_bot import new_connect_code
+        try:
+            answer = await self.store.off_loop(new_connect_code, self.store, self.config.settings or {},
+                                               organization_id)
+        except LookupError:
+            raise ApiError(400, {"statusCode": 400, "error": "Bad Request", "needsOperatorApp": True,
+                                 "variables": ["TELEGRAM_TOKEN", "TELEGRAM_BOT_NAME"],
+                                 "message": "Telegram's operator bot is not set up on this server: the operator sets "
+                                            "TELEGRAM_TOKEN and TELEGRAM_BOT_NAME in config.env (the bot from "
+                                            "@BotFather) and restarts rustiz. Meanwhile, connect your own bot with "
+                                            "its token and the chat id (POST /public/v1/integrations)"}) from None
+        return json_response(answer)
 
     def _details(self, provider: OAuthProvider, request: Request) -> dict:
         """What the flow keeps beside its state; for a provider on any instance, the instance the user named."""

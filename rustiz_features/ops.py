@@ -670,11 +670,11 @@ async def _channel_verdict(config: Config, store: Store, http: Any, channel: tup
     provider = provider_for(identifier)
     if provider is None or not provider.connect_is_read_only:
         return "ok", f"skipped (no read-only check for {identifier})"
-    if isinstance(provider, OAuthProvider) and provider.needs_operator_app and \
+    credentials, session = channel_store.channel_secrets(store, channel_id)
+    if isinstance(provider, OAuthProvider) and provider.uses_operator_app(credentials) and \
             provider.app(config.settings or {}) is None:
         return "fail", (f"{provider.label}'s app is not configured: set {' and '.join(provider.app_variables)} in "
                         "config.env")
-    credentials, session = channel_store.channel_secrets(store, channel_id)
     target = Channel(channel_id, name, credentials, session, http,
                      lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     try:

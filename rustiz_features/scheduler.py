@@ -120,6 +120,10 @@ class Scheduler(WokenLoop):
         self.analytics = AnalyticsSnapshots(self)  # (analytics over time: snapshots, from every process)
         from .autopost import FeedPoller
         self.feeds = FeedPoller(self)  # (RSS/Atom autopost: due feeds fetched from every process)
+        self.telegram_bot = None  # (issue 28, chat: Telegram's operator bot, watched when TELEGRAM_TOKEN is set)
+        if (config.settings or {}).get("TELEGRAM_TOKEN", "").strip():
+            from .telegram_bot import TelegramBotWatcher
+            self.telegram_bot = TelegramBotWatcher(self)
 
     @property
     def http(self) -> HttpClient:
@@ -144,6 +148,8 @@ class Scheduler(WokenLoop):
         self.evergreen.start()  # (issue 26: claims nothing; a copy is written once, in a write transaction)
         self.analytics.tick()  # (the same: once a minute, the due snapshots; claims keep them taken once)
         self.feeds.start()  # (the same: each due feed claimed under a lease)
+        if self.telegram_bot is not None:
+            self.telegram_bot.start()  # (issue 28: every process tries; the one holding the lease watches)
         if not self.running:
             if not self._take_lock():
                 return
@@ -690,6 +696,8 @@ class Scheduler(WokenLoop):
         self.mail.stop()
         self.evergreen.stop()
         self.feeds.stop()
+        if self.telegram_bot is not None:
+            self.telegram_bot.stop()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
         if self.running:

@@ -47,6 +47,7 @@ PUBLIC_ROUTES = {  # no key at all (the MCP routes check theirs themselves: test
     ("GET", "/p/:token"), ("POST", "/p/:token/comment"), ("POST", "/p/:token/approve"),
     ("POST", "/p/:token/request-changes"), ("GET", "/p/:token/picture/:n"),
     ("GET", "/s/:code"),  # a short link (issue 26): anyone who has it is redirected
+    ("POST", "/integrations/telegram/updates"),  # Telegram's webhook (issue 28): its secret header is checked
     # the OAuth authorization server for MCP clients (issue 27): metadata, registration, token, revocation
     ("GET", "/.well-known/oauth-authorization-server"), ("GET", "/.well-known/openid-configuration"),
     ("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp"),

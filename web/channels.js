@@ -7,6 +7,7 @@ import { h, t, tn, put, avatar, api, errorBox, field, providers, go, mayDo } fro
 import { credentialInputs, credentialsOf, credentialsForm } from './credentials.js';
 import { openDialog, confirmDialog, menuButton, copyText } from './widgets.js';
 import { channelAnalytics } from './analytics.js';
+import { telegramConnect } from './telegram-connect.js';
 
 const pad = (n) => String(n).padStart(2, '0');
 const hhmm = (minutes) => `${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
@@ -257,6 +258,7 @@ function addChannelDialog(known) {
     // (a platform with both: its sign-in first, pasted credentials as the other way)
     body.replaceChildren();
     put(body, back, h('h3', platformMark(p, p.identifier), ' ', p.name), p.oauth ? oauthStart(p) : null,
+      p.identifier === 'telegram' ? telegramConnect() : null,  // (issue 28: the operator's bot, then the user's own)
       p.oauth && p.connectable ? h('h4', t('Or paste credentials')) : null, p.connectable ? connectForm(p) : null);
     body.querySelector('input, button.primary')?.focus();
   }

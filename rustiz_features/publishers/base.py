@@ -270,6 +270,11 @@ class Provider:
         descriptor's, narrowed by what connect() learned into the channel's `limits`."""
         return schema
 
+    def channel_tools(self, tools: list, credentials: dict) -> list:
+        """The helper tools this channel can run (GET /integration-settings/:id): the descriptor's, less those
+        its kind of connection cannot (a Discord webhook has no channels to list)."""
+        return tools
+
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         """Why the platform would refuse this post, checked before it is accepted (None when it fits).
 

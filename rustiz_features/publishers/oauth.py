@@ -78,6 +78,11 @@ class OAuthProvider(Provider):
     def api_base(self, channel: Optional[Channel] = None) -> str:
         return platform_url(variable_prefix(self.identifier) + "API_URL", self.api_origin)
 
+    def uses_operator_app(self, credentials: dict) -> bool:
+        """Whether a channel with these credentials needs the operator's app (a pasted kind, a Discord webhook
+        say, does not)."""
+        return self.needs_operator_app
+
     def app(self, settings: dict) -> Optional[AppCredentials]:
         """The operator's app from `settings` (config.env and the environment), or None when not configured."""
         client_id, client_secret = (settings.get(name, "").strip() for name in self.app_variables)

@@ -51,7 +51,7 @@ class TelegramProvider(Provider):
     concurrency = 10
     spacing = 1.1  # Telegram allows about one message a second in a chat
 
-    async def _call(self, channel: Channel, method: str, what: str, visible: bool = False, **request: Any) -> Any:
+    async def call(self, channel: Channel, method: str, what: str, visible: bool = False, **request: Any) -> Any:
         """A Bot API method's `result`; the token (part of the URL) never appears in an error."""
         token = channel.credentials["botToken"].strip()
         url = f"{platform_url('RUSTIZ_TELEGRAM_API_URL', 'https://api.telegram.org')}/bot{token}/{method}"
@@ -87,10 +87,10 @@ class TelegramProvider(Provider):
 
     async def connect(self, channel: Channel) -> Connected:
         chat_id = channel.credentials["chatId"]
-        bot = await self._call(channel, "getMe", "the bot token check (getMe)")
-        chat = await self._call(channel, "getChat", f"the chat {chat_id} (getChat)", json_body={"chat_id": chat_id})
+        bot = await self.call(channel, "getMe", "the bot token check (getMe)")
+        chat = await self.call(channel, "getChat", f"the chat {chat_id} (getChat)", json_body={"chat_id": chat_id})
         if chat.get("type") != "private":  # in a private chat the user talks to the bot: it may always answer
-            member = await self._call(channel, "getChatMember", "the bot's rights in the chat (getChatMember)",
+            member = await self.call(channel, "getChatMember", "the bot's rights in the chat (getChatMember)",
                                       json_body={"chat_id": chat_id, "user_id": bot["id"]})
             problem = self._posting_problem(chat, member, bot)
             if problem:
@@ -135,7 +135,7 @@ class TelegramProvider(Provider):
         if parent is not None:
             target["reply_parameters"] = {"message_id": int(parent.id)}
         if not post.media:
-            message = await self._call(channel, "sendMessage", "the message", visible=True,
+            message = await self.call(channel, "sendMessage", "the message", visible=True,
                                        json_body={**target, "text": text, "parse_mode": "HTML"})
             return Release(str(message["message_id"]), telegram_message_url(message))
         _check_telegram_sizes(post.media)
@@ -150,14 +150,17 @@ class TelegramProvider(Provider):
         for index, album in enumerate(albums):
             if index < progress["albums"]:
                 continue
-            first = await self._send_album(channel, album, caption if index == 0 else "", target, index * size + 1)
+            sent = await self._send_album(channel, album, caption if index == 0 else "", target, index * size + 1)
             progress = {"albums": index + 1, "release": progress.get("release") or
-                        [str(first["message_id"]), telegram_message_url(first)]}
+                        [str(sent[0]["message_id"]), telegram_message_url(sent[0])],
+                        "ids": progress.get("ids", []) + [message["message_id"] for message in sent
+                                                          if isinstance(message, dict)]}
             if index + 1 < len(albums):
                 self._remember_albums(channel, post.idempotency_key, progress)
         if len(albums) > 1:
             self._remember_albums(channel, post.idempotency_key, None)
-        return Release(*progress["release"])
+        # every message of the albums, for a delete (a reply refers to the first)
+        return Release(*progress["release"], {"messages": progress["ids"]} if len(progress["ids"]) > 1 else None)
 
     @staticmethod
     def _remember_albums(channel: Channel, key: str, progress: Optional[dict]) -> None:
@@ -166,8 +169,8 @@ class TelegramProvider(Provider):
             sent[key] = progress
         channel.save_session({**channel.session, "telegramAlbumsSent": sent})
 
-    async def _send_album(self, channel: Channel, album: tuple, caption: str, target: dict, first_number: int) -> dict:
-        """One photo, video or GIF (sendPhoto/sendVideo/sendAnimation), or an album of 2 to 10; its first message."""
+    async def _send_album(self, channel: Channel, album: tuple, caption: str, target: dict, first_number: int) -> list:
+        """One photo, video or GIF (sendPhoto/sendVideo/sendAnimation), or an album of 2 to 10; its messages."""
         fields = [(name, json.dumps(value) if isinstance(value, dict) else value) for name, value in target.items()]
         described = {"caption": caption, "parse_mode": "HTML"} if caption else {}
         if len(album) == 1:
@@ -186,13 +189,31 @@ class TelegramProvider(Provider):
                        for number, media in enumerate(album)]
         body, content_type = encode_multipart(fields)
         try:
-            result = await self._call(channel, method, what, visible=True,
+            result = await self.call(channel, method, what, visible=True,
                                       body=body, headers={"Content-Type": content_type},
                                       timeouts=Timeouts(read=120, total=600))
         except PublishError as error:
             error.item = error.item or item
             raise
-        return result[0] if isinstance(result, list) else result
+        return result if isinstance(result, list) and result else [result]
+
+    # --- deleting (the operator's bot and the user's own alike) --------------------------------------------
+
+    can_delete = True
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """deleteMessage, or deleteMessages for every message of an album; a message already gone is deleted.
+        Telegram refuses (in its words) what a bot may no longer delete, e.g. a group message over 48 hours old."""
+        album = release.reply_ref.get("messages") if isinstance(release.reply_ref, dict) else None
+        ids = [int(item) for item in album if isinstance(item, int)] if isinstance(album, list) else [int(release.id)]
+        target: dict = {"chat_id": channel.credentials["chatId"]}
+        method, target = ("deleteMessages", {**target, "message_ids": ids[:100]}) if len(ids) > 1 else \
+            ("deleteMessage", {**target, "message_id": ids[0]})
+        try:
+            await self.call(channel, method, "the message's deletion", json_body=target)
+        except Rejected as refused:
+            if "message to delete not found" not in refused.message.lower():
+                raise
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Telegram chat {channel.credentials.get('chatId')} (the channel \"{channel.name}\")"

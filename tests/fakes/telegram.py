@@ -1,13 +1,21 @@
 """The Telegram Bot API as rustiz uses it (https://core.telegram.org/bots/api): getMe, getChat,
 getChatMember, sendMessage, sendPhoto/sendVideo/sendAnimation and sendMediaGroup, with parameters as
 JSON or multipart, answers as {"ok": true, "result": ...} or {"ok": false, "error_code", "description"},
-and parse_mode HTML checked as strictly as Telegram does (unknown tags are refused)."""
+and parse_mode HTML checked as strictly as Telegram does (unknown tags are refused).
+
+For the operator's bot (issue 28): getUpdates as a long poll (it answers the updates from `offset` on, waiting
+up to `timeout` seconds, capped here, for one to come; updates before `offset` are forgotten, as Telegram
+confirms them), with a count of the polls in flight at once; deleteMessage (400 "message to delete not found"
+for a message that is not there) and deleteMessages (skips the missing ones); setWebhook / deleteWebhook, and
+getUpdates refused with 409 while a webhook is set."""
 from __future__ import annotations
 
 import html
 import itertools
 import json
 import re
+import threading
+import time
 
 from fakes import FakePlatform, FakeRequest, Reconnect, answer
 
@@ -42,6 +50,13 @@ class FakeTelegram(FakePlatform):
         self.message_ids = itertools.count(501)
         self.env = {"RUSTIZ_TELEGRAM_API_URL": self.url}
         self.route("POST", r"/bot([^/]+)/(\w+)", self.call)
+        # (issue 28, chat: the operator's bot)
+        self.updates: list = []
+        self.update_ids = itertools.count(800000001)
+        self.deleted: list = []
+        self.polls_now = self.most_polls_at_once = 0
+        self.offsets: list = []  # the offset of each getUpdates
+        self.poll_lock = threading.Lock()
 
     def account(self) -> tuple:
         """(name, profile) of the channel credentials() connect: what this fake's account says."""
@@ -70,6 +85,11 @@ class FakeTelegram(FakePlatform):
         method, parameters = request.match[2], self.parameters(request)
         if method == "getMe":
             return ok(self.bot)
+        if method == "getUpdates":
+            return self.webhook_conflict() or self.get_updates(parameters)
+        if method in ("setWebhook", "deleteWebhook"):
+            self.webhook = parameters if method == "setWebhook" else None
+            return ok(True)
         if str(parameters.get("chat_id")) not in (str(self.chat["id"]), f"@{self.chat.get('username')}"):
             return error(400, "Bad Request: chat not found")
         if method == "getChat":
@@ -82,7 +102,60 @@ class FakeTelegram(FakePlatform):
             return self.send_single(method, parameters)
         if method == "sendMediaGroup":
             return self.send_album(parameters)
+        if method == "deleteMessage":
+            if self.messages.pop(parameters.get("message_id"), None) is None:
+                return error(400, "Bad Request: message to delete not found")
+            self.deleted.append(parameters["message_id"])
+            return ok(True)
+        if method == "deleteMessages":
+            found = [number for number in parameters.get("message_ids") or [] if self.messages.pop(number, None)]
+            self.deleted += found
+            return ok(True)
         return error(404, "Not Found: method not found")
+
+    # --- the operator's bot: updates -----------------------------------------------------------
+
+    webhook = None  # setWebhook's parameters while one is set
+
+    def webhook_conflict(self):
+        if self.webhook is not None:
+            return error(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook "
+                              "to delete the webhook first")
+        return None
+
+    def push(self, update: dict) -> int:
+        """Queue an update (its update_id is given here unless it has one); returns the update_id."""
+        update = {"update_id": next(self.update_ids), **update} if "update_id" not in update else update
+        with self.poll_lock:
+            self.updates.append(update)
+        return update["update_id"]
+
+    def command(self, text: str, chat: dict | None = None, kind: str = "channel_post") -> int:
+        """Someone sends `text` in `chat` (this fake's chat unless given): returns the update's id."""
+        chat = chat or {key: self.chat[key] for key in ("id", "type", "title", "username") if key in self.chat}
+        message = {"message_id": next(self.message_ids), "date": int(time.time()), "chat": chat, "text": text}
+        self.messages[message["message_id"]] = message
+        return self.push({kind: message})
+
+    def get_updates(self, parameters: dict):
+        offset, limit = int(parameters.get("offset") or 0), int(parameters.get("limit") or 100)
+        with self.poll_lock:
+            self.offsets.append(offset)
+            self.polls_now += 1
+            self.most_polls_at_once = max(self.most_polls_at_once, self.polls_now)
+        try:
+            deadline = time.monotonic() + min(float(parameters.get("timeout") or 0), 2.0)
+            while True:
+                with self.poll_lock:
+                    self.updates = [update for update in self.updates
+                                    if not isinstance(update.get("update_id"), int) or update["update_id"] >= offset]
+                    waiting = self.updates[:limit]
+                if waiting or time.monotonic() >= deadline:
+                    return ok(waiting)
+                time.sleep(0.05)
+        finally:
+            with self.poll_lock:
+                self.polls_now -= 1
 
     # --- sending ------------------------------------------------------------------------------
 
