@@ -135,10 +135,6 @@ async def _delete_part(config: Config, store: Store, http: HttpClient, provider:
     if not isinstance(provider, OAuthProvider):
         await provider.delete(channel, release)
         return
-    if provider.needs_operator_app and provider.app(config.settings or {}) is None:
-        from .publishers.base import Rejected
-        raise Rejected(f"{provider.label}'s app is not configured on this server any more "
-                       f"({' and '.join(provider.app_variables)})")
     await TokenKeeper(config, store, http).call(provider, channel, lambda: provider.delete(channel, release))
 
 
