@@ -12,7 +12,9 @@ the core imports none of these at load time, and these import the core and one a
   mcp -> mcp_tools -> api_posts, api_channels, media, media_library, validation, catalogue, duplicates,
     preview_links, autopost
   posts_files (export, import, `rustiz posts`) -> api_posts, duplicates, validation
-  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail, short_links
+  api_posts -> api_channels, validation, recurrence, catalogue, duplicates, mail, short_links, platform_delete,
+    publishers
+  platform_delete (issue 28: DELETE /posts/:id?onPlatform=true on each platform) -> connect, publishers, http_client
   review (approving and rejecting drafts keys' posts) -> api_posts
   preview_links (client review links and comments, the team's API) -> api_posts
   client_review (a review link's page /p/<token> and its form) -> preview_links, review, pictures, web, mail,

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Optional, Union
 
 from rustiz import (
     ApiError, App, Guard, Request, Response, bad_request, duration, encode_json, iso_at, iso_ms, json_dumps,
@@ -66,6 +66,32 @@ def _rate_limit_headers() -> dict:
 
 
 _DELETED = object_schema({"error": {"const": True}}, description="sic: Postiz's answer")
+# Issue 28: DELETE /posts/:id?onPlatform=true deletes the post on its platforms too (platform_delete.py).
+_DELETED_ON_PLATFORM = object_schema({"deleted": array_of(object_schema(
+    {"integration": STRING, "deleted": BOOLEAN, "reason": STRING}))},
+    description="rustiz, with onPlatform=true: one entry per channel of the post's group; deleted says nothing of the "
+                "post is left on that platform (nothing was ever published there, or all of it was deleted)")
+_ON_PLATFORM = parameter("query", "onPlatform", "rustiz: true also deletes what was published on each platform whose API "
+                                                "allows it (last thread part first), and says per channel what was and "
+                                                "was not deleted; false or absent: in rustiz only, as Postiz",
+                         schema={"type": "string", "enum": ["true", "false"]})
+
+
+def on_platform_flag(request: Request) -> bool:
+    """?onPlatform= of DELETE /posts/:id: true or false (absent: false); anything else is refused, naming it."""
+    value = request.query.get("onPlatform") if request.query_string else None
+    if value is None or value == "false":
+        return False
+    if value == "true":
+        return True
+    raise bad_request([f"onPlatform must be true or false, got {encode_json(value[:40])}"])
+
+
+def platform_can_delete(provider_identifier: str) -> bool:
+    """Whether rustiz can delete a post it published on this provider's platform (issue 28)."""
+    from .publishers import provider_for
+    provider = provider_for(provider_identifier)
+    return bool(provider is not None and provider.can_delete)
 
 
 def postiz_state(state: str) -> str:
@@ -165,7 +191,7 @@ class PostsApi:
     like an id that never existed."""
 
     def __init__(self, app: App):
-        self.store, self.config = app.store, app.config
+        self.app, self.store, self.config = app, app.store, app.config
         self.publish_grace_seconds = app.config.publish_grace_seconds
 
     def refuse_missed_date(self, date: str, what: str = "date", remedy: str = _PAST_DATE_REMEDY) -> None:
@@ -285,6 +311,7 @@ class PostsApi:
         reviews = review_store.post_reviews(self.store, [post["id"]])
         view["review"], view["reviewReason"] = reviews.get(post["id"], (None, None))
         view["version"] = review_store.group_version(self.store, organization_id, post["group"])
+        view["canDeleteOnPlatform"] = platform_can_delete(channel["providerIdentifier"])  # (issue 28)
         view.update(self._repeats_view(organization_id, post))
         view.update(queue_store.post_marks(self.store, [post["id"]]).get(post["id"], _NO_MARKS))
         return view
@@ -302,14 +329,41 @@ class PostsApi:
         return {"repeatUntil": until, "repeatCount": count, "occurrences": upcoming}
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
-    @documented("Soft-delete the post's whole group", ("200", _DELETED), "NotFound", (POST_ID,))
-    def delete_post(self, request: Request, organization_id: str) -> Response:
-        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic."""
-        post = self._post_or_404(organization_id, request.params["id"])
+    @documented("Soft-delete the post's whole group; with onPlatform=true, on its platforms too",
+                ("200", {"anyOf": [_DELETED, _DELETED_ON_PLATFORM]}), "BadRequest NotFound Conflict",
+                (POST_ID, _ON_PLATFORM))
+    def delete_post(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
+        """DELETE /posts/:id: the post's whole group (its thread on that channel); Postiz's body, sic. With
+        ?onPlatform=true (issue 28) the same, then what was published is deleted on each platform that allows it."""
+        on_platform = on_platform_flag(request)
+        return self._delete_thread(organization_id, self._post_or_404(organization_id, request.params["id"]),
+                                   on_platform)
+
+    def _delete_thread(self, organization_id: str, post: dict, on_platform: bool) -> Union[Response, Awaitable[Response]]:
+        """The post's group deleted (its webhooks told, the queue moved up); with `on_platform`, on its platforms too."""
+        thread = post_store.thread(self.store, organization_id, post["group"]) if on_platform else []
+        busy = next((part for part in thread if part["state"] == "PUBLISHING"), None)
+        if busy is not None:  # (it could go out after the platform's delete: nothing is deleted)
+            raise _being_published(busy["id"])
         in_queue = self._in_queue(post)
+        references = post_store.reply_references(self.store, organization_id, [part["id"] for part in thread])
         self._delete_group_telling_webhooks(organization_id, post["group"])
         self._left_queue(organization_id, post, in_queue)
-        return json_response({"error": True})
+        if not on_platform:
+            return json_response({"error": True})
+        return self._delete_on_platforms(organization_id, post["id"], thread, references)
+
+    async def _delete_on_platforms(self, organization_id: str, post_id: str, thread: list, references: dict) -> Response:
+        """Issue 28: the group's published parts deleted on their platforms (already deleted here), and the answer."""
+        from . import platform_delete
+        entries = await platform_delete.delete_on_platforms(self.config, self.store, self.app.http, organization_id,
+                                                            thread, references)
+        if not all(entry["deleted"] for entry in entries):
+            names = await self.store.off_loop(platform_delete.channel_names, self.store, organization_id,
+                                              [entry["integration"] for entry in entries])
+            await self.store.off_loop(platform_delete.tell_what_is_left, self.store, organization_id, post_id,
+                                      entries, names)
+        return json_response({"deleted": entries})
 
     def _in_queue(self, post: dict) -> bool:
         return queue.in_queue(self.store, post["id"])
@@ -320,10 +374,16 @@ class PostsApi:
             queue.after_leaving(self.store, organization_id, post)
 
     @route_options(scope="posts", audit="post.deleted")  # (an editor may: the role editor, or a full key)
-    @documented("Soft-delete a group of posts", ("200", _DELETED), parameters=(parameter("path", "group", "A group"),))
-    def delete_group(self, request: Request, organization_id: str) -> Response:
-        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error."""
+    @documented("Soft-delete a group of posts; with onPlatform=true, on its platforms too",
+                ("200", {"anyOf": [_DELETED, _DELETED_ON_PLATFORM]}), "BadRequest Conflict",
+                parameters=(parameter("path", "group", "A group"), _ON_PLATFORM))
+    def delete_group(self, request: Request, organization_id: str) -> Union[Response, Awaitable[Response]]:
+        """DELETE /posts/group/:group: as Postiz, an unknown group is not an error. With ?onPlatform=true (issue 28) as
+        DELETE /posts/:id?onPlatform=true ({"deleted": []} for an unknown group)."""
+        on_platform = on_platform_flag(request)
         root = next(iter(post_store.thread(self.store, organization_id, request.params["group"])), None)
+        if on_platform:
+            return self._delete_thread(organization_id, root, True) if root else json_response({"deleted": []})
         in_queue = root is not None and self._in_queue(root)
         self._delete_group_telling_webhooks(organization_id, request.params["group"])
         if root is not None:

@@ -36,7 +36,9 @@ ACTION_FILTER = re.compile(r"[a-z_]{1,40}(\.[a-z_]{1,40})?")
 ORGANIZATION_NOUNS = ("organization", "alerts")  # settings of the organization itself: it is their subject
 FIXED_SUBJECTS = {"key.rotated": ("key", "default")}  # (the organization's own key, which has no id of its own)
 # An answer that says the change was another one than the route's usual (a channel that was there already)
-REFINED_BY_ANSWER = {"channel.connected": ("reconnected", "channel.reconnected")}
+# (issue 28: a delete with onPlatform=true answers {"deleted": [...]}: post.deleted_on_platform)
+REFINED_BY_ANSWER = {"channel.connected": ("reconnected", "channel.reconnected"),
+                     "post.deleted": ("deleted", "post.deleted_on_platform")}
 
 
 def actor_of(store: Any, request: Request, organization_id: str, kind: str = "key") -> Actor:
@@ -122,7 +124,7 @@ def entry_of(action: str, request: Request, organization_id: str, response: Resp
     except ValueError:
         answer = None
     refined = REFINED_BY_ANSWER.get(action)
-    if refined and isinstance(answer, dict) and answer.get(refined[0]) is True:
+    if refined and isinstance(answer, dict) and answer.get(refined[0]) not in (None, False):
         action = refined[1]
     params = request.params
     if "id" in params:

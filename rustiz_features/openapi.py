@@ -150,6 +150,9 @@ def component_schemas() -> dict:
         "Post": post_part | {"properties": post_part["properties"] | going_out | {
             "integration": post_integration, "tags": array_of(ref("Tag")), **_REPEAT_END, **_OCCURRENCES,
             "thread": array_of(post_part | {"properties": post_part["properties"] | going_out}), **_REVIEW_FIELDS,
+            "canDeleteOnPlatform": {"type": "boolean", "description": (
+                "rustiz (issue 28): whether its channel's platform lets rustiz delete what it published "
+                "(DELETE /posts/{id}?onPlatform=true)")},
             "version": {"type": "string", "description": (
                 "rustiz: the version of the post's whole group (every part: text, media, settings, date), also "
                 "the answer's ETag; POST /posts/{id}/approve takes it (If-Match or version) and refuses with 409 "

@@ -63,12 +63,13 @@ def begin(http, app) -> str:
 
 # --- OAuth ---------------------------------------------------------------------------------------------
 
-def test_the_authorization_url_asks_for_postiz_s_scopes_comma_separated(fake, http, app):
+def test_the_authorization_url_asks_for_postiz_s_scopes_and_threads_delete_comma_separated(fake, http, app):
     parts = urlsplit(begin(http, app))
     assert f"{parts.scheme}://{parts.netloc}{parts.path}" == f"{fake.url}/oauth/authorize"
     assert {name: values[-1] for name, values in parse_qs(parts.query).items()} == {
         "client_id": fake.client_id, "redirect_uri": REDIRECT, "response_type": "code", "state": "state-123",
-        "scope": "threads_basic,threads_content_publish,threads_manage_replies,threads_manage_insights"}
+        "scope": "threads_basic,threads_content_publish,threads_manage_replies,threads_manage_insights,"
+                 "threads_delete"}  # (issue 28: threads_delete, so that a post can be deleted from rustiz too)
     assert PROVIDER.pkce is False and PROVIDER.app_variables == ("THREADS_APP_ID", "THREADS_APP_SECRET")
     assert PROVIDER.refresh_ahead_seconds == 30 * 86400
     assert "{FRONTEND_URL}/integrations/social/threads" in PROVIDER.operator_guide

@@ -415,8 +415,12 @@ export async function calendarPage(main, { query }) {
         document.querySelector('dialog[open]')?.close();
         if (first) go(`#/compose?edit=${encodeURIComponent(first)}`);  // (the copy on all its channels)
       } else if (action === 'delete') {
-        if (!window.confirm(t('Delete this post on {channels}? This cannot be undone.', { channels: channelNames(c) }))) return;
-        for (const p of c.posts) await api('DELETE', `/posts/${p.id}`);
+        if (c.posts.some((p) => p.state === 'PUBLISHED')) {  // (issue 28: it may be deleted on its platforms too)
+          if (!await (await import('./delete-post.js')).deletePosts(c.posts)) return;
+        } else {
+          if (!window.confirm(t('Delete this post on {channels}? This cannot be undone.', { channels: channelNames(c) }))) return;
+          for (const p of c.posts) await api('DELETE', `/posts/${p.id}`);
+        }
         document.querySelector('dialog[open]')?.close();
         load();
       }

@@ -2,7 +2,8 @@
 // Rules: every text through t(); times in the organization's zone; no null child ever reaches the page (h/put skip
 // them); a decision that changes what the navigation counts tells the shell ('rustiz:counts').
 import { h, t, tn, put, avatar, mediaImage, api, errorBox, field, providers, zone, fmtDay, fmtDateTime, htmlToText, stateBadge, toLocalInput, fromLocalInput, go, safeUrl, mayDo } from './util.js';
-import { confirmDialog, figuresBox } from './widgets.js';
+import { figuresBox } from './widgets.js';
+import { deletePosts } from './delete-post.js';
 import { postHistory } from './analytics.js';
 
 // --- post detail ----------------------------------------------------------------------------------
@@ -37,8 +38,7 @@ export async function postPage(main, { id }) {
       } catch (error) { errors.show(error); }
     } }, t('Duplicate')) : null,
     editor ? h('button.danger', { type: 'button', onclick: async () => {
-      if (!await confirmDialog(t('Delete post'), t('Delete this post and its thread on this channel?'), t('Delete'))) return;
-      try { await api('DELETE', `/posts/${id}`); go(calendar); } catch (error) { errors.show(error); }
+      try { if (await deletePosts([post])) go(calendar); } catch (error) { errors.show(error); }  // (issue 28: on its platform too)
     } }, t('Delete')) : null,
     h('a.button', { href: calendar }, t('Back to calendar')));
 

@@ -214,6 +214,7 @@ class Provider:
     # connect() only reads (the account, a login session): `rustiz doctor` calls it to check a channel's
     # credentials. False where it sends something the platform or its owner sees (the webhook's ping).
     connect_is_read_only = True
+    can_delete = False  # the platform's API lets rustiz delete what it published (DELETE /posts/:id?onPlatform=true)
 
     @property
     def descriptor(self) -> ProviderDescriptor:
@@ -314,6 +315,28 @@ class Provider:
     async def post_analytics(self, channel: Channel, release: Release, days: int) -> Optional[list]:
         """One published post's figures (likes, reposts, replies...), as channel_analytics; None: none."""
         return None
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """Delete one published part (release.id / release.url as stored at publish). Return normally when it is
+        deleted or already gone (a 404 for that id is success); raise Rejected(message naming why) when the platform
+        refuses, NeedsReconnect when the credentials are refused, Retryable on 429/5xx/network."""
+        raise Rejected(f"{self.label} has no way to delete a published post through its API")
+
+    async def send_delete(self, channel: Channel, method: str, url: str, what: str = "the deletion",
+                          **request: Any) -> Optional[HttpReply]:
+        """One deleting request (for delete()): its 2xx reply, or None when the platform answers that the item is
+        not there (already_gone), which is what a deletion wants. A 5xx is Retryable: a deletion sent again
+        deletes nothing twice."""
+        try:
+            return await self.send(channel, method, url, what=what, **request)
+        except PublishError as error:
+            if self.already_gone(error):
+                return None
+            raise
+
+    def already_gone(self, error: PublishError) -> bool:
+        """Whether a deleting request's error says the item is not there (404, 410; Graph says it its own way)."""
+        return error.status in (404, 410)
 
     async def run_tool(self, channel: Channel, method_name: str, data: dict) -> Any:
         """A helper tool of POST /integration-trigger (the methodNames of the provider catalogue's `tools`):

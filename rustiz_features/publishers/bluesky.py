@@ -186,6 +186,7 @@ class BlueskyProvider(Provider):
     resend_is_safe = True
     concurrency = 2
     spacing = 1.0
+    can_delete = True  # com.atproto.repo.deleteRecord
 
     @staticmethod
     def _xrpc(channel: Channel, method: str) -> str:
@@ -346,6 +347,16 @@ class BlueskyProvider(Provider):
         root = record["reply"]["root"] if parent is not None else this
         did, _, rkey = created["uri"][len("at://"):].partition("/app.bsky.feed.post/")
         return Release(created["uri"], f"https://bsky.app/profile/{did}/post/{rkey}", {"root": root, "parent": this})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """com.atproto.repo.deleteRecord of the part's at:// record (a record already gone deletes nothing, and
+        the PDS answers it as a success)."""
+        repo, _, rest = release.id.removeprefix("at://").partition("/")
+        collection, _, rkey = rest.partition("/")
+        if not release.id.startswith("at://") or not (repo and collection and rkey):
+            raise Rejected(f"{release.id[:80]!r} is not the at:// address of a Bluesky record")
+        await self._call(channel, "POST", "com.atproto.repo.deleteRecord", what="the deletion of the post",
+                         json_body={"repo": repo, "collection": collection, "rkey": rkey})
 
     async def _create_post(self, channel: Channel, record: dict, rkey: str) -> dict:
         """createRecord under the part's own record key. When the answer is an error or lost, the record

@@ -21,7 +21,7 @@ from .base import (
     Channel, Connected, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, PublishError, Rejected, Release,
     Retryable, tuned, wait_for_processing,
 )
-from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, picture_url, regain_seconds
+from .meta import GRAPH_VERSION, MetaGraphProvider, graph_error, graph_object_gone, picture_url, regain_seconds
 
 PAGE_FIELDS = "id,name,username,picture.type(large),tasks"
 BUSINESS_LIMIT = 25  # businesses whose pages are listed beside the dialog's
@@ -77,6 +77,7 @@ class FacebookProvider(MetaGraphProvider):
     # Listing the pages and posting as one cannot work without these; insights and comments degrade alone.
     required_permissions = ("pages_show_list", "pages_manage_posts", "pages_read_engagement")
     concurrency = 8
+    can_delete = True  # DELETE /{post-id}, posts and comments alike (stories excepted)
     simple_video_bytes = 16 * 1024 * 1024  # above this, the resumable upload, in Facebook's chunks
     video_wait_seconds = tuned("RUSTIZ_FACEBOOK_VIDEO_WAIT", 300.0)  # a story video's processing, at most
     poll_interval = tuned("RUSTIZ_FACEBOOK_POLL_SECONDS", 2.0)
@@ -176,6 +177,20 @@ class FacebookProvider(MetaGraphProvider):
                                                if isinstance(item, dict)):
                 return "A Facebook comment takes at most one photo"
         return None
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """DELETE /{post-id} (or a comment's, a video's id) with the page token; Graph's "does not exist" (code 100,
+        subcode 33) means it is gone already. A story cannot be deleted through the Graph API."""
+        if "/stories/" in release.url:
+            raise Rejected("Facebook stories cannot be deleted through the Graph API; they disappear after 24 hours")
+        if not release.id.replace("_", "").isdigit():
+            raise Rejected(f"{release.id[:40]!r} is not a Facebook post id")
+        _, token = await self.as_page(channel)
+        try:
+            await self.graph_call(channel, "DELETE", release.id, token, "the deletion")
+        except PublishError as refused:
+            if not graph_object_gone(refused):
+                raise
 
     async def publish(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         page, token = await self.as_page(channel)

@@ -17,6 +17,7 @@ from .base import (
 
 _HASHNODE_ME = "query Me { me { id username name profilePicture publications(first: 20) { edges { node { id title url } } } } }"
 _HASHNODE_PUBLISH = "mutation PublishPost($input: PublishPostInput!) { publishPost(input: $input) { post { id url } } }"
+_HASHNODE_REMOVE = "mutation RemovePost($input: RemovePostInput!) { removePost(input: $input) { post { id } } }"
 _HASHNODE_TAGS = ("query PublicationTags($id: ObjectId!) { publication(id: $id) { id posts(first: 50) { edges { node "
                   "{ id tags { id name slug } } } } } }")
 
@@ -36,6 +37,7 @@ class HashnodeProvider(Provider):
     concurrency = 2
     spacing = 2.0
     media_settings = ("main_image",)  # the cover, which the platform downloads from its URL
+    can_delete = True  # the removePost mutation
 
     @staticmethod
     def _base() -> str:
@@ -111,6 +113,14 @@ class HashnodeProvider(Provider):
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the Hashnode blog of the channel \"{channel.name}\" (its publication's posts)"
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """removePost; a post Hashnode no longer has answers NOT_FOUND, which is what a deletion wants."""
+        try:
+            await self._graphql(channel, _HASHNODE_REMOVE, {"input": {"id": release.id}}, what="the deletion")
+        except Rejected as refused:
+            if "(NOT_FOUND)" not in refused.message:
+                raise
 
     async def _publications(self, channel: Channel) -> list:
         me = (await self._graphql(channel, _HASHNODE_ME, {}, what="the publications")).get("me") or {}

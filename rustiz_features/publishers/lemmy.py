@@ -9,8 +9,8 @@ from typing import Any, Callable, Optional
 from ..catalogue import ChannelAccount, url_host
 from ..http_client import HttpReply
 from .base import (
-    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, Rejected, Release, Retryable,
-    error_fields, retry_after_seconds,
+    Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Provider, PublishError, Rejected, Release,
+    Retryable, error_fields, retry_after_seconds,
 )
 from .markup import markdown_from_html
 
@@ -60,6 +60,7 @@ class LemmyProvider(Provider):
     resend_is_safe = False  # Lemmy takes no idempotency key
     concurrency = 2
     spacing = 2.0  # instances rate-limit posts and comments per IP
+    can_delete = True  # POST /post/delete and /comment/delete {"deleted": true}
 
     async def connect(self, channel: Channel) -> Connected:
         jwt = await self._log_in(channel)
@@ -125,6 +126,19 @@ class LemmyProvider(Provider):
             raise Rejected("the post this comment belongs to left no Lemmy post id to comment on")
         ids = await self._each(channel, post, posts, self._comment)
         return Release(",".join(ids), ",".join(f"{service}/comment/{id_}" for id_ in ids), {"posts": posts})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """Each post (one per community) or comment of the part, by its author: {"deleted": true}."""
+        kind = "comment" if "/comment/" in release.url else "post"
+        for made in filter(None, release.id.split(",")):
+            if not made.isdigit():
+                raise Rejected(f"{made[:40]!r} is not a Lemmy {kind} id")
+            try:
+                await self._call(channel, "POST", f"/{kind}/delete", False, f"the deletion of {kind} {made}",
+                                 json_body={f"{kind}_id": int(made), "deleted": True})
+            except PublishError as refused:
+                if not (refused.status == 404 or "couldnt_find" in refused.message or "not_found" in refused.message):
+                    raise
 
     async def _each(self, channel: Channel, post: OutgoingPost, targets: list, make: Callable) -> list:
         """`make(channel, post, target)` for each community (or post commented on), in order.

@@ -222,6 +222,7 @@ class LinkedInProviderBase(OAuthProvider):
     token_path = "/oauth/v2/accessToken"
     pkce = False  # LinkedIn's standard 3-legged flow has no PKCE (it is for its native-app flow only)
     concurrency = 2  # Postiz runs two LinkedIn jobs at once; LinkedIn's daily member limits are small
+    can_delete = True  # DELETE /rest/posts/{urn}; a comment: DELETE /rest/socialActions/{post}/comments/{id}
     required_scopes: tuple = ()  # without these the channel cannot post: a token lacking one is refused
     missing_scope_advice = "add the product that grants them to the LinkedIn app, then connect again"
 
@@ -317,6 +318,22 @@ class LinkedInProviderBase(OAuthProvider):
             raise OutcomeUnknown(f"LinkedIn accepted the post (HTTP {reply.status}) but sent no post id "
                                  "(x-restli-id)", reply.status)
         return Release(urn, self.post_url(urn), {"root": urn})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """The post (DELETE /rest/posts/{urn}), or a thread part's comment as its author (actor)."""
+        headers = {**self.rest_headers(channel), "X-RestLi-Method": "DELETE"}
+        comment = re.fullmatch(r"urn:li:comment:\((.+),(\d+)\)", release.id)
+        if comment is None:
+            await self.send_delete(channel, "DELETE", self.rest_url(f"posts/{quote(release.id, safe='')}"),
+                                   "the deletion of the post", headers=headers)
+            return
+        root = release.reply_ref.get("root") if isinstance(release.reply_ref, dict) else None
+        if not isinstance(root, str) or not root:
+            raise Rejected(f"the comment {release.id[:80]} has no post recorded with it")
+        actor = quote(await self.author(channel), safe="")
+        await self.send_delete(channel, "DELETE", self.rest_url(
+            f"socialActions/{quote(root, safe='')}/comments/{comment[2]}?actor={actor}"), "the deletion of the comment",
+            headers=headers)
 
     def post_url(self, urn: str) -> str:
         # The posts' pages live on the same origin as the consent page (www.linkedin.com).

@@ -121,5 +121,10 @@ class ListmonkProvider(Provider):
                 if isinstance(item, dict) and "id" in item and item.get("type", "campaign") in ("campaign",
                                                                                                "campaign_visual")]
 
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """(can_delete is False: only the reason.)"""
+        raise Rejected("a Listmonk campaign, once sent, is in its subscribers' inboxes: it cannot be unsent "
+                       "(Listmonk's own campaign record stays in its archive)")
+
 
 PROVIDER = ListmonkProvider()

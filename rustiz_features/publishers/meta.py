@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, Rejected, Retryable
+from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, PublishError, Rejected, Retryable
 from .oauth import AppCredentials, OAuthProvider, Tokens
 
 GRAPH_VERSION = "v25.0"  # Postiz's META_GRAPH_API_VERSION
@@ -40,6 +40,18 @@ def self_refreshing(tokens: Tokens) -> Tokens:
     """A long-lived token of Instagram standalone or Threads refreshes itself: it is kept as its own refresh
     token, so that TokenKeeper refreshes it; 60 days when the answer gives no expiry."""
     return tokens._replace(refresh_token=tokens.access_token, expires_in=tokens.expires_in or LONG_LIVED_SECONDS)
+
+
+def graph_object_gone(error: PublishError) -> bool:
+    """A deletion's error that says the object is not there: 404, or Graph's code 100 with subcode 33 ("Object
+    with ID ... does not exist, cannot be loaded due to missing permissions, or does not support this operation")."""
+    if error.status == 404:
+        return True
+    try:
+        found = graph_error(json.loads(error.body or "null"))
+    except ValueError:
+        return False
+    return found is not None and found.get("code") == 100 and found.get("error_subcode") == 33
 
 
 def graph_error(answer: Any) -> Optional[dict]:

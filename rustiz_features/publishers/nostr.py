@@ -175,6 +175,7 @@ class NostrProvider(Provider):
     identifier = "nostr"
     resend_is_safe = True  # the same event id on every attempt (see _created_at): relays keep it once
     spacing = 1.0
+    can_delete = True  # a NIP-09 deletion request (kind 5), which relays honour for the note's own author
 
     async def connect(self, channel: Channel) -> Connected:
         public_key = schnorr_public_key(self._secret_key(channel)).hex()
@@ -208,6 +209,18 @@ class NostrProvider(Provider):
         root = event["tags"][0][1] if event["tags"] else event["id"]
         return Release(event["id"], "https://njump.me/" + nevent(event["id"], public_key, accepted[:2]),
                        {"root": root, "relays": accepted})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """A NIP-09 deletion request (kind 5, ["e", id], ["k", "1"]) signed with the note's key, to every relay of
+        the channel; deleted once one relay accepts it (relays that honour NIP-09 drop the note; others may keep
+        it, which NIP-09 cannot prevent)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", release.id):
+            raise Rejected(f"{release.id[:70]!r} is not a Nostr event id")
+        secret_key = self._secret_key(channel)
+        event = nostr_event(secret_key, int(time.time()), 5, [["e", release.id], ["k", "1"]], "")
+        answers = await self._each_relay(channel, publish_to_relay, event, self._publish_timeouts())
+        if not any(answer.state == "accepted" for answer in answers):
+            raise self._failure(answers)
 
     def where_to_check(self, channel: Channel) -> str:
         relays = ", ".join(channel.credentials.get("relays") or [])

@@ -63,6 +63,7 @@ class PinterestProvider(OAuthProvider):
     between_steps = False  # Postiz's isBetweenSteps: the board is chosen per post
     threads = False
     concurrency = 3  # Postiz's maxConcurrentJob
+    can_delete = True  # DELETE /v5/pins/{id}
     operator_guide = (
         "Create the app at developers.pinterest.com/apps (Connect app; a Pinterest business account is needed) "
         "and wait for its review, which grants Trial access. Register the redirect URI "
@@ -213,6 +214,10 @@ class PinterestProvider(OAuthProvider):
             raise OutcomeUnknown(f"Pinterest accepted the pin but answered {reply.described('a pin')}", reply.status)
         pin_id = str(answer["id"])
         return Release(pin_id, f"{self.auth_base()}/pin/{pin_id}")
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        await self.send_delete(channel, "DELETE", f"{self.api_base()}/v5/pins/{quote(release.id, safe='')}",
+                               "the deletion of the pin", headers=bearer(channel))
 
     async def _media_source(self, channel: Channel, media: tuple) -> dict:
         """The pin's media_source: an uploaded video with its cover, one base64 image, or a carousel of them."""

@@ -137,6 +137,7 @@ class RedditProvider(OAuthProvider):
     # submissions per account: one publish at a time, as Postiz does (maxConcurrentJob = 1).
     concurrency = 1
     spacing = 5.0
+    can_delete = True  # POST /api/del, each submission or comment of the part
     operator_guide = (
         "Create a \"web app\" at https://www.reddit.com/prefs/apps (\"are you a developer? create an app...\") with "
         "the redirect URI {FRONTEND_URL}/integrations/social/reddit, and put its client id (under the app's name) "
@@ -270,6 +271,17 @@ class RedditProvider(OAuthProvider):
         things = [piece[1] for piece in pieces] if parent is None else parent.reply_ref["things"]
         return Release(",".join(piece[0] for piece in pieces), ",".join(piece[2] for piece in pieces),
                        {"things": things})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """POST /api/del for each submission (t3_) or comment (t1_) of the part: a submission's fullname is among
+        its release's `things`. Reddit answers {} for what is deleted already."""
+        things = release.reply_ref.get("things") if isinstance(release.reply_ref, dict) else None
+        things = things if isinstance(things, list) else []
+        for thing_id in filter(None, release.id.split(",")):
+            if not re.fullmatch(r"[a-z0-9]+", thing_id):
+                raise Rejected(f"{thing_id[:40]!r} is not a Reddit id")
+            name = f"t3_{thing_id}" if f"t3_{thing_id}" in things else f"t1_{thing_id}"
+            await self._call(channel, "POST", "/api/del", what=f"the deletion of {name}", form={"id": name})
 
     async def _submit(self, channel: Channel, post: OutgoingPost, value: dict) -> list:
         """[id, fullname, url] of a new submission to the entry's subreddit."""

@@ -22,7 +22,8 @@ from .base import (
     Retryable, analytics_figures, retry_after_seconds, tuned, wait_for_processing,
 )
 from .meta import (
-    DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_words, self_refreshing,
+    DEAD_TOKEN_CODES, PASSING_CODES, PERMISSION_CODES, THROTTLED_CODES, graph_error, graph_object_gone, graph_words,
+    self_refreshing,
 )
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens
 
@@ -79,7 +80,10 @@ class ThreadsProvider(OAuthProvider):
     token_path = "/oauth/access_token"  # on the API origin
     # Postiz's four: replies are posted (threads_manage_replies), never read, so threads_read_replies (which
     # app review would want justified) is not asked for.
-    scopes = ("threads_basic", "threads_content_publish", "threads_manage_replies", "threads_manage_insights")
+    # rustiz adds threads_delete (Meta's since 2025) so that a published post can be deleted from rustiz too.
+    scopes = ("threads_basic", "threads_content_publish", "threads_manage_replies", "threads_manage_insights",
+              "threads_delete")
+    can_delete = True  # DELETE /{threads-media-id}, 100 deletions a day per account
     pkce = False  # the authorization window takes no code_challenge
     concurrency = 2  # Postiz's maxConcurrentJob
     # A long-lived token lasts 60 days and may be refreshed once a day old: refreshed a month ahead, so a
@@ -89,7 +93,7 @@ class ThreadsProvider(OAuthProvider):
         "Create an app at developers.facebook.com/apps with the \"Access the Threads API\" use case, and use its "
         "Threads app id and Threads app secret (App settings > Basic; not the Meta app's own) as THREADS_APP_ID and "
         "THREADS_APP_SECRET. Add the permissions threads_basic, threads_content_publish, threads_manage_replies, "
-        "and threads_manage_insights, and register {FRONTEND_URL}/integrations/social/threads "
+        "threads_manage_insights and threads_delete (to delete a post from rustiz too), and register {FRONTEND_URL}/integrations/social/threads "
         "as a redirect callback URL: Meta takes https callbacks only. Until Meta's app review grants them, only "
         "the Threads testers added to the app (who accept the invitation in their Threads settings) can connect. "
         "Threads downloads every image and video from FRONTEND_URL/uploads, so it must be reachable from the "
@@ -250,6 +254,16 @@ class ThreadsProvider(OAuthProvider):
         media_id = await self._post(channel, f"{self._user(channel)}/threads_publish", "the post",
                                     {"creation_id": container}, visible=True)
         return Release(media_id, await self._permalink(channel, media_id))
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """DELETE /{threads-media-id} (a reply too): {"success": true, "deleted_id"}. A channel connected before
+        rustiz asked for threads_delete is refused for want of it: connecting it again grants it."""
+        if not release.id.isdigit():
+            raise Rejected(f"{release.id[:40]!r} is not a Threads media id")
+        await self.send_delete(channel, "DELETE", self._url(release.id, channel), "the deletion of the post")
+
+    def already_gone(self, error: PublishError) -> bool:
+        return graph_object_gone(error)
 
     async def _container(self, channel: Channel, post: OutgoingPost, reply_to: dict) -> tuple:
         """(the id of the part's container, what it holds): TEXT, one IMAGE or VIDEO, or a CAROUSEL of items."""

@@ -8,7 +8,7 @@ from typing import Optional
 from rustiz import new_uuid
 from ..catalogue import secret_account, url_host
 from ..http_client import HttpReply, signed_json_request
-from .base import Channel, Connected, OutgoingPost, Provider, Release, error_fields
+from .base import Channel, Connected, OutgoingPost, Provider, Rejected, Release, error_fields
 
 
 class WebhookProvider(Provider):
@@ -43,6 +43,11 @@ class WebhookProvider(Provider):
         release_url = answer.get("url")
         return Release(str(release_id) if release_id is not None else post.idempotency_key,
                        release_url if isinstance(release_url, str) else "")
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """(can_delete is False: only the reason.)"""
+        raise Rejected("a webhook channel hands each post to its receiver, which keeps what it made: rustiz has no "
+                       "way to ask it to delete it")
 
     def where_to_check(self, channel: Channel) -> str:
         return f"the service behind the webhook {url_host(channel.credentials['url'])}"

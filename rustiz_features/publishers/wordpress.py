@@ -20,6 +20,7 @@ class WordPressProvider(Provider):
     identifier = "wordpress"
     threads = False  # comments on one's own post are rarely wanted, and need the post to allow them
     concurrency = 2
+    can_delete = True  # DELETE /wp/v2/<posts|pages|type>/{id}: to the site's trash, as WordPress's own Delete
     spacing = 2.0
     media_settings = ("main_image",)  # the featured image, which need not be among the post's images
 
@@ -144,7 +145,17 @@ class WordPressProvider(Provider):
         if "id" not in answer:
             raise OutcomeUnknown(f"WordPress answered the {post_type} without its id: "
                                  f"{reply.described(f'a WordPress {post_type}')}", reply.status)
-        return Release(str(answer["id"]), answer.get("link") or "")
+        return Release(str(answer["id"]), answer.get("link") or "", {"collection": collection})
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """The post (or page...) to the site's trash, where its owner can still restore it; one in the trash
+        already answers 410 (rest_already_trashed), a missing one 404. Posts published before rustiz recorded
+        their collection are taken for posts."""
+        collection = release.reply_ref.get("collection") if isinstance(release.reply_ref, dict) else None
+        if not release.id.isdigit() or not re.fullmatch(r"[\w-]+", collection or "posts"):
+            raise Rejected(f"{release.id[:40]!r} is not a WordPress post id")
+        await self.send_delete(channel, "DELETE", self._endpoint(self._api(channel), f"/{collection or 'posts'}/{release.id}"),
+                               "the deletion of the post", headers=self._headers(channel))
 
     async def _upload(self, channel: Channel, api: str, media: MediaFile, item: str) -> tuple:
         """(media id, source URL) of one file (`item`: "media item 2", "the main_image setting") added to the

@@ -123,6 +123,7 @@ class XProvider(OAuthProvider):
     scopes = ()  # OAuth 1.0a has none: the app's permission (Read and write) decides
     concurrency = 4
     spacing = 2.0  # X allows 100 posts per 15 minutes per user: one publish every 2 s stays well under
+    can_delete = True  # DELETE /2/tweets/:id
     operator_guide = (
         "Create a project and an app at developer.x.com (the X API is pay-per-use since February 2026: each "
         "post costs credits, which the developer console sells; there is no free tier for new developers). "
@@ -266,6 +267,24 @@ class XProvider(OAuthProvider):
             raise OutcomeUnknown(f"X accepted the post but answered {reply.described('a post')}", reply.status)
         handle = channel.credentials.get("screenName") or "i/web"  # x.com redirects a renamed handle
         return Release(str(data["id"]), f"{self.web_origin}/{handle}/status/{data['id']}")
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """DELETE /2/tweets/:id: {"data": {"deleted": true}}; a post already gone answers 404 (or deleted false)."""
+        if not release.id.isdigit():
+            raise Rejected(f"{release.id[:40]!r} is not an X post id")
+        url = self.api_base(channel) + f"/2/tweets/{release.id}"
+        reply = await self.send_delete(channel, "DELETE", url, "the deletion of the post",
+                                       headers=self._signed(channel, "DELETE", url))
+        if reply is None or self._data(reply).get("deleted") is True:
+            return
+        answer = reply.json()
+        errors = answer.get("errors") if isinstance(answer, dict) and isinstance(answer.get("errors"), list) else []
+        if any(isinstance(error, dict) and str(error.get("type", "")).endswith("/resource-not-found")
+               for error in errors):
+            return  # (X's answer for an id it does not have: gone already)
+        if self._data(reply).get("deleted") is False:
+            raise Rejected(f"X answered that it did not delete the post: {self.platform_words(reply)}", reply.status)
+        raise Retryable(f"X answered the deletion with {reply.described('a deletion')}", reply.status)
 
     @staticmethod
     def _post_options(settings: dict, first: bool) -> dict:

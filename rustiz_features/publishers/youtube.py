@@ -80,6 +80,7 @@ class YouTubeProvider(GoogleOAuthProvider):
     media_settings = ("thumbnail",)  # read from this machine's file, as the video
     app_variables = ("YOUTUBE_CLIENT_ID", "YOUTUBE_CLIENT_SECRET")
     api_origin = "https://www.googleapis.com"  # /youtube/v3 and /upload/youtube/v3
+    can_delete = True  # videos.delete, and comments.delete for a thread part
     # Postiz's scopes, less userinfo.email, youtubepartner and yt-analytics.readonly, which rustiz never uses
     # (every scope asked lengthens Google's verification). force-ssl is the one comments need.
     scopes = (SCOPE + "userinfo.profile", SCOPE + "youtube", SCOPE + "youtube.force-ssl", SCOPE + "youtube.readonly",
@@ -338,6 +339,13 @@ class YouTubeProvider(GoogleOAuthProvider):
         if picture.content_type not in ("image/png", "image/jpeg"):
             raise Rejected("YouTube takes JPEG and PNG thumbnails only", item="the thumbnail")
         return picture.read(), picture.content_type
+
+    async def delete(self, channel: Channel, release: Release) -> None:
+        """videos.delete for the video, comments.delete for a thread part's comment (204; 404 when gone)."""
+        video = release.reply_ref.get("video") if isinstance(release.reply_ref, dict) else None
+        kind = "videos" if video in (None, release.id) else "comments"
+        await self.send_delete(channel, "DELETE", f"{self.api_base()}/youtube/v3/{kind}?id={quote(release.id, safe='')}",
+                               f"the deletion of the {kind[:-1]}", headers=bearer(channel))
 
     async def _comment(self, channel: Channel, post: OutgoingPost, parent: Optional[Release]) -> Release:
         """Part 1 is a comment on the video; later parts reply to it (YouTube's replies are one level deep)."""

@@ -336,3 +336,12 @@ def write_threads(db: sqlite3.Connection, organization_id: str, threads: list, r
     """save_posts' writes inside a write transaction the caller holds (autopost records a feed's item with its
     posts in one); the caller calls store.posts_changed() after it commits."""
     _write_threads(db, organization_id, threads, replaced_groups, tag_labels, now)
+
+
+def reply_references(store: Store, organization_id: str, post_ids: list) -> dict:
+    """post id -> the reply reference its publish stored with its release (Release.reply_ref, decoded), for the
+    posts among `post_ids` that have one, deleted ones too (delete on the platform reads them after the delete)."""
+    import json
+    rows = rows_in_chunks(store, "SELECT id, reply_ref FROM post WHERE organization_id = ? AND reply_ref IS NOT NULL "
+                                 "AND id IN ({in_list})", (organization_id,), post_ids)
+    return {row[0]: json.loads(row[1]) for row in rows}

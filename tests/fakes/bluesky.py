@@ -56,6 +56,8 @@ class FakeBluesky(FakePlatform):
         self.route("POST", x + "com.atproto.repo.uploadBlob", self.upload_blob)
         self.route("POST", x + "com.atproto.repo.createRecord", self.create_record)
         self.route("GET", x + "com.atproto.repo.getRecord", self.get_record)
+        self.deleted: list = []  # (issue 28: com.atproto.repo.deleteRecord, the record keys deleted in order)
+        self.route("POST", x + "com.atproto.repo.deleteRecord", self.delete_record)
         self.route("GET", "/article", lambda request: answer(200, (
             "<html><head><title>Fallback title</title><meta property=\"og:title\" content=\"Rust &amp; SQLite\">"
             "<meta name='og:description' content='How rustiz stores posts'></head><body>hi</body></html>"),
@@ -187,6 +189,21 @@ class FakeBluesky(FakePlatform):
         self.published.append({"rkey": rkey, **stored})
         return answer(200, {"uri": uri, "cid": stored["cid"], "commit": {"cid": cid_of(uri.encode()), "rev": rkey},
                             "validationStatus": "valid"})
+
+    def delete_record(self, request: FakeRequest):
+        """As @atproto/pds: the repo must be the session's; a record key it does not have deletes nothing, and
+        answers 200 all the same."""
+        problem = self._auth_problem(request)
+        if problem:
+            return problem
+        body = request.json()
+        if body.get("repo") != self.did:
+            return xrpc_error(401, "AuthenticationRequired", "Authentication Required")
+        if body.get("collection") != "app.bsky.feed.post" or not TID.fullmatch(str(body.get("rkey"))):
+            return xrpc_error(400, "InvalidRequest", "Invalid record key")
+        if self.records.pop(body["rkey"], None) is not None:
+            self.deleted.append(body["rkey"])
+        return answer(200, {"commit": {"cid": cid_of(body["rkey"].encode()), "rev": body["rkey"]}})
 
 
 # --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------

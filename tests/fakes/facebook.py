@@ -87,6 +87,8 @@ class FakeFacebook(FakePlatform):
                 ("GET", V + r"/(\d+)/video_insights", self.video_insights),
                 ("GET", V + r"/([\d_]+)", self.node), ("GET", r"/pictures/\d+\.jpg", self.picture)):
             self.route(method, pattern, handler)
+        self.deleted: list = []  # (issue 28: DELETE /{post-id} with the page token, the ids deleted in order)
+        self.route("DELETE", V + r"/([\d_]+)", self.delete_object)
         self.chunk_size = 1024 * 1024  # what a resumable upload asks for at a time
         self.chunks_received: list = []
 
@@ -369,6 +371,21 @@ class FakeFacebook(FakePlatform):
                           published=field.get("published", "true") != "false")
         self.published.append(self.objects[video])
         return answer(200, {"id": video})
+
+    def delete_object(self, request: FakeRequest):
+        """DELETE /{id}: {"success": true}, as the page that made it; an unknown id: Graph's code 100, subcode 33."""
+        target = request.match[1]
+        made = self.objects.get(target)
+        if made is None:
+            return answer(400, graph_error(100, f"Unsupported delete request. Object with ID '{target}' does not "
+                                                "exist, cannot be loaded due to missing permissions, or does not "
+                                                "support this operation", 33, kind="GraphMethodException"))
+        _, refused = self._as_page(request, made["page"])
+        if refused:
+            return refused
+        del self.objects[target]
+        self.deleted.append(target)
+        return answer(200, {"success": True})
 
     def comments(self, request: FakeRequest):
         target = request.match[1]

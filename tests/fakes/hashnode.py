@@ -23,6 +23,7 @@ class FakeHashnode(FakePlatform):
         self.user = {"id": "u-77", "username": "grace", "name": "Grace Hopper"}  # whose the token is
         self.env = {"RUSTIZ_HASHNODE_API_URL": self.url}
         self.route("POST", "/", self.graphql)
+        self.deleted: list = []  # (issue 28: removePost, the post ids removed in order)
 
     def account(self) -> tuple:
         """(name, profile) of the channel credentials() connect: what this fake's account says."""
@@ -38,6 +39,8 @@ class FakeHashnode(FakePlatform):
             return graphql_error("You must be authenticated.", "UNAUTHENTICATED")
         if "publishPost" in query:
             return self.publish(body["variables"]["input"])
+        if "removePost" in query:  # (issue 28)
+            return self.remove(body["variables"]["input"])
         if "publication(" in query:
             return answer(200, {"data": {"publication": {"id": body["variables"]["id"], "posts": {"edges": [
                 {"node": {"id": "p1", "tags": [{"id": TAG_ID, "name": "JavaScript", "slug": "javascript"}]}},
@@ -57,6 +60,14 @@ class FakeHashnode(FakePlatform):
         number = len(self.published)
         return answer(200, {"data": {"publishPost": {"post": {
             "id": f"post-{number}", "url": f"https://grace.hashnode.dev/post-{number}"}}}})
+
+    def remove(self, given: dict):
+        """removePost: the post; one it does not have (or removed already): NOT_FOUND."""
+        number = str(given.get("id", "")).removeprefix("post-")
+        if given["id"] in self.deleted or not number.isdigit() or not 1 <= int(number) <= len(self.published):
+            return graphql_error("Post not found", "NOT_FOUND")
+        self.deleted.append(given["id"])
+        return answer(200, {"data": {"removePost": {"post": {"id": given["id"]}}}})
 
 
 # --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------

@@ -29,6 +29,8 @@ class FakeLemmy(FakePlatform):
         self.route("POST", r"/api/v3/post", self.create_post)
         self.route("POST", r"/api/v3/comment", self.create_comment)
         self.route("GET", r"/api/v3/search", self.search)
+        self.deleted: list = []  # (issue 28: ("post" | "comment", id) deleted, in order)
+        self.route("POST", r"/api/v3/(post|comment)/delete", self.delete_item)
 
     def account(self) -> tuple:
         """(name, profile) of the channel credentials() connect: what this fake's account says."""
@@ -93,6 +95,21 @@ class FakeLemmy(FakePlatform):
                    "parent_id": body.get("parent_id")}
         self.published.append({"kind": "comment", **comment})
         return answer(200, {"comment_view": {"comment": comment, "post": {"id": body["post_id"]}}})
+
+    def delete_item(self, request: FakeRequest):
+        """POST /post/delete {"post_id", "deleted": true} (or /comment/delete): the view, marked deleted; an id it
+        does not have: 404 couldnt_find_post / couldnt_find_comment."""
+        refused = self._person(request)
+        if refused:
+            return refused
+        kind, body = request.match[1], request.json()
+        item = next((item for item in self.published if item["kind"] == kind and item["id"] == body.get(f"{kind}_id")
+                     and not item.get("deleted")), None)
+        if item is None or body.get("deleted") is not True:
+            return lemmy_error(404, f"couldnt_find_{kind}")
+        item["deleted"] = True
+        self.deleted.append((kind, item["id"]))
+        return answer(200, {f"{kind}_view": {kind: {"id": item["id"], "deleted": True}}})
 
     def search(self, request: FakeRequest):
         if request.query.get("type_") != "Communities":

@@ -79,6 +79,9 @@ class FakeLinkedIn(FakePlatform):
         self.route("GET", r"/rest/documents/([^/]+)", self.versioned(self.document_state))
         self.route("POST", "/rest/posts", self.versioned(self.create_post))
         self.route("POST", r"/rest/socialActions/([^/]+)/comments", self.versioned(self.create_comment))
+        self.deleted: list = []  # (issue 28: the post and comment URNs deleted, in order)
+        self.route("DELETE", r"/rest/posts/([^/]+)", self.versioned(self.delete_post))
+        self.route("DELETE", r"/rest/socialActions/([^/]+)/comments/(\d+)", self.versioned(self.delete_comment))
 
     def credentials(self) -> dict:
         return {"accessToken": self.token}
@@ -373,3 +376,28 @@ class FakeLinkedIn(FakePlatform):
         self.comments.append(stored)
         self.published.append(stored)
         return answer(201, stored, {"x-restli-id": urn})
+
+    def delete_post(self, request: FakeRequest):
+        """DELETE /rest/posts/{encoded URN} (X-RestLi-Method: DELETE): 204; its author only; 404 when unknown."""
+        urn = unquote(request.match[1])
+        post = self.posts.get(urn)
+        if post is None:
+            return linkedin_error(404, f"Post {urn} not found", "NOT_FOUND")
+        if not self._may_act_as(request, post["author"]):
+            return linkedin_error(403, "Not enough permissions to delete this post", "ACCESS_DENIED", 100)
+        del self.posts[urn]
+        self.deleted.append(urn)
+        return answer(204)
+
+    def delete_comment(self, request: FakeRequest):
+        """DELETE /rest/socialActions/{post}/comments/{id}?actor=...: 204; 404 when the comment is not there."""
+        target, number = unquote(request.match[1]), request.match[2]
+        found = next((comment for comment in self.comments if comment["object"] == target and comment["id"] == number),
+                     None)
+        if found is None:
+            return linkedin_error(404, f"Comment {number} not found", "NOT_FOUND")
+        if found.get("actor") != unquote(request.query.get("actor", "")) or not self._may_act_as(request, found["actor"]):
+            return linkedin_error(403, "Not enough permissions to delete this comment", "ACCESS_DENIED", 100)
+        self.comments.remove(found)
+        self.deleted.append(found["commentUrn"])
+        return answer(204)

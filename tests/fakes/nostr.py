@@ -35,6 +35,7 @@ class FakeNostrRelay:
     def __init__(self):
         self.events: dict = {}  # id -> event, everything stored
         self.published: list = []  # stored kind-1 events, in order
+        self.deleted: list = []  # (issue 28) ids of the events a NIP-09 deletion request (kind 5) dropped, in order
         self.received: list = []  # every client message, decoded
         self.script: list = []  # what to do with the next EVENT messages
         self.refuse_upgrade = False
@@ -195,7 +196,13 @@ class FakeNostrRelay:
             known = event["id"] in self.events
             if not known:
                 self.events[event["id"]] = event
-                self.published.append(event)
+                if event["kind"] != 5:
+                    self.published.append(event)
+            if event["kind"] == 5:  # (issue 28) NIP-09: the author's own events named by "e" tags are dropped
+                for tag in event["tags"]:
+                    if tag[:1] == ["e"] and self.events.get(tag[1], {}).get("pubkey") == event["pubkey"]:
+                        del self.events[tag[1]]
+                        self.deleted.append(tag[1])
         if action == "drop":  # stored, but the answer never leaves
             connection.shutdown(socket.SHUT_RDWR)
             return False

@@ -46,6 +46,8 @@ class FakePinterest(FakePlatform):
         self.route("POST", "/v5/media", self.register_media)
         self.route("POST", "/upload-bucket/", self.bucket_upload)
         self.route("GET", r"/v5/media/(\d+)", self.media_state)
+        self.deleted: list = []  # (issue 28: DELETE /v5/pins/{id}, the ids in order)
+        self.route("DELETE", r"/v5/pins/([^/]+)", self.delete_pin)
 
     @property
     def env(self) -> dict:
@@ -159,6 +161,16 @@ class FakePinterest(FakePlatform):
                                       for board in page], "bookmark": bookmark})
 
     # --- pins ----------------------------------------------------------------------------------------
+
+    def delete_pin(self, request: FakeRequest):
+        """204; a pin it does not have: 404 {"code": 50, "message": "Pin not found."}."""
+        refused = self._unauthorized(request)
+        if refused:
+            return refused
+        if self.pins.pop(request.match[1], None) is None:
+            return answer(404, {"code": 50, "message": "Pin not found."})
+        self.deleted.append(request.match[1])
+        return answer(204)
 
     def create_pin(self, request: FakeRequest):
         refused = self._unauthorized(request)

@@ -78,6 +78,8 @@ class FakeReddit(FakePlatform):
         self.route("GET", r"/r/([A-Za-z0-9_]+)/api/link_flair_v2", self.link_flairs)
         self.route("POST", "/api/media/asset.json", self.media_lease)
         self.route("POST", "/s3-upload", self.s3_upload)
+        self.deleted: list = []  # (issue 28: POST /api/del, the fullnames deleted in order)
+        self.route("POST", "/api/del", self.delete_thing)
 
     def new_access_token(self) -> str:
         token = "reddit-access-" + secrets.token_hex(8)
@@ -256,6 +258,16 @@ class FakeReddit(FakePlatform):
         self.comments[comment["name"]] = comment
         self.published.append(comment)
         return answer(200, {"json": {"errors": [], "data": {"things": [{"kind": "t1", "data": comment}]}}})
+
+    def delete_thing(self, request: FakeRequest):
+        """POST /api/del id=<fullname>: {} whether or not there was such a thing (Reddit's answer)."""
+        refused = self._unauthorized(request)
+        if refused:
+            return refused
+        name = request.form().get("id", "")
+        if self.posts.pop(name, None) is not None or self.comments.pop(name, None) is not None:
+            self.deleted.append(name)
+        return answer(200, {})
 
     def search(self, request: FakeRequest):
         refused = self._unauthorized(request)

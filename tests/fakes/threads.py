@@ -57,6 +57,9 @@ class FakeThreads(FakePlatform):
         self.route("GET", r"/v1.0/(\w+)/threads_insights", self.user_insights)
         self.route("GET", r"/v1.0/(\d+)/insights", self.media_insights)
         self.route("GET", r"/v1.0/(\d+)", self.read_object)
+        self.deleted: list = []  # (issue 28: DELETE /{threads-media-id}, the ids deleted in order)
+        self.delete_granted = True  # False: the token lacks threads_delete (a channel connected before rustiz asked it)
+        self.route("DELETE", r"/v1.0/(\d+)", self.delete_media)
 
     @property
     def env(self) -> dict:
@@ -226,6 +229,19 @@ class FakeThreads(FakePlatform):
         self.objects[media_id] = media
         self.published.append(media)
         return answer(200, {"id": media_id})
+
+    def delete_media(self, request: FakeRequest):
+        """{"success": true, "deleted_id"}; without threads_delete: code 10; an unknown id: code 100, subcode 33."""
+        refused = self._refused(request.query)
+        if refused:
+            return refused
+        if not self.delete_granted:
+            return answer(403, graph_error("(#10) Application does not have permission for this action", 10))
+        if self.objects.get(request.match[1], {}).get("kind") != "media":
+            return answer(400, graph_error("Unsupported delete request", 100, 33, "GraphMethodException"))
+        del self.objects[request.match[1]]
+        self.deleted.append(request.match[1])
+        return answer(200, {"success": True, "deleted_id": request.match[1]})
 
     # --- insights ----------------------------------------------------------------------------------------
 

@@ -36,6 +36,10 @@ class FakeWordPress(FakePlatform):
         if not pretty_permalinks:  # no /wp-json/: ?rest_route=/wp/v2/... on the front page instead
             self.route("GET", "/", self.front_page)
             self.route("POST", "/", self.front_page)
+        self.deleted: list = []  # (issue 28: posts moved to the trash, as (collection, id), in order)
+        self.route("DELETE", prefix + r"/(?P<collection>posts|pages)/(?P<id>\d+)", self.trash)
+        if not pretty_permalinks:
+            self.route("DELETE", "/", self.front_page)
 
     def account(self) -> tuple:
         """(name, profile) of the channel credentials() connect: what this fake's account says."""
@@ -101,6 +105,22 @@ class FakeWordPress(FakePlatform):
         self.published.append(post)
         post_id = 200 + len(self.published)
         return answer(201, {"id": post_id, "link": f"{self.url}/?p={post_id}", "status": post.get("status")})
+
+    def trash(self, request: FakeRequest):
+        """DELETE without force=true: to the trash (200, the post with status "trash"); in the trash already: 410
+        rest_already_trashed; an id of another type, or none: 404 rest_post_invalid_id."""
+        refused = self.authorized(request)
+        if refused:
+            return refused
+        number, collection = int(request.match["id"]) - 201, request.match["collection"]
+        post = self.published[number] if 0 <= number < len(self.published) else None
+        if post is None or post["collection"] != collection:
+            return wordpress_error(404, "rest_post_invalid_id", "Invalid post ID.")
+        if post.get("status") == "trash":
+            return wordpress_error(410, "rest_already_trashed", "The post has already been deleted.")
+        post["status"] = "trash"
+        self.deleted.append((collection, number + 201))
+        return answer(200, {"id": number + 201, "status": "trash"})
 
 
 # --- for the tests of every provider that connects with credentials (tests/platforms.py) ---------------

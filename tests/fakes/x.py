@@ -50,6 +50,8 @@ class FakeX(FakePlatform):
         self.route("POST", r"/2/media/upload/(\d+)/finalize", self.media_finalize)
         self.route("GET", "/2/media/upload", self.media_status)
         self.route("POST", "/2/media/metadata", self.media_metadata)
+        self.deleted: list = []  # (issue 28: DELETE /2/tweets/:id, the ids deleted in order)
+        self.route("DELETE", r"/2/tweets/(\d+)", self.delete_post)
 
     def credentials(self) -> dict:
         return {"accessToken": "x-user-token", "accessSecret": "x-user-secret", "userId": self.user["id"],
@@ -174,6 +176,18 @@ class FakeX(FakePlatform):
             data["public_metrics"] = {"retweet_count": 5, "reply_count": 1, "like_count": 30, "quote_count": 2,
                                       "bookmark_count": 4, "impression_count": 1234}
         return answer(200, {"data": data})
+
+    def delete_post(self, request: FakeRequest):
+        """X's answer: {"data": {"deleted": true}}; an id it does not have: 200 with a resource-not-found error."""
+        refused = self._user_refused(request)
+        if refused:
+            return refused
+        if self.posts.pop(request.match[1], None) is None:
+            return answer(200, {"errors": [{"value": request.match[1], "detail": "Could not find tweet",
+                                            "title": "Not Found Error", "type": "https://api.twitter.com/2/problems/"
+                                            "resource-not-found"}]})
+        self.deleted.append(request.match[1])
+        return answer(200, {"data": {"deleted": True}})
 
     def create_post(self, request: FakeRequest):
         refused = self._user_refused(request)

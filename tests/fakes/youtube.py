@@ -55,6 +55,8 @@ class FakeYouTube(FakePlatform):
         self.route("POST", "/upload/youtube/v3/thumbnails/set", self.set_thumbnail)
         self.route("POST", "/youtube/v3/commentThreads", self.comment_thread)
         self.route("POST", "/youtube/v3/comments", self.comment_reply)
+        self.deleted: list = []  # (issue 28: videos.delete and comments.delete, the ids in order)
+        self.route("DELETE", "/youtube/v3/(videos|comments)", self.delete_item)
 
     def new_access_token(self) -> str:
         token = "ya29.fake-" + secrets.token_hex(8)
@@ -235,6 +237,19 @@ class FakeYouTube(FakePlatform):
         self.comments[comment_id] = {"video": snippet["videoId"], "parent": None, "text": text}
         return answer(200, {"kind": "youtube#commentThread", "id": comment_id,
                             "snippet": {"videoId": snippet["videoId"], "topLevelComment": {"id": comment_id}}})
+
+    def delete_item(self, request: FakeRequest):
+        """videos.delete / comments.delete: 204; an id it does not have: 404 videoNotFound / commentNotFound."""
+        refused = self._unauthorized(request)
+        if refused:
+            return refused
+        kind, item = request.match[1], request.query.get("id", "")
+        store = self.videos if kind == "videos" else self.comments
+        if store.pop(item, None) is None:
+            reason = "videoNotFound" if kind == "videos" else "commentNotFound"
+            return google_error(404, f"The {kind[:-1]} identified by the id parameter could not be found.", reason)
+        self.deleted.append(item)
+        return answer(204)
 
     def comment_reply(self, request: FakeRequest):
         refused = self._unauthorized(request)
