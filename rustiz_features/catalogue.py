@@ -876,6 +876,12 @@ PROVIDERS: dict = {identifier: descriptor for identifier, descriptor in DESCRIPT
                    if descriptor.postiz}  # Postiz's 35: what integration-settings and MCP describe
 CREDENTIAL_SPECS: dict = {identifier: descriptor.credentials for identifier, descriptor in DESCRIPTORS.items()
                           if descriptor.credentials is not None}  # what `rustiz channel add` and POST /integrations take
+# Postiz's providers rustiz does not publish to, and why (docs/providers.md says more).
+LEFT_OUT = {
+    "skool": "Skool has no public API; posting there needs a signed-in member's browser cookies, which rustiz will "
+             "not hold",
+    "mewe": "MeWe's API is a developer preview that does not document how an app signs a member in",
+}
 # The counting rules Postiz's own length check uses ("post is too long, please fix it"); a platform's own
 # rule (graphemes, mastodon, telegram-html) is checked by its publisher, in the platform's words.
 POSTIZ_COUNTING_RULES = frozenset({"characters", "x-weighted"})
@@ -963,9 +969,9 @@ def validate_new_channel(body: Any) -> NewChannel:
                               f"/public/v1/social/{provider} answers the URL of its consent page (the web app's "
                               f"Channels page has a button for it); providers that connect with credentials: "
                               f"{connectable}")
-        if isinstance(provider, str) and provider in PROVIDERS:
-            raise bad_request(f"{provider} connects through OAuth with a developer app, which rustiz does not "
-                              f"support yet; providers that connect with credentials: {connectable}")
+        if isinstance(provider, str) and provider in LEFT_OUT:
+            raise bad_request(f"rustiz does not publish to {provider}: {LEFT_OUT[provider]}; providers that "
+                              f"connect with credentials: {connectable}")
         shown = json.dumps(provider)[:100] if provider is not None else "missing"
         raise bad_request(f"provider {shown} is not one rustiz can connect; use one of: {connectable}")
     problems = _credentials_problems(provider, body.get("credentials"))

@@ -11,7 +11,7 @@ from fakes.nostr import NSEC
 from fakes.webhook import FakeWebhookReceiver
 from platforms import FAKES
 from support import PREFIXES, Database, api, auth, connect_database
-from rustiz_features.catalogue import CREDENTIAL_SPECS, DESCRIPTORS, PROVIDERS
+from rustiz_features.catalogue import CREDENTIAL_SPECS, DESCRIPTORS, LEFT_OUT, PROVIDERS
 
 NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
 CONNECTABLE = ", ".join(sorted(FAKES))  # the providers that connect with credentials, as refusals list them
@@ -136,11 +136,11 @@ def test_an_unknown_or_missing_provider_names_the_ones_rustiz_connects(server):
     assert refused(server, {"provider": {"a": 1}}).startswith('provider {"a": 1} is not one')
 
 
-def test_providers_that_need_a_developer_app_say_oauth_is_not_supported_yet(server):
-    assert NOT_YET
+def test_providers_rustiz_does_not_publish_to_say_why(server):
+    assert set(NOT_YET) == set(LEFT_OUT)
     for provider in NOT_YET:
         assert refused(server, {"provider": provider, "credentials": {}}) == (
-            f"{provider} connects through OAuth with a developer app, which rustiz does not support yet; "
+            f"rustiz does not publish to {provider}: {LEFT_OUT[provider]}; "
             f"providers that connect with credentials: {CONNECTABLE}")
 
 

@@ -91,10 +91,10 @@ def test_refusals_are_one_line_without_a_traceback_or_the_secret(server, channel
          "or https://; credentials.password should not be empty; credentials.pasword should not exist (bluesky "
          "takes service, identifier, password)"),
         (("add", "skool", "--credential", "apiKey=k"),
-         "rustiz: cannot add the skool channel: skool connects through OAuth with a developer app, which "
-         "rustiz does not "
-         "support yet; providers that connect with credentials: bluesky, devto, discord, hashnode, lemmy, "
-         "listmonk, mastodon, nostr, slack, telegram, webhook, wordpress"),
+         "rustiz: cannot add the skool channel: rustiz does not publish to skool: Skool has no public API; posting "
+         "there needs a signed-in member's browser cookies, which rustiz will not hold; providers that connect with "
+         "credentials: bluesky, devto, discord, hashnode, lemmy, listmonk, mastodon, medium, moltbook, nostr, slack, "
+         "telegram, webhook, wordpress"),
         (("add", "devto", "--credential", "hunter2"),
          "rustiz: each --credential needs the form KEY=VALUE, e.g. --credential webhookUrl=https://..."),
         (("add", "devto", "--credential", "apiKey=k", "--org", "nope"),
