@@ -21,6 +21,9 @@ from support import (API, api, channel_post, connect_database, consent_link, iso
 DEFAULT_KEY = {"type": "key", "id": "default", "name": "default", "email": None}
 # Routes that change nothing an admin audits, each with the reason (every other non-GET route declares its action)
 NOT_AUDITED = {
+    ("POST", "/integrations/telegram/updates"): "Telegram's own updates for the operator's bot, checked by their "
+                                                 "secret; a channel a /connect code makes is told to the "
+                                                 "organization as a notification",
     ("POST", "/integration-trigger/:id"): "a platform's helper lookup (boards, subreddits): it reads, changes nothing",
     ("POST", "/upload"): "an upload adds a file; the post that uses it is what is audited",
     ("POST", "/upload-from-url"): "an upload adds a file; the post that uses it is what is audited",

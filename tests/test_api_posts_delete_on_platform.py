@@ -11,11 +11,13 @@ import pytest
 from fakes.dribbble import FakeDribbble
 from fakes.facebook import FakeFacebook
 from fakes.gmb import FakeGmb
+from fakes.kick import FakeKick
 from fakes.linkedin import CLIENT_ID as LINKEDIN_ID, CLIENT_SECRET as LINKEDIN_SECRET, FakeLinkedIn
 from fakes.pinterest import FakePinterest
 from fakes.reddit import FakeReddit
 from fakes.threads import FakeThreads
 from fakes.tumblr import FakeTumblr
+from fakes.twitch import FakeTwitch
 from fakes.vk import FakeVk
 from fakes.x import FakeX
 from fakes.youtube import FakeYouTube
@@ -256,6 +258,8 @@ OAUTH = {
     "tumblr": (FakeTumblr, lambda fake: fake.env, _first_choice, {}, None),
     "gmb": (FakeGmb, lambda fake: {**fake.env, "GOOGLE_GMB_CLIENT_ID": fake.client_id,
                                    "GOOGLE_GMB_CLIENT_SECRET": fake.client_secret}, _first_choice, {}, None),
+    "twitch": (FakeTwitch, lambda fake: fake.app_env(), None, {}, None),
+    "kick": (FakeKick, lambda fake: fake.app_env(), None, {}, None),
 }
 
 

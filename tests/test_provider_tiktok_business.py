@@ -280,7 +280,8 @@ def business():
 @pytest.fixture
 def server(start_server_with_fakes, business):
     return start_server_with_fakes(env={**business.app_env(), "RUSTIZ_RETRY_BASE": "0.3",
-                                        "RUSTIZ_TIKTOK_BUSINESS_POLL_SECONDS": "0.05"})
+                                        "RUSTIZ_TIKTOK_BUSINESS_POLL_SECONDS": "0.05",
+                                        "RUSTIZ_TIKTOK_BUSINESS_THROTTLE_SECONDS": "0.5"})
 
 
 def connected_channel(server) -> str:
