@@ -115,8 +115,9 @@ def test_a_refusal_is_an_error_in_the_platform_s_words_and_later_parts_are_not_s
     assert answer["thread"][0]["state"] == "ERROR"
     assert answer["thread"][0]["error"].startswith("Not published: an earlier part of this thread failed")
     assert receiver.published == []
-    assert any(text.startswith("My hook: Failed on Webhook (HTTP 422)") and "1 later thread part not published" in text
-               for text in notifications(fast_server))
+    wait_for(lambda: notifications(fast_server), lambda texts: any(  # (written just after the post's state)
+        text.startswith("My hook: Failed on Webhook (HTTP 422)") and "1 later thread part not published" in text
+        for text in texts))
 
 
 def test_retrying_stops_at_the_limit_with_the_last_reason(start_server_with_fakes, receiver):
