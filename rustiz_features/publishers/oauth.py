@@ -86,7 +86,10 @@ class OAuthProvider(Provider):
 
     def app(self, settings: dict) -> Optional[AppCredentials]:
         """The operator's app from `settings` (config.env and the environment), or None when not configured."""
-        client_id, client_secret = (settings.get(name, "").strip() for name in self.app_variables)
+        values = [settings.get(name, "").strip() for name in self.app_variables]
+        if len(values) == 1:  # a public client (VK ID, Whop): its id, and no secret to send
+            return AppCredentials(values[0], "") if values[0] else None
+        client_id, client_secret = values
         return AppCredentials(client_id, client_secret) if client_id and client_secret else None
 
     async def begin(self, http: HttpClient, app: AppCredentials, redirect_uri: str, state: str,

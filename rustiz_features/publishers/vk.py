@@ -65,10 +65,6 @@ class VkProvider(OAuthProvider):
 
     # --- OAuth (VK ID) -----------------------------------------------------------------------------------
 
-    def app(self, settings: dict) -> Optional[AppCredentials]:
-        client_id = settings.get("VK_ID", "").strip()
-        return AppCredentials(client_id, "") if client_id else None
-
     def token_request_headers(self, app: AppCredentials) -> dict:
         return {"Accept": "application/json"}
 

@@ -44,10 +44,6 @@ class WhopProvider(OAuthProvider):
         "company:basic:read (with openid, profile and email), and put its client id (app id) in WHOP_CLIENT_ID. "
         "Whop uses PKCE for this flow: no secret is needed.")
 
-    def app(self, settings: dict) -> Optional[AppCredentials]:
-        client_id = settings.get("WHOP_CLIENT_ID", "").strip()
-        return AppCredentials(client_id, "") if client_id else None
-
     # --- OAuth ------------------------------------------------------------------------------------------
 
     async def begin(self, http: HttpClient, app: AppCredentials, redirect_uri: str, state: str,
