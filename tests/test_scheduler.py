@@ -333,6 +333,8 @@ def test_with_two_workers_each_post_is_published_once(start_server_with_fakes, r
 def test_a_second_server_on_the_same_database_stands_by_and_takes_over_when_the_first_dies(start_server_with_fakes, receiver,
                                                                                           tmp_path):
     first = start_server_with_fakes(env=FAST_RETRIES, data_dir=tmp_path / "shared")
+    # The ready line comes before the scheduler's first tick: the first must hold the lock before the second starts.
+    wait_for(lambda: first.stderr_lines, lambda lines: any("scheduler running" in line for line in lines))
     second = start_server_with_fakes(env=FAST_RETRIES, data_dir=tmp_path / "shared")
     channel = webhook_channel(first, receiver)
     settled(first, scheduled(first, channel, "<p>by the first</p>", type="schedule"))
