@@ -13,7 +13,7 @@ from fakes.kick import FakeKick
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused, pkce_pair
 from support import (
-    connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
+    api, connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
     settled_rows, uploaded, waiting_for_reconnect,
 )
 
@@ -136,3 +136,10 @@ def test_a_chat_message_is_deleted_and_one_gone_already_is_done(fake, http, app)
     run(provider.delete(channel, release))
     assert fake.published == []
     run(provider.delete(channel, release))  # 404: already gone
+
+
+def test_the_channel_reports_its_subscribers(server, kick):
+    channel_id = connected(server)
+    status, answer = api(server, "GET", f"/public/v1/analytics/{channel_id}?date=7")
+    assert status == 200, answer
+    assert {item["label"]: item["data"][0]["total"] for item in answer} == {"Subscribers": "37"}, answer

@@ -14,7 +14,7 @@ from fakes.twitch import FakeTwitch, helix_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from support import (
-    connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
+    api, connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
     settled_rows, uploaded, waiting_for_reconnect,
 )
 
@@ -158,3 +158,10 @@ def test_a_chat_message_is_deleted_and_one_gone_already_is_done_but_an_announcem
     announcement = run(provider.publish(channel, post._replace(settings={"messageType": "announcement"}), None))
     with pytest.raises(Rejected, match="announcement no id"):
         run(provider.delete(channel, announcement))
+
+
+def test_the_channel_reports_its_followers(server, twitch):
+    channel_id = connected(server)
+    status, answer = api(server, "GET", f"/public/v1/analytics/{channel_id}?date=7")
+    assert status == 200, answer
+    assert {item["label"]: item["data"][0]["total"] for item in answer} == {"Followers": "1523"}, answer

@@ -7,6 +7,8 @@ KICK_SECRET; the id and secret go in the token form with the code verifier), Pos
 {"data": {"is_sent", "message_id"}, "message"}; a message not sent is a refusal. Chat takes text only (500
 characters): a post with media is refused when it is scheduled. Delete: DELETE /public/v1/chat/<message id>,
 which needs moderation:chat_message:manage, asked beside Postiz's scopes.
+Figures: the channel's active subscribers (GET /public/v1/channels without a slug is the token's own channel,
+under Postiz's channel:read). Kick's public API gives no follower count and nothing per chat message.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from urllib.parse import quote
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, OutcomeUnknown, OutgoingPost, Rejected, Release, error_fields
+from .base import Channel, Connected, OutcomeUnknown, OutgoingPost, Rejected, Release, analytics_figures, error_fields
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
 CHAT_LENGTH = 500
@@ -80,6 +82,14 @@ class KickProvider(OAuthProvider):
         picture = user.get("profile_picture") if isinstance(user.get("profile_picture"), str) else None
         return Connected(ChannelAccount(str(user_id), name, name, picture or None),
                          session={"name": name, "userId": user_id})
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The channel's active subscribers as of now."""
+        reply = await self.send(channel, "GET", self.api_base() + "/public/v1/channels", what="the channel",
+                                headers=bearer(channel))
+        data = reply.json().get("data") if isinstance(reply.json(), dict) else None
+        own = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+        return analytics_figures({"Subscribers": own.get("active_subscribers_count")})
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         if any(value.get("image") for value in values if isinstance(value, dict)):

@@ -12,6 +12,8 @@ Chat takes text only (500 characters): a post with media is refused when it is s
 Delete: a chat message through DELETE /helix/moderation/chat, which needs moderator:manage:chat_messages, asked
 beside Postiz's scopes (a channel connected without it is told to reconnect); an announcement has no id, and
 Twitch deletes no message older than 6 hours.
+Figures: the channel's follower count (GET /helix/channels/followers answers `total` to any user token; the list
+of followers would need a scope Postiz does not ask). Chat messages have no figures of their own.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from urllib.parse import quote, urlencode
 
 from ..catalogue import ChannelAccount
 from ..http_client import HttpClient, HttpReply
-from .base import Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, error_fields
+from .base import (Channel, Connected, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release,
+                   analytics_figures, error_fields)
 from .oauth import AppCredentials, OAuthProvider, TokenRefused, Tokens, bearer
 
 CHAT_LENGTH = 500
@@ -88,6 +91,13 @@ class TwitchProvider(OAuthProvider):
         picture = user.get("profile_image_url") if isinstance(user.get("profile_image_url"), str) else None
         return Connected(ChannelAccount(str(user["id"]), name or login or str(user["id"]), login, picture or None),
                          session={"login": login or "", "broadcasterId": str(user["id"])})
+
+    async def channel_analytics(self, channel: Channel, days: int) -> Optional[list]:
+        """The channel's followers as of now."""
+        query = urlencode({"broadcaster_id": await self._broadcaster(channel), "first": 1})
+        reply = await self.send(channel, "GET", f"{self.api_base()}/helix/channels/followers?{query}",
+                                what="the follower count", headers=self._headers(channel))
+        return analytics_figures({"Followers": reply.json().get("total") if isinstance(reply.json(), dict) else None})
 
     def post_problem(self, channel: dict, values: list, settings: dict) -> Optional[str]:
         if any(value.get("image") for value in values if isinstance(value, dict)):

@@ -154,7 +154,30 @@ class FakePlatform:
 
     # --- serving --------------------------------------------------------------------------------
 
+    # Rate-limit headers on every answer, as most platforms send them: a fake that sets `rate_limit` (the
+    # window's allowance) gets `remaining` counting down from it, under the platform's `rate_limit_names`.
+    rate_limit: int | None = None
+    rate_limit_names = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+
+    def rate_limit_reset(self) -> str:
+        """The reset header's value: seconds to wait here; a platform that sends a time overrides it."""
+        return "60"
+
+    def rate_limited(self, request: FakeRequest) -> bool:
+        """Whether this request's answer carries the headers (a platform may send them on its API only)."""
+        return True
+
     def dispatch(self, request: FakeRequest, handler) -> Answer:
+        status, body, headers = self._answer(request)
+        if status is None or self.rate_limit is None or not self.rate_limited(request):
+            return status, body, headers
+        with self.lock:
+            self.remaining = max(0, getattr(self, "remaining", self.rate_limit) - 1)
+        limit, remaining, reset = self.rate_limit_names
+        return status, body, {limit: str(self.rate_limit), remaining: str(self.remaining),
+                              reset: self.rate_limit_reset(), **headers}
+
+    def _answer(self, request: FakeRequest) -> Answer:
         trouble = self._take_trouble(request)
         if trouble is not None:
             kind, value = trouble

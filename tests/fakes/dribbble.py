@@ -20,6 +20,8 @@ def png_size(data: bytes):
 
 
 class FakeDribbble(FakePlatform):
+    rate_limit = 60
+
     def __init__(self):
         super().__init__()
         self.client_id, self.client_secret = "dribbble-client-id", "dribbble-client-secret"
@@ -30,7 +32,6 @@ class FakeDribbble(FakePlatform):
                        "html_url": "https://dribbble.com/rustiz-studio"}]
         self.shots: dict = {}
         self.ids = itertools.count(23000001)
-        self.remaining = 60
         self.route("GET", "/oauth/authorize", self.consent)
         self.route("POST", "/oauth/token", self.token)
         self.route("GET", "/v2/user", self.user)
@@ -45,15 +46,6 @@ class FakeDribbble(FakePlatform):
         token = secrets.token_hex(32)
         self.access_tokens.add(token)
         return {"accessToken": token}
-
-    def dispatch(self, request: FakeRequest, handler):
-        status, body, headers = super().dispatch(request, handler)
-        if status is None:
-            return status, body, headers
-        with self.lock:
-            self.remaining = max(0, self.remaining - 1)
-        return status, body, {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": str(self.remaining),
-                              "X-RateLimit-Reset": "60", **headers}
 
     def consent(self, request: FakeRequest):
         query = request.query

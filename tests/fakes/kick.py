@@ -2,7 +2,8 @@
 endpoint (/oauth/token: client_id, client_secret and the code_verifier in the form; authorization_code and
 refresh_token grants, refresh tokens rotated; refusals in OAuth's {"error", "error_description"}), and the
 public API (api.kick.com/public/v1): /users (the token's user) and /chat (type "user", content up to 500,
-broadcaster_user_id, reply_to_message_id) with DELETE /chat/<message id> (204, 404), answering {"data", "message"}, 401 {"message": "Unauthorized"}."""
+broadcaster_user_id, reply_to_message_id) with DELETE /chat/<message id> (204, 404), and /channels (without a
+slug: the token's own channel, with active_subscribers_count), answering {"data", "message"}, 401 {"message": "Unauthorized"}."""
 from __future__ import annotations
 
 import base64
@@ -34,6 +35,8 @@ class FakeKick(FakePlatform):
         self.route("GET", "/public/v1/users", self.users)
         self.route("POST", "/public/v1/chat", self.chat)
         self.route("DELETE", r"/public/v1/chat/([\w-]+)", self.delete_message)
+        self.route("GET", "/public/v1/channels", self.channels)
+        self.active_subscribers = 37
 
     @property
     def env(self) -> dict:
@@ -110,3 +113,12 @@ class FakeKick(FakePlatform):
             return answer(404, {"data": {}, "message": "Message not found"})
         self.published.remove(message)
         return answer(204, b"")
+
+    def channels(self, request: FakeRequest):
+        refused = self._refused(request)
+        if refused:
+            return refused
+        own = {"broadcaster_user_id": self.user["user_id"], "slug": self.user["name"], "stream_title": "",
+               "channel_description": "", "active_subscribers_count": self.active_subscribers,
+               "stream": {"is_live": False, "viewer_count": 0}}
+        return answer(200, {"data": [own], "message": "OK"})

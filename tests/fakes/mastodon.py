@@ -32,6 +32,8 @@ def mastodon_length(text: str) -> int:
 
 
 class FakeMastodon(FakePlatform):
+    rate_limit = 300  # every answer carries the rate-limit headers, as a real instance's do
+
     def __init__(self, max_characters: int = 500, max_media: int = 4, processing_polls: int = 0,
                  software: str = "mastodon", version_names_software: bool = True, v2_media: bool = True,
                  image_size_limit: int = 16 * 1024 * 1024):
@@ -45,7 +47,6 @@ class FakeMastodon(FakePlatform):
         self.statuses: dict = {}  # id -> status
         self.by_idempotency_key: dict = {}
         self.ids = itertools.count(110000000000000001)
-        self.remaining = 300
         self.followers = 1200  # (tests of analytics over time change it from day to day)
         self.route("GET", "/api/v1/accounts/verify_credentials", self.verify_credentials)
         self.route("GET", "/api/v2/instance", self.instance)
@@ -73,16 +74,9 @@ class FakeMastodon(FakePlatform):
     def credentials(self) -> dict:
         return {"instance": self.url, "accessToken": self.token}
 
-    # Every answer carries the rate-limit headers, as a real instance's do.
-    def dispatch(self, request: FakeRequest, handler):
-        status, body, headers = super().dispatch(request, handler)
-        if status is None:
-            return status, body, headers
-        with self.lock:
-            self.remaining = max(0, self.remaining - 1)
-        reset = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5)).isoformat()
-        return status, body, {"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": str(self.remaining),
-                              "X-RateLimit-Reset": reset, **headers}
+    def rate_limit_reset(self) -> str:
+        """Mastodon sends the time the window ends."""
+        return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5)).isoformat()
 
     def _unauthorized(self, request: FakeRequest):
         if request.headers.get("authorization") != f"Bearer {self.token}":

@@ -13,6 +13,8 @@ POST_COOLDOWN = {"success": False, "error": "You can only post once every 30 min
 
 
 class FakeMoltbook(FakePlatform):
+    rate_limit = 100
+
     post_settings = {"submolt": "general"}
 
     def __init__(self, api_key: str = "moltbook_sk_one"):
@@ -29,13 +31,6 @@ class FakeMoltbook(FakePlatform):
         self.route("POST", "/api/v1/posts", self.create_post)
         self.route("POST", r"/api/v1/posts/([^/]+)/comments", self.create_comment)
         self.route("DELETE", r"/api/v1/posts/([^/]+)", self.delete_post)
-
-    def dispatch(self, request: FakeRequest, handler):
-        status, body, headers = super().dispatch(request, handler)
-        if status is None:
-            return status, body, headers
-        return status, body, {"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "99", "X-RateLimit-Reset": "60",
-                              **headers}
 
     def account(self) -> tuple:
         return "Rustiz Bot", "rustiz_bot"

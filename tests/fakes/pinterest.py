@@ -21,6 +21,8 @@ IMAGE_TYPES = ("image/jpeg", "image/png")
 
 
 class FakePinterest(FakePlatform):
+    rate_limit = 1000  # every answer carries the rate-limit headers; the reset in seconds, as Pinterest's
+
     def __init__(self):
         super().__init__()
         self.client_id, self.client_secret = "1234567", "pinterest-app-secret"
@@ -36,7 +38,6 @@ class FakePinterest(FakePlatform):
         self.media: dict = {}  # media_id -> {"status", "polls_left", "file", "parameters"}
         self.pins: dict = {}
         self.ids = itertools.count(1125899906842624)
-        self.remaining = 1000
         self.route("GET", "/oauth/", self.consent_page)
         self.route("POST", "/v5/oauth/token", self.token)
         self.route("GET", "/v5/user_account", self.user_account)
@@ -62,16 +63,6 @@ class FakePinterest(FakePlatform):
         token = "pina_" + secrets.token_urlsafe(24)
         self.access_tokens.add(token)
         return token
-
-    # Every answer carries the rate-limit headers; the reset is in seconds, as Pinterest sends it.
-    def dispatch(self, request: FakeRequest, handler):
-        status, body, headers = super().dispatch(request, handler)
-        if status is None:
-            return status, body, headers
-        with self.lock:
-            self.remaining = max(0, self.remaining - 1)
-        return status, body, {"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": str(self.remaining),
-                              "X-RateLimit-Reset": "60", **headers}
 
     # --- OAuth ---------------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 endpoint (/oauth2/token, client_id and client_secret in the form; authorization_code and refresh_token grants,
 its refusals as {"status", "message"}), and Helix (api.twitch.tv/helix): /users, /chat/messages (is_sent and
 drop_reason, replies by reply_parent_message_id), /chat/announcements (204) and the deletion of a chat message
-(DELETE /moderation/chat: 204, 404 for one not there), each checking the Bearer token
+(DELETE /moderation/chat: 204, 404 for one not there) and /channels/followers (the `total`; the list itself
+only with moderator:read:followers, which rustiz does not ask), each checking the Bearer token
 and the Client-Id, answering {"error", "status", "message"} when refused, with Twitch's Ratelimit-* headers."""
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class FakeTwitch(FakePlatform):
         self.route("POST", "/helix/chat/messages", self.chat_message)
         self.route("POST", "/helix/chat/announcements", self.announcement)
         self.route("DELETE", "/helix/moderation/chat", self.delete_message)
+        self.route("GET", "/helix/channels/followers", self.followers)
+        self.follower_count = 1523
 
     @property
     def env(self) -> dict:
@@ -140,3 +143,11 @@ class FakeTwitch(FakePlatform):
             return self._limited(helix_error(404, "Not Found", "The message was not found"))
         self.published.remove(message)
         return self._limited(answer(204, b""))
+
+    def followers(self, request: FakeRequest):
+        refused = self._refused(request)
+        if refused:
+            return self._limited(refused)
+        if request.query.get("broadcaster_id") != self.user["id"]:
+            return self._limited(helix_error(400, "Bad Request", "Missing required parameter \"broadcaster_id\""))
+        return self._limited(answer(200, {"total": self.follower_count, "data": [], "pagination": {}}))

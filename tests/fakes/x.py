@@ -24,6 +24,9 @@ def _enc(value: str) -> str:
 
 
 class FakeX(FakePlatform):
+    rate_limit = 100
+    rate_limit_names = ("x-rate-limit-limit", "x-rate-limit-remaining", "x-rate-limit-reset")
+
     def __init__(self, consumer_key: str = "x-app-key", consumer_secret: str = "x-app-secret",
                  verified: bool = False, max_length: int = 280, processing_polls: int = 0):
         super().__init__()
@@ -37,7 +40,6 @@ class FakeX(FakePlatform):
         self.media: dict = {}  # id -> {"type", "category", "total", "bytes", "alt", "polls_left", "state"}
         self.posts: dict = {}
         self.ids = itertools.count(1800000000000000001)
-        self.remaining = 100
         self.route("POST", "/oauth/request_token", self.request_token)
         self.route("GET", "/oauth/authenticate", self.authenticate_page)
         self.route("GET", "/oauth/consent", self.consent)
@@ -57,14 +59,11 @@ class FakeX(FakePlatform):
         return {"accessToken": "x-user-token", "accessSecret": "x-user-secret", "userId": self.user["id"],
                 "screenName": self.user["username"]}
 
-    def dispatch(self, request: FakeRequest, handler):
-        status, body, headers = super().dispatch(request, handler)
-        if status is None or not request.path.startswith("/2/"):
-            return status, body, headers
-        with self.lock:
-            self.remaining = max(0, self.remaining - 1)
-        return status, body, {"x-rate-limit-limit": "100", "x-rate-limit-remaining": str(self.remaining),
-                              "x-rate-limit-reset": str(int(time.time()) + 900), **headers}
+    def rate_limited(self, request: FakeRequest) -> bool:
+        return request.path.startswith("/2/")  # (the API's answers; not OAuth 1.0a's)
+
+    def rate_limit_reset(self) -> str:
+        return str(int(time.time()) + 900)  # X sends the epoch second the window ends
 
     # --- OAuth 1.0a -----------------------------------------------------------------------------
 
