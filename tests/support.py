@@ -35,6 +35,21 @@ def run(coroutine) -> Any:
     return asyncio.run(coroutine)
 
 
+def media_file(tmp_path, data: bytes, name: str, content_type: str, kind: str = "image", alt: str = ""):
+    """A MediaFile of `data` written to tmp_path/name, as the scheduler hands a provider one it stored."""
+    from rustiz_features.publishers.base import MediaFile
+    path = tmp_path / name
+    path.write_bytes(data)
+    return MediaFile(f"https://rustiz.example/uploads/{name}", str(path), content_type, kind, alt, name)
+
+
+def oauth_channel(server: RustizServer, identifier: str) -> str:
+    """The id of a channel connected through the platform's consent (connect_oauth), which must succeed."""
+    back = connect_oauth(server, identifier)
+    assert back["notice"] == "connected", back
+    return back["channel"]
+
+
 def api(server: RustizServer, method: str, path: str, body=None, *, key: str | None = None,
         headers: dict | None = None, timeout: float = 30) -> tuple[int, Any]:
     """(status, parsed JSON answer, or None when the answer is empty) of one call with the server's key,

@@ -11,7 +11,7 @@ import pytest
 
 from fakes.gmb import FakeGmb
 from support import (
-    API, api, channel_session, connect_database, connect_oauth, expire_token_in, get_post, iso, png_file,
+    API, api, channel_session, connect_database, connect_oauth, expire_token_in, iso, png_file,
     refresh_needed, refused_post, scheduled, settled, uploaded, waiting_for_reconnect,
 )
 

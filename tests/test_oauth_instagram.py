@@ -13,7 +13,7 @@ import pytest
 from fakes.instagram import IG_STANDALONE, PAGES, THROTTLED, FakeInstagram
 from support import (
     API, api, connect_database, connect_oauth, expire_token_in, get_post, iso, jpeg_file, mp4_file, refresh_needed,
-    scheduled, settled, trigger, uploaded, waiting_for_reconnect,
+    oauth_channel, scheduled, settled, trigger, uploaded, waiting_for_reconnect,
 )
 
 IG_ACCOUNT = PAGES[0]["ig"]["id"]
@@ -40,12 +40,6 @@ def instagram_channel(server) -> str:
                                           "picture": "https://scontent.example/engines.jpg"}], choices
     status, row = api(server, "POST", f"{API}/integrations/{back['channel']}/steps", {"id": IG_ACCOUNT})
     assert status == 200 and (row["name"], row["inBetweenSteps"]) == ("Analytical Engines", False), row
-    return back["channel"]
-
-
-def standalone_channel(server) -> str:
-    back = connect_oauth(server, "instagram-standalone")
-    assert back["notice"] == "connected", back
     return back["channel"]
 
 
@@ -143,7 +137,7 @@ def test_analytics_and_the_audio_search_tool(server, fake):
 # --- instagram-standalone (Instagram Login) ---------------------------------------------------------------
 
 def test_standalone_connects_and_posts_a_scheduled_reel_with_a_first_comment(server, fake):
-    channel_id = standalone_channel(server)
+    channel_id = oauth_channel(server, "instagram-standalone")
     token, refresh_token, expiry = stored_token(server, channel_id)
     assert refresh_token in fake.tokens and f'"{refresh_token}"' in token and expiry > time.strftime("%Y")
     row = api(server, "GET", f"{API}/integrations/{channel_id}")[1]
@@ -157,7 +151,7 @@ def test_standalone_connects_and_posts_a_scheduled_reel_with_a_first_comment(ser
 
 
 def test_standalone_refreshes_its_token_30_days_ahead(server, fake):
-    channel_id = standalone_channel(server)
+    channel_id = oauth_channel(server, "instagram-standalone")
     before = stored_token(server, channel_id)[1]
     expire_token_in(server, channel_id, 10 * 86400)  # lapses in 10 days: due (30 days ahead)
     post = settled(server, scheduled(server, channel_id, "<p>Fresh</p>", images=[uploaded(server, jpeg_file(), "a.jpg")],
@@ -173,7 +167,7 @@ def test_standalone_refreshes_its_token_30_days_ahead(server, fake):
 
 
 def test_standalone_dead_token_flags_the_channel_and_its_post_waits(server, fake):
-    channel_id = standalone_channel(server)
+    channel_id = oauth_channel(server, "instagram-standalone")
     fake.expire(stored_token(server, channel_id)[1])
     post_id = scheduled(server, channel_id, "<p>Waiting</p>", images=[uploaded(server, jpeg_file(), "a.jpg")],
                         settings=POST, provider="instagram-standalone")

@@ -12,8 +12,8 @@ import pytest
 
 from fakes.tiktok import FakeTikTok, api_error
 from support import (
-    API, api, connect_database, connect_oauth, dict_rows, get_post, jpeg_file, mp4_file, png_file, refused_post,
-    scheduled, settled, uploaded,
+    API, api, connect_database, connect_oauth, dict_rows, get_post, jpeg_file, mp4_file, oauth_channel, png_file,
+    refused_post, scheduled, settled, uploaded,
 )
 
 SETTINGS = {"__type": "tiktok", "privacy_level": "FOLLOWER_OF_CREATOR", "duet": False, "stitch": False,
@@ -35,12 +35,6 @@ def server(start_server_with_fakes, tiktok):
                                         "RUSTIZ_TIKTOK_CHUNK_BYTES": "1000", "RUSTIZ_TIKTOK_POLL_SECONDS": "0.05"})
 
 
-def connected(server) -> str:
-    back = connect_oauth(server, "tiktok")
-    assert back["notice"] == "connected", back
-    return back["channel"]
-
-
 def row(server, channel_id: str) -> dict:
     [found] = dict_rows(server.database, "SELECT internal_id, refresh_token, token_expiration, limits FROM integration "
                         "WHERE id = ?", channel_id)
@@ -57,7 +51,7 @@ def refresh_grants(tiktok: FakeTikTok) -> int:
 
 
 def test_connect_keeps_the_account_and_the_creator_options_as_limits(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     stored = row(server, channel_id)
     assert stored["internal_id"] == tiktok.open_id and stored["refresh_token"] in tiktok.refresh_tokens
     assert json.loads(stored["limits"])["privacyLevelOptions"] == tiktok.creator["privacy_level_options"]
@@ -66,7 +60,7 @@ def test_connect_keeps_the_account_and_the_creator_options_as_limits(server, tik
 
 
 def test_the_settings_form_offers_only_the_creator_s_privacy_levels_and_says_which_switches_are_off(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     status, answer = api(server, "GET", f"{API}/integration-settings/{channel_id}")
     assert status == 200, answer
     properties = answer["output"]["settings"]["properties"]
@@ -76,7 +70,7 @@ def test_the_settings_form_offers_only_the_creator_s_privacy_levels_and_says_whi
 
 
 def test_a_scheduled_video_reaches_tiktok_at_its_time_in_ordered_chunks(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     media = video(server)
     when = time.time() + 3
     due = time.monotonic() + (int(when) - time.time())  # the date has whole seconds
@@ -97,7 +91,7 @@ def test_a_scheduled_video_reaches_tiktok_at_its_time_in_ordered_chunks(server, 
 
 
 def test_upload_mode_leaves_a_draft_in_the_inbox(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     post = settled(server, scheduled(server, channel_id, "<p>Draft</p>", images=[video(server)],
                                      settings={**SETTINGS, "content_posting_method": "UPLOAD"}))
     assert post["state"] == "PUBLISHED", post
@@ -107,7 +101,7 @@ def test_upload_mode_leaves_a_draft_in_the_inbox(server, tiktok):
 
 
 def test_a_photo_post_is_pulled_by_tiktok_from_rustizs_upload_urls(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     pictures = [uploaded(server, jpeg_file(), "jpg"), uploaded(server, jpeg_file() + b"2", "jpg")]
     post = settled(server, scheduled(server, channel_id, "<p>Two loaves</p>", images=pictures, settings=SETTINGS))
     assert post["state"] == "PUBLISHED", post
@@ -118,7 +112,7 @@ def test_a_photo_post_is_pulled_by_tiktok_from_rustizs_upload_urls(server, tikto
 
 
 def test_a_failed_post_is_an_error_with_tiktoks_reason_in_clear_words(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     tiktok.fail_reason = "frame_rate_check_failed"
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))
     assert post["state"] == "ERROR", post
@@ -126,7 +120,7 @@ def test_a_failed_post_is_an_error_with_tiktoks_reason_in_clear_words(server, ti
 
 
 def test_a_privacy_level_the_creator_does_not_offer_is_refused_at_scheduling(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     answer = refused_post(server, channel_id, "<p>x</p>", images=[video(server)],
                           settings={**SETTINGS, "privacy_level": "PUBLIC_TO_EVERYONE"})
     assert "privacy_level PUBLIC_TO_EVERYONE is not offered by the TikTok account @ada.bakes" in answer
@@ -137,21 +131,21 @@ def test_a_privacy_level_the_creator_does_not_offer_is_refused_at_scheduling(ser
 
 
 def test_a_png_photo_is_refused_at_scheduling(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     answer = refused_post(server, channel_id, "<p>x</p>", images=[uploaded(server, png_file(), "png")],
                           settings=SETTINGS)
     assert "TikTok photo posts take JPEG and WebP pictures only, not .png" in answer
 
 
 def test_thread_parts_are_refused_at_scheduling_since_tiktok_has_no_comments_api(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     answer = refused_post(server, channel_id, ("<p>x</p>", [video(server)]), ("<p>a comment</p>", []),
                           settings=SETTINGS)
     assert "no replies or comments" in answer
 
 
 def test_rate_limit_exceeded_is_tried_again_later(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     status, body, _ = api_error(429, "rate_limit_exceeded", "API rate limit was exceeded.")
     tiktok.fail_next("POST", "/v2/post/publish/video/init/", status, body, {"Retry-After": "1"})
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS),
@@ -161,7 +155,7 @@ def test_rate_limit_exceeded_is_tried_again_later(server, tiktok):
 
 
 def test_access_token_invalid_is_cured_by_a_refresh_and_the_new_refresh_token_is_kept(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     first_refresh = row(server, channel_id)["refresh_token"]
     tiktok.access_tokens.clear()  # TikTok answers access_token_invalid to the stored token
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))
@@ -172,7 +166,7 @@ def test_access_token_invalid_is_cured_by_a_refresh_and_the_new_refresh_token_is
 
 
 def test_a_token_about_to_expire_is_refreshed_before_publishing(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     moment = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 60))
     with connect_database(server.database) as db:
         db.execute("UPDATE integration SET token_expiration = ? WHERE id = ?", (moment, channel_id))
@@ -181,7 +175,7 @@ def test_a_token_about_to_expire_is_refreshed_before_publishing(server, tiktok):
 
 
 def test_a_reconnect_keeps_the_channel(server, tiktok):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "tiktok")
     back = connect_oauth(server, "tiktok", refresh=channel_id)
     assert (back["notice"], back["channel"]) == ("reconnected", channel_id)
     post = settled(server, scheduled(server, channel_id, "<p>x</p>", images=[video(server)], settings=SETTINGS))

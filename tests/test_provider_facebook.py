@@ -12,10 +12,10 @@ from conftest import fake_fixture
 from fakes.facebook import FakeFacebook, graph_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
-    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
+    Channel, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Release, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials
-from support import follow_consent, jpeg_file, mp4_file, png_file, run
+from support import follow_consent, jpeg_file, media_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/facebook"
 ADA, PAGE_ONE, PAGE_TWO = "10158000000000001", "101000000000001", "102000000000002"
@@ -46,12 +46,6 @@ def channel(fake, http, app) -> Channel:
     connected = run(provider.choose(channel, PAGE_ONE))
     channel.session = connected.session
     return channel
-
-
-def media_file(tmp_path, data: bytes, name: str, content_type: str, kind: str = "image", alt: str = "") -> MediaFile:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return MediaFile(f"https://rustiz.example/uploads/{name}", str(path), content_type, kind, alt, name)
 
 
 def post(text: str = "<p>Hello from the engine room</p>", media: tuple = (), part: int = 0, **settings) -> OutgoingPost:

@@ -13,7 +13,7 @@ from fakes.kick import FakeKick
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused, pkce_pair
 from support import (
-    api, connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
+    api, dict_rows, follow_consent, jpeg_file, oauth_channel, refresh_needed, refused_post, run, scheduled, settled,
     settled_rows, uploaded, waiting_for_reconnect,
 )
 
@@ -66,14 +66,8 @@ def server(start_server_with_fakes, kick):
     return start_server_with_fakes(env={**kick.app_env(), "RUSTIZ_RETRY_BASE": "0.3"})
 
 
-def connected(server) -> str:
-    back = connect_oauth(server, "kick")
-    assert back["notice"] == "connected", back
-    return back["channel"]
-
-
 def test_connect_then_a_message_and_its_thread_as_chat_replies(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     [row] = dict_rows(server.database, "SELECT internal_id, name FROM integration WHERE id = ?", channel_id)
     assert (row["internal_id"], row["name"]) == ("4377088", "adabakes")
     rows = settled_rows(server, scheduled(server, channel_id, "<p>Live now</p>", "<p>Come say hi</p>",
@@ -86,21 +80,21 @@ def test_connect_then_a_message_and_its_thread_as_chat_replies(server, kick):
 
 
 def test_a_message_kick_did_not_send_is_an_error(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     kick.not_sent_next = True
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}))
     assert done["state"] == "ERROR" and "Kick did not send the message" in done["error"], done
 
 
 def test_media_is_refused_at_scheduling(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     answer = refused_post(server, channel_id, "<p>x</p>", images=[uploaded(server, jpeg_file(), "jpg")],
                           settings={"__type": "kick"})
     assert "Kick chat takes text only" in answer
 
 
 def test_a_401_is_cured_by_a_refresh_and_a_dead_refresh_flags_the_channel(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     kick.access_tokens.clear()
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}))
     assert done["state"] == "PUBLISHED", done
@@ -111,14 +105,14 @@ def test_a_401_is_cured_by_a_refresh_and_a_dead_refresh_flags_the_channel(server
 
 
 def test_a_503_is_tried_again(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     kick.fail_next("POST", "/public/v1/chat", 503, {"data": {}, "message": "Service Unavailable"}, {"Retry-After": "1"})
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}), timeout=60)
     assert done["state"] == "PUBLISHED" and len(kick.published) == 1, done
 
 
 def test_a_message_answer_that_says_nothing_may_have_been_sent(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     kick.fail_next("POST", "/public/v1/chat", 200, {"message": "OK"})
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "kick"}))
     assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
@@ -139,7 +133,7 @@ def test_a_chat_message_is_deleted_and_one_gone_already_is_done(fake, http, app)
 
 
 def test_the_channel_reports_its_subscribers(server, kick):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "kick")
     status, answer = api(server, "GET", f"/public/v1/analytics/{channel_id}?date=7")
     assert status == 200, answer
     assert {item["label"]: item["data"][0]["total"] for item in answer} == {"Subscribers": "37"}, answer

@@ -13,10 +13,10 @@ from fakes.pinterest import FakePinterest
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers import pinterest as pinterest_module
 from rustiz_features.publishers.base import (
-    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
+    Channel, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
-from support import run, gif_file, jpeg_file, mp4_file, png_file, follow_consent
+from support import follow_consent, gif_file, jpeg_file, media_file, mp4_file, png_file, run
 
 REDIRECT = "https://rustiz.example/integrations/social/pinterest"
 provider = provider_for("pinterest")
@@ -33,12 +33,6 @@ def app(fake) -> AppCredentials:
 @pytest.fixture
 def channel(fake, http) -> Channel:
     return Channel("channel-1", "ada_bakes", fake.credentials(), None, http)
-
-
-def media_file(tmp_path, data: bytes, name: str, content_type: str, kind: str = "image", alt: str = "") -> MediaFile:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return MediaFile(f"https://rustiz.example/uploads/{name}", str(path), content_type, kind, alt, name)
 
 
 def post(html_text: str = "<p>Sourdough, step by step</p>", media: tuple = (), **settings) -> OutgoingPost:

@@ -13,11 +13,11 @@ from conftest import fake_fixture
 from fakes.tumblr import FakeTumblr, tumblr_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import (
-    Channel, MediaFile, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
+    Channel, NeedsReconnect, OutcomeUnknown, OutgoingPost, Rejected, Retryable,
 )
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from support import (
-    API, api, connect_oauth, expire_token_in, follow_consent, get_post, mp4_file, png_file, refresh_needed, refused_post,
+    API, api, connect_oauth, expire_token_in, follow_consent, get_post, media_file, mp4_file, png_file, refresh_needed, refused_post,
     run, settled, scheduled, uploaded, waiting_for_reconnect,
 )
 
@@ -36,12 +36,6 @@ def app(fake) -> AppCredentials:
 @pytest.fixture
 def channel(fake, http) -> Channel:
     return Channel("channel-1", "Ada writes code", fake.credentials(), SESSION, http)
-
-
-def media_file(tmp_path, data: bytes, name: str, content_type: str, kind: str = "image", alt: str = "") -> MediaFile:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return MediaFile(f"https://rustiz.example/uploads/{name}", str(path), content_type, kind, alt, name)
 
 
 def post(html_text: str = "<p>Hello Tumblr</p>", media: tuple = (), **settings) -> OutgoingPost:

@@ -14,7 +14,7 @@ from fakes.twitch import FakeTwitch, helix_error
 from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused
 from support import (
-    api, connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, refused_post, run, scheduled, settled,
+    api, dict_rows, follow_consent, jpeg_file, oauth_channel, refresh_needed, refused_post, run, scheduled, settled,
     settled_rows, uploaded, waiting_for_reconnect,
 )
 
@@ -69,14 +69,8 @@ def server(start_server_with_fakes, twitch):
     return start_server_with_fakes(env={**twitch.app_env(), "RUSTIZ_RETRY_BASE": "0.3"})
 
 
-def connected(server) -> str:
-    back = connect_oauth(server, "twitch")
-    assert back["notice"] == "connected", back
-    return back["channel"]
-
-
 def test_connect_then_a_message_and_its_thread_as_chat_replies(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     [row] = dict_rows(server.database, "SELECT internal_id, name, profile FROM integration WHERE id = ?", channel_id)
     assert (row["internal_id"], row["name"], row["profile"]) == ("141981764", "AdaBakes", "adabakes")
     post_id = scheduled(server, channel_id, "<p>Stream starts at 8!</p>", "<p>Bring bread</p>",
@@ -90,7 +84,7 @@ def test_connect_then_a_message_and_its_thread_as_chat_replies(server, twitch):
 
 
 def test_an_announcement_goes_with_its_colour(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     done = settled(server, scheduled(server, channel_id, "<p>Giveaway tonight</p>",
                                      settings={"__type": "twitch", "messageType": "announcement",
                                                "announcementColor": "purple"}))
@@ -99,21 +93,21 @@ def test_an_announcement_goes_with_its_colour(server, twitch):
 
 
 def test_a_message_automod_dropped_is_an_error_in_twitch_s_words(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     twitch.drop_next = {"code": "msg_rejected", "message": "Your message is being checked by mods"}
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}))
     assert done["state"] == "ERROR" and "Your message is being checked by mods" in done["error"], done
 
 
 def test_media_is_refused_at_scheduling(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     answer = refused_post(server, channel_id, "<p>x</p>", images=[uploaded(server, jpeg_file(), "jpg")],
                           settings={"__type": "twitch"})
     assert "Twitch chat takes text only" in answer
 
 
 def test_a_refused_token_is_refreshed_once_and_a_dead_refresh_flags_the_channel(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     twitch.access_tokens.clear()
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}))
     assert done["state"] == "PUBLISHED", done
@@ -126,7 +120,7 @@ def test_a_refused_token_is_refreshed_once_and_a_dead_refresh_flags_the_channel(
 
 
 def test_a_429_is_retried_after_the_rate_limit_window(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     status, body, _ = helix_error(429, "Too Many Requests", "Too many requests")
     twitch.fail_next("POST", "/helix/chat/messages", status, body,
                      {"Ratelimit-Remaining": "0", "Ratelimit-Reset": str(int(time.time()) + 1)})
@@ -136,7 +130,7 @@ def test_a_429_is_retried_after_the_rate_limit_window(server, twitch):
 
 
 def test_a_message_answer_that_says_nothing_may_have_been_sent(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     twitch.fail_next("POST", "/helix/chat/messages", 200, b"<html>proxy</html>")
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={"__type": "twitch"}))
     assert done["state"] == "ERROR" and "accepted the message" in done["error"], done
@@ -161,7 +155,7 @@ def test_a_chat_message_is_deleted_and_one_gone_already_is_done_but_an_announcem
 
 
 def test_the_channel_reports_its_followers(server, twitch):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "twitch")
     status, answer = api(server, "GET", f"/public/v1/analytics/{channel_id}?date=7")
     assert status == 200, answer
     assert {item["label"]: item["data"][0]["total"] for item in answer} == {"Followers": "1523"}, answer

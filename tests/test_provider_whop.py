@@ -16,7 +16,7 @@ from rustiz_features.publishers import provider_for
 from rustiz_features.publishers.base import Channel
 from rustiz_features.publishers.oauth import AppCredentials, TokenRefused, pkce_pair
 from support import (
-    connect_oauth, dict_rows, follow_consent, jpeg_file, refresh_needed, run, scheduled, settled, settled_rows,
+    dict_rows, follow_consent, jpeg_file, oauth_channel, refresh_needed, run, scheduled, settled, settled_rows,
     trigger, uploaded, waiting_for_reconnect,
 )
 
@@ -74,14 +74,8 @@ def server(start_server_with_fakes, whop):
     return start_server_with_fakes(env={**whop.app_env(), "RUSTIZ_RETRY_BASE": "0.3", "RUSTIZ_WHOP_POLL_SECONDS": "0.05"})
 
 
-def connected(server) -> str:
-    back = connect_oauth(server, "whop")
-    assert back["notice"] == "connected", back
-    return back["channel"]
-
-
 def test_connect_then_a_forum_post_with_a_picture_and_a_comment(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     [row] = dict_rows(server.database, "SELECT internal_id, name, profile FROM integration WHERE id = ?", channel_id)
     assert (row["internal_id"], row["name"], row["profile"]) == ("user_AdaBakes001", "Ada", "adabakes")
     post_id = scheduled(server, channel_id, ("<p>Rye, <strong>step by step</strong></p>",
@@ -99,19 +93,19 @@ def test_connect_then_a_forum_post_with_a_picture_and_a_comment(server, whop):
 
 
 def test_an_unknown_experience_is_refused_in_whops_words(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings={**SETTINGS, "experience": "exp_Gone"}))
     assert done["state"] == "ERROR" and "Experience not found" in done["error"], done
 
 
 def test_the_tools_through_integration_trigger(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     status, answer = trigger(server, channel_id, "experiences", {"id": "biz_Bakery01"})
     assert status == 200 and answer["output"] == [{"id": "exp_Recipes01", "name": "Recipes"}], answer
 
 
 def test_a_401_is_cured_by_a_refresh_and_a_dead_refresh_flags_the_channel(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     whop.access_tokens.clear()
     done = settled(server, scheduled(server, channel_id, "<p>x</p>", settings=SETTINGS))
     assert done["state"] == "PUBLISHED", done
@@ -122,7 +116,7 @@ def test_a_401_is_cured_by_a_refresh_and_a_dead_refresh_flags_the_channel(server
 
 
 def test_a_file_whop_cannot_process_fails_the_post_and_nothing_is_posted(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     whop.processing_fails = True
     done = settled(server, scheduled(server, channel_id, ("<p>x</p>", [uploaded(server, jpeg_file(), "jpg")]),
                                      settings=SETTINGS))
@@ -131,7 +125,7 @@ def test_a_file_whop_cannot_process_fails_the_post_and_nothing_is_posted(server,
 
 
 def test_a_refused_signed_upload_is_tried_again(server, whop):
-    channel_id = connected(server)
+    channel_id = oauth_channel(server, "whop")
     whop.fail_next("PUT", r"/storage/.+", 403, b"<Error><Code>AccessDenied</Code></Error>",
                    {"Content-Type": "application/xml"})
     done = settled(server, scheduled(server, channel_id, ("<p>x</p>", [uploaded(server, jpeg_file(), "jpg")]),
