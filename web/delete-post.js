@@ -54,13 +54,18 @@ export async function deletePosts(posts) {
   });
 }
 
+/** `text` with each web address in it as a link: a reason names what is left on a platform by its address, to delete
+ * it there by hand (the addresses end before a space, a comma or a semicolon, as the server lists them). */
+const withLinks = (text) => text.split(/(https?:\/\/[^\s,;]+)/).map((part, index) => (index % 2
+  ? h('a', { href: part, target: '_blank', rel: 'noopener noreferrer' }, part) : part));
+
 /** What each platform did: deleted there, or not (the server's reason, which names what is left). */
 function showResults(answers, known) {
   return new Promise((resolve) => {
     const line = ({ entry, post }) => h(`li.${entry.deleted ? 'deleted' : 'not-deleted'}`, { dataset: { channel: entry.integration } },
       h('strong', entry.deleted ? t('Deleted on {channel}', { channel: channelLabel(post, known) })
         : t('Not deleted on {channel}', { channel: channelLabel(post, known) })),
-      entry.reason && !(entry.deleted && entry.reason.startsWith('deleted on')) ? h('span.muted', ` · ${entry.reason}`) : null);
+      entry.reason && !(entry.deleted && entry.reason.startsWith('deleted on')) ? h('span.muted', ' · ', withLinks(entry.reason)) : null);
     const dialog = openDialog(t('Deleted in rustiz'), h('ul.delete-results', answers.map(line)),
       h('div.actions', h('button', { type: 'button', onclick: () => dialog.close() }, t('Close'))));
     dialog.addEventListener('close', () => resolve());
