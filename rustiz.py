@@ -1376,6 +1376,24 @@ MIGRATIONS: tuple = (
         lease_until REAL
     );
     """,
+    # Issue 28, delete on the platform: a channel whose platform failed for a passing reason (a 5xx, a rate
+    # limit, no answer in time) is tried again later (rustiz_features/platform_delete.py); the post is gone from
+    # rustiz, so the row keeps what is left there (its parts as JSON) and the notification's words.
+    """
+    CREATE TABLE platform_delete_retry (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organization(id),
+        channel_id TEXT NOT NULL,
+        post_id TEXT NOT NULL,
+        parts TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        next_attempt_at REAL NOT NULL,
+        last_reason TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL
+    );
+    CREATE INDEX platform_delete_retry_due ON platform_delete_retry(next_attempt_at);
+    """,
 )
 
 

@@ -357,7 +357,7 @@ class PostsApi:
         """Issue 28: the group's published parts deleted on their platforms (already deleted here), and the answer."""
         from . import platform_delete
         entries = await platform_delete.delete_on_platforms(self.config, self.store, self.app.http, organization_id,
-                                                            thread, references)
+                                                            post_id, thread, references)
         if not all(entry["deleted"] for entry in entries):
             names = await self.store.off_loop(platform_delete.channel_names, self.store, organization_id,
                                               [entry["integration"] for entry in entries])

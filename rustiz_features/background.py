@@ -11,10 +11,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Optional, Protocol
 
-from rustiz import Config, Store
+from rustiz import Config, Store, log
 
 if TYPE_CHECKING:
     from .http_client import HttpClient
@@ -35,6 +36,21 @@ def failure_text(label: str, error: PublishError, part: int) -> str:
     if error.body and error.body not in error.message and len(error.body) > len(error.message) + 40:
         text += f" — {label} answered: {error.body}"  # the body says more than the message we picked
     return text[:2000]
+
+
+def retry_waits(settings: Optional[dict], variable: str, default: tuple, what: str) -> tuple:
+    """The seconds before each retry from `variable` ("5,30,120": three retries), or `default` (logged, naming
+    `what` is then done on it, when the value is not such a list)."""
+    raw = (settings or {}).get(variable, "").strip()
+    if not raw:
+        return default
+    with contextlib.suppress(ValueError):
+        waits = tuple(float(item) for item in raw.split(","))
+        if all(0 <= wait <= 86400 for wait in waits):  # (also refuses nan)
+            return waits
+    log(f"{variable} must be seconds between 0 and 86400 separated by commas, like 5,30,120; "
+        f"got {raw[:100]!r}: {what} on the default schedule instead")
+    return default
 
 
 class SenderHost(Protocol):
@@ -91,11 +107,19 @@ class WokenLoop:
             self.timer = None
 
 
+def wake_all(senders: set) -> None:
+    """Wake each running sender of `senders`, from any thread of the process (its loop's thread runs the wake)."""
+    for sender in list(senders):
+        with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile)
+            sender.loop.call_soon_threadsafe(sender.wake)
+
+
 class RowSender(WokenLoop):
     """A WokenLoop that sends rows claimed under a lease (webhook deliveries, alerts, mail, feeds to fetch):
     started by the scheduler's first tick in every process, stopped with the scheduler."""
     started = stopped = False
     in_flight = 0  # rows this process claimed whose send has not ended
+    active: Optional[set] = None  # a set it is in while it runs, for wake_all when a row is queued in this process
 
     def send_claimed(self, claimed: Iterable[Optional[dict]], send: Callable[[dict], Awaitable[None]],
                      tasks: set) -> None:
@@ -118,11 +142,15 @@ class RowSender(WokenLoop):
     def start(self) -> None:
         if not self.started:
             self.started = True
+            if self.active is not None:
+                self.active.add(self)
             self.wake()
 
     def stop(self) -> None:
         """Claim nothing more (sends in flight finish, or their leases end and another process takes them)."""
         self.stopped = True
+        if self.active is not None:
+            self.active.discard(self)
         self.stop_sleeping()
 
     def may_run(self) -> bool:

@@ -36,7 +36,7 @@ from rustiz import (
 )
 from .alerts import numeric_setting, post_link
 from .api_docs import documented, object_schema
-from .background import RowSender, SenderHost, epoch_seconds
+from .background import RowSender, SenderHost, epoch_seconds, wake_all
 from .storage import mail as mail_store
 
 MAIL_LEASE_SECONDS = 300  # well beyond one send (SMTP_TIMEOUT per step), so a live sender keeps its claim
@@ -304,14 +304,13 @@ def check_smtp(config: Config) -> str:
 # --- the sender ------------------------------------------------------------------------------------------------
 
 def wake_senders() -> None:
-    for sender in list(ACTIVE_SENDERS):
-        with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile)
-            sender.loop.call_soon_threadsafe(sender.wake)
+    wake_all(ACTIVE_SENDERS)
 
 
 class MailSender(RowSender):
     """This process's sender of the outbox: woken when a mail is queued here, it sleeps until the next is due (at
     most RUSTIZ_MAIL_POLL_SECONDS), claims what is due, sends it on a thread, and records what happened."""
+    active = ACTIVE_SENDERS
 
     def __init__(self, host: SenderHost):
         self.host, self.store, self.loop, self.config = host, host.store, host.loop, host.config
@@ -322,13 +321,8 @@ class MailSender(RowSender):
         self.housekeeping_at = 0.0
 
     def start(self) -> None:
-        if mail_configured(self.config) and not self.started:
-            ACTIVE_SENDERS.add(self)
+        if mail_configured(self.config):
             super().start()
-
-    def stop(self) -> None:
-        ACTIVE_SENDERS.discard(self)
-        super().stop()
 
     def _run_due(self) -> None:
         if self.stopped:

@@ -14,19 +14,32 @@ Rules:
   ran out (Channel.throttled_for) is asked nothing more. The channels are done at once, each within
   PLATFORM_DELETE_SECONDS; one that takes longer is reported as not known to be deleted.
 - What is left on a platform is also told in a notification, since the post itself is gone from rustiz.
+- A passing failure (a 5xx, a rate limit, a lost answer, no end within the time) is tried again later from the
+  scheduler of any process (PlatformDeleteRetries: a row per channel, claimed under a lease), after each of
+  RETRY_WAITS; the answer says so, and one notification tells how it ended (deleted, refused, or given up with
+  what is left). A refusal, a dead grant or a removed channel is never tried again: the person must act.
 """
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
-from rustiz import Config, Store, log
-from .http_client import HttpClient
+from rustiz import Config, Store, duration, log
+from .background import RowSender, SenderHost, retry_waits, wake_all
 from .storage import channels as channel_store
 from .storage import notifications as notification_store
+from .storage import platform_delete as retry_store
+
+if TYPE_CHECKING:  # (the scheduler loads this module on its first tick: the outbound client only when needed)
+    from .http_client import HttpClient
 
 PLATFORM_DELETE_SECONDS = 30.0  # per channel, all of its parts (RUSTIZ_PLATFORM_DELETE_SECONDS)
+RETRY_WAITS = (60.0, 300.0, 1800.0, 7200.0, 21600.0)  # before each retry (RUSTIZ_PLATFORM_DELETE_RETRY_WAITS): ~8.5 h
+RETRY_CONCURRENCY = 4  # channels retried at once, per process
+RETRY_POLL_SECONDS = 60.0  # how often a process looks for retries others queued (or left under an ended lease)
 
 
 def delete_seconds(config: Config) -> float:
@@ -51,15 +64,43 @@ def published_parts(parts: list) -> list:
     return [part for part in parts if part["releaseId"] and part["releaseId"] != "missing"]
 
 
-async def delete_on_platforms(config: Config, store: Store, http: HttpClient, organization_id: str, thread: list,
-                              references: dict) -> list:
+async def delete_on_platforms(config: Config, store: Store, http: HttpClient, organization_id: str, post_id: str,
+                              thread: list, references: dict) -> list:
     """The entries of DELETE /posts/:id?onPlatform=true for a group's `thread` (read before it was deleted);
-    `references`: post id -> its stored reply reference."""
+    `references`: post id -> its stored reply reference. A channel that failed for a passing reason is queued to
+    be tried again, and its reason says when."""
     seconds = delete_seconds(config)
-    channels = channels_of(thread)
-    return list(await asyncio.gather(*(
+    entries = list(await asyncio.gather(*(
         _bounded(config, store, http, organization_id, channel_id, parts, references, seconds)
-        for channel_id, parts in channels.items())))
+        for channel_id, parts in channels_of(thread).items())))
+    for entry in entries:
+        left = entry.pop("left", None)
+        if left:
+            wait = _retry_wait(config, 0, entry.pop("after", None))
+            await store.off_loop(retry_store.add_retry, store, organization_id, entry["integration"], post_id,
+                                 [_stored_part(part, references) for part in left], time.time() + wait,
+                                 entry["reason"])
+            entry["reason"] += _retry_words(wait, left)
+            wake_all(ACTIVE_RETRIERS)
+        entry.pop("after", None)
+    return entries
+
+
+def _retry_wait(config: Config, retries_made: int, after: Optional[float]) -> float:
+    """Seconds before the next try (the platform's own wait when it named a longer one)."""
+    return max(retry_waits(config.settings, "RUSTIZ_PLATFORM_DELETE_RETRY_WAITS", RETRY_WAITS,
+                           "deletes on platforms are retried")[retries_made], after or 0.0)
+
+
+def _retry_words(wait: float, left: list) -> str:
+    return (f"; a passing failure: rustiz tries again in {duration(wait)} and tells you in a notification"
+            f"{_left_words(left, [])}")
+
+
+def _stored_part(part: dict, references: dict) -> dict:
+    """What a retry needs of a published part: its ids, address and reply reference."""
+    return {"id": part["id"], "integrationId": part["integrationId"], "releaseId": part["releaseId"],
+            "releaseURL": part["releaseURL"], "reference": references.get(part["id"], part.get("reference"))}
 
 
 async def _bounded(config: Config, store: Store, http: HttpClient, organization_id: str, channel_id: str, parts: list,
@@ -71,8 +112,8 @@ async def _bounded(config: Config, store: Store, http: HttpClient, organization_
         entry.update(await asyncio.wait_for(
             _channel_entry(config, store, http, organization_id, channel_id, parts, references, progress), seconds))
     except asyncio.TimeoutError:
-        entry["reason"] = (f"the platform did not finish deleting within {seconds:.0f} s, so the post may still be "
-                           f"there{_left_words(published_parts(parts), progress)}")
+        entry["reason"] = f"the platform did not finish deleting within {seconds:.0f} s, so the post may still be there"
+        entry["left"] = [part for part in published_parts(parts) if part["id"] not in progress]
     except Exception:
         log(f"deleting the posts of channel {channel_id} on its platform failed unexpectedly:\n{traceback.format_exc()}")
         entry["reason"] = "rustiz failed while deleting it on the platform (its log has the details)"
@@ -89,7 +130,7 @@ async def _channel_entry(config: Config, store: Store, http: HttpClient, organiz
                          parts: list, references: dict, progress: list) -> dict:
     """{"deleted", "reason"} of one channel; `progress` gets the id of each part deleted, as it is."""
     from .publishers import provider_for
-    from .publishers.base import Channel, PublishError, Release
+    from .publishers.base import Channel, OutcomeUnknown, PublishError, Release, Retryable
     published = published_parts(parts)
     row = await store.off_loop(channel_store.channel, store, organization_id, channel_id, True)
     provider = provider_for(row["provider_identifier"]) if row else None
@@ -112,14 +153,19 @@ async def _channel_entry(config: Config, store: Store, http: HttpClient, organiz
     channel = Channel(channel_id, row["name"], credentials, session, http,
                       lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     for part, release in reversed(list(zip(published, releases))):
+        left = [each for each in published if each["id"] not in progress]
         if channel.throttled_for:  # (the platform's rate limit ran out on the part before: no call until it resets)
-            return {"deleted": False, "reason": f"{label} asked rustiz to wait {channel.throttled_for:.0f} s before its "
-                                                f"next call (a rate limit); delete the rest on {label} by hand"
-                                                f"{_left_words(published, progress)}"}
+            return {"deleted": False, "left": left, "after": channel.throttled_for,
+                    "reason": f"{label} asked rustiz to wait {channel.throttled_for:.0f} s before its next call "
+                              "(a rate limit)"}
         try:
             await _delete_part(config, store, http, provider, channel, release)
+        except (Retryable, OutcomeUnknown) as passing:  # (a lost answer: the next try finds it deleted, or not)
+            return {"deleted": False, "left": left, "after": getattr(passing, "after", None),
+                    "reason": _failure_words(label, passing, published, part)}
         except PublishError as failed:
-            return {"deleted": False, "reason": _failure_words(label, failed, published, progress, part)}
+            return {"deleted": False, "reason": _failure_words(label, failed, published, part) +
+                    f"; delete it on {label} by hand{_left_words(published, progress)}"}
         except KeyError as missing:  # a channel row without the credentials its platform needs (hand-made, old)
             return {"deleted": False, "reason": f"not deleted on {label}: the channel has no {missing.args[0]} among "
                                                 f"its credentials{_left_words(published, progress)}"}
@@ -138,15 +184,79 @@ async def _delete_part(config: Config, store: Store, http: HttpClient, provider:
     await TokenKeeper(config, store, http).call(provider, channel, lambda: provider.delete(channel, release))
 
 
-def _failure_words(label: str, failed: Any, published: list, deleted: list, part: dict) -> str:
-    """Why a part was not deleted, in the platform's words, with what to do and what is left."""
-    from .publishers.base import NeedsReconnect, Retryable
+def _failure_words(label: str, failed: Any, published: list, part: dict) -> str:
+    """Why a part was not deleted, in the platform's words (the caller says what follows and what is left)."""
+    from .publishers.base import NeedsReconnect
     which = "the post" if part is published[0] else f"thread part {published.index(part) + 1}"
     status = f" (HTTP {failed.status})" if failed.status else ""
-    advice = ("; it refused the channel's credentials: reconnect the channel" if isinstance(failed, NeedsReconnect) else
-              "; a passing failure or a rate limit" if isinstance(failed, Retryable) else "")
-    return (f"{label} did not delete {which}{status}: {failed.message}{advice}; delete it on {label} by hand"
-            f"{_left_words(published, deleted)}")
+    advice = "; it refused the channel's credentials: reconnect the channel" if isinstance(failed, NeedsReconnect) else ""
+    return f"{label} did not delete {which}{status}: {failed.message}{advice}"
+
+
+# --- trying again: passing failures, from the scheduler of any process -----------------------------------------
+
+ACTIVE_RETRIERS: set = set()  # this process's PlatformDeleteRetries (a retry queued here wakes them)
+
+
+class PlatformDeleteRetries(RowSender):
+    """This process's retrier of deletes that failed for a passing reason: it sleeps until the next is due (at
+    most RETRY_POLL_SECONDS), claims what is due under a lease, tries it, and records what happened."""
+    active = ACTIVE_RETRIERS
+
+    def __init__(self, scheduler: SenderHost):
+        self.scheduler, self.store, self.loop, self.config = scheduler, scheduler.store, scheduler.loop, scheduler.config
+
+    def _run_due(self) -> None:
+        if self.stopped:
+            return
+        now = time.time()
+        try:
+            room = RETRY_CONCURRENCY - self.in_flight
+            if room > 0:  # (the lease outlasts one attempt: a live process keeps its claim)
+                lease_until, owner = now + delete_seconds(self.config) + 60, self.scheduler.owner
+                self.send_claimed((retry_store.claim_retry(self.store, retry_id, owner, lease_until, now)
+                                   for retry_id in retry_store.due_retries(self.store, now, room)),
+                                  self._attempt, self.scheduler.tasks)
+            next_due = retry_store.next_retry_time(self.store)
+        except sqlite3.Error as error:
+            log(f"deletes on platforms to try again: the database failed ({error}); trying again in 5 s")
+            next_due = now + 5
+        if next_due is None or self.in_flight >= RETRY_CONCURRENCY:  # (an attempt that ends wakes us)
+            next_due = now + RETRY_POLL_SECONDS
+        self.sleep(min(RETRY_POLL_SECONDS, max(0.0, next_due - time.time())))
+
+    async def _attempt(self, retry: dict) -> None:
+        references = {part["id"]: part.get("reference") for part in retry["parts"]}
+        entry = await _bounded(self.config, self.store, self.scheduler.http, retry["organization_id"],
+                               retry["channel_id"], retry["parts"], references, delete_seconds(self.config))
+        try:
+            await self.store.off_loop(self._record, retry, entry)
+        except sqlite3.Error as error:
+            log(f"a delete on a platform tried again ({retry['id']}): its outcome could not be recorded ({error}); it "
+                f"is tried again when its lease ends")
+
+    def _record(self, retry: dict, entry: dict) -> None:
+        """Try again later (a passing failure, tries left), or end it with one notification."""
+        left, after, owner = entry.pop("left", None), entry.pop("after", None), self.scheduler.owner
+        waits = retry_waits(self.config.settings, "RUSTIZ_PLATFORM_DELETE_RETRY_WAITS", RETRY_WAITS,
+                            "deletes on platforms are retried")
+        if left and retry["attempts"] - 1 < len(waits):
+            wait = _retry_wait(self.config, retry["attempts"] - 1, after)
+            retry_store.reschedule_retry(self.store, retry["id"], owner, [_stored_part(part, {}) for part in left],
+                                         time.time() + wait, entry["reason"])
+            return
+        if not retry_store.finish_retry(self.store, retry["id"], owner):
+            return  # (the lease passed to another process, which tells the outcome)
+        name = channel_names(self.store, retry["organization_id"], [retry["channel_id"]])[retry["channel_id"]]
+        tries = f"after {retry['attempts']} attempts"
+        if entry["deleted"]:
+            text = f"A post deleted in rustiz is now deleted on its platform too. {name}: {entry['reason']} ({tries})"
+        elif left:
+            text = (f"A post deleted in rustiz is still on its platform: rustiz gave up {tries}. {name}: "
+                    f"{entry['reason']}; delete it there by hand{_left_words(left, [])}")
+        else:
+            text = f"A post deleted in rustiz is still on its platform. {name}: {entry['reason']} ({tries})"
+        notification_store.add_notification(self.store, retry["organization_id"], text, None, retry["post_id"])
 
 
 def tell_what_is_left(store: Store, organization_id: str, post_id: str, entries: list, names: dict) -> None:

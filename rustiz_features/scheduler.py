@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from rustiz import ApiError, Config, Store, duration, iso_at, log
 from .alerts import AlertSender
 from .analytics_snapshots import AnalyticsSnapshots
-from .background import RowSender, WokenLoop, epoch_seconds, failure_text
+from .background import RowSender, WokenLoop, epoch_seconds, failure_text, retry_waits
 from .digest import DailyDigests
 from . import mail
 from .metrics import count, record_lag
@@ -120,6 +120,7 @@ class Scheduler(WokenLoop):
         self.analytics = AnalyticsSnapshots(self)  # (analytics over time: snapshots, from every process)
         from .autopost import FeedPoller
         self.feeds = FeedPoller(self)  # (RSS/Atom autopost: due feeds fetched from every process)
+        self.platform_deletes = None  # (issue 28: deletes on platforms tried again; made on the first tick)
         self.telegram_bot = None  # (issue 28, chat: Telegram's operator bot, watched when TELEGRAM_TOKEN is set)
         if (config.settings or {}).get("TELEGRAM_TOKEN", "").strip():
             from .telegram_bot import TelegramBotWatcher
@@ -148,6 +149,10 @@ class Scheduler(WokenLoop):
         self.evergreen.start()  # (issue 26: claims nothing; a copy is written once, in a write transaction)
         self.analytics.tick()  # (the same: once a minute, the due snapshots; claims keep them taken once)
         self.feeds.start()  # (the same: each due feed claimed under a lease)
+        if self.platform_deletes is None:  # (made here, not at start: its module is compiled on first use)
+            from .platform_delete import PlatformDeleteRetries
+            self.platform_deletes = PlatformDeleteRetries(self)
+        self.platform_deletes.start()  # (the same: each due retry claimed under a lease)
         if self.telegram_bot is not None:
             self.telegram_bot.start()  # (issue 28: every process tries; the one holding the lease watches)
         if not self.running:
@@ -696,6 +701,8 @@ class Scheduler(WokenLoop):
         self.mail.stop()
         self.evergreen.stop()
         self.feeds.stop()
+        if self.platform_deletes is not None:
+            self.platform_deletes.stop()
         if self.telegram_bot is not None:
             self.telegram_bot.stop()
         if self.tasks:
@@ -726,34 +733,18 @@ WEBHOOK_HOUSEKEEPING_SECONDS = 3600
 
 def webhook_retry_waits(settings: Optional[dict]) -> tuple:
     """The seconds before each retry: RUSTIZ_WEBHOOK_RETRY_WAITS ("5,30,120": three retries), or the default."""
-    raw = (settings or {}).get("RUSTIZ_WEBHOOK_RETRY_WAITS", "").strip()
-    if not raw:
-        return WEBHOOK_RETRY_WAITS
-    with contextlib.suppress(ValueError):
-        waits = tuple(float(item) for item in raw.split(","))
-        if all(0 <= wait <= 86400 for wait in waits):  # (also refuses nan)
-            return waits
-    log(f"RUSTIZ_WEBHOOK_RETRY_WAITS must be seconds between 0 and 86400 separated by commas, like 5,30,120; "
-        f"got {raw[:100]!r}: webhooks are retried on the default schedule instead")
-    return WEBHOOK_RETRY_WAITS
+    return retry_waits(settings, "RUSTIZ_WEBHOOK_RETRY_WAITS", WEBHOOK_RETRY_WAITS, "webhooks are retried")
 
 
 class WebhookDeliveries(RowSender):
     """This process's sender of webhook deliveries: woken when one is queued here, it sleeps until the next is
     due (and at most WEBHOOK_POLL_SECONDS), claims what is due, sends it, and records what happened."""
+    active = ACTIVE_WEBHOOK_SENDERS  # (post_events wakes it when an event is queued in this process)
 
     def __init__(self, scheduler: Scheduler):
         self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
         self.retry_waits = webhook_retry_waits(scheduler.config.settings)
         self.housekeeping_at = 0.0
-
-    def start(self) -> None:
-        ACTIVE_WEBHOOK_SENDERS.add(self)  # (post_events wakes it when an event is queued in this process)
-        super().start()
-
-    def stop(self) -> None:
-        ACTIVE_WEBHOOK_SENDERS.discard(self)
-        super().stop()
 
     def _run_due(self) -> None:
         if self.stopped:

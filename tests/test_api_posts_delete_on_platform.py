@@ -26,8 +26,8 @@ from rustiz_features.catalogue import DESCRIPTORS
 from rustiz_features.publishers import PROVIDER_MODULES, provider_for
 from rustiz_features.publishers.oauth import OAuthProvider
 from support import (
-    API, Database, api, connect, connect_oauth, get_post, iso, mp4_file, notifications, png_file, published, scheduled,
-    two_organizations, uploaded, webhook_channel,
+    API, Database, api, connect, connect_oauth, dict_rows, get_post, iso, mp4_file, notifications, png_file, published,
+    scheduled, two_organizations, uploaded, wait_for, webhook_channel,
 )
 from test_oauth_x import sign_in as x_sign_in
 
@@ -139,6 +139,69 @@ def test_a_throttled_or_failing_platform_is_not_deleted_and_says_what_is_left(se
     assert post["releaseURL"] in entry["reason"] and post["thread"][0]["releaseURL"] in entry["reason"], entry
     assert len(bluesky.deleted) == before  # the first failure (the last part) stops the channel: the thread is whole
     assert api(server, "GET", f"{API}/posts/{post['id']}")[0] == 404  # (deleted in rustiz all the same)
+
+
+def test_a_refusal_is_not_tried_again(server, platforms):
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Refused</p>", provider="bluesky")
+    bluesky.fail_next("POST", r".*deleteRecord", 400, {"error": "InvalidRequest", "message": "Could not locate record"})
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "by hand" in entry["reason"] and "tries again" not in entry["reason"], entry
+    assert dict_rows(server.database, "SELECT id FROM platform_delete_retry") == []
+
+
+# --- passing failures, tried again --------------------------------------------------------------------------------
+
+QUICK_RETRIES = {"RUSTIZ_PLATFORM_DELETE_RETRY_WAITS": "1,1", "RUSTIZ_RETRY_BASE": "0.2", "API_LIMIT": "0"}
+
+
+def failing_deletes(start_server_with_fakes, platforms, times: int, status: int = 503) -> tuple:
+    """A server with quick retries, a Bluesky post with a reply, and its platform failing the next `times` deletes."""
+    server = start_server_with_fakes(env={**platforms.env, **QUICK_RETRIES})
+    bluesky = platforms.fakes["bluesky"]
+    channel_id = connect(server, "bluesky", platforms.credentials("bluesky"))[1]["id"]
+    post = published(server, channel_id, "<p>Stubborn</p>", "<p>and its reply</p>", provider="bluesky")
+    bluesky.fail_next("POST", r".*deleteRecord", status, {"error": "InternalServerError", "message": "Try later"},
+                      times=times)
+    return server, bluesky, channel_id, post
+
+
+def test_a_passing_failure_is_tried_again_and_a_notification_tells_it_was_deleted(start_server_with_fakes, platforms):
+    server, bluesky, channel_id, post = failing_deletes(start_server_with_fakes, platforms, times=1)
+    before = len(bluesky.deleted)
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "(HTTP 503)" in entry["reason"], entry
+    assert "rustiz tries again in 1 s and tells you in a notification" in entry["reason"], entry
+    assert post["releaseURL"] in entry["reason"] and "by hand" not in entry["reason"], entry
+    told = wait_for(lambda: notifications(server), lambda texts: any("now deleted on its platform too" in text
+                                                                     for text in texts))
+    assert any("Alice Example: deleted on Bluesky (2 parts of the thread) (after 2 attempts)" in text
+               for text in told), told
+    assert len(bluesky.deleted) == before + 2  # the reply, then the post: each once
+    assert dict_rows(server.database, "SELECT id FROM platform_delete_retry") == []
+
+
+def test_a_delete_failing_on_every_try_is_given_up_with_what_is_left(start_server_with_fakes, platforms):
+    server, bluesky, channel_id, post = failing_deletes(start_server_with_fakes, platforms, times=3)
+    tries_before = len(bluesky.requests_to("POST", r".*deleteRecord"))  # (the platforms' fakes serve the whole file)
+    entry = only_entry(*delete_on_platform(server, post["id"]), channel_id)
+    assert entry["deleted"] is False and "tries again" in entry["reason"], entry
+    told = wait_for(lambda: notifications(server), lambda texts: any("gave up" in text for text in texts))
+    gave_up = next(text for text in told if "gave up" in text)
+    assert "rustiz gave up after 3 attempts" in gave_up and "delete it there by hand" in gave_up, gave_up
+    assert post["releaseURL"] in gave_up and post["thread"][0]["releaseURL"] in gave_up, gave_up
+    assert len(bluesky.requests_to("POST", r".*deleteRecord")) == tries_before + 3  # the first try, two retries
+    assert dict_rows(server.database, "SELECT id FROM platform_delete_retry") == []
+
+
+def test_a_refusal_on_a_retry_ends_it_in_the_platform_s_words(start_server_with_fakes, platforms):
+    server, bluesky, channel_id, post = failing_deletes(start_server_with_fakes, platforms, times=1)
+    bluesky.fail_next("POST", r".*deleteRecord", 400, {"error": "InvalidRequest", "message": "Record is pinned"})
+    delete_on_platform(server, post["id"])
+    told = wait_for(lambda: notifications(server), lambda texts: any("Record is pinned" in text for text in texts))
+    refused = next(text for text in told if "Record is pinned" in text)
+    assert "still on its platform" in refused and "(after 2 attempts)" in refused and "by hand" in refused, refused
 
 
 def test_a_rate_limit_that_runs_out_stops_the_channel_before_its_next_part(server, platforms):
