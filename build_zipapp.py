@@ -184,7 +184,7 @@ COMPILED_ON_FIRST_USE = ("rustiz_features/publishers/", "rustiz_features/postgre
                          "rustiz_features/storage/media_library.py", "rustiz_features/storage/review.py",
                          "rustiz_features/storage/comments.py", "rustiz_features/storage/sets.py",
                          "rustiz_features/storage/signatures.py", "rustiz_features/queue.py",
-                         "rustiz_features/storage/queue.py")
+                         "rustiz_features/storage/queue.py", "rustiz_features/storage/platform_delete.py")
 # Every feature module's source is packed without its comments and docstrings (the repository has them),
 # every line staying where it was: it is compiled from, or serves tracebacks beside its .pyc. The core, the
 # file an operator reads first, keeps its own.
