@@ -46,23 +46,6 @@ def pytest_configure(config) -> None:
                                        "directly, so it runs on the SQLite backend only")
 
 
-# The files that take longest, longest first: the workers (run_tests.sh: --dist loadfile) take whole files in
-# collection order, so these go first and the many short files fill the end, not one long file left running alone.
-SLOWEST_FILES = ("test_api_fuzz", "test_fuzz", "test_web_pages", "test_web_client_review", "test_scale_out",
-                 "test_web_everywhere", "test_api_media", "test_durability", "test_build", "test_scheduler",
-                 "test_web_team_flow", "test_oauth_refresh", "test_api_posts_files")
-BROWSER_FILE = re.compile(r"^test_(web_.*|web|api_oauth_server|mail_web|oidc_web)$")  # (Chromium: slow too)
-
-
-def pytest_collection_modifyitems(session, config, items: list) -> None:
-    def weight(item) -> tuple:
-        name = item.module.__name__ if item.module else ""
-        if name in SLOWEST_FILES:
-            return 0, SLOWEST_FILES.index(name)
-        return (1, 0) if BROWSER_FILE.match(name) else (2, 0)
-    items.sort(key=weight)  # (stable: each file's tests keep their order)
-
-
 def pytest_generate_tests(metafunc) -> None:
     """test_x[sqlite] and test_x[postgresql] for each test of the suites above that starts a server (it
     uses start_server, directly or through a fixture); RUSTIZ_TEST_BACKENDS=sqlite narrows the list."""
