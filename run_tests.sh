@@ -36,8 +36,9 @@ if command -v npm >/dev/null && [ ! -d "$RUSTIZ_TEST_OIDC_PROVIDER/node_modules/
 fi
 .venv/bin/python build_zipapp.py
 # Two workers per core (RUSTIZ_TEST_WORKERS to choose; 0 runs in this process): much of a test's time is waiting
-# (a post's date, a retry, a browser): with one per core and one more, the cores were busy under half the time. Each file's tests run on
-# one worker: module fixtures (one server for a file) stay shared, and every server and fake binds its own port.
+# (a post's date, a retry, a browser): with one per core and one more, the cores were busy under half the time.
+# Each file's tests run on one worker: module fixtures (one server for a file) stay shared, and every server and
+# fake binds its own port.
 # (pytest.ini lists the 25 slowest tests at the end of the log.)
 workers=${RUSTIZ_TEST_WORKERS:-$(( $(nproc) * 2 ))}
 RUSTIZ_TEST_SKIP_BUILD=1 exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"

@@ -153,5 +153,12 @@ class RowSender(WokenLoop):
             self.active.discard(self)
         self.stop_sleeping()
 
+    def sleep_until(self, now: float, next_due: Optional[float], poll_seconds: float, concurrency: int) -> None:
+        """Sleep until `next_due` (None: nothing is due) and at most `poll_seconds`, that long when all `concurrency`
+        sends are in flight (one that ends wakes it); `now`: when this run began."""
+        if next_due is None or self.in_flight >= concurrency:
+            next_due = now + poll_seconds
+        self.sleep(min(poll_seconds, max(0.0, next_due - time.time())))
+
     def may_run(self) -> bool:
         return self.started and not self.stopped

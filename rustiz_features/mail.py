@@ -338,9 +338,7 @@ class MailSender(RowSender):
         except sqlite3.Error as error:
             log(f"mail: the database failed ({error}); trying again in 5 s")
             next_due = now + 5
-        if next_due is None or self.in_flight >= MAIL_CONCURRENCY:  # (a send that ends wakes us)
-            next_due = now + self.poll_seconds
-        self.sleep(min(self.poll_seconds, max(0.0, next_due - time.time())))
+        self.sleep_until(now, next_due, self.poll_seconds, MAIL_CONCURRENCY)
 
     def _release_dead_leases(self, now: float) -> None:
         """Leases held by a process of this machine that is gone (kill -9, a crash) end now rather than after

@@ -25,7 +25,7 @@ import asyncio
 import sqlite3
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from rustiz import Config, Store, duration, log
 from .background import RowSender, SenderHost, retry_waits, wake_all
@@ -74,22 +74,21 @@ async def delete_on_platforms(config: Config, store: Store, http: HttpClient, or
         _bounded(config, store, http, organization_id, channel_id, parts, references, seconds)
         for channel_id, parts in channels_of(thread).items())))
     for entry in entries:
-        left = entry.pop("left", None)
+        left, after = entry.pop("left", None), entry.pop("after", None)
         if left:
-            wait = _retry_wait(config, 0, entry.pop("after", None))
+            wait = max(delete_retry_waits(config)[0], after or 0.0)  # (the platform's own wait when it is longer)
             await store.off_loop(retry_store.add_retry, store, organization_id, entry["integration"], post_id,
                                  [_stored_part(part, references) for part in left], time.time() + wait,
                                  entry["reason"])
             entry["reason"] += _retry_words(wait, left)
             wake_all(ACTIVE_RETRIERS)
-        entry.pop("after", None)
     return entries
 
 
-def _retry_wait(config: Config, retries_made: int, after: Optional[float]) -> float:
-    """Seconds before the next try (the platform's own wait when it named a longer one)."""
-    return max(retry_waits(config.settings, "RUSTIZ_PLATFORM_DELETE_RETRY_WAITS", RETRY_WAITS,
-                           "deletes on platforms are retried")[retries_made], after or 0.0)
+def delete_retry_waits(config: Config) -> tuple:
+    """The seconds before each new try: RUSTIZ_PLATFORM_DELETE_RETRY_WAITS, or RETRY_WAITS."""
+    return retry_waits(config.settings, "RUSTIZ_PLATFORM_DELETE_RETRY_WAITS", RETRY_WAITS,
+                       "deletes on platforms are retried")
 
 
 def _retry_words(wait: float, left: list) -> str:
@@ -100,7 +99,7 @@ def _retry_words(wait: float, left: list) -> str:
 def _stored_part(part: dict, references: dict) -> dict:
     """What a retry needs of a published part: its ids, address and reply reference."""
     return {"id": part["id"], "integrationId": part["integrationId"], "releaseId": part["releaseId"],
-            "releaseURL": part["releaseURL"], "reference": references.get(part["id"], part.get("reference"))}
+            "releaseURL": part["releaseURL"], "reference": references.get(part["id"])}
 
 
 async def _bounded(config: Config, store: Store, http: HttpClient, organization_id: str, channel_id: str, parts: list,
@@ -113,16 +112,21 @@ async def _bounded(config: Config, store: Store, http: HttpClient, organization_
             _channel_entry(config, store, http, organization_id, channel_id, parts, references, progress), seconds))
     except asyncio.TimeoutError:
         entry["reason"] = f"the platform did not finish deleting within {seconds:.0f} s, so the post may still be there"
-        entry["left"] = [part for part in published_parts(parts) if part["id"] not in progress]
+        entry["left"] = _still_there(published_parts(parts), progress)
     except Exception:
         log(f"deleting the posts of channel {channel_id} on its platform failed unexpectedly:\n{traceback.format_exc()}")
         entry["reason"] = "rustiz failed while deleting it on the platform (its log has the details)"
     return entry
 
 
+def _still_there(published: list, deleted: list) -> list:
+    """The published parts not in `deleted` (post ids)."""
+    return [part for part in published if part["id"] not in deleted]
+
+
 def _left_words(published: list, deleted: list) -> str:
     """"; still there: <url or id>, ..." for the published parts not in `deleted` (post ids)."""
-    left = [part["releaseURL"] or part["releaseId"] for part in published if part["id"] not in deleted]
+    left = [part["releaseURL"] or part["releaseId"] for part in _still_there(published, deleted)]
     return f"; still there: {', '.join(left)}" if left else ""
 
 
@@ -153,16 +157,15 @@ async def _channel_entry(config: Config, store: Store, http: HttpClient, organiz
     channel = Channel(channel_id, row["name"], credentials, session, http,
                       lambda saved: channel_store.save_channel_session(store, channel_id, saved))
     for part, release in reversed(list(zip(published, releases))):
-        left = [each for each in published if each["id"] not in progress]
         if channel.throttled_for:  # (the platform's rate limit ran out on the part before: no call until it resets)
-            return {"deleted": False, "left": left, "after": channel.throttled_for,
+            return {"deleted": False, "left": _still_there(published, progress), "after": channel.throttled_for,
                     "reason": f"{label} asked rustiz to wait {channel.throttled_for:.0f} s before its next call "
                               "(a rate limit)"}
         try:
             await _delete_part(config, store, http, provider, channel, release)
         except (Retryable, OutcomeUnknown) as passing:  # (a lost answer: the next try finds it deleted, or not)
-            return {"deleted": False, "left": left, "after": getattr(passing, "after", None),
-                    "reason": _failure_words(label, passing, published, part)}
+            return {"deleted": False, "left": _still_there(published, progress),
+                    "after": getattr(passing, "after", None), "reason": _failure_words(label, passing, published, part)}
         except PublishError as failed:
             return {"deleted": False, "reason": _failure_words(label, failed, published, part) +
                     f"; delete it on {label} by hand{_left_words(published, progress)}"}
@@ -189,7 +192,8 @@ def _failure_words(label: str, failed: Any, published: list, part: dict) -> str:
     from .publishers.base import NeedsReconnect
     which = "the post" if part is published[0] else f"thread part {published.index(part) + 1}"
     status = f" (HTTP {failed.status})" if failed.status else ""
-    advice = "; it refused the channel's credentials: reconnect the channel" if isinstance(failed, NeedsReconnect) else ""
+    reconnect = isinstance(failed, NeedsReconnect)
+    advice = "; it refused the channel's credentials: reconnect the channel" if reconnect else ""
     return f"{label} did not delete {which}{status}: {failed.message}{advice}"
 
 
@@ -204,7 +208,9 @@ class PlatformDeleteRetries(RowSender):
     active = ACTIVE_RETRIERS
 
     def __init__(self, scheduler: SenderHost):
-        self.scheduler, self.store, self.loop, self.config = scheduler, scheduler.store, scheduler.loop, scheduler.config
+        self.scheduler, self.store, self.loop = scheduler, scheduler.store, scheduler.loop
+        self.config = scheduler.config
+        self.retry_waits = delete_retry_waits(self.config)
 
     def _run_due(self) -> None:
         if self.stopped:
@@ -221,9 +227,7 @@ class PlatformDeleteRetries(RowSender):
         except sqlite3.Error as error:
             log(f"deletes on platforms to try again: the database failed ({error}); trying again in 5 s")
             next_due = now + 5
-        if next_due is None or self.in_flight >= RETRY_CONCURRENCY:  # (an attempt that ends wakes us)
-            next_due = now + RETRY_POLL_SECONDS
-        self.sleep(min(RETRY_POLL_SECONDS, max(0.0, next_due - time.time())))
+        self.sleep_until(now, next_due, RETRY_POLL_SECONDS, RETRY_CONCURRENCY)
 
     async def _attempt(self, retry: dict) -> None:
         references = {part["id"]: part.get("reference") for part in retry["parts"]}
@@ -238,12 +242,9 @@ class PlatformDeleteRetries(RowSender):
     def _record(self, retry: dict, entry: dict) -> None:
         """Try again later (a passing failure, tries left), or end it with one notification."""
         left, after, owner = entry.pop("left", None), entry.pop("after", None), self.scheduler.owner
-        waits = retry_waits(self.config.settings, "RUSTIZ_PLATFORM_DELETE_RETRY_WAITS", RETRY_WAITS,
-                            "deletes on platforms are retried")
-        if left and retry["attempts"] - 1 < len(waits):
-            wait = _retry_wait(self.config, retry["attempts"] - 1, after)
-            retry_store.reschedule_retry(self.store, retry["id"], owner, [_stored_part(part, {}) for part in left],
-                                         time.time() + wait, entry["reason"])
+        if left and retry["attempts"] - 1 < len(self.retry_waits):  # (left: parts of retry["parts"], as stored)
+            wait = max(self.retry_waits[retry["attempts"] - 1], after or 0.0)
+            retry_store.reschedule_retry(self.store, retry["id"], owner, left, time.time() + wait, entry["reason"])
             return
         if not retry_store.finish_retry(self.store, retry["id"], owner):
             return  # (the lease passed to another process, which tells the outcome)

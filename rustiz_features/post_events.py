@@ -11,10 +11,10 @@ Rules:
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Iterable, Optional
 
 from rustiz import Store
+from .background import wake_all
 from .storage import deliveries as delivery_store
 
 POST_EVENTS = ("post.published", "post.failed", "post.created", "post.updated", "post.deleted", "post.queued")
@@ -61,7 +61,5 @@ def queue_post_event(store: Store, organization_id: str, event: str, post_ids: I
                                           "posts": items}))
     queued = delivery_store.queue_deliveries(store, organization_id, event, payloads)
     if queued:
-        for sender in list(ACTIVE_SENDERS):
-            with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile)
-                sender.loop.call_soon_threadsafe(sender.wake)
+        wake_all(ACTIVE_SENDERS)
     return queued

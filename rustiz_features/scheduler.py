@@ -757,9 +757,7 @@ class WebhookDeliveries(RowSender):
         except sqlite3.Error as error:
             log(f"webhook deliveries: the database failed ({error}); trying again in 5 s")
             next_due = now + 5
-        if next_due is None or self.in_flight >= WEBHOOK_CONCURRENCY:  # (a send that ends wakes us)
-            next_due = now + WEBHOOK_POLL_SECONDS
-        self.sleep(min(WEBHOOK_POLL_SECONDS, max(0.0, next_due - time.time())))
+        self.sleep_until(now, next_due, WEBHOOK_POLL_SECONDS, WEBHOOK_CONCURRENCY)
 
     def _forget_finished(self, now: float) -> None:
         if now >= self.housekeeping_at:
