@@ -19,7 +19,7 @@ from support import Database, png_file, uploaded
 # MCP's routes take JSON-RPC, which the document does not describe: tests/test_mcp_transport.py covers them.
 NOT_FUZZED = ("/public/v1/upload-from-url", "/mcp", "/mcp/{apiKey}", "/sse/{apiKey}", "/message/{apiKey}")
 NOT_FUZZED += ("/public/v1/autopost/preview", "/public/v1/autopost/{id}/fetch")  # (they fetch feeds: as upload-from-url)
-FUZZ_SECONDS = 240  # a hard limit for the whole run, which takes 40 to 100 s on 2 cores beside the other test workers
+FUZZ_SECONDS = 240  # a hard limit for the whole run, which takes 40 to 120 s on 2 cores beside the other test workers
 
 
 def fuzz_config(ids: dict) -> str:
